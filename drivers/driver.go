@@ -1,0 +1,80 @@
+// Package drivers defines the contract every lock backend implements, its
+// optional capabilities, and the sentinel errors shared by all backends.
+//
+// A driver is deliberately small: every method is one atomic operation at
+// the backend. Drivers do not validate user input, do not retry and do not
+// log loudly; the lock.Manager does those things once for every backend.
+package drivers
+
+import (
+	"context"
+	"time"
+)
+
+// Driver is what a lock backend implements. Every method must be atomic at
+// the backend: two handles on the same backend must never both believe they
+// hold the same key.
+type Driver interface {
+	// Acquire takes key for owner for ttl, or refreshes it (new deadline =
+	// now+ttl, same fence) when owner already holds it. ok is false, with a
+	// nil error, when another owner holds the key.
+	//
+	// fence grows with every new grant of the key (it is unchanged by a
+	// refresh); 0 means the driver has no fencing.
+	Acquire(ctx context.Context, key, owner string, ttl time.Duration) (fence uint64, ok bool, err error)
+
+	// Release deletes key if and only if owner holds it. It reports whether
+	// it deleted anything; releasing a lock that expired or that someone
+	// else now holds is a no-op that returns false.
+	Release(ctx context.Context, key, owner string) (bool, error)
+
+	// ForceRelease deletes key whoever holds it. Deleting a free key is not
+	// an error.
+	ForceRelease(ctx context.Context, key string) error
+
+	// Exists reports whether key is currently held (and not expired).
+	Exists(ctx context.Context, key string) (bool, error)
+
+	// Close frees the driver's timers, goroutines and connections. It is
+	// idempotent; every call after the first returns nil. Calls made after
+	// Close return ErrClosed.
+	Close() error
+}
+
+// Extender is the optional capability of extending a held lock without any
+// chance of re-granting it.
+//
+// Extend sets the deadline of key to now+ttl if and only if owner holds it
+// and it has not expired. It never creates a lock: extending a lock that is
+// gone returns false.
+//
+// Fallback when a driver lacks it: the Manager refreshes with Acquire by the
+// same owner, after checking that the fence it gets back is the fence it
+// already had (a different fence means the key had expired and was granted
+// anew, which the Manager reports as a lost lock and releases).
+type Extender interface {
+	Extend(ctx context.Context, key, owner string, ttl time.Duration) (bool, error)
+}
+
+// WaitOptions tunes AcquireWait.
+type WaitOptions struct {
+	// RetryDelay bounds the pause between two polls for drivers that cannot
+	// be told when a key frees. Drivers that are pushed may ignore it.
+	RetryDelay time.Duration
+}
+
+// Waiter is the optional capability of waiting for a key efficiently: the
+// driver is told (or polls cleverly) when the key frees, and hands it to
+// waiters close to their arrival order.
+//
+// AcquireWait blocks until key is granted to owner and returns the fence,
+// or returns ctx.Err() (possibly wrapped) when ctx ends first. A caller
+// whose ctx ended may still have been granted the key at the backend in the
+// same instant; the driver must either release such a grant itself or
+// leave it to expire, and never report it as held.
+//
+// Fallback when a driver lacks it: the Manager calls Acquire every
+// RetryDelay until it succeeds or its timeout passes.
+type Waiter interface {
+	AcquireWait(ctx context.Context, key, owner string, ttl time.Duration, opts WaitOptions) (fence uint64, err error)
+}

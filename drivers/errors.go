@@ -1,0 +1,106 @@
+package drivers
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+)
+
+// Sentinel errors, declared once here and aliased by package lock. Compare
+// with errors.Is.
+var (
+	// ErrNotAcquired: the key is held by another owner (or a wait timed out).
+	ErrNotAcquired = errors.New("lock: not acquired")
+	// ErrLost: a lock that was held is no longer held by its owner.
+	ErrLost = errors.New("lock: lost")
+	// ErrClosed: the manager or driver has been closed.
+	ErrClosed = errors.New("lock: closed")
+	// ErrUnavailable: the backend cannot be reached or has no quorum. It is
+	// never returned for plain contention.
+	ErrUnavailable = errors.New("lock: backend unavailable")
+	// ErrInvalid: the request was rejected before reaching the backend
+	// (empty or over-long key, TTL out of range, nil callback...).
+	ErrInvalid = errors.New("lock: invalid argument")
+	// ErrFull: the backend refuses new keys or waiters because a configured
+	// limit is reached.
+	ErrFull = errors.New("lock: limit reached")
+)
+
+// NotAcquiredError says which key could not be acquired. It matches
+// ErrNotAcquired with errors.Is and reports HTTP status 409.
+type NotAcquiredError struct {
+	Key string
+}
+
+func (e *NotAcquiredError) Error() string {
+	return fmt.Sprintf("lock: not acquired: %q is held by another owner", e.Key)
+}
+
+// Is makes errors.Is(err, ErrNotAcquired) true.
+func (e *NotAcquiredError) Is(target error) bool { return target == ErrNotAcquired }
+
+// HTTPStatus is 409 Conflict, so an HTTP layer can map contention directly.
+func (e *NotAcquiredError) HTTPStatus() int { return http.StatusConflict }
+
+// LostError reports that a held lock was lost: a refresh found it gone, or
+// the backend could not be reached before the TTL ran out.
+type LostError struct {
+	Key   string
+	Fence uint64
+	// Cause is what the failed refresh returned (nil when the backend
+	// answered that the lock is no longer held).
+	Cause error
+}
+
+func (e *LostError) Error() string {
+	if e.Cause != nil {
+		return fmt.Sprintf("lock: lost %q (fence %d): %v", e.Key, e.Fence, e.Cause)
+	}
+	return fmt.Sprintf("lock: lost %q (fence %d): no longer held by this owner", e.Key, e.Fence)
+}
+
+// Is makes errors.Is(err, ErrLost) true.
+func (e *LostError) Is(target error) bool { return target == ErrLost }
+
+// Unwrap exposes the cause, so errors.Is(err, ErrUnavailable) also works
+// when the lock was lost because the backend was unreachable.
+func (e *LostError) Unwrap() error { return e.Cause }
+
+// HTTPStatus is 409 Conflict.
+func (e *LostError) HTTPStatus() int { return http.StatusConflict }
+
+// InvalidError describes input rejected before any backend call.
+type InvalidError struct {
+	Field  string
+	Reason string
+}
+
+func (e *InvalidError) Error() string {
+	return fmt.Sprintf("lock: invalid %s: %s", e.Field, e.Reason)
+}
+
+// Is makes errors.Is(err, ErrInvalid) true.
+func (e *InvalidError) Is(target error) bool { return target == ErrInvalid }
+
+// HTTPStatus is 400 Bad Request.
+func (e *InvalidError) HTTPStatus() int { return http.StatusBadRequest }
+
+// Unavailable wraps err so that it matches ErrUnavailable as well as itself.
+func Unavailable(op string, err error) error {
+	if err == nil {
+		return nil
+	}
+	return &unavailableError{op: op, err: err}
+}
+
+type unavailableError struct {
+	op  string
+	err error
+}
+
+func (e *unavailableError) Error() string {
+	return fmt.Sprintf("lock: backend unavailable: %s: %v", e.op, e.err)
+}
+func (e *unavailableError) Is(target error) bool { return target == ErrUnavailable }
+func (e *unavailableError) Unwrap() error        { return e.err }
+func (e *unavailableError) HTTPStatus() int      { return http.StatusServiceUnavailable }
