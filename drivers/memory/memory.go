@@ -1,0 +1,153 @@
+// Package memory is the in-process lock driver: a thin layer over the
+// embedded engine, whose single goroutine owns the lock table.
+//
+// Locks live in this process only; use it for tests, development and
+// single-instance services. Waiting is pushed and FIFO: a blocked acquirer
+// is handed the lock inside the engine when the holder releases it or it
+// expires, without polling.
+package memory
+
+import (
+	"context"
+	"sync/atomic"
+	"time"
+
+	"github.com/zerotal/lock/drivers"
+	"github.com/zerotal/lock/engine"
+)
+
+// Config configures a memory driver. The zero value is ready to use.
+type Config struct {
+	// Clock drives TTL expiry; nil means the system clock. Tests inject an
+	// engine.FakeClock to make time explicit.
+	Clock engine.Clock
+	// MaxKeys caps the number of held keys; 0 means no cap. When the cap
+	// is reached, new keys are refused with an error matching drivers.ErrFull.
+	MaxKeys int
+	// MaxWaitersPerKey caps the waiters queued on one key; 0 means no cap.
+	MaxWaitersPerKey int
+}
+
+// Validate reports a configuration that cannot work.
+func (c Config) Validate() error {
+	if c.MaxKeys < 0 {
+		return &drivers.InvalidError{Field: "MaxKeys", Reason: "must be >= 0"}
+	}
+	if c.MaxWaitersPerKey < 0 {
+		return &drivers.InvalidError{Field: "MaxWaitersPerKey", Reason: "must be >= 0"}
+	}
+	return nil
+}
+
+// Driver is a handle on an engine. It implements drivers.Driver,
+// drivers.Extender and drivers.Waiter.
+type Driver struct {
+	e      *engine.Engine
+	owns   bool // Close also closes the engine
+	closed atomic.Bool
+}
+
+var (
+	_ drivers.Driver   = (*Driver)(nil)
+	_ drivers.Extender = (*Driver)(nil)
+	_ drivers.Waiter   = (*Driver)(nil)
+)
+
+// New starts an engine and returns a driver that owns it: Close stops it.
+func New(cfg Config) (*Driver, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	e, err := engine.New(engine.Config{
+		Clock:            cfg.Clock,
+		MaxKeys:          cfg.MaxKeys,
+		MaxWaitersPerKey: cfg.MaxWaitersPerKey,
+	})
+	if err != nil {
+		return nil, err
+	}
+	return &Driver{e: e, owns: true}, nil
+}
+
+// Wrap returns another handle on an engine that the caller owns. Closing
+// the handle does not stop the engine, so several handles (as several
+// components of one program would have) can share one lock table.
+func Wrap(e *engine.Engine) *Driver { return &Driver{e: e} }
+
+// Engine returns the engine behind the driver, for inspection.
+func (d *Driver) Engine() *engine.Engine { return d.e }
+
+func (d *Driver) ready(ctx context.Context) error {
+	if d.closed.Load() {
+		return drivers.ErrClosed
+	}
+	return ctx.Err()
+}
+
+// Acquire takes key for owner, or refreshes it when owner holds it.
+func (d *Driver) Acquire(ctx context.Context, key, owner string, ttl time.Duration) (uint64, bool, error) {
+	if err := d.ready(ctx); err != nil {
+		return 0, false, err
+	}
+	g, ok, err := d.e.Acquire(ctx, key, owner, ttl)
+	if err != nil || !ok {
+		return 0, false, err
+	}
+	return g.Fence, true, nil
+}
+
+// AcquireWait queues for key, FIFO, and returns when the engine hands it
+// over or ctx ends.
+func (d *Driver) AcquireWait(ctx context.Context, key, owner string, ttl time.Duration, _ drivers.WaitOptions) (uint64, error) {
+	if err := d.ready(ctx); err != nil {
+		return 0, err
+	}
+	g, err := d.e.AcquireWait(ctx, key, owner, ttl)
+	if err != nil {
+		return 0, err
+	}
+	return g.Fence, nil
+}
+
+// Release frees key if owner holds it.
+func (d *Driver) Release(ctx context.Context, key, owner string) (bool, error) {
+	if err := d.ready(ctx); err != nil {
+		return false, err
+	}
+	return d.e.Release(ctx, key, owner)
+}
+
+// Extend moves the deadline of a lock owner still holds.
+func (d *Driver) Extend(ctx context.Context, key, owner string, ttl time.Duration) (bool, error) {
+	if err := d.ready(ctx); err != nil {
+		return false, err
+	}
+	_, ok, err := d.e.Extend(ctx, key, owner, ttl)
+	return ok, err
+}
+
+// ForceRelease frees key whoever holds it.
+func (d *Driver) ForceRelease(ctx context.Context, key string) error {
+	if err := d.ready(ctx); err != nil {
+		return err
+	}
+	_, err := d.e.ForceRelease(ctx, key)
+	return err
+}
+
+// Exists reports whether key is held.
+func (d *Driver) Exists(ctx context.Context, key string) (bool, error) {
+	if err := d.ready(ctx); err != nil {
+		return false, err
+	}
+	_, ok, err := d.e.Get(ctx, key)
+	return ok, err
+}
+
+// Close closes the handle, and the engine when the handle owns it.
+func (d *Driver) Close() error {
+	if d.closed.Swap(true) || !d.owns {
+		return nil
+	}
+	return d.e.Close()
+}

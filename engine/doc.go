@@ -1,0 +1,63 @@
+// Package engine is the embedded lock engine: atomic, owner-guarded,
+// TTL-bounded locks with fencing tokens and FIFO waiters, in one process.
+// The in-process driver runs it live; the Raft state machine runs it
+// replicated.
+//
+// # Design
+//
+// The lock table is a plain, deterministic, single-threaded structure: a
+// map from key to entry (owner, fence, deadline in unix nanoseconds, and a
+// FIFO queue of waiters) plus a min-heap of entries ordered by deadline,
+// then key. Every decision — grant, refresh, hand-off, expiry, limits — is
+// made there from its arguments and its own state, so it is table-tested
+// directly and two tables fed the same calls end up byte-identical.
+//
+// An Engine is ONE goroutine that owns the table. A caller sends a command
+// struct carrying a reply channel with room for one answer, selecting on
+// the request channel, its context and the engine's done channel; it then
+// waits the same way. Command structs and their channels are pooled, so
+// the hot path does not allocate. After one receive the loop drains every
+// command already pending and processes them as a batch, then sends the
+// answers. The request channel is never closed; Close signals the loop,
+// which answers every queued command and every blocked waiter with
+// drivers.ErrClosed before it exits.
+//
+// # Fences
+//
+// One global counter is incremented for every new grant: the acquire of a
+// free or expired key, or the hand-off to a waiter. A refresh by the same
+// owner keeps its fence. A global counter is strictly increasing per key
+// and costs no memory per key.
+//
+// # Live mode
+//
+// Time comes from the Clock (SystemClock by default, FakeClock in tests).
+// Each batch reads the clock once and first ends every grant whose deadline
+// has passed, so commands never see an expired holder. Between batches a
+// single timer is armed for the earliest deadline; when it fires, the loop
+// wakes and expires what is due. When a grant ends — release, force
+// release or expiry — the first waiter is handed the key inside the loop
+// and its blocked AcquireWait returns: no polling. A key with nobody
+// waiting is deleted, so memory returns.
+//
+// # Replicated mode
+//
+// With Config.Replicated the engine is a deterministic state machine for
+// Raft: time comes only from Command.Now (engine time is the maximum seen,
+// so it never goes backwards), no timer runs, and a grant ends only by
+// release, force release, or an OpExpire naming that exact grant (key,
+// owner, fence) once its deadline has passed in engine time — a stale
+// expiry from a paused former leader is a no-op. A grant past its deadline
+// still counts as free for OpAcquire. Waiters are part of the replicated
+// state. A grant made by a command takes Command.Fence (the Raft index)
+// when it is above every fence issued so far. Due and NextDeadline tell
+// the leader what to expire.
+//
+// # Snapshots
+//
+// Snapshot encodes the counter, engine time, and every entry with its
+// waiters, keys sorted, in a versioned binary format closed by a CRC-32;
+// the same state always gives the same bytes. Restore decodes and checks
+// the whole input before it swaps the table inside the loop, so corrupt
+// input leaves the engine as it was.
+package engine

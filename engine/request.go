@@ -1,0 +1,238 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/zerotal/lock/drivers"
+)
+
+type reqKind uint8
+
+const (
+	kAcquire reqKind = iota + 1
+	kAcquireWait
+	kCancelWait
+	kRelease
+	kExtend
+	kForce
+	kGet
+	kList
+	kSnapshot
+	kRestore
+	kApply
+	kDue
+	kNext
+)
+
+// request is one command to the loop. Its reply channel has room for one
+// signal, so the loop never blocks on a caller that has gone away; the
+// answer fields are written by the loop before it signals, and read by the
+// caller after it receives.
+type request struct {
+	kind   reqKind
+	key    string
+	owner  string
+	ttl    time.Duration
+	limit  int
+	now    int64
+	cmds   []Command
+	table  *table   // kRestore: the decoded replacement
+	target *request // kCancelWait: the AcquireWait to withdraw
+	reply  chan struct{}
+
+	ok       bool
+	grant    Grant
+	info     Info
+	infos    []Info
+	data     []byte
+	results  []Result
+	grants   []Grant
+	deadline int64
+	err      error
+}
+
+// Requests are pooled with their reply channels. A request goes back to
+// the pool only when its reply channel is known to be empty and the loop
+// holds no reference to it.
+var reqPool = sync.Pool{New: func() any { return &request{reply: make(chan struct{}, 1)} }}
+
+func getReq(kind reqKind) *request {
+	r := reqPool.Get().(*request)
+	r.kind = kind
+	return r
+}
+
+func putReq(r *request) {
+	reply := r.reply
+	*r = request{reply: reply}
+	reqPool.Put(r)
+}
+
+var errDupWaiter = fmt.Errorf("engine: owner is already waiting for this key: %w", drivers.ErrInvalid)
+
+// errRestored answers the waiters of a table replaced by Restore.
+var errRestored = fmt.Errorf("engine: wait ended because the lock table was restored from a snapshot: %w", drivers.ErrUnavailable)
+
+// send hands r to the loop. On failure r has not been sent and is back in
+// the pool.
+func (e *Engine) send(ctx context.Context, r *request) error {
+	if err := ctx.Err(); err != nil {
+		putReq(r)
+		return err
+	}
+	select {
+	case e.reqc <- r:
+		return nil
+	default:
+	}
+	select {
+	case e.reqc <- r:
+		return nil
+	case <-ctx.Done():
+		putReq(r)
+		return ctx.Err()
+	case <-e.done:
+		putReq(r)
+		return drivers.ErrClosed
+	}
+}
+
+// roundTrip sends r and waits for its answer. On a nil return the answer
+// is in r and the caller puts r back; on an error the caller must not
+// touch r (the loop may still answer it).
+func (e *Engine) roundTrip(ctx context.Context, r *request) error {
+	if err := e.send(ctx, r); err != nil {
+		return err
+	}
+	select {
+	case <-r.reply:
+		return nil
+	case <-ctx.Done():
+		// The command may still take effect; the loop answers into the
+		// buffered channel and nobody reads it.
+		return ctx.Err()
+	case <-e.done:
+		return e.closedReply(r)
+	}
+}
+
+// settle sends r and waits for its answer however long ctx lasts: for
+// commands whose outcome the caller must know (Apply, Restore). The loop
+// never blocks, so the wait is short.
+func (e *Engine) settle(ctx context.Context, r *request) error {
+	if err := e.send(ctx, r); err != nil {
+		return err
+	}
+	select {
+	case <-r.reply:
+		return nil
+	case <-e.done:
+		return e.closedReply(r)
+	}
+}
+
+// closedReply: the loop has exited, having answered everything it had
+// received; r was either answered or never received.
+func (e *Engine) closedReply(r *request) error {
+	select {
+	case <-r.reply:
+		return nil
+	default:
+		return drivers.ErrClosed
+	}
+}
+
+// handle executes one request inside the loop.
+func (e *Engine) handle(r *request) {
+	t := e.t
+	switch r.kind {
+	case kAcquire:
+		o := t.acquire(r.key, r.owner, r.ttl, 0, false, nil)
+		r.ok, r.grant, r.err = o.ok, o.grant, o.err
+	case kAcquireWait:
+		o := t.acquire(r.key, r.owner, r.ttl, 0, true, r)
+		switch {
+		case o.err != nil:
+			r.err = o.err
+		case o.ok:
+			r.ok, r.grant = true, o.grant
+		case o.dup:
+			r.err = errDupWaiter
+		default:
+			return // queued: answered by a hand-off, a cancel or Close
+		}
+	case kCancelWait:
+		e.cancelWait(r.target)
+	case kRelease:
+		o := t.release(r.key, r.owner, 0)
+		r.ok, r.err = o.ok, o.err
+		e.deliver(&o)
+	case kExtend:
+		o := t.extend(r.key, r.owner, r.ttl)
+		r.ok, r.grant, r.err = o.ok, o.grant, o.err
+	case kForce:
+		o := t.forceRelease(r.key, 0)
+		r.ok, r.err = o.ok, o.err
+		e.deliver(&o)
+	case kGet:
+		r.info, r.ok = t.get(r.key)
+	case kList:
+		r.infos = t.list(r.key, r.limit)
+	case kSnapshot:
+		r.data = t.encode()
+	case kRestore:
+		e.restore(r.table)
+	case kApply:
+		r.results = e.apply(r.cmds)
+	case kDue:
+		r.grants = t.due(r.now, r.limit)
+	case kNext:
+		r.deadline, r.ok = t.nextDeadline()
+	}
+	e.answer(r)
+}
+
+// cancelWait withdraws the AcquireWait w whose caller gave up. If the loop
+// had already handed w the key (the hand-off crossed the cancellation),
+// nobody will use that grant, so the loop releases it and hands it on.
+func (e *Engine) cancelWait(w *request) {
+	t := e.t
+	if t.cancelTag(w.key, w) {
+		return
+	}
+	if !w.ok || w.err != nil {
+		return
+	}
+	en := t.entries[w.key]
+	if en == nil || en.owner != w.owner || en.fence != w.grant.Fence {
+		return
+	}
+	o := outcome{ok: true}
+	t.handOn(en, 0, &o)
+	e.deliver(&o)
+}
+
+// restore swaps in nt. Blocked AcquireWait callers of the old table are
+// told their wait ended; the waiters of nt came from a snapshot and have
+// no caller (their grants, if they come, run out by TTL).
+func (e *Engine) restore(nt *table) {
+	old := e.t
+	e.failWaiters(old, errRestored)
+	nt.maxKeys, nt.maxWaiters = old.maxKeys, old.maxWaiters
+	if !e.cfg.Replicated {
+		nt.advance(old.now)
+	}
+	e.t = nt
+}
+
+// apply runs a replicated batch in order.
+func (e *Engine) apply(cmds []Command) []Result {
+	out := make([]Result, len(cmds))
+	for i := range cmds {
+		out[i] = e.t.applyCommand(&cmds[i])
+	}
+	return out
+}

@@ -1,0 +1,211 @@
+package engine
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"sort"
+	"time"
+)
+
+// Snapshot format, version 1 (all integers big-endian):
+//
+//	magic "ZTLK" | version byte | counter u64 | now i64 | keys uvarint
+//	per key, in ascending key order:
+//	    key str | owner str | fence u64 | deadline i64 | waiters uvarint
+//	    per waiter, in queue order: owner str | ttl i64
+//	crc32 (IEEE) of everything before it, u32
+//
+// where str is a uvarint length followed by the bytes. Sorting the keys
+// makes the bytes a function of the state alone.
+const (
+	snapMagic   = "ZTLK"
+	snapVersion = 1
+	snapHeader  = len(snapMagic) + 1 + 8 + 8
+	snapTrailer = 4
+)
+
+// errCorrupt is wrapped by every decoding failure.
+var errCorrupt = errors.New("engine: corrupt snapshot")
+
+func (t *table) encode() []byte {
+	keys := make([]string, 0, len(t.entries))
+	size := snapHeader + binary.MaxVarintLen64 + snapTrailer
+	for k, e := range t.entries {
+		keys = append(keys, k)
+		size += 2*binary.MaxVarintLen64 + len(k) + len(e.owner) + 8 + 8 + binary.MaxVarintLen64
+		if e.queue != nil {
+			for _, w := range e.queue.items {
+				size += binary.MaxVarintLen64 + len(w.owner) + 8
+			}
+		}
+	}
+	sort.Strings(keys)
+	b := make([]byte, 0, size)
+	b = append(b, snapMagic...)
+	b = append(b, snapVersion)
+	b = binary.BigEndian.AppendUint64(b, t.counter)
+	b = binary.BigEndian.AppendUint64(b, uint64(t.now))
+	b = binary.AppendUvarint(b, uint64(len(keys)))
+	for _, k := range keys {
+		e := t.entries[k]
+		b = appendString(b, k)
+		b = appendString(b, e.owner)
+		b = binary.BigEndian.AppendUint64(b, e.fence)
+		b = binary.BigEndian.AppendUint64(b, uint64(e.deadline))
+		b = binary.AppendUvarint(b, uint64(e.waiters()))
+		if e.queue != nil {
+			for _, w := range e.queue.items {
+				b = appendString(b, w.owner)
+				b = binary.BigEndian.AppendUint64(b, uint64(w.ttl))
+			}
+		}
+	}
+	return binary.BigEndian.AppendUint32(b, crc32.ChecksumIEEE(b))
+}
+
+func appendString(b []byte, s string) []byte {
+	b = binary.AppendUvarint(b, uint64(len(s)))
+	return append(b, s...)
+}
+
+// decodeTable parses and checks a snapshot into a new table (no limits
+// set). It never returns a partly built table.
+func decodeTable(b []byte) (*table, error) {
+	if len(b) < snapHeader+1+snapTrailer {
+		return nil, fmt.Errorf("%w: %d bytes is too short", errCorrupt, len(b))
+	}
+	if string(b[:len(snapMagic)]) != snapMagic {
+		return nil, fmt.Errorf("%w: not an engine snapshot (bad magic)", errCorrupt)
+	}
+	if v := b[len(snapMagic)]; v != snapVersion {
+		return nil, fmt.Errorf("%w: unsupported version %d", errCorrupt, v)
+	}
+	body, sum := b[:len(b)-snapTrailer], binary.BigEndian.Uint32(b[len(b)-snapTrailer:])
+	if crc32.ChecksumIEEE(body) != sum {
+		return nil, fmt.Errorf("%w: checksum mismatch (truncated or damaged)", errCorrupt)
+	}
+	d := decoder{b: body[len(snapMagic)+1:]}
+	t := newTable(0, 0)
+	t.counter = d.u64()
+	t.now = int64(d.u64())
+	// Each key takes at least 1+1+1+8+8+1 bytes: bound the count by what
+	// is left before allocating for it.
+	n := d.count(20)
+	t.entries = make(map[string]*entry, n)
+	t.heap = make([]*entry, 0, n)
+	prev := ""
+	for i := 0; i < n && d.err == nil; i++ {
+		e := &entry{key: d.str(), owner: d.str(), fence: d.u64(), deadline: int64(d.u64())}
+		nw := d.count(10)
+		if d.err != nil {
+			break
+		}
+		switch {
+		case e.key == "":
+			d.fail("empty key")
+		case i > 0 && e.key <= prev:
+			d.fail("keys out of order or repeated")
+		case e.owner == "":
+			d.fail("empty owner for key %q", e.key)
+		case e.fence == 0 || e.fence > t.counter:
+			d.fail("fence %d of key %q outside 1..%d", e.fence, e.key, t.counter)
+		}
+		prev = e.key
+		if nw > 0 {
+			e.queue = &waitQueue{items: make([]waiter, 0, nw)}
+		}
+		for j := 0; j < nw && d.err == nil; j++ {
+			w := waiter{owner: d.str(), ttl: time.Duration(d.u64())}
+			switch {
+			case d.err != nil:
+			case w.owner == "" || w.owner == e.owner:
+				d.fail("bad waiter owner for key %q", e.key)
+			case w.ttl <= 0:
+				d.fail("bad waiter ttl for key %q", e.key)
+			default:
+				for _, o := range e.queue.items {
+					if o.owner == w.owner {
+						d.fail("waiter queued twice for key %q", e.key)
+					}
+				}
+			}
+			e.queue.items = append(e.queue.items, w)
+		}
+		if d.err == nil {
+			t.entries[e.key] = e
+			t.heapPush(e)
+		}
+	}
+	if d.err == nil && len(d.b) != 0 {
+		d.fail("%d unexpected trailing bytes", len(d.b))
+	}
+	if d.err != nil {
+		return nil, d.err
+	}
+	return t, nil
+}
+
+// decoder reads the body; the first failure sticks and later reads return
+// zero values.
+type decoder struct {
+	b   []byte
+	err error
+}
+
+func (d *decoder) fail(format string, args ...any) {
+	if d.err == nil {
+		d.err = fmt.Errorf("%w: %s", errCorrupt, fmt.Sprintf(format, args...))
+	}
+}
+
+func (d *decoder) u64() uint64 {
+	if d.err != nil {
+		return 0
+	}
+	if len(d.b) < 8 {
+		d.fail("truncated")
+		return 0
+	}
+	v := binary.BigEndian.Uint64(d.b)
+	d.b = d.b[8:]
+	return v
+}
+
+func (d *decoder) uvarint() uint64 {
+	if d.err != nil {
+		return 0
+	}
+	v, n := binary.Uvarint(d.b)
+	if n <= 0 {
+		d.fail("bad length")
+		return 0
+	}
+	d.b = d.b[n:]
+	return v
+}
+
+// count reads a count of items that take at least minSize bytes each.
+func (d *decoder) count(minSize int) int {
+	v := d.uvarint()
+	if d.err == nil && v > uint64(len(d.b)/minSize) {
+		d.fail("count %d exceeds the remaining %d bytes", v, len(d.b))
+		return 0
+	}
+	return int(v)
+}
+
+func (d *decoder) str() string {
+	n := d.uvarint()
+	if d.err != nil {
+		return ""
+	}
+	if n > uint64(len(d.b)) {
+		d.fail("truncated string")
+		return ""
+	}
+	s := string(d.b[:n])
+	d.b = d.b[n:]
+	return s
+}

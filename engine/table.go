@@ -1,0 +1,467 @@
+package engine
+
+import (
+	"fmt"
+	"math"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/zerotal/lock/drivers"
+)
+
+// table is the lock table: pure, deterministic and single-threaded. Every
+// decision the engine makes is made here, from the arguments and the
+// table's own state only, so the same calls in the same order give the
+// same answers and the same fences on every node.
+//
+// Invariant: every entry in the map is held (owner != "") and sits in the
+// deadline heap. A release with waiters hands the entry on; without
+// waiters it deletes it.
+type table struct {
+	entries map[string]*entry
+	heap    []*entry // every entry, ordered by (deadline, key)
+	counter uint64   // the last fence issued
+	now     int64    // engine time, unix nanoseconds; never goes backwards
+
+	maxKeys    int
+	maxWaiters int
+
+	spare []*entry // released entries kept for reuse, so churn does not allocate
+}
+
+// entry is one held key. It is kept at 64 bytes (one allocation class);
+// the wait queue lives behind a pointer because most keys never have one.
+type entry struct {
+	key      string
+	owner    string
+	fence    uint64
+	deadline int64
+	queue    *waitQueue
+	hidx     int // index in table.heap
+}
+
+type waitQueue struct {
+	items []waiter
+}
+
+// waiter is one owner queued for a key. tag is the blocked caller in live
+// mode; the table carries it without looking at it (nil in replicated
+// mode and in table tests).
+type waiter struct {
+	owner string
+	ttl   time.Duration
+	tag   *request
+}
+
+// outcome is what a table operation decided.
+type outcome struct {
+	ok     bool
+	queued bool
+	// dup: the owner was already queued, nothing was added.
+	dup bool
+	// grant: after acquire/extend when ok; the holder's when not ok and held.
+	grant Grant
+	// handoff: the operation handed the key to the next waiter, next.
+	handoff bool
+	next    Grant
+	nextTag *request
+	err     error
+}
+
+const maxSpare = 1024
+
+func newTable(maxKeys, maxWaiters int) *table {
+	return &table{
+		entries:    make(map[string]*entry),
+		maxKeys:    maxKeys,
+		maxWaiters: maxWaiters,
+	}
+}
+
+// advance moves engine time to now unless that would go backwards.
+func (t *table) advance(now int64) {
+	if now > t.now {
+		t.now = now
+	}
+}
+
+// nextFence returns the fence for a new grant: want when it is above every
+// fence issued so far, else the counter plus one.
+func (t *table) nextFence(want uint64) uint64 {
+	f := t.counter + 1
+	if want > t.counter {
+		f = want
+	}
+	t.counter = f
+	return f
+}
+
+// deadlineAfter is t.now+ttl, saturating instead of overflowing.
+func (t *table) deadlineAfter(ttl time.Duration) int64 {
+	if int64(ttl) > math.MaxInt64-t.now {
+		return math.MaxInt64
+	}
+	return t.now + int64(ttl)
+}
+
+func (e *entry) grant() Grant {
+	return Grant{Key: e.key, Owner: e.owner, Fence: e.fence, Deadline: e.deadline}
+}
+
+func (e *entry) waiters() int {
+	if e.queue == nil {
+		return 0
+	}
+	return len(e.queue.items)
+}
+
+func invalid(field, reason string) error {
+	return &drivers.InvalidError{Field: field, Reason: reason}
+}
+
+func checkKeyOwner(key, owner string) error {
+	if key == "" {
+		return invalid("key", "empty")
+	}
+	if owner == "" {
+		return invalid("owner", "empty")
+	}
+	return nil
+}
+
+func checkTTL(ttl time.Duration) error {
+	if ttl <= 0 {
+		return invalid("ttl", "must be positive")
+	}
+	return nil
+}
+
+// acquire grants key to owner when it is free or its holder's deadline has
+// passed (a new grant, new fence), refreshes it when owner holds it (same
+// fence), and otherwise reports the holder and, with wait, queues owner.
+func (t *table) acquire(key, owner string, ttl time.Duration, fence uint64, wait bool, tag *request) outcome {
+	if err := checkKeyOwner(key, owner); err != nil {
+		return outcome{err: err}
+	}
+	if err := checkTTL(ttl); err != nil {
+		return outcome{err: err}
+	}
+	e := t.entries[key]
+	if e == nil {
+		if t.maxKeys > 0 && len(t.entries) >= t.maxKeys {
+			return outcome{err: fmt.Errorf("engine: key limit %d reached: %w", t.maxKeys, drivers.ErrFull)}
+		}
+		e = t.newEntry(key)
+		e.owner = owner
+		e.fence = t.nextFence(fence)
+		e.deadline = t.deadlineAfter(ttl)
+		t.entries[key] = e
+		t.heapPush(e)
+		return outcome{ok: true, grant: e.grant()}
+	}
+	if e.deadline <= t.now {
+		// Expired but not yet purged (replicated mode waits for OpExpire):
+		// it counts as free. Waiters stay queued behind the new holder.
+		e.owner = owner
+		e.fence = t.nextFence(fence)
+		e.deadline = t.deadlineAfter(ttl)
+		t.heapFix(e)
+		e.removeWaiter(owner)
+		return outcome{ok: true, grant: e.grant()}
+	}
+	if e.owner == owner {
+		e.deadline = t.deadlineAfter(ttl)
+		t.heapFix(e)
+		return outcome{ok: true, grant: e.grant()}
+	}
+	out := outcome{grant: e.grant()}
+	if !wait {
+		return out
+	}
+	if e.queue != nil {
+		for i := range e.queue.items {
+			if e.queue.items[i].owner == owner {
+				out.queued, out.dup = true, true
+				return out
+			}
+		}
+	}
+	if t.maxWaiters > 0 && e.waiters() >= t.maxWaiters {
+		out.err = fmt.Errorf("engine: waiter limit %d reached for key %q: %w", t.maxWaiters, key, drivers.ErrFull)
+		return out
+	}
+	if e.queue == nil {
+		e.queue = &waitQueue{}
+	}
+	e.queue.items = append(e.queue.items, waiter{owner: owner, ttl: ttl, tag: tag})
+	out.queued = true
+	return out
+}
+
+// release frees key if owner holds it and its deadline has not passed; a
+// late or foreign release is a no-op. The next waiter, if any, gets it.
+func (t *table) release(key, owner string, fence uint64) outcome {
+	if err := checkKeyOwner(key, owner); err != nil {
+		return outcome{err: err}
+	}
+	e := t.entries[key]
+	if e == nil || e.owner != owner || e.deadline <= t.now {
+		return outcome{}
+	}
+	out := outcome{ok: true}
+	t.handOn(e, fence, &out)
+	return out
+}
+
+// extend sets a new deadline if owner holds key and it has not expired. It
+// never grants.
+func (t *table) extend(key, owner string, ttl time.Duration) outcome {
+	if err := checkKeyOwner(key, owner); err != nil {
+		return outcome{err: err}
+	}
+	if err := checkTTL(ttl); err != nil {
+		return outcome{err: err}
+	}
+	e := t.entries[key]
+	if e == nil {
+		return outcome{}
+	}
+	if e.owner != owner || e.deadline <= t.now {
+		return outcome{grant: e.grant()}
+	}
+	e.deadline = t.deadlineAfter(ttl)
+	t.heapFix(e)
+	return outcome{ok: true, grant: e.grant()}
+}
+
+// forceRelease frees key whoever holds it (even past its deadline) and
+// hands it to the next waiter. ok reports whether there was an entry.
+func (t *table) forceRelease(key string, fence uint64) outcome {
+	if key == "" {
+		return outcome{err: invalid("key", "empty")}
+	}
+	e := t.entries[key]
+	if e == nil {
+		return outcome{}
+	}
+	out := outcome{ok: true}
+	t.handOn(e, fence, &out)
+	return out
+}
+
+// expire ends the grant (key, owner, expectFence) if it is still that exact
+// grant and its deadline has passed in engine time; anything else (a
+// refreshed, released or re-granted lock) makes it a no-op, so a stale
+// expiry can never delete a live lock.
+func (t *table) expire(key, owner string, expectFence, fence uint64) outcome {
+	e := t.entries[key]
+	if e == nil || e.owner != owner || e.fence != expectFence || e.deadline > t.now {
+		return outcome{}
+	}
+	out := outcome{ok: true}
+	t.handOn(e, fence, &out)
+	return out
+}
+
+// cancelWait removes owner from key's queue; false when it is not queued.
+func (t *table) cancelWait(key, owner string) bool {
+	e := t.entries[key]
+	if e == nil {
+		return false
+	}
+	return e.removeWaiter(owner)
+}
+
+// cancelTag removes the waiter carrying tag from key's queue.
+func (t *table) cancelTag(key string, tag *request) bool {
+	e := t.entries[key]
+	if e == nil || e.queue == nil {
+		return false
+	}
+	q := e.queue
+	for i := range q.items {
+		if q.items[i].tag == tag {
+			q.remove(i)
+			if len(q.items) == 0 {
+				e.queue = nil
+			}
+			return true
+		}
+	}
+	return false
+}
+
+func (e *entry) removeWaiter(owner string) bool {
+	q := e.queue
+	if q == nil {
+		return false
+	}
+	for i := range q.items {
+		if q.items[i].owner == owner {
+			q.remove(i)
+			if len(q.items) == 0 {
+				e.queue = nil
+			}
+			return true
+		}
+	}
+	return false
+}
+
+func (q *waitQueue) remove(i int) {
+	copy(q.items[i:], q.items[i+1:])
+	q.items[len(q.items)-1] = waiter{}
+	q.items = q.items[:len(q.items)-1]
+}
+
+// handOn ends e's current grant: the first waiter gets a new grant (fence
+// from want), or the entry is deleted when nobody waits.
+func (t *table) handOn(e *entry, want uint64, out *outcome) {
+	if e.queue != nil && len(e.queue.items) > 0 {
+		w := e.queue.items[0]
+		e.queue.remove(0)
+		if len(e.queue.items) == 0 {
+			e.queue = nil
+		}
+		e.owner = w.owner
+		e.fence = t.nextFence(want)
+		e.deadline = t.deadlineAfter(w.ttl)
+		t.heapFix(e)
+		out.handoff = true
+		out.next = e.grant()
+		out.nextTag = w.tag
+		return
+	}
+	t.heapRemove(e)
+	delete(t.entries, e.key)
+	t.recycle(e)
+}
+
+// expireDue ends every grant whose deadline is <= now (live mode), handing
+// keys to waiters; it appends each hand-off to out.
+func (t *table) expireDue(out []outcome) []outcome {
+	for len(t.heap) > 0 && t.heap[0].deadline <= t.now {
+		var o outcome
+		t.handOn(t.heap[0], 0, &o)
+		if o.handoff {
+			out = append(out, o)
+		}
+	}
+	return out
+}
+
+func (t *table) newEntry(key string) *entry {
+	if n := len(t.spare); n > 0 {
+		e := t.spare[n-1]
+		t.spare[n-1] = nil
+		t.spare = t.spare[:n-1]
+		e.key = key
+		return e
+	}
+	return &entry{key: key}
+}
+
+func (t *table) recycle(e *entry) {
+	*e = entry{}
+	if len(t.spare) < maxSpare {
+		t.spare = append(t.spare, e)
+	}
+}
+
+// get describes key as the table holds it (an expired entry not yet purged
+// is reported as it is, with its deadline).
+func (t *table) get(key string) (Info, bool) {
+	e := t.entries[key]
+	if e == nil {
+		return Info{}, false
+	}
+	return Info{Grant: e.grant(), Waiters: e.waiters()}, true
+}
+
+// list returns the entries whose key starts with prefix, sorted by key, at
+// most limit of them (limit <= 0: all).
+func (t *table) list(prefix string, limit int) []Info {
+	keys := make([]string, 0, 16)
+	for k := range t.entries {
+		if strings.HasPrefix(k, prefix) {
+			keys = append(keys, k)
+		}
+	}
+	sort.Strings(keys)
+	if limit > 0 && len(keys) > limit {
+		keys = keys[:limit]
+	}
+	out := make([]Info, len(keys))
+	for i, k := range keys {
+		e := t.entries[k]
+		out[i] = Info{Grant: e.grant(), Waiters: e.waiters()}
+	}
+	return out
+}
+
+// due returns up to limit grants whose deadline is <= now, sorted by
+// deadline then key (limit <= 0: all). It walks the heap best-first, so
+// its cost depends on the answer, not on the table size.
+func (t *table) due(now int64, limit int) []Grant {
+	out := make([]Grant, 0)
+	if len(t.heap) == 0 || t.heap[0].deadline > now {
+		return out
+	}
+	// frontier is a small min-heap of heap indices still to visit.
+	frontier := []int{0}
+	less := func(a, b int) bool { return entryLess(t.heap[a], t.heap[b]) }
+	for len(frontier) > 0 && (limit <= 0 || len(out) < limit) {
+		i := frontier[0]
+		last := len(frontier) - 1
+		frontier[0] = frontier[last]
+		frontier = frontier[:last]
+		siftDownInts(frontier, 0, less)
+		out = append(out, t.heap[i].grant())
+		for _, c := range [2]int{2*i + 1, 2*i + 2} {
+			if c < len(t.heap) && t.heap[c].deadline <= now {
+				frontier = append(frontier, c)
+				siftUpInts(frontier, len(frontier)-1, less)
+			}
+		}
+	}
+	return out
+}
+
+// nextDeadline is the earliest deadline in the table.
+func (t *table) nextDeadline() (int64, bool) {
+	if len(t.heap) == 0 {
+		return 0, false
+	}
+	return t.heap[0].deadline, true
+}
+
+// applyCommand advances engine time to c.Now and applies c.
+func (t *table) applyCommand(c *Command) Result {
+	t.advance(c.Now)
+	var o outcome
+	switch c.Op {
+	case OpAcquire:
+		o = t.acquire(c.Key, c.Owner, c.TTL, c.Fence, c.Wait, nil)
+	case OpRelease:
+		o = t.release(c.Key, c.Owner, c.Fence)
+	case OpExtend:
+		o = t.extend(c.Key, c.Owner, c.TTL)
+	case OpForceRelease:
+		o = t.forceRelease(c.Key, c.Fence)
+	case OpExpire:
+		o = t.expire(c.Key, c.Owner, c.ExpectFence, c.Fence)
+	case OpCancelWait:
+		o.ok = t.cancelWait(c.Key, c.Owner)
+	case OpTick:
+		o.ok = true
+	default:
+		o.err = invalid("op", fmt.Sprintf("unknown operation %d", c.Op))
+	}
+	res := Result{OK: o.ok, Queued: o.queued, Grant: o.grant, Err: o.err}
+	if o.handoff {
+		g := o.next
+		res.Handoff = &g
+	}
+	return res
+}

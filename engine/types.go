@@ -1,0 +1,151 @@
+package engine
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/zerotal/lock/drivers"
+)
+
+// Config configures an Engine. The zero value is a live engine on the
+// system clock with no limits.
+type Config struct {
+	// Clock is the source of time in live mode; nil means SystemClock().
+	// It is not used in replicated mode.
+	Clock Clock
+	// Replicated makes time come only from the commands given to Apply; no
+	// timer runs and nothing expires unless an OpExpire says so. The live
+	// mutating calls (Acquire, AcquireWait, Release, Extend, ForceRelease)
+	// are refused in this mode.
+	Replicated bool
+	// MaxKeys caps the number of keys; 0 means unlimited. A new key beyond
+	// it is refused with an error matching drivers.ErrFull.
+	MaxKeys int
+	// MaxWaitersPerKey caps each key's queue; 0 means unlimited.
+	MaxWaitersPerKey int
+}
+
+// Validate reports a configuration that cannot work.
+func (c Config) Validate() error {
+	if c.MaxKeys < 0 {
+		return invalid("MaxKeys", "must not be negative")
+	}
+	if c.MaxWaitersPerKey < 0 {
+		return invalid("MaxWaitersPerKey", "must not be negative")
+	}
+	return nil
+}
+
+// withDefaults returns a copy of c with the defaults filled in.
+func (c Config) withDefaults() Config {
+	if c.Clock == nil && !c.Replicated {
+		c.Clock = SystemClock()
+	}
+	return c
+}
+
+// Grant describes a held lock.
+type Grant struct {
+	Key, Owner string
+	// Fence grows with every new grant (acquire of a free or expired key,
+	// or hand-off to a waiter); a refresh keeps it.
+	Fence uint64
+	// Deadline is when the grant ends, in unix nanoseconds of engine time.
+	Deadline int64
+}
+
+// Info describes a key as the engine holds it.
+type Info struct {
+	Grant
+	// Waiters is the number of owners queued for the key.
+	Waiters int
+}
+
+// Op is the kind of a replicated Command. The numbers are part of the
+// replicated log format: never renumber or reuse them.
+type Op uint8
+
+// The replicated operations.
+const (
+	// OpAcquire uses Key, Owner, TTL, Now, Fence, Wait.
+	OpAcquire Op = 1
+	// OpRelease uses Key, Owner, Now, and Fence for a hand-off.
+	OpRelease Op = 2
+	// OpExtend uses Key, Owner, TTL, Now.
+	OpExtend Op = 3
+	// OpForceRelease uses Key, Now, and Fence for a hand-off.
+	OpForceRelease Op = 4
+	// OpExpire uses Key, Owner, ExpectFence, Now, and Fence for a hand-off.
+	// It applies only if the key is still held by Owner with fence
+	// ExpectFence and its deadline is <= engine time; otherwise it is a
+	// no-op, so a stale expiry never removes a refreshed or newer lock.
+	OpExpire Op = 5
+	// OpCancelWait uses Key, Owner: it removes a queued waiter (no-op when
+	// absent or already granted).
+	OpCancelWait Op = 6
+	// OpTick uses Now: it only advances engine time.
+	OpTick Op = 7
+)
+
+// String names the operation.
+func (o Op) String() string {
+	switch o {
+	case OpAcquire:
+		return "acquire"
+	case OpRelease:
+		return "release"
+	case OpExtend:
+		return "extend"
+	case OpForceRelease:
+		return "force_release"
+	case OpExpire:
+		return "expire"
+	case OpCancelWait:
+		return "cancel_wait"
+	case OpTick:
+		return "tick"
+	}
+	return "unknown"
+}
+
+// Command is one replicated operation, as committed to the log.
+type Command struct {
+	Op         Op
+	Key, Owner string
+	TTL        time.Duration
+	// Now is the time stamped by the leader, unix nanoseconds. Engine time
+	// becomes max(engine time, Now) before the command applies.
+	Now int64
+	// Fence is the fence for a grant this command makes; it is used when
+	// it is above every fence issued so far, else the counter plus one
+	// is (0: always the counter plus one).
+	Fence uint64
+	// ExpectFence is the fence of the grant an OpExpire means to end.
+	ExpectFence uint64
+	// Wait makes an OpAcquire of a busy key queue Owner FIFO (an owner
+	// already queued is not queued twice).
+	Wait bool
+}
+
+// Result is the outcome of one Command.
+type Result struct {
+	// OK: acquired or refreshed, released, extended, removed (force release,
+	// cancel wait), expired.
+	OK bool
+	// Queued: an OpAcquire with Wait is now waiting in the queue.
+	Queued bool
+	// Grant is the grant after OpAcquire or OpExtend when OK, and the
+	// holder's grant when not OK and the key is held.
+	Grant Grant
+	// Handoff is the grant this command handed to the next waiter
+	// (release, force release, expire), or nil.
+	Handoff *Grant
+	// Err is a per-command error (ErrFull, ErrInvalid...). It never fails
+	// the rest of the batch.
+	Err error
+}
+
+var (
+	errReplicatedOnly = fmt.Errorf("engine: Apply needs a replicated engine (Config.Replicated): %w", drivers.ErrInvalid)
+	errLiveOnly       = fmt.Errorf("engine: a replicated engine changes only through Apply: %w", drivers.ErrInvalid)
+)
