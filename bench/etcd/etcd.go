@@ -1,0 +1,120 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.etcd.io/etcd/client/v3/concurrency"
+	"go.uber.org/zap"
+)
+
+// etcdCluster is three etcd members on loopback.
+type etcdCluster struct {
+	procs   []*proc
+	clients []string
+	cli     *clientv3.Client
+	version string
+}
+
+// startEtcd starts three members with data in dir and waits for quorum.
+func startEtcd(ctx context.Context, bin, dir string) (*etcdCluster, error) {
+	path, err := exec.LookPath(bin)
+	if err != nil {
+		return nil, fmt.Errorf("etcd not found (Debian package etcd-server): %w", err)
+	}
+	out, _ := exec.Command(path, "--version").Output()
+	version := strings.TrimPrefix(strings.SplitN(string(out), "\n", 2)[0], "etcd Version: ")
+
+	type member struct{ name, client, peer string }
+	ms := make([]member, 3)
+	var initial []string
+	for i := range ms {
+		c, err := freeAddr()
+		if err != nil {
+			return nil, err
+		}
+		p, err := freeAddr()
+		if err != nil {
+			return nil, err
+		}
+		ms[i] = member{fmt.Sprintf("m%d", i+1), "http://" + c, "http://" + p}
+		initial = append(initial, ms[i].name+"="+ms[i].peer)
+	}
+	ec := &etcdCluster{version: version}
+	for _, m := range ms {
+		p, err := startProc("etcd "+m.name, filepath.Join(dir, m.name+".log"), path,
+			"--name", m.name, "--data-dir", filepath.Join(dir, m.name),
+			"--listen-client-urls", m.client, "--advertise-client-urls", m.client,
+			"--listen-peer-urls", m.peer, "--initial-advertise-peer-urls", m.peer,
+			"--initial-cluster", strings.Join(initial, ","), "--initial-cluster-state", "new",
+			"--initial-cluster-token", "zerotal-bench", "--logger", "zap", "--log-outputs", "stderr")
+		if err != nil {
+			ec.stop()
+			return nil, err
+		}
+		ec.procs = append(ec.procs, p)
+		ec.clients = append(ec.clients, m.client)
+	}
+	ec.cli, err = clientv3.New(clientv3.Config{Endpoints: ec.clients, DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
+	if err != nil {
+		ec.stop()
+		return nil, err
+	}
+	// Quorum: a linearizable read succeeds.
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		rctx, cancel := context.WithTimeout(ctx, time.Second)
+		_, err := ec.cli.Get(rctx, "health")
+		cancel()
+		if err == nil {
+			return ec, nil
+		}
+		for _, p := range ec.procs {
+			if p.exited() {
+				ec.stop()
+				return nil, fmt.Errorf("%s exited; see %s", p.name, p.log)
+			}
+		}
+		if time.Now().After(deadline) || ctx.Err() != nil {
+			ec.stop()
+			return nil, fmt.Errorf("etcd has no quorum after 30s: %v", err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+func (ec *etcdCluster) stop() {
+	if ec.cli != nil {
+		_ = ec.cli.Close()
+	}
+	for _, p := range ec.procs {
+		p.stop(10 * time.Second)
+	}
+}
+
+// newWorker opens a session (a lease kept alive) per worker, as an etcd
+// user of concurrency.Mutex does.
+func (ec *etcdCluster) newWorker(ctx context.Context) (workerLocker, error) {
+	s, err := concurrency.NewSession(ec.cli, concurrency.WithTTL(10), concurrency.WithContext(ctx))
+	if err != nil {
+		return nil, err
+	}
+	return &etcdWorker{s: s}, nil
+}
+
+type etcdWorker struct{ s *concurrency.Session }
+
+func (w *etcdWorker) acquire(ctx context.Context, key string) (func(context.Context) error, error) {
+	m := concurrency.NewMutex(w.s, "/bench/"+key)
+	if err := m.Lock(ctx); err != nil {
+		return nil, err
+	}
+	return m.Unlock, nil
+}
+
+func (w *etcdWorker) close() { _ = w.s.Close() }

@@ -1,0 +1,128 @@
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/zerotal/lock/client"
+	"github.com/zerotal/lock/drivers"
+)
+
+// lockCluster is three lockcluster agent processes on loopback.
+type lockCluster struct {
+	procs []*proc
+	addrs []string
+	c     *client.Client
+}
+
+// buildLockcluster builds cmd/lockcluster of the repository at repo.
+func buildLockcluster(repo, dir string) (string, error) {
+	bin := filepath.Join(dir, "lockcluster")
+	cmd := exec.Command("go", "build", "-C", repo, "-o", bin, "./cmd/lockcluster")
+	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
+	if err := cmd.Run(); err != nil {
+		return "", fmt.Errorf("build lockcluster in %s: %w", repo, err)
+	}
+	return bin, nil
+}
+
+// startLockcluster starts three agents with data in dir and waits until a
+// write succeeds.
+func startLockcluster(ctx context.Context, bin, dir string) (*lockCluster, error) {
+	type member struct{ id, raft, http string }
+	ms := make([]member, 3)
+	var peers []string
+	for i := range ms {
+		r, err := freeAddr()
+		if err != nil {
+			return nil, err
+		}
+		h, err := freeAddr()
+		if err != nil {
+			return nil, err
+		}
+		ms[i] = member{fmt.Sprintf("n%d", i+1), r, h}
+		peers = append(peers, ms[i].id+"="+r+"="+h)
+	}
+	lc := &lockCluster{}
+	for _, m := range ms {
+		p, err := startProc("lockcluster "+m.id, filepath.Join(dir, m.id+".log"), bin, "agent",
+			"--id", m.id, "--data-dir", filepath.Join(dir, m.id), "--raft-addr", m.raft, "--http-addr", m.http,
+			"--bootstrap", strings.Join(peers, ","), "--log-level", "warn")
+		if err != nil {
+			lc.stop()
+			return nil, err
+		}
+		lc.procs = append(lc.procs, p)
+		lc.addrs = append(lc.addrs, m.http)
+	}
+	var err error
+	lc.c, err = client.New(client.Config{Addrs: lc.addrs})
+	if err != nil {
+		lc.stop()
+		return nil, err
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		rctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		_, ok, err := lc.c.Acquire(rctx, "health", "bench", time.Second)
+		cancel()
+		if err == nil && ok {
+			return lc, nil
+		}
+		for _, p := range lc.procs {
+			if p.exited() {
+				lc.stop()
+				return nil, fmt.Errorf("%s exited; see %s", p.name, p.log)
+			}
+		}
+		if time.Now().After(deadline) || ctx.Err() != nil {
+			lc.stop()
+			return nil, fmt.Errorf("lockcluster not writable after 30s: ok=%v err=%v", ok, err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+func (lc *lockCluster) stop() {
+	if lc.c != nil {
+		_ = lc.c.Close()
+	}
+	for _, p := range lc.procs {
+		p.stop(10 * time.Second)
+	}
+}
+
+// newWorker shares the one client (its connection pool) between workers.
+func (lc *lockCluster) newWorker(context.Context) (workerLocker, error) {
+	return clientWorker{c: lc.c}, nil
+}
+
+type clientWorker struct{ c *client.Client }
+
+func (w clientWorker) acquire(ctx context.Context, key string) (func(context.Context) error, error) {
+	owner := newOwner()
+	if _, err := w.c.AcquireWait(ctx, key, owner, 10*time.Second, drivers.WaitOptions{}); err != nil {
+		return nil, err
+	}
+	return func(ctx context.Context) error {
+		_, err := w.c.Release(ctx, key, owner)
+		return err
+	}, nil
+}
+
+func (clientWorker) close() {}
+
+// newOwner is a fresh owner token per acquisition, as package lock makes.
+func newOwner() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}

@@ -1,0 +1,21 @@
+module github.com/zerotal/lock/bench/redislock
+
+go 1.26.0
+
+require (
+	github.com/bsm/redislock v0.9.4
+	github.com/redis/go-redis/v9 v9.23.0
+	github.com/zerotal/lock v0.0.0-00010101000000-000000000000
+)
+
+require (
+	github.com/cespare/xxhash/v2 v2.3.0 // indirect
+	github.com/fatih/color v1.13.0 // indirect
+	github.com/hashicorp/go-hclog v1.6.3 // indirect
+	github.com/mattn/go-colorable v0.1.12 // indirect
+	github.com/mattn/go-isatty v0.0.24 // indirect
+	go.uber.org/atomic v1.12.0 // indirect
+	golang.org/x/sys v0.49.0 // indirect
+)
+
+replace github.com/zerotal/lock => ../..

@@ -1,0 +1,91 @@
+package client
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strconv"
+
+	"github.com/zerotal/lock/drivers"
+)
+
+// List returns the held keys that start with prefix, sorted by key, at
+// most limit of them (limit <= 0: the server's default). truncated is true
+// when more keys matched.
+func (c *Client) List(ctx context.Context, prefix string, limit int) (locks []LockInfo, truncated bool, err error) {
+	q := url.Values{}
+	if prefix != "" {
+		q.Set("prefix", prefix)
+	}
+	if limit > 0 {
+		q.Set("limit", strconv.Itoa(limit))
+	}
+	var w locksWire
+	if err := c.call(ctx, request{op: "list", method: http.MethodGet, path: "/v1/locks", query: q}, &w); err != nil {
+		return nil, false, err
+	}
+	locks = make([]LockInfo, 0, len(w.Locks))
+	for _, lw := range w.Locks {
+		li, err := lw.info()
+		if err != nil {
+			return nil, false, err
+		}
+		locks = append(locks, li)
+	}
+	return locks, w.Truncated, nil
+}
+
+// Status returns the status of the first node that answers (the leader
+// when known).
+func (c *Client) Status(ctx context.Context) (Status, error) {
+	var st Status
+	if err := c.call(ctx, request{op: "status", method: http.MethodGet, path: "/v1/status"}, &st); err != nil {
+		return Status{}, err
+	}
+	return st, nil
+}
+
+// NodeStatus returns the status of the node at addr ("host:port" or a base
+// URL), without failing over to another node.
+func (c *Client) NodeStatus(ctx context.Context, addr string) (Status, error) {
+	base, err := baseURL(addr)
+	if err != nil {
+		return Status{}, err
+	}
+	var st Status
+	r := request{op: "status", method: http.MethodGet, path: "/v1/status"}
+	if err := c.attempt(ctx, ctx, base, r, nil, &st); err != nil {
+		if ctx.Err() != nil {
+			return Status{}, fmt.Errorf("client: status: %w", ctx.Err())
+		}
+		if retryable(err) {
+			err = drivers.Unavailable("status", err)
+		}
+		return Status{}, &nodeError{base: base, err: err}
+	}
+	return st, nil
+}
+
+// Join asks the cluster to add the node id, whose Raft address is
+// raftAddr, as a voter. Joining again with the same id and address does
+// nothing.
+func (c *Client) Join(ctx context.Context, id, raftAddr string) error {
+	return c.call(ctx, request{op: "join", method: http.MethodPost, path: "/v1/join",
+		body: joinRequest{ID: id, Addr: raftAddr}}, nil)
+}
+
+// Leave asks the cluster to remove the node id.
+func (c *Client) Leave(ctx context.Context, id string) error {
+	return c.call(ctx, request{op: "leave", method: http.MethodPost, path: "/v1/leave",
+		body: leaveRequest{ID: id}}, nil)
+}
+
+// nodeError names the node a NodeStatus failure came from.
+type nodeError struct {
+	base string
+	err  error
+}
+
+func (e *nodeError) Error() string { return "client: node " + e.base + ": " + e.err.Error() }
+func (e *nodeError) Unwrap() error { return e.err }

@@ -1,0 +1,110 @@
+package client
+
+import (
+	"net"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/zerotal/lock/drivers"
+)
+
+// Compile-time checks of the capabilities the lock package looks for.
+var (
+	_ drivers.Driver   = (*Client)(nil)
+	_ drivers.Extender = (*Client)(nil)
+	_ drivers.Waiter   = (*Client)(nil)
+)
+
+// Client talks to a lockcluster over HTTP. It is safe for concurrent use;
+// share one per process so that connections are pooled.
+type Client struct {
+	cfg   Config
+	bases []string // "scheme://host:port" of every configured node
+	http  *http.Client
+	// own is the transport New built, closed by Close; nil when the caller
+	// supplied HTTPClient.
+	own  *http.Transport
+	auth string // "Bearer <token>" or ""
+	log  hclog.Logger
+
+	// preferred is the base URL tried first: the leader when known.
+	preferred atomic.Pointer[string]
+	// stale asks the next call to look the leader up again (a follower or
+	// a redirect answered the last call).
+	stale       atomic.Bool
+	discoveryMu sync.Mutex
+	closed      atomic.Bool
+}
+
+// New checks cfg and returns a Client. It does not contact the cluster:
+// the first call finds the leader.
+func New(cfg Config) (*Client, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	cfg = cfg.withDefaults()
+	c := &Client{cfg: cfg, log: cfg.Logger}
+	seen := make(map[string]bool, len(cfg.Addrs))
+	for _, a := range cfg.Addrs {
+		b, err := baseURL(a)
+		if err != nil {
+			return nil, err
+		}
+		if !seen[b] {
+			seen[b] = true
+			c.bases = append(c.bases, b)
+		}
+	}
+	if cfg.Token != "" {
+		c.auth = "Bearer " + cfg.Token
+	}
+	if cfg.HTTPClient != nil {
+		hc := *cfg.HTTPClient // copy: redirects are handled here, not by net/http
+		hc.CheckRedirect = noRedirect
+		c.http = &hc
+	} else {
+		c.own = newTransport()
+		c.http = &http.Client{Transport: c.own, CheckRedirect: noRedirect}
+	}
+	c.stale.Store(true) // look the leader up on first use
+	return c, nil
+}
+
+// noRedirect returns 307 answers to the caller, which re-sends the body to
+// the leader itself and remembers it.
+func noRedirect(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+
+// newTransport pools keep-alive connections generously: every concurrent
+// caller of a lock holds one connection for the length of its request, and
+// a waiting acquire holds it for the whole wait.
+func newTransport() *http.Transport {
+	return &http.Transport{
+		Proxy:                 nil, // the cluster is addressed directly, never through a proxy
+		DialContext:           (&net.Dialer{Timeout: 2 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
+		MaxIdleConns:          1024,
+		MaxIdleConnsPerHost:   512,
+		IdleConnTimeout:       90 * time.Second,
+		TLSHandshakeTimeout:   5 * time.Second,
+		ExpectContinueTimeout: time.Second,
+		ForceAttemptHTTP2:     true,
+	}
+}
+
+// Close stops the client: idle connections are closed and every later call
+// returns drivers.ErrClosed. Calls in flight finish normally. Close is
+// idempotent and returns nil.
+func (c *Client) Close() error {
+	if c.closed.Swap(true) {
+		return nil
+	}
+	if c.own != nil {
+		c.own.CloseIdleConnections()
+	}
+	return nil
+}
+
+// Addrs returns the base URLs of the configured nodes.
+func (c *Client) Addrs() []string { return append([]string(nil), c.bases...) }

@@ -1,0 +1,106 @@
+package client
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+)
+
+// Defaults applied by New when a Config field is zero.
+const (
+	// DefaultTimeout bounds one call, failovers and retries included (a
+	// waiting acquire gets its wait on top).
+	DefaultTimeout = 10 * time.Second
+	// DefaultWaitChunk is the longest wait_ms one AcquireWait request asks
+	// for when the caller's context has no deadline; AcquireWait loops in
+	// chunks of this size while the context lives.
+	DefaultWaitChunk = 10 * time.Second
+	// MaxWait is the longest wait_ms the client ever sends (the server caps
+	// it too).
+	MaxWait = 5 * time.Minute
+)
+
+// Config configures a Client. New copies it and never writes back into it.
+type Config struct {
+	// Addrs are the HTTP addresses of the cluster's nodes, "host:port" or
+	// "http://host:port" (https too). At least one is required; any node
+	// will do, more give failover.
+	Addrs []string
+	// Token is the bearer token, empty when the cluster has none.
+	Token string
+	// HTTPClient is used for every request when set (the client never
+	// follows redirects with it itself: it handles 307 answers). Nil: a
+	// client with pooled keep-alive connections sized for many concurrent
+	// callers.
+	HTTPClient *http.Client
+	// Timeout bounds one call including failovers and retries. Zero:
+	// DefaultTimeout.
+	Timeout time.Duration
+	// WaitChunk is the longest wait of one AcquireWait request when the
+	// context has no deadline. Zero: DefaultWaitChunk.
+	WaitChunk time.Duration
+	// Logger receives debug lines about failovers. Nil: no logging.
+	Logger hclog.Logger
+}
+
+// Validate reports whether the configuration can be used.
+func (c Config) Validate() error {
+	if len(c.Addrs) == 0 {
+		return errors.New("client: config: at least one address is required")
+	}
+	for _, a := range c.Addrs {
+		if _, err := baseURL(a); err != nil {
+			return err
+		}
+	}
+	if c.Timeout < 0 {
+		return errors.New("client: config: timeout must not be negative")
+	}
+	if c.WaitChunk < 0 || c.WaitChunk > MaxWait {
+		return fmt.Errorf("client: config: wait chunk must be within [0, %s]", MaxWait)
+	}
+	return nil
+}
+
+// withDefaults returns a copy of c with zero fields set to their defaults.
+func (c Config) withDefaults() Config {
+	if c.Timeout == 0 {
+		c.Timeout = DefaultTimeout
+	}
+	if c.WaitChunk == 0 {
+		c.WaitChunk = DefaultWaitChunk
+	}
+	if c.Logger == nil {
+		c.Logger = hclog.NewNullLogger()
+	}
+	c.Addrs = append([]string(nil), c.Addrs...)
+	return c
+}
+
+// baseURL turns "host:port" or "http://host:port[/]" into "scheme://host:port".
+func baseURL(addr string) (string, error) {
+	a := strings.TrimSpace(addr)
+	if a == "" {
+		return "", errors.New("client: config: empty address")
+	}
+	if !strings.Contains(a, "://") {
+		a = "http://" + a
+	}
+	u, err := url.Parse(a)
+	if err != nil || u.Host == "" {
+		// The address may hold credentials; name only its position.
+		return "", errors.New("client: config: address is not host:port or http(s)://host:port")
+	}
+	if u.Scheme != "http" && u.Scheme != "https" {
+		return "", fmt.Errorf("client: config: unsupported scheme %q", u.Scheme)
+	}
+	if u.User != nil {
+		return "", errors.New("client: config: credentials in an address are not supported; use Token")
+	}
+	return u.Scheme + "://" + u.Host, nil
+}

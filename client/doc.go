@@ -1,0 +1,21 @@
+// Package client is the Go client of a lockcluster's HTTP API (v1).
+//
+// A *Client implements drivers.Driver, drivers.Extender and drivers.Waiter,
+// so a three-node cluster is one more backend for package lock:
+//
+//	c, err := client.New(client.Config{Addrs: []string{"127.0.0.1:7001", "127.0.0.1:7002", "127.0.0.1:7003"}})
+//	m := lock.New(c)
+//
+// The client finds the leader (from /v1/status, or by following any node's
+// forwarding), keeps pooled keep-alive connections to it, and fails over to
+// the other addresses on connection errors and 503 answers. It retries only
+// requests that are safe to repeat: an acquire by the same owner is a
+// refresh, release and extend are owner-guarded, force-release, join and
+// leave are idempotent.
+//
+// Errors map back to the sentinels of package drivers: 409 is a plain
+// "not acquired" (ok=false from Acquire), 503 and connection failures match
+// drivers.ErrUnavailable, 400 and 413 match drivers.ErrInvalid, 429 matches
+// drivers.ErrFull and 401 matches ErrUnauthorized. The token never appears
+// in an error or a log line.
+package client

@@ -1,0 +1,164 @@
+package client
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"time"
+
+	"github.com/zerotal/lock/drivers"
+)
+
+// Acquire takes key for owner for ttl, or refreshes it when owner already
+// holds it (same fence). ok is false, with a nil error, when another owner
+// holds the key. Retrying after a lost answer is safe: the retry is a
+// refresh by the same owner.
+func (c *Client) Acquire(ctx context.Context, key, owner string, ttl time.Duration) (uint64, bool, error) {
+	var out acquireResponse
+	err := c.call(ctx, request{
+		op: "acquire", method: http.MethodPost, path: "/v1/acquire",
+		body: acquireRequest{Key: key, Owner: owner, TTLMS: durationMS(ttl)},
+	}, &out)
+	if errors.Is(err, drivers.ErrNotAcquired) {
+		return 0, false, nil
+	}
+	if err != nil {
+		return 0, false, err
+	}
+	return out.Fence, true, nil
+}
+
+// AcquireWait waits in the cluster's FIFO queue for key until it is
+// granted to owner, or until ctx ends (it then returns an error wrapping
+// ctx.Err()). Each request asks the server to wait at most until just
+// before ctx's deadline (or WaitChunk when ctx has none); a request the
+// server times out with 409 is sent again while ctx lives.
+//
+// When ctx is cancelled while a request is queued, the client tries to
+// release a grant that may have raced with the cancellation; a waiter the
+// server still holds is removed by the server when its wait_ms passes, and
+// a grant made to it after that point expires with its TTL.
+func (c *Client) AcquireWait(ctx context.Context, key, owner string, ttl time.Duration, _ drivers.WaitOptions) (uint64, error) {
+	for {
+		if err := ctx.Err(); err != nil {
+			return 0, fmt.Errorf("client: acquire wait: %w", err)
+		}
+		wait := c.cfg.WaitChunk
+		if dl, ok := ctx.Deadline(); ok {
+			left := time.Until(dl)
+			// Leave a margin so the server's 409 arrives before ctx ends
+			// and the request is never abandoned while queued.
+			wait = min(wait, left-min(left/10, 50*time.Millisecond))
+		}
+		wait = min(wait, MaxWait)
+		var out acquireResponse
+		var err error
+		if wait < 2*time.Millisecond {
+			var ok bool
+			var fence uint64
+			fence, ok, err = c.Acquire(ctx, key, owner, ttl)
+			if err == nil && ok {
+				return fence, nil
+			}
+			if err == nil {
+				err = &drivers.NotAcquiredError{Key: key}
+			}
+		} else {
+			err = c.call(ctx, request{
+				op: "acquire", method: http.MethodPost, path: "/v1/acquire", wait: wait,
+				body: acquireRequest{Key: key, Owner: owner, TTLMS: durationMS(ttl), WaitMS: durationMS(wait)},
+			}, &out)
+			if err == nil {
+				return out.Fence, nil
+			}
+		}
+		if ctx.Err() != nil {
+			c.releaseAbandoned(key, owner)
+			return 0, fmt.Errorf("client: acquire wait: %w", ctx.Err())
+		}
+		if !errors.Is(err, drivers.ErrNotAcquired) {
+			return 0, err
+		}
+		if wait < 2*time.Millisecond {
+			// Too little time left to queue: wait for ctx to end rather
+			// than spinning on plain acquires.
+			<-ctx.Done()
+		}
+	}
+}
+
+// releaseAbandoned releases, on a fresh short context, a grant that may
+// have been made to a request whose caller gave up. Release is
+// owner-guarded, so releasing nothing is harmless.
+func (c *Client) releaseAbandoned(key, owner string) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	if _, err := c.Release(ctx, key, owner); err != nil {
+		c.log.Debug("release after abandoned wait failed", "error", err)
+	}
+}
+
+// Release deletes key if owner holds it and reports whether it did.
+func (c *Client) Release(ctx context.Context, key, owner string) (bool, error) {
+	var out releaseResponse
+	if err := c.call(ctx, request{
+		op: "release", method: http.MethodPost, path: "/v1/release",
+		body: releaseRequest{Key: key, Owner: owner},
+	}, &out); err != nil {
+		return false, err
+	}
+	return out.Released, nil
+}
+
+// Extend sets key's deadline to now+ttl if owner holds it. It never
+// creates a lock: a lock that is gone gives false.
+func (c *Client) Extend(ctx context.Context, key, owner string, ttl time.Duration) (bool, error) {
+	var out extendResponse
+	err := c.call(ctx, request{
+		op: "extend", method: http.MethodPost, path: "/v1/extend",
+		body: extendRequest{Key: key, Owner: owner, TTLMS: durationMS(ttl)},
+	}, &out)
+	if errors.Is(err, drivers.ErrNotAcquired) {
+		// Some servers answer 409 rather than extended=false.
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	return out.Extended, nil
+}
+
+// ForceRelease deletes key whoever holds it.
+func (c *Client) ForceRelease(ctx context.Context, key string) error {
+	return c.call(ctx, request{
+		op: "force-release", method: http.MethodPost, path: "/v1/force-release",
+		body: forceReleaseRequest{Key: key},
+	}, &releaseResponse{})
+}
+
+// Exists reports whether key is held.
+func (c *Client) Exists(ctx context.Context, key string) (bool, error) {
+	_, found, err := c.Get(ctx, key)
+	return found, err
+}
+
+// Get returns the holder of key; found is false when the key is free.
+func (c *Client) Get(ctx context.Context, key string) (info LockInfo, found bool, err error) {
+	var w lockInfoWire
+	err = c.call(ctx, request{
+		op: "get", method: http.MethodGet, path: "/v1/lock", query: url.Values{"key": {key}},
+	}, &w)
+	if errors.Is(err, ErrNotFound) {
+		return LockInfo{}, false, nil
+	}
+	if err != nil {
+		return LockInfo{}, false, err
+	}
+	info, err = w.info()
+	if err != nil {
+		return LockInfo{}, false, err
+	}
+	return info, true, nil
+}

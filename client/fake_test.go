@@ -1,0 +1,259 @@
+package client
+
+import (
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// fakeNode is an in-memory stand-in for one cluster node, for unit tests
+// of the client's wire handling, error mapping and failover. The real
+// cluster is exercised by the conformance test.
+type fakeNode struct {
+	t   *testing.T
+	srv *httptest.Server
+
+	token string
+	// unavailable makes every /v1 request answer 503.
+	unavailable atomic.Bool
+	// redirect, when set, answers every write with a 307 to this base URL.
+	redirect atomic.Pointer[string]
+	// leaderHTTP is what /v1/status reports as leader_http.
+	leaderHTTP atomic.Pointer[string]
+	// fixed, when set, answers every /v1 request with this status and code.
+	fixed atomic.Pointer[fixedAnswer]
+
+	mu       sync.Mutex
+	locks    map[string]*fakeLock
+	fence    uint64
+	changed  chan struct{} // closed and replaced whenever a lock is freed
+	hits     map[string]int
+	lastAuth string
+	lastWait int64
+}
+
+type fixedAnswer struct {
+	status int
+	code   string
+}
+
+type fakeLock struct {
+	owner    string
+	fence    uint64
+	deadline time.Time
+}
+
+func newFakeNode(t *testing.T, token string) *fakeNode {
+	t.Helper()
+	f := &fakeNode{t: t, token: token, locks: map[string]*fakeLock{}, changed: make(chan struct{}), hits: map[string]int{}}
+	mux := http.NewServeMux()
+	mux.HandleFunc("POST /v1/acquire", f.acquire)
+	mux.HandleFunc("POST /v1/release", f.release)
+	mux.HandleFunc("POST /v1/extend", f.extend)
+	mux.HandleFunc("POST /v1/force-release", f.force)
+	mux.HandleFunc("GET /v1/lock", f.get)
+	mux.HandleFunc("GET /v1/locks", f.list)
+	mux.HandleFunc("GET /v1/status", f.status)
+	mux.HandleFunc("POST /v1/join", func(w http.ResponseWriter, _ *http.Request) { writeJSON(w, 200, struct{}{}) })
+	mux.HandleFunc("POST /v1/leave", func(w http.ResponseWriter, _ *http.Request) { writeJSON(w, 200, struct{}{}) })
+	f.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		f.mu.Lock()
+		f.hits[r.URL.Path]++
+		f.lastAuth = r.Header.Get("Authorization")
+		f.mu.Unlock()
+		if f.token != "" && r.Header.Get("Authorization") != "Bearer "+f.token {
+			writeError(w, 401, "unauthorized", "missing or wrong token")
+			return
+		}
+		if fa := f.fixed.Load(); fa != nil {
+			writeError(w, fa.status, fa.code, "fixed answer")
+			return
+		}
+		if f.unavailable.Load() {
+			writeError(w, 503, "unavailable", "no leader")
+			return
+		}
+		if to := f.redirect.Load(); to != nil && r.Method == http.MethodPost {
+			w.Header().Set("Location", *to+r.URL.Path)
+			w.WriteHeader(http.StatusTemporaryRedirect)
+			return
+		}
+		mux.ServeHTTP(w, r)
+	}))
+	t.Cleanup(f.srv.Close)
+	return f
+}
+
+func (f *fakeNode) addr() string { return strings.TrimPrefix(f.srv.URL, "http://") }
+
+func (f *fakeNode) hitCount(path string) int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.hits[path]
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(v)
+}
+
+func writeError(w http.ResponseWriter, status int, code, msg string) {
+	writeJSON(w, status, errorBody{Code: code, Message: msg})
+}
+
+func decode(w http.ResponseWriter, r *http.Request, v any) bool {
+	d := json.NewDecoder(r.Body)
+	d.DisallowUnknownFields()
+	if err := d.Decode(v); err != nil {
+		writeError(w, 400, "invalid", "malformed body: "+err.Error())
+		return false
+	}
+	return true
+}
+
+// held returns the live lock of key; call with mu held.
+func (f *fakeNode) held(key string) *fakeLock {
+	l := f.locks[key]
+	if l != nil && time.Now().After(l.deadline) {
+		delete(f.locks, key)
+		return nil
+	}
+	return l
+}
+
+func (f *fakeNode) freed() {
+	close(f.changed)
+	f.changed = make(chan struct{})
+}
+
+func (f *fakeNode) acquire(w http.ResponseWriter, r *http.Request) {
+	var in acquireRequest
+	if !decode(w, r, &in) {
+		return
+	}
+	if in.Key == "" || in.Owner == "" || in.TTLMS <= 0 {
+		writeError(w, 400, "invalid", "key, owner and ttl_ms are required")
+		return
+	}
+	deadline := time.Now().Add(time.Duration(in.WaitMS) * time.Millisecond)
+	f.mu.Lock()
+	f.lastWait = in.WaitMS
+	for {
+		l := f.held(in.Key)
+		if l == nil || l.owner == in.Owner {
+			if l == nil {
+				f.fence++
+				l = &fakeLock{owner: in.Owner, fence: f.fence}
+				f.locks[in.Key] = l
+			}
+			l.deadline = time.Now().Add(time.Duration(in.TTLMS) * time.Millisecond)
+			f.mu.Unlock()
+			writeJSON(w, 200, acquireResponse{Key: in.Key, Owner: in.Owner, Fence: l.fence, TTLMS: in.TTLMS})
+			return
+		}
+		left := time.Until(deadline)
+		if left <= 0 {
+			f.mu.Unlock()
+			writeError(w, 409, "not_acquired", "held by another owner")
+			return
+		}
+		ch := f.changed
+		f.mu.Unlock()
+		t := time.NewTimer(min(left, 5*time.Millisecond))
+		select {
+		case <-ch:
+		case <-t.C: // also notices expiry
+		case <-r.Context().Done():
+		}
+		t.Stop()
+		f.mu.Lock()
+	}
+}
+
+func (f *fakeNode) release(w http.ResponseWriter, r *http.Request) {
+	var in releaseRequest
+	if !decode(w, r, &in) {
+		return
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	l := f.held(in.Key)
+	ok := l != nil && l.owner == in.Owner
+	if ok {
+		delete(f.locks, in.Key)
+		f.freed()
+	}
+	writeJSON(w, 200, releaseResponse{Released: ok})
+}
+
+func (f *fakeNode) extend(w http.ResponseWriter, r *http.Request) {
+	var in extendRequest
+	if !decode(w, r, &in) {
+		return
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	l := f.held(in.Key)
+	ok := l != nil && l.owner == in.Owner
+	if ok {
+		l.deadline = time.Now().Add(time.Duration(in.TTLMS) * time.Millisecond)
+	}
+	writeJSON(w, 200, extendResponse{Extended: ok, TTLMS: in.TTLMS})
+}
+
+func (f *fakeNode) force(w http.ResponseWriter, r *http.Request) {
+	var in forceReleaseRequest
+	if !decode(w, r, &in) {
+		return
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	ok := f.held(in.Key) != nil
+	delete(f.locks, in.Key)
+	if ok {
+		f.freed()
+	}
+	writeJSON(w, 200, releaseResponse{Released: ok})
+}
+
+func (f *fakeNode) get(w http.ResponseWriter, r *http.Request) {
+	key := r.URL.Query().Get("key")
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	l := f.held(key)
+	if l == nil {
+		writeError(w, 404, "not_found", "key is free")
+		return
+	}
+	writeJSON(w, 200, map[string]any{"key": key, "owner": l.owner, "fence": l.fence,
+		"remaining_ms": time.Until(l.deadline).Milliseconds(), "waiters": 0})
+}
+
+func (f *fakeNode) list(w http.ResponseWriter, r *http.Request) {
+	prefix := r.URL.Query().Get("prefix")
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var out []map[string]any
+	for k := range f.locks {
+		if l := f.held(k); l != nil && strings.HasPrefix(k, prefix) {
+			out = append(out, map[string]any{"key": k, "owner": l.owner, "fence": l.fence,
+				"remaining_ms": time.Until(l.deadline).Milliseconds(), "waiters": []string{"w1", "w2"}})
+		}
+	}
+	writeJSON(w, 200, map[string]any{"locks": out, "truncated": false})
+}
+
+func (f *fakeNode) status(w http.ResponseWriter, _ *http.Request) {
+	st := Status{ID: "n1", State: "Follower", Term: 3}
+	if l := f.leaderHTTP.Load(); l != nil {
+		st.LeaderHTTP = *l
+		st.LeaderID = "leader"
+	}
+	writeJSON(w, 200, st)
+}

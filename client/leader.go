@@ -1,0 +1,71 @@
+package client
+
+import (
+	"context"
+	"net/http"
+	"strings"
+	"time"
+)
+
+// candidates returns the nodes to try, preferred (the leader when known)
+// first. When the leader is unknown or in doubt it asks the cluster first;
+// only one caller does so at a time, the others go on with what is known.
+func (c *Client) candidates(ctx context.Context) []string {
+	if c.stale.Load() && c.discoveryMu.TryLock() {
+		if c.stale.Load() {
+			if leader, ok := c.discover(ctx); ok {
+				c.preferred.Store(&leader)
+				c.stale.Store(false)
+			}
+		}
+		c.discoveryMu.Unlock()
+	}
+	out := make([]string, 0, len(c.bases)+1)
+	first := ""
+	if p := c.preferred.Load(); p != nil {
+		first = *p
+		out = append(out, first)
+	}
+	for _, b := range c.bases {
+		if b != first {
+			out = append(out, b)
+		}
+	}
+	return out
+}
+
+// discover asks the nodes, in order, for /v1/status and returns the
+// leader's HTTP base URL from the first that knows it.
+func (c *Client) discover(ctx context.Context) (string, bool) {
+	order := c.bases
+	if p := c.preferred.Load(); p != nil {
+		order = append([]string{*p}, c.bases...)
+	}
+	for _, b := range order {
+		sctx, cancel := context.WithTimeout(ctx, 500*time.Millisecond)
+		var st Status
+		err := c.attempt(sctx, sctx, b, request{op: "status", method: http.MethodGet, path: "/v1/status"}, nil, &st)
+		cancel()
+		if ctx.Err() != nil {
+			return "", false
+		}
+		if err == nil && st.LeaderHTTP != "" {
+			leader, err := baseURL(st.LeaderHTTP)
+			if err != nil {
+				continue
+			}
+			if schemeOf(b) == "https" && strings.HasPrefix(leader, "http://") {
+				leader = "https://" + strings.TrimPrefix(leader, "http://")
+			}
+			c.log.Debug("leader found", "leader_id", st.LeaderID, "leader", leader, "asked", b)
+			return leader, true
+		}
+	}
+	return "", false
+}
+
+// schemeOf returns the scheme of a base URL.
+func schemeOf(base string) string {
+	scheme, _, _ := strings.Cut(base, "://")
+	return scheme
+}

@@ -1,0 +1,154 @@
+package cluster
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"time"
+	"unicode/utf8"
+
+	"github.com/zerotal/lock/drivers"
+)
+
+// maxBodyBytes bounds every request body (larger: 413).
+const maxBodyBytes = 64 << 10
+
+// maxOwnerLen bounds owner tokens (the engine and log format accept this).
+const maxOwnerLen = 1024
+
+// Request and response bodies of the /v1 API (see the package doc).
+type (
+	acquireRequest struct {
+		Key    string `json:"key"`
+		Owner  string `json:"owner"`
+		TTLms  int64  `json:"ttl_ms"`
+		WaitMs int64  `json:"wait_ms"`
+	}
+	acquireResponse struct {
+		Key   string `json:"key"`
+		Owner string `json:"owner"`
+		Fence uint64 `json:"fence"`
+		TTLms int64  `json:"ttl_ms"`
+	}
+	releaseRequest struct {
+		Key   string `json:"key"`
+		Owner string `json:"owner"`
+	}
+	releaseResponse struct {
+		Released bool `json:"released"`
+	}
+	extendRequest struct {
+		Key   string `json:"key"`
+		Owner string `json:"owner"`
+		TTLms int64  `json:"ttl_ms"`
+	}
+	extendResponse struct {
+		Extended bool  `json:"extended"`
+		TTLms    int64 `json:"ttl_ms"`
+	}
+	forceReleaseRequest struct {
+		Key string `json:"key"`
+	}
+	lockInfo struct {
+		Key         string `json:"key"`
+		Owner       string `json:"owner"`
+		Fence       uint64 `json:"fence"`
+		RemainingMs int64  `json:"remaining_ms"`
+		Waiters     int    `json:"waiters"`
+	}
+	locksResponse struct {
+		Locks     []lockInfo `json:"locks"`
+		Truncated bool       `json:"truncated"`
+	}
+	peerInfo struct {
+		ID       string `json:"id"`
+		Addr     string `json:"addr"`
+		Suffrage string `json:"suffrage"`
+	}
+	statusResponse struct {
+		ID           string     `json:"id"`
+		State        string     `json:"state"`
+		LeaderID     string     `json:"leader_id"`
+		LeaderAddr   string     `json:"leader_addr"`
+		LeaderHTTP   string     `json:"leader_http"`
+		Term         uint64     `json:"term"`
+		CommitIndex  uint64     `json:"commit_index"`
+		AppliedIndex uint64     `json:"applied_index"`
+		LastIndex    uint64     `json:"last_index"`
+		Peers        []peerInfo `json:"peers"`
+		Keys         int        `json:"keys"`
+	}
+	// joinRequest: Addr is the raft address of the new node. HTTP, its HTTP
+	// address, is optional; a node records its own when it becomes leader.
+	joinRequest struct {
+		ID   string `json:"id"`
+		Addr string `json:"addr"`
+		HTTP string `json:"http,omitempty"`
+	}
+	leaveRequest struct {
+		ID string `json:"id"`
+	}
+)
+
+// decodeBody reads one JSON object into v: size-limited, unknown fields
+// and trailing data rejected.
+func decodeBody(w http.ResponseWriter, r *http.Request, v any) error {
+	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxBodyBytes))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		var maxBytes *http.MaxBytesError
+		if errors.As(err, &maxBytes) {
+			return fmt.Errorf("cluster: request body over %d bytes: %w", maxBodyBytes, err)
+		}
+		if errors.Is(err, io.EOF) {
+			return invalidf("body", "empty; a JSON object is required")
+		}
+		return invalidf("body", "%v", err)
+	}
+	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
+		return invalidf("body", "unexpected data after the JSON object")
+	}
+	return nil
+}
+
+func checkKey(key string) error {
+	switch {
+	case key == "":
+		return invalidf("key", "empty")
+	case len(key) > drivers.MaxKeyLen:
+		return invalidf("key", "%d bytes, the limit is %d", len(key), drivers.MaxKeyLen)
+	case !utf8.ValidString(key):
+		return invalidf("key", "not valid UTF-8")
+	}
+	return nil
+}
+
+func checkOwner(owner string) error {
+	switch {
+	case owner == "":
+		return invalidf("owner", "missing")
+	case len(owner) > maxOwnerLen:
+		return invalidf("owner", "%d bytes, the limit is %d", len(owner), maxOwnerLen)
+	case !utf8.ValidString(owner):
+		return invalidf("owner", "not valid UTF-8")
+	}
+	return nil
+}
+
+func checkTTL(ms int64) (time.Duration, error) {
+	ttl := time.Duration(ms) * time.Millisecond
+	if ms < 1 || ms > int64(drivers.MaxTTL/time.Millisecond) {
+		return 0, invalidf("ttl_ms", "%d is out of range [%d, %d]", ms, drivers.MinTTL.Milliseconds(), drivers.MaxTTL.Milliseconds())
+	}
+	return ttl, nil
+}
+
+// remainingMs is the whole milliseconds from now to deadline, never negative.
+func remainingMs(deadline, now int64) int64 {
+	if deadline <= now {
+		return 0
+	}
+	return (deadline - now) / int64(time.Millisecond)
+}

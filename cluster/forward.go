@@ -1,0 +1,53 @@
+package cluster
+
+import (
+	"errors"
+	"net/http"
+	"net/http/httputil"
+	"net/url"
+
+	"github.com/zerotal/lock/drivers"
+)
+
+// forwardedHeader marks a request a follower passed to the leader; a node
+// that receives it while not leading answers 503 instead of forwarding
+// again, so a request makes at most one hop.
+const forwardedHeader = "X-Lock-Forwarded-By"
+
+// leaderHTTP returns the leader's HTTP address from the replicated member
+// map.
+func (n *Node) leaderHTTP() (string, error) {
+	_, id := n.raft.LeaderWithID()
+	if id == "" {
+		return "", unavailable("forward", errors.New("no leader known (election in progress or no quorum)"))
+	}
+	addr, ok := n.fsm.Member(string(id))
+	if !ok || addr == "" {
+		return "", unavailable("forward", errors.New("leader "+string(id)+" has not published its HTTP address yet"))
+	}
+	return addr, nil
+}
+
+// forward reverse-proxies r, body included, to the leader at addr. The
+// Authorization header travels with it; the leader checks it again.
+func (n *Node) forward(w http.ResponseWriter, r *http.Request, addr string) {
+	target := &url.URL{Scheme: "http", Host: addr}
+	r.Body = http.MaxBytesReader(w, r.Body, maxBodyBytes)
+	rp := &httputil.ReverseProxy{
+		Rewrite: func(pr *httputil.ProxyRequest) {
+			pr.SetURL(target)
+			pr.Out.Host = r.Host
+			pr.Out.Header.Set(forwardedHeader, n.cfg.ID)
+		},
+		Transport: n.proxy,
+		ErrorHandler: func(w http.ResponseWriter, _ *http.Request, err error) {
+			var maxBytes *http.MaxBytesError
+			if errors.As(err, &maxBytes) {
+				writeError(w, err)
+				return
+			}
+			writeError(w, drivers.Unavailable("forward to leader "+addr, err))
+		},
+	}
+	rp.ServeHTTP(w, r)
+}

@@ -1,0 +1,255 @@
+package cluster
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"go.uber.org/goleak"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// Test timing: fast enough for short tests, slow enough not to flap on two
+// busy cores under -race.
+const (
+	testElection  = 400 * time.Millisecond
+	testHeartbeat = 400 * time.Millisecond
+	testLease     = 200 * time.Millisecond
+	testGrace     = testElection + testLease
+)
+
+// testWriter routes logs to t.Log until the test ends.
+type testWriter struct {
+	mu   sync.Mutex
+	t    testing.TB
+	done bool
+}
+
+func (w *testWriter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if !w.done {
+		w.t.Log(strings.TrimRight(string(p), "\n"))
+	}
+	return len(p), nil
+}
+
+func testLogger(t testing.TB, name string) hclog.Logger {
+	w := &testWriter{t: t}
+	t.Cleanup(func() { w.mu.Lock(); w.done = true; w.mu.Unlock() })
+	level := hclog.Warn
+	if os.Getenv("CLUSTER_TEST_DEBUG") != "" {
+		level = hclog.Debug
+	}
+	return hclog.New(&hclog.LoggerOptions{Name: name, Output: w, Level: level})
+}
+
+func testConfig(t testing.TB, id string) Config {
+	return Config{
+		ID:                 id,
+		DataDir:            t.TempDir(),
+		RaftAddr:           "127.0.0.1:0",
+		HTTPAddr:           "127.0.0.1:0",
+		Logger:             testLogger(t, id),
+		ElectionTimeout:    testElection,
+		HeartbeatTimeout:   testHeartbeat,
+		LeaderLeaseTimeout: testLease,
+		TickInterval:       200 * time.Millisecond,
+	}
+}
+
+// startNode starts a node and shuts it down when the test ends.
+func startNode(t testing.TB, cfg Config) *Node {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	n, err := NewNode(ctx, cfg)
+	if err != nil {
+		t.Fatalf("start %s: %v", cfg.ID, err)
+	}
+	t.Cleanup(func() { shutdown(t, n) })
+	return n
+}
+
+func shutdown(t testing.TB, n *Node) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := n.Shutdown(ctx); err != nil {
+		t.Errorf("shutdown %s: %v", n.ID(), err)
+	}
+}
+
+// startCluster starts size nodes: the first bootstraps alone, the others
+// join it over HTTP. It returns once every node knows a ready leader.
+func startCluster(t testing.TB, size int, mod func(*Config)) []*Node {
+	t.Helper()
+	var nodes []*Node
+	for i := 1; i <= size; i++ {
+		cfg := testConfig(t, fmt.Sprintf("n%d", i))
+		if i > 1 {
+			cfg.Join = nodes[0].HTTPAddr()
+		}
+		if mod != nil {
+			mod(&cfg)
+		}
+		nodes = append(nodes, startNode(t, cfg))
+		if i == 1 {
+			waitLeader(t, nodes)
+		}
+	}
+	waitLeader(t, nodes)
+	return nodes
+}
+
+// waitLeader waits until one of nodes is the ready leader and every other
+// running node knows it; it returns the leader.
+func waitLeader(t testing.TB, nodes []*Node) *Node {
+	t.Helper()
+	var leader *Node
+	waitFor(t, 15*time.Second, "a ready leader known to every node", func() bool {
+		leader = nil
+		for _, n := range nodes {
+			if n.IsLeader() {
+				leader = n
+			}
+		}
+		if leader == nil {
+			return false
+		}
+		for _, n := range nodes {
+			ctx, cancel := context.WithTimeout(context.Background(), time.Millisecond)
+			err := n.WaitForLeader(ctx)
+			cancel()
+			if err != nil {
+				return false
+			}
+		}
+		return true
+	})
+	return leader
+}
+
+func followers(nodes []*Node, leader *Node) []*Node {
+	var out []*Node
+	for _, n := range nodes {
+		if n != leader {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+// waitFor polls cond every 10ms until it holds or the timeout passes.
+func waitFor(t testing.TB, timeout time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	tick := time.NewTicker(10 * time.Millisecond)
+	defer tick.Stop()
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %s waiting for %s", timeout, what)
+		}
+		<-tick.C
+	}
+}
+
+// apiClient calls the HTTP API of a node.
+type apiClient struct {
+	t     testing.TB
+	http  *http.Client
+	token string
+}
+
+func newClient(t testing.TB) *apiClient {
+	tr := &http.Transport{}
+	t.Cleanup(tr.CloseIdleConnections)
+	return &apiClient{t: t, http: &http.Client{Transport: tr, Timeout: 30 * time.Second}}
+}
+
+// reply is a decoded answer: the status and the JSON object.
+type reply struct {
+	Status int
+	Body   map[string]any
+	Raw    string
+}
+
+func (r reply) str(k string) string { s, _ := r.Body[k].(string); return s }
+func (r reply) num(k string) int64  { f, _ := r.Body[k].(float64); return int64(f) }
+func (r reply) flag(k string) bool  { b, _ := r.Body[k].(bool); return b }
+
+func (c *apiClient) do(addr, method, path string, body any) reply {
+	c.t.Helper()
+	var rd io.Reader
+	switch b := body.(type) {
+	case nil:
+	case string:
+		rd = strings.NewReader(b)
+	case []byte:
+		rd = bytes.NewReader(b)
+	default:
+		j, err := json.Marshal(b)
+		if err != nil {
+			c.t.Fatal(err)
+		}
+		rd = bytes.NewReader(j)
+	}
+	req, err := http.NewRequest(method, "http://"+addr+path, rd)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	if c.token != "" {
+		req.Header.Set("Authorization", "Bearer "+c.token)
+	}
+	resp, err := c.http.Do(req)
+	if err != nil {
+		c.t.Fatalf("%s %s: %v", method, path, err)
+	}
+	defer resp.Body.Close()
+	raw, _ := io.ReadAll(resp.Body)
+	r := reply{Status: resp.StatusCode, Raw: string(raw)}
+	_ = json.Unmarshal(raw, &r.Body)
+	return r
+}
+
+func (c *apiClient) acquire(addr, key, owner string, ttl, wait time.Duration) reply {
+	c.t.Helper()
+	return c.do(addr, "POST", "/v1/acquire", map[string]any{"key": key, "owner": owner, "ttl_ms": ttl.Milliseconds(), "wait_ms": wait.Milliseconds()})
+}
+
+func (c *apiClient) release(addr, key, owner string) reply {
+	c.t.Helper()
+	return c.do(addr, "POST", "/v1/release", map[string]any{"key": key, "owner": owner})
+}
+
+func (c *apiClient) get(addr, key string) reply {
+	c.t.Helper()
+	return c.do(addr, "GET", "/v1/lock?key="+url.QueryEscape(key), nil)
+}
+
+func mustStatus(t testing.TB, r reply, status int, what string) {
+	t.Helper()
+	if r.Status != status {
+		t.Fatalf("%s: status %d, want %d; body %s", what, r.Status, status, r.Raw)
+	}
+}
+
+func containsLine(text, line string) bool {
+	for _, l := range strings.Split(text, "\n") {
+		if l == line {
+			return true
+		}
+	}
+	return false
+}

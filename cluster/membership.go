@@ -1,0 +1,163 @@
+package cluster
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/hashicorp/raft"
+
+	"github.com/zerotal/lock/fsm"
+)
+
+// handleJoin adds a voter. It is idempotent: the same id and address
+// change nothing; a known id with a new address, or a known address under
+// another id, is removed first.
+func (n *Node) handleJoin(w http.ResponseWriter, r *http.Request, _ *leadership) {
+	var req joinRequest
+	if err := decodeBody(w, r, &req); err != nil {
+		writeError(w, err)
+		return
+	}
+	var err error
+	switch {
+	case req.ID == "":
+		err = invalidf("id", "missing")
+	case checkHostPort(req.Addr) != nil:
+		err = invalidf("addr", "%v", checkHostPort(req.Addr))
+	case req.HTTP != "" && checkHostPort(req.HTTP) != nil:
+		err = invalidf("http", "%v", checkHostPort(req.HTTP))
+	}
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	if err := n.addVoter(raft.ServerID(req.ID), raft.ServerAddress(req.Addr)); err != nil {
+		writeError(w, err)
+		return
+	}
+	if req.HTTP != "" {
+		if cur, ok := n.fsm.Member(req.ID); !ok || cur != req.HTTP {
+			if _, err := n.apply(fsm.Entry{Type: fsm.TypeSetMember, ID: req.ID, HTTPAddr: req.HTTP}); err != nil {
+				writeError(w, applyErr("join", err))
+				return
+			}
+		}
+	}
+	n.log.Info("node joined", "id", req.ID, "addr", req.Addr, "http", req.HTTP)
+	writeJSON(w, http.StatusOK, struct{}{})
+}
+
+func (n *Node) addVoter(id raft.ServerID, addr raft.ServerAddress) error {
+	f := n.raft.GetConfiguration()
+	if err := f.Error(); err != nil {
+		return unavailable("join", err)
+	}
+	for _, s := range f.Configuration().Servers {
+		if s.ID == id && s.Address == addr {
+			return nil
+		}
+		if s.ID == id || s.Address == addr {
+			if err := n.raft.RemoveServer(s.ID, 0, 0).Error(); err != nil {
+				return applyErr("join: remove stale entry", err)
+			}
+		}
+	}
+	if err := n.raft.AddVoter(id, addr, 0, 0).Error(); err != nil {
+		return applyErr("join", err)
+	}
+	return nil
+}
+
+// handleLeave removes a server; removing an unknown id is not an error.
+func (n *Node) handleLeave(w http.ResponseWriter, r *http.Request, _ *leadership) {
+	var req leaveRequest
+	if err := decodeBody(w, r, &req); err != nil {
+		writeError(w, err)
+		return
+	}
+	if req.ID == "" {
+		writeError(w, invalidf("id", "missing"))
+		return
+	}
+	if err := n.raft.RemoveServer(raft.ServerID(req.ID), 0, 0).Error(); err != nil {
+		writeError(w, applyErr("leave", err))
+		return
+	}
+	if _, ok := n.fsm.Member(req.ID); ok && req.ID != n.cfg.ID {
+		if _, err := n.apply(fsm.Entry{Type: fsm.TypeRemoveMember, ID: req.ID}); err != nil {
+			writeError(w, applyErr("leave", err))
+			return
+		}
+	}
+	n.log.Info("node left", "id", req.ID)
+	writeJSON(w, http.StatusOK, struct{}{})
+}
+
+// joinCluster asks the member at Config.Join to add this node, retrying
+// transient failures until ctx ends.
+func (n *Node) joinCluster(ctx context.Context) error {
+	target := n.cfg.Join
+	if !strings.Contains(target, "://") {
+		target = "http://" + target
+	}
+	target = strings.TrimSuffix(target, "/") + "/v1/join"
+	body, err := json.Marshal(joinRequest{ID: n.cfg.ID, Addr: n.RaftAddr(), HTTP: n.AdvertisedHTTPAddr()})
+	if err != nil {
+		return fmt.Errorf("cluster: join: %w", err)
+	}
+	client := &http.Client{Transport: n.proxy, Timeout: 10 * time.Second}
+	backoff := 50 * time.Millisecond
+	for attempt := 1; ; attempt++ {
+		err := n.joinOnce(ctx, client, target, body)
+		if err == nil {
+			return nil
+		}
+		var perm *permanentError
+		if errors.As(err, &perm) {
+			return fmt.Errorf("cluster: join via %s: %w", n.cfg.Join, err)
+		}
+		n.log.Warn("join attempt failed", "attempt", attempt, "error", err)
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("cluster: join via %s: %w (last error: %v)", n.cfg.Join, ctx.Err(), err)
+		case <-time.After(backoff):
+		}
+		backoff = min(2*backoff, time.Second)
+	}
+}
+
+// permanentError is a join answer that retrying cannot fix (4xx).
+type permanentError struct{ msg string }
+
+func (e *permanentError) Error() string { return e.msg }
+
+func (n *Node) joinOnce(ctx context.Context, client *http.Client, target string, body []byte) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, target, bytes.NewReader(body))
+	if err != nil {
+		return &permanentError{msg: err.Error()}
+	}
+	req.Header.Set("Content-Type", "application/json")
+	if n.cfg.Token != "" {
+		req.Header.Set("Authorization", "Bearer "+n.cfg.Token)
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	msg, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
+	switch {
+	case resp.StatusCode == http.StatusOK:
+		return nil
+	case resp.StatusCode >= 400 && resp.StatusCode < 500 && resp.StatusCode != http.StatusTooManyRequests:
+		return &permanentError{msg: fmt.Sprintf("status %d: %s", resp.StatusCode, bytes.TrimSpace(msg))}
+	}
+	return fmt.Errorf("status %d: %s", resp.StatusCode, bytes.TrimSpace(msg))
+}

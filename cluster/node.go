@@ -1,0 +1,284 @@
+package cluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/hashicorp/raft"
+
+	"github.com/zerotal/lock/drivers"
+	"github.com/zerotal/lock/fsm"
+)
+
+// Node is one member of a lock cluster: a raft server with the lock FSM,
+// and the HTTP API in front of it.
+type Node struct {
+	cfg     Config
+	log     hclog.Logger
+	fsm     *fsm.FSM
+	raft    *raft.Raft
+	stores  *stores
+	metrics *metrics
+	waits   *waitRegistry
+
+	httpSrv  *http.Server
+	listener net.Listener
+	handler  http.Handler
+	proxy    *http.Transport // forwarding to the leader
+
+	// lead is set while this node is a leader that finished its takeover
+	// (barrier, clock, sweep); nil otherwise.
+	lead atomic.Pointer[leadership]
+	// kick wakes the expiry loop when a new deadline may be earlier.
+	kick chan struct{}
+
+	closing      chan struct{}
+	shutdownOnce sync.Once
+	shutdownErr  error
+	wg           sync.WaitGroup
+}
+
+// NewNode opens the stores, starts raft (bootstrapping or joining as
+// configured) and serves the HTTP API. ctx bounds the start, including
+// the join request; it is not kept.
+func NewNode(ctx context.Context, cfg Config) (_ *Node, err error) {
+	cfg = cfg.withDefaults()
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	n := &Node{
+		cfg:     cfg,
+		log:     cfg.Logger,
+		waits:   newWaitRegistry(),
+		kick:    make(chan struct{}, 1),
+		closing: make(chan struct{}),
+		proxy:   &http.Transport{MaxIdleConnsPerHost: 64, IdleConnTimeout: 30 * time.Second},
+	}
+	// Everything started below is undone by Shutdown, which copes with a
+	// partly built node.
+	defer func() {
+		if err != nil {
+			_ = n.Shutdown(context.Background())
+		}
+	}()
+
+	n.fsm, err = fsm.New(fsm.Config{
+		MaxKeys:          cfg.MaxKeys,
+		MaxWaitersPerKey: cfg.MaxWaitersPerKey,
+		Logger:           cfg.Logger.Named("fsm"),
+		OnApply:          n.onApply,
+	})
+	if err != nil {
+		return nil, err
+	}
+	n.metrics, err = newMetrics(n)
+	if err != nil {
+		return nil, err
+	}
+	n.stores, err = openStores(cfg)
+	if err != nil {
+		return nil, err
+	}
+	existing, err := raft.HasExistingState(n.stores.bolt, n.stores.bolt, n.stores.snaps)
+	if err != nil {
+		return nil, fmt.Errorf("cluster: read raft state in %s: %w", cfg.DataDir, err)
+	}
+	n.raft, err = raft.NewRaft(raftConfig(cfg), n.fsm, n.stores.bolt, n.stores.bolt, n.stores.snaps, n.stores.transport)
+	if err != nil {
+		return nil, fmt.Errorf("cluster: start raft: %w", err)
+	}
+	if err := n.bootstrap(existing); err != nil {
+		return nil, err
+	}
+
+	n.listener, err = net.Listen("tcp", cfg.HTTPAddr)
+	if err != nil {
+		return nil, fmt.Errorf("cluster: listen HTTP on %s: %w", cfg.HTTPAddr, err)
+	}
+	n.handler = n.routes()
+	n.httpSrv = &http.Server{
+		Handler:           n.handler,
+		ReadHeaderTimeout: 10 * time.Second,
+		ErrorLog:          cfg.Logger.Named("http").StandardLogger(&hclog.StandardLoggerOptions{InferLevels: true}),
+	}
+	n.wg.Add(2)
+	go func() {
+		defer n.wg.Done()
+		if err := n.httpSrv.Serve(n.listener); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			n.log.Error("http server stopped", "error", err)
+		}
+	}()
+	go func() {
+		defer n.wg.Done()
+		n.watchLeadership()
+	}()
+
+	if cfg.Join != "" {
+		if err := n.joinCluster(ctx); err != nil {
+			return nil, err
+		}
+	}
+	n.log.Info("node started", "id", cfg.ID, "raft_addr", n.RaftAddr(), "http_addr", n.HTTPAddr())
+	return n, nil
+}
+
+// bootstrap starts a new cluster when the data dir holds no raft state and
+// the node is not joining one.
+func (n *Node) bootstrap(existing bool) error {
+	if existing {
+		if len(n.cfg.Bootstrap) > 0 {
+			n.log.Info("raft state found on disk: ignoring bootstrap peers", "data_dir", n.cfg.DataDir)
+		}
+		return nil
+	}
+	if n.cfg.Join != "" {
+		return nil
+	}
+	var servers []raft.Server
+	if len(n.cfg.Bootstrap) == 0 {
+		servers = []raft.Server{{ID: raft.ServerID(n.cfg.ID), Address: n.stores.transport.LocalAddr()}}
+	}
+	for _, p := range n.cfg.Bootstrap {
+		servers = append(servers, raft.Server{ID: raft.ServerID(p.ID), Address: raft.ServerAddress(p.RaftAddr)})
+	}
+	if err := n.raft.BootstrapCluster(raft.Configuration{Servers: servers}).Error(); err != nil {
+		return fmt.Errorf("cluster: bootstrap: %w", err)
+	}
+	return nil
+}
+
+// HTTPAddr is the address the HTTP API listens on (the real port when
+// Config.HTTPAddr asked for port 0).
+func (n *Node) HTTPAddr() string {
+	if n.listener == nil {
+		return n.cfg.HTTPAddr
+	}
+	return n.listener.Addr().String()
+}
+
+// AdvertisedHTTPAddr is the HTTP address this node publishes to the others
+// (see Config.HTTPAdvertise).
+func (n *Node) AdvertisedHTTPAddr() string {
+	return advertiseAddr(n.cfg.HTTPAdvertise, n.HTTPAddr(), n.RaftAddr())
+}
+
+// advertiseAddr is override when set, else bound with an all-interfaces
+// host replaced by the host of raftAddr (which raft requires to be
+// reachable).
+func advertiseAddr(override, bound, raftAddr string) string {
+	if override != "" {
+		return override
+	}
+	host, port, err := net.SplitHostPort(bound)
+	if err != nil {
+		return bound
+	}
+	if ip := net.ParseIP(host); host == "" || (ip != nil && ip.IsUnspecified()) {
+		if raftHost, _, err := net.SplitHostPort(raftAddr); err == nil {
+			return net.JoinHostPort(raftHost, port)
+		}
+	}
+	return bound
+}
+
+// RaftAddr is the address the raft transport advertises.
+func (n *Node) RaftAddr() string {
+	if n.stores == nil || n.stores.transport == nil {
+		return n.cfg.RaftAddr
+	}
+	return string(n.stores.transport.LocalAddr())
+}
+
+// ID is the node's raft server id.
+func (n *Node) ID() string { return n.cfg.ID }
+
+// Handler is the node's HTTP API, for in-process tests.
+func (n *Node) Handler() http.Handler { return n.handler }
+
+// IsLeader reports whether this node leads the cluster and has finished
+// taking over (it then accepts writes).
+func (n *Node) IsLeader() bool { return n.lead.Load() != nil }
+
+// WaitForLeader blocks until this node can serve requests: it leads and
+// has taken over, or it knows a leader and that leader's HTTP address.
+func (n *Node) WaitForLeader(ctx context.Context) error {
+	t := time.NewTicker(10 * time.Millisecond)
+	defer t.Stop()
+	for {
+		if n.IsLeader() {
+			return nil
+		}
+		if _, id := n.raft.LeaderWithID(); id != "" && id != raft.ServerID(n.cfg.ID) {
+			if _, ok := n.fsm.Member(string(id)); ok {
+				return nil
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("cluster: waiting for a leader: %w", ctx.Err())
+		case <-n.closing:
+			return fmt.Errorf("cluster: waiting for a leader: %w", drivers.ErrClosed)
+		case <-t.C:
+		}
+	}
+}
+
+// Shutdown stops the node gracefully: a leader first hands leadership to
+// another voter, then the HTTP server drains (bounded by ctx), raft stops
+// and the stores close. It is idempotent.
+func (n *Node) Shutdown(ctx context.Context) error {
+	n.shutdownOnce.Do(func() { n.shutdownErr = n.shutdown(ctx) })
+	return n.shutdownErr
+}
+
+func (n *Node) shutdown(ctx context.Context) error {
+	var errs []error
+	if n.raft != nil && n.raft.State() == raft.Leader && n.hasOtherVoters() {
+		if err := n.raft.LeadershipTransfer().Error(); err != nil {
+			n.log.Warn("leadership transfer failed", "error", err)
+		}
+	}
+	close(n.closing)
+	if n.httpSrv != nil {
+		if err := n.httpSrv.Shutdown(ctx); err != nil {
+			errs = append(errs, fmt.Errorf("cluster: http shutdown: %w", err), n.httpSrv.Close())
+		}
+	}
+	if n.raft != nil {
+		if err := n.raft.Shutdown().Error(); err != nil {
+			errs = append(errs, fmt.Errorf("cluster: raft shutdown: %w", err))
+		}
+	}
+	n.wg.Wait()
+	n.proxy.CloseIdleConnections()
+	if n.stores != nil {
+		errs = append(errs, n.stores.close())
+	}
+	if n.fsm != nil {
+		errs = append(errs, n.fsm.Close())
+	}
+	if n.metrics != nil {
+		n.metrics.unregister()
+	}
+	return errors.Join(errs...)
+}
+
+func (n *Node) hasOtherVoters() bool {
+	f := n.raft.GetConfiguration()
+	if f.Error() != nil {
+		return false
+	}
+	for _, s := range f.Configuration().Servers {
+		if s.Suffrage == raft.Voter && s.ID != raft.ServerID(n.cfg.ID) {
+			return true
+		}
+	}
+	return false
+}

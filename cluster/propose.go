@@ -1,0 +1,48 @@
+package cluster
+
+import (
+	"github.com/hashicorp/raft"
+
+	"github.com/zerotal/lock/fsm"
+)
+
+// propose encodes e and hands it to raft without waiting; fsm.Await
+// collects the outcome. Encoding only fails for an unknown type, a
+// programming error reported through the future.
+func (n *Node) propose(e fsm.Entry) raft.ApplyFuture {
+	b, err := fsm.Encode(e)
+	if err != nil {
+		return errFuture{err}
+	}
+	return n.raft.Apply(b, n.cfg.ApplyTimeout)
+}
+
+// apply proposes e and waits for its result.
+func (n *Node) apply(e fsm.Entry) (*fsm.Response, error) {
+	return fsm.Await(n.propose(e))
+}
+
+// onApply runs in the FSM goroutine for every applied lock entry, on every
+// node: it wakes requests waiting for a hand-off (only the leader has
+// any), nudges the expiry loop and records metrics. It must not block.
+func (n *Node) onApply(a fsm.Applied) {
+	if h := a.Result.Handoff; h != nil {
+		n.waits.deliver(*h)
+	}
+	if a.Result.OK || a.Result.Handoff != nil {
+		select {
+		case n.kick <- struct{}{}:
+		default:
+		}
+	}
+	if n.metrics != nil {
+		n.metrics.observeApplied(a)
+	}
+}
+
+// errFuture is an ApplyFuture that failed before reaching raft.
+type errFuture struct{ err error }
+
+func (f errFuture) Error() error          { return f.err }
+func (f errFuture) Response() interface{} { return nil }
+func (f errFuture) Index() uint64         { return 0 }

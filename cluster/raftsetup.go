@@ -1,0 +1,101 @@
+package cluster
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/hashicorp/raft"
+	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
+	"go.etcd.io/bbolt"
+)
+
+// stores are the raft pieces a node opens and must close.
+type stores struct {
+	bolt      *raftboltdb.BoltStore
+	snaps     raft.SnapshotStore
+	transport raft.Transport
+}
+
+func (s *stores) close() error {
+	var errs []error
+	if nt, ok := s.transport.(*raft.NetworkTransport); ok {
+		// Pooled outbound connections keep the peers' handler goroutines
+		// alive; close them with the transport.
+		nt.CloseStreams()
+	}
+	if c, ok := s.transport.(io.Closer); ok && c != nil {
+		errs = append(errs, c.Close())
+	}
+	if s.bolt != nil {
+		errs = append(errs, s.bolt.Close())
+	}
+	return errors.Join(errs...)
+}
+
+// openStores opens the log/stable store, the snapshot store and the
+// transport. On error everything opened so far is closed.
+func openStores(cfg Config) (_ *stores, err error) {
+	if err := os.MkdirAll(cfg.DataDir, 0o750); err != nil {
+		return nil, fmt.Errorf("cluster: create data dir: %w", err)
+	}
+	s := &stores{}
+	defer func() {
+		if err != nil {
+			_ = s.close()
+		}
+	}()
+	s.bolt, err = raftboltdb.New(raftboltdb.Options{
+		Path: filepath.Join(cfg.DataDir, "raft.db"),
+		// bbolt waits forever for its file lock by default; a second node on
+		// the same directory must fail with a clear error instead.
+		BoltOptions: &bbolt.Options{Timeout: 2 * time.Second},
+		NoSync:      false,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("cluster: open raft store in %s (is another node using this data dir?): %w", cfg.DataDir, err)
+	}
+	s.snaps, err = raft.NewFileSnapshotStoreWithLogger(cfg.DataDir, 2, cfg.Logger.Named("snapshot"))
+	if err != nil {
+		return nil, fmt.Errorf("cluster: open snapshot store: %w", err)
+	}
+	if cfg.Transport != nil {
+		s.transport = cfg.Transport
+		return s, nil
+	}
+	tcpAddr, err := net.ResolveTCPAddr("tcp", cfg.RaftAddr)
+	if err != nil {
+		return nil, fmt.Errorf("cluster: resolve RaftAddr %q: %w", cfg.RaftAddr, err)
+	}
+	var advertise net.Addr // nil (port 0): advertise the port the listener got
+	if tcpAddr.Port != 0 {
+		advertise = tcpAddr
+	}
+	s.transport, err = raft.NewTCPTransportWithLogger(cfg.RaftAddr, advertise, 3, 10*time.Second, cfg.Logger.Named("transport"))
+	if err != nil {
+		return nil, fmt.Errorf("cluster: raft transport on %s: %w", cfg.RaftAddr, err)
+	}
+	return s, nil
+}
+
+// raftConfig maps the node's configuration to raft's.
+func raftConfig(cfg Config) *raft.Config {
+	rc := raft.DefaultConfig()
+	rc.LocalID = raft.ServerID(cfg.ID)
+	rc.ElectionTimeout = cfg.ElectionTimeout
+	rc.HeartbeatTimeout = cfg.HeartbeatTimeout
+	rc.LeaderLeaseTimeout = cfg.LeaderLeaseTimeout
+	// Group commit: concurrent proposals are taken from the apply channel
+	// in batches of up to MaxAppendEntries, one fsync each.
+	rc.BatchApplyCh = true
+	rc.MaxAppendEntries = 256
+	if cfg.SnapshotThreshold > 0 {
+		rc.SnapshotThreshold = cfg.SnapshotThreshold
+	}
+	rc.Logger = cfg.Logger.Named("raft")
+	return rc
+}

@@ -1,0 +1,125 @@
+package cluster
+
+import (
+	"net/http"
+	"testing"
+	"time"
+)
+
+type waitResult struct {
+	owner string
+	r     reply
+}
+
+// Waiters queue in the replicated table and get the key in arrival order,
+// each hand-off committed once, with a larger fence each time. Requests go
+// through followers, so the forwarded request stays open while it waits.
+func TestCluster_WaitersGetLockInFIFOOrder(t *testing.T) {
+	nodes := startCluster(t, 3, nil)
+	leader := waitLeader(t, nodes)
+	fs := followers(nodes, leader)
+	c := newClient(t)
+	r := c.acquire(leader.HTTPAddr(), "q", "a", time.Minute, 0)
+	mustStatus(t, r, http.StatusOK, "acquire")
+	lastFence := r.num("fence")
+
+	owners := []string{"b", "c", "d"}
+	results := make(chan waitResult, len(owners))
+	for i, o := range owners {
+		go func() { results <- waitResult{o, c.acquire(fs[i%2].HTTPAddr(), "q", o, time.Minute, 20*time.Second)} }()
+		waitFor(t, 5*time.Second, o+" to queue", func() bool { return c.get(leader.HTTPAddr(), "q").num("waiters") == int64(i+1) })
+	}
+	holder := "a"
+	for _, want := range owners {
+		rel := c.release(fs[0].HTTPAddr(), "q", holder)
+		if !rel.flag("released") {
+			t.Fatalf("release by %s = %s", holder, rel.Raw)
+		}
+		got := <-results
+		if got.owner != want {
+			t.Fatalf("%s got the key, want %s (FIFO)", got.owner, want)
+		}
+		mustStatus(t, got.r, http.StatusOK, "waiting acquire of "+want)
+		if f := got.r.num("fence"); f <= lastFence {
+			t.Fatalf("hand-off fence %d is not above %d", f, lastFence)
+		} else {
+			lastFence = f
+		}
+		g := c.get(fs[1].HTTPAddr(), "q")
+		if g.str("owner") != want || g.num("fence") != lastFence {
+			t.Fatalf("lock after hand-off = %s, want %s with fence %d", g.Raw, want, lastFence)
+		}
+		holder = want
+	}
+}
+
+func TestCluster_WaitTimeoutAnswers409AndLeavesNoWaiter(t *testing.T) {
+	nodes := startCluster(t, 1, nil)
+	addr := nodes[0].HTTPAddr()
+	c := newClient(t)
+	mustStatus(t, c.acquire(addr, "k", "a", time.Minute, 0), http.StatusOK, "acquire")
+	start := time.Now()
+	r := c.acquire(addr, "k", "b", time.Minute, 300*time.Millisecond)
+	mustStatus(t, r, http.StatusConflict, "waiting acquire that times out")
+	if waited := time.Since(start); waited < 300*time.Millisecond {
+		t.Fatalf("answered after %s, before wait_ms", waited)
+	}
+	if g := c.get(addr, "k"); g.num("waiters") != 0 || g.str("owner") != "a" {
+		t.Fatalf("lock after the timeout = %s", g.Raw)
+	}
+	if n := nodes[0].waits.pending(); n != 0 {
+		t.Fatalf("%d waits still registered", n)
+	}
+}
+
+// An expiry hands the key to the first waiter in the same entry.
+func TestCluster_ExpiryHandsOffToWaiter(t *testing.T) {
+	nodes := startCluster(t, 1, nil)
+	addr := nodes[0].HTTPAddr()
+	c := newClient(t)
+	r := c.acquire(addr, "k", "a", 300*time.Millisecond, 0)
+	mustStatus(t, r, http.StatusOK, "acquire")
+	start := time.Now()
+	w := c.acquire(addr, "k", "b", time.Minute, 10*time.Second)
+	mustStatus(t, w, http.StatusOK, "waiting acquire")
+	if w.num("fence") <= r.num("fence") {
+		t.Fatalf("hand-off fence %d is not above %d", w.num("fence"), r.num("fence"))
+	}
+	if waited := time.Since(start); waited > 5*time.Second {
+		t.Fatalf("the hand-off took %s", waited)
+	}
+	if rel := c.release(addr, "k", "a"); rel.Status != http.StatusOK || rel.flag("released") {
+		t.Fatalf("late release by the expired holder = %d %s", rel.Status, rel.Raw)
+	}
+	if g := c.get(addr, "k"); g.str("owner") != "b" {
+		t.Fatalf("a late release by the expired holder changed the lock: %s", g.Raw)
+	}
+	m := c.do(addr, "GET", "/metrics", nil)
+	if !containsLine(m.Raw, `zerotal_lock_expired_total{node="n1"} 1`) {
+		t.Fatalf("expiry not counted:\n%s", m.Raw)
+	}
+}
+
+// When the hand-off and the wait timeout cross, the server releases the
+// grant it could not deliver: the timed-out owner never keeps the key.
+func TestCluster_HandoffRacingWaitTimeoutIsReleased(t *testing.T) {
+	nodes := startCluster(t, 1, nil)
+	addr := nodes[0].HTTPAddr()
+	c := newClient(t)
+	for i := 0; i < 5; i++ {
+		mustStatus(t, c.acquire(addr, "race", "a", 200*time.Millisecond, 0), http.StatusOK, "acquire")
+		r := c.acquire(addr, "race", "b", time.Minute, 200*time.Millisecond)
+		switch r.Status {
+		case http.StatusOK:
+			mustStatus(t, c.release(addr, "race", "b"), http.StatusOK, "release by b")
+		case http.StatusConflict:
+			waitFor(t, 5*time.Second, "the key to be free of b", func() bool {
+				g := c.get(addr, "race")
+				return g.str("owner") != "b" && g.num("waiters") == 0
+			})
+		default:
+			t.Fatalf("waiting acquire = %d %s", r.Status, r.Raw)
+		}
+		waitFor(t, 5*time.Second, "the key to be free", func() bool { return c.get(addr, "race").Status == http.StatusNotFound })
+	}
+}

@@ -1,0 +1,116 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/zerotal/lock/cluster"
+)
+
+const agentExamples = `  # a new three-node cluster (run one line per machine; same --bootstrap everywhere)
+  lockcluster agent --id n1 --data-dir /var/lib/lock/n1 --raft-addr 10.0.0.1:7101 --http-addr 10.0.0.1:7001 \
+      --bootstrap n1=10.0.0.1:7101=10.0.0.1:7001,n2=10.0.0.2:7101=10.0.0.2:7001,n3=10.0.0.3:7101=10.0.0.3:7001
+
+  # restart a member: its state is on disk, no --bootstrap needed
+  lockcluster agent --id n1 --data-dir /var/lib/lock/n1 --raft-addr 10.0.0.1:7101 --http-addr 10.0.0.1:7001
+
+  # add a fourth node to a running cluster
+  LOCKCLUSTER_TOKEN=secret lockcluster agent --id n4 --data-dir /var/lib/lock/n4 \
+      --raft-addr 10.0.0.4:7101 --http-addr 10.0.0.4:7001 --join 10.0.0.1:7001
+
+Every flag can also come from the environment: LOCKCLUSTER_ID, LOCKCLUSTER_DATA_DIR,
+LOCKCLUSTER_RAFT_ADDR, LOCKCLUSTER_HTTP_ADDR, LOCKCLUSTER_BOOTSTRAP, LOCKCLUSTER_JOIN,
+LOCKCLUSTER_TOKEN, LOCKCLUSTER_LOG_LEVEL, LOCKCLUSTER_ELECTION_TIMEOUT. Flags win.
+Prefer LOCKCLUSTER_TOKEN to --token: flags are visible to every user in the process list.
+SIGINT or SIGTERM stops the node gracefully (a leader hands leadership over first).
+`
+
+// runAgent runs one node until SIGINT/SIGTERM.
+func runAgent(ctx context.Context, e *env, args []string) int {
+	fs := newFlagSet(e, "agent", "agent --id ID --data-dir DIR --raft-addr HOST:PORT --http-addr HOST:PORT [--bootstrap ...|--join ADDR]", agentExamples)
+	id := fs.String("id", envOr(e, "", "LOCKCLUSTER_ID"), "node id, unique in the cluster (required)")
+	dataDir := fs.String("data-dir", envOr(e, "", "LOCKCLUSTER_DATA_DIR"), "directory for the raft log, stable store and snapshots (required)")
+	raftAddr := fs.String("raft-addr", envOr(e, "127.0.0.1:7101", "LOCKCLUSTER_RAFT_ADDR"), "host:port of the raft transport (bound and advertised)")
+	httpAddr := fs.String("http-addr", envOr(e, "127.0.0.1:7001", "LOCKCLUSTER_HTTP_ADDR"), "host:port of the HTTP API")
+	bootstrap := fs.String("bootstrap", envOr(e, "", "LOCKCLUSTER_BOOTSTRAP"), "start a NEW cluster with these voters: id=raftaddr=httpaddr,... (must include this node)")
+	join := fs.String("join", envOr(e, "", "LOCKCLUSTER_JOIN"), "HTTP address of a member to ask to add this node")
+	token := fs.String("token", "", "bearer token required on every request (default: env LOCKCLUSTER_TOKEN)")
+	logLevel := fs.String("log-level", envOr(e, "info", "LOCKCLUSTER_LOG_LEVEL"), "trace, debug, info, warn, error or off")
+	defElection, err := envDuration(e, 0, "LOCKCLUSTER_ELECTION_TIMEOUT")
+	if err != nil {
+		return usageError(e, "agent", "%v", err)
+	}
+	election := fs.Duration("election-timeout", defElection, "raft election timeout; heartbeat = the same, leader lease = half (0: 500ms/500ms/250ms)")
+	maxKeys := fs.Int("max-keys", 0, "refuse new keys beyond this many (0: unlimited)")
+	maxWaiters := fs.Int("max-waiters", 0, "refuse waiters beyond this many per key (0: unlimited)")
+	stopTimeout := fs.Duration("shutdown-timeout", 10*time.Second, "how long a graceful stop may take")
+	if code, done := parse(fs, e, args); done {
+		return code
+	}
+	if fs.NArg() > 0 {
+		return usageError(e, "agent", "unexpected argument %q", fs.Arg(0))
+	}
+	peers, err := parsePeers(*bootstrap)
+	if err != nil {
+		return usageError(e, "agent", "--bootstrap: %v", err)
+	}
+	if *token == "" {
+		*token = envOr(e, "", "LOCKCLUSTER_TOKEN")
+	}
+	logger, err := newLogger(e.stderr, "lockcluster", *logLevel)
+	if err != nil {
+		return usageError(e, "agent", "--log-level: %v", err)
+	}
+	cfg := cluster.Config{
+		ID: *id, DataDir: *dataDir, RaftAddr: *raftAddr, HTTPAddr: *httpAddr,
+		Bootstrap: peers, Join: *join, Token: *token,
+		Logger:             logger.Named(*id),
+		ElectionTimeout:    cluster.DefaultElectionTimeout,
+		HeartbeatTimeout:   cluster.DefaultHeartbeatTimeout,
+		LeaderLeaseTimeout: cluster.DefaultLeaderLeaseTimeout,
+		MaxKeys:            *maxKeys, MaxWaitersPerKey: *maxWaiters,
+	}
+	if *election > 0 {
+		cfg.ElectionTimeout = *election
+		cfg.HeartbeatTimeout = *election
+		cfg.LeaderLeaseTimeout = *election / 2
+	}
+	if err := cfg.Validate(); err != nil {
+		return usageError(e, "agent", "%v", err)
+	}
+	node, err := cluster.NewNode(ctx, cfg)
+	if err != nil {
+		fmt.Fprintf(e.stderr, "lockcluster agent: %v\n", err)
+		return exitFailure
+	}
+	logger.Info("node started", "id", *id, "http", node.HTTPAddr(), "raft", *raftAddr, "data_dir", *dataDir)
+	<-ctx.Done()
+	logger.Info("stopping", "id", *id)
+	sctx, cancel := context.WithTimeout(context.Background(), *stopTimeout)
+	defer cancel()
+	if err := node.Shutdown(sctx); err != nil {
+		fmt.Fprintf(e.stderr, "lockcluster agent: shutdown: %v\n", err)
+		return exitFailure
+	}
+	logger.Info("stopped", "id", *id)
+	return exitOK
+}
+
+// parsePeers parses "id=raft[=http],..." into bootstrap peers.
+func parsePeers(s string) ([]cluster.Peer, error) {
+	var peers []cluster.Peer
+	for _, item := range splitList(s) {
+		parts := strings.Split(item, "=")
+		if len(parts) < 2 || len(parts) > 3 || parts[0] == "" || parts[1] == "" {
+			return nil, fmt.Errorf("%q is not id=raftaddr=httpaddr", item)
+		}
+		p := cluster.Peer{ID: parts[0], RaftAddr: parts[1]}
+		if len(parts) == 3 {
+			p.HTTPAddr = parts[2]
+		}
+		peers = append(peers, p)
+	}
+	return peers, nil
+}

@@ -1,0 +1,151 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"strings"
+	"testing"
+)
+
+// runCLI runs the command line in-process with the given environment.
+func runCLI(t *testing.T, vars map[string]string, args ...string) (code int, stdout, stderr string) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	e := &env{
+		stdin: strings.NewReader(""), stdout: &out, stderr: &errb,
+		getenv:  func(k string) string { return vars[k] },
+		environ: []string{"PATH=" + os.Getenv("PATH")},
+	}
+	code = dispatch(t.Context(), e, args)
+	return code, out.String(), errb.String()
+}
+
+func TestCLI_UsageAndHelp(t *testing.T) {
+	if code, _, stderr := runCLI(t, nil); code != exitUsage || !strings.Contains(stderr, "Commands:") {
+		t.Fatalf("no args: code %d, stderr %q", code, stderr)
+	}
+	if code, _, stderr := runCLI(t, nil, "frobnicate"); code != exitUsage || !strings.Contains(stderr, "unknown command") {
+		t.Fatalf("unknown command: code %d, stderr %q", code, stderr)
+	}
+	if code, stdout, _ := runCLI(t, nil, "help"); code != exitOK || !strings.Contains(stdout, "lockcluster run") {
+		t.Fatalf("help: code %d, stdout %q", code, stdout)
+	}
+	for _, c := range commands() {
+		code, stdout, _ := runCLI(t, nil, c.name, "--help")
+		if code != exitOK || !strings.Contains(stdout, "Usage: lockcluster "+c.name) || !strings.Contains(stdout, "Examples:") {
+			t.Errorf("%s --help: code %d, stdout %q", c.name, code, stdout)
+		}
+	}
+	if code, _, stderr := runCLI(t, nil, "status", "--bogus"); code != exitUsage || !strings.Contains(stderr, "--help") {
+		t.Fatalf("bad flag: code %d, stderr %q", code, stderr)
+	}
+}
+
+func TestCLI_AdminCommandsNeedAnAddress(t *testing.T) {
+	for _, args := range [][]string{{"status"}, {"locks"}, {"join", "--id", "n4", "--raft-addr", "127.0.0.1:1"}, {"leave", "--id", "n4"}} {
+		code, _, stderr := runCLI(t, nil, args...)
+		if code != exitUsage || !strings.Contains(stderr, "LOCK_CLUSTER_ADDRS") {
+			t.Errorf("%v: code %d, stderr %q", args, code, stderr)
+		}
+	}
+}
+
+func TestCLI_StatusOfAnUnreachableClusterIsUnavailable(t *testing.T) {
+	code, stdout, _ := runCLI(t, map[string]string{"LOCK_CLUSTER_ADDRS": "127.0.0.1:1"}, "status", "--timeout", "2s")
+	if code != exitUnavailable || !strings.Contains(stdout, "unreachable") {
+		t.Fatalf("code %d, stdout %q", code, stdout)
+	}
+}
+
+func TestRun_PassesFenceKeyAndExitStatus(t *testing.T) {
+	code, stdout, stderr := runCLI(t, nil, "run", "--driver", "memory", "--key", "job", "--ttl", "5s", "--",
+		"sh", "-c", `echo "key=$LOCK_KEY fence=$LOCK_FENCE"; exit 7`)
+	if code != 7 {
+		t.Fatalf("exit %d, want the command's 7; stderr %q", code, stderr)
+	}
+	if !strings.Contains(stdout, "key=job fence=1") {
+		t.Fatalf("command output %q lacks the key and fence", stdout)
+	}
+}
+
+func TestRun_ExitCodes(t *testing.T) {
+	tests := []struct {
+		name string
+		args []string
+		want int
+	}{
+		{"success", []string{"--key", "k", "--", "true"}, 0},
+		{"no command", []string{"--key", "k"}, exitUsage},
+		{"no key", []string{"--", "true"}, exitUsage},
+		{"bad ttl", []string{"--key", "k", "--ttl", "0s", "--", "true"}, exitUsage},
+		{"not found", []string{"--key", "k", "--", "/nonexistent/command"}, exitNotFound},
+		{"killed by signal", []string{"--key", "k", "--", "sh", "-c", "kill -TERM $$"}, 128 + 15},
+		{"unreachable cluster", []string{"--driver", "cluster", "--addrs", "127.0.0.1:1", "--key", "k", "--", "true"}, exitUnavailable},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			args := append([]string{"run", "--driver", "memory"}, tc.args...)
+			code, _, stderr := runCLI(t, nil, args...)
+			if code != tc.want {
+				t.Fatalf("exit %d, want %d; stderr %q", code, tc.want, stderr)
+			}
+		})
+	}
+}
+
+func TestRun_RefreshesPastTheTTL(t *testing.T) {
+	code, stdout, stderr := runCLI(t, nil, "run", "--driver", "memory", "--key", "k", "--ttl", "150ms", "--",
+		"sh", "-c", "sleep 0.6; echo finished")
+	if code != 0 || !strings.Contains(stdout, "finished") {
+		t.Fatalf("exit %d, stdout %q, stderr %q", code, stdout, stderr)
+	}
+}
+
+func TestRun_StopsTheCommandWhenCancelled(t *testing.T) {
+	var out, errb lockedBuffer
+	e := &env{stdin: strings.NewReader(""), stdout: &out, stderr: &errb,
+		getenv: func(string) string { return "" }, environ: []string{"PATH=" + os.Getenv("PATH")}}
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan int, 1)
+	go func() {
+		done <- dispatch(ctx, e, []string{"run", "--driver", "memory", "--key", "k", "--grace", "5s", "--",
+			"sh", "-c", `trap 'echo got-term; exit 9' TERM; echo ready; while :; do sleep 0.05; done`})
+	}()
+	waitUntil(t, func() bool { return strings.Contains(out.String(), "ready") })
+	cancel()
+	code := <-done
+	if code != 9 {
+		t.Fatalf("exit %d, want 9 from the command's TERM trap; stdout %q stderr %q", code, out.String(), errb.String())
+	}
+}
+
+func TestBench_MemoryDriverShortRun(t *testing.T) {
+	code, stdout, stderr := runCLI(t, nil, "bench", "--driver", "memory", "--workers", "4", "--keys", "1",
+		"--duration", "300ms", "--warmup", "50ms")
+	if code != 0 {
+		t.Fatalf("exit %d, stderr %q", code, stderr)
+	}
+	for _, want := range []string{"cycles", "acquire   p50", "release   p50", "errors    0"} {
+		if !strings.Contains(stdout, want) {
+			t.Errorf("bench output lacks %q:\n%s", want, stdout)
+		}
+	}
+}
+
+func TestPercentile(t *testing.T) {
+	ds := []int{5, 1, 4, 2, 3, 10, 9, 8, 7, 6}
+	var durs []timeDuration
+	for _, d := range ds {
+		durs = append(durs, timeDuration(d))
+	}
+	if got := percentile(durs, 50); got != 5 {
+		t.Fatalf("p50 = %d, want 5", got)
+	}
+	if got := percentile(durs, 99); got != 10 {
+		t.Fatalf("p99 = %d, want 10", got)
+	}
+	if got := percentile(nil, 50); got != 0 {
+		t.Fatalf("p50 of nothing = %d", got)
+	}
+}

@@ -1,0 +1,49 @@
+package main
+
+import (
+	"strings"
+	"testing"
+)
+
+func TestDev_DemoRunsAgainstThreeNodes(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a three-node cluster")
+	}
+	code, stdout, stderr := runCLI(t, nil, "dev", "--base-port", "0", "--data-dir", t.TempDir(), "--exit-after-demo", "--log-level", "error")
+	if code != exitOK {
+		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
+	}
+	for _, want := range []string{"LOCK_DRIVER=cluster LOCK_CLUSTER_ADDRS=127.0.0.1:", "leader", "curl", "demo done"} {
+		if !strings.Contains(stdout, want) {
+			t.Errorf("output lacks %q:\n%s", want, stdout)
+		}
+	}
+}
+
+func TestParsePeers(t *testing.T) {
+	peers, err := parsePeers("n1=127.0.0.1:7101=127.0.0.1:7001, n2=127.0.0.1:7102")
+	if err != nil || len(peers) != 2 || peers[0].HTTPAddr != "127.0.0.1:7001" || peers[1].RaftAddr != "127.0.0.1:7102" || peers[1].HTTPAddr != "" {
+		t.Fatalf("parsePeers = %+v, %v", peers, err)
+	}
+	for _, bad := range []string{"n1", "=127.0.0.1:1", "n1=a=b=c", "n1="} {
+		if _, err := parsePeers(bad); err == nil {
+			t.Errorf("parsePeers(%q) accepted", bad)
+		}
+	}
+	if peers, err := parsePeers(""); err != nil || len(peers) != 0 {
+		t.Fatalf("empty = %+v, %v", peers, err)
+	}
+}
+
+func TestAgent_RejectsInconsistentConfig(t *testing.T) {
+	code, _, stderr := runCLI(t, nil, "agent", "--id", "n1", "--data-dir", t.TempDir(),
+		"--raft-addr", "127.0.0.1:0", "--http-addr", "127.0.0.1:0",
+		"--bootstrap", "n2=127.0.0.1:7102=127.0.0.1:7002", "--log-level", "off")
+	if code != exitUsage || !strings.Contains(stderr, "do not include this node") {
+		t.Fatalf("exit %d, stderr %q", code, stderr)
+	}
+	code, _, stderr = runCLI(t, map[string]string{"LOCKCLUSTER_ID": "n1"}, "agent", "--data-dir", t.TempDir(), "--log-level", "loud")
+	if code != exitUsage || !strings.Contains(stderr, "log level") {
+		t.Fatalf("bad log level: exit %d, stderr %q", code, stderr)
+	}
+}

@@ -1,0 +1,67 @@
+package main
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/zerotal/lock"
+	"github.com/zerotal/lock/client"
+)
+
+// driverFlags select and configure the backend of run and bench. They
+// start from lock.ConfigFromEnv and override it.
+type driverFlags struct {
+	driver     string
+	addrs      string
+	token      string
+	sqlitePath string
+	prefix     string
+}
+
+func (d *driverFlags) register(fs *flagSet, e *env, defDriver string) {
+	fs.StringVar(&d.driver, "driver", envOr(e, defDriver, lock.EnvDriver), "backend: memory, sqlite, redis or cluster (env LOCK_DRIVER)")
+	fs.StringVar(&d.addrs, "addrs", envOr(e, "", lock.EnvClusterAddrs), "cluster: HTTP addresses of the nodes, comma-separated (env LOCK_CLUSTER_ADDRS)")
+	fs.StringVar(&d.token, "token", "", "cluster: bearer token (default: env LOCK_CLUSTER_TOKEN)")
+	fs.StringVar(&d.sqlitePath, "sqlite-path", envOr(e, "", lock.EnvSQLitePath), "sqlite: database file shared by the processes (env LOCK_SQLITE_PATH)")
+	fs.StringVar(&d.prefix, "prefix", envOr(e, "", lock.EnvPrefix), "key prefix (env LOCK_PREFIX; default \"zerotal_lock:\")")
+}
+
+// config returns lock.ConfigFromEnv with the flags applied. REDIS_URL has
+// no flag on purpose: a URL with a password does not belong in the process
+// list.
+func (d *driverFlags) config(e *env) lock.Config {
+	cfg := lock.Config{
+		Driver: d.driver,
+		Prefix: d.prefix,
+		SQLite: lock.SQLiteConfig{Path: d.sqlitePath},
+		Redis:  lock.RedisConfig{URL: e.getenv(lock.EnvRedisURL)},
+		Cluster: lock.ClusterConfig{
+			Addrs: splitList(d.addrs),
+			Token: d.token,
+		},
+	}
+	if cfg.Cluster.Token == "" {
+		cfg.Cluster.Token = envOr(e, "", lock.EnvClusterToken, "LOCKCLUSTER_TOKEN")
+	}
+	return cfg
+}
+
+// openManager opens the backend. The cluster driver is built here from
+// the client package so that its connection pool is sized for the caller.
+func openManager(ctx context.Context, cfg lock.Config) (*lock.Manager, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if cfg.Driver != "cluster" {
+		return lock.Open(ctx, cfg)
+	}
+	c, err := client.New(client.Config{Addrs: cfg.Cluster.Addrs, Token: cfg.Cluster.Token})
+	if err != nil {
+		return nil, fmt.Errorf("lock: open cluster driver: %w", err)
+	}
+	var opts []lock.ManagerOption
+	if cfg.Prefix != "" {
+		opts = append(opts, lock.WithPrefix(cfg.Prefix))
+	}
+	return lock.New(c, opts...), nil
+}

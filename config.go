@@ -1,0 +1,201 @@
+package lock
+
+import (
+	"fmt"
+	"net/url"
+	"slices"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/zerotal/lock/drivers"
+)
+
+// Default configuration values.
+const (
+	DefaultDriver     = "memory"
+	DefaultSQLitePath = ":memory:"
+)
+
+// Config selects and configures the backend for Open. The zero value is
+// valid: the in-process memory driver with DefaultPrefix.
+//
+// The backend is chosen here, once. Never fall back from one backend to
+// another at run time: two processes holding one key on two backends would
+// both believe they are alone.
+type Config struct {
+	// Driver is "memory" (default; one process), "sqlite" (every process
+	// on one host), "redis" or "cluster" (many hosts).
+	Driver string
+	// Prefix is prepended to every key; empty means DefaultPrefix. (A
+	// Manager without a prefix is built with New and WithPrefix("").)
+	Prefix string
+	// SQLite configures the "sqlite" driver.
+	SQLite SQLiteConfig
+	// Redis configures the "redis" driver.
+	Redis RedisConfig
+	// Cluster configures the "cluster" driver.
+	Cluster ClusterConfig
+	// Logger receives the Manager's and the driver's logs; nil discards them.
+	Logger hclog.Logger
+}
+
+// SQLiteConfig configures the "sqlite" driver.
+type SQLiteConfig struct {
+	// Path is the database file; empty means ":memory:", which is private
+	// to one process and so behaves like the memory driver. Point it at a
+	// file to coordinate every process on the host (local file systems
+	// only: all processes must share one clock).
+	Path string
+}
+
+// RedisConfig configures the "redis" driver.
+type RedisConfig struct {
+	// URL is redis://[user:password@]host:port[/db] or rediss:// for TLS.
+	// It may hold a password, so it is redacted whenever it is printed.
+	URL string
+}
+
+// String prints the configuration with the URL's password redacted.
+func (c RedisConfig) String() string { return fmt.Sprintf("{URL:%s}", redactURL(c.URL)) }
+
+// GoString is String, so that %#v does not print the password either.
+func (c RedisConfig) GoString() string { return "lock.RedisConfig" + c.String() }
+
+// ClusterConfig configures the "cluster" driver, a client of lockcluster
+// nodes.
+type ClusterConfig struct {
+	// Addrs are the HTTP addresses of the nodes (host:port or URLs); any
+	// node will do, requests reach the leader.
+	Addrs []string
+	// Token is the bearer token the nodes require, if any. It is never
+	// printed.
+	Token string
+}
+
+// String prints the configuration with the token redacted.
+func (c ClusterConfig) String() string {
+	return fmt.Sprintf("{Addrs:%q Token:%s}", c.Addrs, redactSecret(c.Token))
+}
+
+// GoString is String, so that %#v does not print the token either.
+func (c ClusterConfig) GoString() string { return "lock.ClusterConfig" + c.String() }
+
+// String prints the configuration with every secret redacted.
+func (c Config) String() string {
+	return fmt.Sprintf("{Driver:%q Prefix:%q SQLite:{Path:%q} Redis:%s Cluster:%s}",
+		c.Driver, c.Prefix, c.SQLite.Path, c.Redis, c.Cluster)
+}
+
+// GoString is String, so that %#v does not print secrets either.
+func (c Config) GoString() string { return "lock.Config" + c.String() }
+
+// withDefaults returns a copy of c with every unset field at its default.
+func (c Config) withDefaults() Config {
+	if c.Driver == "" {
+		c.Driver = DefaultDriver
+	}
+	if c.Prefix == "" {
+		c.Prefix = DefaultPrefix
+	}
+	if c.SQLite.Path == "" {
+		c.SQLite.Path = DefaultSQLitePath
+	}
+	c.Cluster.Addrs = slices.Clone(c.Cluster.Addrs)
+	if c.Logger == nil {
+		c.Logger = hclog.NewNullLogger()
+	}
+	return c
+}
+
+// Validate reports a configuration Open would reject, with unset fields
+// taken at their defaults. Only the selected driver's section is checked.
+// Errors match ErrInvalid and never contain the Redis URL or the token.
+func (c Config) Validate() error {
+	c = c.withDefaults()
+	if _, ok := openers[c.Driver]; !ok {
+		return &InvalidError{Field: "Driver", Reason: fmt.Sprintf("unknown driver %q; valid drivers: %s",
+			c.Driver, strings.Join(driverNames(), ", "))}
+	}
+	if !utf8.ValidString(c.Prefix) {
+		return &InvalidError{Field: "Prefix", Reason: "must be valid UTF-8"}
+	}
+	if len(c.Prefix) >= drivers.MaxKeyLen {
+		return &InvalidError{Field: "Prefix", Reason: fmt.Sprintf("is %d bytes; keys with it must fit in %d", len(c.Prefix), drivers.MaxKeyLen)}
+	}
+	switch c.Driver {
+	case "sqlite":
+		if strings.ContainsRune(c.SQLite.Path, 0) {
+			return &InvalidError{Field: "SQLite.Path", Reason: "must not contain a NUL byte"}
+		}
+	case "redis":
+		return validateRedisURL(c.Redis.URL)
+	case "cluster":
+		if len(c.Cluster.Addrs) == 0 {
+			return &InvalidError{Field: "Cluster.Addrs", Reason: "at least one node address is required (LOCK_CLUSTER_ADDRS)"}
+		}
+		for i, a := range c.Cluster.Addrs {
+			if a == "" || strings.ContainsAny(a, " \t\r\n") {
+				return &InvalidError{Field: "Cluster.Addrs", Reason: fmt.Sprintf("address %d is empty or contains spaces", i)}
+			}
+		}
+	}
+	return nil
+}
+
+// validateRedisURL checks a Redis URL without ever echoing it: it may hold
+// a password.
+func validateRedisURL(raw string) error {
+	if raw == "" {
+		return &InvalidError{Field: "Redis.URL", Reason: "is required for the redis driver (REDIS_URL)"}
+	}
+	u, err := url.Parse(raw)
+	if err != nil {
+		return &InvalidError{Field: "Redis.URL", Reason: "is not a valid URL"}
+	}
+	switch u.Scheme {
+	case "redis", "rediss":
+		if u.Host == "" {
+			return &InvalidError{Field: "Redis.URL", Reason: "has no host"}
+		}
+	case "unix":
+		if u.Path == "" {
+			return &InvalidError{Field: "Redis.URL", Reason: "has no socket path"}
+		}
+	default:
+		return &InvalidError{Field: "Redis.URL", Reason: fmt.Sprintf("scheme %q is not redis, rediss or unix", u.Scheme)}
+	}
+	return nil
+}
+
+// redactURL hides the credentials of a URL. A user name without a password
+// is hidden too: some clients read it as the password.
+func redactURL(raw string) string {
+	if raw == "" {
+		return `""`
+	}
+	u, err := url.Parse(raw)
+	if err != nil {
+		return "<invalid URL, redacted>"
+	}
+	if u.User != nil {
+		if _, ok := u.User.Password(); ok {
+			u.User = url.UserPassword(u.User.Username(), "xxxxx")
+		} else {
+			u.User = url.User("xxxxx")
+		}
+	}
+	if q := u.Query(); q.Has("password") {
+		q.Set("password", "xxxxx")
+		u.RawQuery = q.Encode()
+	}
+	return u.String()
+}
+
+func redactSecret(s string) string {
+	if s == "" {
+		return `""`
+	}
+	return "xxxxx"
+}

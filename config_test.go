@@ -1,0 +1,164 @@
+package lock_test
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/zerotal/lock"
+	"github.com/zerotal/lock/drivers/memory"
+)
+
+const secret = "s3cr3t-pass"
+
+func TestConfigFromEnv(t *testing.T) {
+	t.Setenv("LOCK_DRIVER", "cluster")
+	t.Setenv("LOCK_PREFIX", "app:")
+	t.Setenv("LOCK_SQLITE_PATH", "/tmp/locks.db")
+	t.Setenv("REDIS_URL", "redis://user:"+secret+"@127.0.0.1:6379/2")
+	t.Setenv("LOCK_CLUSTER_ADDRS", " 127.0.0.1:7001, ,127.0.0.1:7002,")
+	t.Setenv("LOCK_CLUSTER_TOKEN", secret)
+	cfg, err := lock.ConfigFromEnv()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := lock.Config{
+		Driver:  "cluster",
+		Prefix:  "app:",
+		SQLite:  lock.SQLiteConfig{Path: "/tmp/locks.db"},
+		Redis:   lock.RedisConfig{URL: "redis://user:" + secret + "@127.0.0.1:6379/2"},
+		Cluster: lock.ClusterConfig{Addrs: []string{"127.0.0.1:7001", "127.0.0.1:7002"}, Token: secret},
+	}
+	if cfg.Driver != want.Driver || cfg.Prefix != want.Prefix || cfg.SQLite != want.SQLite || cfg.Redis != want.Redis ||
+		!slices.Equal(cfg.Cluster.Addrs, want.Cluster.Addrs) || cfg.Cluster.Token != want.Cluster.Token {
+		t.Fatalf("ConfigFromEnv = %v, want %v", cfg, want)
+	}
+	for _, format := range []string{"%v", "%+v", "%#v", "%s"} {
+		if s := fmt.Sprintf(format, cfg); strings.Contains(s, secret) {
+			t.Errorf("%s of the config prints a secret: %s", format, s)
+		}
+	}
+	if s := fmt.Sprintf("%v %#v", cfg.Redis, cfg.Cluster); strings.Contains(s, secret) {
+		t.Errorf("sub-configs print a secret: %s", s)
+	}
+}
+
+func TestConfigFromEnv_UnsetMeansDefaults(t *testing.T) {
+	for _, v := range []string{"LOCK_DRIVER", "LOCK_PREFIX", "LOCK_SQLITE_PATH", "REDIS_URL", "LOCK_CLUSTER_ADDRS", "LOCK_CLUSTER_TOKEN"} {
+		t.Setenv(v, "")
+	}
+	cfg, err := lock.ConfigFromEnv()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Driver != "" || cfg.Prefix != "" || len(cfg.Cluster.Addrs) != 0 {
+		t.Fatalf("defaults were written into the config: %v", cfg)
+	}
+	m, err := lock.Open(t.Context(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	if _, ok := m.Driver().(*memory.Driver); !ok || m.Prefix() != lock.DefaultPrefix {
+		t.Errorf("defaults: driver %T prefix %q", m.Driver(), m.Prefix())
+	}
+}
+
+func TestConfigFromEnv_Invalid(t *testing.T) {
+	t.Setenv("LOCK_DRIVER", "redis")
+	t.Setenv("REDIS_URL", "http://:"+secret+"@host")
+	_, err := lock.ConfigFromEnv()
+	if !errors.Is(err, lock.ErrInvalid) {
+		t.Fatalf("ConfigFromEnv = %v, want ErrInvalid", err)
+	}
+	if strings.Contains(err.Error(), secret) {
+		t.Errorf("error prints the password: %v", err)
+	}
+}
+
+func TestConfig_Validate(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		name  string
+		cfg   lock.Config
+		field string // "" = valid
+	}{
+		{"zero value", lock.Config{}, ""},
+		{"sqlite default path", lock.Config{Driver: "sqlite"}, ""},
+		{"redis", lock.Config{Driver: "redis", Redis: lock.RedisConfig{URL: "rediss://:" + secret + "@127.0.0.1:6380/1"}}, ""},
+		{"cluster", lock.Config{Driver: "cluster", Cluster: lock.ClusterConfig{Addrs: []string{"127.0.0.1:7001"}}}, ""},
+		{"unknown driver", lock.Config{Driver: "etcd"}, "Driver"},
+		{"prefix not UTF-8", lock.Config{Prefix: "\xff"}, "Prefix"},
+		{"prefix too long", lock.Config{Prefix: strings.Repeat("p", 1024)}, "Prefix"},
+		{"redis without URL", lock.Config{Driver: "redis"}, "Redis.URL"},
+		{"redis URL unparseable", lock.Config{Driver: "redis", Redis: lock.RedisConfig{URL: "redis://:" + secret + "@[::1"}}, "Redis.URL"},
+		{"redis URL wrong scheme", lock.Config{Driver: "redis", Redis: lock.RedisConfig{URL: "http://:" + secret + "@h:1"}}, "Redis.URL"},
+		{"redis URL no host", lock.Config{Driver: "redis", Redis: lock.RedisConfig{URL: "redis://"}}, "Redis.URL"},
+		{"cluster without addrs", lock.Config{Driver: "cluster", Cluster: lock.ClusterConfig{Token: secret}}, "Cluster.Addrs"},
+		{"cluster blank addr", lock.Config{Driver: "cluster", Cluster: lock.ClusterConfig{Addrs: []string{""}}}, "Cluster.Addrs"},
+		{"sqlite NUL path", lock.Config{Driver: "sqlite", SQLite: lock.SQLiteConfig{Path: "a\x00b"}}, "SQLite.Path"},
+	}
+	for _, c := range cases {
+		err := c.cfg.Validate()
+		if c.field == "" {
+			if err != nil {
+				t.Errorf("%s: %v", c.name, err)
+			}
+			continue
+		}
+		var inv *lock.InvalidError
+		if !errors.As(err, &inv) || inv.Field != c.field {
+			t.Errorf("%s: Validate = %v, want an invalid %s", c.name, err, c.field)
+			continue
+		}
+		if strings.Contains(err.Error(), secret) {
+			t.Errorf("%s: error prints a secret: %v", c.name, err)
+		}
+	}
+}
+
+func TestConfig_UnknownDriverListsValidOnes(t *testing.T) {
+	t.Parallel()
+	_, err := lock.Open(t.Context(), lock.Config{Driver: "zookeeper"})
+	if !errors.Is(err, lock.ErrInvalid) {
+		t.Fatalf("Open = %v, want ErrInvalid", err)
+	}
+	for _, name := range []string{"zookeeper", "memory", "sqlite", "redis", "cluster"} {
+		if !strings.Contains(err.Error(), name) {
+			t.Errorf("error %q does not mention %q", err, name)
+		}
+	}
+}
+
+func TestOpen_Memory(t *testing.T) {
+	t.Parallel()
+	cfg := lock.Config{Prefix: "test:"}
+	m, err := lock.Open(t.Context(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = m.Close() })
+	if cfg.Driver != "" || cfg.SQLite.Path != "" {
+		t.Error("Open wrote defaults into the caller's config")
+	}
+	if m.Prefix() != "test:" {
+		t.Errorf("prefix %q", m.Prefix())
+	}
+	if err := m.Try(t.Context(), "k", time.Second, noop); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestOpen_InvalidConfigOpensNothing(t *testing.T) {
+	t.Parallel()
+	m, err := lock.Open(t.Context(), lock.Config{Driver: "redis", Redis: lock.RedisConfig{URL: "ftp://u:" + secret + "@h"}})
+	if m != nil || !errors.Is(err, lock.ErrInvalid) {
+		t.Fatalf("Open = %v, %v", m, err)
+	}
+	if strings.Contains(err.Error(), secret) {
+		t.Errorf("error prints the password: %v", err)
+	}
+}

@@ -1,0 +1,69 @@
+// Package lock is the portable API for distributed locks: atomic,
+// owner-guarded, TTL-bounded locks over any backend that implements the
+// driver contract of package drivers (in-process, SQLite, Redis, or a Raft
+// cluster).
+//
+// A Manager wraps one driver. Most programs need only Manager.Try (acquire
+// once or fail fast) and Manager.Block (wait up to a timeout); both run a
+// callback while the lock is held and always release it afterwards, also
+// when the callback returns an error or panics:
+//
+//	m, err := lock.Open(ctx, lock.Config{}) // the in-process driver
+//	...
+//	err = m.Try(ctx, "invoice:123", 10*time.Second, func(ctx context.Context, l *lock.Lock) error {
+//		return processInvoice(ctx, 123, l.Fence())
+//	})
+//	if errors.Is(err, lock.ErrNotAcquired) {
+//		// someone else is processing invoice 123
+//	}
+//
+// # TTL, refresh and the lost-lock signal
+//
+// Every lock has a TTL: the backend frees it on its own after that long, so
+// a holder that crashes can never block a key forever. A callback that may
+// outlive its TTL should ask for refreshing (WithRefresh): the lock is then
+// extended in the background while the callback runs, and the TTL only says
+// how long after a crash someone else may take over.
+//
+// A lock can still be lost while it is held: the process stalled, the
+// backend was unreachable until the TTL ran out, or someone force-released
+// it. The callback is told at once: its context is cancelled, and
+// context.Cause of that context is a *LostError (errors.Is(cause, ErrLost)).
+// Try and Block then return the *LostError. Without refresh the same
+// happens when the TTL, as estimated on this side, runs out while the
+// callback is still running: the lock can no longer be trusted to be
+// exclusive, and the cause wraps ErrExpired.
+//
+// The signal is a request, not a guarantee: code that ignores its context
+// keeps running outside the lock. Work that must not continue after losing
+// exclusivity checks its context between steps and, where the protected
+// resource allows it, passes Lock.Fence to that resource.
+//
+// A refresh never re-acquires a lock that has expired: a lock that is gone
+// is reported as lost, never silently granted again.
+//
+// # Fencing
+//
+// Every grant carries a fence, a number that strictly increases with each
+// new grant of a key (refreshes keep it). A resource that remembers the
+// highest fence it has seen can refuse writes from a holder whose lock
+// expired and was granted to someone else in the meantime. A fence of 0
+// means the backend has no fencing.
+//
+// # Keys and prefixes
+//
+// The Manager prefixes every key once (by default "zerotal_lock:"); drivers
+// only ever see prefixed keys, while errors and Lock.Key show the key as the
+// caller wrote it. Keys must be non-empty valid UTF-8 and, with the prefix,
+// at most drivers.MaxKeyLen bytes; TTLs lie between drivers.MinTTL and
+// drivers.MaxTTL. Bad input is rejected with an error matching ErrInvalid
+// before any backend call.
+//
+// # Choosing a backend
+//
+// The backend is a configuration choice (Config.Driver), never a silent
+// switch at run time: two processes holding one key on two different
+// backends would both believe they are alone. "memory" coordinates one
+// process, "sqlite" with a file path every process on one host, and
+// "cluster" (or "redis") many hosts.
+package lock

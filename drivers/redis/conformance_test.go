@@ -1,0 +1,53 @@
+package redis_test
+
+import (
+	"context"
+	"testing"
+
+	goredis "github.com/redis/go-redis/v9"
+
+	"github.com/zerotal/lock/drivers"
+	"github.com/zerotal/lock/drivers/driverstest"
+	"github.com/zerotal/lock/drivers/redis"
+	"github.com/zerotal/lock/drivers/redis/redistest"
+)
+
+// urlHarness opens every handle from the server's URL, so each has its own
+// connection pool and subscription, as separate processes would.
+type urlHarness struct{ url string }
+
+func (h urlHarness) NewDriver(ctx context.Context) (drivers.Driver, error) {
+	return redis.Open(ctx, redis.Config{URL: h.url})
+}
+
+func TestConformance(t *testing.T) {
+	srv := redistest.Start(t)
+	driverstest.Run(t, func(t *testing.T) driverstest.Harness { return urlHarness{url: srv.URL()} })
+}
+
+// clusterHarness gives every handle its own cluster client, passed in with
+// New: the application-owned client case. The client is closed by the
+// test, since the driver never closes a client it did not open.
+type clusterHarness struct {
+	t     *testing.T
+	addrs []string
+}
+
+func (h clusterHarness) NewDriver(ctx context.Context) (drivers.Driver, error) {
+	c := goredis.NewClusterClient(&goredis.ClusterOptions{Addrs: h.addrs})
+	h.t.Cleanup(func() { _ = c.Close() })
+	if err := c.Ping(ctx).Err(); err != nil {
+		return nil, err
+	}
+	return redis.New(c)
+}
+
+// TestConformance_Cluster runs the whole suite against a three-node Redis
+// Cluster, so keys spread over all nodes: every script touches two keys,
+// which Redis Cluster only allows within one hash slot.
+func TestConformance_Cluster(t *testing.T) {
+	cluster := redistest.StartCluster(t, 3)
+	driverstest.Run(t, func(t *testing.T) driverstest.Harness {
+		return clusterHarness{t: t, addrs: cluster.Addrs()}
+	})
+}

@@ -1,0 +1,210 @@
+package redis
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	goredis "github.com/redis/go-redis/v9"
+
+	"github.com/zerotal/lock/drivers"
+)
+
+// Driver is a lock backend on one Redis deployment. It implements
+// drivers.Driver, drivers.Extender and drivers.Waiter. It is safe for
+// concurrent use.
+type Driver struct {
+	client     goredis.UniversalClient
+	ownsClient bool
+	cfg        Config
+
+	closed    atomic.Bool
+	closeOnce sync.Once
+	done      chan struct{} // closed by Close; ends every wait
+
+	hub *hub // pushed wake-ups for AcquireWait
+}
+
+var (
+	_ drivers.Driver   = (*Driver)(nil)
+	_ drivers.Extender = (*Driver)(nil)
+	_ drivers.Waiter   = (*Driver)(nil)
+)
+
+// Open returns a Driver for cfg. With a URL it opens its own client, checks
+// that Redis answers (ErrUnavailable when it does not) and closes the
+// client on Close. With a Client it uses the application's client, which it
+// never closes, and does not contact Redis until the first call.
+func Open(ctx context.Context, cfg Config) (*Driver, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	cfg = cfg.withDefaults()
+	if cfg.Client != nil {
+		return newDriver(cfg.Client, false, cfg), nil
+	}
+	opts, err := parseURL(cfg.URL)
+	if err != nil {
+		return nil, err
+	}
+	// A lock call must give up when its context does; go-redis otherwise
+	// waits for its own socket timeouts.
+	opts.ContextTimeoutEnabled = true
+	client := goredis.NewClient(opts)
+	if err := client.Ping(ctx).Err(); err != nil {
+		_ = client.Close()
+		if ctx.Err() != nil {
+			return nil, fmt.Errorf("redis: open %s: %w", redactedURL(cfg.URL), ctx.Err())
+		}
+		return nil, drivers.Unavailable("open "+redactedURL(cfg.URL), err)
+	}
+	return newDriver(client, true, cfg), nil
+}
+
+// New returns a Driver on a client the application already has: a plain,
+// failover or cluster client. The driver never closes the client.
+func New(client goredis.UniversalClient, opts ...Option) (*Driver, error) {
+	cfg := Config{Client: client}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	return Open(context.Background(), cfg)
+}
+
+func newDriver(client goredis.UniversalClient, owns bool, cfg Config) *Driver {
+	d := &Driver{
+		client:     client,
+		ownsClient: owns,
+		cfg:        cfg,
+		done:       make(chan struct{}),
+	}
+	d.hub = newHub(client, cfg.PollInterval, cfg.Logger)
+	return d
+}
+
+// Acquire takes key for owner, or refreshes it when owner holds it. The
+// fence of a new grant is larger than every fence the key had before.
+func (d *Driver) Acquire(ctx context.Context, key, owner string, ttl time.Duration) (uint64, bool, error) {
+	fence, ok, _, err := d.acquire(ctx, key, owner, ttl)
+	return fence, ok, err
+}
+
+// acquire is Acquire that also reports, when the key is held by another
+// owner, how long that holder has left (negative when unknown).
+func (d *Driver) acquire(ctx context.Context, key, owner string, ttl time.Duration) (fence uint64, ok bool, holderTTL time.Duration, err error) {
+	if err := d.usable(ctx, "acquire", key); err != nil {
+		return 0, false, 0, err
+	}
+	ks := keysFor(key)
+	res, err := acquireScript.Run(ctx, d.client, []string{ks.lock, ks.fence}, owner, millis(ttl)).Int64Slice()
+	if err != nil {
+		return 0, false, 0, d.translate(ctx, "acquire", key, err)
+	}
+	if len(res) != 2 {
+		return 0, false, 0, fmt.Errorf("redis: acquire %q: unexpected reply %v", key, res)
+	}
+	if res[0] == 1 {
+		return uint64(res[1]), true, 0, nil
+	}
+	if res[1] < 0 { // the holder's key has no TTL: someone else wrote it
+		return 0, false, -1, nil
+	}
+	return 0, false, time.Duration(res[1]) * time.Millisecond, nil
+}
+
+// Release deletes key if owner holds it and wakes the key's waiters.
+func (d *Driver) Release(ctx context.Context, key, owner string) (bool, error) {
+	if err := d.usable(ctx, "release", key); err != nil {
+		return false, err
+	}
+	ks := keysFor(key)
+	n, err := releaseScript.Run(ctx, d.client, []string{ks.lock}, owner, ks.channel).Int64()
+	if err != nil {
+		return false, d.translate(ctx, "release", key, err)
+	}
+	if n != 1 {
+		return false, nil
+	}
+	d.hub.released(ks.channel, owner)
+	return true, nil
+}
+
+// Extend sets key's TTL to ttl from now if owner still holds it. It never
+// creates the key.
+func (d *Driver) Extend(ctx context.Context, key, owner string, ttl time.Duration) (bool, error) {
+	if err := d.usable(ctx, "extend", key); err != nil {
+		return false, err
+	}
+	ks := keysFor(key)
+	n, err := extendScript.Run(ctx, d.client, []string{ks.lock}, owner, millis(ttl)).Int64()
+	if err != nil {
+		return false, d.translate(ctx, "extend", key, err)
+	}
+	return n == 1, nil
+}
+
+// ForceRelease deletes key whoever holds it and wakes its waiters.
+func (d *Driver) ForceRelease(ctx context.Context, key string) error {
+	if err := d.usable(ctx, "force release", key); err != nil {
+		return err
+	}
+	ks := keysFor(key)
+	if err := forceReleaseScript.Run(ctx, d.client, []string{ks.lock}, ks.channel).Err(); err != nil {
+		return d.translate(ctx, "force release", key, err)
+	}
+	return nil
+}
+
+// Exists reports whether key is held. A single EXISTS is already atomic,
+// and Redis never reports a key whose TTL has passed.
+func (d *Driver) Exists(ctx context.Context, key string) (bool, error) {
+	if err := d.usable(ctx, "exists", key); err != nil {
+		return false, err
+	}
+	n, err := d.client.Exists(ctx, keysFor(key).lock).Result()
+	if err != nil {
+		return false, d.translate(ctx, "exists", key, err)
+	}
+	return n > 0, nil
+}
+
+// Close ends every wait with ErrClosed, drops the wake-up subscription and
+// closes the client if the driver opened it. It is idempotent.
+func (d *Driver) Close() error {
+	var err error
+	d.closeOnce.Do(func() {
+		d.closed.Store(true)
+		close(d.done)
+		d.hub.close()
+		if d.ownsClient {
+			err = d.client.Close()
+		}
+	})
+	return err
+}
+
+// usable reports, before any network call, a closed driver or a context
+// that has already ended.
+func (d *Driver) usable(ctx context.Context, op, key string) error {
+	if d.closed.Load() {
+		return drivers.ErrClosed
+	}
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("redis: %s %q: %w", op, key, err)
+	}
+	return nil
+}
+
+// millis converts a TTL to whole milliseconds for PX and PEXPIRE, rounding
+// up: the holder's own estimate of its deadline is measured from when it
+// sent the request, so a slightly longer TTL at the server keeps that
+// estimate on the safe side.
+func millis(ttl time.Duration) int64 {
+	ms := int64((ttl + time.Millisecond - 1) / time.Millisecond)
+	if ms < 1 {
+		ms = 1
+	}
+	return ms
+}

@@ -1,0 +1,215 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/zerotal/lock/drivers"
+)
+
+// sweepEvery is how often a handle deletes rows whose deadline has passed
+// (left by holders that died or never released). Expired rows are already
+// free; the sweep only keeps the table small.
+const sweepEvery = 30 * time.Second
+
+// Driver is a handle on a SQLite lock database. It implements
+// drivers.Driver, drivers.Extender and drivers.Waiter, and is safe for
+// concurrent use.
+type Driver struct {
+	cfg    Config // with defaults applied
+	memory bool   // Path is ":memory:": no reader pool, no poller
+
+	wdb     *sql.DB
+	wconn   *sql.Conn     // the one connection that writes
+	wsem    chan struct{} // one slot: who may use wconn
+	pmu     sync.Mutex
+	pending []*writeOp // calls waiting for wconn, in arrival order
+	rdb     *sql.DB    // readers (nil in memory mode)
+	w       writeStmts
+	r       readStmts
+
+	watch  *watcher
+	queues keyQueues
+
+	lastSweep atomic.Int64 // Unix microseconds of the last sweep
+	closed    atomic.Bool
+	done      chan struct{}
+	closeOnce sync.Once
+	closeErr  error
+}
+
+var (
+	_ drivers.Driver   = (*Driver)(nil)
+	_ drivers.Extender = (*Driver)(nil)
+	_ drivers.Waiter   = (*Driver)(nil)
+)
+
+func newDriver(cfg Config) *Driver {
+	return &Driver{
+		cfg:   cfg,
+		wsem:  make(chan struct{}, 1),
+		done:  make(chan struct{}),
+		watch: newWatcher(min(minPoll, cfg.PollInterval), cfg.PollInterval),
+	}
+}
+
+// deadlineUS is now+ttl in Unix microseconds, at least one microsecond
+// after now so that a grant is never born expired.
+func deadlineUS(now time.Time, ttl time.Duration) int64 {
+	return now.UnixMicro() + max(ttl.Microseconds(), 1)
+}
+
+// Acquire takes key for owner for ttl, takes it over when the holder's
+// deadline has passed, or refreshes the deadline (keeping the fence) when
+// owner holds it. ok is false, with a nil error, when another owner holds
+// the key. One statement does all of it, fence counter included.
+func (d *Driver) Acquire(ctx context.Context, key, owner string, ttl time.Duration) (fence uint64, ok bool, err error) {
+	err = d.write(ctx, "acquire", func(ctx context.Context) error {
+		now := time.Now()
+		var f int64
+		err := d.w.acquire.QueryRowContext(ctx, key, owner, deadlineUS(now, ttl), now.UnixMicro()).Scan(&f)
+		if errors.Is(err, sql.ErrNoRows) {
+			fence, ok = 0, false
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		fence, ok = uint64(f), true
+		return nil
+	})
+	if err != nil {
+		return 0, false, err
+	}
+	if ok {
+		d.maybeSweep(ctx)
+	}
+	return fence, ok, nil
+}
+
+// Release deletes key if owner holds it. It reports false when the lock
+// had expired or someone else holds it; an expired row of owner's is
+// deleted all the same.
+func (d *Driver) Release(ctx context.Context, key, owner string) (bool, error) {
+	var deleted, released bool
+	err := d.write(ctx, "release", func(ctx context.Context) error {
+		var expires int64
+		err := d.w.release.QueryRowContext(ctx, key, owner).Scan(&expires)
+		if errors.Is(err, sql.ErrNoRows) {
+			deleted, released = false, false
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		deleted, released = true, expires > time.Now().UnixMicro()
+		return nil
+	})
+	if deleted {
+		d.watch.bump()
+	}
+	return released, err
+}
+
+// ForceRelease deletes key whoever holds it.
+func (d *Driver) ForceRelease(ctx context.Context, key string) error {
+	var deleted bool
+	err := d.write(ctx, "force release", func(ctx context.Context) error {
+		res, err := d.w.force.ExecContext(ctx, key)
+		if err != nil {
+			return err
+		}
+		n, err := res.RowsAffected()
+		deleted = n > 0
+		return err
+	})
+	if deleted {
+		d.watch.bump()
+	}
+	return err
+}
+
+// Exists reports whether key is held and its deadline has not passed.
+func (d *Driver) Exists(ctx context.Context, key string) (bool, error) {
+	var held bool
+	err := d.read(ctx, "exists", func(ctx context.Context, r *readStmts) error {
+		return r.exists.QueryRowContext(ctx, key, time.Now().UnixMicro()).Scan(&held)
+	})
+	return held, err
+}
+
+// Extend sets the deadline of key to now+ttl if owner holds it and it has
+// not expired. It never creates a row.
+func (d *Driver) Extend(ctx context.Context, key, owner string, ttl time.Duration) (bool, error) {
+	var extended bool
+	err := d.write(ctx, "extend", func(ctx context.Context) error {
+		now := time.Now()
+		res, err := d.w.extend.ExecContext(ctx, key, owner, deadlineUS(now, ttl), now.UnixMicro())
+		if err != nil {
+			return err
+		}
+		n, err := res.RowsAffected()
+		extended = n == 1
+		return err
+	})
+	return extended, err
+}
+
+// Close stops the poller, waits for the write in flight and closes the
+// connections. Locks held through this handle stay in the file until they
+// are released by owner or expire. Close is idempotent.
+func (d *Driver) Close() error {
+	d.closeOnce.Do(func() {
+		d.closed.Store(true)
+		close(d.done)
+		d.watch.stop()
+		d.wsem <- struct{}{} // the write in flight, if any, has finished
+		d.closeErr = d.closeConns()
+	})
+	return d.closeErr
+}
+
+func (d *Driver) closeConns() error {
+	var errs []error
+	if d.wconn != nil {
+		errs = append(errs, d.wconn.Close())
+	}
+	if d.wdb != nil {
+		errs = append(errs, d.wdb.Close())
+	}
+	if d.rdb != nil {
+		errs = append(errs, d.rdb.Close())
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("sqlite: close: %w", err)
+	}
+	return nil
+}
+
+// maybeSweep deletes expired rows when the last sweep is old enough. Its
+// failure is ignored: the rows are free already, only the table is bigger.
+func (d *Driver) maybeSweep(ctx context.Context) {
+	now := time.Now().UnixMicro()
+	last := d.lastSweep.Load()
+	if now-last < sweepEvery.Microseconds() || !d.lastSweep.CompareAndSwap(last, now) {
+		return
+	}
+	var deleted bool
+	_ = d.write(ctx, "sweep", func(ctx context.Context) error {
+		res, err := d.w.sweep.ExecContext(ctx, time.Now().UnixMicro())
+		if err != nil {
+			return err
+		}
+		n, err := res.RowsAffected()
+		deleted = n > 0
+		return err
+	})
+	if deleted {
+		d.watch.bump()
+	}
+}

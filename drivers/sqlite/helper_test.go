@@ -1,0 +1,197 @@
+package sqlite_test
+
+import (
+	"bufio"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/zerotal/lock/drivers"
+	"github.com/zerotal/lock/drivers/sqlite"
+)
+
+// The test binary doubles as the helper program of the multi-process tests:
+// started with helperEnv set, TestMain runs the named workload instead of
+// the tests. Parameters travel in environment variables, results on stdout.
+const (
+	helperEnv     = "ZEROTAL_SQLITE_HELPER"
+	envPath       = "ZEROTAL_SQLITE_PATH"
+	envJournal    = "ZEROTAL_SQLITE_JOURNAL"
+	envKeys       = "ZEROTAL_SQLITE_KEYS"
+	envWorkers    = "ZEROTAL_SQLITE_WORKERS"
+	envRounds     = "ZEROTAL_SQLITE_ROUNDS"
+	envTTL        = "ZEROTAL_SQLITE_TTL"
+	envKind       = "ZEROTAL_SQLITE_KIND"
+	envDuration   = "ZEROTAL_SQLITE_DURATION"
+	envKeyPrefix  = "ZEROTAL_SQLITE_KEY_PREFIX"
+	helperTimeout = 2 * time.Minute
+)
+
+func runHelper(mode string) int {
+	ctx, cancel := context.WithTimeout(context.Background(), helperTimeout)
+	defer cancel()
+	var err error
+	switch mode {
+	case "hammer":
+		err = helperHammer(ctx)
+	case "hold":
+		err = helperHold(ctx)
+	case "waiter":
+		err = helperWaiter(ctx)
+	case "bench":
+		err = helperBench(ctx)
+	default:
+		err = fmt.Errorf("unknown helper mode %q", mode)
+	}
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "helper %s (pid %d): %v\n", mode, os.Getpid(), err)
+		return 1
+	}
+	return 0
+}
+
+func envInt(name string, def int) int {
+	if v, err := strconv.Atoi(os.Getenv(name)); err == nil {
+		return v
+	}
+	return def
+}
+
+func envDur(name string, def time.Duration) time.Duration {
+	if v, err := time.ParseDuration(os.Getenv(name)); err == nil {
+		return v
+	}
+	return def
+}
+
+func newToken() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+func openHelperDriver(ctx context.Context) (*sqlite.Driver, error) {
+	return sqlite.Open(ctx, sqlite.Config{Path: os.Getenv(envPath)})
+}
+
+// helperHammer: WORKERS goroutines each take a random one of KEYS keys
+// ROUNDS times, waiting for it, and append "key fence start end pid" to
+// the JOURNAL after each hold (start after the grant, end before the
+// release), one write per line so that a killed process keeps its lines.
+func helperHammer(ctx context.Context) error {
+	d, err := openHelperDriver(ctx)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	journal, err := os.OpenFile(os.Getenv(envJournal), os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
+	if err != nil {
+		return err
+	}
+	defer journal.Close()
+	keys, workers, rounds := envInt(envKeys, 3), envInt(envWorkers, 4), envInt(envRounds, 20)
+	ttl := envDur(envTTL, 10*time.Second)
+	var mu sync.Mutex
+	errs := make(chan error, workers)
+	var wg sync.WaitGroup
+	for w := range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for r := range rounds {
+				key := fmt.Sprintf("hammer-%d", (w*7+r*3+os.Getpid())%keys)
+				owner := newToken()
+				fence, err := d.AcquireWait(ctx, key, owner, ttl, drivers.WaitOptions{RetryDelay: 20 * time.Millisecond})
+				if err != nil {
+					errs <- fmt.Errorf("AcquireWait %s: %w", key, err)
+					return
+				}
+				start := time.Now().UnixNano()
+				time.Sleep(time.Duration(r%4) * 50 * time.Microsecond) // the work done under the lock
+				end := time.Now().UnixNano()
+				ok, err := d.Release(ctx, key, owner)
+				if err != nil || !ok {
+					errs <- fmt.Errorf("Release %s fence %d = %v, %v; want true", key, fence, ok, err)
+					return
+				}
+				mu.Lock()
+				_, err = fmt.Fprintf(journal, "%s %d %d %d %d\n", key, fence, start, end, os.Getpid())
+				mu.Unlock()
+				if err != nil {
+					errs <- err
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	return <-errs
+}
+
+// helperHold takes one key for TTL, prints "held <fence> <deadline ns>"
+// and waits for stdin to close (or for a SIGKILL).
+func helperHold(ctx context.Context) error {
+	d, err := openHelperDriver(ctx)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	ttl := envDur(envTTL, time.Second)
+	sent := time.Now()
+	fence, ok, err := d.Acquire(ctx, "held-by-child", newToken(), ttl)
+	if err != nil || !ok {
+		return fmt.Errorf("Acquire = %v, %v", ok, err)
+	}
+	fmt.Printf("held %d %d\n", fence, sent.Add(ttl).UnixNano())
+	_, _ = bufio.NewReader(os.Stdin).ReadString('\n')
+	return nil
+}
+
+// helperWaiter serves the hand-off test: for each "wait <key>" line it
+// prints "waiting", waits for the key, prints "got <fence> <unix ns>",
+// releases it and prints "released".
+func helperWaiter(ctx context.Context) error {
+	d, err := openHelperDriver(ctx)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	in := bufio.NewScanner(os.Stdin)
+	for in.Scan() {
+		key, ok := strings.CutPrefix(in.Text(), "wait ")
+		if !ok {
+			return fmt.Errorf("bad command %q", in.Text())
+		}
+		owner := newToken()
+		fmt.Println("waiting")
+		fence, err := d.AcquireWait(ctx, key, owner, 10*time.Second, drivers.WaitOptions{RetryDelay: 100 * time.Millisecond})
+		got := time.Now().UnixNano()
+		if err != nil {
+			return err
+		}
+		fmt.Printf("got %d %d\n", fence, got)
+		if ok, err := d.Release(ctx, key, owner); err != nil || !ok {
+			return fmt.Errorf("Release = %v, %v", ok, err)
+		}
+		fmt.Println("released")
+	}
+	return in.Err()
+}
+
+// helperCmd prepares a re-execution of the test binary in a helper mode.
+func helperCmd(t testing.TB, mode string, env ...string) *exec.Cmd {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), helperEnv+"="+mode)
+	cmd.Env = append(cmd.Env, env...)
+	return cmd
+}

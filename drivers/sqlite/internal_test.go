@@ -1,0 +1,183 @@
+package sqlite
+
+import (
+	"context"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/zerotal/lock/drivers"
+)
+
+func TestJitter_StaysWithinHalfAndWhole(t *testing.T) {
+	for _, d := range []time.Duration{0, 1, 2, 3, time.Microsecond, 250 * time.Microsecond, time.Second} {
+		for range 200 {
+			if j := jitter(d); j < d/2 || j > d {
+				t.Fatalf("jitter(%v) = %v, want within [%v, %v]", d, j, d/2, d)
+			}
+		}
+	}
+}
+
+func TestKeyQueues_TurnsFollowArrivalOrder(t *testing.T) {
+	var q keyQueues
+	a, b, c := q.join("k"), q.join("k"), q.join("k")
+	other := q.join("other")
+	isTurn := func(tk *ticket) bool {
+		select {
+		case <-tk.turn:
+			return true
+		default:
+			return false
+		}
+	}
+	if !isTurn(a) || isTurn(b) || isTurn(c) || !isTurn(other) {
+		t.Fatal("only the first ticket of each key may have its turn")
+	}
+	q.leave("k", b) // leaving from the middle hands nothing over
+	if isTurn(c) {
+		t.Fatal("c got its turn when b, behind a, left")
+	}
+	q.leave("k", a)
+	if !isTurn(c) {
+		t.Fatal("c did not get its turn when a left")
+	}
+	q.leave("k", c)
+	q.leave("other", other)
+	if n := q.waiting("k") + q.waiting("other"); n != 0 || len(q.lines) != 0 {
+		t.Fatalf("%d tickets and %d lines left after everyone left", n, len(q.lines))
+	}
+}
+
+func TestWatcher_BumpWakesOnlyHandedOutChannels(t *testing.T) {
+	w := newWatcher(minPoll, DefaultPollInterval)
+	first := w.next()
+	w.bump()
+	select {
+	case <-first:
+	default:
+		t.Fatal("bump did not close the channel handed out")
+	}
+	second := w.next()
+	if second == first {
+		t.Fatal("next after a bump returned the closed channel")
+	}
+	w.bump()
+	w.bump() // nobody took the new channel: nothing to close, no panic
+	w.stop()
+}
+
+func openInternal(t *testing.T, cfg Config) *Driver {
+	t.Helper()
+	if cfg.Path == "" {
+		cfg.Path = filepath.Join(t.TempDir(), "locks.db")
+	}
+	d, err := Open(t.Context(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = d.Close() })
+	return d
+}
+
+func TestDriver_WaitersOfOneHandleAreServedInArrivalOrder(t *testing.T) {
+	d := openInternal(t, Config{})
+	ctx := t.Context()
+	if _, ok, err := d.Acquire(ctx, "k", "holder", time.Minute); err != nil || !ok {
+		t.Fatalf("Acquire = %v, %v", ok, err)
+	}
+	const n = 4
+	order := make(chan int, n)
+	errs := make(chan error, n)
+	for i := range n {
+		go func() {
+			owner := "waiter-" + string(rune('a'+i))
+			if _, err := d.AcquireWait(ctx, "k", owner, time.Minute, drivers.WaitOptions{RetryDelay: 10 * time.Millisecond}); err != nil {
+				errs <- err
+				return
+			}
+			order <- i
+			_, err := d.Release(ctx, "k", owner)
+			errs <- err
+		}()
+		// Let waiter i line up before waiter i+1 arrives.
+		deadline := time.Now().Add(10 * time.Second)
+		for d.queues.waiting("k") != i+1 {
+			if time.Now().After(deadline) {
+				t.Fatalf("waiter %d never lined up", i)
+			}
+			time.Sleep(time.Millisecond) // polling interval, not synchronisation
+		}
+	}
+	if _, err := d.Release(ctx, "k", "holder"); err != nil {
+		t.Fatal(err)
+	}
+	for want := range n {
+		select {
+		case got := <-order:
+			if got != want {
+				t.Fatalf("grant %d went to waiter %d, want arrival order", want, got)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatalf("grant %d never came", want)
+		}
+	}
+	for range n {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+func TestDriver_PollerStopsWhenIdleAndOnClose(t *testing.T) {
+	d := openInternal(t, Config{})
+	ctx := t.Context()
+	if _, ok, err := d.Acquire(ctx, "k", "holder", 50*time.Millisecond); err != nil || !ok {
+		t.Fatalf("Acquire = %v, %v", ok, err)
+	}
+	if _, err := d.AcquireWait(ctx, "k", "waiter", time.Minute, drivers.WaitOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	running := func() bool {
+		d.watch.mu.Lock()
+		defer d.watch.mu.Unlock()
+		return d.watch.running
+	}
+	if !running() {
+		t.Fatal("no poller after a wait")
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for running() {
+		if time.Now().After(deadline) {
+			t.Fatal("poller still running long after the last waiter left")
+		}
+		time.Sleep(20 * time.Millisecond) // polling interval, not synchronisation
+	}
+	// A new wait restarts it; Close stops it (goleak checks the goroutine).
+	if _, err := d.AcquireWait(ctx, "k2", "waiter", time.Minute, drivers.WaitOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if !running() {
+		t.Fatal("poller not restarted by a new wait")
+	}
+	if err := d.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if running() {
+		t.Fatal("poller running after Close")
+	}
+}
+
+func TestDriver_AbandonedWriteIsReleased(t *testing.T) {
+	d := openInternal(t, Config{})
+	ctx, cancel := context.WithCancel(t.Context())
+	if _, ok, err := d.Acquire(t.Context(), "k", "owner", time.Minute); err != nil || !ok {
+		t.Fatalf("Acquire = %v, %v", ok, err)
+	}
+	cancel()
+	// As if the grant had been written when ctx ended mid-statement.
+	d.abandon(ctx, "k", "owner")
+	if held, err := d.Exists(t.Context(), "k"); err != nil || held {
+		t.Fatalf("Exists after abandon = %v, %v; want false", held, err)
+	}
+}

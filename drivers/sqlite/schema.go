@@ -1,0 +1,106 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+)
+
+// schemaVersion is the version this package writes and reads. migrations[i]
+// takes a file from version i to version i+1; a later version appends to the
+// list and never edits an entry already released.
+const schemaVersion = 1
+
+var migrations = []string{
+	// 0 -> 1: the lock table and the fence counter.
+	//
+	// expires_us is the holder's deadline in Unix microseconds of the host's
+	// wall clock; a row whose deadline has passed is free. last_fence only
+	// grows: the triggers advance it in the statement that grants a key, so
+	// fences stay strictly increasing per key even when rows are deleted.
+	`CREATE TABLE zerotal_lock_meta (
+		name  TEXT PRIMARY KEY,
+		value INTEGER NOT NULL
+	) WITHOUT ROWID;
+	INSERT INTO zerotal_lock_meta (name, value) VALUES ('schema_version', 0), ('last_fence', 0);
+	CREATE TABLE zerotal_locks (
+		key        TEXT PRIMARY KEY,
+		owner      TEXT NOT NULL,
+		fence      INTEGER NOT NULL,
+		expires_us INTEGER NOT NULL
+	) WITHOUT ROWID;
+	CREATE TRIGGER zerotal_locks_fence_on_insert AFTER INSERT ON zerotal_locks BEGIN
+		UPDATE zerotal_lock_meta SET value = NEW.fence WHERE name = 'last_fence' AND value < NEW.fence;
+	END;
+	CREATE TRIGGER zerotal_locks_fence_on_update AFTER UPDATE OF fence ON zerotal_locks
+	WHEN NEW.fence > OLD.fence BEGIN
+		UPDATE zerotal_lock_meta SET value = NEW.fence WHERE name = 'last_fence' AND value < NEW.fence;
+	END;`,
+}
+
+// queryer is what reading the version needs: a *sql.Conn or a *sql.Tx.
+type queryer interface {
+	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+}
+
+// readSchemaVersion returns the schema version stored in the file, 0 when
+// the file has no lock tables yet.
+func readSchemaVersion(ctx context.Context, q queryer) (int, error) {
+	var n int
+	err := q.QueryRowContext(ctx,
+		`SELECT count(*) FROM sqlite_schema WHERE type = 'table' AND name = 'zerotal_lock_meta'`).Scan(&n)
+	if err != nil || n == 0 {
+		return 0, err
+	}
+	var v int
+	err = q.QueryRowContext(ctx, `SELECT value FROM zerotal_lock_meta WHERE name = 'schema_version'`).Scan(&v)
+	if errors.Is(err, sql.ErrNoRows) {
+		return 0, fmt.Errorf("table zerotal_lock_meta has no schema_version row")
+	}
+	return v, err
+}
+
+// checkVersion refuses a file written by a newer schema.
+func checkVersion(path string, v int) error {
+	if v > schemaVersion {
+		return fmt.Errorf("%w: %s has lock schema version %d, this version reads up to %d",
+			ErrSchemaTooNew, path, v, schemaVersion)
+	}
+	return nil
+}
+
+// migrate brings the schema up to schemaVersion inside one write
+// transaction, so concurrent openers agree and a failure leaves the file
+// as it was.
+func migrate(ctx context.Context, conn *sql.Conn, path string) (err error) {
+	tx, err := conn.BeginTx(ctx, nil) // BEGIN IMMEDIATE: see the _txlock DSN parameter
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if err != nil {
+			_ = tx.Rollback()
+		}
+	}()
+	v, err := readSchemaVersion(ctx, tx)
+	if err != nil {
+		return err
+	}
+	if err := checkVersion(path, v); err != nil {
+		return err
+	}
+	if v == schemaVersion {
+		return tx.Rollback()
+	}
+	for i := v; i < schemaVersion; i++ {
+		if _, err := tx.ExecContext(ctx, migrations[i]); err != nil {
+			return fmt.Errorf("schema migration to version %d: %w", i+1, err)
+		}
+	}
+	if _, err := tx.ExecContext(ctx,
+		`UPDATE zerotal_lock_meta SET value = ? WHERE name = 'schema_version'`, schemaVersion); err != nil {
+		return err
+	}
+	return tx.Commit()
+}

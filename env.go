@@ -1,0 +1,46 @@
+package lock
+
+import (
+	"os"
+	"strings"
+)
+
+// Environment variables read by ConfigFromEnv.
+const (
+	EnvDriver       = "LOCK_DRIVER"
+	EnvPrefix       = "LOCK_PREFIX"
+	EnvSQLitePath   = "LOCK_SQLITE_PATH"
+	EnvRedisURL     = "REDIS_URL"
+	EnvClusterAddrs = "LOCK_CLUSTER_ADDRS" // comma separated
+	EnvClusterToken = "LOCK_CLUSTER_TOKEN"
+)
+
+// ConfigFromEnv builds a Config from the environment: LOCK_DRIVER,
+// LOCK_PREFIX, LOCK_SQLITE_PATH, REDIS_URL, LOCK_CLUSTER_ADDRS (comma
+// separated) and LOCK_CLUSTER_TOKEN. Unset variables leave their field at
+// its default. The result is validated; the error never contains the Redis
+// URL or the token.
+func ConfigFromEnv() (Config, error) {
+	cfg := Config{
+		Driver:  strings.TrimSpace(os.Getenv(EnvDriver)),
+		Prefix:  os.Getenv(EnvPrefix),
+		SQLite:  SQLiteConfig{Path: os.Getenv(EnvSQLitePath)},
+		Redis:   RedisConfig{URL: strings.TrimSpace(os.Getenv(EnvRedisURL))},
+		Cluster: ClusterConfig{Addrs: splitList(os.Getenv(EnvClusterAddrs)), Token: os.Getenv(EnvClusterToken)},
+	}
+	if err := cfg.Validate(); err != nil {
+		return Config{}, err
+	}
+	return cfg, nil
+}
+
+// splitList splits a comma-separated list, dropping blanks.
+func splitList(s string) []string {
+	var out []string
+	for part := range strings.SplitSeq(s, ",") {
+		if part = strings.TrimSpace(part); part != "" {
+			out = append(out, part)
+		}
+	}
+	return out
+}

@@ -1,0 +1,201 @@
+package lock_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/zerotal/lock"
+)
+
+// Try takes the lock once: a second caller finds it held and gets a
+// *NotAcquiredError at once.
+func ExampleManager_Try() {
+	ctx := context.Background()
+	m, err := lock.Open(ctx, lock.Config{}) // the in-process memory driver
+	if err != nil {
+		panic(err)
+	}
+	defer m.Close()
+
+	err = m.Try(ctx, "invoice:123", 10*time.Second, func(ctx context.Context, l *lock.Lock) error {
+		fmt.Println("processing", l.Key())
+
+		// Meanwhile, another worker tries the same invoice.
+		err := m.Try(ctx, "invoice:123", 10*time.Second, func(context.Context, *lock.Lock) error { return nil })
+		var busy *lock.NotAcquiredError
+		if errors.As(err, &busy) {
+			fmt.Println("other worker:", busy.Key, "is busy")
+		}
+		return nil
+	})
+	fmt.Println("done:", err)
+	// Output:
+	// processing invoice:123
+	// other worker: invoice:123 is busy
+	// done: <nil>
+}
+
+// Block waits for the lock; with WithRefresh the lock stays held for as long
+// as the callback runs, however long that is compared with the TTL.
+func ExampleManager_Block() {
+	ctx := context.Background()
+	m, err := lock.Open(ctx, lock.Config{})
+	if err != nil {
+		panic(err)
+	}
+	defer m.Close()
+
+	holder := m.Make("report:monthly", time.Minute)
+	if ok, err := holder.Acquire(ctx); !ok || err != nil {
+		panic("not acquired")
+	}
+	// The current holder finishes its work a little later.
+	time.AfterFunc(20*time.Millisecond, func() { _ = holder.Release(ctx) })
+
+	err = m.Block(ctx, "report:monthly", 300*time.Millisecond, func(ctx context.Context, l *lock.Lock) error {
+		// This job runs longer than its TTL; the refresher keeps it held.
+		select {
+		case <-time.After(500 * time.Millisecond):
+			fmt.Println("report built, still held:", l.IsAcquired())
+			return nil
+		case <-ctx.Done():
+			return context.Cause(ctx)
+		}
+	}, lock.WithTimeout(5*time.Second), lock.WithRefresh())
+	fmt.Println("done:", err)
+	// Output:
+	// report built, still held: true
+	// done: <nil>
+}
+
+// Make returns a handle for flows that acquire and release by hand.
+func ExampleManager_Make() {
+	ctx := context.Background()
+	m, err := lock.Open(ctx, lock.Config{})
+	if err != nil {
+		panic(err)
+	}
+	defer m.Close()
+
+	l := m.Make("payment:456", 15*time.Second)
+	fmt.Println("acquired before Acquire:", l.IsAcquired())
+	ok, err := l.Acquire(ctx)
+	if err != nil {
+		panic(err)
+	}
+	if ok {
+		fmt.Println("paying")
+		if err := l.Release(ctx); err != nil {
+			panic(err)
+		}
+	}
+	fmt.Println("acquired after Release:", l.IsAcquired())
+	// Output:
+	// acquired before Acquire: false
+	// paying
+	// acquired after Release: false
+}
+
+// storage refuses writes carrying a fence older than the newest it has
+// seen, the way a database row with a version column would.
+type storage struct{ highest uint64 }
+
+func (s *storage) write(fence uint64, what string) error {
+	if fence < s.highest {
+		return fmt.Errorf("refused %q: fence %d is stale (seen %d)", what, fence, s.highest)
+	}
+	s.highest = fence
+	return nil
+}
+
+// Fences let the protected resource refuse a holder whose lock expired and
+// was granted to someone else since.
+func ExampleLock_Fence() {
+	ctx := context.Background()
+	m, err := lock.Open(ctx, lock.Config{})
+	if err != nil {
+		panic(err)
+	}
+	defer m.Close()
+	db := &storage{}
+
+	slow := m.Make("ledger", 20*time.Millisecond)
+	if ok, _ := slow.Acquire(ctx); !ok {
+		panic("not acquired")
+	}
+	oldFence := slow.Fence()
+
+	// The slow holder stalls past its TTL; another process takes over.
+	fast := m.Make("ledger", time.Minute)
+	if err := fast.Block(ctx, time.Second); err != nil {
+		panic(err)
+	}
+	fmt.Println("newer grant has a higher fence:", fast.Fence() > oldFence)
+	fmt.Println(db.write(fast.Fence(), "new balance"))
+	fmt.Println(db.write(oldFence, "stale balance") != nil)
+	// Output:
+	// newer grant has a higher fence: true
+	// <nil>
+	// true
+}
+
+// A lock lost while the callback runs cancels the callback's context with a
+// *LostError as its cause, and Try returns that error.
+func ExampleLostError() {
+	ctx := context.Background()
+	m, err := lock.Open(ctx, lock.Config{})
+	if err != nil {
+		panic(err)
+	}
+	defer m.Close()
+
+	err = m.Try(ctx, "import:batch", time.Second, func(ctx context.Context, l *lock.Lock) error {
+		// An operator clears the lock while the import runs.
+		if err := m.Make("import:batch", time.Second).ForceRelease(ctx); err != nil {
+			return err
+		}
+		<-ctx.Done() // the next refresh notices
+		fmt.Println("cause is ErrLost:", errors.Is(context.Cause(ctx), lock.ErrLost))
+		return ctx.Err()
+	}, lock.WithRefreshEvery(10*time.Millisecond))
+
+	var lost *lock.LostError
+	if errors.As(err, &lost) {
+		fmt.Println("lost:", lost.Key)
+	}
+	// Output:
+	// cause is ErrLost: true
+	// lost: import:batch
+}
+
+// Without refresh, a callback that outlives its TTL is told that the lock
+// can no longer be trusted.
+func ExampleErrExpired() {
+	ctx := context.Background()
+	m, err := lock.Open(ctx, lock.Config{})
+	if err != nil {
+		panic(err)
+	}
+	defer m.Close()
+
+	err = m.Try(ctx, "quick-job", 30*time.Millisecond, func(ctx context.Context, _ *lock.Lock) error {
+		<-ctx.Done() // the job takes longer than the TTL
+		return ctx.Err()
+	})
+	fmt.Println(errors.Is(err, lock.ErrLost), errors.Is(err, lock.ErrExpired))
+	// Output: true true
+}
+
+// ConfigFromEnv reads LOCK_DRIVER and friends; Config prints without
+// secrets.
+func ExampleConfig_String() {
+	cfg := lock.Config{
+		Driver: "redis",
+		Redis:  lock.RedisConfig{URL: "redis://app:hunter2@127.0.0.1:6379/0"},
+	}
+	fmt.Println(cfg)
+	// Output:
+	// {Driver:"redis" Prefix:"" SQLite:{Path:""} Redis:{URL:redis://app:xxxxx@127.0.0.1:6379/0} Cluster:{Addrs:[] Token:""}}
+}

@@ -1,0 +1,302 @@
+package fsm
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"math"
+	"time"
+	"unicode/utf8"
+)
+
+// EntryType is the first byte of every log entry this package writes. The
+// numbers are part of the on-disk format: they are explicit, and a number is
+// never reused for another meaning once released.
+type EntryType uint8
+
+// Entry types. Lock operations mirror engine.Op; membership entries keep the
+// id -> HTTP address map that followers use to forward requests.
+const (
+	TypeAcquire      EntryType = 1
+	TypeRelease      EntryType = 2
+	TypeExtend       EntryType = 3
+	TypeForceRelease EntryType = 4
+	TypeExpire       EntryType = 5
+	TypeCancelWait   EntryType = 6
+	TypeTick         EntryType = 7
+	TypeSetMember    EntryType = 16
+	TypeRemoveMember EntryType = 17
+
+	// IgnorableFlag marks a type that a node which does not know it may skip.
+	// A newer version sets it on entries that only add optional state; an
+	// unknown type without it stops decoding with ErrUnknownType, because
+	// skipping it would let nodes diverge.
+	IgnorableFlag EntryType = 0x80
+)
+
+// payloadVersion is the second byte of every entry: the layout version of
+// the payload of its type.
+const payloadVersion = 1
+
+// Field limits checked when decoding, so a corrupt length cannot make the
+// decoder allocate gigabytes.
+const (
+	maxKeyLen    = 1024 // drivers.MaxKeyLen
+	maxOwnerLen  = 1024
+	maxMemberLen = 512
+)
+
+// Decoding errors; compare with errors.Is.
+var (
+	// ErrMalformed reports a truncated entry, an invalid field or trailing bytes.
+	ErrMalformed = errors.New("fsm: malformed log entry")
+	// ErrUnknownType reports an entry type this version cannot apply and may
+	// not skip.
+	ErrUnknownType = errors.New("fsm: unknown log entry type")
+)
+
+// Entry is one decoded log entry. Which fields are meaningful depends on
+// Type; the others are zero.
+type Entry struct {
+	Type        EntryType
+	Key         string        // lock entries
+	Owner       string        // acquire, release, extend, expire, cancel-wait
+	TTL         time.Duration // acquire, extend
+	Now         int64         // leader-stamped time, unix nanoseconds; every lock entry and tick
+	ExpectFence uint64        // expire: the fence of the grant the leader saw due
+	Wait        bool          // acquire: queue FIFO when the key is busy
+	ID          string        // member entries: raft server id
+	HTTPAddr    string        // set-member: host:port of the node's HTTP API
+}
+
+// known reports whether this version knows how to apply t.
+func (t EntryType) known() bool {
+	switch t {
+	case TypeAcquire, TypeRelease, TypeExtend, TypeForceRelease, TypeExpire,
+		TypeCancelWait, TypeTick, TypeSetMember, TypeRemoveMember:
+		return true
+	}
+	return false
+}
+
+// Ignorable reports whether a node that does not know t may skip it.
+func (t EntryType) Ignorable() bool { return t&IgnorableFlag != 0 }
+
+// String names the type for logs and errors.
+func (t EntryType) String() string {
+	switch t {
+	case TypeAcquire:
+		return "acquire"
+	case TypeRelease:
+		return "release"
+	case TypeExtend:
+		return "extend"
+	case TypeForceRelease:
+		return "force_release"
+	case TypeExpire:
+		return "expire"
+	case TypeCancelWait:
+		return "cancel_wait"
+	case TypeTick:
+		return "tick"
+	case TypeSetMember:
+		return "set_member"
+	case TypeRemoveMember:
+		return "remove_member"
+	}
+	return fmt.Sprintf("type(%d)", uint8(t))
+}
+
+// Encode returns the log entry bytes for e: the type byte, the payload
+// version byte, then the fields of that type in a fixed order.
+func Encode(e Entry) ([]byte, error) {
+	if !e.Type.known() {
+		return nil, fmt.Errorf("%w: cannot encode %v", ErrUnknownType, e.Type)
+	}
+	b := make([]byte, 0, 2+len(e.Key)+len(e.Owner)+len(e.ID)+len(e.HTTPAddr)+40)
+	b = append(b, byte(e.Type), payloadVersion)
+	switch e.Type {
+	case TypeAcquire:
+		b = appendString(b, e.Key)
+		b = appendString(b, e.Owner)
+		b = binary.AppendVarint(b, int64(e.TTL))
+		b = binary.AppendVarint(b, e.Now)
+		var flags byte
+		if e.Wait {
+			flags |= 1
+		}
+		b = append(b, flags)
+	case TypeRelease, TypeCancelWait:
+		b = appendString(b, e.Key)
+		b = appendString(b, e.Owner)
+		b = binary.AppendVarint(b, e.Now)
+	case TypeExtend:
+		b = appendString(b, e.Key)
+		b = appendString(b, e.Owner)
+		b = binary.AppendVarint(b, int64(e.TTL))
+		b = binary.AppendVarint(b, e.Now)
+	case TypeForceRelease:
+		b = appendString(b, e.Key)
+		b = binary.AppendVarint(b, e.Now)
+	case TypeExpire:
+		b = appendString(b, e.Key)
+		b = appendString(b, e.Owner)
+		b = binary.AppendUvarint(b, e.ExpectFence)
+		b = binary.AppendVarint(b, e.Now)
+	case TypeTick:
+		b = binary.AppendVarint(b, e.Now)
+	case TypeSetMember:
+		b = appendString(b, e.ID)
+		b = appendString(b, e.HTTPAddr)
+	case TypeRemoveMember:
+		b = appendString(b, e.ID)
+	}
+	return b, nil
+}
+
+// Decode parses bytes written by Encode. An unknown type carrying
+// IgnorableFlag decodes to an Entry with only Type set and a nil error: the
+// caller skips it. Every other problem is an error matching ErrMalformed or
+// ErrUnknownType.
+func Decode(b []byte) (Entry, error) {
+	if len(b) < 2 {
+		return Entry{}, fmt.Errorf("%w: %d bytes, need at least 2", ErrMalformed, len(b))
+	}
+	t := EntryType(b[0])
+	if !t.known() {
+		if t.Ignorable() {
+			return Entry{Type: t}, nil
+		}
+		return Entry{}, fmt.Errorf("%w: %v", ErrUnknownType, t)
+	}
+	if b[1] != payloadVersion {
+		return Entry{}, fmt.Errorf("%w: %v payload version %d, want %d", ErrMalformed, t, b[1], payloadVersion)
+	}
+	r := reader{b: b[2:]}
+	e := Entry{Type: t}
+	switch t {
+	case TypeAcquire:
+		e.Key = r.str("key", maxKeyLen)
+		e.Owner = r.str("owner", maxOwnerLen)
+		e.TTL = time.Duration(r.varint("ttl"))
+		e.Now = r.varint("now")
+		flags := r.byte("flags")
+		if flags&^1 != 0 && r.err == nil {
+			r.err = fmt.Errorf("%w: unknown acquire flags %#x", ErrMalformed, flags)
+		}
+		e.Wait = flags&1 != 0
+	case TypeRelease, TypeCancelWait:
+		e.Key = r.str("key", maxKeyLen)
+		e.Owner = r.str("owner", maxOwnerLen)
+		e.Now = r.varint("now")
+	case TypeExtend:
+		e.Key = r.str("key", maxKeyLen)
+		e.Owner = r.str("owner", maxOwnerLen)
+		e.TTL = time.Duration(r.varint("ttl"))
+		e.Now = r.varint("now")
+	case TypeForceRelease:
+		e.Key = r.str("key", maxKeyLen)
+		e.Now = r.varint("now")
+	case TypeExpire:
+		e.Key = r.str("key", maxKeyLen)
+		e.Owner = r.str("owner", maxOwnerLen)
+		e.ExpectFence = r.uvarint("expect_fence")
+		e.Now = r.varint("now")
+	case TypeTick:
+		e.Now = r.varint("now")
+	case TypeSetMember:
+		e.ID = r.str("id", maxMemberLen)
+		e.HTTPAddr = r.str("http_addr", maxMemberLen)
+	case TypeRemoveMember:
+		e.ID = r.str("id", maxMemberLen)
+	}
+	if r.err == nil && len(r.b) != 0 {
+		r.err = fmt.Errorf("%w: %d trailing bytes after %v", ErrMalformed, len(r.b), t)
+	}
+	if r.err != nil {
+		return Entry{}, r.err
+	}
+	if e.TTL < 0 {
+		return Entry{}, fmt.Errorf("%w: negative ttl %d", ErrMalformed, e.TTL)
+	}
+	return e, nil
+}
+
+func appendString(b []byte, s string) []byte {
+	b = binary.AppendUvarint(b, uint64(len(s)))
+	return append(b, s...)
+}
+
+// reader consumes fields and remembers the first error, so decoding code
+// reads as a flat list of fields.
+type reader struct {
+	b   []byte
+	err error
+}
+
+func (r *reader) fail(field, why string) {
+	if r.err == nil {
+		r.err = fmt.Errorf("%w: %s: %s", ErrMalformed, field, why)
+	}
+}
+
+func (r *reader) uvarint(field string) uint64 {
+	if r.err != nil {
+		return 0
+	}
+	v, n := binary.Uvarint(r.b)
+	if n <= 0 {
+		r.fail(field, "truncated or overlong varint")
+		return 0
+	}
+	r.b = r.b[n:]
+	return v
+}
+
+func (r *reader) varint(field string) int64 {
+	if r.err != nil {
+		return 0
+	}
+	v, n := binary.Varint(r.b)
+	if n <= 0 {
+		r.fail(field, "truncated or overlong varint")
+		return 0
+	}
+	r.b = r.b[n:]
+	return v
+}
+
+func (r *reader) byte(field string) byte {
+	if r.err != nil {
+		return 0
+	}
+	if len(r.b) == 0 {
+		r.fail(field, "truncated")
+		return 0
+	}
+	v := r.b[0]
+	r.b = r.b[1:]
+	return v
+}
+
+func (r *reader) str(field string, limit int) string {
+	n := r.uvarint(field + " length")
+	if r.err != nil {
+		return ""
+	}
+	if n > uint64(limit) || n > math.MaxInt32 {
+		r.fail(field, fmt.Sprintf("length %d over limit %d", n, limit))
+		return ""
+	}
+	if uint64(len(r.b)) < n {
+		r.fail(field, fmt.Sprintf("truncated: need %d bytes, have %d", n, len(r.b)))
+		return ""
+	}
+	s := string(r.b[:n])
+	r.b = r.b[n:]
+	if !utf8.ValidString(s) {
+		r.fail(field, "not valid UTF-8")
+		return ""
+	}
+	return s
+}

@@ -1,0 +1,381 @@
+package fsm
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"sort"
+	"sync"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/hashicorp/raft"
+
+	"github.com/zerotal/lock/engine"
+)
+
+var _ raft.BatchingFSM = (*FSM)(nil)
+
+// Config configures an FSM. Every node of a cluster must use the same
+// limits: they decide results, and results must be identical everywhere.
+type Config struct {
+	MaxKeys          int          // 0: unlimited
+	MaxWaitersPerKey int          // 0: unlimited
+	Logger           hclog.Logger // nil: null logger
+
+	// OnApply, when set, is called in the apply goroutine once for every
+	// applied lock entry, in log order, after its batch went through the
+	// engine. The cluster uses it to wake waiting requests and for metrics.
+	// It must not block.
+	OnApply func(Applied)
+}
+
+// Applied describes one applied lock entry, for Config.OnApply.
+type Applied struct {
+	Index  uint64
+	Entry  Entry
+	Result engine.Result
+}
+
+// Response is what ApplyBatch returns for every log entry, and so what
+// raft.ApplyFuture.Response() holds on the node that proposed the entry.
+// Errors are carried inside; use Await to merge them with the future's.
+type Response struct {
+	Index  uint64
+	Type   EntryType
+	Result engine.Result // lock entries
+	Err    error         // decode failure, engine failure or per-command error
+}
+
+// FSM applies committed log entries to an engine in replicated mode. Apply
+// and ApplyBatch run on raft's FSM goroutine; the accessors (Time, Members,
+// Waiters, AppliedIndex, Engine) are safe from any goroutine.
+type FSM struct {
+	eng     *engine.Engine
+	log     hclog.Logger
+	onApply func(Applied)
+
+	// Reused by ApplyBatch (single goroutine) so a batch allocates little.
+	cmds []engine.Command
+	pos  []int
+
+	mu        sync.Mutex
+	st        state
+	appliedCh chan struct{} // closed and replaced after every batch
+}
+
+// state is what the FSM keeps beside the engine table. It is replicated
+// (derived only from the log) and part of every snapshot.
+type state struct {
+	applied uint64              // index of the last applied entry
+	now     int64               // largest leader-stamped time applied: the FSM clock
+	members map[string]string   // raft server id -> HTTP address
+	waiters map[Waiter]struct{} // queued waiters, for the leader's takeover sweep
+}
+
+// Waiter names a queued acquire.
+type Waiter struct{ Key, Owner string }
+
+// New starts an engine in replicated mode and returns the FSM around it.
+func New(cfg Config) (*FSM, error) {
+	if cfg.MaxKeys < 0 || cfg.MaxWaitersPerKey < 0 {
+		return nil, fmt.Errorf("fsm: MaxKeys (%d) and MaxWaitersPerKey (%d) must not be negative", cfg.MaxKeys, cfg.MaxWaitersPerKey)
+	}
+	eng, err := engine.New(engine.Config{
+		Replicated:       true,
+		MaxKeys:          cfg.MaxKeys,
+		MaxWaitersPerKey: cfg.MaxWaitersPerKey,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("fsm: start engine: %w", err)
+	}
+	lg := cfg.Logger
+	if lg == nil {
+		lg = hclog.NewNullLogger()
+	}
+	return &FSM{
+		eng:       eng,
+		log:       lg,
+		onApply:   cfg.OnApply,
+		st:        newState(),
+		appliedCh: make(chan struct{}),
+	}, nil
+}
+
+func newState() state {
+	return state{members: map[string]string{}, waiters: map[Waiter]struct{}{}}
+}
+
+// Close stops the engine. Entries applied afterwards answer with errors.
+func (f *FSM) Close() error { return f.eng.Close() }
+
+// Engine gives read access to the lock table (Get, List, Due, NextDeadline).
+// Writes must go through the log.
+func (f *FSM) Engine() *engine.Engine { return f.eng }
+
+// Apply applies one entry; raft calls it only when batching is off.
+func (f *FSM) Apply(l *raft.Log) interface{} {
+	return f.ApplyBatch([]*raft.Log{l})[0]
+}
+
+// ApplyBatch applies a committed batch with one engine.Apply call. Every
+// grant made by an entry gets that entry's Raft index as its fence.
+func (f *FSM) ApplyBatch(logs []*raft.Log) []interface{} {
+	resps := make([]interface{}, len(logs))
+	entries := make([]Entry, len(logs))
+	f.cmds, f.pos = f.cmds[:0], f.pos[:0]
+
+	f.mu.Lock()
+	for i, l := range logs {
+		if l.Index > f.st.applied {
+			f.st.applied = l.Index
+		}
+		if l.Type != raft.LogCommand {
+			continue // configuration entries: raft keeps membership itself
+		}
+		e, err := Decode(l.Data)
+		if err != nil {
+			f.log.Error("cannot decode log entry", "index", l.Index, "error", err)
+			resps[i] = &Response{Index: l.Index, Err: err}
+			continue
+		}
+		entries[i] = e
+		if !e.Type.known() {
+			f.log.Warn("skipping ignorable log entry of unknown type", "index", l.Index, "type", uint8(e.Type))
+			resps[i] = &Response{Index: l.Index, Type: e.Type}
+			continue
+		}
+		if e.Now > f.st.now {
+			f.st.now = e.Now
+		}
+		switch e.Type {
+		case TypeSetMember:
+			f.st.members[e.ID] = e.HTTPAddr
+			resps[i] = &Response{Index: l.Index, Type: e.Type, Result: engine.Result{OK: true}}
+		case TypeRemoveMember:
+			_, ok := f.st.members[e.ID]
+			delete(f.st.members, e.ID)
+			resps[i] = &Response{Index: l.Index, Type: e.Type, Result: engine.Result{OK: ok}}
+		default:
+			f.cmds = append(f.cmds, toCommand(e, l.Index))
+			f.pos = append(f.pos, i)
+		}
+	}
+	f.mu.Unlock()
+
+	var results []engine.Result
+	var applyErr error
+	if len(f.cmds) > 0 {
+		// Never cancelled: a committed entry must be applied.
+		results, applyErr = f.eng.Apply(context.Background(), f.cmds)
+		if applyErr == nil && len(results) != len(f.cmds) {
+			applyErr = fmt.Errorf("fsm: engine returned %d results for %d commands", len(results), len(f.cmds))
+		}
+		if applyErr != nil {
+			f.log.Error("engine apply failed", "first_index", logs[0].Index, "error", applyErr)
+		}
+	}
+
+	f.mu.Lock()
+	for j, i := range f.pos {
+		l, e := logs[i], entries[i]
+		r := &Response{Index: l.Index, Type: e.Type}
+		if applyErr != nil {
+			r.Err = applyErr
+		} else {
+			r.Result = results[j]
+			r.Err = results[j].Err
+			f.st.trackWaiters(e, r.Result)
+		}
+		resps[i] = r
+	}
+	old := f.appliedCh
+	f.appliedCh = make(chan struct{})
+	f.mu.Unlock()
+	close(old)
+
+	if f.onApply != nil && applyErr == nil {
+		for j, i := range f.pos {
+			f.onApply(Applied{Index: logs[i].Index, Entry: entries[i], Result: results[j]})
+		}
+	}
+	return resps
+}
+
+// toCommand turns a lock entry into the engine command it stands for.
+func toCommand(e Entry, index uint64) engine.Command {
+	c := engine.Command{
+		Key:         e.Key,
+		Owner:       e.Owner,
+		TTL:         e.TTL,
+		Now:         e.Now,
+		Fence:       index,
+		ExpectFence: e.ExpectFence,
+		Wait:        e.Wait,
+	}
+	switch e.Type {
+	case TypeAcquire:
+		c.Op = engine.OpAcquire
+	case TypeRelease:
+		c.Op = engine.OpRelease
+	case TypeExtend:
+		c.Op = engine.OpExtend
+	case TypeForceRelease:
+		c.Op = engine.OpForceRelease
+	case TypeExpire:
+		c.Op = engine.OpExpire
+	case TypeCancelWait:
+		c.Op = engine.OpCancelWait
+	case TypeTick:
+		c.Op = engine.OpTick
+	}
+	return c
+}
+
+// trackWaiters keeps the set of queued waiters in step with the engine's
+// queues, from results only (so it is as deterministic as they are). A
+// cancel always removes the pair: when the engine had no such waiter the
+// set was stale, and dropping it is the repair.
+func (s *state) trackWaiters(e Entry, r engine.Result) {
+	switch {
+	case e.Type == TypeAcquire && r.Queued:
+		s.waiters[Waiter{e.Key, e.Owner}] = struct{}{}
+	case e.Type == TypeAcquire && r.OK:
+		// Taking an expired key directly also takes the owner out of its queue.
+		delete(s.waiters, Waiter{e.Key, e.Owner})
+	case e.Type == TypeCancelWait:
+		delete(s.waiters, Waiter{e.Key, e.Owner})
+	}
+	if r.Handoff != nil {
+		delete(s.waiters, Waiter{r.Handoff.Key, r.Handoff.Owner})
+	}
+}
+
+// Time is the FSM clock: the largest leader-stamped time applied so far
+// (unix nanoseconds; 0 before the first lock entry). It never goes back.
+func (f *FSM) Time() int64 {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.st.now
+}
+
+// AppliedIndex is the index of the last entry this FSM has applied (raft's
+// own AppliedIndex runs ahead of the FSM goroutine).
+func (f *FSM) AppliedIndex() uint64 {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.st.applied
+}
+
+// WaitApplied blocks until the FSM has applied index, or ctx ends.
+func (f *FSM) WaitApplied(ctx context.Context, index uint64) error {
+	for {
+		f.mu.Lock()
+		applied, ch := f.st.applied, f.appliedCh
+		f.mu.Unlock()
+		if applied >= index {
+			return nil
+		}
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return fmt.Errorf("fsm: waiting for index %d (applied %d): %w", index, applied, ctx.Err())
+		}
+	}
+}
+
+// Member returns the HTTP address recorded for a raft server id.
+func (f *FSM) Member(id string) (string, bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	a, ok := f.st.members[id]
+	return a, ok
+}
+
+// Members returns a copy of the id -> HTTP address map.
+func (f *FSM) Members() map[string]string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	m := make(map[string]string, len(f.st.members))
+	for k, v := range f.st.members {
+		m[k] = v
+	}
+	return m
+}
+
+// Waiters returns the queued waiters sorted by key, then owner.
+func (f *FSM) Waiters() []Waiter {
+	f.mu.Lock()
+	w := make([]Waiter, 0, len(f.st.waiters))
+	for k := range f.st.waiters {
+		w = append(w, k)
+	}
+	f.mu.Unlock()
+	sortWaiters(w)
+	return w
+}
+
+// WaiterCount is the number of queued waiters, for metrics.
+func (f *FSM) WaiterCount() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return len(f.st.waiters)
+}
+
+func sortWaiters(w []Waiter) {
+	sort.Slice(w, func(i, j int) bool {
+		if w[i].Key != w[j].Key {
+			return w[i].Key < w[j].Key
+		}
+		return w[i].Owner < w[j].Owner
+	})
+}
+
+// Snapshot captures the whole state as immutable bytes; Persist only
+// writes them out, so Apply may continue meanwhile.
+func (f *FSM) Snapshot() (raft.FSMSnapshot, error) {
+	engSnap, err := f.eng.Snapshot(context.Background())
+	if err != nil {
+		return nil, fmt.Errorf("fsm: engine snapshot: %w", err)
+	}
+	f.mu.Lock()
+	b := encodeSnapshot(&f.st, engSnap)
+	f.mu.Unlock()
+	return &snapshot{data: b}, nil
+}
+
+// Restore replaces the whole state with a snapshot. Corrupt input is an
+// error and leaves the state as it was.
+func (f *FSM) Restore(rc io.ReadCloser) error {
+	defer rc.Close()
+	b, err := io.ReadAll(rc)
+	if err != nil {
+		return fmt.Errorf("fsm: read snapshot: %w", err)
+	}
+	st, engSnap, err := decodeSnapshot(b)
+	if err != nil {
+		return err
+	}
+	if err := f.eng.Restore(context.Background(), engSnap); err != nil {
+		return fmt.Errorf("fsm: restore engine: %w", err)
+	}
+	f.mu.Lock()
+	f.st = st
+	old := f.appliedCh
+	f.appliedCh = make(chan struct{})
+	f.mu.Unlock()
+	close(old)
+	return nil
+}
+
+// snapshot is the immutable copy handed to raft.
+type snapshot struct{ data []byte }
+
+func (s *snapshot) Persist(sink raft.SnapshotSink) error {
+	if _, err := sink.Write(s.data); err != nil {
+		return errors.Join(fmt.Errorf("fsm: write snapshot: %w", err), sink.Cancel())
+	}
+	return sink.Close()
+}
+
+func (s *snapshot) Release() {}

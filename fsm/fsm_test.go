@@ -1,0 +1,451 @@
+package fsm
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand"
+	"reflect"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/raft"
+	"go.uber.org/goleak"
+
+	"github.com/zerotal/lock/drivers"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+const sec = int64(time.Second)
+
+func newTestFSM(t *testing.T, cfg Config) *FSM {
+	t.Helper()
+	f, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = f.Close() })
+	return f
+}
+
+// logs turns entries into consecutive raft command logs from index first.
+func logs(t *testing.T, first uint64, entries ...Entry) []*raft.Log {
+	t.Helper()
+	out := make([]*raft.Log, len(entries))
+	for i, e := range entries {
+		b, err := Encode(e)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out[i] = &raft.Log{Index: first + uint64(i), Term: 1, Type: raft.LogCommand, Data: b}
+	}
+	return out
+}
+
+// apply1 applies one entry at index and returns its response.
+func apply1(t *testing.T, f *FSM, index uint64, e Entry) *Response {
+	t.Helper()
+	r, ok := f.ApplyBatch(logs(t, index, e))[0].(*Response)
+	if !ok {
+		t.Fatalf("response is not a *Response")
+	}
+	return r
+}
+
+func snapshotBytes(t *testing.T, f *FSM) []byte {
+	t.Helper()
+	s, err := f.Snapshot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Release()
+	sink := &memSink{}
+	if err := s.Persist(sink); err != nil {
+		t.Fatal(err)
+	}
+	if !sink.closed {
+		t.Fatal("Persist did not close the sink")
+	}
+	return sink.Bytes()
+}
+
+// memSink is an in-memory raft.SnapshotSink.
+type memSink struct {
+	bytes.Buffer
+	closed, cancelled bool
+	failWrite         bool
+}
+
+func (s *memSink) Write(p []byte) (int, error) {
+	if s.failWrite {
+		return 0, errors.New("disk full")
+	}
+	return s.Buffer.Write(p)
+}
+func (s *memSink) Close() error  { s.closed = true; return nil }
+func (s *memSink) Cancel() error { s.cancelled = true; return nil }
+func (s *memSink) ID() string    { return "mem" }
+
+// randomLog builds a reproducible log that exercises every entry type:
+// grants, refreshes, waits, hand-offs, expiries (some stale), cancels,
+// ticks and membership.
+func randomLog(seed int64, n int) []Entry {
+	rng := rand.New(rand.NewSource(seed))
+	keys := []string{"a", "b", "c/d", "e f"}
+	owners := []string{"o1", "o2", "o3", "o4", "o5"}
+	now := int64(1_000) * sec
+	var out []Entry
+	for i := 0; i < n; i++ {
+		now += rng.Int63n(2 * sec)
+		k, o := keys[rng.Intn(len(keys))], owners[rng.Intn(len(owners))]
+		ttl := time.Duration(1+rng.Intn(5)) * time.Second
+		var e Entry
+		switch rng.Intn(10) {
+		case 0, 1, 2:
+			e = Entry{Type: TypeAcquire, Key: k, Owner: o, TTL: ttl, Now: now, Wait: rng.Intn(2) == 0}
+		case 3, 4:
+			e = Entry{Type: TypeRelease, Key: k, Owner: o, Now: now}
+		case 5:
+			e = Entry{Type: TypeExtend, Key: k, Owner: o, TTL: ttl, Now: now}
+		case 6:
+			e = Entry{Type: TypeForceRelease, Key: k, Now: now}
+		case 7:
+			e = Entry{Type: TypeExpire, Key: k, Owner: o, ExpectFence: uint64(rng.Intn(i + 1)), Now: now}
+		case 8:
+			e = Entry{Type: TypeCancelWait, Key: k, Owner: o, Now: now}
+		default:
+			if rng.Intn(2) == 0 {
+				e = Entry{Type: TypeTick, Now: now}
+			} else {
+				e = Entry{Type: TypeSetMember, ID: fmt.Sprintf("n%d", rng.Intn(3)), HTTPAddr: fmt.Sprintf("127.0.0.1:%d", 8000+rng.Intn(5))}
+			}
+		}
+		out = append(out, e)
+	}
+	return out
+}
+
+// applyInBatches applies entries from index 1 in batches of the given size.
+func applyInBatches(t *testing.T, f *FSM, entries []Entry, size int) {
+	t.Helper()
+	all := logs(t, 1, entries...)
+	for len(all) > 0 {
+		k := min(size, len(all))
+		resps := f.ApplyBatch(all[:k])
+		if len(resps) != k {
+			t.Fatalf("ApplyBatch returned %d responses for %d logs", len(resps), k)
+		}
+		all = all[k:]
+	}
+}
+
+func TestFSM_SameLogGivesByteIdenticalSnapshots(t *testing.T) {
+	entries := randomLog(42, 600)
+	var first []byte
+	for _, size := range []int{1, 7, 64, len(entries)} {
+		f := newTestFSM(t, Config{MaxWaitersPerKey: 3})
+		applyInBatches(t, f, entries, size)
+		got := snapshotBytes(t, f)
+		if first == nil {
+			first = got
+			continue
+		}
+		if !bytes.Equal(first, got) {
+			t.Fatalf("batch size %d: snapshot differs from batch size 1 (%d vs %d bytes)", size, len(got), len(first))
+		}
+	}
+	// A different log must give different bytes, or the check above proves nothing.
+	f := newTestFSM(t, Config{MaxWaitersPerKey: 3})
+	applyInBatches(t, f, randomLog(43, 600), 16)
+	if bytes.Equal(first, snapshotBytes(t, f)) {
+		t.Fatal("different logs gave identical snapshots")
+	}
+}
+
+func TestFSM_SnapshotRoundTrip(t *testing.T) {
+	src := newTestFSM(t, Config{})
+	applyInBatches(t, src, randomLog(7, 400), 10)
+	apply1(t, src, 401, Entry{Type: TypeSetMember, ID: "n1", HTTPAddr: "127.0.0.1:9001"})
+	apply1(t, src, 402, Entry{Type: TypeAcquire, Key: "held", Owner: "x", TTL: time.Hour, Now: src.Time()})
+	apply1(t, src, 403, Entry{Type: TypeAcquire, Key: "held", Owner: "w", TTL: time.Hour, Now: src.Time(), Wait: true})
+	want := snapshotBytes(t, src)
+
+	dst := newTestFSM(t, Config{})
+	apply1(t, dst, 1, Entry{Type: TypeAcquire, Key: "junk", Owner: "j", TTL: time.Hour, Now: 1})
+	if err := dst.Restore(io.NopCloser(bytes.NewReader(want))); err != nil {
+		t.Fatal(err)
+	}
+	if got := snapshotBytes(t, dst); !bytes.Equal(got, want) {
+		t.Fatal("snapshot after restore differs from the original")
+	}
+	if dst.Time() != src.Time() || dst.AppliedIndex() != 403 {
+		t.Fatalf("time/applied = %d/%d, want %d/403", dst.Time(), dst.AppliedIndex(), src.Time())
+	}
+	if !reflect.DeepEqual(dst.Members(), src.Members()) || !reflect.DeepEqual(dst.Waiters(), src.Waiters()) {
+		t.Fatalf("members/waiters differ: %v %v vs %v %v", dst.Members(), dst.Waiters(), src.Members(), src.Waiters())
+	}
+	if _, ok, _ := dst.Engine().Get(t.Context(), "junk"); ok {
+		t.Fatal("restore kept state from before the snapshot")
+	}
+	info, ok, err := dst.Engine().Get(t.Context(), "held")
+	if err != nil || !ok || info.Owner != "x" || info.Fence != 402 || info.Waiters != 1 {
+		t.Fatalf("restored lock = %+v %v %v", info, ok, err)
+	}
+	// The restored FSM keeps applying where the original left off.
+	r := apply1(t, dst, 404, Entry{Type: TypeRelease, Key: "held", Owner: "x", Now: dst.Time()})
+	if r.Result.Handoff == nil || r.Result.Handoff.Owner != "w" || r.Result.Handoff.Fence != 404 {
+		t.Fatalf("hand-off after restore = %+v", r.Result.Handoff)
+	}
+}
+
+func TestFSM_RestoreCorruptSnapshotKeepsState(t *testing.T) {
+	f := newTestFSM(t, Config{})
+	apply1(t, f, 1, Entry{Type: TypeAcquire, Key: "k", Owner: "o", TTL: time.Hour, Now: sec})
+	apply1(t, f, 2, Entry{Type: TypeSetMember, ID: "n1", HTTPAddr: "h:1"})
+	good := snapshotBytes(t, f)
+	cases := map[string][]byte{
+		"empty":        {},
+		"bad version":  append([]byte{9}, good[1:]...),
+		"truncated":    good[:len(good)-3],
+		"trailing":     append(append([]byte{}, good...), 0),
+		"engine bytes": append(append([]byte{}, good[:len(good)-5]...), 1, 2, 3, 4, 5),
+	}
+	for name, b := range cases {
+		t.Run(name, func(t *testing.T) {
+			if err := f.Restore(io.NopCloser(bytes.NewReader(b))); err == nil {
+				t.Fatal("corrupt snapshot restored without error")
+			}
+			if got := snapshotBytes(t, f); !bytes.Equal(got, good) {
+				t.Fatal("a failed restore changed the state")
+			}
+		})
+	}
+}
+
+func TestFSM_PersistCancelsSinkOnWriteError(t *testing.T) {
+	f := newTestFSM(t, Config{})
+	s, err := f.Snapshot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	sink := &memSink{failWrite: true}
+	if err := s.Persist(sink); err == nil {
+		t.Fatal("Persist succeeded on a failing sink")
+	}
+	if !sink.cancelled || sink.closed {
+		t.Fatalf("cancelled=%v closed=%v, want the sink cancelled, not closed", sink.cancelled, sink.closed)
+	}
+}
+
+// A stale expiry (etcd #15247) names a grant that was refreshed meanwhile:
+// same key, owner and fence, but a later deadline. Applying it must be a
+// no-op, also when its stamped time is past the old deadline.
+func TestFSM_StaleExpireIsNoOp(t *testing.T) {
+	f := newTestFSM(t, Config{})
+	r := apply1(t, f, 1, Entry{Type: TypeAcquire, Key: "k", Owner: "a", TTL: 10 * time.Second, Now: 100 * sec})
+	if !r.Result.OK || r.Result.Grant.Fence != 1 {
+		t.Fatalf("acquire = %+v", r.Result)
+	}
+	// Refreshed at 108s: deadline 118s, same fence.
+	r = apply1(t, f, 2, Entry{Type: TypeExtend, Key: "k", Owner: "a", TTL: 10 * time.Second, Now: 108 * sec})
+	if !r.Result.OK || r.Result.Grant.Fence != 1 {
+		t.Fatalf("extend = %+v", r.Result)
+	}
+	// A paused ex-leader still believes the deadline is 110s.
+	stale := []Entry{
+		{Type: TypeExpire, Key: "k", Owner: "a", ExpectFence: 1, Now: 111 * sec},
+		{Type: TypeExpire, Key: "k", Owner: "b", ExpectFence: 1, Now: 111 * sec}, // wrong owner
+		{Type: TypeExpire, Key: "k", Owner: "a", ExpectFence: 7, Now: 200 * sec}, // wrong fence, even past the deadline
+	}
+	for i, e := range stale {
+		if r := apply1(t, f, uint64(3+i), e); r.Err != nil || r.Result.OK {
+			t.Fatalf("stale expire %d applied: %+v", i, r)
+		}
+	}
+	info, ok, err := f.Engine().Get(t.Context(), "k")
+	if err != nil || !ok || info.Owner != "a" || info.Fence != 1 {
+		t.Fatalf("lock after stale expiries = %+v %v %v", info, ok, err)
+	}
+	// The genuine expiry, with the current fence, applies.
+	if r := apply1(t, f, 6, Entry{Type: TypeExpire, Key: "k", Owner: "a", ExpectFence: 1, Now: 200 * sec}); !r.Result.OK {
+		t.Fatalf("due expire did not apply: %+v", r)
+	}
+	if _, ok, _ := f.Engine().Get(t.Context(), "k"); ok {
+		t.Fatal("lock still there after its expiry applied")
+	}
+}
+
+func TestFSM_StaleExpireBeforeDeadlineIsNoOp(t *testing.T) {
+	f := newTestFSM(t, Config{})
+	apply1(t, f, 1, Entry{Type: TypeAcquire, Key: "k", Owner: "a", TTL: 10 * time.Second, Now: 100 * sec})
+	// Right grant, but FSM time (105s) is before the deadline (110s).
+	if r := apply1(t, f, 2, Entry{Type: TypeExpire, Key: "k", Owner: "a", ExpectFence: 1, Now: 105 * sec}); r.Result.OK {
+		t.Fatal("expire before the deadline applied")
+	}
+}
+
+func TestFSM_HandoffFenceIsEntryIndex(t *testing.T) {
+	var seen []Applied
+	f := newTestFSM(t, Config{OnApply: func(a Applied) { seen = append(seen, a) }})
+	if r := apply1(t, f, 10, Entry{Type: TypeAcquire, Key: "k", Owner: "a", TTL: time.Minute, Now: sec}); r.Result.Grant.Fence != 10 {
+		t.Fatalf("first grant fence = %d, want the entry index 10", r.Result.Grant.Fence)
+	}
+	r := apply1(t, f, 11, Entry{Type: TypeAcquire, Key: "k", Owner: "b", TTL: time.Minute, Now: 2 * sec, Wait: true})
+	if !r.Result.Queued || r.Result.OK {
+		t.Fatalf("waiting acquire = %+v, want queued", r.Result)
+	}
+	apply1(t, f, 12, Entry{Type: TypeAcquire, Key: "k", Owner: "c", TTL: time.Minute, Now: 2 * sec, Wait: true})
+	if got := f.Waiters(); !reflect.DeepEqual(got, []Waiter{{"k", "b"}, {"k", "c"}}) {
+		t.Fatalf("waiters = %v", got)
+	}
+	// Several entries in one batch: each hand-off gets its own entry's index.
+	resps := f.ApplyBatch(logs(t, 15,
+		Entry{Type: TypeRelease, Key: "k", Owner: "a", Now: 3 * sec},
+		Entry{Type: TypeRelease, Key: "k", Owner: "b", Now: 3 * sec},
+	))
+	for i, want := range []struct {
+		owner string
+		fence uint64
+	}{{"b", 15}, {"c", 16}} {
+		h := resps[i].(*Response).Result.Handoff
+		if h == nil || h.Owner != want.owner || h.Fence != want.fence {
+			t.Fatalf("hand-off %d = %+v, want %s with fence %d", i, h, want.owner, want.fence)
+		}
+	}
+	if got := f.Waiters(); len(got) != 0 {
+		t.Fatalf("waiters after hand-offs = %v", got)
+	}
+	last := seen[len(seen)-1]
+	if last.Index != 16 || last.Result.Handoff == nil || last.Result.Handoff.Owner != "c" {
+		t.Fatalf("OnApply saw %+v last", last)
+	}
+	if len(seen) != 5 {
+		t.Fatalf("OnApply called %d times, want 5", len(seen))
+	}
+}
+
+func TestFSM_CancelWaitRemovesWaiter(t *testing.T) {
+	f := newTestFSM(t, Config{})
+	apply1(t, f, 1, Entry{Type: TypeAcquire, Key: "k", Owner: "a", TTL: time.Minute, Now: sec})
+	apply1(t, f, 2, Entry{Type: TypeAcquire, Key: "k", Owner: "b", TTL: time.Minute, Now: sec, Wait: true})
+	if f.WaiterCount() != 1 {
+		t.Fatalf("waiter count = %d", f.WaiterCount())
+	}
+	if r := apply1(t, f, 3, Entry{Type: TypeCancelWait, Key: "k", Owner: "b", Now: sec}); !r.Result.OK {
+		t.Fatalf("cancel = %+v", r)
+	}
+	if f.WaiterCount() != 0 {
+		t.Fatalf("waiter count after cancel = %d", f.WaiterCount())
+	}
+	if r := apply1(t, f, 4, Entry{Type: TypeRelease, Key: "k", Owner: "a", Now: sec}); !r.Result.OK || r.Result.Handoff != nil {
+		t.Fatalf("release after cancel = %+v, want no hand-off", r.Result)
+	}
+}
+
+func TestFSM_TimeNeverGoesBack(t *testing.T) {
+	f := newTestFSM(t, Config{})
+	apply1(t, f, 1, Entry{Type: TypeTick, Now: 50 * sec})
+	apply1(t, f, 2, Entry{Type: TypeAcquire, Key: "k", Owner: "a", TTL: time.Second, Now: 10 * sec})
+	if f.Time() != 50*sec {
+		t.Fatalf("time = %d, want %d", f.Time(), 50*sec)
+	}
+	// The acquire was stamped earlier than FSM time: its deadline counts
+	// from FSM time, never from the past.
+	info, _, _ := f.Engine().Get(t.Context(), "k")
+	if info.Deadline != 51*sec {
+		t.Fatalf("deadline = %d, want %d", info.Deadline, 51*sec)
+	}
+}
+
+func TestFSM_PerCommandErrorsStayInTheirResponse(t *testing.T) {
+	f := newTestFSM(t, Config{MaxKeys: 1})
+	bad := logs(t, 3, Entry{Type: TypeTick, Now: 1})
+	bad[0].Data = []byte{byte(TypeAcquire), payloadVersion, 0xff}
+	batch := append(logs(t, 1,
+		Entry{Type: TypeAcquire, Key: "a", Owner: "o", TTL: time.Minute, Now: sec},
+		Entry{Type: TypeAcquire, Key: "b", Owner: "o", TTL: time.Minute, Now: sec},
+	), bad[0])
+	batch = append(batch, logs(t, 4, Entry{Type: TypeRelease, Key: "a", Owner: "o", Now: sec})...)
+	batch = append(batch, &raft.Log{Index: 5, Type: raft.LogConfiguration})
+	resps := f.ApplyBatch(batch)
+	if len(resps) != 5 {
+		t.Fatalf("%d responses for 5 logs", len(resps))
+	}
+	if r := resps[0].(*Response); !r.Result.OK || r.Err != nil {
+		t.Fatalf("first acquire = %+v", r)
+	}
+	if r := resps[1].(*Response); !errors.Is(r.Err, drivers.ErrFull) {
+		t.Fatalf("second acquire error = %v, want ErrFull", r.Err)
+	}
+	if r := resps[2].(*Response); !errors.Is(r.Err, ErrMalformed) {
+		t.Fatalf("undecodable entry error = %v, want ErrMalformed", r.Err)
+	}
+	if r := resps[3].(*Response); !r.Result.OK {
+		t.Fatalf("release after the bad entries = %+v", r)
+	}
+	if resps[4] != nil {
+		t.Fatalf("configuration entry response = %v, want nil", resps[4])
+	}
+	if f.AppliedIndex() != 5 {
+		t.Fatalf("applied index = %d, want 5", f.AppliedIndex())
+	}
+}
+
+func TestFSM_IgnorableUnknownEntryIsSkipped(t *testing.T) {
+	f := newTestFSM(t, Config{})
+	l := &raft.Log{Index: 1, Type: raft.LogCommand, Data: []byte{byte(IgnorableFlag | 0x33), 7, 1, 2, 3}}
+	r := f.Apply(l).(*Response)
+	if r.Err != nil || r.Type != IgnorableFlag|0x33 {
+		t.Fatalf("ignorable entry response = %+v", r)
+	}
+	l = &raft.Log{Index: 2, Type: raft.LogCommand, Data: []byte{0x33, 1}}
+	if r := f.Apply(l).(*Response); !errors.Is(r.Err, ErrUnknownType) {
+		t.Fatalf("unknown entry error = %v, want ErrUnknownType", r.Err)
+	}
+}
+
+func TestFSM_MembersAndWaitApplied(t *testing.T) {
+	f := newTestFSM(t, Config{})
+	done := make(chan error, 1)
+	go func() { done <- f.WaitApplied(t.Context(), 2) }()
+	apply1(t, f, 1, Entry{Type: TypeSetMember, ID: "n1", HTTPAddr: "127.0.0.1:1"})
+	apply1(t, f, 2, Entry{Type: TypeSetMember, ID: "n2", HTTPAddr: "127.0.0.1:2"})
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	apply1(t, f, 3, Entry{Type: TypeRemoveMember, ID: "n1"})
+	if got := f.Members(); !reflect.DeepEqual(got, map[string]string{"n2": "127.0.0.1:2"}) {
+		t.Fatalf("members = %v", got)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Millisecond)
+	defer cancel()
+	if err := f.WaitApplied(ctx, 99); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("WaitApplied past the end = %v, want deadline exceeded", err)
+	}
+}
+
+func TestAwait_MergesFutureAndResponseErrors(t *testing.T) {
+	if _, err := Await(fakeFuture{err: raft.ErrNotLeader}); !errors.Is(err, raft.ErrNotLeader) {
+		t.Fatalf("future error = %v", err)
+	}
+	resp := &Response{Index: 3, Err: drivers.ErrFull}
+	got, err := Await(fakeFuture{resp: resp})
+	if !errors.Is(err, drivers.ErrFull) || got != resp {
+		t.Fatalf("response error = %v, %v", got, err)
+	}
+	if _, err := Await(fakeFuture{resp: "nope"}); err == nil {
+		t.Fatal("foreign response accepted")
+	}
+}
+
+type fakeFuture struct {
+	err  error
+	resp interface{}
+}
+
+func (f fakeFuture) Error() error          { return f.err }
+func (f fakeFuture) Response() interface{} { return f.resp }
+func (f fakeFuture) Index() uint64         { return 0 }

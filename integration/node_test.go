@@ -1,0 +1,207 @@
+package integration
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/zerotal/lock/client"
+)
+
+// node is one lockcluster agent process and what it needs to restart.
+type node struct {
+	id, raftAddr, httpAddr, dataDir, logPath string
+	bootstrap                                string
+
+	mu   sync.Mutex
+	cmd  *exec.Cmd
+	done chan struct{} // closed when the process exited
+}
+
+// testCluster is three agent processes on loopback.
+type testCluster struct {
+	t     *testing.T
+	nodes []*node
+}
+
+func freePort(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
+// newCluster starts three nodes that bootstrap one cluster, waits for a
+// leader, and stops every process (by PID) when the test ends; node logs
+// are printed when the test failed.
+func newCluster(t *testing.T) *testCluster {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("starts lockcluster processes")
+	}
+	c := &testCluster{t: t}
+	var peers []string
+	for i := range 3 {
+		n := &node{id: fmt.Sprintf("n%d", i+1), raftAddr: freePort(t), httpAddr: freePort(t), dataDir: t.TempDir()}
+		n.logPath = filepath.Join(t.TempDir(), n.id+".log")
+		peers = append(peers, n.id+"="+n.raftAddr+"="+n.httpAddr)
+		c.nodes = append(c.nodes, n)
+	}
+	for _, n := range c.nodes {
+		n.bootstrap = strings.Join(peers, ",")
+	}
+	t.Cleanup(func() {
+		for _, n := range c.nodes {
+			n.kill()
+		}
+		if t.Failed() {
+			for _, n := range c.nodes {
+				b, _ := os.ReadFile(n.logPath)
+				t.Logf("---- log of %s (%s) ----\n%s", n.id, n.httpAddr, b)
+			}
+		}
+	})
+	for _, n := range c.nodes {
+		c.start(n)
+	}
+	c.waitLeader(30 * time.Second)
+	return c
+}
+
+// start launches n's agent process (again, after a stop: its state is on
+// disk and the bootstrap flag is then ignored).
+func (c *testCluster) start(n *node) {
+	c.t.Helper()
+	logf, err := os.OpenFile(n.logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	cmd := exec.Command(binary, "agent", "--id", n.id, "--data-dir", n.dataDir,
+		"--raft-addr", n.raftAddr, "--http-addr", n.httpAddr, "--bootstrap", n.bootstrap, "--log-level", "debug")
+	cmd.Stdout, cmd.Stderr = logf, logf
+	cmd.Env = append(os.Environ(), "LOCKCLUSTER_TOKEN=") // no auth in these tests
+	if err := cmd.Start(); err != nil {
+		logf.Close()
+		c.t.Fatalf("start %s: %v", n.id, err)
+	}
+	done := make(chan struct{})
+	go func() {
+		_ = cmd.Wait()
+		logf.Close()
+		close(done)
+	}()
+	n.mu.Lock()
+	n.cmd, n.done = cmd, done
+	n.mu.Unlock()
+}
+
+// signal sends sig to n's process (by PID) and waits for it to exit.
+func (n *node) signal(sig syscall.Signal, wait time.Duration) error {
+	n.mu.Lock()
+	cmd, done := n.cmd, n.done
+	n.mu.Unlock()
+	if cmd == nil {
+		return nil
+	}
+	select {
+	case <-done:
+		return nil
+	default:
+	}
+	_ = cmd.Process.Signal(sig)
+	select {
+	case <-done:
+		return nil
+	case <-time.After(wait):
+		return fmt.Errorf("%s (pid %d) still running %s after %v", n.id, cmd.Process.Pid, wait, sig)
+	}
+}
+
+// kill stops n at once, like a crash.
+func (n *node) kill() { _ = n.signal(syscall.SIGKILL, 10*time.Second) }
+
+// stop asks n to shut down gracefully.
+func (n *node) stop(t *testing.T) {
+	t.Helper()
+	if err := n.signal(syscall.SIGTERM, 20*time.Second); err != nil {
+		t.Errorf("graceful stop: %v", err)
+		n.kill()
+	}
+}
+
+func (c *testCluster) addrs() []string {
+	out := make([]string, len(c.nodes))
+	for i, n := range c.nodes {
+		out[i] = n.httpAddr
+	}
+	return out
+}
+
+// client returns a client of the cluster, closed when the test ends.
+func (c *testCluster) client() *client.Client {
+	c.t.Helper()
+	cl, err := client.New(client.Config{Addrs: c.addrs()})
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	c.t.Cleanup(func() { _ = cl.Close() })
+	return cl
+}
+
+// waitLeader polls the nodes' status until a running node reports itself
+// leader with every running node agreeing, and returns it.
+func (c *testCluster) waitLeader(timeout time.Duration) *node {
+	c.t.Helper()
+	cl := c.client()
+	deadline := time.Now().Add(timeout)
+	for time.Now().Before(deadline) {
+		var leader *node
+		agree := true
+		for _, n := range c.nodes {
+			if !n.running() {
+				continue
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+			st, err := cl.NodeStatus(ctx, n.httpAddr)
+			cancel()
+			if err != nil || st.LeaderID == "" {
+				agree = false
+				break
+			}
+			if strings.EqualFold(st.State, "leader") {
+				leader = n
+			}
+		}
+		if agree && leader != nil {
+			return leader
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	c.t.Fatalf("no leader within %v", timeout)
+	return nil
+}
+
+func (n *node) running() bool {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.cmd == nil {
+		return false
+	}
+	select {
+	case <-n.done:
+		return false
+	default:
+		return true
+	}
+}

@@ -1,0 +1,170 @@
+package integration
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// The lock package prefixes every key; the client sees the full key.
+const prefix = "zerotal_lock:"
+
+// lockRun runs "lockcluster run" against c and returns its exit status and
+// output.
+func lockRun(t *testing.T, ctx context.Context, c *testCluster, args ...string) (int, string, string) {
+	t.Helper()
+	cmd := exec.CommandContext(ctx, binary, append([]string{"run", "--driver", "cluster", "--addrs", strings.Join(c.addrs(), ",")}, args...)...)
+	var stdout, stderr lockedBuffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	cmd.Env = os.Environ()
+	err := cmd.Run()
+	var ee *exec.ExitError
+	switch {
+	case err == nil:
+		return 0, stdout.String(), stderr.String()
+	case errors.As(err, &ee):
+		return ee.ExitCode(), stdout.String(), stderr.String()
+	}
+	t.Fatalf("lockcluster run: %v", err)
+	return -1, "", ""
+}
+
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// TestRun_EndToEnd drives "lockcluster run" against real nodes: exit
+// status and environment, the not-acquired exit code, waiting for a
+// release, and a lost lock stopping the command.
+func TestRun_EndToEnd(t *testing.T) {
+	c := newCluster(t)
+	cl := c.client()
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
+	defer cancel()
+
+	t.Run("status and environment", func(t *testing.T) {
+		code, stdout, stderr := lockRun(t, ctx, c, "--key", "job", "--ttl", "5s", "--",
+			"sh", "-c", `echo "key=$LOCK_KEY fence=$LOCK_FENCE"; exit 3`)
+		if code != 3 {
+			t.Fatalf("exit %d, want 3; stderr %q", code, stderr)
+		}
+		var fence uint64
+		for _, f := range strings.Fields(stdout) {
+			if v, ok := strings.CutPrefix(f, "fence="); ok {
+				fence, _ = strconv.ParseUint(v, 10, 64)
+			}
+		}
+		if !strings.Contains(stdout, "key=job ") || fence == 0 {
+			t.Fatalf("command output %q: want key=job and a fence > 0", stdout)
+		}
+		if _, found, err := cl.Get(ctx, prefix+"job"); err != nil || found {
+			t.Fatalf("lock still held after run: found=%v err=%v", found, err)
+		}
+	})
+
+	t.Run("not acquired", func(t *testing.T) {
+		if _, ok, err := cl.Acquire(ctx, prefix+"busy", "someone-else", time.Minute); err != nil || !ok {
+			t.Fatalf("setup: %v %v", ok, err)
+		}
+		code, stdout, stderr := lockRun(t, ctx, c, "--key", "busy", "--ttl", "5s", "--", "echo", "ran")
+		if code != 75 {
+			t.Fatalf("exit %d, want 75; stderr %q", code, stderr)
+		}
+		if strings.Contains(stdout, "ran") {
+			t.Fatal("the command ran without the lock")
+		}
+	})
+
+	t.Run("waits for a release", func(t *testing.T) {
+		if _, ok, err := cl.Acquire(ctx, prefix+"queue", "first", time.Minute); err != nil || !ok {
+			t.Fatalf("setup: %v %v", ok, err)
+		}
+		type result struct {
+			code           int
+			stdout, stderr string
+		}
+		done := make(chan result, 1)
+		go func() {
+			code, stdout, stderr := lockRun(t, ctx, c, "--key", "queue", "--ttl", "5s", "--wait", "30s", "--", "echo", "second")
+			done <- result{code, stdout, stderr}
+		}()
+		// Release once the run is queued behind the holder.
+		deadline := time.Now().Add(20 * time.Second)
+		for {
+			info, found, err := cl.Get(ctx, prefix+"queue")
+			if err == nil && found && info.Waiters > 0 {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("run never queued: %+v found=%v err=%v", info, found, err)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+		if rel, err := cl.Release(ctx, prefix+"queue", "first"); err != nil || !rel {
+			t.Fatalf("release: %v %v", rel, err)
+		}
+		r := <-done
+		if r.code != 0 || !strings.Contains(r.stdout, "second") {
+			t.Fatalf("exit %d stdout %q stderr %q", r.code, r.stdout, r.stderr)
+		}
+	})
+
+	t.Run("lost lock stops the command", func(t *testing.T) {
+		type result struct {
+			code   int
+			stderr string
+			took   time.Duration
+		}
+		done := make(chan result, 1)
+		start := time.Now()
+		go func() {
+			code, _, stderr := lockRun(t, ctx, c, "--key", "doomed", "--ttl", "3s", "--grace", "2s", "--", "sleep", "60")
+			done <- result{code, stderr, time.Since(start)}
+		}()
+		deadline := time.Now().Add(20 * time.Second)
+		for {
+			if _, found, err := cl.Get(ctx, prefix+"doomed"); err == nil && found {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatal("run never took the lock")
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+		if err := cl.ForceRelease(ctx, prefix+"doomed"); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case r := <-done:
+			if r.code != 76 {
+				t.Fatalf("exit %d, want 76; stderr %q", r.code, r.stderr)
+			}
+			if r.took > 20*time.Second {
+				t.Fatalf("the command was stopped only after %v", r.took)
+			}
+		case <-time.After(40 * time.Second):
+			t.Fatal("run did not stop after losing its lock")
+		}
+	})
+}
+

@@ -1,0 +1,321 @@
+package lock
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/zerotal/lock/drivers"
+)
+
+// Lock is a handle on one key, made by Manager.Make or handed to the
+// callback of Try and Block. It is safe for concurrent use: calls that reach
+// the backend are serialised, and the accessors never wait for the backend.
+//
+// Each acquisition uses a fresh owner token, so a release or refresh made
+// after the lock expired and was granted to someone else is a harmless
+// no-op.
+type Lock struct {
+	m       *Manager
+	key     string // as the caller wrote it
+	fullKey string // with the Manager's prefix
+	ttl     time.Duration
+	invalid error // a bad key or TTL, reported by every call
+
+	op sync.Mutex // serialises the backend calls made through this handle
+
+	mu        sync.Mutex // guards the fields below; never held across a backend call
+	owner     string
+	fence     uint64
+	held      bool
+	lost      bool // the last grant was found gone (not released by us)
+	expiresAt time.Time
+}
+
+// Key returns the key as given to Make, without the Manager's prefix.
+func (l *Lock) Key() string { return l.key }
+
+// TTL returns the time-to-live requested for every acquisition and refresh.
+func (l *Lock) TTL() time.Duration { return l.ttl }
+
+// IsAcquired reports whether this handle believes it holds the lock: it
+// acquired it and has neither released it nor found it gone. Only the
+// backend knows for sure; Refresh asks it.
+func (l *Lock) IsAcquired() bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.held
+}
+
+// ExpiresAt is a client-side estimate of when the backend will free the
+// lock: the TTL counted from when the last acquire or refresh was sent, so
+// it errs early, never late. It is the zero time when the lock is not held.
+// Use it to decide when to refresh, not whether the lock is still held.
+func (l *Lock) ExpiresAt() time.Time {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if !l.held {
+		return time.Time{}
+	}
+	return l.expiresAt
+}
+
+// Fence returns the fencing token of the current grant: it strictly
+// increases with every new grant of the key and is unchanged by refreshes.
+// Pass it to the resource the lock protects so that it can refuse a holder
+// whose lock was granted to someone else since. It is 0 when the lock is
+// not held or the driver has no fencing.
+func (l *Lock) Fence() uint64 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if !l.held {
+		return 0
+	}
+	return l.fence
+}
+
+// Acquire tries once to take the lock and reports whether it did; false with
+// a nil error means another owner holds it. On a handle that already holds
+// the lock, Acquire is Refresh.
+func (l *Lock) Acquire(ctx context.Context) (bool, error) {
+	if err := l.usable(); err != nil {
+		return false, err
+	}
+	l.op.Lock()
+	defer l.op.Unlock()
+	if l.IsAcquired() {
+		return l.refreshLocked(ctx)
+	}
+	return l.acquireLocked(ctx)
+}
+
+// Block waits up to timeout for the lock (0 means the TTL) and returns a
+// *NotAcquiredError when the timeout passes first, or the context's error
+// when ctx ends first. Drivers that implement drivers.Waiter hand the lock
+// over as soon as it frees, in arrival order; the others are polled every
+// retry delay (WithRetryDelay). WithTimeout and the refresh options do not
+// apply here: timeout is the argument. On a handle that already holds the
+// lock, Block refreshes it, and waits for a new grant only if it was lost.
+func (l *Lock) Block(ctx context.Context, timeout time.Duration, opts ...Option) error {
+	if err := l.usable(); err != nil {
+		return err
+	}
+	if timeout < 0 {
+		return &InvalidError{Field: "timeout", Reason: fmt.Sprintf("must not be negative, got %v", timeout)}
+	}
+	if timeout == 0 {
+		timeout = l.ttl
+	}
+	o, err := buildOptions(l.ttl, opts)
+	if err != nil {
+		return err
+	}
+	l.op.Lock()
+	defer l.op.Unlock()
+	if l.IsAcquired() {
+		ok, err := l.refreshLocked(ctx)
+		if ok || err != nil {
+			return err
+		}
+	}
+	return l.waitLocked(ctx, timeout, o.retryDelay)
+}
+
+// Refresh extends the lock by its TTL and reports whether it is still held.
+// It never re-acquires: when the lock is gone (expired, or taken over), it
+// returns false and the handle stops claiming to hold it. A backend error
+// leaves the handle as it was: the lock may still be held.
+//
+// With a driver that implements drivers.Extender this is one owner-guarded
+// call. Otherwise the lock is re-acquired by the same owner and the fence
+// compared: a different fence means the lock had expired and was granted
+// anew, which is released at once and reported as false. On a driver
+// without fencing (fence 0), a lock whose estimated expiry has passed is
+// reported as false without asking the backend, because a re-grant could
+// not be told apart from a refresh.
+func (l *Lock) Refresh(ctx context.Context) (bool, error) {
+	if err := l.usable(); err != nil {
+		return false, err
+	}
+	l.op.Lock()
+	defer l.op.Unlock()
+	return l.refreshLocked(ctx)
+}
+
+// Release frees the lock if this handle holds it; otherwise it does
+// nothing. Releasing a lock that expired, or that someone else holds now,
+// is a harmless no-op at the backend.
+func (l *Lock) Release(ctx context.Context) error {
+	if err := l.usable(); err != nil {
+		return err
+	}
+	l.op.Lock()
+	defer l.op.Unlock()
+	return l.releaseLocked(ctx)
+}
+
+// ForceRelease frees the key whoever holds it. It is meant for operators
+// clearing a lock they know to be stale; the holder will find its lock gone
+// at its next refresh.
+func (l *Lock) ForceRelease(ctx context.Context) error {
+	if err := l.usable(); err != nil {
+		return err
+	}
+	l.op.Lock()
+	defer l.op.Unlock()
+	if err := l.m.driver.ForceRelease(ctx, l.fullKey); err != nil {
+		return wrapOp("force release", l.key, err)
+	}
+	l.mu.Lock()
+	l.held, l.lost = false, false
+	l.mu.Unlock()
+	return nil
+}
+
+// usable reports why the handle cannot be used, if it cannot.
+func (l *Lock) usable() error {
+	if l.invalid != nil {
+		return l.invalid
+	}
+	if l.m.closed.Load() {
+		return ErrClosed
+	}
+	return nil
+}
+
+// acquireLocked makes one fresh acquisition attempt. l.op must be held.
+func (l *Lock) acquireLocked(ctx context.Context) (bool, error) {
+	owner := newOwner()
+	sent := time.Now()
+	fence, ok, err := l.m.driver.Acquire(ctx, l.fullKey, owner, l.ttl)
+	if err != nil {
+		if ctx.Err() != nil {
+			// The backend may have granted the lock just before the
+			// cancellation reached it; nobody would ever release it.
+			l.releaseOwner(ctx, owner)
+		}
+		return false, wrapOp("acquire", l.key, err)
+	}
+	if !ok {
+		return false, nil
+	}
+	l.granted(owner, fence, sent)
+	return true, nil
+}
+
+func (l *Lock) granted(owner string, fence uint64, sent time.Time) {
+	l.mu.Lock()
+	l.owner, l.fence, l.held, l.lost = owner, fence, true, false
+	l.expiresAt = sent.Add(l.ttl)
+	l.mu.Unlock()
+}
+
+// current returns the grant the handle believes it holds.
+func (l *Lock) current() (owner string, fence uint64, expiresAt time.Time, held bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.owner, l.fence, l.expiresAt, l.held
+}
+
+// markLost records that the grant of owner is gone, unless the handle has
+// moved on to another grant since.
+func (l *Lock) markLost(owner string) {
+	l.mu.Lock()
+	if l.owner == owner && l.held {
+		l.held, l.lost = false, true
+	}
+	l.mu.Unlock()
+}
+
+// refreshLocked implements Refresh. l.op must be held.
+func (l *Lock) refreshLocked(ctx context.Context) (bool, error) {
+	owner, fence, expiresAt, held := l.current()
+	if !held {
+		return false, nil
+	}
+	sent := time.Now()
+	if ext, ok := l.m.driver.(drivers.Extender); ok {
+		ok, err := ext.Extend(ctx, l.fullKey, owner, l.ttl)
+		if err != nil {
+			return false, wrapOp("refresh", l.key, err)
+		}
+		if !ok {
+			l.markLost(owner)
+			return false, nil
+		}
+		l.extended(owner, sent)
+		return true, nil
+	}
+
+	// Fallback: re-acquire by the same owner, which drivers treat as a
+	// refresh, and make sure it was not a new grant in disguise.
+	if fence == 0 && !sent.Before(expiresAt) {
+		l.markLost(owner)
+		l.releaseOwner(ctx, owner)
+		return false, nil
+	}
+	got, ok, err := l.m.driver.Acquire(ctx, l.fullKey, owner, l.ttl)
+	if err != nil {
+		return false, wrapOp("refresh", l.key, err)
+	}
+	if !ok {
+		l.markLost(owner)
+		return false, nil
+	}
+	if got != fence {
+		// The lock had expired and the Acquire granted it again: that is
+		// not the lock the holder has been relying on.
+		l.markLost(owner)
+		l.releaseOwner(ctx, owner)
+		return false, nil
+	}
+	l.extended(owner, sent)
+	return true, nil
+}
+
+func (l *Lock) extended(owner string, sent time.Time) {
+	l.mu.Lock()
+	if l.owner == owner && l.held {
+		l.expiresAt = sent.Add(l.ttl)
+	}
+	l.mu.Unlock()
+}
+
+// releaseLocked implements Release. l.op must be held.
+func (l *Lock) releaseLocked(ctx context.Context) error {
+	owner, _, _, held := l.current()
+	if !held {
+		return nil
+	}
+	if _, err := l.m.driver.Release(ctx, l.fullKey, owner); err != nil {
+		return wrapOp("release", l.key, err)
+	}
+	l.mu.Lock()
+	if l.owner == owner {
+		l.held = false
+	}
+	l.mu.Unlock()
+	return nil
+}
+
+// releaseOwner releases the grant of owner, if there is one, on a fresh
+// bounded context: it cleans up after a cancelled or failed call. Errors
+// are logged only: the lock expires by its TTL anyway.
+func (l *Lock) releaseOwner(ctx context.Context, owner string) {
+	if l.m.closed.Load() {
+		return
+	}
+	ctx, cancel := cleanupContext(ctx)
+	defer cancel()
+	if _, err := l.m.driver.Release(ctx, l.fullKey, owner); err != nil && !errors.Is(err, ErrClosed) {
+		l.m.logger.Warn("cleanup release failed", "key", l.key, "error", err)
+	}
+}
+
+// wrapOp adds the operation and the caller's key to a driver error; the
+// sentinels stay reachable with errors.Is.
+func wrapOp(op, key string, err error) error {
+	return fmt.Errorf("lock: %s %q: %w", op, key, err)
+}

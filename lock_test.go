@@ -1,0 +1,229 @@
+package lock_test
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/zerotal/lock"
+)
+
+func TestLock_MakeDoesNotAcquire(t *testing.T) {
+	eachBackend(t, func(t *testing.T, _ backend, m *lock.Manager) {
+		l := m.Make("payment:456", 15*time.Second)
+		if l.IsAcquired() || l.Fence() != 0 || !l.ExpiresAt().IsZero() {
+			t.Fatalf("fresh handle: acquired=%v fence=%d expires=%v", l.IsAcquired(), l.Fence(), l.ExpiresAt())
+		}
+		if exists(t, m, "payment:456") {
+			t.Fatal("Make took the lock")
+		}
+		if err := l.Release(t.Context()); err != nil {
+			t.Fatalf("Release of a handle never acquired: %v", err)
+		}
+	})
+}
+
+func TestLock_AcquireReleaseCycle(t *testing.T) {
+	eachBackend(t, func(t *testing.T, b backend, m *lock.Manager) {
+		a, other := m.Make("k", time.Minute), m.Make("k", time.Minute)
+		before := time.Now()
+		ok, err := a.Acquire(t.Context())
+		if err != nil || !ok {
+			t.Fatalf("Acquire = %v, %v", ok, err)
+		}
+		if !a.IsAcquired() {
+			t.Error("IsAcquired false after Acquire")
+		}
+		if exp := a.ExpiresAt(); exp.Before(before.Add(time.Minute)) || exp.After(time.Now().Add(time.Minute)) {
+			t.Errorf("ExpiresAt %v is not TTL after the acquire was sent", exp)
+		}
+		if ok, err := other.Acquire(t.Context()); err != nil || ok {
+			t.Fatalf("second handle Acquire = %v, %v, want false", ok, err)
+		}
+		if err := a.Release(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+		if a.IsAcquired() || exists(t, m, "k") {
+			t.Fatal("still held after Release")
+		}
+		if ok, err := other.Acquire(t.Context()); err != nil || !ok {
+			t.Fatalf("Acquire after release = %v, %v", ok, err)
+		}
+		if b.fenced && other.Fence() <= 0 {
+			t.Error("no fence")
+		}
+	})
+}
+
+func TestLock_AcquireWhileHeldRefreshes(t *testing.T) {
+	eachBackend(t, func(t *testing.T, _ backend, m *lock.Manager) {
+		l := m.Make("k", time.Minute)
+		if ok, err := l.Acquire(t.Context()); err != nil || !ok {
+			t.Fatalf("Acquire = %v, %v", ok, err)
+		}
+		fence, exp := l.Fence(), l.ExpiresAt()
+		waitFor(t, "the clock to move", time.Second, func() bool { return time.Now().After(exp.Add(-time.Minute)) })
+		if ok, err := l.Acquire(t.Context()); err != nil || !ok {
+			t.Fatalf("second Acquire = %v, %v", ok, err)
+		}
+		if l.Fence() != fence {
+			t.Errorf("fence changed from %d to %d on a refresh", fence, l.Fence())
+		}
+		if !l.ExpiresAt().After(exp) {
+			t.Error("ExpiresAt did not move forward")
+		}
+	})
+}
+
+func TestLock_StaleReleaseIsNoOp(t *testing.T) {
+	eachBackend(t, func(t *testing.T, _ backend, m *lock.Manager) {
+		a, b := m.Make("k", time.Minute), m.Make("k", time.Minute)
+		if ok, _ := a.Acquire(t.Context()); !ok {
+			t.Fatal("a: not acquired")
+		}
+		if err := b.ForceRelease(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+		if ok, _ := b.Acquire(t.Context()); !ok {
+			t.Fatal("b: not acquired after force release")
+		}
+		if err := a.Release(t.Context()); err != nil {
+			t.Fatalf("stale Release: %v", err)
+		}
+		if !exists(t, m, "k") || !b.IsAcquired() {
+			t.Fatal("a's stale release freed b's lock")
+		}
+		if ok, err := b.Refresh(t.Context()); err != nil || !ok {
+			t.Fatalf("b.Refresh = %v, %v", ok, err)
+		}
+	})
+}
+
+func TestLock_RefreshFalseWhenGone(t *testing.T) {
+	eachBackend(t, func(t *testing.T, _ backend, m *lock.Manager) {
+		l := m.Make("k", time.Minute)
+		if ok, _ := l.Acquire(t.Context()); !ok {
+			t.Fatal("not acquired")
+		}
+		if err := m.Make("k", time.Minute).ForceRelease(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+		ok, err := l.Refresh(t.Context())
+		if err != nil || ok {
+			t.Fatalf("Refresh of a force-released lock = %v, %v, want false", ok, err)
+		}
+		if l.IsAcquired() || l.Fence() != 0 {
+			t.Errorf("after a failed refresh: acquired=%v fence=%d", l.IsAcquired(), l.Fence())
+		}
+		if exists(t, m, "k") {
+			t.Error("Refresh re-granted a lock that was gone")
+		}
+		if ok, err := l.Refresh(t.Context()); err != nil || ok {
+			t.Errorf("Refresh of a handle not held = %v, %v", ok, err)
+		}
+	})
+}
+
+func TestLock_RefreshNeverRegrantsExpiredLock(t *testing.T) {
+	eachBackend(t, func(t *testing.T, _ backend, m *lock.Manager) {
+		l := m.Make("short", 30*time.Millisecond)
+		if ok, _ := l.Acquire(t.Context()); !ok {
+			t.Fatal("not acquired")
+		}
+		waitFor(t, "the lock to expire", 5*time.Second, func() bool { return !exists(t, m, "short") })
+		ok, err := l.Refresh(t.Context())
+		if err != nil || ok {
+			t.Fatalf("Refresh of an expired lock = %v, %v, want false", ok, err)
+		}
+		if exists(t, m, "short") {
+			t.Error("Refresh left a new grant behind")
+		}
+	})
+}
+
+func TestLock_RefreshTakenOverByAnother(t *testing.T) {
+	eachBackend(t, func(t *testing.T, _ backend, m *lock.Manager) {
+		a, b := m.Make("k", 30*time.Millisecond), m.Make("k", time.Minute)
+		if ok, _ := a.Acquire(t.Context()); !ok {
+			t.Fatal("a: not acquired")
+		}
+		waitFor(t, "b to take the expired lock", 5*time.Second, func() bool {
+			ok, err := b.Acquire(t.Context())
+			return err == nil && ok
+		})
+		if ok, err := a.Refresh(t.Context()); err != nil || ok {
+			t.Fatalf("a.Refresh = %v, %v, want false", ok, err)
+		}
+		if !exists(t, m, "k") {
+			t.Error("a's refresh freed b's lock")
+		}
+	})
+}
+
+func TestLock_BlockOnHandle(t *testing.T) {
+	eachBackend(t, func(t *testing.T, _ backend, m *lock.Manager) {
+		a, b := m.Make("k", time.Minute), m.Make("k", time.Minute)
+		if ok, _ := a.Acquire(t.Context()); !ok {
+			t.Fatal("a: not acquired")
+		}
+		err := b.Block(t.Context(), 50*time.Millisecond, lock.WithRetryDelay(5*time.Millisecond))
+		var na *lock.NotAcquiredError
+		if !errors.As(err, &na) || na.Key != "k" {
+			t.Fatalf("Block on a held key = %v, want *NotAcquiredError", err)
+		}
+		got := make(chan error, 1)
+		go func() { got <- b.Block(t.Context(), 10*time.Second, lock.WithRetryDelay(5*time.Millisecond)) }()
+		if err := a.Release(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+		if err := <-got; err != nil {
+			t.Fatalf("Block after release: %v", err)
+		}
+		if !b.IsAcquired() {
+			t.Fatal("Block returned nil but the handle does not hold the lock")
+		}
+		if err := b.Block(t.Context(), time.Second); err != nil {
+			t.Fatalf("Block on a handle that holds the lock: %v", err)
+		}
+		if err := b.Block(t.Context(), -time.Second); !errors.Is(err, lock.ErrInvalid) {
+			t.Fatalf("negative timeout: %v", err)
+		}
+	})
+}
+
+func TestLock_ForceReleaseFreesAnyHolder(t *testing.T) {
+	eachBackend(t, func(t *testing.T, _ backend, m *lock.Manager) {
+		a := m.Make("k", time.Minute)
+		if ok, _ := a.Acquire(t.Context()); !ok {
+			t.Fatal("not acquired")
+		}
+		if err := a.ForceRelease(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+		if a.IsAcquired() || exists(t, m, "k") {
+			t.Fatal("still held after ForceRelease")
+		}
+		if err := a.ForceRelease(t.Context()); err != nil {
+			t.Fatalf("ForceRelease of a free key: %v", err)
+		}
+	})
+}
+
+func TestLock_BackendErrorIsUnavailableNotContention(t *testing.T) {
+	f := newFake()
+	m := newManager(t, f)
+	l := m.Make("k", time.Minute)
+	f.failing.Store(true)
+	ok, err := l.Acquire(t.Context())
+	if ok || !errors.Is(err, lock.ErrUnavailable) || errors.Is(err, lock.ErrNotAcquired) {
+		t.Fatalf("Acquire on a down backend = %v, %v, want ErrUnavailable", ok, err)
+	}
+	err = m.Try(t.Context(), "k", time.Minute, noop)
+	if !errors.Is(err, lock.ErrUnavailable) {
+		t.Fatalf("Try on a down backend = %v", err)
+	}
+	err = m.Block(t.Context(), "k", time.Minute, noop, lock.WithTimeout(time.Second))
+	if !errors.Is(err, lock.ErrUnavailable) {
+		t.Fatalf("Block on a down backend = %v", err)
+	}
+}

@@ -1,0 +1,154 @@
+package lock
+
+import (
+	"context"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/zerotal/lock/drivers"
+)
+
+// DefaultPrefix is prepended to every key unless configured otherwise.
+const DefaultPrefix = "zerotal_lock:"
+
+// cleanupTimeout bounds the releases this package makes on the caller's
+// behalf after the caller's own context may have ended (the release at the
+// end of Try and Block, the release of a grant nobody will use). The lock
+// expires by its TTL anyway if the backend does not answer in time.
+const cleanupTimeout = 5 * time.Second
+
+// Manager creates locks on one driver. It is safe for concurrent use; create
+// one per backend and share it.
+type Manager struct {
+	driver drivers.Driver
+	prefix string
+	logger hclog.Logger
+
+	closed    atomic.Bool
+	closeOnce sync.Once
+	closeErr  error
+	runs      registry       // callbacks running under Try or Block
+	wg        sync.WaitGroup // refresher goroutines
+}
+
+// ManagerOption configures a Manager built with New.
+type ManagerOption func(*Manager)
+
+// WithPrefix sets the prefix prepended to every key (DefaultPrefix if not
+// given). An empty prefix is allowed.
+func WithPrefix(p string) ManagerOption {
+	return func(m *Manager) { m.prefix = p }
+}
+
+// WithLogger sets the logger for events nobody else would see: a lock lost
+// in the background, a release that failed after the callback returned. The
+// default discards everything.
+func WithLogger(l hclog.Logger) ManagerOption {
+	return func(m *Manager) {
+		if l != nil {
+			m.logger = l
+		}
+	}
+}
+
+// New returns a Manager on d, which it owns from now on: Manager.Close
+// closes d. It panics if d is nil, which is a programming error.
+func New(d drivers.Driver, opts ...ManagerOption) *Manager {
+	if d == nil {
+		panic("lock: New called with a nil driver")
+	}
+	m := &Manager{
+		driver: d,
+		prefix: DefaultPrefix,
+		logger: hclog.NewNullLogger(),
+	}
+	for _, opt := range opts {
+		if opt != nil {
+			opt(m)
+		}
+	}
+	return m
+}
+
+// Driver returns the driver the Manager works on.
+func (m *Manager) Driver() drivers.Driver { return m.driver }
+
+// Prefix returns the prefix the Manager adds to every key.
+func (m *Manager) Prefix() string { return m.prefix }
+
+// Close stops every refresher, cancels the context of every callback still
+// running under a Try or Block of this Manager (with cause ErrClosed), and
+// closes the driver. It is idempotent: later calls return nil. Every other
+// call made on the Manager or its locks afterwards returns ErrClosed.
+func (m *Manager) Close() error {
+	first := false
+	m.closeOnce.Do(func() {
+		first = true
+		m.closed.Store(true)
+		for _, r := range m.runs.drain() {
+			r.closeByManager()
+		}
+		m.wg.Wait()
+		m.closeErr = m.driver.Close()
+	})
+	if !first {
+		return nil
+	}
+	return m.closeErr
+}
+
+// Make returns a handle on key with the given TTL, not acquired: call
+// Acquire or Block on it. An invalid key or TTL is reported by every call
+// made on the handle.
+func (m *Manager) Make(key string, ttl time.Duration) *Lock {
+	l := &Lock{}
+	m.initLock(l, key, ttl)
+	return l
+}
+
+// initLock sets up a handle allocated by the caller.
+func (m *Manager) initLock(l *Lock, key string, ttl time.Duration) {
+	l.m, l.key, l.fullKey, l.ttl = m, key, m.prefix+key, ttl
+	if err := validateKey(m.prefix, key); err != nil {
+		l.invalid = err
+	} else if err := validateTTL(ttl); err != nil {
+		l.invalid = err
+	}
+}
+
+// Exists reports whether key is currently held by anyone.
+func (m *Manager) Exists(ctx context.Context, key string) (bool, error) {
+	if err := validateKey(m.prefix, key); err != nil {
+		return false, err
+	}
+	if m.closed.Load() {
+		return false, ErrClosed
+	}
+	ok, err := m.driver.Exists(ctx, m.prefix+key)
+	if err != nil {
+		return false, wrapOp("exists", key, err)
+	}
+	return ok, nil
+}
+
+// cleanupContext is a context for work that must happen even though the
+// caller's context may have ended, bounded so it never hangs.
+func cleanupContext(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
+}
+
+// register records a running callback so that Close can cancel it, and
+// starts its refresher. It reports false when the Manager is closed.
+func (m *Manager) register(r *run) bool {
+	return m.runs.add(r, &m.closed, func() {
+		if r.refresh {
+			m.wg.Add(1) // under the shard lock, so never after Close started waiting
+			go r.refreshLoop()
+		}
+	})
+}
+
+func (m *Manager) unregister(r *run) { m.runs.remove(r) }

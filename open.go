@@ -1,0 +1,55 @@
+package lock
+
+import (
+	"context"
+	"fmt"
+	"slices"
+
+	"github.com/zerotal/lock/drivers"
+	"github.com/zerotal/lock/drivers/memory"
+)
+
+// opener opens one kind of driver from a validated Config (defaults
+// applied).
+type opener func(ctx context.Context, cfg Config) (drivers.Driver, error)
+
+// openers lists every driver name Open knows; a nil opener is a driver this
+// build does not include.
+var openers = map[string]opener{
+	"memory":  openMemory,
+	"sqlite":  nil,
+	"redis":   nil,
+	"cluster": nil,
+}
+
+func driverNames() []string {
+	names := make([]string, 0, len(openers))
+	for name := range openers {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	return names
+}
+
+// Open opens the driver cfg selects and returns a Manager that owns it.
+// cfg is validated first (see Config.Validate); ctx bounds connecting to
+// the backend.
+func Open(ctx context.Context, cfg Config) (*Manager, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	c := cfg.withDefaults()
+	open := openers[c.Driver]
+	if open == nil {
+		return nil, fmt.Errorf("lock: driver %q is not available in this build", c.Driver)
+	}
+	d, err := open(ctx, c)
+	if err != nil {
+		return nil, fmt.Errorf("lock: open %s driver: %w", c.Driver, err)
+	}
+	return New(d, WithPrefix(c.Prefix), WithLogger(c.Logger)), nil
+}
+
+func openMemory(_ context.Context, _ Config) (drivers.Driver, error) {
+	return memory.New(memory.Config{})
+}

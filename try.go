@@ -1,0 +1,178 @@
+package lock
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// Func is the work done while a lock is held. ctx is cancelled when the
+// lock is lost (context.Cause(ctx) is then a *LostError), when the caller's
+// context ends, or when the Manager is closed. l is the held lock: its Fence
+// is what to pass to the protected resource.
+type Func func(ctx context.Context, l *Lock) error
+
+// Try acquires key once and runs fn while holding it. When another owner
+// holds key it returns a *NotAcquiredError at once, without running fn.
+//
+// The lock is always released when fn returns, also when fn returns an error
+// or panics (the panic continues after the release). The release uses its
+// own bounded context, so a caller whose ctx was cancelled still releases;
+// if the release fails after fn succeeded, the failure is logged and Try
+// returns nil, since the work is done and the lock expires by its TTL.
+//
+// If the lock is lost while fn runs (see WithRefresh, and the package
+// documentation for locks that are not refreshed), fn's context is
+// cancelled and Try returns the *LostError; an error fn returned as well,
+// other than the cancellation itself, stays reachable with errors.Is.
+//
+// Options: WithRefresh and WithRefreshEvery; the waiting options are
+// ignored.
+func (m *Manager) Try(ctx context.Context, key string, ttl time.Duration, fn Func, opts ...Option) error {
+	c, o, err := m.prepare(key, ttl, fn, opts)
+	if err != nil {
+		return err
+	}
+	ok, err := c.l.Acquire(ctx)
+	if err != nil {
+		return err
+	}
+	if !ok {
+		return &NotAcquiredError{Key: key}
+	}
+	return m.run(ctx, c, fn, o)
+}
+
+// Block waits for key up to the WithTimeout duration (default: the TTL),
+// then runs fn while holding it, like Try. When the timeout passes first it
+// returns a *NotAcquiredError; when ctx ends first, ctx's error.
+//
+// Drivers that implement drivers.Waiter hand the lock over as soon as it
+// frees, in arrival order; the others are polled every WithRetryDelay.
+func (m *Manager) Block(ctx context.Context, key string, ttl time.Duration, fn Func, opts ...Option) error {
+	c, o, err := m.prepare(key, ttl, fn, opts)
+	if err != nil {
+		return err
+	}
+	l := &c.l
+	l.op.Lock()
+	err = l.waitLocked(ctx, o.timeout, o.retryDelay)
+	l.op.Unlock()
+	if err != nil {
+		return err
+	}
+	return m.run(ctx, c, fn, o)
+}
+
+// call is the state of one Try or Block, allocated at once.
+type call struct {
+	l Lock
+	r run
+}
+
+// prepare validates everything before any backend call.
+func (m *Manager) prepare(key string, ttl time.Duration, fn Func, opts []Option) (*call, options, error) {
+	c := &call{}
+	m.initLock(&c.l, key, ttl)
+	if c.l.invalid != nil {
+		return nil, options{}, c.l.invalid
+	}
+	if fn == nil {
+		return nil, options{}, &InvalidError{Field: "fn", Reason: "must not be nil"}
+	}
+	o, err := buildOptions(ttl, opts)
+	if err != nil {
+		return nil, options{}, err
+	}
+	if m.closed.Load() {
+		return nil, options{}, ErrClosed
+	}
+	return c, o, nil
+}
+
+// run calls fn while l is held, watches the lock meanwhile, and releases it
+// afterwards whatever happens.
+func (m *Manager) run(ctx context.Context, c *call, fn Func, o options) (err error) {
+	l, r := &c.l, &c.r
+	owner, fence, _, _ := l.current()
+	fnCtx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	r.init(m, l, owner, fence, cancel, o)
+	if !m.register(r) {
+		l.releaseOwner(ctx, owner)
+		return ErrClosed
+	}
+	r.watch()
+
+	returned := false
+	defer func() {
+		if !returned { // fn panicked or called runtime.Goexit: release, then let it go on
+			m.finish(ctx, r)
+		}
+	}()
+	fnErr := fn(fnCtx, l)
+	returned = true
+	relErr := m.finish(ctx, r)
+	return r.result(fnErr, relErr)
+}
+
+// finish stops watching r's lock and releases it.
+//
+// The release goes out on the caller's context while that is still live
+// (creating a timer per call is a large share of a Try on a fast backend);
+// when the caller's context has ended, before or during that attempt, the
+// release is made again on a fresh context bounded by cleanupTimeout.
+// Releases are owner-guarded, so the second attempt is always safe.
+func (m *Manager) finish(ctx context.Context, r *run) error {
+	r.stop()
+	m.unregister(r)
+	if m.closed.Load() {
+		return nil
+	}
+	l := r.l
+	l.op.Lock()
+	defer l.op.Unlock()
+	if !l.IsAcquired() {
+		if r.lostErr != nil && errors.Is(r.lostErr, ErrExpired) {
+			// Our estimate errs early, so the backend may still hold
+			// the grant: free it for the next holder rather than make
+			// it wait.
+			l.releaseOwner(ctx, r.owner)
+		}
+		return nil
+	}
+	var err error
+	if ctx.Err() == nil {
+		if err = l.releaseLocked(ctx); err == nil || ctx.Err() == nil {
+			return err
+		}
+	}
+	ctx, cancel := cleanupContext(ctx)
+	defer cancel()
+	return l.releaseLocked(ctx)
+}
+
+// result decides what Try and Block return.
+func (r *run) result(fnErr, relErr error) error {
+	if r.lostErr != nil {
+		if fnErr == nil || errors.Is(fnErr, context.Canceled) || errors.Is(fnErr, ErrLost) {
+			return r.lostErr
+		}
+		return errors.Join(r.lostErr, fnErr)
+	}
+	if r.closed {
+		closed := fmt.Errorf("lock: manager closed while %q was held: %w", r.l.key, ErrClosed)
+		if fnErr == nil || errors.Is(fnErr, context.Canceled) || errors.Is(fnErr, ErrClosed) {
+			return closed
+		}
+		return errors.Join(closed, fnErr)
+	}
+	if fnErr != nil {
+		return fnErr
+	}
+	if relErr != nil {
+		r.m.logger.Warn("release after callback failed", "key", r.l.key, "error", relErr)
+	}
+	return nil
+}

@@ -1,0 +1,103 @@
+package lock
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"time"
+
+	"github.com/zerotal/lock/drivers"
+)
+
+// waitLocked waits up to timeout for a fresh grant. l.op must be held and
+// the handle must not hold the lock.
+func (l *Lock) waitLocked(ctx context.Context, timeout, retryDelay time.Duration) error {
+	if err := ctx.Err(); err != nil {
+		return l.waitCancelled(ctx)
+	}
+	waitCtx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	if w, ok := l.m.driver.(drivers.Waiter); ok {
+		return l.waitPushed(ctx, waitCtx, w, retryDelay)
+	}
+	return l.waitPolling(ctx, waitCtx, retryDelay)
+}
+
+// waitPushed waits with the driver's own queue.
+func (l *Lock) waitPushed(ctx, waitCtx context.Context, w drivers.Waiter, retryDelay time.Duration) error {
+	for {
+		owner := newOwner()
+		sent := time.Now()
+		fence, err := w.AcquireWait(waitCtx, l.fullKey, owner, l.ttl, drivers.WaitOptions{RetryDelay: retryDelay})
+		if err != nil {
+			return l.waitFailed(ctx, waitCtx, "wait", err)
+		}
+		l.granted(owner, fence, sent)
+		// The grant happened somewhere between sending and now, and
+		// ExpiresAt counts from sending. After a long wait that estimate
+		// is far too early, so anchor it again with a refresh.
+		if time.Since(sent) <= l.ttl/8 {
+			return nil
+		}
+		ok, err := l.refreshLocked(ctx)
+		if err != nil {
+			l.markLost(owner)
+			l.releaseOwner(ctx, owner)
+			return err
+		}
+		if ok {
+			return nil
+		}
+		if waitCtx.Err() != nil { // gone before we could use it, and no time left
+			return l.waitFailed(ctx, waitCtx, "wait", waitCtx.Err())
+		}
+	}
+}
+
+// waitPolling calls Acquire every retry delay (with a little jitter) until
+// it succeeds or the wait ends.
+func (l *Lock) waitPolling(ctx, waitCtx context.Context, retryDelay time.Duration) error {
+	timer := time.NewTimer(0)
+	defer timer.Stop()
+	<-timer.C
+	for {
+		ok, err := l.acquireLocked(waitCtx)
+		if err != nil {
+			return l.waitFailed(ctx, waitCtx, "acquire", err)
+		}
+		if ok {
+			return nil
+		}
+		timer.Reset(jitter(retryDelay))
+		select {
+		case <-waitCtx.Done():
+			return l.waitFailed(ctx, waitCtx, "wait", waitCtx.Err())
+		case <-timer.C:
+		}
+	}
+}
+
+// waitFailed turns the end of a wait into the right error: the caller's own
+// cancellation, a *NotAcquiredError for the timeout, or the backend error.
+func (l *Lock) waitFailed(ctx, waitCtx context.Context, op string, err error) error {
+	switch {
+	case ctx.Err() != nil:
+		return l.waitCancelled(ctx)
+	case waitCtx.Err() != nil:
+		return &NotAcquiredError{Key: l.key}
+	default:
+		return wrapOp(op, l.key, err)
+	}
+}
+
+func (l *Lock) waitCancelled(ctx context.Context) error {
+	return fmt.Errorf("lock: waiting for %q: %w", l.key, ctx.Err())
+}
+
+// jitter spreads pollers out: d plus up to a tenth of d.
+func jitter(d time.Duration) time.Duration {
+	if d < 10 {
+		return d
+	}
+	return d + rand.N(d/10)
+}
