@@ -106,17 +106,18 @@ func (m *Manager) Close() error {
 func (m *Manager) Make(key string, ttl time.Duration) *Lock {
 	l := &Lock{}
 	m.initLock(l, key, ttl)
-	return l
-}
-
-// initLock sets up a handle allocated by the caller.
-func (m *Manager) initLock(l *Lock, key string, ttl time.Duration) {
-	l.m, l.key, l.fullKey, l.ttl = m, key, m.prefix+key, ttl
 	if err := validateKey(m.prefix, key); err != nil {
 		l.invalid = err
 	} else if err := validateTTL(ttl); err != nil {
 		l.invalid = err
 	}
+	return l
+}
+
+// initLock sets up a handle allocated by the caller, once key and ttl have
+// been validated.
+func (m *Manager) initLock(l *Lock, key string, ttl time.Duration) {
+	l.m, l.key, l.fullKey, l.ttl = m, key, m.prefix+key, ttl
 }
 
 // Exists reports whether key is currently held by anyone.
@@ -143,10 +144,14 @@ func cleanupContext(ctx context.Context) (context.Context, context.CancelFunc) {
 // register records a running callback so that Close can cancel it, and
 // starts its refresher. It reports false when the Manager is closed.
 func (m *Manager) register(r *run) bool {
-	return m.runs.add(r, &m.closed, func() {
+	if !r.refresh {
+		_, _, expiresAt, _ := r.l.current()
+		r.deadline = monotimeOf(expiresAt)
+	}
+	return m.runs.add(r, &m.closed, !r.refresh, func() {
 		if r.refresh {
 			m.wg.Add(1) // under the shard lock, so never after Close started waiting
-			go r.refreshLoop()
+			go r.refreshWhileHeld()
 		}
 	})
 }

@@ -9,81 +9,73 @@ import (
 // that cannot be told when a key frees (see drivers.Waiter).
 const DefaultRetryDelay = 100 * time.Millisecond
 
-// Option tunes one Try, Block or Lock.Block call.
-type Option func(*options)
-
-type options struct {
-	timeout      time.Duration // 0: the TTL
-	retryDelay   time.Duration
-	refresh      bool
-	refreshEvery time.Duration // 0: TTL/3
-	err          error         // the first invalid option
+// Option tunes one Try, Block or Lock.Block call. Build it with the With
+// functions; the zero Option does nothing.
+//
+// (An Option is a small value rather than a function so that applying
+// options costs no allocation on every call.)
+type Option struct {
+	kind optionKind
+	d    time.Duration
 }
 
-func (o *options) invalid(field, format string, args ...any) {
-	if o.err == nil {
-		o.err = &InvalidError{Field: field, Reason: fmt.Sprintf(format, args...)}
-	}
-}
+type optionKind uint8
+
+const (
+	optNone optionKind = iota
+	optTimeout
+	optRetryDelay
+	optRefresh
+	optRefreshEvery
+)
 
 // WithTimeout sets how long Block waits for the lock before it gives up
 // with a *NotAcquiredError. The default is the lock's TTL. Try ignores it.
-func WithTimeout(d time.Duration) Option {
-	return func(o *options) {
-		if d <= 0 {
-			o.invalid("timeout", "must be positive, got %v", d)
-			return
-		}
-		o.timeout = d
-	}
-}
+func WithTimeout(d time.Duration) Option { return Option{kind: optTimeout, d: d} }
 
 // WithRetryDelay sets the pause between two attempts when Block has to poll
 // (the driver does not implement drivers.Waiter); a small random jitter is
 // added so that pollers spread out. Pushed drivers may use it as an upper
 // bound for their own fallback polling. The default is DefaultRetryDelay.
-func WithRetryDelay(d time.Duration) Option {
-	return func(o *options) {
-		if d <= 0 {
-			o.invalid("retry delay", "must be positive, got %v", d)
-			return
-		}
-		o.retryDelay = d
-	}
-}
+func WithRetryDelay(d time.Duration) Option { return Option{kind: optRetryDelay, d: d} }
 
 // WithRefresh keeps the lock alive while the callback runs, by extending it
 // every third of its TTL. When a refresh finds the lock gone, or the backend
 // stays unreachable until the TTL runs out, the callback's context is
 // cancelled with a *LostError as its cause and the call returns it.
-func WithRefresh() Option {
-	return func(o *options) { o.refresh = true }
-}
+func WithRefresh() Option { return Option{kind: optRefresh} }
 
 // WithRefreshEvery is WithRefresh with an explicit interval, which must be
 // shorter than the TTL. Leave room for at least one failed attempt: a third
 // of the TTL (the default) survives one missed beat.
-func WithRefreshEvery(d time.Duration) Option {
-	return func(o *options) {
-		if d <= 0 {
-			o.invalid("refresh interval", "must be positive, got %v", d)
-			return
-		}
-		o.refresh = true
-		o.refreshEvery = d
-	}
+func WithRefreshEvery(d time.Duration) Option { return Option{kind: optRefreshEvery, d: d} }
+
+// options is the result of applying Options to a call.
+type options struct {
+	timeout      time.Duration // default: the TTL
+	retryDelay   time.Duration
+	refresh      bool
+	refreshEvery time.Duration // default: TTL/3
 }
 
 // buildOptions applies opts and fills in the defaults that depend on ttl.
+// Invalid values are reported as *InvalidError, the first one wins.
 func buildOptions(ttl time.Duration, opts []Option) (options, error) {
 	o := options{retryDelay: DefaultRetryDelay}
 	for _, opt := range opts {
-		if opt != nil {
-			opt(&o)
+		if opt.kind != optNone && opt.kind != optRefresh && opt.d <= 0 {
+			return o, &InvalidError{Field: opt.kind.field(), Reason: fmt.Sprintf("must be positive, got %v", opt.d)}
 		}
-	}
-	if o.err != nil {
-		return o, o.err
+		switch opt.kind {
+		case optTimeout:
+			o.timeout = opt.d
+		case optRetryDelay:
+			o.retryDelay = opt.d
+		case optRefresh:
+			o.refresh = true
+		case optRefreshEvery:
+			o.refresh, o.refreshEvery = true, opt.d
+		}
 	}
 	if o.timeout == 0 {
 		o.timeout = ttl
@@ -97,4 +89,15 @@ func buildOptions(ttl time.Duration, opts []Option) (options, error) {
 		}
 	}
 	return o, nil
+}
+
+func (k optionKind) field() string {
+	switch k {
+	case optTimeout:
+		return "timeout"
+	case optRetryDelay:
+		return "retry delay"
+	default:
+		return "refresh interval"
+	}
 }

@@ -3,6 +3,7 @@ package lock_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -12,10 +13,10 @@ import (
 
 func TestManager_RefreshKeepsLockPastTTL(t *testing.T) {
 	eachBackend(t, func(t *testing.T, _ backend, m *lock.Manager) {
-		const ttl = 150 * time.Millisecond
+		const ttl = 400 * time.Millisecond
 		err := m.Try(t.Context(), "long", ttl, func(ctx context.Context, l *lock.Lock) error {
 			fence := l.Fence()
-			work := time.NewTimer(4 * ttl) // the job outlives its TTL several times over
+			work := time.NewTimer(3 * ttl) // the job outlives its TTL several times over
 			defer work.Stop()
 			select {
 			case <-work.C:
@@ -116,9 +117,9 @@ func TestManager_ExpiryWithoutRefreshCancelsCallback(t *testing.T) {
 
 func TestManager_ManualRefreshPostponesExpiry(t *testing.T) {
 	m := newManager(t, fakeExtender{newFake()})
-	const ttl = 80 * time.Millisecond
+	const ttl = 400 * time.Millisecond
 	err := m.Try(t.Context(), "k", ttl, func(ctx context.Context, l *lock.Lock) error {
-		end := time.Now().Add(3 * ttl)
+		end := time.Now().Add(2 * ttl)
 		for time.Now().Before(end) {
 			if ok, err := l.Refresh(ctx); err != nil || !ok {
 				t.Errorf("Refresh = %v, %v", ok, err)
@@ -193,7 +194,7 @@ func TestManager_BackendDownUntilTTLIsLost(t *testing.T) {
 func TestManager_TransientBackendErrorIsSurvived(t *testing.T) {
 	f := newFake()
 	m := newManager(t, fakeExtender{f})
-	const ttl = 300 * time.Millisecond
+	const ttl = time.Second
 	err := m.Try(t.Context(), "k", ttl, func(ctx context.Context, l *lock.Lock) error {
 		f.failing.Store(true)
 		before := f.extends.Load()
@@ -299,4 +300,46 @@ func TestManager_LongWaitReanchorsExpiry(t *testing.T) {
 			t.Errorf("ExpiresAt %v is before the grant %v: the estimate must count from the grant, not the start of the wait", expires, granted)
 		}
 	})
+}
+
+func TestManager_ExpiryOfManyCallbacksEachAtItsOwnTTL(t *testing.T) {
+	m := newManager(t, fakeExtender{newFake()})
+	ttls := []time.Duration{250 * time.Millisecond, 40 * time.Millisecond, 120 * time.Millisecond, 80 * time.Millisecond}
+	type result struct {
+		i       int
+		elapsed time.Duration
+		err     error
+	}
+	results := make(chan result, len(ttls)*2)
+	for i, ttl := range ttls {
+		// A callback that outlives its TTL, and one that returns at once:
+		// the first must be told at its own TTL, the second never.
+		go func() {
+			start := time.Now()
+			err := m.Try(t.Context(), fmt.Sprint("slow", i), ttl, func(ctx context.Context, _ *lock.Lock) error {
+				<-ctx.Done()
+				return ctx.Err()
+			})
+			results <- result{i, time.Since(start), err}
+		}()
+		go func() {
+			err := m.Try(t.Context(), fmt.Sprint("quick", i), ttl, noop)
+			results <- result{-1, 0, err}
+		}()
+	}
+	for range len(ttls) * 2 {
+		r := <-results
+		if r.i < 0 {
+			if r.err != nil {
+				t.Errorf("a callback that returned at once: %v", r.err)
+			}
+			continue
+		}
+		if !errors.Is(r.err, lock.ErrExpired) {
+			t.Errorf("ttl %v: %v, want ErrExpired", ttls[r.i], r.err)
+		}
+		if r.elapsed < ttls[r.i] {
+			t.Errorf("ttl %v: told after %v, before the TTL ran out", ttls[r.i], r.elapsed)
+		}
+	}
 }

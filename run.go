@@ -7,11 +7,10 @@ import (
 )
 
 // run watches the lock held for one callback of Try or Block. With refresh,
-// a goroutine extends the lock every interval; without, a timer fires when
-// the TTL (as estimated here) runs out. Either way, losing the lock cancels
+// a goroutine extends the lock every interval; without, the registry calls
+// checkExpiry when the TTL (as estimated here) runs out. Either way, losing the lock cancels
 // the callback's context with a *LostError as its cause.
 type run struct {
-	m       *Manager
 	l       *Lock
 	owner   string
 	fence   uint64
@@ -20,55 +19,46 @@ type run struct {
 	every   time.Duration
 	shard   int // in Manager.runs
 
-	// refresh mode: the loop's context, and its exit.
-	loopCtx    context.Context
-	cancelLoop context.CancelFunc
-	loopDone   chan struct{}
+	loop *refreshLoop // refresh mode only
+
+	// no-refresh mode, guarded by the registry shard's lock
+	deadline monotime // when the TTL runs out, as estimated here
+	heapIdx  int       // in the shard's heap; -1 when not on it
 
 	mu       sync.Mutex // guards the fields below
 	finished bool       // the callback returned: nothing may be reported any more
 	lostErr  *LostError
-	closed   bool        // cancelled by Manager.Close
-	timer    *time.Timer // no-refresh mode
+	closed   bool // cancelled by Manager.Close
 }
 
-func (r *run) init(m *Manager, l *Lock, owner string, fence uint64, cancel context.CancelCauseFunc, o options) {
-	r.m, r.l, r.owner, r.fence, r.cancel = m, l, owner, fence, cancel
+// refreshLoop is the refresher goroutine's context and exit.
+type refreshLoop struct {
+	ctx    context.Context
+	cancel context.CancelFunc
+	done   chan struct{}
+}
+
+func (r *run) init(l *Lock, owner string, fence uint64, cancel context.CancelCauseFunc, o *options) {
+	r.l, r.owner, r.fence, r.cancel = l, owner, fence, cancel
 	r.refresh, r.every = o.refresh, o.refreshEvery
+	r.heapIdx = -1
 	if r.refresh {
-		// The loop outlives nothing but the callback: it is stopped by
+		// The loop lives only as long as the callback: it is stopped by
 		// stop or Close, never by the caller's context, whose end already
 		// cancels the callback.
-		r.loopCtx, r.cancelLoop = context.WithCancel(context.Background())
-		r.loopDone = make(chan struct{})
+		ctx, cancel := context.WithCancel(context.Background())
+		r.loop = &refreshLoop{ctx: ctx, cancel: cancel, done: make(chan struct{})}
 	}
-}
-
-// watch arms the expiry timer in no-refresh mode (the refresh goroutine is
-// started by Manager.register).
-func (r *run) watch() {
-	if r.refresh {
-		return
-	}
-	_, _, expiresAt, _ := r.l.current()
-	r.mu.Lock()
-	if !r.finished {
-		r.timer = time.AfterFunc(time.Until(expiresAt), r.checkExpiry)
-	}
-	r.mu.Unlock()
 }
 
 // stop ends the watch; after it returns, lostErr and closed no longer change.
 func (r *run) stop() {
 	r.mu.Lock()
 	r.finished = true
-	if r.timer != nil {
-		r.timer.Stop()
-	}
 	r.mu.Unlock()
 	if r.refresh {
-		r.cancelLoop()
-		<-r.loopDone
+		r.loop.cancel()
+		<-r.loop.done
 	}
 }
 
@@ -80,12 +70,9 @@ func (r *run) closeByManager() {
 		return
 	}
 	r.closed = true
-	if r.timer != nil {
-		r.timer.Stop()
-	}
 	r.mu.Unlock()
 	if r.refresh {
-		r.cancelLoop()
+		r.loop.cancel()
 	}
 	r.cancel(ErrClosed)
 }
@@ -102,7 +89,7 @@ func (r *run) lose(cause error) {
 	r.lostErr = lost
 	r.mu.Unlock()
 	r.l.markLost(r.owner)
-	r.m.logger.Warn("lock lost while held", "key", r.l.key, "fence", r.fence, "error", cause)
+	r.l.m.logger.Warn("lock lost while held", "key", r.l.key, "fence", r.fence, "error", cause)
 	r.cancel(lost)
 }
 
@@ -141,30 +128,26 @@ func (r *run) checkExpiry() {
 		r.lose(nil)
 		return
 	}
-	if d := time.Until(expiresAt); d > 0 { // the callback refreshed it by hand
-		r.mu.Lock()
-		if !r.finished && !r.closed {
-			r.timer.Reset(d)
-		}
-		r.mu.Unlock()
+	if time.Now().Before(expiresAt) { // the callback refreshed it by hand
+		r.l.m.runs.rewatch(r, monotimeOf(expiresAt))
 		return
 	}
 	r.lose(ErrExpired)
 }
 
-// refreshLoop extends the lock every interval until stopped. A refresh that
+// refreshWhileHeld extends the lock every interval until stopped. A refresh that
 // finds the lock gone loses it at once; a backend error is retried at half
 // the interval until the estimated expiry passes, and then loses it with
 // the error as the cause.
-func (r *run) refreshLoop() {
-	defer r.m.wg.Done()
-	defer close(r.loopDone)
+func (r *run) refreshWhileHeld() {
+	defer r.l.m.wg.Done()
+	defer close(r.loop.done)
 	timer := time.NewTimer(r.every)
 	defer timer.Stop()
 	var lastErr error // of the failed refreshes since the last success
 	for {
 		select {
-		case <-r.loopCtx.Done():
+		case <-r.loop.ctx.Done():
 			return
 		case <-timer.C:
 		}
@@ -185,7 +168,7 @@ func (r *run) refreshLoop() {
 			return
 		}
 		ok, err := r.refreshOnce(remaining)
-		if r.loopCtx.Err() != nil {
+		if r.loop.ctx.Err() != nil {
 			return
 		}
 		switch {
@@ -198,7 +181,7 @@ func (r *run) refreshLoop() {
 			}
 			return
 		default:
-			r.m.logger.Debug("refresh failed, retrying", "key", r.l.key, "error", err)
+			r.l.m.logger.Debug("refresh failed, retrying", "key", r.l.key, "error", err)
 			lastErr = err
 			left := time.Until(expiresAt)
 			if left <= 0 {
@@ -213,7 +196,7 @@ func (r *run) refreshLoop() {
 // refreshOnce refreshes the watched grant, giving the backend no longer
 // than the time the lock has left: an answer after that comes too late.
 func (r *run) refreshOnce(budget time.Duration) (bool, error) {
-	ctx, cancel := context.WithTimeout(r.loopCtx, budget)
+	ctx, cancel := context.WithTimeout(r.loop.ctx, budget)
 	defer cancel()
 	l := r.l
 	l.op.Lock()

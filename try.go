@@ -41,7 +41,7 @@ func (m *Manager) Try(ctx context.Context, key string, ttl time.Duration, fn Fun
 	if !ok {
 		return &NotAcquiredError{Key: key}
 	}
-	return m.run(ctx, c, fn, o)
+	return m.run(ctx, c, fn, &o)
 }
 
 // Block waits for key up to the WithTimeout duration (default: the TTL),
@@ -62,7 +62,7 @@ func (m *Manager) Block(ctx context.Context, key string, ttl time.Duration, fn F
 	if err != nil {
 		return err
 	}
-	return m.run(ctx, c, fn, o)
+	return m.run(ctx, c, fn, &o)
 }
 
 // call is the state of one Try or Block, allocated at once.
@@ -73,10 +73,11 @@ type call struct {
 
 // prepare validates everything before any backend call.
 func (m *Manager) prepare(key string, ttl time.Duration, fn Func, opts []Option) (*call, options, error) {
-	c := &call{}
-	m.initLock(&c.l, key, ttl)
-	if c.l.invalid != nil {
-		return nil, options{}, c.l.invalid
+	if err := validateKey(m.prefix, key); err != nil {
+		return nil, options{}, err
+	}
+	if err := validateTTL(ttl); err != nil {
+		return nil, options{}, err
 	}
 	if fn == nil {
 		return nil, options{}, &InvalidError{Field: "fn", Reason: "must not be nil"}
@@ -88,22 +89,23 @@ func (m *Manager) prepare(key string, ttl time.Duration, fn Func, opts []Option)
 	if m.closed.Load() {
 		return nil, options{}, ErrClosed
 	}
+	c := &call{}
+	m.initLock(&c.l, key, ttl)
 	return c, o, nil
 }
 
 // run calls fn while l is held, watches the lock meanwhile, and releases it
 // afterwards whatever happens.
-func (m *Manager) run(ctx context.Context, c *call, fn Func, o options) (err error) {
+func (m *Manager) run(ctx context.Context, c *call, fn Func, o *options) (err error) {
 	l, r := &c.l, &c.r
 	owner, fence, _, _ := l.current()
 	fnCtx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
-	r.init(m, l, owner, fence, cancel, o)
+	r.init(l, owner, fence, cancel, o)
 	if !m.register(r) {
 		l.releaseOwner(ctx, owner)
 		return ErrClosed
 	}
-	r.watch()
 
 	returned := false
 	defer func() {
@@ -172,7 +174,7 @@ func (r *run) result(fnErr, relErr error) error {
 		return fnErr
 	}
 	if relErr != nil {
-		r.m.logger.Warn("release after callback failed", "key", r.l.key, "error", relErr)
+		r.l.m.logger.Warn("release after callback failed", "key", r.l.key, "error", relErr)
 	}
 	return nil
 }

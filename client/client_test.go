@@ -165,7 +165,6 @@ func TestClient_ErrorMapping(t *testing.T) {
 	}
 }
 
-
 func TestClient_InternalErrorIsNotRetriedAndMatchesNoSentinel(t *testing.T) {
 	n := newFakeNode(t, "")
 	n.fixed.Store(&fixedAnswer{status: 500, code: "internal"})

@@ -15,7 +15,7 @@ import (
 // of the client's wire handling, error mapping and failover. The real
 // cluster is exercised by the conformance test.
 type fakeNode struct {
-	t   *testing.T
+	t   testing.TB
 	srv *httptest.Server
 
 	token string
@@ -48,7 +48,7 @@ type fakeLock struct {
 	deadline time.Time
 }
 
-func newFakeNode(t *testing.T, token string) *fakeNode {
+func newFakeNode(t testing.TB, token string) *fakeNode {
 	t.Helper()
 	f := &fakeNode{t: t, token: token, locks: map[string]*fakeLock{}, changed: make(chan struct{}), hits: map[string]int{}}
 	mux := http.NewServeMux()

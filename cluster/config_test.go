@@ -36,8 +36,14 @@ func TestConfig_RefusesInconsistentConfiguration(t *testing.T) {
 		{"bootstrap duplicate addr", func(c *Config) {
 			c.Bootstrap = []Peer{{ID: "n1", RaftAddr: "127.0.0.1:7001"}, {ID: "n2", RaftAddr: "127.0.0.1:7001"}}
 		}, "listed twice"},
-		{"lease above heartbeat", func(c *Config) { c.HeartbeatTimeout = 100 * time.Millisecond; c.LeaderLeaseTimeout = 200 * time.Millisecond }, "LeaderLeaseTimeout"},
-		{"heartbeat above election", func(c *Config) { c.ElectionTimeout = 100 * time.Millisecond; c.HeartbeatTimeout = 200 * time.Millisecond }, "HeartbeatTimeout"},
+		{"lease above heartbeat", func(c *Config) {
+			c.HeartbeatTimeout = 100 * time.Millisecond
+			c.LeaderLeaseTimeout = 200 * time.Millisecond
+		}, "LeaderLeaseTimeout"},
+		{"heartbeat above election", func(c *Config) {
+			c.ElectionTimeout = 100 * time.Millisecond
+			c.HeartbeatTimeout = 200 * time.Millisecond
+		}, "HeartbeatTimeout"},
 		{"tiny timeouts", func(c *Config) { c.ElectionTimeout = time.Millisecond }, "at least 5ms"},
 		{"negative limits", func(c *Config) { c.MaxKeys = -1 }, "must not be negative"},
 	}

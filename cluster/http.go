@@ -195,6 +195,10 @@ func (n *Node) acquireWait(r *http.Request, l *leadership, key, owner string, tt
 	case <-r.Context().Done():
 	}
 	n.abandonWait(l, key, owner, ch)
+	if err := r.Context().Err(); err != nil {
+		// The client went away, or this node is shutting down.
+		return 0, unavailable("acquire", err)
+	}
 	return 0, &conflictError{key: key, holderTTLms: -1}
 }
 

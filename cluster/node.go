@@ -39,6 +39,11 @@ type Node struct {
 	// kick wakes the expiry loop when a new deadline may be earlier.
 	kick chan struct{}
 
+	// baseCtx is every HTTP request's parent; Shutdown cancels it so that
+	// long waits and forwarded requests end promptly.
+	baseCtx    context.Context
+	cancelBase context.CancelFunc
+
 	closing      chan struct{}
 	shutdownOnce sync.Once
 	shutdownErr  error
@@ -61,6 +66,7 @@ func NewNode(ctx context.Context, cfg Config) (_ *Node, err error) {
 		closing: make(chan struct{}),
 		proxy:   &http.Transport{MaxIdleConnsPerHost: 64, IdleConnTimeout: 30 * time.Second},
 	}
+	n.baseCtx, n.cancelBase = context.WithCancel(context.Background())
 	// Everything started below is undone by Shutdown, which copes with a
 	// partly built node.
 	defer func() {
@@ -106,6 +112,7 @@ func NewNode(ctx context.Context, cfg Config) (_ *Node, err error) {
 	n.httpSrv = &http.Server{
 		Handler:           n.handler,
 		ReadHeaderTimeout: 10 * time.Second,
+		BaseContext:       func(net.Listener) context.Context { return n.baseCtx },
 		ErrorLog:          cfg.Logger.Named("http").StandardLogger(&hclog.StandardLoggerOptions{InferLevels: true}),
 	}
 	n.wg.Add(2)
@@ -246,6 +253,7 @@ func (n *Node) shutdown(ctx context.Context) error {
 		}
 	}
 	close(n.closing)
+	n.cancelBase()
 	if n.httpSrv != nil {
 		if err := n.httpSrv.Shutdown(ctx); err != nil {
 			errs = append(errs, fmt.Errorf("cluster: http shutdown: %w", err), n.httpSrv.Close())

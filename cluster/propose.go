@@ -29,7 +29,9 @@ func (n *Node) onApply(a fsm.Applied) {
 	if h := a.Result.Handoff; h != nil {
 		n.waits.deliver(*h)
 	}
-	if a.Result.OK || a.Result.Handoff != nil {
+	// Only a new or handed-off grant can bring the earliest deadline
+	// forward; the expiry loop sleeps until it otherwise.
+	if (a.Entry.Type == fsm.TypeAcquire && a.Result.OK) || a.Result.Handoff != nil {
 		select {
 		case n.kick <- struct{}{}:
 		default:

@@ -123,3 +123,25 @@ func TestCluster_HandoffRacingWaitTimeoutIsReleased(t *testing.T) {
 		waitFor(t, 5*time.Second, "the key to be free", func() bool { return c.get(addr, "race").Status == http.StatusNotFound })
 	}
 }
+
+// Shutdown does not wait for long waits: a waiting request forwarded by a
+// follower that shuts down is answered 503 at once, and the leader removes
+// the waiter.
+func TestCluster_ShutdownEndsForwardedWaits(t *testing.T) {
+	nodes := startCluster(t, 3, nil)
+	leader := waitLeader(t, nodes)
+	fol := followers(nodes, leader)[0]
+	c := newClient(t)
+	mustStatus(t, c.acquire(leader.HTTPAddr(), "k", "a", time.Minute, 0), http.StatusOK, "acquire")
+	done := make(chan reply, 1)
+	go func() { done <- c.acquire(fol.HTTPAddr(), "k", "b", time.Minute, time.Minute) }()
+	waitFor(t, 5*time.Second, "b to queue", func() bool { return c.get(leader.HTTPAddr(), "k").num("waiters") == 1 })
+	start := time.Now()
+	shutdown(t, fol)
+	if took := time.Since(start); took > 5*time.Second {
+		t.Fatalf("shutdown took %s", took)
+	}
+	r := <-done
+	mustStatus(t, r, http.StatusServiceUnavailable, "waiting request on a node that shut down")
+	waitFor(t, 5*time.Second, "the leader to remove the waiter", func() bool { return c.get(leader.HTTPAddr(), "k").num("waiters") == 0 })
+}

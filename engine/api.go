@@ -45,15 +45,17 @@ func (e *Engine) AcquireWait(ctx context.Context, key, owner string, ttl time.Du
 	if err := e.send(ctx, r); err != nil {
 		return Grant{}, err
 	}
-	select {
-	case <-r.reply:
-	case <-e.done:
+	if e.sentAfterClose() {
 		if err := e.closedReply(r); err != nil {
 			return Grant{}, err
 		}
-	case <-ctx.Done():
-		e.withdraw(r)
-		return Grant{}, ctx.Err()
+	} else {
+		select {
+		case <-r.reply:
+		case <-ctx.Done():
+			e.withdraw(r)
+			return Grant{}, ctx.Err()
+		}
 	}
 	g, err := r.grant, r.err
 	putReq(r)
@@ -72,12 +74,15 @@ func (e *Engine) withdraw(w *request) {
 		putReq(c)
 		return
 	}
-	select {
-	case <-c.reply:
-	case <-e.done:
-		if e.closedReply(c) != nil {
-			return
-		}
+	if e.sentAfterClose() {
+		// Close answers w and c (or never sees c); neither is reused.
+		return
+	}
+	<-c.reply
+	if c.err != nil {
+		// Closed: the final drain answered c, and answers w separately,
+		// perhaps not yet; neither is reused.
+		return
 	}
 	putReq(c)
 	// The loop has processed the cancel: w was withdrawn (no answer will

@@ -178,9 +178,10 @@ func TestEngine_CloseAnswersQueuedCommands(t *testing.T) {
 		for _, r := range reqs {
 			e.reqc <- r
 		}
-		close(e.closing)
+		e.stopping.Store(true)
+		e.poke()
 	})
-	<-e.done
+	<-e.exited
 	for i, r := range reqs {
 		select {
 		case <-r.reply:

@@ -29,13 +29,28 @@ type Timer interface {
 
 // SystemClock returns the clock of the operating system (time.Now and
 // time.AfterFunc).
-func SystemClock() Clock { return systemClock{} }
+//
+// The engine reads it through UnixNano: the wall time when the clock was
+// made plus the monotonic time elapsed since, which costs one clock read
+// instead of two and never goes backwards when the wall clock is stepped.
+func SystemClock() Clock { return &systemClock{start: time.Now()} }
 
-type systemClock struct{}
+type systemClock struct {
+	start time.Time // carries a monotonic reading
+}
 
-func (systemClock) Now() time.Time { return time.Now() }
+func (*systemClock) Now() time.Time { return time.Now() }
 
-func (systemClock) AfterFunc(d time.Duration, f func()) Timer { return time.AfterFunc(d, f) }
+func (*systemClock) AfterFunc(d time.Duration, f func()) Timer { return time.AfterFunc(d, f) }
+
+// UnixNano is the engine's time in unix nanoseconds (see SystemClock).
+func (c *systemClock) UnixNano() int64 { return c.start.UnixNano() + int64(time.Since(c.start)) }
+
+// unixNanoClock is implemented by clocks that can give the engine's time
+// more cheaply than Now().UnixNano().
+type unixNanoClock interface {
+	UnixNano() int64
+}
 
 // FakeClock is a manual clock for tests: time moves only when Advance is
 // called, and timers whose time has come fire from inside Advance, in

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -19,17 +20,21 @@ const (
 // Engine is the embedded lock engine: one goroutine owns the lock table and
 // serves the commands callers send it. It is safe for concurrent use.
 type Engine struct {
-	cfg     Config
-	reqc    chan *request // never closed: senders also watch done
-	closing chan struct{}
-	done    chan struct{}
-	once    sync.Once
-	keys    atomic.Int64
+	cfg  Config
+	now  func() int64  // live mode: the clock in unix nanoseconds
+	reqc chan *request // never closed: senders also watch done
+	// signal wakes the loop for the timer or for Close (stopping tells
+	// which): one channel, so an idle loop parks on two channels only.
+	signal   chan struct{}
+	stopping atomic.Bool
+	done     chan struct{} // closed by the loop: it processes nothing more
+	exited   chan struct{} // closed by the loop as it returns
+	once     sync.Once
+	keys     atomic.Int64
 
 	// Owned by the loop goroutine.
 	t        *table
-	timer    Timer         // live mode only
-	wake     chan struct{} // the timer's signal; nil in replicated mode
+	timer    Timer // live mode only
 	armed    bool
 	armedAt  int64
 	replies  []*request // answers of the current batch, sent after it
@@ -44,17 +49,21 @@ func New(cfg Config) (*Engine, error) {
 	}
 	cfg = cfg.withDefaults()
 	e := &Engine{
-		cfg:     cfg,
-		reqc:    make(chan *request, queueLen),
-		closing: make(chan struct{}),
-		done:    make(chan struct{}),
-		t:       newTable(cfg.MaxKeys, cfg.MaxWaitersPerKey),
+		cfg:    cfg,
+		reqc:   make(chan *request, queueLen),
+		signal: make(chan struct{}, 1),
+		done:   make(chan struct{}),
+		exited: make(chan struct{}),
+		t:      newTable(cfg.MaxKeys, cfg.MaxWaitersPerKey),
 	}
 	if !cfg.Replicated {
-		e.wake = make(chan struct{}, 1)
-		e.timer = cfg.Clock.AfterFunc(time.Hour, e.onTimer)
+		e.now = func() int64 { return cfg.Clock.Now().UnixNano() }
+		if c, ok := cfg.Clock.(unixNanoClock); ok {
+			e.now = c.UnixNano
+		}
+		e.timer = cfg.Clock.AfterFunc(time.Hour, e.poke)
 		e.timer.Stop()
-		e.t.advance(cfg.Clock.Now().UnixNano())
+		e.t.advance(e.now())
 	}
 	go e.run()
 	return e, nil
@@ -64,8 +73,11 @@ func New(cfg Config) (*Engine, error) {
 // AcquireWait is answered with drivers.ErrClosed; later calls return it
 // too. Close is idempotent and returns once the loop has exited.
 func (e *Engine) Close() error {
-	e.once.Do(func() { close(e.closing) })
-	<-e.done
+	e.once.Do(func() {
+		e.stopping.Store(true)
+		e.poke()
+	})
+	<-e.exited
 	return nil
 }
 
@@ -73,42 +85,80 @@ func (e *Engine) Close() error {
 // cheap (an atomic load), for metrics.
 func (e *Engine) Len() int { return int(e.keys.Load()) }
 
-// onTimer runs on the timer's goroutine; it only nudges the loop.
-func (e *Engine) onTimer() {
+// poke nudges the loop without ever blocking; it runs on the timer's
+// goroutine or in Close. A pending nudge is enough for both.
+func (e *Engine) poke() {
 	select {
-	case e.wake <- struct{}{}:
+	case e.signal <- struct{}{}:
 	default:
 	}
 }
 
+// signalled handles a nudge; it reports whether the loop must stop.
+func (e *Engine) signalled() bool {
+	if e.stopping.Load() {
+		e.shutdown()
+		return true
+	}
+	if !e.cfg.Replicated {
+		e.armed = false
+		e.process(nil)
+	}
+	return false
+}
+
 // run is the loop: the only goroutine that touches the table. It exits
-// when Close is called.
+// when Close is called. While requests keep coming it receives without
+// a blocking select, and checks the timer and Close with a cheap
+// non-blocking receive after each batch.
 func (e *Engine) run() {
+	defer close(e.exited)
 	batch := make([]*request, 0, maxBatch)
 	for {
+		var r *request
 		select {
-		case r := <-e.reqc:
-			batch = append(batch[:0], r)
-		drain:
-			for len(batch) < maxBatch {
-				select {
-				case r := <-e.reqc:
-					batch = append(batch, r)
-				default:
-					break drain
+		case r = <-e.reqc:
+		default:
+			select {
+			case r = <-e.reqc:
+			case <-e.signal:
+				if e.signalled() {
+					return
 				}
+				continue
 			}
-			e.process(batch)
-			clear(batch)
-		case <-e.wake:
-			e.armed = false
-			e.process(nil)
-		case <-e.closing:
-			e.shutdown()
-			close(e.done)
-			return
+		}
+		batch = append(batch[:0], r)
+		batch = e.drain(batch)
+		if len(batch) == 1 {
+			// Alone: let the callers that are runnable send theirs, then
+			// take them all in one batch (cheap when nobody else runs).
+			runtime.Gosched()
+			batch = e.drain(batch)
+		}
+		e.process(batch)
+		clear(batch)
+		select {
+		case <-e.signal:
+			if e.signalled() {
+				return
+			}
+		default:
 		}
 	}
+}
+
+// drain appends the requests already waiting, without blocking.
+func (e *Engine) drain(batch []*request) []*request {
+	for len(batch) < maxBatch {
+		select {
+		case r := <-e.reqc:
+			batch = append(batch, r)
+		default:
+			return batch
+		}
+	}
+	return batch
 }
 
 // process applies one batch. In live mode it first reads the clock once
@@ -119,7 +169,7 @@ func (e *Engine) run() {
 func (e *Engine) process(batch []*request) {
 	t := e.t
 	if !e.cfg.Replicated {
-		t.advance(e.cfg.Clock.Now().UnixNano())
+		t.advance(e.now())
 		e.handoffs = t.expireDue(e.handoffs[:0])
 		for i := range e.handoffs {
 			e.deliver(&e.handoffs[i])
@@ -155,18 +205,12 @@ func (e *Engine) deliver(o *outcome) {
 }
 
 // rearm points the timer at the earliest deadline. A timer already armed
-// for an earlier moment is left alone: it fires early, finds nothing due
-// and re-arms, which is cheaper than resetting it on every release.
+// for an earlier moment is left alone, and so is a timer whose table
+// emptied: it fires early, finds nothing due and re-arms. That is cheaper
+// than resetting the timer on every release.
 func (e *Engine) rearm() {
 	d, ok := e.t.nextDeadline()
-	if !ok {
-		if e.armed {
-			e.timer.Stop()
-			e.armed = false
-		}
-		return
-	}
-	if e.armed && e.armedAt <= d {
+	if !ok || (e.armed && e.armedAt <= d) {
 		return
 	}
 	e.armed = true
@@ -174,11 +218,15 @@ func (e *Engine) rearm() {
 	e.timer.Reset(time.Duration(d - e.t.now))
 }
 
-// shutdown answers everything that is waiting with ErrClosed.
+// shutdown stops the loop for good. done is closed FIRST, then the
+// request channel is drained: a caller that sent before done closed is
+// answered here, and a caller that sends later sees done closed right
+// after its send (see await). Blocked waiters are answered too.
 func (e *Engine) shutdown() {
 	if e.timer != nil {
 		e.timer.Stop()
 	}
+	close(e.done)
 	for {
 		select {
 		case r := <-e.reqc:

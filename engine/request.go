@@ -100,6 +100,21 @@ func (e *Engine) send(ctx context.Context, r *request) error {
 	}
 }
 
+// sentAfterClose reports whether the loop may never see r, which was just
+// sent: true when done is already closed. The loop answers every request
+// it receives before closing done and drains the channel after closing
+// it, so a request sent while done was open is always answered. This
+// check spares callers from waiting on the shared done channel, which
+// every caller would otherwise contend on.
+func (e *Engine) sentAfterClose() bool {
+	select {
+	case <-e.done:
+		return true
+	default:
+		return false
+	}
+}
+
 // roundTrip sends r and waits for its answer. On a nil return the answer
 // is in r and the caller puts r back; on an error the caller must not
 // touch r (the loop may still answer it).
@@ -107,15 +122,21 @@ func (e *Engine) roundTrip(ctx context.Context, r *request) error {
 	if err := e.send(ctx, r); err != nil {
 		return err
 	}
+	if e.sentAfterClose() {
+		return e.closedReply(r)
+	}
+	done := ctx.Done()
+	if done == nil {
+		<-r.reply
+		return nil
+	}
 	select {
 	case <-r.reply:
 		return nil
-	case <-ctx.Done():
+	case <-done:
 		// The command may still take effect; the loop answers into the
 		// buffered channel and nobody reads it.
 		return ctx.Err()
-	case <-e.done:
-		return e.closedReply(r)
 	}
 }
 
@@ -126,16 +147,16 @@ func (e *Engine) settle(ctx context.Context, r *request) error {
 	if err := e.send(ctx, r); err != nil {
 		return err
 	}
-	select {
-	case <-r.reply:
-		return nil
-	case <-e.done:
+	if e.sentAfterClose() {
 		return e.closedReply(r)
 	}
+	<-r.reply
+	return nil
 }
 
-// closedReply: the loop has exited, having answered everything it had
-// received; r was either answered or never received.
+// closedReply: done is closed, so r was either answered already or is
+// answered with ErrClosed by the final drain, or never seen. The caller
+// must not reuse r after an error.
 func (e *Engine) closedReply(r *request) error {
 	select {
 	case <-r.reply:

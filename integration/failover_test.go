@@ -49,10 +49,8 @@ func runLoad(ctx context.Context, c *client.Client, workers int, st *loadStats) 
 					st.firstAfter = time.Now()
 				}
 				st.mu.Unlock()
-				// Release may fail during the election; the next Acquire
-				// by a new owner then waits out nothing: it is a fresh key
-				// grant only once the old grant is gone, so retry the
-				// release until it is acknowledged.
+				// A release can fail while the leader changes; retry it so
+				// that the worker's next owner finds the key free.
 				for j := 0; j < 50 && ctx.Err() == nil; j++ {
 					if _, err := c.Release(ctx, key, fmt.Sprintf("w%d-%d", w, owner)); err == nil {
 						break
@@ -89,7 +87,7 @@ func TestCluster_KillLeaderUnderLoad(t *testing.T) {
 
 	// Let the load run and time pass on the held lock, so that a reset to
 	// the full TTL would show.
-	time.Sleep(4 * time.Second) // the workload runs meanwhile
+	time.Sleep(5 * time.Second) // the workload runs meanwhile
 	leader := c.waitLeader(10 * time.Second)
 	st.mu.Lock()
 	before := 0
@@ -154,8 +152,9 @@ func TestCluster_KillLeaderUnderLoad(t *testing.T) {
 	}
 	minLeft := heldTTL - now.Sub(sent) - 100*time.Millisecond // rounding to ms on the wire
 	// Lengthened at most by the time no leader counted (kill to recovery)
-	// plus the takeover grace (election timeout + lease) and scheduling slack.
-	maxLeft := heldTTL - now.Sub(acked) + st.firstAfter.Sub(killed) + 2*time.Second
+	// plus the takeover grace (election timeout + lease, 750ms), the time
+	// since the old leader's last entry (ticks every second) and slack.
+	maxLeft := heldTTL - now.Sub(acked) + st.firstAfter.Sub(killed) + 3*time.Second
 	t.Logf("held/before remaining %v (allowed %v..%v)", info.Remaining, minLeft, maxLeft)
 	if info.Remaining < minLeft {
 		t.Errorf("remaining TTL %v was cut short: at least %v expected", info.Remaining, minLeft)

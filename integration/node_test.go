@@ -19,7 +19,8 @@ import (
 // node is one lockcluster agent process and what it needs to restart.
 type node struct {
 	id, raftAddr, httpAddr, dataDir, logPath string
-	bootstrap                                string
+	// bootstrap or join: how the node finds its cluster on first start.
+	bootstrap, join string
 
 	mu   sync.Mutex
 	cmd  *exec.Cmd
@@ -87,8 +88,15 @@ func (c *testCluster) start(n *node) {
 	if err != nil {
 		c.t.Fatal(err)
 	}
-	cmd := exec.Command(binary, "agent", "--id", n.id, "--data-dir", n.dataDir,
-		"--raft-addr", n.raftAddr, "--http-addr", n.httpAddr, "--bootstrap", n.bootstrap, "--log-level", "debug")
+	args := []string{"agent", "--id", n.id, "--data-dir", n.dataDir,
+		"--raft-addr", n.raftAddr, "--http-addr", n.httpAddr, "--log-level", "debug"}
+	if n.bootstrap != "" {
+		args = append(args, "--bootstrap", n.bootstrap)
+	}
+	if n.join != "" {
+		args = append(args, "--join", n.join)
+	}
+	cmd := exec.Command(binary, args...)
 	cmd.Stdout, cmd.Stderr = logf, logf
 	cmd.Env = append(os.Environ(), "LOCKCLUSTER_TOKEN=") // no auth in these tests
 	if err := cmd.Start(); err != nil {

@@ -167,4 +167,3 @@ func TestRun_EndToEnd(t *testing.T) {
 		}
 	})
 }
-

@@ -24,7 +24,7 @@ type lockCluster struct {
 
 // buildLockcluster builds cmd/lockcluster of the repository at repo.
 func buildLockcluster(repo, dir string) (string, error) {
-	bin := filepath.Join(dir, "lockcluster")
+	bin := filepath.Join(dir, "lockcluster-bin")
 	cmd := exec.Command("go", "build", "-C", repo, "-o", bin, "./cmd/lockcluster")
 	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
 	if err := cmd.Run(); err != nil {

@@ -106,12 +106,13 @@ func benchMain(ctx context.Context, duration, warmup time.Duration, etcdBin, rep
 				target = cond + map[bool]string{true: " ok", false: " MISSED"}[ok]
 				failed = failed || !ok
 			}
+			fmt.Fprintf(os.Stderr, "%s %s: %.0f cycles/s\n", sc.name, sys.name, r.perSecond())
 			fmt.Fprintf(tw, "%s\t%s\t%.0f\t%s\t%s\t%s\t%s\t%d\t%s\t%s\t\n", sc.name, sys.name, r.perSecond(),
 				fmtDur(percentile(r.acquire, 50)), fmtDur(percentile(r.acquire, 99)),
 				fmtDur(percentile(r.release, 50)), fmtDur(percentile(r.release, 99)), r.errors, ratio, target)
-			_ = tw.Flush()
 		}
 	}
+	_ = tw.Flush()
 	if failed {
 		return 3
 	}

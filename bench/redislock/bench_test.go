@@ -2,7 +2,6 @@ package redislock
 
 import (
 	"context"
-	"fmt"
 	"strconv"
 	"testing"
 	"time"
@@ -11,6 +10,11 @@ import (
 
 	"github.com/zerotal/lock/drivers/redis/redistest"
 )
+
+// rounds is how many slices each library's cycles are cut into. The slices
+// of the two libraries alternate (ABBA order), so that a change of load on
+// a shared machine falls on both alike.
+const rounds = 10
 
 type scenario struct {
 	name    string
@@ -28,17 +32,19 @@ var scenarios = []scenario{
 	}},
 }
 
-// BenchmarkRedisLocks runs every scenario for redislock and then for the
-// zerotal driver on one redis-server, and logs zerotal/redislock ratios.
+// BenchmarkRedisLocks runs every scenario for redislock (the baseline) and
+// the zerotal driver on one redis-server, b.N cycles each, interleaved, and
+// reports both libraries' figures and their ratios.
 func BenchmarkRedisLocks(b *testing.B) {
 	srv := redistest.Start(b)
-	newClient := func() *goredis.Client {
-		c := goredis.NewClient(&goredis.Options{Addr: srv.Addr()})
-		b.Cleanup(func() { _ = c.Close() })
-		return c
+	opts, err := goredis.ParseURL(srv.URL())
+	if err != nil {
+		b.Fatal(err)
 	}
-	bsm := newBSM(newClient())
-	ours, err := newZerotal(newClient())
+	client := goredis.NewClient(opts)
+	b.Cleanup(func() { _ = client.Close() })
+	base := newBSM(client)
+	ours, err := newZerotal(context.Background(), srv.URL())
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -46,52 +52,60 @@ func BenchmarkRedisLocks(b *testing.B) {
 
 	for _, sc := range scenarios {
 		b.Run(sc.name, func(b *testing.B) {
-			got := map[string]result{}
-			for _, lib := range []struct {
-				name string
-				l    locker
-			}{{"redislock", bsm}, {"zerotal", ours}} {
-				b.Run(lib.name, func(b *testing.B) {
-					keyFor := sc.keyFor(lib.name + ":" + token()[:8])
-					ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
-					defer cancel()
-					b.ResetTimer()
-					res, err := run(ctx, lib.l, sc.workers, b.N, keyFor, sc.wait)
-					b.StopTimer()
-					if err != nil {
-						b.Fatal(err)
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+			defer cancel()
+			baseKeys := sc.keyFor("redislock:" + token()[:8])
+			ourKeys := sc.keyFor("zerotal:" + token()[:8])
+			var baseRes, ourRes result
+			b.ResetTimer()
+			for r := 0; r < rounds; r++ {
+				n := b.N / rounds
+				if r < b.N%rounds {
+					n++
+				}
+				if n == 0 {
+					continue
+				}
+				order := []bool{r%2 == 0, r%2 != 0} // true: baseline first
+				for _, baseFirst := range order {
+					if baseFirst {
+						res, err := run(ctx, base, sc.workers, n, baseKeys, sc.wait)
+						if err != nil {
+							b.Fatal(err)
+						}
+						baseRes.add(res)
+					} else {
+						res, err := run(ctx, ours, sc.workers, n, ourKeys, sc.wait)
+						if err != nil {
+							b.Fatal(err)
+						}
+						ourRes.add(res)
 					}
-					report(b, res)
-					got[lib.name] = res
-				})
+				}
 			}
-			logRatios(b, sc.name, got["redislock"], got["zerotal"])
+			b.StopTimer()
+			report(b, baseRes, ourRes)
 		})
 	}
 }
 
-func report(b *testing.B, r result) {
-	b.ReportMetric(r.perSecond(), "cycles/s")
-	b.ReportMetric(ms(percentile(r.acquire, 50)), "acq_p50_ms")
-	b.ReportMetric(ms(percentile(r.acquire, 99)), "acq_p99_ms")
-	if len(r.handoffs) > 0 {
-		b.ReportMetric(ms(percentile(r.handoffs, 50)), "handoff_p50_ms")
-	}
-}
-
-func logRatios(b *testing.B, name string, base, ours result) {
+func report(b *testing.B, base, ours result) {
 	if base.cycles == 0 || ours.cycles == 0 {
 		return
 	}
-	line := fmt.Sprintf("%s: zerotal/redislock throughput %.2fx (%.0f vs %.0f cycles/s), acquire p99 %.2fx (%v vs %v)",
-		name, ours.perSecond()/base.perSecond(), ours.perSecond(), base.perSecond(),
-		ratio(percentile(ours.acquire, 99), percentile(base.acquire, 99)),
-		percentile(ours.acquire, 99).Round(time.Microsecond), percentile(base.acquire, 99).Round(time.Microsecond))
-	if len(ours.handoffs) > 0 {
-		line += fmt.Sprintf(", hand-off p50 %v vs %v",
-			percentile(ours.handoffs, 50).Round(time.Microsecond), percentile(base.handoffs, 50).Round(time.Microsecond))
+	b.ReportMetric(0, "ns/op")
+	b.ReportMetric(ours.perSecond(), "zerotal_cycles/s")
+	b.ReportMetric(base.perSecond(), "redislock_cycles/s")
+	b.ReportMetric(ours.perSecond()/base.perSecond(), "throughput_x")
+	b.ReportMetric(ms(percentile(ours.acquire, 50)), "zerotal_p50_ms")
+	b.ReportMetric(ms(percentile(base.acquire, 50)), "redislock_p50_ms")
+	b.ReportMetric(ms(percentile(ours.acquire, 99)), "zerotal_p99_ms")
+	b.ReportMetric(ms(percentile(base.acquire, 99)), "redislock_p99_ms")
+	b.ReportMetric(ratio(percentile(ours.acquire, 99), percentile(base.acquire, 99)), "p99_x")
+	if len(ours.handoffs) > 0 && len(base.handoffs) > 0 {
+		b.ReportMetric(ms(percentile(ours.handoffs, 50)), "zerotal_handoff_p50_ms")
+		b.ReportMetric(ms(percentile(base.handoffs, 50)), "redislock_handoff_p50_ms")
 	}
-	b.Log(line)
 }
 
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }

@@ -33,11 +33,12 @@ func (l *bsmLocker) acquire(ctx context.Context, key string, wait bool) (func(co
 }
 
 // zerotalLocker is our driver, used directly: Acquire for a key nobody else
-// wants, AcquireWait (pub/sub wake-ups) to wait.
+// wants, AcquireWait (pub/sub wake-ups) to wait. It is opened from the URL,
+// as an application would, so it has its own client with default options.
 type zerotalLocker struct{ d *zredis.Driver }
 
-func newZerotal(client *goredis.Client) (*zerotalLocker, error) {
-	d, err := zredis.New(client)
+func newZerotal(ctx context.Context, url string) (*zerotalLocker, error) {
+	d, err := zredis.Open(ctx, zredis.Config{URL: url})
 	if err != nil {
 		return nil, err
 	}

@@ -27,6 +27,14 @@ type result struct {
 
 func (r result) perSecond() float64 { return float64(r.cycles) / r.elapsed.Seconds() }
 
+// add merges another slice of the same run into r.
+func (r *result) add(o result) {
+	r.cycles += o.cycles
+	r.elapsed += o.elapsed
+	r.acquire = append(r.acquire, o.acquire...)
+	r.handoffs = append(r.handoffs, o.handoffs...)
+}
+
 // run makes n cycles with the given number of workers. keyFor names the key
 // of a worker; when all workers share one key, hand-off latency is the time
 // from the start of a release to the grant that follows it.

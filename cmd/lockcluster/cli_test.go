@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"os"
 	"strings"
@@ -11,7 +10,8 @@ import (
 // runCLI runs the command line in-process with the given environment.
 func runCLI(t *testing.T, vars map[string]string, args ...string) (code int, stdout, stderr string) {
 	t.Helper()
-	var out, errb bytes.Buffer
+	// Locked: raft's connection readers may still log after a node stopped.
+	var out, errb lockedBuffer
 	e := &env{
 		stdin: strings.NewReader(""), stdout: &out, stderr: &errb,
 		getenv:  func(k string) string { return vars[k] },
@@ -95,8 +95,8 @@ func TestRun_ExitCodes(t *testing.T) {
 }
 
 func TestRun_RefreshesPastTheTTL(t *testing.T) {
-	code, stdout, stderr := runCLI(t, nil, "run", "--driver", "memory", "--key", "k", "--ttl", "150ms", "--",
-		"sh", "-c", "sleep 0.6; echo finished")
+	code, stdout, stderr := runCLI(t, nil, "run", "--driver", "memory", "--key", "k", "--ttl", "600ms", "--",
+		"sh", "-c", "sleep 1.5; echo finished")
 	if code != 0 || !strings.Contains(stdout, "finished") {
 		t.Fatalf("exit %d, stdout %q, stderr %q", code, stdout, stderr)
 	}

@@ -63,6 +63,12 @@ func commands() []command {
 func main() {
 	// SIGINT/SIGTERM cancel ctx: every command shuts down cleanly on it.
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	go func() {
+		// After the first signal, a second one kills the process at once
+		// (the default action), should a graceful stop hang.
+		<-ctx.Done()
+		stop()
+	}()
 	e := &env{stdin: os.Stdin, stdout: os.Stdout, stderr: os.Stderr, getenv: os.Getenv, environ: os.Environ()}
 	code := dispatch(ctx, e, os.Args[1:])
 	stop()

@@ -14,6 +14,10 @@ import (
 // while the subscription was reconnecting.
 const DefaultPollInterval = time.Second
 
+// DefaultPipelineAt is how many calls of one driver must be in flight at
+// once before they are batched into pipelines.
+const DefaultPipelineAt = 4
+
 // Config configures a Driver opened with Open. Set exactly one of URL and
 // Client.
 type Config struct {
@@ -30,6 +34,16 @@ type Config struct {
 	// PollInterval bounds how long a waiter goes without checking the key
 	// when no release message reaches it. Zero means DefaultPollInterval.
 	PollInterval time.Duration
+
+	// PipelineAt: when at least this many calls of the driver are in flight
+	// at once, this one included, they go through go-redis's auto-pipeliner,
+	// which sends concurrent commands in shared pipelines; with fewer, each
+	// call has a connection to itself. 1 always pipelines; a negative value
+	// never does. Zero means DefaultPipelineAt for a client the driver opens
+	// from URL, and never for an application's Client: go-redis keeps one
+	// pipeliner per client and the first configuration wins, so the driver
+	// does not create it unless asked to.
+	PipelineAt int
 
 	// Logger receives the driver's few messages (subscription trouble).
 	// Nil means no logging.
@@ -68,6 +82,11 @@ type Option func(*Config)
 // WithPollInterval sets Config.PollInterval.
 func WithPollInterval(d time.Duration) Option {
 	return func(c *Config) { c.PollInterval = d }
+}
+
+// WithPipelineAt sets Config.PipelineAt.
+func WithPipelineAt(n int) Option {
+	return func(c *Config) { c.PipelineAt = n }
 }
 
 // WithLogger sets Config.Logger.

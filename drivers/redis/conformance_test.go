@@ -14,15 +14,27 @@ import (
 
 // urlHarness opens every handle from the server's URL, so each has its own
 // connection pool and subscription, as separate processes would.
-type urlHarness struct{ url string }
+type urlHarness struct {
+	url        string
+	pipelineAt int
+}
 
 func (h urlHarness) NewDriver(ctx context.Context) (drivers.Driver, error) {
-	return redis.Open(ctx, redis.Config{URL: h.url})
+	return redis.Open(ctx, redis.Config{URL: h.url, PipelineAt: h.pipelineAt})
 }
 
 func TestConformance(t *testing.T) {
 	srv := redistest.Start(t)
 	driverstest.Run(t, func(t *testing.T) driverstest.Harness { return urlHarness{url: srv.URL()} })
+}
+
+// TestConformance_Pipelined sends every call through the auto-pipeliner,
+// which the default settings use only under concurrency.
+func TestConformance_Pipelined(t *testing.T) {
+	srv := redistest.Start(t)
+	driverstest.Run(t, func(t *testing.T) driverstest.Harness {
+		return urlHarness{url: srv.URL(), pipelineAt: 1}
+	})
 }
 
 // clusterHarness gives every handle its own cluster client, passed in with

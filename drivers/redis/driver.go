@@ -2,6 +2,7 @@ package redis
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"sync/atomic"
@@ -19,6 +20,11 @@ type Driver struct {
 	client     goredis.UniversalClient
 	ownsClient bool
 	cfg        Config
+
+	// pipe batches calls into pipelines when many are in flight (nil when
+	// disabled); inflight counts the calls under way.
+	pipe     goredis.Scripter
+	inflight atomic.Int64
 
 	closed    atomic.Bool
 	closeOnce sync.Once
@@ -55,12 +61,24 @@ func Open(ctx context.Context, cfg Config) (*Driver, error) {
 	client := goredis.NewClient(opts)
 	if err := client.Ping(ctx).Err(); err != nil {
 		_ = client.Close()
-		if ctx.Err() != nil {
-			return nil, fmt.Errorf("redis: open %s: %w", redactedURL(cfg.URL), ctx.Err())
-		}
-		return nil, drivers.Unavailable("open "+redactedURL(cfg.URL), err)
+		return nil, openError(ctx, cfg.URL, err)
 	}
 	return newDriver(client, true, cfg), nil
+}
+
+// openError explains why the first PING failed. A refused password or an
+// unknown database is a configuration mistake, not an outage, so only
+// network trouble and "cannot serve now" replies match ErrUnavailable.
+func openError(ctx context.Context, rawURL string, err error) error {
+	where := redactedURL(rawURL)
+	if ctx.Err() != nil {
+		return fmt.Errorf("redis: open %s: %w", where, ctx.Err())
+	}
+	var reply goredis.Error
+	if errors.As(err, &reply) && !isUnavailableReply(reply.Error()) {
+		return fmt.Errorf("redis: open %s: %w", where, err)
+	}
+	return drivers.Unavailable("open "+where, err)
 }
 
 // New returns a Driver on a client the application already has: a plain,
@@ -80,6 +98,11 @@ func newDriver(client goredis.UniversalClient, owns bool, cfg Config) *Driver {
 		cfg:        cfg,
 		done:       make(chan struct{}),
 	}
+	if at := cfg.PipelineAt; at > 0 || (at == 0 && owns) {
+		if ap, err := client.AutoPipeline(); err == nil {
+			d.pipe = ap
+		}
+	}
 	d.hub = newHub(client, cfg.PollInterval, cfg.Logger)
 	return d
 }
@@ -98,7 +121,7 @@ func (d *Driver) acquire(ctx context.Context, key, owner string, ttl time.Durati
 		return 0, false, 0, err
 	}
 	ks := keysFor(key)
-	res, err := acquireScript.Run(ctx, d.client, []string{ks.lock, ks.fence}, owner, millis(ttl)).Int64Slice()
+	res, err := d.run(ctx, acquireScript, []string{ks.lock, ks.fence}, owner, millis(ttl)).Int64Slice()
 	if err != nil {
 		return 0, false, 0, d.translate(ctx, "acquire", key, err)
 	}
@@ -114,21 +137,28 @@ func (d *Driver) acquire(ctx context.Context, key, owner string, ttl time.Durati
 	return 0, false, time.Duration(res[1]) * time.Millisecond, nil
 }
 
-// Release deletes key if owner holds it and wakes the key's waiters.
+// Release deletes key if owner holds it and wakes the key's waiters. When
+// the releasing process itself has waiters for the key and no other process
+// waits for it, the key goes straight to the first of them in the same
+// script (see handoff.go).
 func (d *Driver) Release(ctx context.Context, key, owner string) (bool, error) {
 	if err := d.usable(ctx, "release", key); err != nil {
 		return false, err
 	}
 	ks := keysFor(key)
-	n, err := releaseScript.Run(ctx, d.client, []string{ks.lock}, owner, ks.channel).Int64()
+	if w, ownSubs := d.hub.beginHandoff(ks.channel); w != nil {
+		return d.handOff(ctx, key, owner, ks, w, ownSubs)
+	}
+	return d.releaseFor(ctx, key, ks, owner)
+}
+
+// releaseFor is the plain owner-guarded release, published to waiters.
+func (d *Driver) releaseFor(ctx context.Context, key string, ks keyspace, owner string) (bool, error) {
+	n, err := d.run(ctx, releaseScript, []string{ks.lock}, owner, ks.channel).Int64()
 	if err != nil {
 		return false, d.translate(ctx, "release", key, err)
 	}
-	if n != 1 {
-		return false, nil
-	}
-	d.hub.released(ks.channel, owner)
-	return true, nil
+	return n == 1, nil
 }
 
 // Extend sets key's TTL to ttl from now if owner still holds it. It never
@@ -138,7 +168,7 @@ func (d *Driver) Extend(ctx context.Context, key, owner string, ttl time.Duratio
 		return false, err
 	}
 	ks := keysFor(key)
-	n, err := extendScript.Run(ctx, d.client, []string{ks.lock}, owner, millis(ttl)).Int64()
+	n, err := d.run(ctx, extendScript, []string{ks.lock}, owner, millis(ttl)).Int64()
 	if err != nil {
 		return false, d.translate(ctx, "extend", key, err)
 	}
@@ -151,7 +181,7 @@ func (d *Driver) ForceRelease(ctx context.Context, key string) error {
 		return err
 	}
 	ks := keysFor(key)
-	if err := forceReleaseScript.Run(ctx, d.client, []string{ks.lock}, ks.channel).Err(); err != nil {
+	if err := d.run(ctx, forceReleaseScript, []string{ks.lock}, ks.channel).Err(); err != nil {
 		return d.translate(ctx, "force release", key, err)
 	}
 	return nil
@@ -183,6 +213,29 @@ func (d *Driver) Close() error {
 		}
 	})
 	return err
+}
+
+// run runs a script, through the auto-pipeliner when at least PipelineAt
+// calls are in flight. Alone, a call goes straight to a connection: the
+// pipeliner's extra hand-over between goroutines would only add latency to
+// a chain of calls that wait for each other, such as a lock handed from
+// one waiter to the next. Many concurrent calls share few writes and reads
+// instead of one each, which is what Redis spends most of its time on.
+func (d *Driver) run(ctx context.Context, s *goredis.Script, keys []string, args ...any) *goredis.Cmd {
+	n := d.inflight.Add(1)
+	defer d.inflight.Add(-1)
+	var c goredis.Scripter = d.client
+	if d.pipe != nil && n >= int64(d.pipelineAt()) {
+		c = d.pipe
+	}
+	return s.Run(ctx, c, keys, args...)
+}
+
+func (d *Driver) pipelineAt() int {
+	if d.cfg.PipelineAt > 0 {
+		return d.cfg.PipelineAt
+	}
+	return DefaultPipelineAt
 }
 
 // usable reports, before any network call, a closed driver or a context

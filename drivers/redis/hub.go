@@ -18,12 +18,10 @@ const idleUnsubscribe = 30 * time.Second
 
 // hub is the driver's one pub/sub subscription and its local waiters.
 //
-// Each lock key has a channel on which Release and ForceRelease publish.
-// The hub subscribes to the channel of every key that has local waiters, on
-// a single connection, and keeps per key a FIFO of waiters. Only the head
-// of a queue competes for the key; the others wait to become head. So this
-// process serves its waiters in arrival order and sends one attempt per
-// release rather than one per waiter.
+// Each lock key has a channel on which releases are published. The hub
+// subscribes to the channel of every key that has local waiters, all on a
+// single connection, and keeps per key a FIFO of waiters (queue.go). Only
+// the head of a queue competes for the key; the others wait to become head.
 type hub struct {
 	client goredis.UniversalClient
 	poll   time.Duration
@@ -41,40 +39,15 @@ type hub struct {
 	wg     sync.WaitGroup // the dispatcher
 }
 
-// queue is the waiters of one key in this process.
-type queue struct {
-	channel   string
-	waiters   []*waiter // arrival order; waiters[0] is the head
-	pending   int       // SUBSCRIBE confirmations still to come
-	confirmed bool      // Redis has confirmed the subscription
-	idleSince time.Time // when the last waiter left; zero while any wait
-	// echoes are owners whose release this process already turned into a
-	// wake-up; their release message is skipped when it comes back.
-	echoes map[string]struct{}
-}
-
-// maxEchoes bounds queue.echoes: messages lost while reconnecting never
-// come back to remove their entry.
-const maxEchoes = 64
-
-// waiter is one AcquireWait call. Its fields other than wake are guarded by
-// hub.mu.
-type waiter struct {
-	q    *queue
-	wake chan struct{} // capacity 1: wake-ups coalesce, never block
-	// retryAt is when the head should next try the key; zero means at once.
-	retryAt time.Time
-}
-
 func newHub(client goredis.UniversalClient, poll time.Duration, log hclog.Logger) *hub {
 	return &hub{client: client, poll: poll, log: log, queues: make(map[string]*queue)}
 }
 
 // join queues a new waiter for channel, subscribing to it when this is the
-// first waiter of the key. When the subscription is already confirmed, the
+// first waiter of the key. When the subscription is already confirmed, a
 // new head is told to try at once: a release may have happened between its
 // failed attempt and now, and nobody would have woken it.
-func (h *hub) join(ctx context.Context, channel string) (*waiter, error) {
+func (h *hub) join(ctx context.Context, channel, owner string, ttl time.Duration) (*waiter, error) {
 	h.subMu.Lock()
 	defer h.subMu.Unlock()
 
@@ -90,7 +63,7 @@ func (h *hub) join(ctx context.Context, channel string) (*waiter, error) {
 		q = &queue{channel: channel, pending: 1}
 		h.queues[channel] = q
 	}
-	w := &waiter{q: q, wake: make(chan struct{}, 1)}
+	w := &waiter{q: q, owner: owner, ttl: ttl, wake: make(chan struct{}, 1)}
 	q.waiters = append(q.waiters, w)
 	q.idleSince = time.Time{}
 	if len(q.waiters) == 1 && q.confirmed {
@@ -122,68 +95,6 @@ func (h *hub) startLocked() {
 	go h.dispatch(msgs)
 }
 
-// leave removes w from its queue. When w was the head, the next waiter
-// becomes head: if w was granted the key, the new head waits for the next
-// release (or at most ttl); otherwise it tries at once.
-func (h *hub) leave(w *waiter, granted bool, ttl time.Duration) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	q := w.q
-	i := indexOf(q.waiters, w)
-	if i < 0 {
-		return
-	}
-	q.waiters = append(q.waiters[:i], q.waiters[i+1:]...)
-	if len(q.waiters) == 0 {
-		q.idleSince = time.Now()
-		return
-	}
-	if i == 0 {
-		head := q.waiters[0]
-		head.retryAt = time.Time{}
-		if granted {
-			head.retryAt = time.Now().Add(ttl)
-		}
-		signal(head)
-	}
-}
-
-// waiting reports whether this process already has waiters for channel.
-func (h *hub) waiting(channel string) bool {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	q := h.queues[channel]
-	return q != nil && len(q.waiters) > 0
-}
-
-// released is told of a successful Release by this process. It wakes the
-// key's first waiter at once instead of after the message's round trip
-// through Redis, and remembers the owner so that the message, when it
-// arrives, does not wake the next waiter for nothing.
-func (h *hub) released(channel, owner string) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	q := h.queues[channel]
-	if q == nil || len(q.waiters) == 0 {
-		return
-	}
-	if q.echoes == nil || len(q.echoes) >= maxEchoes {
-		q.echoes = make(map[string]struct{})
-	}
-	q.echoes[owner] = struct{}{}
-	h.wakeHeadLocked(q)
-}
-
-// turn reports whether w is the head of its queue and when it should try.
-func (h *hub) turn(w *waiter) (head bool, retryAt time.Time) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if len(w.q.waiters) == 0 || w.q.waiters[0] != w {
-		return false, time.Time{}
-	}
-	return true, w.retryAt
-}
-
 // dispatch routes messages from the subscription to the queues until the
 // subscription is closed.
 func (h *hub) dispatch(msgs <-chan interface{}) {
@@ -208,15 +119,9 @@ func (h *hub) handle(m interface{}) {
 	defer h.mu.Unlock()
 	switch m := m.(type) {
 	case *goredis.Message:
-		q := h.queues[m.Channel]
-		if q == nil {
-			return
+		if q := h.queues[m.Channel]; q != nil {
+			q.wakeHead()
 		}
-		if _, echo := q.echoes[m.Payload]; echo {
-			delete(q.echoes, m.Payload)
-			return
-		}
-		h.wakeHeadLocked(q)
 	case *goredis.Subscription:
 		// A confirmation also arrives after go-redis reconnected and
 		// subscribed again; releases published in between are lost, so
@@ -231,18 +136,9 @@ func (h *hub) handle(m interface{}) {
 			if q.pending == 0 {
 				q.confirmed = true
 			}
-			h.wakeHeadLocked(q)
+			q.wakeHead()
 		}
 	}
-}
-
-func (h *hub) wakeHeadLocked(q *queue) {
-	if len(q.waiters) == 0 {
-		return
-	}
-	head := q.waiters[0]
-	head.retryAt = time.Time{}
-	signal(head)
 }
 
 // sweep unsubscribes from the channels of keys that have had no local
@@ -289,21 +185,4 @@ func (h *hub) close() {
 		_ = ps.Close()
 	}
 	h.wg.Wait()
-}
-
-// signal wakes w without blocking; a pending wake-up already covers it.
-func signal(w *waiter) {
-	select {
-	case w.wake <- struct{}{}:
-	default:
-	}
-}
-
-func indexOf(ws []*waiter, w *waiter) int {
-	for i, x := range ws {
-		if x == w {
-			return i
-		}
-	}
-	return -1
 }

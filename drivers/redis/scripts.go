@@ -7,13 +7,8 @@ import goredis "github.com/redis/go-redis/v9"
 // know the SHA (after a restart or SCRIPT FLUSH), which also loads them
 // again: goredis.Script.Run does exactly that.
 
-// acquireScript takes a free key, or refreshes it for the owner that holds
-// it, together with the fence.
-//
-// KEYS[1] lock, KEYS[2] fence; ARGV[1] owner, ARGV[2] TTL in milliseconds.
-// Reply {1, fence} when granted or refreshed, {0, remaining TTL in ms} when
-// another owner holds the key. The free key is the common case, so the
-// script tries SET NX first.
+// nextFence is the Lua that hands out a new fence for the key whose fence
+// counter is KEYS[2], leaving it in the local variable fence.
 //
 // A new fence is max(last fence + 1, server time in microseconds). The
 // counter alone would restart at 1 when the counter key is lost: a restart
@@ -22,14 +17,27 @@ import goredis "github.com/redis/go-redis/v9"
 // fences growing across both, as long as the server clock does not step
 // back. replicate_commands makes Redis before 5.0 replicate the effects
 // rather than the script, which TIME requires; later versions always do.
-var acquireScript = goredis.NewScript(`
-if redis.replicate_commands then redis.replicate_commands() end
+const nextFence = `
+local now = redis.call('TIME')
+local fence = now[1] * 1000000 + now[2]
+local last = tonumber(redis.call('GET', KEYS[2]))
+if last and fence <= last then fence = last + 1 end
+redis.call('SET', KEYS[2], string.format('%.0f', fence))
+`
+
+const replicateEffects = `if redis.replicate_commands then redis.replicate_commands() end
+`
+
+// acquireScript takes a free key, or refreshes it for the owner that holds
+// it, together with the fence.
+//
+// KEYS[1] lock, KEYS[2] fence; ARGV[1] owner, ARGV[2] TTL in milliseconds.
+// Reply {1, fence} when granted or refreshed, {0, remaining TTL in ms} when
+// another owner holds the key. The free key is the common case, so the
+// script tries SET NX first.
+var acquireScript = goredis.NewScript(replicateEffects + `
 if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then
-  local now = redis.call('TIME')
-  local fence = now[1] * 1000000 + now[2]
-  local last = tonumber(redis.call('GET', KEYS[2]))
-  if last and fence <= last then fence = last + 1 end
-  redis.call('SET', KEYS[2], string.format('%.0f', fence))
+` + nextFence + `
   return {1, fence}
 end
 if redis.call('GET', KEYS[1]) == ARGV[1] then
@@ -40,17 +48,44 @@ return {0, redis.call('PTTL', KEYS[1])}
 `)
 
 // releaseScript deletes the key if the owner holds it and publishes the
-// release so that waiters wake up. The message is the released owner, so
-// that the releasing process can tell its own releases apart.
+// release so that waiters wake up.
 //
 // KEYS[1] lock; ARGV[1] owner, ARGV[2] channel. Reply 1 when deleted.
 var releaseScript = goredis.NewScript(`
 if redis.call('GET', KEYS[1]) == ARGV[1] then
   redis.call('DEL', KEYS[1])
-  redis.call('PUBLISH', ARGV[2], ARGV[1])
+  redis.call('PUBLISH', ARGV[2], 'released')
   return 1
 end
 return 0
+`)
+
+// handOffScript releases the key and grants it in the same step to the
+// next waiter of the releasing process, unless some other process waits
+// for the key too: then it releases and publishes like releaseScript, so
+// that every waiter has its chance.
+//
+// Other processes are seen through the subscriber count of the key's
+// channel: each waiting driver keeps one subscription on it. ARGV[5] is how
+// many of those are the releasing driver's own (1, or 0 while its
+// subscription is not confirmed).
+//
+// KEYS[1] lock, KEYS[2] fence; ARGV[1] owner, ARGV[2] next owner,
+// ARGV[3] its TTL in milliseconds, ARGV[4] channel, ARGV[5] own
+// subscriptions. Reply -1 when the owner did not hold the key, 0 when it
+// was released for all, else the fence of the grant to the next owner.
+var handOffScript = goredis.NewScript(replicateEffects + `
+if redis.call('GET', KEYS[1]) ~= ARGV[1] then
+  return -1
+end
+if redis.call('PUBSUB', 'NUMSUB', ARGV[4])[2] > tonumber(ARGV[5]) then
+  redis.call('DEL', KEYS[1])
+  redis.call('PUBLISH', ARGV[4], 'released')
+  return 0
+end
+` + nextFence + `
+redis.call('SET', KEYS[1], ARGV[2], 'PX', ARGV[3])
+return fence
 `)
 
 // extendScript sets a new TTL if the owner still holds the key. It never

@@ -8,8 +8,8 @@ import (
 	"github.com/zerotal/lock/drivers"
 )
 
-// cleanupTimeout bounds the release sent on behalf of a waiter whose
-// context ended while its attempt was in flight.
+// cleanupTimeout bounds the release sent on behalf of a waiter that gave
+// up while a grant to it may have been under way.
 const cleanupTimeout = time.Second
 
 // AcquireWait blocks until key is granted to owner, ctx ends or the driver
@@ -20,39 +20,48 @@ const cleanupTimeout = time.Second
 // waiter, which tries the key. A failed attempt tells how long the holder
 // has left, so the waiter also tries when the lock would expire on its own,
 // and at least every PollInterval in case a message was lost. Waiters in
-// one process are served in arrival order; across processes, whoever
-// reacts first to a release wins. opts.RetryDelay is not used.
+// one process are served in arrival order, and a release by the same
+// process hands the key straight to the next of them when no other process
+// waits for it; across processes, whoever reacts first to a release wins.
+// opts.RetryDelay is not used.
 //
 // Redis being unreachable ends the wait with an error matching
 // ErrUnavailable.
 func (d *Driver) AcquireWait(ctx context.Context, key, owner string, ttl time.Duration, _ drivers.WaitOptions) (uint64, error) {
 	channel := keysFor(key).channel
-	var (
-		fence     uint64
-		ok        bool
-		holderTTL = d.cfg.PollInterval
-		err       error
-	)
+	holderTTL := d.cfg.PollInterval
 	// Try at once, unless this process already has waiters for the key:
 	// then take a place behind them rather than overtake them (a holder
 	// that releases and asks again would otherwise win every time).
 	if !d.hub.waiting(channel) {
-		fence, ok, holderTTL, err = d.acquire(ctx, key, owner, ttl)
+		fence, ok, left, err := d.acquire(ctx, key, owner, ttl)
 		if err != nil {
 			return 0, d.abandon(ctx, key, owner, err)
 		}
 		if ok {
 			return fence, nil
 		}
+		holderTTL = left
 	}
 
-	w, err := d.hub.join(ctx, channel)
+	w, err := d.hub.join(ctx, channel, owner, ttl)
 	if err != nil {
 		return 0, err
 	}
-	granted := false
-	defer func() { d.hub.leave(w, granted, ttl) }()
+	fence, err := d.wait(ctx, key, w, holderTTL)
+	if err != nil {
+		// A hand-off may have given w the key just as it gave up.
+		if handedOff, _ := d.hub.leave(w, false); handedOff {
+			d.releaseAbandoned(ctx, key, owner)
+		}
+		return 0, err
+	}
+	return fence, nil
+}
 
+// wait is the waiting loop of w; it returns once w holds the key. On
+// success w has left its queue.
+func (d *Driver) wait(ctx context.Context, key string, w *waiter, holderTTL time.Duration) (uint64, error) {
 	timer := time.NewTimer(d.nextTry(holderTTL))
 	defer timer.Stop()
 	for {
@@ -62,44 +71,62 @@ func (d *Driver) AcquireWait(ctx context.Context, key, owner string, ttl time.Du
 		case <-d.done:
 			return 0, drivers.ErrClosed
 		case <-w.wake:
-			head, retryAt := d.hub.turn(w)
-			if !head {
+			st := d.hub.turn(w)
+			if st.granted {
+				return st.fence, nil
+			}
+			if !st.head || st.busy {
 				continue
 			}
-			if wait := time.Until(retryAt); wait > 0 {
+			if wait := time.Until(st.retryAt); wait > 0 {
 				timer.Reset(min(wait, d.cfg.PollInterval))
 				continue
 			}
 		case <-timer.C:
-			if head, _ := d.hub.turn(w); !head {
+			st := d.hub.turn(w)
+			if st.granted {
+				return st.fence, nil
+			}
+			if !st.head || st.busy {
 				timer.Reset(d.cfg.PollInterval)
 				continue
 			}
 		}
 
-		fence, ok, holderTTL, err = d.acquire(ctx, key, owner, ttl)
+		fence, ok, left, err := d.acquire(ctx, key, w.owner, w.ttl)
 		if err != nil {
-			return 0, d.abandon(ctx, key, owner, err)
+			if ctx.Err() != nil {
+				d.releaseAbandoned(ctx, key, w.owner)
+			}
+			return 0, err
 		}
 		if ok {
-			granted = true
+			d.hub.leave(w, true)
 			return fence, nil
 		}
-		timer.Reset(d.nextTry(holderTTL))
+		timer.Reset(d.nextTry(left))
 	}
 }
 
-// abandon handles a failed attempt. When the caller's context ended while
-// the attempt was in flight, Redis may have granted the key all the same;
-// the grant is released (the release is owner-guarded, so it cannot touch
-// anyone else's lock) so that the key does not stay blocked for a TTL.
+// abandon handles a failed first attempt: when the caller's context ended
+// while it was in flight, Redis may have granted the key all the same.
 func (d *Driver) abandon(ctx context.Context, key, owner string, err error) error {
-	if ctx.Err() != nil && !d.closed.Load() {
-		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
-		_, _ = d.Release(cctx, key, owner)
-		cancel()
+	if ctx.Err() != nil {
+		d.releaseAbandoned(ctx, key, owner)
 	}
 	return err
+}
+
+// releaseAbandoned releases a grant that the waiter gave up on. The release
+// is owner-guarded, so it cannot touch anyone else's lock, and spares the
+// other waiters a TTL of waiting for a holder that does not exist.
+func (d *Driver) releaseAbandoned(ctx context.Context, key, owner string) {
+	if d.closed.Load() {
+		return
+	}
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
+	defer cancel()
+	_, _ = d.releaseFor(cctx, key, keysFor(key), owner)
 }
 
 // nextTry is how long a head waiter sleeps after a failed attempt: until

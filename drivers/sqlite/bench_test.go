@@ -2,6 +2,7 @@ package sqlite_test
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"database/sql"
 	"encoding/json"
@@ -53,6 +54,7 @@ type scenario struct {
 type phase struct {
 	rate     float64 // cycles per second, all processes together
 	p50, p99 time.Duration
+	fairness float64 // cycles of the slowest process / of the fastest
 }
 
 func runPhase(b *testing.B, kind string, sc scenario, dir string) phase {
@@ -116,7 +118,14 @@ func mergePhase(rs []benchResult) phase {
 			total += w
 		}
 	}
-	slices.SortFunc(samples, func(a, b sample) int { return int(a.ns - b.ns) })
+	lo, hi := int64(math.MaxInt64), int64(0)
+	for _, r := range rs {
+		lo, hi = min(lo, r.Cycles), max(hi, r.Cycles)
+	}
+	if hi > 0 {
+		ph.fairness = float64(lo) / float64(hi)
+	}
+	slices.SortFunc(samples, func(a, b sample) int { return cmp.Compare(a.ns, b.ns) })
 	at := func(p float64) time.Duration {
 		var acc float64
 		for _, s := range samples {
@@ -147,6 +156,10 @@ func benchScenario(b *testing.B, sc scenario) {
 	b.ReportMetric(float64(drv.p99.Microseconds()), "driver-p99-µs")
 	b.ReportMetric(float64(base.p50.Microseconds()), "sql-p50-µs")
 	b.ReportMetric(float64(base.p99.Microseconds()), "sql-p99-µs")
+	if sc.procs > 1 {
+		b.ReportMetric(drv.fairness, "driver-min/max-proc")
+		b.ReportMetric(base.fairness, "sql-min/max-proc")
+	}
 }
 
 // BenchmarkCycle_Spread4x8: 4 processes x 8 workers, each worker its own key.
@@ -342,4 +355,48 @@ func benchCycle(ctx context.Context, kind, path string, workers int, oneKey bool
 func isBusyErr(err error) bool {
 	var se interface{ Code() int }
 	return errors.As(err, &se) && se.Code()&0xff == 5
+}
+
+// BenchmarkCycle_Serial: one worker in this process, one key. The kinds
+// take turns in chunks of 100 cycles, so that a burst of load from
+// elsewhere on the host falls on all of them alike; at least 3000 cycles
+// each, whatever b.N.
+func BenchmarkCycle_Serial(b *testing.B) {
+	dir := b.TempDir()
+	if err := createBaselineTable(filepath.Join(dir, "sql.db")); err != nil {
+		b.Fatal(err)
+	}
+	ctx := context.Background()
+	keyOf := func(int) string { return "serial" }
+	kinds := []string{"sql", "driver", "flock"}
+	cycles := make([]cycleFunc, len(kinds))
+	for i, kind := range kinds {
+		cycle, closeFn, err := benchCycle(ctx, kind, filepath.Join(dir, kind+".db"), 1, false, keyOf)
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer closeFn()
+		cycles[i] = cycle
+	}
+	const chunk = 100
+	n := max(b.N, 3000)
+	spent := make([]time.Duration, len(kinds))
+	for done := 0; done < n; done += chunk {
+		for k, cycle := range cycles {
+			start := time.Now()
+			for i := range chunk {
+				if _, err := cycle(ctx, 0, int64(done+i)); err != nil {
+					b.Fatal(err)
+				}
+			}
+			spent[k] += time.Since(start)
+		}
+	}
+	per := func(k int) float64 { return float64(spent[k].Nanoseconds()) / float64(n) }
+	base, drv, fl := per(0), per(1), per(2)
+	b.ReportMetric(drv, "ns/op")
+	b.ReportMetric(1e9/drv, "driver-cycles/s")
+	b.ReportMetric(1e9/base, "sql-cycles/s")
+	b.ReportMetric(1e9/fl, "flock-cycles/s")
+	b.ReportMetric(base/drv, "driver/sql")
 }

@@ -21,9 +21,12 @@ const MemoryPath = ":memory:"
 
 // Config configures a SQLite driver. Only Path is required.
 type Config struct {
-	// Path is the database file shared by every process on the host. It is
-	// created when missing; its directory must exist. MemoryPath
-	// (":memory:") gives a database private to the Driver value.
+	// Path is the database file shared by every process on the host: a
+	// plain file path on a local file system (not a URI; any character is
+	// allowed). The file is created when missing; its directory must exist
+	// and be writable, since WAL mode keeps Path-wal and Path-shm beside
+	// it. MemoryPath (":memory:") gives a database private to the Driver
+	// value, like the memory driver.
 	Path string
 	// BusyTimeout bounds how long one call keeps retrying while other
 	// processes hold SQLite's write lock (SQLITE_BUSY) before it fails with

@@ -19,11 +19,16 @@
 // TTL runs out, then the next acquirer takes them over.
 //
 // SQLite admits one writer at a time. A driver handle sends its writes
-// through one connection, and when another process holds the write lock
-// (SQLITE_BUSY) it retries with a short jittered backoff until the call's
-// context ends or Config.BusyTimeout passes, whichever comes first; then
-// the call fails with an error matching drivers.ErrUnavailable. A busy
-// statement has had no effect, so retrying it is always safe.
+// through one connection; calls that arrive while another is in flight are
+// run together in one BEGIN IMMEDIATE transaction (group commit: one write
+// lock and one commit for all of them, each statement still atomic, in
+// arrival order). When another process holds the write lock (SQLITE_BUSY)
+// the handle retries with a short jittered backoff until the call's context
+// ends or Config.BusyTimeout passes, whichever comes first; then the call
+// fails with an error matching drivers.ErrUnavailable. A busy statement has
+// had no effect, so retrying it is always safe. A call whose context ends
+// before its statement runs never runs; once it runs, it may take effect
+// even if the context ends, like any call whose answer is lost.
 //
 // # One host, local disk
 //

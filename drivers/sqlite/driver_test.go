@@ -153,39 +153,3 @@ func TestDriver_NewHandleSweepsExpiredRows(t *testing.T) {
 		t.Fatalf("%d rows after a new handle's first grant, want 2 (alive, other)", n)
 	}
 }
-
-func TestDriver_CloseWakesWaiters(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "locks.db")
-	holder := openT(t, sqlite.Config{Path: path})
-	d, err := sqlite.Open(t.Context(), sqlite.Config{Path: path})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, ok, err := holder.Acquire(t.Context(), "k", "holder", time.Minute); err != nil || !ok {
-		t.Fatalf("Acquire = %v, %v", ok, err)
-	}
-	done := make(chan error, 2)
-	for _, owner := range []string{"first", "second"} { // one polling, one queued behind it
-		go func() {
-			_, err := d.AcquireWait(context.Background(), "k", owner, time.Minute, drivers.WaitOptions{RetryDelay: time.Second})
-			done <- err
-		}()
-	}
-	time.Sleep(20 * time.Millisecond) // let the waiters settle into waiting
-	if err := d.Close(); err != nil {
-		t.Fatal(err)
-	}
-	for range 2 {
-		select {
-		case err := <-done:
-			if !errors.Is(err, drivers.ErrClosed) {
-				t.Fatalf("AcquireWait after Close = %v, want ErrClosed", err)
-			}
-		case <-time.After(5 * time.Second):
-			t.Fatal("a waiter was still blocked 5s after Close")
-		}
-	}
-	if held, err := holder.Exists(t.Context(), "k"); err != nil || !held {
-		t.Fatalf("the other handle's lock after Close = %v, %v", held, err)
-	}
-}

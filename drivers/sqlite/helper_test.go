@@ -82,8 +82,8 @@ func openHelperDriver(ctx context.Context) (*sqlite.Driver, error) {
 	return sqlite.Open(ctx, sqlite.Config{Path: os.Getenv(envPath)})
 }
 
-// helperHammer: WORKERS goroutines each take a random one of KEYS keys
-// ROUNDS times, waiting for it, and append "key fence start end pid" to
+// helperHammer: WORKERS goroutines each take one of KEYS keys ROUNDS
+// times (even workers wait for it, odd ones try again and again) and append "key fence start end pid" to
 // the JOURNAL after each hold (start after the grant, end before the
 // release), one write per line so that a killed process keeps its lines.
 func helperHammer(ctx context.Context) error {
@@ -109,9 +109,9 @@ func helperHammer(ctx context.Context) error {
 			for r := range rounds {
 				key := fmt.Sprintf("hammer-%d", (w*7+r*3+os.Getpid())%keys)
 				owner := newToken()
-				fence, err := d.AcquireWait(ctx, key, owner, ttl, drivers.WaitOptions{RetryDelay: 20 * time.Millisecond})
+				fence, err := hammerAcquire(ctx, d, w%2 == 1, key, owner, ttl)
 				if err != nil {
-					errs <- fmt.Errorf("AcquireWait %s: %w", key, err)
+					errs <- fmt.Errorf("acquire %s: %w", key, err)
 					return
 				}
 				start := time.Now().UnixNano()
@@ -135,6 +135,21 @@ func helperHammer(ctx context.Context) error {
 	wg.Wait()
 	close(errs)
 	return <-errs
+}
+
+// hammerAcquire gets key for owner: by AcquireWait, or, for the workers
+// that try, by Acquire repeated until it succeeds.
+func hammerAcquire(ctx context.Context, d *sqlite.Driver, try bool, key, owner string, ttl time.Duration) (uint64, error) {
+	if !try {
+		return d.AcquireWait(ctx, key, owner, ttl, drivers.WaitOptions{RetryDelay: 20 * time.Millisecond})
+	}
+	for {
+		fence, ok, err := d.Acquire(ctx, key, owner, ttl)
+		if err != nil || ok {
+			return fence, err
+		}
+		time.Sleep(200 * time.Microsecond) // the pause of a caller that tries again later
+	}
 }
 
 // helperHold takes one key for TTL, prints "held <fence> <deadline ns>"

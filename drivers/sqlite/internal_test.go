@@ -2,6 +2,7 @@ package sqlite
 
 import (
 	"context"
+	"errors"
 	"path/filepath"
 	"testing"
 	"time"
@@ -179,5 +180,47 @@ func TestDriver_AbandonedWriteIsReleased(t *testing.T) {
 	d.abandon(ctx, "k", "owner")
 	if held, err := d.Exists(t.Context(), "k"); err != nil || held {
 		t.Fatalf("Exists after abandon = %v, %v; want false", held, err)
+	}
+}
+
+func TestDriver_CloseWakesWaiters(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "locks.db")
+	holder := openInternal(t, Config{Path: path})
+	d, err := Open(t.Context(), Config{Path: path})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok, err := holder.Acquire(t.Context(), "k", "holder", time.Minute); err != nil || !ok {
+		t.Fatalf("Acquire = %v, %v", ok, err)
+	}
+	done := make(chan error, 2)
+	for _, owner := range []string{"first", "second"} { // one polling, one lined up behind it
+		go func() {
+			_, err := d.AcquireWait(context.Background(), "k", owner, time.Minute, drivers.WaitOptions{RetryDelay: time.Second})
+			done <- err
+		}()
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for d.queues.waiting("k") != 2 {
+		if time.Now().After(deadline) {
+			t.Fatal("waiters never lined up")
+		}
+		time.Sleep(time.Millisecond) // polling interval, not synchronisation
+	}
+	if err := d.Close(); err != nil {
+		t.Fatal(err)
+	}
+	for range 2 {
+		select {
+		case err := <-done:
+			if !errors.Is(err, drivers.ErrClosed) {
+				t.Fatalf("AcquireWait after Close = %v, want ErrClosed", err)
+			}
+		case <-time.After(5 * time.Second):
+			t.Fatal("a waiter was still blocked 5s after Close")
+		}
+	}
+	if held, err := holder.Exists(t.Context(), "k"); err != nil || !held {
+		t.Fatalf("the other handle's lock after Close = %v, %v", held, err)
 	}
 }

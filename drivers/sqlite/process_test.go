@@ -2,6 +2,7 @@ package sqlite_test
 
 import (
 	"bufio"
+	"cmp"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -54,7 +55,7 @@ func exclusionViolations(holds []hold) []string {
 	}
 	var bad []string
 	for key, hs := range byKey {
-		slices.SortFunc(hs, func(a, b hold) int { return int(a.fence) - int(b.fence) })
+		slices.SortFunc(hs, func(a, b hold) int { return cmp.Compare(a.fence, b.fence) })
 		for i := 1; i < len(hs); i++ {
 			prev, cur := hs[i-1], hs[i]
 			if cur.fence == prev.fence {
