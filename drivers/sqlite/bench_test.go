@@ -31,6 +31,7 @@ import (
 // One cycle = one successful acquire followed by one release. Kinds:
 //   - driver: sqlite.Driver, one handle per process shared by its workers;
 //     Acquire on distinct keys, AcquireWait on one key.
+//   - driver-durable: the same with Config.Durable (an fsync per commit).
 //   - sql: the bare SQL a cycle needs, no lock logic: INSERT the key, DELETE
 //     it, each its own transaction, busy_timeout 5000, a pool per process;
 //     on one key a worker repeats INSERT OR IGNORE until it inserts.
@@ -139,7 +140,7 @@ func mergePhase(rs []benchResult) phase {
 	return ph
 }
 
-func benchScenario(b *testing.B, sc scenario) {
+func benchScenario(b *testing.B, sc scenario, durable bool) {
 	dir := b.TempDir()
 	if err := createBaselineTable(filepath.Join(dir, "sql.db")); err != nil {
 		b.Fatal(err)
@@ -147,6 +148,11 @@ func benchScenario(b *testing.B, sc scenario) {
 	base := runPhase(b, "sql", sc, dir)
 	drv := runPhase(b, "driver", sc, dir)
 	fl := runPhase(b, "flock", sc, dir)
+	if durable {
+		dur := runPhase(b, "driver-durable", sc, dir)
+		b.ReportMetric(dur.rate, "durable-cycles/s")
+		b.ReportMetric(dur.rate/base.rate, "durable/sql")
+	}
 	b.ReportMetric(1e9/drv.rate, "ns/op")
 	b.ReportMetric(drv.rate, "driver-cycles/s")
 	b.ReportMetric(base.rate, "sql-cycles/s")
@@ -164,17 +170,17 @@ func benchScenario(b *testing.B, sc scenario) {
 
 // BenchmarkCycle_Spread4x8: 4 processes x 8 workers, each worker its own key.
 func BenchmarkCycle_Spread4x8(b *testing.B) {
-	benchScenario(b, scenario{procs: 4, workers: 8})
+	benchScenario(b, scenario{procs: 4, workers: 8}, true)
 }
 
 // BenchmarkCycle_Hot1x8: one process, 8 workers contending for one key.
 func BenchmarkCycle_Hot1x8(b *testing.B) {
-	benchScenario(b, scenario{procs: 1, workers: 8, oneKey: true})
+	benchScenario(b, scenario{procs: 1, workers: 8, oneKey: true}, false)
 }
 
 // BenchmarkCycle_Hot4x2: 4 processes x 2 workers contending for one key.
 func BenchmarkCycle_Hot4x2(b *testing.B) {
-	benchScenario(b, scenario{procs: 4, workers: 2, oneKey: true})
+	benchScenario(b, scenario{procs: 4, workers: 2, oneKey: true}, false)
 }
 
 // BenchmarkHandOff: release in this process -> grant to a waiter in
@@ -269,8 +275,8 @@ func helperBench(ctx context.Context) error {
 func benchCycle(ctx context.Context, kind, path string, workers int, oneKey bool, keyOf func(int) string) (cycleFunc, func(), error) {
 	owner := func(w int, i int64) string { return fmt.Sprintf("%d.%d.%d", os.Getpid(), w, i) }
 	switch kind {
-	case "driver":
-		d, err := sqlite.Open(ctx, sqlite.Config{Path: path})
+	case "driver", "driver-durable":
+		d, err := sqlite.Open(ctx, sqlite.Config{Path: path, Durable: kind == "driver-durable"})
 		if err != nil {
 			return nil, nil, err
 		}

@@ -38,6 +38,13 @@ type Config struct {
 	// freed key over sooner; each look costs a few microseconds. 0 means
 	// DefaultPollInterval.
 	PollInterval time.Duration
+	// Durable makes every commit wait until it is on disk
+	// (synchronous=FULL), so that grants, releases and the fence counter
+	// survive a power cut or an OS crash as well as a process crash. It
+	// costs one fsync per commit, shared by the calls of a handle that run
+	// together. Without it (synchronous=NORMAL) an OS crash can lose the
+	// last commits, and with them fences already handed out.
+	Durable bool
 }
 
 // Validate reports a configuration that cannot work. It does not touch the

@@ -10,13 +10,16 @@
 // guarded by the owner token; force release deletes whoever holds the key.
 // Fences come from a counter stored in the same file and advanced by the
 // statement that grants the key, so they strictly increase per key, across
-// process restarts and crashes.
+// process restarts and crashes (and, with Config.Durable, across OS crashes
+// and power cuts).
 //
-// The database runs in WAL mode with synchronous=NORMAL: a commit is not
-// fsynced on its own (only checkpoints are), so a power cut can lose the
-// last few grants and releases, but never corrupts the file. A process
-// that dies, even with SIGKILL, loses nothing: its locks stay until their
-// TTL runs out, then the next acquirer takes them over.
+// The database runs in WAL mode. A process that dies, even with SIGKILL,
+// loses nothing: its locks stay until their TTL runs out, then the next
+// acquirer takes them over. By default (synchronous=NORMAL) a commit is not
+// fsynced on its own, only checkpoints are: an OS crash or a power cut
+// never corrupts the file but can lose the last few commits, and so hand
+// out again a fence that was handed out just before. Config.Durable fsyncs
+// every commit and closes that gap.
 //
 // SQLite admits one writer at a time. A driver handle sends its writes
 // through one connection; calls that arrive while another is in flight are

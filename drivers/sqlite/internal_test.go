@@ -224,3 +224,22 @@ func TestDriver_CloseWakesWaiters(t *testing.T) {
 		t.Fatalf("the other handle's lock after Close = %v, %v", held, err)
 	}
 }
+
+func TestOpen_DurableSyncsEveryCommit(t *testing.T) {
+	for _, tc := range []struct {
+		durable bool
+		want    int // PRAGMA synchronous: 1 NORMAL, 2 FULL
+	}{{false, 1}, {true, 2}} {
+		d := openInternal(t, Config{Durable: tc.durable})
+		var got int
+		if err := d.wconn.QueryRowContext(t.Context(), `PRAGMA synchronous`).Scan(&got); err != nil {
+			t.Fatal(err)
+		}
+		if got != tc.want {
+			t.Fatalf("Durable=%v: synchronous = %d, want %d", tc.durable, got, tc.want)
+		}
+		if _, ok, err := d.Acquire(t.Context(), "k", "o", time.Minute); err != nil || !ok {
+			t.Fatalf("Durable=%v: Acquire = %v, %v", tc.durable, ok, err)
+		}
+	}
+}

@@ -52,7 +52,7 @@ func (d *Driver) open(ctx context.Context) error {
 	var writeDSN, readDSN string
 	if path == MemoryPath {
 		d.memory = true
-		writeDSN = ":memory:?" + dsnParams(false)
+		writeDSN = ":memory:?" + dsnParams(false, false)
 	} else {
 		abs, err := filepath.Abs(path)
 		if err != nil {
@@ -61,8 +61,8 @@ func (d *Driver) open(ctx context.Context) error {
 		if err := precheckFile(abs); err != nil {
 			return err
 		}
-		writeDSN = fileURI(abs) + "?" + dsnParams(false)
-		readDSN = fileURI(abs) + "?" + dsnParams(true)
+		writeDSN = fileURI(abs) + "?" + dsnParams(false, d.cfg.Durable)
+		readDSN = fileURI(abs) + "?" + dsnParams(true, d.cfg.Durable)
 	}
 
 	var err error
@@ -205,8 +205,12 @@ func fileURI(abs string) string {
 // dsnParams are the connection settings. busy_timeout is 0 because the
 // driver retries SQLITE_BUSY itself, with finer steps than SQLite's own
 // busy handler (which sleeps 1, 2, 5 ... 100 ms) and bounded by the ctx.
-func dsnParams(readOnly bool) string {
-	p := "_pragma=busy_timeout(0)&_pragma=synchronous(NORMAL)&_txlock=immediate"
+func dsnParams(readOnly, durable bool) string {
+	sync := "NORMAL"
+	if durable {
+		sync = "FULL"
+	}
+	p := "_pragma=busy_timeout(0)&_pragma=synchronous(" + sync + ")&_txlock=immediate"
 	if readOnly {
 		p += "&_query_only=1"
 	}

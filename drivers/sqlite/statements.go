@@ -6,9 +6,10 @@ import (
 	"errors"
 )
 
-// The statements of a lock cycle. Each runs on its own (autocommit), so it
-// is one write transaction: SQLite takes the write lock before it reads,
-// which makes every one of them atomic.
+// The statements of a lock cycle. Each one is atomic: run alone it is its
+// own write transaction, for which SQLite takes the write lock before it
+// reads; run with other calls of the handle it is one statement of a
+// BEGIN IMMEDIATE transaction (see runOnce).
 const (
 	// acquireSQL inserts the row, or takes over a row whose deadline has
 	// passed, or refreshes a row owner holds (keeping its fence). The
