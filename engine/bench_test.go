@@ -252,6 +252,7 @@ func compare(b *testing.B, workers int, keyOf func(int) string, wait, sample boo
 	cycles := map[string]float64{}
 	for range rounds {
 		for i, im := range impls {
+			runtime.GC() // the naive actor's garbage must not be collected during the next round
 			s := run(lockers[i], workers, max(b.N/rounds, workers), keyOf, wait, sample)
 			c := float64(max(b.N/rounds, workers))
 			cycles[im.name] += c

@@ -83,12 +83,13 @@ func (c *FakeClock) AfterFunc(d time.Duration, f func()) Timer {
 	return t
 }
 
-// Advance moves the clock forward by d, then fires every timer that has
-// fallen due, earliest first. Time is already at its new value when the
-// callbacks run, so what they observe does not depend on scheduling.
+// Advance moves the clock forward by d (a negative d is ignored: the
+// clock never goes back), then fires every timer that has fallen due,
+// earliest first. Time is already at its new value when the callbacks
+// run, so what they observe does not depend on scheduling.
 func (c *FakeClock) Advance(d time.Duration) {
 	c.mu.Lock()
-	c.now = c.now.Add(d)
+	c.now = c.now.Add(max(d, 0))
 	for {
 		t := c.nextDueLocked(c.now)
 		if t == nil {

@@ -15,12 +15,31 @@
 // An Engine is ONE goroutine that owns the table. A caller sends a command
 // struct carrying a reply channel with room for one answer, selecting on
 // the request channel, its context and the engine's done channel; it then
-// waits the same way. Command structs and their channels are pooled, so
+// waits on its reply and its context only (the loop answers everything it
+// received before it closes done, and a caller that sent later sees done
+// closed right after its send), so callers do not contend on done. Command structs and their channels are pooled, so
 // the hot path does not allocate. After one receive the loop drains every
 // command already pending and processes them as a batch, then sends the
-// answers. The request channel is never closed; Close signals the loop,
-// which answers every queued command and every blocked waiter with
-// drivers.ErrClosed before it exits.
+// answers. When it finds a single command, it yields once first: callers
+// woken by the previous batch are usually runnable but not yet run, and
+// letting them send turns many round trips into one batch. The request
+// channel is never closed; Close signals the loop, which answers every
+// queued command and every blocked waiter with drivers.ErrClosed before
+// it exits.
+//
+// # Rules
+//
+//   - Every operation is owner-guarded: only the holder releases or
+//     extends, and a late holder's release is a no-op returning false.
+//   - A grant whose deadline has passed counts as free for an acquire,
+//     which makes a new grant with a new fence (the queue, if any, stays
+//     behind the new holder). Extend never re-grants.
+//   - Waiters queue FIFO, once per owner and key; a key is handed to the
+//     first waiter on release, force release and expiry, with a new fence
+//     and a deadline of the hand-off time plus the waiter's TTL.
+//   - MaxKeys and MaxWaitersPerKey refuse what would exceed them with an
+//     error matching drivers.ErrFull; invalid input (empty key or owner,
+//     TTL <= 0) gives an error matching drivers.ErrInvalid.
 //
 // # Fences
 //

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
 	"testing"
 	"time"
 
@@ -199,14 +198,12 @@ func TestEngine_CloseAnswersWaitersAndCalls(t *testing.T) {
 	}
 	out := make(chan waitResult, 1)
 	startWaiter(t, ctx, e, "k", "w", time.Minute, out)
-	var wg sync.WaitGroup
 	if err := e.Close(); err != nil {
 		t.Fatal(err)
 	}
 	if err := e.Close(); err != nil {
 		t.Fatalf("second Close: %v", err)
 	}
-	wg.Wait()
 	if r := <-out; !errors.Is(r.err, drivers.ErrClosed) {
 		t.Fatalf("waiter err = %v", r.err)
 	}

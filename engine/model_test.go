@@ -32,8 +32,7 @@ type modelWaiter struct {
 	ttl   time.Duration
 }
 
-// modelResult mirrors Result; handoffTo says which waiter was handed the
-// key (for live tests that must receive it).
+// modelResult mirrors Result, with the class of error expected.
 type modelResult struct {
 	Result
 	errFull    bool

@@ -84,6 +84,12 @@ func (e *Engine) send(ctx context.Context, r *request) error {
 		return err
 	}
 	select {
+	case <-e.done:
+		putReq(r)
+		return drivers.ErrClosed
+	default:
+	}
+	select {
 	case e.reqc <- r:
 		return nil
 	default:

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/zerotal/lock/drivers"
 )
@@ -493,5 +494,13 @@ func TestTable_DeadlineSaturates(t *testing.T) {
 	r := tb.applyCommand(&c)
 	if !r.OK || r.Grant.Deadline != 1<<63-1 {
 		t.Fatalf("grant = %+v", r)
+	}
+}
+
+// The entry is kept to one 64-byte allocation class: memory per held lock
+// is a headline figure (see BenchmarkMemoryPerLock).
+func TestEntry_Is64Bytes(t *testing.T) {
+	if n := unsafe.Sizeof(entry{}); n != 64 {
+		t.Fatalf("entry is %d bytes, want 64", n)
 	}
 }
