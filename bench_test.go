@@ -2,9 +2,8 @@ package lock_test
 
 import (
 	"context"
-	"runtime"
-	"strconv"
-	"sync/atomic"
+	"fmt"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -14,108 +13,158 @@ import (
 	"github.com/zerotal/lock/engine"
 )
 
-// benchWorkers is the number of parallel workers per benchmark, each on its
-// own key, whatever GOMAXPROCS is.
+// benchWorkers is the number of parallel workers, each on its own key.
 const benchWorkers = 32
 
-// cpuClock reports the CPU time this process has used. On a shared machine
-// wall time per op depends on what else runs; CPU time per op does not,
-// so the benchmarks report both.
+// benchRounds interleaves the contenders, so that a burst of load from
+// elsewhere on the machine hits all of them rather than one.
+const benchRounds = 20
+
+// cycler performs one cycle for one worker: acquire, (callback,) release.
+type cycler func(ctx context.Context, worker int, seq int) error
+
+type contender struct {
+	name  string
+	cycle cycler
+	wall  time.Duration
+	cpu   time.Duration
+	ops   int
+}
+
+// BenchmarkManagerTry compares, in one run, a Try cycle through the Manager
+// on the memory driver (acquire, empty callback, release) with the same
+// cycle on the engine alone (Acquire then Release, a fresh owner per cycle)
+// and on the memory driver alone. 32 workers, each on its own key.
+//
+// Reported: cycles/s of each, and the ratios manager/engine by wall time
+// and by CPU time. On a machine shared with other work the CPU ratio is the
+// steadier of the two.
+func BenchmarkManagerTry(b *testing.B) {
+	const ttl = time.Minute
+	e, err := engine.New(engine.Config{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer e.Close()
+	d, err := memory.New(memory.Config{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer d.Close()
+	m, err := lock.Open(context.Background(), lock.Config{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer m.Close()
+	mr, err := lock.Open(context.Background(), lock.Config{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer mr.Close()
+
+	owners := make([]string, 1024) // 32 hex digits, like the Manager's tokens
+	for i := range owners {
+		owners[i] = fmt.Sprintf("%032x", i)
+	}
+	keys := make([]string, benchWorkers)
+	for w := range keys {
+		keys[w] = fmt.Sprintf("zerotal_lock:bench:%02d", w)
+	}
+	userKeys := make([]string, benchWorkers)
+	for w := range userKeys {
+		userKeys[w] = fmt.Sprintf("bench:%02d", w)
+	}
+
+	contenders := []*contender{
+		{name: "engine", cycle: func(ctx context.Context, w, i int) error {
+			owner := owners[i%len(owners)]
+			if _, ok, err := e.Acquire(ctx, keys[w], owner, ttl); err != nil || !ok {
+				return fmt.Errorf("engine acquire: %v %w", ok, err)
+			}
+			_, err := e.Release(ctx, keys[w], owner)
+			return err
+		}},
+		{name: "driver", cycle: func(ctx context.Context, w, i int) error {
+			owner := owners[i%len(owners)]
+			if _, ok, err := d.Acquire(ctx, keys[w], owner, ttl); err != nil || !ok {
+				return fmt.Errorf("driver acquire: %v %w", ok, err)
+			}
+			_, err := d.Release(ctx, keys[w], owner)
+			return err
+		}},
+		{name: "manager", cycle: func(ctx context.Context, w, _ int) error {
+			return m.Try(ctx, userKeys[w], ttl, noop)
+		}},
+		{name: "manager-refresh", cycle: func(ctx context.Context, w, _ int) error {
+			return mr.Try(ctx, userKeys[w], ttl, noop, lock.WithRefresh())
+		}},
+	}
+
+	perWorker := max(b.N/benchWorkers/benchRounds, 1)
+	for _, c := range contenders { // warm up
+		if err := runWorkers(c, 100); err != nil {
+			b.Fatal(err)
+		}
+		c.wall, c.cpu, c.ops = 0, 0, 0
+	}
+	b.ResetTimer()
+	for range benchRounds {
+		for _, c := range contenders {
+			if err := runWorkers(c, perWorker); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	b.StopTimer()
+	byName := map[string]*contender{}
+	for _, c := range contenders {
+		byName[c.name] = c
+		b.ReportMetric(float64(c.ops)/c.wall.Seconds(), c.name+"-cycles/s")
+	}
+	eng, mgr := byName["engine"], byName["manager"]
+	b.ReportMetric(eng.wall.Seconds()/mgr.wall.Seconds(), "manager/engine")
+	b.ReportMetric(eng.cpu.Seconds()/mgr.cpu.Seconds(), "cpu-manager/engine")
+	b.ReportMetric(eng.wall.Seconds()/byName["manager-refresh"].wall.Seconds(), "refresh/engine")
+}
+
+// runWorkers runs n cycles on each of benchWorkers goroutines and adds the
+// wall and CPU time they took to c.
+func runWorkers(c *contender, n int) error {
+	ctx := context.Background()
+	errs := make(chan error, benchWorkers)
+	var ready, done sync.WaitGroup
+	start := make(chan struct{})
+	for w := range benchWorkers {
+		ready.Add(1)
+		done.Add(1)
+		go func() {
+			defer done.Done()
+			ready.Done()
+			<-start
+			for i := range n {
+				if err := c.cycle(ctx, w, i); err != nil {
+					errs <- err
+					return
+				}
+			}
+		}()
+	}
+	ready.Wait()
+	wall0, cpu0 := time.Now(), cpuClock()
+	close(start)
+	done.Wait()
+	c.wall += time.Since(wall0)
+	c.cpu += cpuClock() - cpu0
+	c.ops += n * benchWorkers
+	close(errs)
+	return <-errs
+}
+
+// cpuClock reports the CPU time this process has used so far.
 func cpuClock() time.Duration {
 	var ru syscall.Rusage
 	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
 		return 0
 	}
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-}
-
-// measure runs body in parallel on benchWorkers goroutines and adds the
-// CPU time per op to the report.
-func measure(b *testing.B, body func(pb *testing.PB, worker int64)) {
-	var worker atomic.Int64
-	b.SetParallelism(parallelism())
-	b.ResetTimer()
-	start := cpuClock()
-	b.RunParallel(func(pb *testing.PB) { body(pb, worker.Add(1)) })
-	b.StopTimer()
-	b.ReportMetric(float64(cpuClock()-start)/float64(b.N), "cpu-ns/op")
-}
-
-// parallelism makes b.RunParallel start benchWorkers goroutines.
-func parallelism() int {
-	p := benchWorkers / runtime.GOMAXPROCS(0)
-	return max(p, 1)
-}
-
-// BenchmarkManagerTry compares, in one run, a Try cycle on the memory
-// driver (acquire, empty callback, release) with the bare engine cycle
-// underneath it (Acquire then Release), and the memory driver alone. Read
-// the ratios between the sub-benchmarks: engine/manager is the cost of the
-// portable API.
-func BenchmarkManagerTry(b *testing.B) {
-	const ttl = time.Minute
-	b.Run("engine", func(b *testing.B) {
-		e, err := engine.New(engine.Config{})
-		if err != nil {
-			b.Fatal(err)
-		}
-		defer e.Close()
-		ctx := context.Background()
-		measure(b, func(pb *testing.PB, worker int64) {
-			key := "zerotal_lock:bench:" + strconv.FormatInt(worker, 10)
-			for i := 0; pb.Next(); i++ {
-				owner := strconv.Itoa(i) // a fresh owner per cycle, as the Manager uses
-				if _, ok, err := e.Acquire(ctx, key, owner, ttl); err != nil || !ok {
-					b.Fatalf("engine acquire: %v %v", ok, err)
-				}
-				if _, err := e.Release(ctx, key, owner); err != nil {
-					b.Fatal(err)
-				}
-			}
-		})
-	})
-	b.Run("driver", func(b *testing.B) {
-		d, err := memory.New(memory.Config{})
-		if err != nil {
-			b.Fatal(err)
-		}
-		defer d.Close()
-		ctx := context.Background()
-		measure(b, func(pb *testing.PB, worker int64) {
-			key := "zerotal_lock:bench:" + strconv.FormatInt(worker, 10)
-			for i := 0; pb.Next(); i++ {
-				owner := strconv.Itoa(i)
-				if _, ok, err := d.Acquire(ctx, key, owner, ttl); err != nil || !ok {
-					b.Fatalf("driver acquire: %v %v", ok, err)
-				}
-				if _, err := d.Release(ctx, key, owner); err != nil {
-					b.Fatal(err)
-				}
-			}
-		})
-	})
-	for _, bc := range []struct {
-		name string
-		opts []lock.Option
-	}{
-		{"manager", nil},
-		{"manager-refresh", []lock.Option{lock.WithRefresh()}},
-	} {
-		b.Run(bc.name, func(b *testing.B) {
-			m, err := lock.Open(context.Background(), lock.Config{})
-			if err != nil {
-				b.Fatal(err)
-			}
-			defer m.Close()
-			ctx := context.Background()
-			measure(b, func(pb *testing.PB, worker int64) {
-				key := "bench:" + strconv.FormatInt(worker, 10)
-				for pb.Next() {
-					if err := m.Try(ctx, key, ttl, noop, bc.opts...); err != nil {
-						b.Fatal(err)
-					}
-				}
-			})
-		})
-	}
 }

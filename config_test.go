@@ -162,3 +162,24 @@ func TestOpen_InvalidConfigOpensNothing(t *testing.T) {
 		t.Errorf("error prints the password: %v", err)
 	}
 }
+
+func TestConfig_RedactsEveryFormOfSecret(t *testing.T) {
+	t.Parallel()
+	for _, raw := range []string{
+		"redis://:" + secret + "@127.0.0.1:6379/0",
+		"redis://" + secret + "@127.0.0.1:6379",
+		"rediss://user:" + secret + "@127.0.0.1:6380/?password=" + secret,
+		"redis://127.0.0.1:6379/?password=" + secret,
+		"redis://:" + secret + "@[::1",
+	} {
+		cfg := lock.Config{Driver: "redis", Redis: lock.RedisConfig{URL: raw}}
+		for _, s := range []string{fmt.Sprint(cfg), fmt.Sprintf("%#v", cfg), fmt.Sprintf("%#v", cfg.Redis), cfg.Redis.String()} {
+			if strings.Contains(s, secret) {
+				t.Errorf("printed a secret: %s", s)
+			}
+		}
+	}
+	if s := fmt.Sprintf("%v", lock.RedisConfig{URL: "redis://127.0.0.1:6379/1"}); !strings.Contains(s, "127.0.0.1:6379/1") {
+		t.Errorf("a URL without secrets should print as is: %s", s)
+	}
+}

@@ -59,6 +59,23 @@
 // drivers.MaxTTL. Bad input is rejected with an error matching ErrInvalid
 // before any backend call.
 //
+// # Errors
+//
+// Contention is a *NotAcquiredError (ErrNotAcquired), also when Block's
+// timeout passes; a caller's own cancelled or expired context is reported as
+// that context's error instead, never as contention. A backend that cannot be
+// reached is ErrUnavailable, distinct from contention. Bad input is an
+// *InvalidError (ErrInvalid), reported before any backend call. Every error
+// compares with errors.Is against the sentinels of this package, whichever
+// backend produced it.
+//
+// # Closing
+//
+// Manager.Close stops every refresher, cancels the context of every callback
+// still running (with cause ErrClosed) and closes the driver; calls made
+// afterwards return ErrClosed. Close a Manager once its work is done, so that
+// nothing outlives it.
+//
 // # Choosing a backend
 //
 // The backend is a configuration choice (Config.Driver), never a silent

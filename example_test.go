@@ -54,10 +54,10 @@ func ExampleManager_Block() {
 	// The current holder finishes its work a little later.
 	time.AfterFunc(20*time.Millisecond, func() { _ = holder.Release(ctx) })
 
-	err = m.Block(ctx, "report:monthly", 600*time.Millisecond, func(ctx context.Context, l *lock.Lock) error {
+	err = m.Block(ctx, "report:monthly", time.Second, func(ctx context.Context, l *lock.Lock) error {
 		// This job runs longer than its TTL; the refresher keeps it held.
 		select {
-		case <-time.After(900 * time.Millisecond):
+		case <-time.After(1300 * time.Millisecond):
 			fmt.Println("report built, still held:", l.IsAcquired())
 			return nil
 		case <-ctx.Done():

@@ -289,6 +289,12 @@ func (l *Lock) releaseLocked(ctx context.Context) error {
 	if !held {
 		return nil
 	}
+	return l.releaseGrant(ctx, owner)
+}
+
+// releaseGrant releases the grant of owner, which the handle holds. l.op
+// must be held.
+func (l *Lock) releaseGrant(ctx context.Context, owner string) error {
 	if _, err := l.m.driver.Release(ctx, l.fullKey, owner); err != nil {
 		return wrapOp("release", l.key, err)
 	}

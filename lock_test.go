@@ -1,6 +1,7 @@
 package lock_test
 
 import (
+	"context"
 	"errors"
 	"testing"
 	"time"
@@ -225,5 +226,36 @@ func TestLock_BackendErrorIsUnavailableNotContention(t *testing.T) {
 	err = m.Block(t.Context(), "k", time.Minute, noop, lock.WithTimeout(time.Second))
 	if !errors.Is(err, lock.ErrUnavailable) {
 		t.Fatalf("Block on a down backend = %v", err)
+	}
+}
+
+// grantThenCancel grants the lock at the backend and then reports the
+// caller's cancellation, as a backend does when the cancellation reaches it
+// a moment too late.
+type grantThenCancel struct {
+	*fakeDriver
+	cancel context.CancelFunc
+}
+
+func (g grantThenCancel) Acquire(ctx context.Context, key, owner string, ttl time.Duration) (uint64, bool, error) {
+	fence, ok, err := g.fakeDriver.Acquire(context.WithoutCancel(ctx), key, owner, ttl)
+	if err != nil || !ok {
+		return fence, ok, err
+	}
+	g.cancel()
+	return 0, false, ctx.Err()
+}
+
+func TestLock_CancelledAcquireLeavesNoGrantBehind(t *testing.T) {
+	t.Parallel()
+	f := newFake()
+	ctx, cancel := context.WithCancel(t.Context())
+	m := newManager(t, grantThenCancel{f, cancel})
+	err := m.Try(ctx, "k", time.Minute, noop)
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("Try = %v, want context.Canceled", err)
+	}
+	if _, _, held := f.held(lock.DefaultPrefix + "k"); held {
+		t.Fatal("the grant made as the caller gave up was left behind until its TTL")
 	}
 }

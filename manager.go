@@ -31,6 +31,7 @@ type Manager struct {
 	closeOnce sync.Once
 	closeErr  error
 	runs      registry       // callbacks running under Try or Block
+	startMu   sync.RWMutex   // orders refresher starts before Close's wait
 	wg        sync.WaitGroup // refresher goroutines
 }
 
@@ -91,6 +92,8 @@ func (m *Manager) Close() error {
 		for _, r := range m.runs.drain() {
 			r.closeByManager()
 		}
+		m.startMu.Lock() // no refresher starts after this
+		m.startMu.Unlock()
 		m.wg.Wait()
 		m.closeErr = m.driver.Close()
 	})
@@ -145,15 +148,19 @@ func cleanupContext(ctx context.Context) (context.Context, context.CancelFunc) {
 // starts its refresher. It reports false when the Manager is closed.
 func (m *Manager) register(r *run) bool {
 	if !r.refresh {
-		_, _, expiresAt, _ := r.l.current()
-		r.deadline = monotimeOf(expiresAt)
+		return m.runs.add(r, &m.closed)
 	}
-	return m.runs.add(r, &m.closed, !r.refresh, func() {
-		if r.refresh {
-			m.wg.Add(1) // under the shard lock, so never after Close started waiting
-			go r.refreshWhileHeld()
-		}
-	})
+	// The refresher is counted in wg under startMu, which Close takes
+	// before it waits: a refresher is either counted before the wait or
+	// never started.
+	m.startMu.RLock()
+	defer m.startMu.RUnlock()
+	if !m.runs.add(r, &m.closed) {
+		return false
+	}
+	m.wg.Add(1)
+	go r.refreshWhileHeld()
+	return true
 }
 
 func (m *Manager) unregister(r *run) { m.runs.remove(r) }

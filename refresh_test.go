@@ -343,3 +343,22 @@ func TestManager_ExpiryOfManyCallbacksEachAtItsOwnTTL(t *testing.T) {
 		}
 	}
 }
+
+func TestManager_CallerDeadlineBeforeTTLIsTheCallerError(t *testing.T) {
+	m := newManager(t, newFake())
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Millisecond)
+	defer cancel()
+	err := m.Try(ctx, "k", time.Minute, func(ctx context.Context, _ *lock.Lock) error {
+		<-ctx.Done()
+		if cause := context.Cause(ctx); !errors.Is(cause, context.DeadlineExceeded) {
+			t.Errorf("cause %v, want the caller's deadline", cause)
+		}
+		return ctx.Err()
+	})
+	if !errors.Is(err, context.DeadlineExceeded) || errors.Is(err, lock.ErrLost) {
+		t.Fatalf("Try = %v, want the caller's deadline, not a lost lock", err)
+	}
+	if exists(t, m, "k") {
+		t.Error("not released after the caller's deadline")
+	}
+}

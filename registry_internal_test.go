@@ -4,104 +4,126 @@ import (
 	"context"
 	"errors"
 	"math/rand/v2"
+	"slices"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
-	"unsafe"
 )
 
-// checkHeap verifies the heap order and every run's index.
-func checkHeap(t *testing.T, s *registryShard) {
-	t.Helper()
-	for i, r := range s.due {
-		if r.heapIdx != i {
-			t.Fatalf("run at %d says it is at %d", i, r.heapIdx)
-		}
-		if i > 0 && s.due[(i-1)/2].deadline > r.deadline {
-			t.Fatalf("heap order broken at %d", i)
-		}
-	}
-}
-
-func TestRegistry_HeapStaysOrderedUnderRandomAddRemove(t *testing.T) {
+func TestRegistry_AddRemoveDrain(t *testing.T) {
 	t.Parallel()
 	var g registry
 	var closed atomic.Bool
 	rng := rand.New(rand.NewPCG(1, 2))
-	var live []*run
-	for step := range 2000 {
-		if len(live) == 0 || rng.IntN(3) > 0 {
-			r := &run{heapIdx: -1, deadline: monotime(1e15 + rng.Int64N(1e12))} // far future: the timer never fires
-			if !g.add(r, &closed, true, func() {}) {
-				t.Fatal("add refused")
+	live := map[*run]bool{}
+	var order []*run
+	// More runs than slots at times, so that the overflow map is used too.
+	for step := range 6000 {
+		if len(order) < 1500 && (len(order) == 0 || rng.IntN(3) > 0) {
+			r := &run{}
+			if !g.add(r, &closed) {
+				t.Fatal("add refused while open")
 			}
-			live = append(live, r)
+			live[r] = true
+			order = append(order, r)
 		} else {
-			i := rng.IntN(len(live))
-			g.remove(live[i])
-			if live[i].heapIdx != -1 {
-				t.Fatalf("step %d: removed run still has index %d", step, live[i].heapIdx)
-			}
-			live = append(live[:i], live[i+1:]...)
+			i := rng.IntN(len(order))
+			g.remove(order[i])
+			delete(live, order[i])
+			order = slices.Delete(order, i, i+1)
 		}
-		checkHeap(t, &g.shards[live[len(live)-1].shard])
-	}
-	for s := range g.shards {
-		checkHeap(t, &g.shards[s])
-	}
-	total := 0
-	for s := range g.shards {
-		total += len(g.shards[s].due)
-	}
-	if total != len(live) {
-		t.Fatalf("heaps hold %d runs, want %d", total, len(live))
-	}
-	if got := len(g.drain()); got != len(live) {
-		t.Fatalf("drain returned %d runs, want %d", got, len(live))
+		if step%500 == 0 {
+			checkDrainable(t, &g, live)
+		}
 	}
 	closed.Store(true)
-	if g.add(&run{heapIdx: -1}, &closed, true, func() {}) {
-		t.Fatal("add accepted after drain")
+	checkDrainable(t, &g, live)
+	if g.add(&run{}, &closed) {
+		t.Fatal("add accepted after close")
+	}
+	checkDrainable(t, &g, live)
+}
+
+// checkDrainable checks that drain would return exactly the live runs.
+func checkDrainable(t *testing.T, g *registry, live map[*run]bool) {
+	t.Helper()
+	got := g.drain()
+	if len(got) != len(live) {
+		t.Fatalf("drain returned %d runs, want %d", len(got), len(live))
+	}
+	for _, r := range got {
+		if !live[r] {
+			t.Fatal("drain returned a run that was removed")
+		}
 	}
 }
 
-// heldRun builds a run for a handle that holds its lock until expiresAt.
+// Close racing with registrations: every run is either refused or drained.
+func TestRegistry_CloseRacingAddsMissesNothing(t *testing.T) {
+	t.Parallel()
+	for range 50 {
+		var g registry
+		var closed atomic.Bool
+		var accepted sync.Map
+		var wg sync.WaitGroup
+		for range 8 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for range 50 {
+					r := &run{}
+					if g.add(r, &closed) {
+						accepted.Store(r, true)
+					}
+				}
+			}()
+		}
+		closed.Store(true)
+		drained := map[*run]bool{}
+		for _, r := range g.drain() {
+			drained[r] = true
+		}
+		wg.Wait()
+		accepted.Range(func(k, _ any) bool {
+			r := k.(*run)
+			if !drained[r] {
+				// Accepted after the drain: only possible if it saw the
+				// registry open after close was set, which must not happen.
+				t.Error("a run was accepted but not drained")
+			}
+			return true
+		})
+	}
+}
+
+// heldRun builds a registered-to-be run for a handle that holds its lock
+// until expiresAt.
 func heldRun(m *Manager, expiresAt time.Time) (*run, context.Context) {
 	ctx, cancel := context.WithCancelCause(context.Background())
 	l := &Lock{m: m, key: "k", owner: "o", held: true, expiresAt: expiresAt}
 	r := &run{}
 	r.init(l, "o", 1, cancel, &options{})
-	r.deadline = monotimeOf(expiresAt)
+	r.watch(context.Background(), expiresAt)
 	return r, ctx
 }
 
-func TestRegistry_EarlierDeadlineRearmsShardTimer(t *testing.T) {
+func TestExpiryWatch_EarlierDeadlineRearmsTheTimer(t *testing.T) {
 	t.Parallel()
 	m := New(&nopDriver{})
 	defer m.Close()
 	late, lateCtx := heldRun(m, time.Now().Add(time.Hour))
-	if !m.runs.add(late, &m.closed, true, func() {}) {
+	if !m.runs.add(late, &m.closed) {
 		t.Fatal("add refused")
 	}
-	// Find a run that lands on the same shard, due soon.
-	var soon *run
-	var soonCtx context.Context
-	for range 100000 {
-		soon, soonCtx = heldRun(m, time.Now().Add(20*time.Millisecond))
-		if int(uintptr(unsafe.Pointer(soon))>>9%registryShards) == late.shard {
-			break
-		}
-	}
-	if !m.runs.add(soon, &m.closed, true, func() {}) {
+	soon, soonCtx := heldRun(m, time.Now().Add(20*time.Millisecond))
+	if !m.runs.add(soon, &m.closed) {
 		t.Fatal("add refused")
-	}
-	if soon.shard != late.shard {
-		t.Fatalf("runs on shards %d and %d", soon.shard, late.shard)
 	}
 	select {
 	case <-soonCtx.Done():
 	case <-time.After(10 * time.Second):
-		t.Fatal("the earlier deadline was not watched: the shard timer still waits for the later one")
+		t.Fatal("the earlier deadline was not watched: the timer still waits for the later one")
 	}
 	if !errors.Is(context.Cause(soonCtx), ErrExpired) {
 		t.Fatalf("cause %v, want ErrExpired", context.Cause(soonCtx))
@@ -109,7 +131,47 @@ func TestRegistry_EarlierDeadlineRearmsShardTimer(t *testing.T) {
 	if lateCtx.Err() != nil {
 		t.Fatal("the later run was cancelled too")
 	}
+	if next := m.runs.next.Load(); next != late.deadline.Load() {
+		t.Errorf("timer re-armed for %d, want the later run's deadline %d", next, late.deadline.Load())
+	}
 	m.runs.remove(late)
+	m.runs.remove(soon)
+}
+
+// Runs registering while scans are under way: none is missed.
+func TestExpiryWatch_NoDeadlineMissedUnderChurn(t *testing.T) {
+	t.Parallel()
+	m := New(&nopDriver{})
+	defer m.Close()
+	rng := rand.New(rand.NewPCG(3, 4))
+	const n = 300
+	ctxs := make([]context.Context, n)
+	runs := make([]*run, n)
+	for i := range n {
+		runs[i], ctxs[i] = heldRun(m, time.Now().Add(time.Duration(1+rng.IntN(40))*time.Millisecond))
+	}
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if !m.runs.add(runs[i], &m.closed) {
+				t.Error("add refused")
+			}
+		}()
+	}
+	wg.Wait()
+	deadline := time.After(10 * time.Second)
+	for i, ctx := range ctxs {
+		select {
+		case <-ctx.Done():
+		case <-deadline:
+			t.Fatalf("run %d was never told its TTL ran out", i)
+		}
+	}
+	for _, r := range runs {
+		m.runs.remove(r)
+	}
 }
 
 // nopDriver answers everything and holds nothing.

@@ -3,13 +3,14 @@ package lock
 import (
 	"context"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
 // run watches the lock held for one callback of Try or Block. With refresh,
-// a goroutine extends the lock every interval; without, the registry calls
-// checkExpiry when the TTL (as estimated here) runs out. Either way, losing the lock cancels
-// the callback's context with a *LostError as its cause.
+// a goroutine extends the lock every interval; without, the registry's
+// expiry watch calls checkExpiry when the TTL (as estimated here) runs out. Either way, losing
+// the lock cancels the callback's context with a *LostError as its cause.
 type run struct {
 	l       *Lock
 	owner   string
@@ -17,18 +18,18 @@ type run struct {
 	cancel  context.CancelCauseFunc // cancels the callback's context
 	refresh bool
 	every   time.Duration
-	shard   int // in Manager.runs
+	slot    int // in Manager.runs; -1 in its overflow
 
 	loop *refreshLoop // refresh mode only
-
-	// no-refresh mode, guarded by the registry shard's lock
-	deadline monotime // when the TTL runs out, as estimated here
-	heapIdx  int       // in the shard's heap; -1 when not on it
 
 	mu       sync.Mutex // guards the fields below
 	finished bool       // the callback returned: nothing may be reported any more
 	lostErr  *LostError
 	closed   bool // cancelled by Manager.Close
+
+	// deadline is when the TTL runs out as estimated here (a monotime), for
+	// the registry's expiry watch; 0 when not watched.
+	deadline atomic.Int64
 }
 
 // refreshLoop is the refresher goroutine's context and exit.
@@ -41,7 +42,6 @@ type refreshLoop struct {
 func (r *run) init(l *Lock, owner string, fence uint64, cancel context.CancelCauseFunc, o *options) {
 	r.l, r.owner, r.fence, r.cancel = l, owner, fence, cancel
 	r.refresh, r.every = o.refresh, o.refreshEvery
-	r.heapIdx = -1
 	if r.refresh {
 		// The loop lives only as long as the callback: it is stopped by
 		// stop or Close, never by the caller's context, whose end already
@@ -49,6 +49,23 @@ func (r *run) init(l *Lock, owner string, fence uint64, cancel context.CancelCau
 		ctx, cancel := context.WithCancel(context.Background())
 		r.loop = &refreshLoop{ctx: ctx, cancel: cancel, done: make(chan struct{})}
 	}
+}
+
+// watch sets the deadline the registry watches in no-refresh mode (the
+// refresher goroutine is started by Manager.register). It runs before r is
+// registered.
+//
+// When the caller's context ends no later than the lock's estimated expiry,
+// there is nothing to watch: the callback's context is cancelled by then
+// anyway.
+func (r *run) watch(ctx context.Context, expiresAt time.Time) {
+	if r.refresh {
+		return
+	}
+	if deadline, ok := ctx.Deadline(); ok && !deadline.After(expiresAt) {
+		return
+	}
+	r.deadline.Store(monoOf(expiresAt))
 }
 
 // stop ends the watch; after it returns, lostErr and closed no longer change.
@@ -123,22 +140,27 @@ func (r *run) checkExpiry() {
 	st, expiresAt := r.state()
 	switch st {
 	case grantReleased:
+		r.deadline.Store(0)
 		return
 	case grantLost: // a manual Refresh found it gone
+		r.deadline.Store(0)
 		r.lose(nil)
 		return
 	}
 	if time.Now().Before(expiresAt) { // the callback refreshed it by hand
-		r.l.m.runs.rewatch(r, monotimeOf(expiresAt))
+		d := monoOf(expiresAt)
+		r.deadline.Store(d)
+		r.l.m.runs.watch(d)
 		return
 	}
+	r.deadline.Store(0)
 	r.lose(ErrExpired)
 }
 
-// refreshWhileHeld extends the lock every interval until stopped. A refresh that
-// finds the lock gone loses it at once; a backend error is retried at half
-// the interval until the estimated expiry passes, and then loses it with
-// the error as the cause.
+// refreshWhileHeld extends the lock every interval until stopped. A refresh
+// that finds the lock gone loses it at once; a backend error is retried at
+// half the interval until the estimated expiry passes, and then loses it
+// with the error as the cause.
 func (r *run) refreshWhileHeld() {
 	defer r.l.m.wg.Done()
 	defer close(r.loop.done)

@@ -17,10 +17,11 @@ type Func func(ctx context.Context, l *Lock) error
 // holds key it returns a *NotAcquiredError at once, without running fn.
 //
 // The lock is always released when fn returns, also when fn returns an error
-// or panics (the panic continues after the release). The release uses its
-// own bounded context, so a caller whose ctx was cancelled still releases;
-// if the release fails after fn succeeded, the failure is logged and Try
-// returns nil, since the work is done and the lock expires by its TTL.
+// or panics (the panic continues after the release). A caller whose ctx has
+// ended by then still releases: the release is then made on a fresh context
+// (without ctx's cancellation, bounded by a few seconds). If the release
+// fails after fn succeeded, the failure is logged and Try returns nil: the
+// work is done, and the lock expires by its TTL.
 //
 // If the lock is lost while fn runs (see WithRefresh, and the package
 // documentation for locks that are not refreshed), fn's context is
@@ -34,7 +35,8 @@ func (m *Manager) Try(ctx context.Context, key string, ttl time.Duration, fn Fun
 	if err != nil {
 		return err
 	}
-	ok, err := c.l.Acquire(ctx)
+	// The handle is new and not shared yet: no need to serialise on it.
+	ok, err := c.l.acquireLocked(ctx)
 	if err != nil {
 		return err
 	}
@@ -98,11 +100,15 @@ func (m *Manager) prepare(key string, ttl time.Duration, fn Func, opts []Option)
 // afterwards whatever happens.
 func (m *Manager) run(ctx context.Context, c *call, fn Func, o *options) (err error) {
 	l, r := &c.l, &c.r
-	owner, fence, _, _ := l.current()
+	owner, fence, expiresAt, _ := l.current()
 	fnCtx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	r.init(l, owner, fence, cancel, o)
+	r.watch(ctx, expiresAt)
 	if !m.register(r) {
+		if r.loop != nil {
+			r.loop.cancel()
+		}
 		l.releaseOwner(ctx, owner)
 		return ErrClosed
 	}
@@ -135,7 +141,8 @@ func (m *Manager) finish(ctx context.Context, r *run) error {
 	l := r.l
 	l.op.Lock()
 	defer l.op.Unlock()
-	if !l.IsAcquired() {
+	owner, _, _, held := l.current()
+	if !held {
 		if r.lostErr != nil && errors.Is(r.lostErr, ErrExpired) {
 			// Our estimate errs early, so the backend may still hold
 			// the grant: free it for the next holder rather than make
@@ -144,15 +151,14 @@ func (m *Manager) finish(ctx context.Context, r *run) error {
 		}
 		return nil
 	}
-	var err error
 	if ctx.Err() == nil {
-		if err = l.releaseLocked(ctx); err == nil || ctx.Err() == nil {
+		if err := l.releaseGrant(ctx, owner); err == nil || ctx.Err() == nil {
 			return err
 		}
 	}
 	ctx, cancel := cleanupContext(ctx)
 	defer cancel()
-	return l.releaseLocked(ctx)
+	return l.releaseGrant(ctx, owner)
 }
 
 // result decides what Try and Block return.

@@ -4,8 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"strings"
+	"sync"
 	"testing"
 	"time"
+
+	"github.com/hashicorp/go-hclog"
 
 	"github.com/zerotal/lock"
 )
@@ -288,4 +293,37 @@ func TestManager_FencesIncreasePerGrant(t *testing.T) {
 			}
 		}
 	})
+}
+
+func TestManager_ReleaseFailureAfterSuccessIsLoggedNotReturned(t *testing.T) {
+	t.Parallel()
+	f := newFake()
+	var logs strings.Builder
+	var mu sync.Mutex
+	logger := hclog.New(&hclog.LoggerOptions{Output: lockedWriter{&mu, &logs}, Level: hclog.Warn})
+	m := newManager(t, f, lock.WithLogger(logger))
+	err := m.Try(t.Context(), "k", time.Minute, func(context.Context, *lock.Lock) error {
+		f.failing.Store(true) // the backend goes away while the work finishes
+		return nil
+	})
+	f.failing.Store(false)
+	if err != nil {
+		t.Fatalf("Try = %v: the work succeeded, a failed release must not undo that", err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if !strings.Contains(logs.String(), "release after callback failed") {
+		t.Errorf("no warning logged; logs: %q", logs.String())
+	}
+}
+
+type lockedWriter struct {
+	mu *sync.Mutex
+	w  io.Writer
+}
+
+func (w lockedWriter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.w.Write(p)
 }
