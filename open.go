@@ -5,8 +5,11 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/zerotal/lock/client"
 	"github.com/zerotal/lock/drivers"
 	"github.com/zerotal/lock/drivers/memory"
+	"github.com/zerotal/lock/drivers/redis"
+	"github.com/zerotal/lock/drivers/sqlite"
 )
 
 // opener opens one kind of driver from a validated Config (defaults
@@ -17,9 +20,9 @@ type opener func(ctx context.Context, cfg Config) (drivers.Driver, error)
 // build does not include.
 var openers = map[string]opener{
 	"memory":  openMemory,
-	"sqlite":  nil,
-	"redis":   nil,
-	"cluster": nil,
+	"sqlite":  openSQLite,
+	"redis":   openRedis,
+	"cluster": openCluster,
 }
 
 func driverNames() []string {
@@ -52,4 +55,16 @@ func Open(ctx context.Context, cfg Config) (*Manager, error) {
 
 func openMemory(_ context.Context, _ Config) (drivers.Driver, error) {
 	return memory.New(memory.Config{})
+}
+
+func openSQLite(ctx context.Context, c Config) (drivers.Driver, error) {
+	return sqlite.Open(ctx, sqlite.Config{Path: c.SQLite.Path})
+}
+
+func openRedis(ctx context.Context, c Config) (drivers.Driver, error) {
+	return redis.Open(ctx, redis.Config{URL: c.Redis.URL})
+}
+
+func openCluster(_ context.Context, c Config) (drivers.Driver, error) {
+	return client.New(client.Config{Addrs: c.Cluster.Addrs, Token: c.Cluster.Token, Logger: c.Logger})
 }

@@ -58,6 +58,15 @@ func Open(ctx context.Context, cfg Config) (*Driver, error) {
 	// A lock call must give up when its context does; go-redis otherwise
 	// waits for its own socket timeouts.
 	opts.ContextTimeoutEnabled = true
+	// Drivers do not retry: with go-redis's default of three retries with
+	// back-off, a call to a Redis that is down takes almost two seconds to
+	// say so. The URL's max_retries option still wins.
+	if !hasQueryOption(cfg.URL, "max_retries") {
+		opts.MaxRetries = -1
+	}
+	// Nor does it retry a refused dial (go-redis tries five times, 100 ms
+	// apart): a refresh racing its lock's TTL needs the answer now.
+	opts.DialerRetries = 1
 	client := goredis.NewClient(opts)
 	if err := client.Ping(ctx).Err(); err != nil {
 		_ = client.Close()

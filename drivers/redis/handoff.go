@@ -5,11 +5,12 @@ import (
 	"time"
 )
 
-// maxHandoffs bounds consecutive direct hand-offs of one key. Other
-// processes normally show up in the channel's subscriber count, but on
-// Redis Cluster that count only covers the subscriptions on the key's own
-// node; a plain release now and then gives every waiter a chance anyway.
-const maxHandoffs = 32
+// clusterMaxHandoffs bounds consecutive direct hand-offs of one key on
+// Redis Cluster. Elsewhere the subscriber count of the key's channel shows
+// every other waiting process, but on a cluster it covers only the
+// subscriptions on the key's own node; a plain release now and then gives
+// the waiters of other processes a chance anyway.
+const clusterMaxHandoffs = 32
 
 // handOffResult is what a hand-off attempt came to.
 type handOffResult int
@@ -23,7 +24,7 @@ const (
 
 // beginHandoff picks the head waiter of channel for a direct hand-off, or
 // returns nil when there is none (or one is already under way, or the key
-// has been handed off maxHandoffs times in a row). ownSubs is how many of
+// has been handed off h.maxHandoffs times in a row). ownSubs is how many of
 // the channel's subscribers are this driver's.
 func (h *hub) beginHandoff(channel string) (w *waiter, ownSubs int) {
 	h.mu.Lock()
@@ -32,7 +33,7 @@ func (h *hub) beginHandoff(channel string) (w *waiter, ownSubs int) {
 	if q == nil || len(q.waiters) == 0 || q.waiters[0].handoff {
 		return nil, 0
 	}
-	if q.handoffs >= maxHandoffs {
+	if h.maxHandoffs > 0 && q.handoffs >= h.maxHandoffs {
 		q.handoffs = 0
 		return nil, 0
 	}

@@ -26,6 +26,9 @@ type hub struct {
 	client goredis.UniversalClient
 	poll   time.Duration
 	log    hclog.Logger
+	// maxHandoffs bounds consecutive direct hand-offs of a key; 0 means
+	// no bound (see handoff.go).
+	maxHandoffs int
 
 	// subMu orders SUBSCRIBE and UNSUBSCRIBE writes the same way as the
 	// state changes they reflect, so a channel is never left unsubscribed
@@ -40,7 +43,11 @@ type hub struct {
 }
 
 func newHub(client goredis.UniversalClient, poll time.Duration, log hclog.Logger) *hub {
-	return &hub{client: client, poll: poll, log: log, queues: make(map[string]*queue)}
+	h := &hub{client: client, poll: poll, log: log, queues: make(map[string]*queue)}
+	if _, cluster := client.(*goredis.ClusterClient); cluster {
+		h.maxHandoffs = clusterMaxHandoffs
+	}
+	return h
 }
 
 // join queues a new waiter for channel, subscribing to it when this is the
@@ -144,7 +151,11 @@ func (h *hub) handle(m interface{}) {
 // sweep unsubscribes from the channels of keys that have had no local
 // waiter for idleUnsubscribe.
 func (h *hub) sweep() {
-	h.subMu.Lock()
+	// A SUBSCRIBE under way may be waiting for a dial; rather than stall
+	// the dispatcher behind it, sweep next time.
+	if !h.subMu.TryLock() {
+		return
+	}
 	defer h.subMu.Unlock()
 
 	h.mu.Lock()

@@ -73,23 +73,23 @@ func (h *hub) turn(w *waiter) state {
 // When w was the head, the next waiter becomes head: if w got the key, the
 // new head waits for the next release (at most w's TTL); otherwise it
 // tries at once.
-func (h *hub) leave(w *waiter, selfGranted bool) (handedOff bool, fence uint64) {
+func (h *hub) leave(w *waiter, selfGranted bool) (handedOff bool) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if w.granted {
-		return true, w.fence
+		return true
 	}
 	w.gone, w.selfGranted = true, selfGranted
 	q := w.q
 	i := indexOf(q.waiters, w)
 	if i < 0 {
-		return false, 0
+		return false
 	}
 	q.removeAt(i)
 	if i == 0 && len(q.waiters) > 0 {
 		q.promote(selfGranted, w.ttl)
 	}
-	return false, 0
+	return false
 }
 
 // removeAt drops waiters[i], recording when the queue went idle.

@@ -66,3 +66,9 @@ func scrub(msg string, u *url.URL) string {
 	}
 	return msg
 }
+
+// hasQueryOption reports whether the URL sets the query option name.
+func hasQueryOption(raw, name string) bool {
+	u, err := url.Parse(raw)
+	return err == nil && u.Query().Has(name)
+}

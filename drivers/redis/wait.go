@@ -28,6 +28,9 @@ const cleanupTimeout = time.Second
 // Redis being unreachable ends the wait with an error matching
 // ErrUnavailable.
 func (d *Driver) AcquireWait(ctx context.Context, key, owner string, ttl time.Duration, _ drivers.WaitOptions) (uint64, error) {
+	if err := d.usable(ctx, "wait for", key); err != nil {
+		return 0, err // nothing sent, nothing to clean up
+	}
 	channel := keysFor(key).channel
 	holderTTL := d.cfg.PollInterval
 	// Try at once, unless this process already has waiters for the key:
@@ -51,7 +54,7 @@ func (d *Driver) AcquireWait(ctx context.Context, key, owner string, ttl time.Du
 	fence, err := d.wait(ctx, key, w, holderTTL)
 	if err != nil {
 		// A hand-off may have given w the key just as it gave up.
-		if handedOff, _ := d.hub.leave(w, false); handedOff {
+		if d.hub.leave(w, false) {
 			d.releaseAbandoned(ctx, key, owner)
 		}
 		return 0, err

@@ -1,0 +1,84 @@
+// Package redis is the lock driver for Redis, on github.com/redis/go-redis/v9.
+//
+// Open it from a URL (redis:// or rediss:// for TLS, with optional user,
+// password and database number), or hand New a client the application
+// already has: a plain client, a failover (Sentinel) client or a cluster
+// client.
+//
+//	d, err := redis.Open(ctx, redis.Config{URL: "redis://:secret@localhost:6379/0"})
+//	m := lock.New(d)
+//
+// # What runs on the server
+//
+// Every operation is one Lua script, which Redis runs atomically: acquire
+// (SET NX PX, or a refresh by the same owner) together with the fence;
+// compare-and-delete release; compare-and-extend; force release. Exists is
+// a single EXISTS. Scripts are sent by SHA and resent in full when the
+// server does not know them, after a restart or SCRIPT FLUSH.
+//
+// A key K is stored as "{K}" (the owner token, with the lock's TTL) and
+// "{K}:fence" (the last fence, no TTL, so fences outlive the lock). A key
+// that contains braces is stored under a digest tag instead:
+// "{#<hex>}K" and "{#<hex>}K:fence".
+//
+// # Fences
+//
+// Each grant gets a fence larger than every earlier one of the same key:
+// max(previous fence + 1, the server's clock in microseconds). The clock
+// floor keeps fences increasing when the counter is lost (a restart without
+// persistence, a failover to a replica that had not received the last
+// writes), as long as the server clocks do not step back.
+//
+// # Waiting
+//
+// AcquireWait is pushed, not polled. Every release and force release
+// publishes on the key's channel "{K}:released"; a driver keeps one pub/sub
+// connection for all its waiters, subscribed to the channels of the keys
+// they wait for, and queues its waiters per key in arrival order. Only the
+// first waiter of a key competes for it. A failed attempt learns how long
+// the holder has left, so the waiter also wakes when the lock expires
+// without a release; a slow poll (Config.PollInterval) covers messages lost
+// while the subscription reconnects. When a process releases a key that its
+// own waiters want, and no other process waits for it (the channel has no
+// other subscriber), the release hands the key to the first of them in the
+// same script, sparing a round trip.
+//
+// Across processes, whoever reacts first to a release wins; a process whose
+// waiters keep handing a key to each other releases it to everyone as soon
+// as another process waits for it too.
+//
+// # Errors
+//
+// A Redis that cannot be reached, or answers that it cannot serve
+// (READONLY, LOADING, CLUSTERDOWN, OOM, ...), gives errors that match
+// drivers.ErrUnavailable, never a plain "not acquired". A driver opened from
+// a URL does not retry (go-redis would retry three times with back-off and
+// redial five times), so such errors come within milliseconds; the Manager
+// decides what to do, and a refresh that cannot reach Redis before the TTL
+// runs out ends in the lost-lock error.
+//
+// # Deployment
+//
+// Redis replication is asynchronous. When a primary fails, the replica that
+// takes over may not have received the latest writes, so a lock granted just
+// before the failure can be granted again to someone else while its first
+// holder still works: for a while there are two holders. No Redis-based
+// lock avoids this (Redlock's multiple independent servers narrow it
+// without closing it). Fences are what protect the resource then: pass
+// Lock.Fence() to it and have it reject a fence lower than the highest it
+// has seen. For locks that must never double-grant, use the cluster driver
+// (Raft) instead.
+//
+// Run the lock database with maxmemory-policy noeviction: under the
+// volatile-* policies Redis may evict a held lock's key (it has a TTL), and
+// under allkeys-* also the fence counters.
+//
+// Redis Cluster is supported: a lock's keys share one hash tag, so they
+// live in one slot, and the tests run the whole conformance suite on a
+// three-node cluster. Pub/sub messages are broadcast to every node, so a
+// waiter's subscription may live on any node. The hand-off check above
+// counts only the subscribers on the key's own node there, so on a cluster
+// a process also releases a key to everyone after 32 hand-offs in a row.
+//
+// Tested with Redis 7.0.
+package redis

@@ -1,0 +1,31 @@
+package redis
+
+// Hooks for the external tests of this package.
+
+// KeyNames returns the Redis names used for key.
+func KeyNames(key string) (lock, fence, channel string) {
+	ks := keysFor(key)
+	return ks.lock, ks.fence, ks.channel
+}
+
+// Waiters is how many AcquireWait calls of d wait for key.
+func Waiters(d *Driver, key string) int {
+	d.hub.mu.Lock()
+	defer d.hub.mu.Unlock()
+	q := d.hub.queues[keysFor(key).channel]
+	if q == nil {
+		return 0
+	}
+	return len(q.waiters)
+}
+
+// Subscribed reports whether Redis has confirmed d's subscription for key.
+func Subscribed(d *Driver, key string) bool {
+	d.hub.mu.Lock()
+	defer d.hub.mu.Unlock()
+	q := d.hub.queues[keysFor(key).channel]
+	return q != nil && q.confirmed
+}
+
+// SubscribedChannels is how many key channels d keeps subscribed.
+func SubscribedChannels(d *Driver) int { return d.hub.subscribedChannels() }
