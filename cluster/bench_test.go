@@ -14,7 +14,10 @@ import (
 )
 
 // benchClient is a lean HTTP caller for benchmarks (no testing.T).
-type benchClient struct{ http *http.Client }
+type benchClient struct {
+	http    *http.Client
+	retries atomic.Int64
+}
 
 func newBenchClient(b *testing.B) *benchClient {
 	tr := &http.Transport{MaxIdleConns: 256, MaxIdleConnsPerHost: 256}
@@ -22,15 +25,26 @@ func newBenchClient(b *testing.B) *benchClient {
 	return &benchClient{http: &http.Client{Transport: tr, Timeout: 30 * time.Second}}
 }
 
+// post sends body, retrying a 503 (an election under load) as a client
+// would, a bounded number of times.
 func (c *benchClient) post(addr, path string, body any) (int, error) {
 	j, _ := json.Marshal(body)
-	resp, err := c.http.Post("http://"+addr+path, "application/json", bytes.NewReader(j))
-	if err != nil {
-		return 0, err
+	for attempt := 0; ; attempt++ {
+		resp, err := c.http.Post("http://"+addr+path, "application/json", bytes.NewReader(j))
+		if err != nil {
+			return 0, err
+		}
+		msg, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusServiceUnavailable || attempt == 50 {
+			if resp.StatusCode != http.StatusOK {
+				return resp.StatusCode, fmt.Errorf("%s", msg)
+			}
+			return resp.StatusCode, nil
+		}
+		c.retries.Add(1)
+		time.Sleep(20 * time.Millisecond) // back off before retrying, like a client
 	}
-	_, _ = io.Copy(io.Discard, resp.Body)
-	resp.Body.Close()
-	return resp.StatusCode, nil
 }
 
 // cycle acquires (waiting up to wait) and releases key, and returns the
@@ -127,6 +141,7 @@ func BenchmarkCluster_GroupCommit(b *testing.B) {
 	b.ReportMetric(viaFollower.opsPerSec, "spread32_via_follower_cycles/s")
 	b.ReportMetric(hot.opsPerSec, "hot8_cycles/s")
 	b.ReportMetric(spread.opsPerSec/serial.opsPerSec, "spread_vs_serial")
+	b.ReportMetric(float64(c.retries.Load()), "retried_503s")
 	b.ReportMetric(float64(spread.p50.Microseconds()), "spread_acq_p50_us")
 	b.ReportMetric(float64(spread.p99.Microseconds()), "spread_acq_p99_us")
 	b.ReportMetric(float64(serial.p50.Microseconds()), "serial_acq_p50_us")

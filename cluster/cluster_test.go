@@ -1,6 +1,8 @@
 package cluster
 
 import (
+	"bytes"
+	"fmt"
 	"net/http"
 	"strings"
 	"testing"
@@ -221,5 +223,67 @@ func TestCluster_JoinIsIdempotent(t *testing.T) {
 	r := c.do(leader.HTTPAddr(), "GET", "/v1/status", nil)
 	if peers, _ := r.Body["peers"].([]any); len(peers) != 2 {
 		t.Fatalf("peers after repeated joins = %s", r.Raw)
+	}
+}
+
+func TestCluster_KeyLimitAnswers429(t *testing.T) {
+	nodes := startCluster(t, 1, func(c *Config) { c.MaxKeys = 2; c.MaxWaitersPerKey = 1 })
+	addr := nodes[0].HTTPAddr()
+	c := newClient(t)
+	mustStatus(t, c.acquire(addr, "a", "o", time.Minute, 0), http.StatusOK, "first key")
+	mustStatus(t, c.acquire(addr, "b", "o", time.Minute, 0), http.StatusOK, "second key")
+	r := c.acquire(addr, "c", "o", time.Minute, 0)
+	mustStatus(t, r, http.StatusTooManyRequests, "key over the limit")
+	if r.str("code") != "full" || !strings.Contains(r.str("message"), "limit") {
+		t.Fatalf("429 body = %s", r.Raw)
+	}
+	// One waiter fits, the second does not.
+	done := make(chan reply, 1)
+	go func() { done <- c.acquire(addr, "a", "w1", time.Minute, 10*time.Second) }()
+	waitFor(t, 5*time.Second, "w1 to queue", func() bool { return c.get(addr, "a").num("waiters") == 1 })
+	mustStatus(t, c.acquire(addr, "a", "w2", time.Minute, 10*time.Second), http.StatusTooManyRequests, "waiter over the limit")
+	c.release(addr, "a", "o")
+	mustStatus(t, <-done, http.StatusOK, "the queued waiter")
+}
+
+// Every node applies the same log to the same state: once they have all
+// applied the same index, their snapshots are byte-identical.
+func TestCluster_NodesConvergeToIdenticalSnapshots(t *testing.T) {
+	nodes := startCluster(t, 3, nil)
+	leader := waitLeader(t, nodes)
+	fs := followers(nodes, leader)
+	c := newClient(t)
+	done := make(chan reply, 1)
+	mustStatus(t, c.acquire(fs[0].HTTPAddr(), "x", "a", time.Minute, 0), http.StatusOK, "acquire x")
+	go func() { done <- c.acquire(fs[1].HTTPAddr(), "x", "b", time.Minute, 10*time.Second) }()
+	waitFor(t, 5*time.Second, "b to queue", func() bool { return c.get(leader.HTTPAddr(), "x").num("waiters") == 1 })
+	for i := 0; i < 20; i++ {
+		mustStatus(t, c.acquire(fs[i%2].HTTPAddr(), fmt.Sprintf("k%d", i), "o", time.Minute, 0), http.StatusOK, "acquire")
+	}
+	c.release(fs[0].HTTPAddr(), "x", "a")
+	mustStatus(t, <-done, http.StatusOK, "b's wait")
+	// Free every key so the leader stops ticking and the log settles.
+	c.release(leader.HTTPAddr(), "x", "b")
+	for i := 0; i < 20; i++ {
+		c.do(leader.HTTPAddr(), "POST", "/v1/force-release", map[string]any{"key": fmt.Sprintf("k%d", i)})
+	}
+	var snaps [][]byte
+	waitFor(t, 10*time.Second, "every node to apply the same last entry", func() bool {
+		last := leader.raft.LastIndex()
+		for _, n := range nodes {
+			if n.fsm.AppliedIndex() != last {
+				return false
+			}
+		}
+		snaps = snaps[:0]
+		for _, n := range nodes {
+			snaps = append(snaps, fsmSnapshot(t, n))
+		}
+		return leader.raft.LastIndex() == last
+	})
+	for i, s := range snaps[1:] {
+		if !bytes.Equal(s, snaps[0]) {
+			t.Fatalf("%s's snapshot differs from %s's", nodes[i+1].ID(), nodes[0].ID())
+		}
 	}
 }

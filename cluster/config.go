@@ -30,7 +30,9 @@ type Config struct {
 	// with state, it rejoins from disk.
 	Bootstrap []Peer
 	// Join is the HTTP address (host:port or URL) of a member to ask to add
-	// this node as a voter. Not allowed together with Bootstrap.
+	// this node as a voter; NewNode fails if that does not succeed before
+	// its ctx ends. Skipped when DataDir already holds raft state (the node
+	// is a member already). Not allowed together with Bootstrap.
 	Join string
 
 	// Token is the bearer token every request (except /healthz) must carry;

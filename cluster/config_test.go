@@ -98,7 +98,7 @@ func freeAddr(t *testing.T) string {
 }
 
 // A node restarted from its data dir keeps its locks, fences and time:
-// fences keep growing and the remaining TTL does not reset.
+// fences keep growing, and the remaining TTL grows by no more than the grace.
 func TestNode_RestartFromDiskKeepsLocksAndFences(t *testing.T) {
 	cfg := testConfig(t, "n1")
 	cfg.RaftAddr = freeAddr(t)
@@ -196,4 +196,30 @@ func TestAdvertiseAddr(t *testing.T) {
 			t.Errorf("advertiseAddr(%q, %q, %q) = %q, want %q", c.override, c.bound, c.raft, got, c.want)
 		}
 	}
+}
+
+// A member restarting from its data dir does not need the join target: the
+// membership is in its log already.
+func TestNode_RestartedMemberDoesNotJoinAgain(t *testing.T) {
+	first := testConfig(t, "n1")
+	first.RaftAddr = freeAddr(t)
+	n1 := startNode(t, first)
+	waitLeader(t, []*Node{n1})
+	cfg := testConfig(t, "n2")
+	cfg.RaftAddr, cfg.Join = freeAddr(t), n1.HTTPAddr()
+	n2 := startNode(t, cfg)
+	waitLeader(t, []*Node{n1, n2})
+	shutdown(t, n2)
+
+	cfg.Join = freeAddr(t) // nobody listens there
+	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
+	defer cancel()
+	n2, err := NewNode(ctx, cfg)
+	if err != nil {
+		t.Fatalf("restart with an unreachable join target: %v", err)
+	}
+	t.Cleanup(func() { shutdown(t, n2) })
+	waitLeader(t, []*Node{n1, n2})
+	c := newClient(t)
+	mustStatus(t, c.acquire(n2.HTTPAddr(), "k", "o", time.Second, 0), http.StatusOK, "acquire through the restarted member")
 }

@@ -52,6 +52,46 @@
 // a grant. A waiter that was granted just before the change keeps its
 // lock until it is released or its TTL ends.
 //
+// # HTTP API
+//
+// JSON bodies, durations in milliseconds, keys in bodies or query
+// parameters (never in paths); bodies over 64 KiB are refused (413) and
+// unknown fields are an error (400). With Config.Token set, every request
+// but GET /healthz needs "Authorization: Bearer <token>" (401 otherwise).
+//
+//	POST /v1/acquire        {"key","owner","ttl_ms","wait_ms"} -> {"key","owner","fence","ttl_ms"}
+//	POST /v1/release        {"key","owner"}                    -> {"released"}
+//	POST /v1/extend         {"key","owner","ttl_ms"}           -> {"extended","ttl_ms"}
+//	POST /v1/force-release  {"key"}                            -> {"released"}
+//	GET  /v1/lock?key=K                                        -> {"key","owner","fence","remaining_ms","waiters"}
+//	GET  /v1/locks?prefix=P&limit=N                            -> {"locks":[...],"truncated"}
+//	GET  /v1/status                                            -> raft state, leader, indexes, peers, keys
+//	POST /v1/join           {"id","addr"[,"http"]}             -> {}
+//	POST /v1/leave          {"id"}                             -> {}
+//	GET  /metrics, GET /healthz
+//
+// Every error is {"code","message"} with code invalid (400), unauthorized
+// (401), not_found (404), not_acquired (409, with "holder_ttl_ms" when
+// known), too_large (413), full (429) or unavailable (503: no leader, no
+// quorum, leadership moved, shutting down; safe to retry elsewhere); one
+// function, classify, maps errors to them.
+//
+// # Metrics
+//
+// Labelled node=<ID>: zerotal_lock_acquire_wait_seconds (request to grant
+// on the leader), zerotal_lock_hold_seconds (grant to release or expiry,
+// in replicated time), zerotal_lock_contention_total (acquires answered
+// 409), zerotal_lock_expired_total (expiries applied),
+// zerotal_lock_waiters (queued waiters), zerotal_lock_keys,
+// zerotal_lock_raft_state (0 follower, 1 candidate, 2 leader, 3 shutdown)
+// and zerotal_lock_leadership_changes_total.
+//
+// # Shutdown
+//
+// A leader first transfers leadership; then HTTP requests are cancelled
+// and drained (waiting requests answer 503 and leave the queue), pending
+// raft operations finish, raft stops and the stores close.
+//
 // # Group commit
 //
 // raft's BatchApplyCh takes concurrent proposals from the apply channel in

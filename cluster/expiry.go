@@ -39,6 +39,9 @@ func (n *Node) runExpiry(stop <-chan struct{}, clock *logicalClock) {
 			return
 		}
 		wait := n.cfg.TickInterval
+		if n.pauseExpiry.Load() {
+			ok = false
+		}
 		if ok && next <= now {
 			expired, err := n.expireDue(ctx, now)
 			if err != nil {

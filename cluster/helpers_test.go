@@ -253,3 +253,25 @@ func containsLine(text, line string) bool {
 	}
 	return false
 }
+
+// fsmSnapshot returns the bytes the node's FSM would persist now.
+func fsmSnapshot(t testing.TB, n *Node) []byte {
+	t.Helper()
+	s, err := n.fsm.Snapshot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Release()
+	sink := &memSink{}
+	if err := s.Persist(sink); err != nil {
+		t.Fatal(err)
+	}
+	return sink.Bytes()
+}
+
+// memSink is an in-memory raft.SnapshotSink.
+type memSink struct{ bytes.Buffer }
+
+func (s *memSink) Close() error  { return nil }
+func (s *memSink) Cancel() error { return nil }
+func (s *memSink) ID() string    { return "mem" }

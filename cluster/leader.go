@@ -87,15 +87,15 @@ func (n *Node) watchLeadership() {
 			wg.Add(1)
 			go func(stop chan struct{}) {
 				defer wg.Done()
-				n.lead1(stop)
+				n.serveLeadership(stop)
 			}(stop)
 		}
 	}
 }
 
-// lead1 runs one leadership term: takeover, then the expiry loop until
+// serveLeadership runs one leadership term: takeover, then the expiry loop until
 // stop is closed.
-func (n *Node) lead1(stop chan struct{}) {
+func (n *Node) serveLeadership(stop chan struct{}) {
 	clock, ok := n.takeover(stop)
 	if !ok {
 		return
@@ -117,7 +117,7 @@ func (n *Node) lead1(stop chan struct{}) {
 // answered them 503), and this node's HTTP address in the member map.
 func (n *Node) takeover(stop chan struct{}) (*logicalClock, bool) {
 	for {
-		err := n.raft.Barrier(n.cfg.ApplyTimeout).Error()
+		err := n.barrier()
 		if err == nil {
 			break
 		}
@@ -156,16 +156,14 @@ func (n *Node) takeover(stop chan struct{}) (*logicalClock, bool) {
 	// The tick also proves this term can commit (the barrier did too)
 	// and moves the FSM time to the new clock's origin.
 	futures = append(futures, n.propose(fsm.Entry{Type: fsm.TypeTick, Now: clock.now()}))
-	swept := 0
+	failed := false
 	for _, f := range futures {
+		// Await every future, also after a failure: each one is counted by
+		// the shutdown gate until awaited.
 		if _, err := fsm.Await(f); err != nil {
 			n.log.Warn("takeover proposal failed", "error", err)
-			if isRaftUnavailable(err) {
-				return nil, false
-			}
+			failed = failed || isRaftUnavailable(err)
 		}
-		swept++
 	}
-	n.log.Debug("takeover done", "entries", swept)
-	return clock, true
+	return clock, !failed
 }

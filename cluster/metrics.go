@@ -72,10 +72,12 @@ func newMetrics(n *Node) (*metrics, error) {
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "zerotal_lock_raft_state", Help: "Raft state: 0 follower, 1 candidate, 2 leader, 3 shutdown.",
 		}, func() float64 {
-			if n.raft == nil {
-				return float64(raft.Shutdown)
+			// Read through an atomic: a shared registry may be scraped
+			// while NewNode is still starting raft.
+			if r := n.raftForMetrics.Load(); r != nil {
+				return float64(r.State())
 			}
-			return float64(n.raft.State())
+			return float64(raft.Shutdown)
 		}),
 	}
 	for i, c := range m.collectors {

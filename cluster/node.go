@@ -27,6 +27,7 @@ type Node struct {
 	stores  *stores
 	metrics *metrics
 	waits   *waitRegistry
+	gate    gate
 
 	httpSrv  *http.Server
 	listener net.Listener
@@ -38,6 +39,11 @@ type Node struct {
 	lead atomic.Pointer[leadership]
 	// kick wakes the expiry loop when a new deadline may be earlier.
 	kick chan struct{}
+	// raftForMetrics publishes n.raft to metric callbacks, which a shared
+	// registry may run while NewNode is still starting.
+	raftForMetrics atomic.Pointer[raft.Raft]
+	// pauseExpiry stops the expiry loop from proposing (tests only).
+	pauseExpiry atomic.Bool
 
 	// baseCtx is every HTTP request's parent; Shutdown cancels it so that
 	// long waits and forwarded requests end promptly.
@@ -88,6 +94,12 @@ func NewNode(ctx context.Context, cfg Config) (_ *Node, err error) {
 	if err != nil {
 		return nil, err
 	}
+	// Listen first: a busy port fails the start before any raft state is
+	// written, and the address is known before this node can lead.
+	n.listener, err = net.Listen("tcp", cfg.HTTPAddr)
+	if err != nil {
+		return nil, fmt.Errorf("cluster: listen HTTP on %s: %w", cfg.HTTPAddr, err)
+	}
 	n.stores, err = openStores(cfg)
 	if err != nil {
 		return nil, err
@@ -100,18 +112,16 @@ func NewNode(ctx context.Context, cfg Config) (_ *Node, err error) {
 	if err != nil {
 		return nil, fmt.Errorf("cluster: start raft: %w", err)
 	}
+	n.raftForMetrics.Store(n.raft)
 	if err := n.bootstrap(existing); err != nil {
 		return nil, err
 	}
 
-	n.listener, err = net.Listen("tcp", cfg.HTTPAddr)
-	if err != nil {
-		return nil, fmt.Errorf("cluster: listen HTTP on %s: %w", cfg.HTTPAddr, err)
-	}
 	n.handler = n.routes()
 	n.httpSrv = &http.Server{
 		Handler:           n.handler,
 		ReadHeaderTimeout: 10 * time.Second,
+		IdleTimeout:       2 * time.Minute,
 		BaseContext:       func(net.Listener) context.Context { return n.baseCtx },
 		ErrorLog:          cfg.Logger.Named("http").StandardLogger(&hclog.StandardLoggerOptions{InferLevels: true}),
 	}
@@ -127,7 +137,12 @@ func NewNode(ctx context.Context, cfg Config) (_ *Node, err error) {
 		n.watchLeadership()
 	}()
 
-	if cfg.Join != "" {
+	switch {
+	case cfg.Join != "" && existing:
+		// Already a member: the configuration is in the log, and the
+		// cluster may be restarting as a whole, with nobody to answer.
+		n.log.Info("raft state found on disk: not joining again", "join", cfg.Join)
+	case cfg.Join != "":
 		if err := n.joinCluster(ctx); err != nil {
 			return nil, err
 		}
@@ -258,6 +273,11 @@ func (n *Node) shutdown(ctx context.Context) error {
 		if err := n.httpSrv.Shutdown(ctx); err != nil {
 			errs = append(errs, fmt.Errorf("cluster: http shutdown: %w", err), n.httpSrv.Close())
 		}
+	} else if n.listener != nil {
+		_ = n.listener.Close()
+	}
+	if err := n.gate.closeAndWait(ctx); err != nil {
+		errs = append(errs, err)
 	}
 	if n.raft != nil {
 		if err := n.raft.Shutdown().Error(); err != nil {

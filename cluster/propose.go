@@ -7,14 +7,18 @@ import (
 )
 
 // propose encodes e and hands it to raft without waiting; fsm.Await
-// collects the outcome. Encoding only fails for an unknown type, a
-// programming error reported through the future.
+// collects the outcome, and every future returned must be awaited (the
+// shutdown gate counts it until then). Encoding only fails for an unknown
+// type, a programming error reported through the future.
 func (n *Node) propose(e fsm.Entry) raft.ApplyFuture {
 	b, err := fsm.Encode(e)
 	if err != nil {
 		return errFuture{err}
 	}
-	return n.raft.Apply(b, n.cfg.ApplyTimeout)
+	if !n.gate.enter() {
+		return errFuture{raft.ErrRaftShutdown}
+	}
+	return &trackedFuture{ApplyFuture: n.raft.Apply(b, n.cfg.ApplyTimeout), leave: n.gate.leave}
 }
 
 // apply proposes e and waits for its result.

@@ -145,3 +145,26 @@ func TestCluster_ShutdownEndsForwardedWaits(t *testing.T) {
 	mustStatus(t, r, http.StatusServiceUnavailable, "waiting request on a node that shut down")
 	waitFor(t, 5*time.Second, "the leader to remove the waiter", func() bool { return c.get(leader.HTTPAddr(), "k").num("waiters") == 0 })
 }
+
+// A key past its deadline with waiters goes to the first waiter, also when
+// a newcomer asks before the expiry loop has acted: the leader commits the
+// expiry (the hand-off) right before the newcomer's acquire.
+func TestCluster_ExpiredKeyGoesToWaiterNotNewcomer(t *testing.T) {
+	nodes := startCluster(t, 1, nil)
+	n := nodes[0]
+	addr := n.HTTPAddr()
+	c := newClient(t)
+	n.pauseExpiry.Store(true)
+	mustStatus(t, c.acquire(addr, "k", "a", 200*time.Millisecond, 0), http.StatusOK, "acquire")
+	done := make(chan reply, 1)
+	go func() { done <- c.acquire(addr, "k", "b", time.Minute, 20*time.Second) }()
+	waitFor(t, 5*time.Second, "b to queue", func() bool { return c.get(addr, "k").num("waiters") == 1 })
+	waitFor(t, 10*time.Second, "a's deadline to pass", func() bool { return c.get(addr, "k").Status == http.StatusNotFound })
+
+	r := c.acquire(addr, "k", "newcomer", time.Minute, 0)
+	mustStatus(t, r, http.StatusConflict, "newcomer while b waits")
+	mustStatus(t, <-done, http.StatusOK, "b's wait")
+	if g := c.get(addr, "k"); g.str("owner") != "b" {
+		t.Fatalf("lock = %s, want b", g.Raw)
+	}
+}

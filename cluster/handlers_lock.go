@@ -1,0 +1,206 @@
+package cluster
+
+import (
+	"errors"
+	"net/http"
+	"time"
+
+	"github.com/hashicorp/raft"
+
+	"github.com/zerotal/lock/engine"
+	"github.com/zerotal/lock/fsm"
+)
+
+// applyErr turns a proposal error into an API error: raft's "no leader
+// here" family becomes unavailable; engine errors (full, invalid) stay.
+func applyErr(op string, err error) error {
+	if isRaftUnavailable(err) {
+		return unavailable(op, err)
+	}
+	return err
+}
+
+func (n *Node) handleAcquire(w http.ResponseWriter, r *http.Request, l *leadership) {
+	var req acquireRequest
+	if err := decodeBody(w, r, &req); err != nil {
+		writeError(w, err)
+		return
+	}
+	ttl, err := checkTTL(req.TTLms)
+	if err == nil {
+		err = errors.Join(checkKey(req.Key), checkOwner(req.Owner))
+	}
+	if err == nil && req.WaitMs < 0 {
+		err = invalidf("wait_ms", "%d is negative", req.WaitMs)
+	}
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	wait := min(time.Duration(req.WaitMs)*time.Millisecond, n.cfg.MaxWait)
+	start := time.Now()
+	var fence uint64
+	if wait > 0 {
+		fence, err = n.acquireWait(r, l, req.Key, req.Owner, ttl, wait)
+	} else {
+		fence, err = n.acquireNow(r, l, req.Key, req.Owner, ttl)
+	}
+	if err != nil {
+		if isConflict(err) {
+			n.metrics.contention.Inc()
+		}
+		writeError(w, err)
+		return
+	}
+	n.metrics.acquireWait.Observe(time.Since(start).Seconds())
+	writeJSON(w, http.StatusOK, acquireResponse{Key: req.Key, Owner: req.Owner, Fence: fence, TTLms: req.TTLms})
+}
+
+func isConflict(err error) bool {
+	var c *conflictError
+	return errors.As(err, &c)
+}
+
+func (n *Node) acquireNow(r *http.Request, l *leadership, key, owner string, ttl time.Duration) (uint64, error) {
+	now := l.clock.now()
+	resp, err := n.proposeAcquire(r, fsm.Entry{Type: fsm.TypeAcquire, Key: key, Owner: owner, TTL: ttl, Now: now})
+	if err != nil {
+		return 0, applyErr("acquire", err)
+	}
+	if !resp.Result.OK {
+		return 0, &conflictError{key: key, holderTTLms: remainingMs(resp.Result.Grant.Deadline, now)}
+	}
+	return resp.Result.Grant.Fence, nil
+}
+
+// proposeAcquire proposes the acquire e, preceded, when the key's grant is
+// past its deadline while waiters are queued, by that grant's expiry: the
+// engine counts an expired key as free, and without it a newcomer would
+// overtake the queue in the moment before the expiry loop commits. Both
+// entries enter raft in order from this goroutine, so this costs no extra
+// round trip.
+func (n *Node) proposeAcquire(r *http.Request, e fsm.Entry) (*fsm.Response, error) {
+	var expire raft.ApplyFuture
+	info, ok, err := n.fsm.Engine().Get(r.Context(), e.Key)
+	if err == nil && ok && info.Deadline <= e.Now && info.Waiters > 0 {
+		expire = n.propose(fsm.Entry{Type: fsm.TypeExpire, Key: e.Key, Owner: info.Owner, ExpectFence: info.Fence, Now: e.Now})
+	}
+	f := n.propose(e)
+	if expire != nil {
+		_, _ = fsm.Await(expire)
+	}
+	return fsm.Await(f)
+}
+
+// acquireWait queues the request in the replicated table and waits for
+// the hand-off. On timeout or client cancellation it removes the waiter;
+// if the hand-off won that race it releases the grant, which passes the
+// key on.
+func (n *Node) acquireWait(r *http.Request, l *leadership, key, owner string, ttl, wait time.Duration) (uint64, error) {
+	ch := n.waits.register(key, owner)
+	defer n.waits.unregister(key, owner, ch)
+	now := l.clock.now()
+	resp, err := n.proposeAcquire(r, fsm.Entry{Type: fsm.TypeAcquire, Key: key, Owner: owner, TTL: ttl, Now: now, Wait: true})
+	if err != nil {
+		return 0, applyErr("acquire", err)
+	}
+	if resp.Result.OK {
+		return resp.Result.Grant.Fence, nil
+	}
+	if !resp.Result.Queued {
+		return 0, &conflictError{key: key, holderTTLms: remainingMs(resp.Result.Grant.Deadline, now)}
+	}
+	timer := time.NewTimer(wait)
+	defer timer.Stop()
+	select {
+	case g := <-ch:
+		return g.Fence, nil
+	case <-l.done:
+		return 0, unavailable("acquire", errors.New("leadership changed while waiting; retry"))
+	case <-timer.C:
+	case <-r.Context().Done():
+	}
+	n.abandonWait(l, key, owner, ch)
+	if err := r.Context().Err(); err != nil {
+		// The client went away, or this node is shutting down.
+		return 0, unavailable("acquire", err)
+	}
+	return 0, &conflictError{key: key, holderTTLms: -1}
+}
+
+func (n *Node) abandonWait(l *leadership, key, owner string, ch chan engine.Grant) {
+	resp, err := n.apply(fsm.Entry{Type: fsm.TypeCancelWait, Key: key, Owner: owner, Now: l.clock.now()})
+	if err != nil {
+		n.log.Warn("cancel wait failed", "error", err)
+		return
+	}
+	if resp.Result.OK {
+		return
+	}
+	select {
+	case g := <-ch:
+		// The hand-off was applied before the cancel: give the key on.
+		if _, err := n.apply(fsm.Entry{Type: fsm.TypeRelease, Key: key, Owner: owner, Now: l.clock.now()}); err != nil {
+			n.log.Warn("release of a grant that raced with a wait timeout failed", "fence", g.Fence, "error", err)
+		}
+	default:
+	}
+}
+
+func (n *Node) handleRelease(w http.ResponseWriter, r *http.Request, l *leadership) {
+	var req releaseRequest
+	if err := decodeBody(w, r, &req); err != nil {
+		writeError(w, err)
+		return
+	}
+	if err := errors.Join(checkKey(req.Key), checkOwner(req.Owner)); err != nil {
+		writeError(w, err)
+		return
+	}
+	resp, err := n.apply(fsm.Entry{Type: fsm.TypeRelease, Key: req.Key, Owner: req.Owner, Now: l.clock.now()})
+	if err != nil {
+		writeError(w, applyErr("release", err))
+		return
+	}
+	writeJSON(w, http.StatusOK, releaseResponse{Released: resp.Result.OK})
+}
+
+func (n *Node) handleExtend(w http.ResponseWriter, r *http.Request, l *leadership) {
+	var req extendRequest
+	if err := decodeBody(w, r, &req); err != nil {
+		writeError(w, err)
+		return
+	}
+	ttl, err := checkTTL(req.TTLms)
+	if err == nil {
+		err = errors.Join(checkKey(req.Key), checkOwner(req.Owner))
+	}
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	resp, err := n.apply(fsm.Entry{Type: fsm.TypeExtend, Key: req.Key, Owner: req.Owner, TTL: ttl, Now: l.clock.now()})
+	if err != nil {
+		writeError(w, applyErr("extend", err))
+		return
+	}
+	writeJSON(w, http.StatusOK, extendResponse{Extended: resp.Result.OK, TTLms: req.TTLms})
+}
+
+func (n *Node) handleForceRelease(w http.ResponseWriter, r *http.Request, l *leadership) {
+	var req forceReleaseRequest
+	if err := decodeBody(w, r, &req); err != nil {
+		writeError(w, err)
+		return
+	}
+	if err := checkKey(req.Key); err != nil {
+		writeError(w, err)
+		return
+	}
+	resp, err := n.apply(fsm.Entry{Type: fsm.TypeForceRelease, Key: req.Key, Now: l.clock.now()})
+	if err != nil {
+		writeError(w, applyErr("force-release", err))
+		return
+	}
+	writeJSON(w, http.StatusOK, releaseResponse{Released: resp.Result.OK})
+}

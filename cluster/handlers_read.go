@@ -1,0 +1,114 @@
+package cluster
+
+import (
+	"net/http"
+	"strconv"
+	"strings"
+)
+
+// defaultListLimit and maxListLimit bound GET /v1/locks.
+const (
+	defaultListLimit = 1000
+	maxListLimit     = 10000
+)
+
+// readIndex makes the leader's next local read linearizable (the ReadIndex
+// of the Raft thesis): note the commit index, confirm leadership with a
+// heartbeat round, then wait until the FSM has applied that index. The
+// takeover barrier already committed an entry of this term.
+func (n *Node) readIndex(r *http.Request) error {
+	ci := n.raft.CommitIndex()
+	if err := n.raft.VerifyLeader().Error(); err != nil {
+		return unavailable("verify leader", err)
+	}
+	if err := n.fsm.WaitApplied(r.Context(), ci); err != nil {
+		return unavailable("read", err)
+	}
+	return nil
+}
+
+func (n *Node) handleGetLock(w http.ResponseWriter, r *http.Request, l *leadership) {
+	key := r.URL.Query().Get("key")
+	if err := checkKey(key); err != nil {
+		writeError(w, err)
+		return
+	}
+	if err := n.readIndex(r); err != nil {
+		writeError(w, err)
+		return
+	}
+	info, ok, err := n.fsm.Engine().Get(r.Context(), key)
+	if err != nil {
+		writeError(w, unavailable("get", err))
+		return
+	}
+	now := l.clock.now()
+	// A grant past its deadline is free to acquire even before the expiry
+	// entry commits, so it is reported as free.
+	if !ok || info.Deadline <= now {
+		writeError(w, errNotFound)
+		return
+	}
+	writeJSON(w, http.StatusOK, lockInfo{Key: info.Key, Owner: info.Owner, Fence: info.Fence,
+		RemainingMs: remainingMs(info.Deadline, now), Waiters: info.Waiters})
+}
+
+func (n *Node) handleListLocks(w http.ResponseWriter, r *http.Request, l *leadership) {
+	q := r.URL.Query()
+	limit := defaultListLimit
+	if s := q.Get("limit"); s != "" {
+		v, err := strconv.Atoi(s)
+		if err != nil || v < 1 || v > maxListLimit {
+			writeError(w, invalidf("limit", "%q is not an integer in [1, %d]", s, maxListLimit))
+			return
+		}
+		limit = v
+	}
+	if err := n.readIndex(r); err != nil {
+		writeError(w, err)
+		return
+	}
+	infos, err := n.fsm.Engine().List(r.Context(), q.Get("prefix"), limit+1)
+	if err != nil {
+		writeError(w, unavailable("list", err))
+		return
+	}
+	resp := locksResponse{Locks: []lockInfo{}, Truncated: len(infos) > limit}
+	if resp.Truncated {
+		infos = infos[:limit]
+	}
+	now := l.clock.now()
+	for _, in := range infos {
+		if in.Deadline <= now {
+			continue
+		}
+		resp.Locks = append(resp.Locks, lockInfo{Key: in.Key, Owner: in.Owner, Fence: in.Fence,
+			RemainingMs: remainingMs(in.Deadline, now), Waiters: in.Waiters})
+	}
+	writeJSON(w, http.StatusOK, resp)
+}
+
+func (n *Node) handleStatus(w http.ResponseWriter, _ *http.Request) {
+	leaderAddr, leaderID := n.raft.LeaderWithID()
+	st := statusResponse{
+		ID:           n.cfg.ID,
+		State:        strings.ToLower(n.raft.State().String()),
+		LeaderID:     string(leaderID),
+		LeaderAddr:   string(leaderAddr),
+		Term:         n.raft.CurrentTerm(),
+		CommitIndex:  n.raft.CommitIndex(),
+		AppliedIndex: n.fsm.AppliedIndex(),
+		LastIndex:    n.raft.LastIndex(),
+		Peers:        []peerInfo{},
+		Keys:         n.fsm.Engine().Len(),
+	}
+	if leaderID != "" {
+		st.LeaderHTTP, _ = n.fsm.Member(string(leaderID))
+	}
+	if f := n.raft.GetConfiguration(); f.Error() == nil {
+		for _, s := range f.Configuration().Servers {
+			st.Peers = append(st.Peers, peerInfo{ID: string(s.ID), Addr: string(s.Address), Suffrage: strings.ToLower(s.Suffrage.String())})
+		}
+	}
+	writeJSON(w, http.StatusOK, st)
+}
