@@ -27,8 +27,10 @@ type request struct {
 	wait time.Duration
 }
 
-// maxRounds bounds how many times a call walks the list of nodes.
-const maxRounds = 8
+// maxRounds bounds how many times a call walks the list of nodes; the
+// time budget (Config.Timeout) normally ends the walk first, since the
+// pause between rounds grows to 500ms.
+const maxRounds = 64
 
 // maxRedirects bounds the 307 hops one call follows.
 const maxRedirects = 4
@@ -190,10 +192,12 @@ type redirectError struct{ base string }
 
 func (e *redirectError) Error() string { return "redirected to " + e.base }
 
-// retryable reports whether err may go better on another node.
+// retryable reports whether err may go better on another node (a
+// redirect is one only once too many were followed).
 func retryable(err error) bool {
 	var te *transportError
-	if errors.As(err, &te) {
+	var re *redirectError
+	if errors.As(err, &te) || errors.As(err, &re) {
 		return true
 	}
 	var ae *APIError

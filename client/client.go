@@ -34,9 +34,11 @@ type Client struct {
 	preferred atomic.Pointer[string]
 	// stale asks the next call to look the leader up again (a follower or
 	// a redirect answered the last call).
-	stale       atomic.Bool
-	discoveryMu sync.Mutex
-	closed      atomic.Bool
+	stale atomic.Bool
+	// lastDiscovery is when the leader was last looked up (UnixNano).
+	lastDiscovery atomic.Int64
+	discoveryMu   sync.Mutex
+	closed        atomic.Bool
 }
 
 // New checks cfg and returns a Client. It does not contact the cluster:

@@ -380,10 +380,10 @@ func TestClient_AcquireWaitHonoursDeadline(t *testing.T) {
 		t.Fatalf("AcquireWait took %v", d)
 	}
 	n.mu.Lock()
-	wait := n.lastWait
+	wait := n.maxWait
 	n.mu.Unlock()
 	if wait <= 0 || wait > 300 {
-		t.Fatalf("wait_ms sent = %d, want within (0, 300]", wait)
+		t.Fatalf("longest wait_ms sent = %d, want within (0, 300]", wait)
 	}
 }
 
@@ -451,5 +451,40 @@ func waitFor(t *testing.T, cond func() bool) {
 			t.Fatal("condition not met within 5s")
 		}
 		time.Sleep(2 * time.Millisecond)
+	}
+}
+
+func TestClient_UnreachableLeaderFallsBackToForwardingNodes(t *testing.T) {
+	follower := newFakeNode(t, "")
+	dead := deadAddr(t)
+	follower.leaderHTTP.Store(&dead)
+	c := newTestClient(t, Config{Addrs: []string{follower.addr()}})
+	const calls = 30
+	for i := range calls {
+		if _, ok, err := c.Acquire(t.Context(), "k"+strconv.Itoa(i), "o", time.Second); err != nil || !ok {
+			t.Fatalf("Acquire = %v, %v", ok, err)
+		}
+	}
+	if got := follower.hitCount("/v1/acquire"); got != calls {
+		t.Fatalf("follower served %d of %d acquires", got, calls)
+	}
+	// Leader look-ups are spaced out, not made once per call.
+	if got := follower.hitCount("/v1/status"); got >= calls {
+		t.Fatalf("%d status requests for %d calls", got, calls)
+	}
+}
+
+func TestClient_RedirectLoopEndsUnavailable(t *testing.T) {
+	a, b := newFakeNode(t, ""), newFakeNode(t, "")
+	toA, toB := a.srv.URL, b.srv.URL
+	a.redirect.Store(&toB)
+	b.redirect.Store(&toA)
+	c := newTestClient(t, Config{Addrs: []string{a.addr()}, Timeout: 300 * time.Millisecond})
+	_, _, err := c.Acquire(t.Context(), "k", "o", time.Second)
+	if !errors.Is(err, drivers.ErrUnavailable) {
+		t.Fatalf("redirect loop: %v, want ErrUnavailable", err)
+	}
+	if hops := a.hitCount("/v1/acquire") + b.hitCount("/v1/acquire"); hops > 200 {
+		t.Fatalf("%d requests for one call", hops)
 	}
 }

@@ -34,7 +34,7 @@ type fakeNode struct {
 	changed  chan struct{} // closed and replaced whenever a lock is freed
 	hits     map[string]int
 	lastAuth string
-	lastWait int64
+	maxWait  int64
 }
 
 type fixedAnswer struct {
@@ -143,7 +143,7 @@ func (f *fakeNode) acquire(w http.ResponseWriter, r *http.Request) {
 	}
 	deadline := time.Now().Add(time.Duration(in.WaitMS) * time.Millisecond)
 	f.mu.Lock()
-	f.lastWait = in.WaitMS
+	f.maxWait = max(f.maxWait, in.WaitMS)
 	for {
 		l := f.held(in.Key)
 		if l == nil || l.owner == in.Owner {

@@ -11,8 +11,9 @@ import (
 // first. When the leader is unknown or in doubt it asks the cluster first;
 // only one caller does so at a time, the others go on with what is known.
 func (c *Client) candidates(ctx context.Context) []string {
-	if c.stale.Load() && c.discoveryMu.TryLock() {
+	if c.stale.Load() && c.discoveryDue() && c.discoveryMu.TryLock() {
 		if c.stale.Load() {
+			c.lastDiscovery.Store(time.Now().UnixNano())
 			if leader, ok := c.discover(ctx); ok {
 				c.preferred.Store(&leader)
 				c.stale.Store(false)
@@ -32,6 +33,16 @@ func (c *Client) candidates(ctx context.Context) []string {
 		}
 	}
 	return out
+}
+
+// minDiscoveryInterval spaces out leader look-ups that fail (no leader
+// during an election, or a leader this client cannot reach), so that
+// calls do not each pay for a round of status requests.
+const minDiscoveryInterval = 200 * time.Millisecond
+
+func (c *Client) discoveryDue() bool {
+	last := c.lastDiscovery.Load()
+	return last == 0 || time.Since(time.Unix(0, last)) >= minDiscoveryInterval
 }
 
 // discover asks the nodes, in order, for /v1/status and returns the
@@ -57,6 +68,12 @@ func (c *Client) discover(ctx context.Context) (string, bool) {
 			if schemeOf(b) == "https" && strings.HasPrefix(leader, "http://") {
 				leader = "https://" + strings.TrimPrefix(leader, "http://")
 			}
+			if leader != b && !c.reachable(ctx, leader) {
+				// The leader advertises an address this client cannot
+				// reach: keep going through the nodes it can.
+				c.log.Debug("leader not reachable from here", "leader", leader)
+				return "", false
+			}
 			c.log.Debug("leader found", "leader_id", st.LeaderID, "leader", leader, "asked", b)
 			return leader, true
 		}
@@ -68,4 +85,12 @@ func (c *Client) discover(ctx context.Context) (string, bool) {
 func schemeOf(base string) string {
 	scheme, _, _ := strings.Cut(base, "://")
 	return scheme
+}
+
+// reachable reports whether base answers /v1/status within a short time.
+func (c *Client) reachable(ctx context.Context, base string) bool {
+	sctx, cancel := context.WithTimeout(ctx, 500*time.Millisecond)
+	defer cancel()
+	var st Status
+	return c.attempt(sctx, sctx, base, request{op: "status", method: http.MethodGet, path: "/v1/status"}, nil, &st) == nil
 }

@@ -18,13 +18,11 @@ func cli(t *testing.T, c *testCluster, args ...string) (int, string) {
 	cmd := exec.CommandContext(ctx, binary, args...)
 	cmd.Env = append(cmd.Environ(), "LOCK_CLUSTER_ADDRS="+strings.Join(c.addrs(), ","))
 	out, err := cmd.CombinedOutput()
-	if ee, ok := err.(*exec.ExitError); ok {
-		return ee.ExitCode(), string(out)
-	}
-	if err != nil {
+	code := exitCode(err)
+	if code < 0 {
 		t.Fatalf("%v: %v", args, err)
 	}
-	return 0, string(out)
+	return code, string(out)
 }
 
 // TestAdmin_StatusLocksJoinLeave drives the admin commands against real
@@ -92,5 +90,19 @@ func waitFor(t *testing.T, timeout time.Duration, cond func() bool) {
 			t.Fatalf("condition not met within %v", timeout)
 		}
 		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// TestBench_AgainstRealNodes is a smoke run of "lockcluster bench" on the
+// cluster driver: both load shapes complete cycles without errors.
+func TestBench_AgainstRealNodes(t *testing.T) {
+	c := newCluster(t)
+	for _, keys := range []string{"0", "1"} {
+		code, out := cli(t, c, "bench", "--driver", "cluster", "--workers", "4", "--keys", keys,
+			"--duration", "1s", "--warmup", "200ms")
+		if code != 0 || !strings.Contains(out, "errors    0") || strings.Contains(out, "cycles    0 ") {
+			t.Fatalf("bench --keys %s: exit %d\n%s", keys, code, out)
+		}
+		t.Logf("bench --keys %s:\n%s", keys, out)
 	}
 }

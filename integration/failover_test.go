@@ -179,8 +179,9 @@ func TestCluster_KillLeaderUnderLoad(t *testing.T) {
 	}
 }
 
-// TestCluster_RestartAllKeepsGrants kills every node and starts them
-// again: every acknowledged grant is still there, with its fence.
+// TestCluster_RestartAllKeepsGrants stops every node (one gracefully, two
+// with kill -9) and starts them again: every acknowledged grant is still
+// there, with its fence, and a released key stays free.
 func TestCluster_RestartAllKeepsGrants(t *testing.T) {
 	c := newCluster(t)
 	cl := c.client()
@@ -210,7 +211,10 @@ func TestCluster_RestartAllKeepsGrants(t *testing.T) {
 		t.Fatalf("Release = %v, %v", rel, err)
 	}
 
-	for _, n := range c.nodes {
+	// One node stops gracefully (SIGTERM: the agent shuts down cleanly),
+	// the other two crash.
+	c.nodes[0].stop(t)
+	for _, n := range c.nodes[1:] {
 		n.kill()
 	}
 	for _, n := range c.nodes {

@@ -1,6 +1,7 @@
 package integration
 
 import (
+	"flag"
 	"fmt"
 	"os"
 	"os/exec"
@@ -18,6 +19,10 @@ func TestMain(m *testing.M) {
 }
 
 func runMain(m *testing.M) int {
+	flag.Parse()
+	if testing.Short() {
+		return m.Run() // every test skips itself: no need to build
+	}
 	dir, err := os.MkdirTemp("", "lockcluster-integration-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)

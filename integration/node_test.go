@@ -22,9 +22,10 @@ type node struct {
 	// bootstrap or join: how the node finds its cluster on first start.
 	bootstrap, join string
 
-	mu   sync.Mutex
-	cmd  *exec.Cmd
-	done chan struct{} // closed when the process exited
+	mu      sync.Mutex
+	cmd     *exec.Cmd
+	done    chan struct{} // closed when the process exited
+	waitErr error         // what Wait returned, once done is closed
 }
 
 // testCluster is three agent processes on loopback.
@@ -105,8 +106,11 @@ func (c *testCluster) start(n *node) {
 	}
 	done := make(chan struct{})
 	go func() {
-		_ = cmd.Wait()
+		err := cmd.Wait()
 		logf.Close()
+		n.mu.Lock()
+		n.waitErr = err
+		n.mu.Unlock()
 		close(done)
 	}()
 	n.mu.Lock()
@@ -145,6 +149,12 @@ func (n *node) stop(t *testing.T) {
 	if err := n.signal(syscall.SIGTERM, 20*time.Second); err != nil {
 		t.Errorf("graceful stop: %v", err)
 		n.kill()
+		return
+	}
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.waitErr != nil {
+		t.Errorf("%s after SIGTERM: %v, want exit status 0", n.id, n.waitErr)
 	}
 }
 

@@ -3,7 +3,6 @@ package integration
 import (
 	"bytes"
 	"context"
-	"errors"
 	"os"
 	"os/exec"
 	"strconv"
@@ -24,16 +23,11 @@ func lockRun(t *testing.T, ctx context.Context, c *testCluster, args ...string) 
 	var stdout, stderr lockedBuffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	cmd.Env = os.Environ()
-	err := cmd.Run()
-	var ee *exec.ExitError
-	switch {
-	case err == nil:
-		return 0, stdout.String(), stderr.String()
-	case errors.As(err, &ee):
-		return ee.ExitCode(), stdout.String(), stderr.String()
+	code := exitCode(cmd.Run())
+	if code < 0 {
+		t.Fatal("lockcluster run did not start")
 	}
-	t.Fatalf("lockcluster run: %v", err)
-	return -1, "", ""
+	return code, stdout.String(), stderr.String()
 }
 
 type lockedBuffer struct {

@@ -21,19 +21,20 @@ func main() {
 	repo := flag.String("repo", "../..", "root of the zerotal lock repository (lockcluster is built from it)")
 	lockBin := flag.String("lockcluster", "", "a built lockcluster binary (default: build it from -repo)")
 	keep := flag.Bool("keep", false, "keep the temp dir with the data and logs")
+	parent := flag.String("dir", "", "make the temp dir (data of both clusters) under this directory (default: $TMPDIR)")
 	flag.Parse()
 	if *duration <= 0 || *duration > 10*time.Minute || *warmup < 0 {
 		fmt.Fprintln(os.Stderr, "need 0 < -duration <= 10m and -warmup >= 0")
 		os.Exit(2)
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	code := benchMain(ctx, *duration, *warmup, *etcdBin, *repo, *lockBin, *keep)
+	code := benchMain(ctx, *duration, *warmup, *etcdBin, *repo, *lockBin, *parent, *keep)
 	stop()
 	os.Exit(code)
 }
 
-func benchMain(ctx context.Context, duration, warmup time.Duration, etcdBin, repo, lockBin string, keep bool) int {
-	dir, err := os.MkdirTemp("", "zerotal-bench-etcd-")
+func benchMain(ctx context.Context, duration, warmup time.Duration, etcdBin, repo, lockBin, parent string, keep bool) int {
+	dir, err := os.MkdirTemp(parent, "zerotal-bench-etcd-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
@@ -69,7 +70,7 @@ func benchMain(ctx context.Context, duration, warmup time.Duration, etcdBin, rep
 	defer lc.stop()
 
 	fmt.Printf("three-member etcd %s (concurrency.Mutex, one session per worker) vs three-node lockcluster (client, AcquireWait+Release)\n", ec.version)
-	fmt.Printf("each row: %s measured after %s warm-up; one cycle = acquire (waiting) + release\n\n", duration, warmup)
+	fmt.Printf("each row: %s measured after %s warm-up; one cycle = acquire (waiting) + release; data under %s\n\n", duration, warmup, dir)
 	tw := tabwriter.NewWriter(os.Stdout, 0, 4, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "scenario\tsystem\tcycles/s\tacquire p50\tacquire p99\trelease p50\trelease p99\terrors\tratio\ttarget\t")
 	failed := false

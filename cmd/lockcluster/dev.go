@@ -17,7 +17,7 @@ import (
 const devExamples = `  lockcluster dev                      # ports 7001-7003 (HTTP) and 7101-7103 (raft), data in a temp dir
   lockcluster dev --demo               # ... and show contention, hand-off, fencing, refresh and a lost lock
   lockcluster dev --base-port 0        # any free ports
-  lockcluster dev --data-dir ./devdata # keep the data: a restart finds every lock again
+  lockcluster dev --data-dir ./devdata # keep the data: a restart (same --base-port) finds every lock again
 Ctrl-C stops the three nodes cleanly.
 `
 

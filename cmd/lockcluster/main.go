@@ -27,6 +27,7 @@ const (
 	exitLost        = 76 // run: the lock was lost while the command ran
 	exitCannotExec  = 126
 	exitNotFound    = 127
+	exitInterrupted = 130 // 128+SIGINT, as shells report it
 )
 
 // env is what a command may touch of the outside world; tests pass their

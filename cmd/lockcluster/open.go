@@ -2,10 +2,8 @@ package main
 
 import (
 	"context"
-	"fmt"
 
 	"github.com/zerotal/lock"
-	"github.com/zerotal/lock/client"
 )
 
 // driverFlags select and configure the backend of run and bench. They
@@ -46,22 +44,8 @@ func (d *driverFlags) config(e *env) lock.Config {
 	return cfg
 }
 
-// openManager opens the backend. The cluster driver is built here from
-// the client package so that its connection pool is sized for the caller.
+// openManager opens the backend through lock.Open, which validates cfg
+// first (a bad flag is an ErrInvalid error, exit status 64).
 func openManager(ctx context.Context, cfg lock.Config) (*lock.Manager, error) {
-	if err := cfg.Validate(); err != nil {
-		return nil, err
-	}
-	if cfg.Driver != "cluster" {
-		return lock.Open(ctx, cfg)
-	}
-	c, err := client.New(client.Config{Addrs: cfg.Cluster.Addrs, Token: cfg.Cluster.Token})
-	if err != nil {
-		return nil, fmt.Errorf("lock: open cluster driver: %w", err)
-	}
-	var opts []lock.ManagerOption
-	if cfg.Prefix != "" {
-		opts = append(opts, lock.WithPrefix(cfg.Prefix))
-	}
-	return lock.New(c, opts...), nil
+	return lock.Open(ctx, cfg)
 }

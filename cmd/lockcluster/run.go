@@ -35,6 +35,7 @@ Exit status:
   76  the lock was lost while the command ran
   126 the command could not be executed
   127 the command was not found
+  130 interrupted (SIGINT/SIGTERM) before the command ran
 `
 
 // runRun holds a lock while a command runs.
@@ -105,6 +106,9 @@ func runRun(ctx context.Context, e *env, args []string) int {
 		return exitNotAcquired
 	case child >= 0:
 		return child
+	case ctx.Err() != nil:
+		say("interrupted before the command ran")
+		return exitInterrupted
 	case err != nil:
 		say("%v", err)
 		return exitCodeFor(err)
