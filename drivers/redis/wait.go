@@ -2,6 +2,7 @@ package redis
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -11,6 +12,10 @@ import (
 // cleanupTimeout bounds the release sent on behalf of a waiter that gave
 // up while a grant to it may have been under way.
 const cleanupTimeout = time.Second
+
+// maxWaitFailures is how many attempts in a row a waiter lets fail with an
+// unavailable backend before it gives up (see wait).
+const maxWaitFailures = 3
 
 // AcquireWait blocks until key is granted to owner, ctx ends or the driver
 // is closed.
@@ -26,7 +31,8 @@ const cleanupTimeout = time.Second
 // opts.RetryDelay is not used.
 //
 // Redis being unreachable ends the wait with an error matching
-// ErrUnavailable.
+// ErrUnavailable, after a few quick retries that let a waiter ride out a
+// server restart (stale pooled connections fail once each).
 func (d *Driver) AcquireWait(ctx context.Context, key, owner string, ttl time.Duration, _ drivers.WaitOptions) (uint64, error) {
 	if err := d.usable(ctx, "wait for", key); err != nil {
 		return 0, err // nothing sent, nothing to clean up
@@ -67,6 +73,7 @@ func (d *Driver) AcquireWait(ctx context.Context, key, owner string, ttl time.Du
 func (d *Driver) wait(ctx context.Context, key string, w *waiter, holderTTL time.Duration) (uint64, error) {
 	timer := time.NewTimer(d.nextTry(holderTTL))
 	defer timer.Stop()
+	failures := 0
 	for {
 		select {
 		case <-ctx.Done():
@@ -100,9 +107,20 @@ func (d *Driver) wait(ctx context.Context, key string, w *waiter, holderTTL time
 		if err != nil {
 			if ctx.Err() != nil {
 				d.releaseAbandoned(ctx, key, w.owner)
+				return 0, err
+			}
+			// Right after Redis restarts, the pool still holds connections
+			// to the old process: the first commands on them fail once and
+			// are discarded. A waiter that has waited through an outage
+			// gives the fresh connections a few quick tries before it
+			// reports the backend unavailable.
+			if failures++; errors.Is(err, drivers.ErrUnavailable) && failures <= maxWaitFailures {
+				timer.Reset(time.Duration(failures) * 10 * time.Millisecond)
+				continue
 			}
 			return 0, err
 		}
+		failures = 0
 		if ok {
 			d.hub.leave(w, true)
 			return fence, nil
