@@ -9,6 +9,9 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/zerotal/lock"
+	"github.com/zerotal/lock/drivers"
+	"github.com/zerotal/lock/drivers/memory"
+	"github.com/zerotal/lock/engine"
 )
 
 // Not parallel: goleak.VerifyNone must see this test's goroutines only.
@@ -73,6 +76,76 @@ func TestManager_CloseStopsEverything(t *testing.T) {
 				t.Error("Close did not close the driver")
 			}
 			goleak.VerifyNone(t, ignore)
+		})
+	}
+}
+
+// A Block waiting when its Manager closes returns ErrClosed at once, on
+// every driver: also on one whose Close does not interrupt a wait in
+// flight (here a handle on an engine shared with others, which stays
+// open; the cluster client's HTTP wait is another).
+func TestManager_CloseEndsBlockedWaits(t *testing.T) {
+	t.Parallel()
+	all := append(backends(), backend{"memory-shared-engine", true, func(t *testing.T) drivers.Driver {
+		e, err := engine.New(engine.Config{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = e.Close() })
+		return memory.Wrap(e)
+	}})
+	for _, b := range all {
+		t.Run(b.name, func(t *testing.T) {
+			t.Parallel()
+			d := b.open(t)
+			if _, ok, err := d.Acquire(t.Context(), lock.DefaultPrefix+"busy", "someone-else", time.Minute); err != nil || !ok {
+				t.Fatalf("holder's Acquire = %v, %v", ok, err)
+			}
+			m := lock.New(d)
+			done := make(chan error, 1)
+			go func() {
+				done <- m.Block(t.Context(), "busy", time.Minute, noop,
+					lock.WithTimeout(time.Minute), lock.WithRetryDelay(5*time.Millisecond))
+			}()
+			// Close must end the Block whether it is waiting yet or not; on
+			// a shared engine, make sure it is queued, which is the case a
+			// driver's own Close does not end.
+			if w, ok := d.(*memory.Driver); ok && b.name == "memory-shared-engine" {
+				deadline := time.Now().Add(5 * time.Second)
+				for {
+					info, _, err := w.Engine().Get(t.Context(), lock.DefaultPrefix+"busy")
+					if err != nil {
+						t.Fatal(err)
+					}
+					if info.Waiters == 1 {
+						break
+					}
+					if time.Now().After(deadline) {
+						t.Fatal("Block never queued on the engine")
+					}
+					time.Sleep(time.Millisecond) // polling interval, not synchronisation
+				}
+			}
+			select {
+			case err := <-done:
+				t.Fatalf("Block returned while the key was held: %v", err)
+			default:
+			}
+			closed := time.Now()
+			if err := m.Close(); err != nil {
+				t.Fatal(err)
+			}
+			select {
+			case err := <-done:
+				if !errors.Is(err, lock.ErrClosed) {
+					t.Fatalf("Block during Close = %v, want ErrClosed", err)
+				}
+				if took := time.Since(closed); took > 2*time.Second {
+					t.Fatalf("Block returned %v after Close", took)
+				}
+			case <-time.After(10 * time.Second):
+				t.Fatal("Block still waiting 10s after its Manager closed")
+			}
 		})
 	}
 }

@@ -67,6 +67,36 @@ func TestConfigFromEnv_UnsetMeansDefaults(t *testing.T) {
 	}
 }
 
+// A process given the cluster's addresses but no LOCK_DRIVER must use the
+// cluster, not quietly lock in its own memory where nobody else sees it.
+func TestConfigFromEnv_ClusterAddrsAloneSelectTheCluster(t *testing.T) {
+	for _, v := range []string{"LOCK_DRIVER", "LOCK_PREFIX", "LOCK_SQLITE_PATH", "REDIS_URL", "LOCK_CLUSTER_TOKEN"} {
+		t.Setenv(v, "")
+	}
+	t.Setenv("LOCK_CLUSTER_ADDRS", "127.0.0.1:7001,127.0.0.1:7002")
+	cfg, err := lock.ConfigFromEnv()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Driver != "cluster" {
+		t.Fatalf("LOCK_CLUSTER_ADDRS without LOCK_DRIVER gives driver %q, want cluster", cfg.Driver)
+	}
+	m, err := lock.Open(t.Context(), cfg) // the client contacts nobody yet
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	if _, ok := m.Driver().(*memory.Driver); ok {
+		t.Fatal("Open chose the memory driver")
+	}
+
+	// An explicit LOCK_DRIVER still wins.
+	t.Setenv("LOCK_DRIVER", "memory")
+	if cfg, err := lock.ConfigFromEnv(); err != nil || cfg.Driver != "memory" {
+		t.Fatalf("LOCK_DRIVER=memory: driver %q, err %v", cfg.Driver, err)
+	}
+}
+
 func TestConfigFromEnv_Invalid(t *testing.T) {
 	t.Setenv("LOCK_DRIVER", "redis")
 	t.Setenv("REDIS_URL", "http://:"+secret+"@host")
@@ -160,6 +190,25 @@ func TestOpen_InvalidConfigOpensNothing(t *testing.T) {
 	}
 	if strings.Contains(err.Error(), secret) {
 		t.Errorf("error prints the password: %v", err)
+	}
+}
+
+// A cluster address the client cannot use is a configuration mistake (exit
+// status 64 in the CLI), not an unreachable cluster, and its credentials
+// are never printed.
+func TestOpen_BadClusterAddressIsInvalid(t *testing.T) {
+	t.Parallel()
+	for _, addr := range []string{"ftp://127.0.0.1:7001", "http://u:" + secret + "@127.0.0.1:7001", "http://"} {
+		m, err := lock.Open(t.Context(), lock.Config{Driver: "cluster", Cluster: lock.ClusterConfig{Addrs: []string{addr}}})
+		if m != nil || !errors.Is(err, lock.ErrInvalid) {
+			t.Fatalf("Open with cluster address %q = %v, %v; want ErrInvalid", addr, m, err)
+		}
+		if errors.Is(err, lock.ErrUnavailable) {
+			t.Fatalf("Open with cluster address %q: %v also matches ErrUnavailable", addr, err)
+		}
+		if strings.Contains(err.Error(), secret) {
+			t.Fatalf("error prints the password: %v", err)
+		}
 	}
 }
 

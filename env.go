@@ -20,6 +20,11 @@ const (
 // separated) and LOCK_CLUSTER_TOKEN. Unset variables leave their field at
 // its default. The result is validated; the error never contains the Redis
 // URL or the token.
+//
+// When LOCK_DRIVER is unset and LOCK_CLUSTER_ADDRS names nodes, the driver
+// is "cluster": a process pointed at a cluster must not quietly take its
+// locks in its own memory, where no other process sees them. (REDIS_URL
+// selects nothing by itself: applications set it for other uses too.)
 func ConfigFromEnv() (Config, error) {
 	cfg := Config{
 		Driver:  strings.TrimSpace(os.Getenv(EnvDriver)),
@@ -27,6 +32,9 @@ func ConfigFromEnv() (Config, error) {
 		SQLite:  SQLiteConfig{Path: os.Getenv(EnvSQLitePath)},
 		Redis:   RedisConfig{URL: strings.TrimSpace(os.Getenv(EnvRedisURL))},
 		Cluster: ClusterConfig{Addrs: splitList(os.Getenv(EnvClusterAddrs)), Token: os.Getenv(EnvClusterToken)},
+	}
+	if cfg.Driver == "" && len(cfg.Cluster.Addrs) > 0 {
+		cfg.Driver = "cluster"
 	}
 	if err := cfg.Validate(); err != nil {
 		return Config{}, err

@@ -92,8 +92,9 @@ func (l *Lock) Acquire(ctx context.Context) (bool, error) {
 }
 
 // Block waits up to timeout for the lock (0 means the TTL) and returns a
-// *NotAcquiredError when the timeout passes first, or the context's error
-// when ctx ends first. Drivers that implement drivers.Waiter hand the lock
+// *NotAcquiredError when the timeout passes first, the context's error
+// when ctx ends first, or an error matching ErrClosed when the Manager is
+// closed meanwhile. Drivers that implement drivers.Waiter hand the lock
 // over as soon as it frees, in arrival order; the others are polled every
 // retry delay (WithRetryDelay). WithTimeout and the refresh options do not
 // apply here: timeout is the argument. On a handle that already holds the
@@ -191,11 +192,7 @@ func (l *Lock) acquireLocked(ctx context.Context) (bool, error) {
 	sent := time.Now()
 	fence, ok, err := l.m.driver.Acquire(ctx, l.fullKey, owner, l.ttl)
 	if err != nil {
-		if ctx.Err() != nil {
-			// The backend may have granted the lock just before the
-			// cancellation reached it; nobody would ever release it.
-			l.releaseOwner(ctx, owner)
-		}
+		l.abandon(ctx, owner, err)
 		return false, wrapOp("acquire", l.key, err)
 	}
 	if !ok {
@@ -310,13 +307,43 @@ func (l *Lock) releaseGrant(ctx context.Context, owner string) error {
 // bounded context: it cleans up after a cancelled or failed call. Errors
 // are logged only: the lock expires by its TTL anyway.
 func (l *Lock) releaseOwner(ctx context.Context, owner string) {
+	ctx, cancel := cleanupContext(ctx)
+	defer cancel()
+	l.releaseBounded(ctx, owner)
+}
+
+// releaseBounded is releaseOwner on a context the caller has bounded.
+func (l *Lock) releaseBounded(ctx context.Context, owner string) {
 	if l.m.closed.Load() {
 		return
 	}
-	ctx, cancel := cleanupContext(ctx)
-	defer cancel()
-	if _, err := l.m.driver.Release(ctx, l.fullKey, owner); err != nil && !errors.Is(err, ErrClosed) {
+	if _, err := l.m.driver.Release(ctx, l.fullKey, owner); err != nil && !errors.Is(err, ErrClosed) && !errors.Is(err, context.Canceled) {
 		l.m.logger.Warn("cleanup release failed", "key", l.key, "error", err)
+	}
+}
+
+// abandon cleans up after an acquisition by owner that failed with err
+// but may have been granted at the backend all the same, where nobody would
+// ever release it and the key would stay blocked for a whole TTL:
+//
+//   - the caller's ctx ended: the backend may have granted the lock just
+//     before the cancellation reached it;
+//   - the backend was unavailable: the request may have been applied and
+//     only its answer lost (a timeout, a dropped connection).
+//
+// owner is a fresh token that nobody else uses, so releasing it can only
+// free that orphan. After an outage the release runs in the background, so
+// that the caller learns of the failure at once.
+func (l *Lock) abandon(ctx context.Context, owner string, err error) {
+	switch {
+	case ctx.Err() != nil:
+		l.releaseOwner(ctx, owner)
+	case errors.Is(err, ErrUnavailable):
+		l.m.background(func(bg context.Context) {
+			ctx, cancel := context.WithTimeout(bg, cleanupTimeout)
+			defer cancel()
+			l.releaseBounded(ctx, owner)
+		})
 	}
 }
 

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/zerotal/lock"
+	"github.com/zerotal/lock/drivers"
 )
 
 func TestLock_MakeDoesNotAcquire(t *testing.T) {
@@ -258,4 +259,111 @@ func TestLock_CancelledAcquireLeavesNoGrantBehind(t *testing.T) {
 	if _, _, held := f.held(lock.DefaultPrefix + "k"); held {
 		t.Fatal("the grant made as the caller gave up was left behind until its TTL")
 	}
+}
+
+// answerLost grants the lock at the backend and then fails as if the
+// answer had been lost on the way back (a timeout, a dropped connection):
+// the error matches ErrUnavailable, yet the backend holds a grant.
+type answerLost struct{ *fakeDriver }
+
+func (a answerLost) Acquire(ctx context.Context, key, owner string, ttl time.Duration) (uint64, bool, error) {
+	if _, ok, err := a.fakeDriver.Acquire(ctx, key, owner, ttl); err != nil || !ok {
+		return 0, ok, err
+	}
+	return 0, false, errFakeDown
+}
+
+// answerLostWaiter does the same to a pushed wait.
+type answerLostWaiter struct{ fakeWaiter }
+
+func (a answerLostWaiter) AcquireWait(ctx context.Context, key, owner string, ttl time.Duration, o drivers.WaitOptions) (uint64, error) {
+	if _, err := a.fakeWaiter.AcquireWait(ctx, key, owner, ttl, o); err != nil {
+		return 0, err
+	}
+	return 0, errFakeDown
+}
+
+// An acquisition whose answer was lost may have been granted: nobody
+// knows the owner token but this package, so unless it releases the grant,
+// the key stays blocked for a whole TTL with no holder.
+func TestLock_UnavailableAcquireLeavesNoGrantBehind(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name string
+		d    func(f *fakeDriver) drivers.Driver
+		call func(ctx context.Context, m *lock.Manager) error
+	}{
+		{"Try", func(f *fakeDriver) drivers.Driver { return answerLost{f} }, func(ctx context.Context, m *lock.Manager) error {
+			return m.Try(ctx, "k", time.Hour, noop)
+		}},
+		{"Acquire", func(f *fakeDriver) drivers.Driver { return answerLost{f} }, func(ctx context.Context, m *lock.Manager) error {
+			_, err := m.Make("k", time.Hour).Acquire(ctx)
+			return err
+		}},
+		{"Block polling", func(f *fakeDriver) drivers.Driver { return answerLost{f} }, func(ctx context.Context, m *lock.Manager) error {
+			return m.Block(ctx, "k", time.Hour, noop)
+		}},
+		{"Block pushed", func(f *fakeDriver) drivers.Driver { return answerLostWaiter{fakeWaiter{fakeExtender{f}}} }, func(ctx context.Context, m *lock.Manager) error {
+			return m.Block(ctx, "k", time.Hour, noop)
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			f := newFake()
+			m := newManager(t, tc.d(f))
+			if err := tc.call(t.Context(), m); !errors.Is(err, lock.ErrUnavailable) {
+				t.Fatalf("err = %v, want ErrUnavailable", err)
+			}
+			deadline := time.Now().Add(5 * time.Second)
+			for {
+				_, _, held := f.held(lock.DefaultPrefix + "k")
+				if !held {
+					break
+				}
+				if time.Now().After(deadline) {
+					t.Fatal("the grant whose answer was lost is still held: the key is blocked for its whole TTL")
+				}
+				time.Sleep(time.Millisecond) // polling interval, not synchronisation
+			}
+		})
+	}
+}
+
+// Close does not wait for a background cleanup on a backend that hangs.
+func TestManager_CloseCancelsBackgroundCleanup(t *testing.T) {
+	t.Parallel()
+	f := newFake()
+	h := &hangingRelease{answerLost: answerLost{f}, entered: make(chan struct{}, 1)}
+	m := lock.New(h)
+	if err := m.Try(t.Context(), "k", time.Hour, noop); !errors.Is(err, lock.ErrUnavailable) {
+		t.Fatalf("Try = %v, want ErrUnavailable", err)
+	}
+	select {
+	case <-h.entered:
+	case <-time.After(5 * time.Second):
+		t.Fatal("no cleanup release was attempted")
+	}
+	start := time.Now()
+	if err := m.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if took := time.Since(start); took > 2*time.Second {
+		t.Fatalf("Close waited %v for a cleanup on a hanging backend", took)
+	}
+}
+
+// hangingRelease is answerLost whose Release never answers before its
+// context ends.
+type hangingRelease struct {
+	answerLost
+	entered chan struct{}
+}
+
+func (h *hangingRelease) Release(ctx context.Context, key, owner string) (bool, error) {
+	select {
+	case h.entered <- struct{}{}:
+	default:
+	}
+	<-ctx.Done()
+	return false, ctx.Err()
 }

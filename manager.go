@@ -31,8 +31,13 @@ type Manager struct {
 	closeOnce sync.Once
 	closeErr  error
 	runs      registry       // callbacks running under Try or Block
-	startMu   sync.RWMutex   // orders refresher starts before Close's wait
-	wg        sync.WaitGroup // refresher goroutines
+	startMu   sync.RWMutex   // orders goroutine starts before Close's wait
+	wg        sync.WaitGroup // refresher and background cleanup goroutines
+
+	// bg is the context of background cleanups; Close cancels it, so that
+	// a backend that does not answer never holds Close up.
+	bg       context.Context
+	cancelBg context.CancelFunc
 }
 
 // ManagerOption configures a Manager built with New.
@@ -66,6 +71,7 @@ func New(d drivers.Driver, opts ...ManagerOption) *Manager {
 		prefix: DefaultPrefix,
 		logger: hclog.NewNullLogger(),
 	}
+	m.bg, m.cancelBg = context.WithCancel(context.Background())
 	for _, opt := range opts {
 		if opt != nil {
 			opt(m)
@@ -81,9 +87,19 @@ func (m *Manager) Driver() drivers.Driver { return m.driver }
 func (m *Manager) Prefix() string { return m.prefix }
 
 // Close stops every refresher, cancels the context of every callback still
-// running under a Try or Block of this Manager (with cause ErrClosed), and
-// closes the driver. It is idempotent: later calls return nil. Every other
-// call made on the Manager or its locks afterwards returns ErrClosed.
+// running under a Try or Block of this Manager (with cause ErrClosed), ends
+// every Block still waiting for its lock (with ErrClosed), gives up the
+// background releases of grants whose answer was lost (those expire by
+// their TTL), and closes the driver.
+//
+// Close does not wait for those callbacks: a callback still running when
+// the driver closes cannot release its lock, which then stays held on a
+// shared backend (sqlite, redis, cluster) until its TTL runs out. To free
+// every lock at once on shutdown, cancel the callbacks' contexts and let
+// Try and Block return before calling Close.
+//
+// Close is idempotent: later calls return nil. Every other call made on the
+// Manager or its locks afterwards returns ErrClosed.
 func (m *Manager) Close() error {
 	first := false
 	m.closeOnce.Do(func() {
@@ -92,7 +108,8 @@ func (m *Manager) Close() error {
 		for _, r := range m.runs.drain() {
 			r.closeByManager()
 		}
-		m.startMu.Lock() // no refresher starts after this
+		m.cancelBg()
+		m.startMu.Lock() // no goroutine starts after this
 		m.startMu.Unlock()
 		m.wg.Wait()
 		m.closeErr = m.driver.Close()
@@ -164,3 +181,18 @@ func (m *Manager) register(r *run) bool {
 }
 
 func (m *Manager) unregister(r *run) { m.runs.remove(r) }
+
+// background runs fn in a goroutine that Close waits for (after cancelling
+// fn's ctx), unless the Manager is closed already.
+func (m *Manager) background(fn func(ctx context.Context)) {
+	m.startMu.RLock()
+	defer m.startMu.RUnlock()
+	if m.closed.Load() {
+		return
+	}
+	m.wg.Add(1)
+	go func() {
+		defer m.wg.Done()
+		fn(m.bg)
+	}()
+}

@@ -36,7 +36,8 @@ func WithTimeout(d time.Duration) Option { return Option{kind: optTimeout, d: d}
 // WithRetryDelay sets the pause between two attempts when Block has to poll
 // (the driver does not implement drivers.Waiter); a small random jitter is
 // added so that pollers spread out. Pushed drivers may use it as an upper
-// bound for their own fallback polling. The default is DefaultRetryDelay.
+// bound for their own fallback polling. The default is DefaultRetryDelay;
+// the shortest accepted is MinInterval.
 func WithRetryDelay(d time.Duration) Option { return Option{kind: optRetryDelay, d: d} }
 
 // WithRefresh keeps the lock alive while the callback runs, by extending it
@@ -46,9 +47,15 @@ func WithRetryDelay(d time.Duration) Option { return Option{kind: optRetryDelay,
 func WithRefresh() Option { return Option{kind: optRefresh} }
 
 // WithRefreshEvery is WithRefresh with an explicit interval, which must be
-// shorter than the TTL. Leave room for at least one failed attempt: a third
-// of the TTL (the default) survives one missed beat.
+// shorter than the TTL and at least MinInterval. Leave room for at least
+// one failed attempt: a third of the TTL (the default) survives one missed
+// beat.
 func WithRefreshEvery(d time.Duration) Option { return Option{kind: optRefreshEvery, d: d} }
+
+// MinInterval is the shortest retry delay and refresh interval accepted:
+// shorter ones would turn waiting and refreshing into a busy loop of
+// backend calls.
+const MinInterval = time.Millisecond
 
 // options is the result of applying Options to a call.
 type options struct {
@@ -65,6 +72,9 @@ func buildOptions(ttl time.Duration, opts []Option) (options, error) {
 	for _, opt := range opts {
 		if opt.kind != optNone && opt.kind != optRefresh && opt.d <= 0 {
 			return o, &InvalidError{Field: opt.kind.field(), Reason: fmt.Sprintf("must be positive, got %v", opt.d)}
+		}
+		if (opt.kind == optRetryDelay || opt.kind == optRefreshEvery) && opt.d < MinInterval {
+			return o, &InvalidError{Field: opt.kind.field(), Reason: fmt.Sprintf("must be at least %v, got %v", MinInterval, opt.d)}
 		}
 		switch opt.kind {
 		case optTimeout:

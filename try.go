@@ -48,7 +48,8 @@ func (m *Manager) Try(ctx context.Context, key string, ttl time.Duration, fn Fun
 
 // Block waits for key up to the WithTimeout duration (default: the TTL),
 // then runs fn while holding it, like Try. When the timeout passes first it
-// returns a *NotAcquiredError; when ctx ends first, ctx's error.
+// returns a *NotAcquiredError; when ctx ends first, ctx's error; when the
+// Manager is closed meanwhile, an error matching ErrClosed.
 //
 // Drivers that implement drivers.Waiter hand the lock over as soon as it
 // frees, in arrival order; the others are polled every WithRetryDelay.

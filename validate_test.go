@@ -35,6 +35,9 @@ func TestManager_RejectsBadInputBeforeBackend(t *testing.T) {
 		{"negative retry delay", "k", time.Second, noop, []lock.Option{lock.WithRetryDelay(-time.Millisecond)}, "retry delay"},
 		{"zero refresh interval", "k", time.Second, noop, []lock.Option{lock.WithRefreshEvery(0)}, "refresh interval"},
 		{"refresh interval = ttl", "k", time.Second, noop, []lock.Option{lock.WithRefreshEvery(time.Second)}, "refresh interval"},
+		// Shorter intervals would be a busy loop of backend calls.
+		{"retry delay below minimum", "k", time.Second, noop, []lock.Option{lock.WithRetryDelay(lock.MinInterval - 1)}, "retry delay"},
+		{"refresh interval below minimum", "k", time.Second, noop, []lock.Option{lock.WithRefreshEvery(time.Nanosecond)}, "refresh interval"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

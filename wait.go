@@ -17,6 +17,11 @@ func (l *Lock) waitLocked(ctx context.Context, timeout, retryDelay time.Duration
 	}
 	waitCtx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
+	// Manager.Close ends the wait at once: not every driver's Close
+	// interrupts a wait in flight (a handle on a shared engine, an HTTP
+	// request to the cluster), and nobody should wait on a closed Manager.
+	stop := context.AfterFunc(l.m.bg, cancel)
+	defer stop()
 	if w, ok := l.m.driver.(drivers.Waiter); ok {
 		return l.waitPushed(ctx, waitCtx, w, retryDelay)
 	}
@@ -30,6 +35,11 @@ func (l *Lock) waitPushed(ctx, waitCtx context.Context, w drivers.Waiter, retryD
 		sent := time.Now()
 		fence, err := w.AcquireWait(waitCtx, l.fullKey, owner, l.ttl, drivers.WaitOptions{RetryDelay: retryDelay})
 		if err != nil {
+			if waitCtx.Err() == nil {
+				// The driver cleans up after a cancelled wait itself
+				// (drivers.Waiter), but not after an outage.
+				l.abandon(waitCtx, owner, err)
+			}
 			return l.waitFailed(ctx, waitCtx, "wait", err)
 		}
 		l.granted(owner, fence, sent)
@@ -78,11 +88,14 @@ func (l *Lock) waitPolling(ctx, waitCtx context.Context, retryDelay time.Duratio
 }
 
 // waitFailed turns the end of a wait into the right error: the caller's own
-// cancellation, a *NotAcquiredError for the timeout, or the backend error.
+// cancellation, ErrClosed when the Manager was closed, a *NotAcquiredError
+// for the timeout, or the backend error.
 func (l *Lock) waitFailed(ctx, waitCtx context.Context, op string, err error) error {
 	switch {
 	case ctx.Err() != nil:
 		return l.waitCancelled(ctx)
+	case l.m.closed.Load():
+		return fmt.Errorf("lock: waiting for %q: %w", l.key, ErrClosed)
 	case waitCtx.Err() != nil:
 		return &NotAcquiredError{Key: l.key}
 	default:

@@ -14,6 +14,9 @@ import (
 // most limit of them (limit <= 0: the server's default). truncated is true
 // when more keys matched.
 func (c *Client) List(ctx context.Context, prefix string, limit int) (locks []LockInfo, truncated bool, err error) {
+	if err := checkText("prefix", prefix); err != nil {
+		return nil, false, err
+	}
 	q := url.Values{}
 	if prefix != "" {
 		q.Set("prefix", prefix)

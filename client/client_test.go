@@ -56,6 +56,11 @@ func TestConfig_Validate(t *testing.T) {
 			if (err == nil) != tc.ok {
 				t.Fatalf("Validate() = %v, want ok=%v", err, tc.ok)
 			}
+			// A configuration mistake is bad input, not an outage: lock.Open
+			// and the CLI (exit status 64) rely on telling them apart.
+			if err != nil && !errors.Is(err, drivers.ErrInvalid) {
+				t.Fatalf("Validate() = %v, want an error matching drivers.ErrInvalid", err)
+			}
 			if err != nil && strings.Contains(err.Error(), "secret") {
 				t.Fatalf("error leaks credentials: %v", err)
 			}

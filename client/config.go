@@ -1,7 +1,6 @@
 package client
 
 import (
-	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -9,6 +8,8 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-hclog"
+
+	"github.com/zerotal/lock/drivers"
 )
 
 // Defaults applied by New when a Config field is zero.
@@ -48,10 +49,12 @@ type Config struct {
 	Logger hclog.Logger
 }
 
-// Validate reports whether the configuration can be used.
+// Validate reports whether the configuration can be used. Its errors match
+// drivers.ErrInvalid, like every other configuration mistake, so that a
+// caller can tell them from an unreachable cluster.
 func (c Config) Validate() error {
 	if len(c.Addrs) == 0 {
-		return errors.New("client: config: at least one address is required")
+		return configError("Addrs", "at least one address is required")
 	}
 	for _, a := range c.Addrs {
 		if _, err := baseURL(a); err != nil {
@@ -59,12 +62,17 @@ func (c Config) Validate() error {
 		}
 	}
 	if c.Timeout < 0 {
-		return errors.New("client: config: timeout must not be negative")
+		return configError("Timeout", "must not be negative")
 	}
 	if c.WaitChunk < 0 || c.WaitChunk > MaxWait {
-		return fmt.Errorf("client: config: wait chunk must be within [0, %s]", MaxWait)
+		return configError("WaitChunk", fmt.Sprintf("must be within [0, %s]", MaxWait))
 	}
 	return nil
+}
+
+// configError is a configuration mistake; it matches drivers.ErrInvalid.
+func configError(field, reason string) error {
+	return &drivers.InvalidError{Field: "client config " + field, Reason: reason}
 }
 
 // withDefaults returns a copy of c with zero fields set to their defaults.
@@ -86,21 +94,21 @@ func (c Config) withDefaults() Config {
 func baseURL(addr string) (string, error) {
 	a := strings.TrimSpace(addr)
 	if a == "" {
-		return "", errors.New("client: config: empty address")
+		return "", configError("address", "must not be empty")
 	}
 	if !strings.Contains(a, "://") {
 		a = "http://" + a
 	}
 	u, err := url.Parse(a)
 	if err != nil || u.Host == "" {
-		// The address may hold credentials; name only its position.
-		return "", errors.New("client: config: address is not host:port or http(s)://host:port")
+		// The address may hold credentials: never repeat it.
+		return "", configError("address", "is not host:port or http(s)://host:port")
 	}
 	if u.Scheme != "http" && u.Scheme != "https" {
-		return "", fmt.Errorf("client: config: unsupported scheme %q", u.Scheme)
+		return "", configError("address", fmt.Sprintf("has the unsupported scheme %q (http or https)", u.Scheme))
 	}
 	if u.User != nil {
-		return "", errors.New("client: config: credentials in an address are not supported; use Token")
+		return "", configError("address", "must not hold credentials; use Token")
 	}
 	return u.Scheme + "://" + u.Host, nil
 }

@@ -16,6 +16,9 @@ import (
 // holds the key. Retrying after a lost answer is safe: the retry is a
 // refresh by the same owner.
 func (c *Client) Acquire(ctx context.Context, key, owner string, ttl time.Duration) (uint64, bool, error) {
+	if err := checkKeyOwner(key, owner); err != nil {
+		return 0, false, err
+	}
 	var out acquireResponse
 	err := c.call(ctx, request{
 		op: "acquire", method: http.MethodPost, path: "/v1/acquire",
@@ -41,6 +44,9 @@ func (c *Client) Acquire(ctx context.Context, key, owner string, ttl time.Durati
 // server still holds is removed by the server when its wait_ms passes, and
 // a grant made to it after that point expires with its TTL.
 func (c *Client) AcquireWait(ctx context.Context, key, owner string, ttl time.Duration, _ drivers.WaitOptions) (uint64, error) {
+	if err := checkKeyOwner(key, owner); err != nil {
+		return 0, err
+	}
 	for {
 		if err := ctx.Err(); err != nil {
 			return 0, fmt.Errorf("client: acquire wait: %w", err)
@@ -102,6 +108,9 @@ func (c *Client) releaseAbandoned(key, owner string) {
 
 // Release deletes key if owner holds it and reports whether it did.
 func (c *Client) Release(ctx context.Context, key, owner string) (bool, error) {
+	if err := checkKeyOwner(key, owner); err != nil {
+		return false, err
+	}
 	var out releaseResponse
 	if err := c.call(ctx, request{
 		op: "release", method: http.MethodPost, path: "/v1/release",
@@ -115,6 +124,9 @@ func (c *Client) Release(ctx context.Context, key, owner string) (bool, error) {
 // Extend sets key's deadline to now+ttl if owner holds it. It never
 // creates a lock: a lock that is gone gives false.
 func (c *Client) Extend(ctx context.Context, key, owner string, ttl time.Duration) (bool, error) {
+	if err := checkKeyOwner(key, owner); err != nil {
+		return false, err
+	}
 	var out extendResponse
 	err := c.call(ctx, request{
 		op: "extend", method: http.MethodPost, path: "/v1/extend",
@@ -132,6 +144,9 @@ func (c *Client) Extend(ctx context.Context, key, owner string, ttl time.Duratio
 
 // ForceRelease deletes key whoever holds it.
 func (c *Client) ForceRelease(ctx context.Context, key string) error {
+	if err := checkText("key", key); err != nil {
+		return err
+	}
 	return c.call(ctx, request{
 		op: "force-release", method: http.MethodPost, path: "/v1/force-release",
 		body: forceReleaseRequest{Key: key},
@@ -146,6 +161,9 @@ func (c *Client) Exists(ctx context.Context, key string) (bool, error) {
 
 // Get returns the holder of key; found is false when the key is free.
 func (c *Client) Get(ctx context.Context, key string) (info LockInfo, found bool, err error) {
+	if err := checkText("key", key); err != nil {
+		return LockInfo{}, false, err
+	}
 	var w lockInfoWire
 	err = c.call(ctx, request{
 		op: "get", method: http.MethodGet, path: "/v1/lock", query: url.Values{"key": {key}},

@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"context"
+	"math"
 	"time"
 
 	"github.com/hashicorp/raft"
@@ -32,7 +33,11 @@ func (n *Node) runExpiry(stop <-chan struct{}, clock *logicalClock) {
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
 	lastTick := time.Now()
+	defer n.expiryWake.Store(math.MaxInt64)
 	for {
+		// From here until the loop sleeps, every new grant kicks it: one
+		// applied after NextDeadline is read must not be missed.
+		n.expiryWake.Store(math.MaxInt64)
 		now := clock.now()
 		next, ok, err := eng.NextDeadline(ctx)
 		if err != nil {
@@ -57,6 +62,12 @@ func (n *Node) runExpiry(stop <-chan struct{}, clock *logicalClock) {
 			if d := time.Duration(next-now) + clock.untilRunning(); d < wait {
 				wait = d
 			}
+		}
+		// The clock may stand still (grace) while real time passes, so the
+		// FSM time at wake-up is at most now+wait: a kick for any grant due
+		// before that is never missed.
+		if !n.pauseExpiry.Load() {
+			n.expiryWake.Store(now + int64(wait))
 		}
 		timer.Reset(wait)
 		select {

@@ -78,14 +78,24 @@ func (n *Node) acquireNow(r *http.Request, l *leadership, key, owner string, ttl
 // engine counts an expired key as free, and without it a newcomer would
 // overtake the queue in the moment before the expiry loop commits. Both
 // entries enter raft in order from this goroutine, so this costs no extra
-// round trip.
+// round trip. A waiting acquire of a key someone else holds only joins
+// the queue: it is proposed lazily (see rounds).
 func (n *Node) proposeAcquire(r *http.Request, e fsm.Entry) (*fsm.Response, error) {
 	var expire raft.ApplyFuture
-	info, ok, err := n.fsm.Engine().Get(r.Context(), e.Key)
-	if err == nil && ok && info.Deadline <= e.Now && info.Waiters > 0 {
-		expire = n.propose(fsm.Entry{Type: fsm.TypeExpire, Key: e.Key, Owner: info.Owner, ExpectFence: info.Fence, Now: e.Now})
+	lazy := false
+	// The table is read only when it can matter: for a wait, or when some
+	// key has waiters. A stale read is harmless: the FSM decides.
+	if e.Wait || n.fsm.WaiterCount() > 0 {
+		info, ok, err := n.fsm.Engine().Get(r.Context(), e.Key)
+		switch {
+		case err != nil || !ok:
+		case info.Deadline <= e.Now && info.Waiters > 0:
+			expire = n.propose(fsm.Entry{Type: fsm.TypeExpire, Key: e.Key, Owner: info.Owner, ExpectFence: info.Fence, Now: e.Now})
+		case e.Wait && info.Owner != e.Owner && info.Deadline > e.Now:
+			lazy = true
+		}
 	}
-	f := n.propose(e)
+	f := n.submit(e, lazy)
 	if expire != nil {
 		_, _ = fsm.Await(expire)
 	}
@@ -99,16 +109,22 @@ func (n *Node) proposeAcquire(r *http.Request, e fsm.Entry) (*fsm.Response, erro
 func (n *Node) acquireWait(r *http.Request, l *leadership, key, owner string, ttl, wait time.Duration) (uint64, error) {
 	ch := n.waits.register(key, owner)
 	defer n.waits.unregister(key, owner, ch)
-	now := l.clock.now()
-	resp, err := n.proposeAcquire(r, fsm.Entry{Type: fsm.TypeAcquire, Key: key, Owner: owner, TTL: ttl, Now: now, Wait: true})
-	if err != nil {
-		return 0, applyErr("acquire", err)
-	}
-	if resp.Result.OK {
-		return resp.Result.Grant.Fence, nil
-	}
-	if !resp.Result.Queued {
-		return 0, &conflictError{key: key, holderTTLms: remainingMs(resp.Result.Grant.Deadline, now)}
+	// A retry of a request already queued (after a client timeout, say)
+	// just waits again: the queue entry is committed, and a hand-off from
+	// now on finds the channel registered above. Its TTL stays the one
+	// first asked for.
+	if !n.fsm.IsWaiter(key, owner) {
+		now := l.clock.now()
+		resp, err := n.proposeAcquire(r, fsm.Entry{Type: fsm.TypeAcquire, Key: key, Owner: owner, TTL: ttl, Now: now, Wait: true})
+		if err != nil {
+			return 0, applyErr("acquire", err)
+		}
+		if resp.Result.OK {
+			return resp.Result.Grant.Fence, nil
+		}
+		if !resp.Result.Queued {
+			return 0, &conflictError{key: key, holderTTLms: remainingMs(resp.Result.Grant.Deadline, now)}
+		}
 	}
 	timer := time.NewTimer(wait)
 	defer timer.Stop()

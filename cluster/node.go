@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"net"
 	"net/http"
 	"sync"
@@ -27,6 +28,7 @@ type Node struct {
 	stores  *stores
 	metrics *metrics
 	waits   *waitRegistry
+	rounds  *rounds
 	gate    gate
 
 	httpSrv  *http.Server
@@ -39,6 +41,10 @@ type Node struct {
 	lead atomic.Pointer[leadership]
 	// kick wakes the expiry loop when a new deadline may be earlier.
 	kick chan struct{}
+	// expiryWake is the FSM time the expiry loop sleeps until: a grant
+	// due earlier kicks it. MaxInt64 while it is not sleeping (kick on
+	// every grant).
+	expiryWake atomic.Int64
 	// raftForMetrics publishes n.raft to metric callbacks, which a shared
 	// registry may run while NewNode is still starting.
 	raftForMetrics atomic.Pointer[raft.Raft]
@@ -72,6 +78,7 @@ func NewNode(ctx context.Context, cfg Config) (_ *Node, err error) {
 		closing: make(chan struct{}),
 		proxy:   &http.Transport{MaxIdleConnsPerHost: 64, IdleConnTimeout: 30 * time.Second},
 	}
+	n.expiryWake.Store(math.MaxInt64)
 	n.baseCtx, n.cancelBase = context.WithCancel(context.Background())
 	// Everything started below is undone by Shutdown, which copes with a
 	// partly built node.
@@ -108,11 +115,12 @@ func NewNode(ctx context.Context, cfg Config) (_ *Node, err error) {
 	if err != nil {
 		return nil, fmt.Errorf("cluster: read raft state in %s: %w", cfg.DataDir, err)
 	}
-	n.raft, err = raft.NewRaft(raftConfig(cfg), n.fsm, n.stores.bolt, n.stores.bolt, n.stores.snaps, n.stores.transport)
+	n.raft, err = raft.NewRaft(raftConfig(cfg), n.fsm, n.stores.logs, n.stores.bolt, n.stores.snaps, n.stores.transport)
 	if err != nil {
 		return nil, fmt.Errorf("cluster: start raft: %w", err)
 	}
 	n.raftForMetrics.Store(n.raft)
+	n.rounds = &rounds{apply: n.raft.Apply, timeout: cfg.ApplyTimeout, depth: roundsInFlight, wait: lazyLinger, fill: fillWait}
 	if err := n.bootstrap(existing); err != nil {
 		return nil, err
 	}

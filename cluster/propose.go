@@ -1,6 +1,8 @@
 package cluster
 
 import (
+	"math"
+
 	"github.com/hashicorp/raft"
 
 	"github.com/zerotal/lock/fsm"
@@ -10,7 +12,10 @@ import (
 // collects the outcome, and every future returned must be awaited (the
 // shutdown gate counts it until then). Encoding only fails for an unknown
 // type, a programming error reported through the future.
-func (n *Node) propose(e fsm.Entry) raft.ApplyFuture {
+func (n *Node) propose(e fsm.Entry) raft.ApplyFuture { return n.submit(e, false) }
+
+// submit is propose, lazily when lazy is set (see rounds).
+func (n *Node) submit(e fsm.Entry, lazy bool) raft.ApplyFuture {
 	b, err := fsm.Encode(e)
 	if err != nil {
 		return errFuture{err}
@@ -18,7 +23,7 @@ func (n *Node) propose(e fsm.Entry) raft.ApplyFuture {
 	if !n.gate.enter() {
 		return errFuture{raft.ErrRaftShutdown}
 	}
-	return &trackedFuture{ApplyFuture: n.raft.Apply(b, n.cfg.ApplyTimeout), leave: n.gate.leave}
+	return &trackedFuture{ApplyFuture: n.rounds.propose(b, lazy), leave: n.gate.leave}
 }
 
 // apply proposes e and waits for its result.
@@ -34,8 +39,18 @@ func (n *Node) onApply(a fsm.Applied) {
 		n.waits.deliver(*h)
 	}
 	// Only a new or handed-off grant can bring the earliest deadline
-	// forward; the expiry loop sleeps until it otherwise.
-	if (a.Entry.Type == fsm.TypeAcquire && a.Result.OK) || a.Result.Handoff != nil {
+	// forward, and only one due before the expiry loop wakes anyway needs
+	// to wake it (each wake costs a read of the table).
+	var deadline int64
+	switch {
+	case a.Result.Handoff != nil:
+		deadline = a.Result.Handoff.Deadline
+	case a.Entry.Type == fsm.TypeAcquire && a.Result.OK:
+		deadline = a.Result.Grant.Deadline
+	default:
+		deadline = math.MaxInt64
+	}
+	if deadline < n.expiryWake.Load() {
 		select {
 		case n.kick <- struct{}{}:
 		default:

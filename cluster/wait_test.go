@@ -168,3 +168,36 @@ func TestCluster_ExpiredKeyGoesToWaiterNotNewcomer(t *testing.T) {
 		t.Fatalf("lock = %s, want b", g.Raw)
 	}
 }
+
+// A retried waiting acquire of an owner already queued (the client timed
+// out, say, while its first request still waits) commits nothing new: it
+// waits on the queue entry the first request made, and both get the
+// hand-off.
+func TestCluster_RetriedWaitDoesNotCommitAgain(t *testing.T) {
+	// No time-only ticks: the test counts log entries.
+	nodes := startCluster(t, 1, func(c *Config) { c.TickInterval = time.Hour })
+	n := nodes[0]
+	addr := n.HTTPAddr()
+	c := newClient(t)
+	mustStatus(t, c.acquire(addr, "k", "a", time.Minute, 0), http.StatusOK, "acquire")
+	results := make(chan reply, 2)
+	go func() { results <- c.acquire(addr, "k", "b", time.Minute, 20*time.Second) }()
+	waitFor(t, 5*time.Second, "b to be queued", func() bool { return n.fsm.IsWaiter("k", "b") })
+	before := n.raft.LastIndex()
+
+	go func() { results <- c.acquire(addr, "k", "b", time.Minute, 20*time.Second) }()
+	waitFor(t, 5*time.Second, "the retry to wait", func() bool { return n.waits.pending() == 2 })
+	if after := n.raft.LastIndex(); after != before {
+		t.Fatalf("the retry committed %d entries, want none", after-before)
+	}
+	if rel := c.release(addr, "k", "a"); !rel.flag("released") {
+		t.Fatalf("release = %s", rel.Raw)
+	}
+	first, second := <-results, <-results
+	mustStatus(t, first, http.StatusOK, "waiting acquire")
+	mustStatus(t, second, http.StatusOK, "retried waiting acquire")
+	g := c.get(addr, "k")
+	if g.str("owner") != "b" || first.num("fence") != g.num("fence") || second.num("fence") != g.num("fence") {
+		t.Fatalf("lock after the hand-off = %s; the requests got %s and %s", g.Raw, first.Raw, second.Raw)
+	}
+}

@@ -315,6 +315,14 @@ func (f *FSM) Waiters() []Waiter {
 	return w
 }
 
+// IsWaiter reports whether owner is queued for key.
+func (f *FSM) IsWaiter(key, owner string) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	_, ok := f.st.waiters[Waiter{Key: key, Owner: owner}]
+	return ok
+}
+
 // WaiterCount is the number of queued waiters, for metrics.
 func (f *FSM) WaiterCount() int {
 	f.mu.Lock()

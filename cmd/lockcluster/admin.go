@@ -21,12 +21,16 @@ type adminFlags struct {
 	json    bool
 }
 
-func (a *adminFlags) register(fs *flagSet, e *env) {
+// register adds the connection flags, and --json for the commands that
+// print a table (join and leave print one line and have no --json).
+func (a *adminFlags) register(fs *flagSet, e *env, table bool) {
 	fs.StringVar(&a.addrs, "addr", envOr(e, "", "LOCK_CLUSTER_ADDRS"),
 		"HTTP address(es) of any node(s), comma-separated (env LOCK_CLUSTER_ADDRS)")
 	fs.StringVar(&a.token, "token", "", "bearer token (default: env LOCK_CLUSTER_TOKEN or LOCKCLUSTER_TOKEN)")
 	fs.DurationVar(&a.timeout, "timeout", 10*time.Second, "give up after this long")
-	fs.BoolVar(&a.json, "json", false, "print JSON instead of a table")
+	if table {
+		fs.BoolVar(&a.json, "json", false, "print JSON instead of a table")
+	}
 }
 
 // client builds the client from the flags.
@@ -73,7 +77,7 @@ const statusExamples = `  lockcluster status --addr 127.0.0.1:7001,127.0.0.1:700
 func runStatus(ctx context.Context, e *env, args []string) int {
 	var a adminFlags
 	fs := newFlagSet(e, "status", "status [--addr A,B,C] [--json]", statusExamples)
-	a.register(fs, e)
+	a.register(fs, e, true)
 	if code, done := parse(fs, e, args); done {
 		return code
 	}
@@ -155,7 +159,7 @@ const locksExamples = `  lockcluster locks --addr 127.0.0.1:7001
 func runLocks(ctx context.Context, e *env, args []string) int {
 	var a adminFlags
 	fs := newFlagSet(e, "locks", "locks [--addr A] [--prefix P] [--limit N] [--json]", locksExamples)
-	a.register(fs, e)
+	a.register(fs, e, true)
 	prefix := fs.String("prefix", "", "only keys starting with this (the lock package adds \"zerotal_lock:\" to every key)")
 	limit := fs.Int("limit", 1000, "list at most this many keys")
 	if code, done := parse(fs, e, args); done {
@@ -207,7 +211,7 @@ const joinExamples = `  # on the new node: lockcluster agent --id n4 --raft-addr
 func runJoin(ctx context.Context, e *env, args []string) int {
 	var a adminFlags
 	fs := newFlagSet(e, "join", "join --addr A --id ID --raft-addr HOST:PORT", joinExamples)
-	a.register(fs, e)
+	a.register(fs, e, false)
 	id := fs.String("id", "", "id of the node to add (required)")
 	raftAddr := fs.String("raft-addr", "", "raft address of the node to add (required)")
 	if code, done := parse(fs, e, args); done {
@@ -237,7 +241,7 @@ const leaveExamples = `  lockcluster leave --addr 127.0.0.1:7001 --id n3
 func runLeave(ctx context.Context, e *env, args []string) int {
 	var a adminFlags
 	fs := newFlagSet(e, "leave", "leave --addr A --id ID", leaveExamples)
-	a.register(fs, e)
+	a.register(fs, e, false)
 	id := fs.String("id", "", "id of the node to remove (required)")
 	if code, done := parse(fs, e, args); done {
 		return code

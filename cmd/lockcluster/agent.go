@@ -22,7 +22,8 @@ const agentExamples = `  # a new three-node cluster (run one line per machine; s
 
 Every flag can also come from the environment: LOCKCLUSTER_ID, LOCKCLUSTER_DATA_DIR,
 LOCKCLUSTER_RAFT_ADDR, LOCKCLUSTER_HTTP_ADDR, LOCKCLUSTER_BOOTSTRAP, LOCKCLUSTER_JOIN,
-LOCKCLUSTER_TOKEN, LOCKCLUSTER_LOG_LEVEL, LOCKCLUSTER_ELECTION_TIMEOUT. Flags win.
+LOCKCLUSTER_TOKEN, LOCKCLUSTER_LOG_LEVEL, LOCKCLUSTER_ELECTION_TIMEOUT,
+LOCKCLUSTER_MAX_KEYS, LOCKCLUSTER_MAX_WAITERS, LOCKCLUSTER_SHUTDOWN_TIMEOUT. Flags win.
 Prefer LOCKCLUSTER_TOKEN to --token: flags are visible to every user in the process list.
 SIGINT or SIGTERM stops the node gracefully (a leader hands leadership over first).
 `
@@ -43,14 +44,29 @@ func runAgent(ctx context.Context, e *env, args []string) int {
 		return usageError(e, "agent", "%v", err)
 	}
 	election := fs.Duration("election-timeout", defElection, "raft election timeout; heartbeat = the same, leader lease = half (0: 500ms/500ms/250ms)")
-	maxKeys := fs.Int("max-keys", 0, "refuse new keys beyond this many (0: unlimited)")
-	maxWaiters := fs.Int("max-waiters", 0, "refuse waiters beyond this many per key (0: unlimited)")
-	stopTimeout := fs.Duration("shutdown-timeout", 10*time.Second, "how long a graceful stop may take")
+	defMaxKeys, err := envInt(e, 0, "LOCKCLUSTER_MAX_KEYS")
+	if err != nil {
+		return usageError(e, "agent", "%v", err)
+	}
+	maxKeys := fs.Int("max-keys", defMaxKeys, "refuse new keys beyond this many (0: unlimited)")
+	defMaxWaiters, err := envInt(e, 0, "LOCKCLUSTER_MAX_WAITERS")
+	if err != nil {
+		return usageError(e, "agent", "%v", err)
+	}
+	maxWaiters := fs.Int("max-waiters", defMaxWaiters, "refuse waiters beyond this many per key (0: unlimited)")
+	defStop, err := envDuration(e, 10*time.Second, "LOCKCLUSTER_SHUTDOWN_TIMEOUT")
+	if err != nil {
+		return usageError(e, "agent", "%v", err)
+	}
+	stopTimeout := fs.Duration("shutdown-timeout", defStop, "how long a graceful stop may take")
 	if code, done := parse(fs, e, args); done {
 		return code
 	}
 	if fs.NArg() > 0 {
 		return usageError(e, "agent", "unexpected argument %q", fs.Arg(0))
+	}
+	if *election < 0 || *stopTimeout <= 0 {
+		return usageError(e, "agent", "--election-timeout must not be negative and --shutdown-timeout must be positive")
 	}
 	peers, err := parsePeers(*bootstrap)
 	if err != nil {

@@ -42,6 +42,28 @@ func TestCLI_UsageAndHelp(t *testing.T) {
 	}
 }
 
+// --help lists only flags that do something: join and leave print one line,
+// so they have no --json; run and bench say where the Redis URL comes from
+// (it has no flag, to keep passwords out of the process list).
+func TestCLI_HelpListsOnlyFlagsThatWork(t *testing.T) {
+	for _, name := range []string{"join", "leave"} {
+		_, stdout, _ := runCLI(t, nil, name, "--help")
+		if strings.Contains(stdout, "-json") {
+			t.Errorf("%s --help offers --json, which it ignores:\n%s", name, stdout)
+		}
+	}
+	for _, name := range []string{"status", "locks"} {
+		if _, stdout, _ := runCLI(t, nil, name, "--help"); !strings.Contains(stdout, "-json") {
+			t.Errorf("%s --help lacks --json:\n%s", name, stdout)
+		}
+	}
+	for _, name := range []string{"run", "bench"} {
+		if _, stdout, _ := runCLI(t, nil, name, "--help"); !strings.Contains(stdout, "REDIS_URL") {
+			t.Errorf("%s --help does not say where the redis driver finds its URL:\n%s", name, stdout)
+		}
+	}
+}
+
 func TestCLI_AdminCommandsNeedAnAddress(t *testing.T) {
 	for _, args := range [][]string{{"status"}, {"locks"}, {"join", "--id", "n4", "--raft-addr", "127.0.0.1:1"}, {"leave", "--id", "n4"}} {
 		code, _, stderr := runCLI(t, nil, args...)

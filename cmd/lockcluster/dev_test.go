@@ -56,3 +56,43 @@ func TestAgent_RejectsInconsistentConfig(t *testing.T) {
 		t.Fatalf("bad log level: exit %d, stderr %q", code, stderr)
 	}
 }
+
+// "Every flag can also come from the environment", says agent --help: check
+// that the list names a variable for every flag, and that a malformed
+// variable is a usage error that names it.
+func TestAgent_EveryFlagHasAnEnvironmentVariable(t *testing.T) {
+	code, stdout, _ := runCLI(t, nil, "agent", "--help")
+	if code != exitOK {
+		t.Fatalf("agent --help: exit %d", code)
+	}
+	flags := 0
+	for _, line := range strings.Split(stdout, "\n") {
+		f, ok := strings.CutPrefix(line, "  -")
+		if !ok {
+			continue
+		}
+		name, _, _ := strings.Cut(f, " ")
+		flags++
+		v := "LOCKCLUSTER_" + strings.ToUpper(strings.ReplaceAll(name, "-", "_"))
+		if !strings.Contains(stdout, v) {
+			t.Errorf("agent --help names no environment variable for --%s (want %s)", name, v)
+		}
+	}
+	if flags < 10 {
+		t.Fatalf("found only %d flags in agent --help:\n%s", flags, stdout)
+	}
+	for v, val := range map[string]string{
+		"LOCKCLUSTER_MAX_KEYS":         "many",
+		"LOCKCLUSTER_MAX_WAITERS":      "1.5",
+		"LOCKCLUSTER_SHUTDOWN_TIMEOUT": "soon",
+	} {
+		code, _, stderr := runCLI(t, map[string]string{v: val}, "agent", "--id", "n1", "--data-dir", t.TempDir(), "--log-level", "off")
+		if code != exitUsage || !strings.Contains(stderr, v) {
+			t.Errorf("%s=%q: exit %d, stderr %q", v, val, code, stderr)
+		}
+	}
+	code, _, stderr := runCLI(t, nil, "agent", "--id", "n1", "--data-dir", t.TempDir(), "--log-level", "off", "--election-timeout", "-1s")
+	if code != exitUsage || !strings.Contains(stderr, "election-timeout") {
+		t.Errorf("negative --election-timeout: exit %d, stderr %q", code, stderr)
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
 	"time"
 
@@ -81,6 +82,19 @@ func envDuration(e *env, def time.Duration, name string) (time.Duration, error) 
 		return 0, fmt.Errorf("%s: %w", name, err)
 	}
 	return d, nil
+}
+
+// envInt is envOr for integers; a malformed value is an error.
+func envInt(e *env, def int, name string) (int, error) {
+	v := e.getenv(name)
+	if v == "" {
+		return def, nil
+	}
+	n, err := strconv.Atoi(strings.TrimSpace(v))
+	if err != nil {
+		return 0, fmt.Errorf("%s: %q is not an integer", name, v)
+	}
+	return n, nil
 }
 
 // splitList splits a comma-separated list, dropping empty items.

@@ -17,7 +17,7 @@ type driverFlags struct {
 }
 
 func (d *driverFlags) register(fs *flagSet, e *env, defDriver string) {
-	fs.StringVar(&d.driver, "driver", envOr(e, defDriver, lock.EnvDriver), "backend: memory, sqlite, redis or cluster (env LOCK_DRIVER)")
+	fs.StringVar(&d.driver, "driver", envOr(e, defDriver, lock.EnvDriver), "backend: memory, sqlite, redis (URL from env REDIS_URL) or cluster (env LOCK_DRIVER)")
 	fs.StringVar(&d.addrs, "addrs", envOr(e, "", lock.EnvClusterAddrs), "cluster: HTTP addresses of the nodes, comma-separated (env LOCK_CLUSTER_ADDRS)")
 	fs.StringVar(&d.token, "token", "", "cluster: bearer token (default: env LOCK_CLUSTER_TOKEN)")
 	fs.StringVar(&d.sqlitePath, "sqlite-path", envOr(e, "", lock.EnvSQLitePath), "sqlite: database file shared by the processes (env LOCK_SQLITE_PATH)")

@@ -84,6 +84,29 @@ func testExtendNeverRegrants(t *testing.T, s *suite) {
 	mustRelease(t, b, key, other, true)
 }
 
+// testSameOwnerAfterExpiryIsNewGrant checks what the Manager's refresh
+// fallback (drivers without Extender) relies on to never re-grant silently:
+// once a lock has expired, an Acquire by its old owner is a new grant with
+// a new, larger fence, not a refresh that keeps the old one.
+func testSameOwnerAfterExpiryIsNewGrant(t *testing.T, s *suite) {
+	a, b := s.driver(), s.driver()
+	key, owner := s.key("same-owner-expired"), token()
+	f1 := mustAcquire(t, a, key, owner, ttlShort)
+	eventually(t, 10*time.Second, "lock expires", func() bool {
+		ok, err := b.Exists(ctxFor(t), key)
+		if err != nil {
+			t.Fatalf("Exists: %v", err)
+		}
+		return !ok
+	})
+	f2 := mustAcquire(t, a, key, owner, longTTL)
+	if f1 != 0 && f2 <= f1 {
+		t.Fatalf("Acquire by the same owner after expiry kept fence %d (got %d): an expired lock came back as a refresh", f1, f2)
+	}
+	mustNotAcquire(t, b, key, token(), longTTL)
+	mustRelease(t, a, key, owner, true)
+}
+
 func testFencesStrictlyIncrease(t *testing.T, s *suite) {
 	a, b := s.driver(), s.driver()
 	key := s.key("fence")

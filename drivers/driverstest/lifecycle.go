@@ -26,6 +26,16 @@ func testCancelledContext(t *testing.T, s *suite) {
 	if _, err := a.Exists(ctx, key); !errors.Is(err, context.Canceled) {
 		t.Fatalf("Exists with a cancelled ctx: err = %v, want context.Canceled", err)
 	}
+	if x, ok := a.(drivers.Extender); ok {
+		if _, err := x.Extend(ctx, key, owner, longTTL); !errors.Is(err, context.Canceled) {
+			t.Fatalf("Extend with a cancelled ctx: err = %v, want context.Canceled", err)
+		}
+	}
+	if w, ok := a.(drivers.Waiter); ok {
+		if _, err := w.AcquireWait(ctx, key, owner, longTTL, waitOpts); !errors.Is(err, context.Canceled) {
+			t.Fatalf("AcquireWait with a cancelled ctx: err = %v, want context.Canceled", err)
+		}
+	}
 	mustExist(t, b, key, false)
 	// The handle still works after a cancelled call.
 	mustAcquire(t, a, key, owner, longTTL)

@@ -50,6 +50,7 @@ func Run(t *testing.T, newHarness func(t *testing.T) Harness) {
 		{"ExtendOwnerGuarded", testExtendOwnerGuarded},
 		{"ExtendKeepsLockAlive", testExtendKeepsLockAlive},
 		{"ExtendNeverRegrants", testExtendNeverRegrants},
+		{"SameOwnerAfterExpiryIsNewGrant", testSameOwnerAfterExpiryIsNewGrant},
 		{"FencesStrictlyIncrease", testFencesStrictlyIncrease},
 		{"CancelledContext", testCancelledContext},
 		{"WaitHandOffOnRelease", testWaitHandOffOnRelease},
