@@ -3,7 +3,7 @@ GO      ?= go
 PKGS    := ./...
 export GORACE := halt_on_error=1
 
-.PHONY: all build test bench lint fmt run soak fuzz clean
+.PHONY: all build test bench bench-peers lint fmt run clean
 
 all: build
 
@@ -17,7 +17,16 @@ test:
 
 ## bench: the side-by-side benchmarks (ratios against baselines in the same run).
 bench:
-	$(GO) test -run '^$$' -bench . -benchtime 2s ./engine/ ./drivers/memory/ .
+	$(GO) test -run '^$$' -bench . -benchtime 200000x ./engine/
+	$(GO) test -run '^$$' -bench BenchmarkManagerTry -benchtime 300000x -count 3 .
+	ZEROTAL_BENCH_PHASE=3s $(GO) test -run '^$$' -bench . -benchtime 1x ./drivers/sqlite/
+	$(GO) test -run '^$$' -bench . -benchtime 2000x ./cluster/
+
+## bench-peers: against the peers, in nested modules so they never become dependencies:
+## bsm/redislock on one redis-server, and etcd 3.4 (Debian's etcd-server) three members.
+bench-peers:
+	cd bench/redislock && $(GO) test -run '^$$' -bench . -benchtime 10s -count 3
+	cd bench/etcd && $(GO) run .
 
 ## lint: check only (gofmt and go vet); `make fmt` rewrites.
 lint:
