@@ -120,7 +120,7 @@ func NewNode(ctx context.Context, cfg Config) (_ *Node, err error) {
 		return nil, fmt.Errorf("cluster: start raft: %w", err)
 	}
 	n.raftForMetrics.Store(n.raft)
-	n.rounds = &rounds{apply: n.raft.Apply, timeout: cfg.ApplyTimeout, depth: roundsInFlight, wait: lazyLinger, fill: fillWait}
+	n.rounds = &rounds{apply: n.raft.Apply, timeout: cfg.ApplyTimeout, depth: roundsInFlight, wait: lazyLinger, stall: roundStall}
 	if err := n.bootstrap(existing); err != nil {
 		return nil, err
 	}

@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/raft"
@@ -12,15 +13,15 @@ import (
 // three nodes sharing one disk it beat two and unbounded.
 const roundsInFlight = 1
 
+// roundStall is how long a round may hold its slot. raft answers every
+// future while it runs, normally within milliseconds; should one take
+// this long anyway (a stalled disk), the next round goes in regardless
+// rather than the node stalling with it. Rounds only pace proposals: any
+// number of them in flight is correct.
+const roundStall = time.Second
+
 // lazyLinger bounds how long a lazy proposal waits for a round to join.
 const lazyLinger = 3 * time.Millisecond
-
-// Filling: after a round of at least fillFrom proposals, the next round
-// waits up to fillWait for as many proposals as that one had.
-const (
-	fillFrom = 8
-	fillWait = time.Millisecond
-)
 
 // rounds paces proposals into raft in rounds, with at most depth rounds
 // in flight; the proposals that arrive meanwhile wait and go in together
@@ -34,12 +35,6 @@ const (
 // and a commit seldom waits behind a write. With nothing in flight a
 // proposal goes straight in, so a lone request pays nothing.
 //
-// Under load the clients answered by one round send their next requests
-// over the following moments; started at once, the next round would hold
-// only the early ones and split the clients into groups that alternate.
-// So after a large round the next one waits, briefly (fill), until as
-// many proposals as that round had are queued.
-//
 // A lazy proposal (an acquire that will only join a key's queue) does not
 // start a round of its own: it rides with the next one, or goes alone
 // after lazyLinger. On a contended key the holder's release usually
@@ -50,15 +45,13 @@ type rounds struct {
 	timeout time.Duration
 	depth   int
 	wait    time.Duration // how long lazy proposals wait: lazyLinger
-	fill    time.Duration // how long a round waits to fill: fillWait
+	stall   time.Duration // roundStall
 
 	mu       sync.Mutex
 	inflight int
 	queue    []*queuedProposal // in arrival order
 	eager    int               // proposals in queue that are not lazy
-	last     int               // size of the last round started
-	timer    *time.Timer       // starts a round at timerAt, if one is free
-	timerAt  time.Time
+	linger   *time.Timer       // armed while only lazy proposals wait
 }
 
 // queuedProposal is a proposal that may still wait for its round. It is
@@ -88,7 +81,7 @@ func (p *queuedProposal) Index() uint64 {
 	return p.idx
 }
 
-// propose queues data and starts a round when one is free and ready.
+// propose queues data and starts a round when one is free (unless lazy).
 // Proposals of one goroutine enter raft in the order made.
 func (r *rounds) propose(data []byte, lazy bool) raft.ApplyFuture {
 	p := &queuedProposal{data: data, lazy: lazy, done: make(chan struct{})}
@@ -98,10 +91,10 @@ func (r *rounds) propose(data []byte, lazy bool) raft.ApplyFuture {
 		r.eager++
 	}
 	if r.inflight >= r.depth {
-		r.mu.Unlock() // the round in flight starts the next one when done
+		r.mu.Unlock() // a round in flight takes it when done
 		return p
 	}
-	if !r.readyLocked() {
+	if lazy {
 		r.armLocked()
 		r.mu.Unlock()
 		return p
@@ -112,35 +105,10 @@ func (r *rounds) propose(data []byte, lazy bool) raft.ApplyFuture {
 	return p
 }
 
-// readyLocked reports whether the queue should go now: it holds an eager
-// proposal, and the last round was small or this one is as large.
-func (r *rounds) readyLocked() bool {
-	return r.eager > 0 && (r.last < fillFrom || len(r.queue) >= r.last)
-}
-
-// armLocked makes sure a queue that is not ready yet goes in time: after
-// fill when it holds an eager proposal, after wait when all are lazy.
-func (r *rounds) armLocked() {
-	d := r.wait
-	if r.eager > 0 {
-		d = r.fill
-	}
-	at := time.Now().Add(d)
-	switch {
-	case r.timer == nil:
-		r.timer = time.AfterFunc(d, r.startIdle)
-	case at.Before(r.timerAt):
-		r.timer.Reset(d)
-	default:
-		return
-	}
-	r.timerAt = at
-}
-
 // startIdle starts a round for proposals left waiting, when a round is free.
 func (r *rounds) startIdle() {
 	r.mu.Lock()
-	r.timer = nil
+	r.linger = nil
 	if r.inflight >= r.depth || len(r.queue) == 0 {
 		r.mu.Unlock()
 		return
@@ -150,14 +118,21 @@ func (r *rounds) startIdle() {
 	r.run(round)
 }
 
+// armLocked makes sure lazy proposals left waiting go within r.wait.
+func (r *rounds) armLocked() {
+	if r.linger == nil {
+		r.linger = time.AfterFunc(r.wait, r.startIdle)
+	}
+}
+
 // takeLocked takes the queue as a new round.
 func (r *rounds) takeLocked() []*queuedProposal {
 	round := r.queue
-	r.queue, r.eager, r.last = nil, 0, len(round)
+	r.queue, r.eager = nil, 0
 	r.inflight++
-	if r.timer != nil {
-		r.timer.Stop()
-		r.timer = nil
+	if r.linger != nil {
+		r.linger.Stop()
+		r.linger = nil
 	}
 	return round
 }
@@ -179,9 +154,17 @@ func (r *rounds) submit(round []*queuedProposal, futures []raft.ApplyFuture) []r
 
 // await answers every proposal of a round (raft answers each future, also
 // when leadership is lost), then runs the proposals queued meanwhile as
-// the next round, for as long as the queue is ready when a round ends.
+// the next round, until no eager one is left.
 func (r *rounds) await(round []*queuedProposal, futures []raft.ApplyFuture) {
 	for {
+		// freed is set by whoever gives up the round's slot first: this
+		// goroutine when the round ends, or the stall timer.
+		var freed atomic.Bool
+		stall := time.AfterFunc(r.stall, func() {
+			if freed.CompareAndSwap(false, true) {
+				r.endRound()
+			}
+		})
 		for i, f := range futures {
 			p := round[i]
 			p.err = f.Error()
@@ -190,11 +173,15 @@ func (r *rounds) await(round []*queuedProposal, futures []raft.ApplyFuture) {
 			}
 			close(p.done)
 		}
+		stall.Stop()
+		if !freed.CompareAndSwap(false, true) {
+			return // the next round went in already
+		}
 		r.mu.Lock()
 		r.inflight--
-		if !r.readyLocked() {
-			// Nothing waiting, only lazy proposals (they wait for a
-			// companion), or a round still filling.
+		if r.eager == 0 {
+			// Nothing, or only lazy proposals, waiting: they keep waiting
+			// for a companion, within r.wait.
 			if len(r.queue) > 0 {
 				r.armLocked()
 			}
@@ -203,6 +190,23 @@ func (r *rounds) await(round []*queuedProposal, futures []raft.ApplyFuture) {
 		}
 		round = r.takeLocked()
 		r.mu.Unlock()
-		futures = r.submit(round, futures)
+		futures = r.submit(round, nil)
 	}
+}
+
+// endRound gives up a stalled round's slot and starts the next round if
+// eager proposals wait.
+func (r *rounds) endRound() {
+	r.mu.Lock()
+	r.inflight--
+	if r.eager == 0 {
+		if len(r.queue) > 0 {
+			r.armLocked()
+		}
+		r.mu.Unlock()
+		return
+	}
+	round := r.takeLocked()
+	r.mu.Unlock()
+	r.run(round)
 }

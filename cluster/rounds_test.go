@@ -65,7 +65,7 @@ func (r *fakeRaft) inRaft() int {
 
 func newTestRounds() (*rounds, *fakeRaft) {
 	fr := &fakeRaft{}
-	return &rounds{apply: fr.apply, timeout: time.Second, depth: 1, wait: lazyLinger, fill: fillWait}, fr
+	return &rounds{apply: fr.apply, timeout: time.Second, depth: 1, wait: lazyLinger, stall: roundStall}, fr
 }
 
 // While a round is in flight, proposals wait and then go in together, in
@@ -211,4 +211,33 @@ func TestRounds_ConcurrentProposersKeepTheirOrder(t *testing.T) {
 	if got := len(fr.log()); got != workers*each {
 		t.Fatalf("%d applied, want %d", got, workers*each)
 	}
+}
+
+// A round raft does not answer for a long time gives up its slot, so
+// later proposals still go in; the stalled one is answered when raft
+// answers it.
+func TestRounds_StalledRoundDoesNotHoldUpTheNext(t *testing.T) {
+	r, fr := newTestRounds()
+	r.stall = 50 * time.Millisecond
+	stuck := r.propose([]byte("stuck"), false)
+	next := r.propose([]byte("next"), false)
+	waitFor(t, 5*time.Second, "the next round despite the stall", func() bool { return len(fr.log()) == 2 })
+	if got := fmt.Sprint(fr.log()); got != "[stuck next]" {
+		t.Fatalf("raft got %s", got)
+	}
+	fr.commit(nil)
+	if stuck.Error() != nil || next.Error() != nil {
+		t.Fatal("not answered")
+	}
+	// The slot count is right again: a new proposal goes straight in.
+	waitFor(t, 5*time.Second, "no round in flight", func() bool {
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		return r.inflight == 0
+	})
+	r.propose([]byte("after"), false)
+	if got := fr.inRaft(); got != 1 {
+		t.Fatalf("%d in raft, want the new proposal at once", got)
+	}
+	fr.commit(nil)
 }

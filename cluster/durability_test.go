@@ -1,0 +1,88 @@
+package cluster
+
+import (
+	"fmt"
+	"net/http"
+	"sync"
+	"testing"
+	"time"
+)
+
+// Every grant acknowledged under concurrent load, where many requests
+// share a round and its fsyncs, survives a full stop and restart of all
+// three nodes with its owner and fence. A request still waiting when the
+// cluster stops is answered 503 (the client retries).
+func TestCluster_AcknowledgedGrantsSurviveFullRestart(t *testing.T) {
+	var peers []Peer
+	for _, id := range []string{"n1", "n2", "n3"} {
+		peers = append(peers, Peer{ID: id, RaftAddr: freeAddr(t), HTTPAddr: freeAddr(t)})
+	}
+	var cfgs []Config
+	for _, p := range peers {
+		cfg := testConfig(t, p.ID)
+		cfg.RaftAddr, cfg.HTTPAddr, cfg.Bootstrap = p.RaftAddr, p.HTTPAddr, peers
+		cfgs = append(cfgs, cfg)
+	}
+	start := func() []*Node {
+		var wg sync.WaitGroup
+		nodes := make([]*Node, len(cfgs))
+		for i, cfg := range cfgs {
+			wg.Add(1)
+			go func() { defer wg.Done(); nodes[i] = startNode(t, cfg) }()
+		}
+		wg.Wait()
+		return nodes
+	}
+	nodes := start()
+	leader := waitLeader(t, nodes)
+	c := newClient(t)
+
+	const workers, each = 16, 10
+	type grant struct {
+		owner string
+		fence int64
+	}
+	var mu sync.Mutex
+	acked := map[string]grant{}
+	var wg sync.WaitGroup
+	for w := 0; w < workers; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; i < each; i++ {
+				key, owner := fmt.Sprintf("k%d-%d", w, i), fmt.Sprintf("o%d", w)
+				r := c.acquire(leader.HTTPAddr(), key, owner, time.Hour, 0)
+				if r.Status != http.StatusOK {
+					t.Errorf("acquire %s: %s", key, r.Raw)
+					return
+				}
+				mu.Lock()
+				acked[key] = grant{owner, r.num("fence")}
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	// A lazily proposed queue entry is committed before the stop.
+	waiting := make(chan reply, 1)
+	go func() { waiting <- c.acquire(leader.HTTPAddr(), "k0-0", "late", time.Hour, 10*time.Second) }()
+	waitFor(t, 5*time.Second, "the waiter to queue", func() bool { return leader.fsm.IsWaiter("k0-0", "late") })
+	for _, n := range nodes {
+		shutdown(t, n)
+	}
+	if r := <-waiting; r.Status != http.StatusServiceUnavailable {
+		t.Fatalf("waiting acquire during shutdown = %d %s, want 503", r.Status, r.Raw)
+	}
+
+	nodes = start()
+	leader = waitLeader(t, nodes)
+	if len(acked) != workers*each {
+		t.Fatalf("%d grants acknowledged, want %d", len(acked), workers*each)
+	}
+	for key, g := range acked {
+		r := c.get(leader.HTTPAddr(), key)
+		if r.str("owner") != g.owner || r.num("fence") != g.fence {
+			t.Fatalf("after restart %s = %s, want owner %s fence %d", key, r.Raw, g.owner, g.fence)
+		}
+	}
+}
