@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -95,13 +96,22 @@ type (
 // decodeBody reads one JSON object into v: size-limited, unknown fields
 // and trailing data rejected.
 func decodeBody(w http.ResponseWriter, r *http.Request, v any) error {
-	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxBodyBytes))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
+	raw, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxBodyBytes))
+	if err != nil {
 		var maxBytes *http.MaxBytesError
 		if errors.As(err, &maxBytes) {
 			return fmt.Errorf("cluster: request body over %d bytes: %w", maxBodyBytes, err)
 		}
+		return invalidf("body", "%v", err)
+	}
+	// encoding/json would turn invalid bytes into U+FFFD, so "a\xff" and
+	// "a\xfe" would name one lock: refuse them instead.
+	if !utf8.Valid(raw) {
+		return invalidf("body", "not valid UTF-8")
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
 		if errors.Is(err, io.EOF) {
 			return invalidf("body", "empty; a JSON object is required")
 		}

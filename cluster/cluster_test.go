@@ -98,6 +98,7 @@ func TestCluster_BadInputAnswers400WithClearMessage(t *testing.T) {
 		{"unknown endpoint", "POST", "/v1/teleport", `{}`, 404, "not_found", "/v1/teleport"},
 		{"wrong method", "GET", "/v1/acquire", nil, 405, "invalid", "POST"},
 		{"join without id", "POST", "/v1/join", map[string]any{"addr": "127.0.0.1:1"}, 400, "invalid", "id"},
+		{"key not utf-8", "POST", "/v1/acquire", "{\"key\":\"a\xff\",\"owner\":\"o\",\"ttl_ms\":10}", 400, "invalid", "UTF-8"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -108,6 +109,26 @@ func TestCluster_BadInputAnswers400WithClearMessage(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestCluster_ForwardedTooLargeBodyHidesSockets sends an oversized body to a
+// follower: the 413 must read as the leader's would, without the addresses
+// of the forwarding hop.
+func TestCluster_ForwardedTooLargeBodyHidesSockets(t *testing.T) {
+	nodes := startCluster(t, 2, nil)
+	c := newClient(t)
+	for _, n := range nodes {
+		if n.IsLeader() {
+			continue
+		}
+		r := c.do(n.HTTPAddr(), "POST", "/v1/acquire", `{"key":"`+strings.Repeat("x", 70<<10)+`"}`)
+		mustStatus(t, r, http.StatusRequestEntityTooLarge, "oversized body through a follower")
+		if msg := r.str("message"); !strings.Contains(msg, "bytes") || strings.Contains(msg, "127.0.0.1") || strings.Contains(msg, "tcp") {
+			t.Fatalf("413 message %q: want the size limit and no socket addresses", msg)
+		}
+		return
+	}
+	t.Fatal("no follower found")
 }
 
 func TestCluster_TokenIsRequired(t *testing.T) {

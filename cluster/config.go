@@ -49,6 +49,11 @@ type Config struct {
 	HeartbeatTimeout   time.Duration
 	LeaderLeaseTimeout time.Duration
 
+	// SkipLeadershipTransfer makes Shutdown stop a leader without first
+	// handing leadership to another voter. Set it when the whole cluster
+	// stops at once (lockcluster dev), where a transfer has nobody to go to.
+	SkipLeadershipTransfer bool
+
 	// Engine limits; every node must use the same values (0: unlimited).
 	MaxKeys          int
 	MaxWaitersPerKey int

@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"errors"
+	"fmt"
 	"net/http"
 	"net/http/httputil"
 	"net/url"
@@ -43,7 +44,9 @@ func (n *Node) forward(w http.ResponseWriter, r *http.Request, addr string) {
 		ErrorHandler: func(w http.ResponseWriter, _ *http.Request, err error) {
 			var maxBytes *http.MaxBytesError
 			if errors.As(err, &maxBytes) {
-				writeError(w, err)
+				// The transport's error names the sockets of this hop: keep
+				// them out of the answer, which must read as the leader's.
+				writeError(w, fmt.Errorf("cluster: request body over %d bytes: %w", maxBodyBytes, maxBytes))
 				return
 			}
 			writeError(w, drivers.Unavailable("forward to leader "+addr, err))

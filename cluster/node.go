@@ -270,7 +270,7 @@ func (n *Node) Shutdown(ctx context.Context) error {
 
 func (n *Node) shutdown(ctx context.Context) error {
 	var errs []error
-	if n.raft != nil && n.raft.State() == raft.Leader && n.hasOtherVoters() {
+	if n.raft != nil && !n.cfg.SkipLeadershipTransfer && n.raft.State() == raft.Leader && n.hasOtherVoters() {
 		if err := n.raft.LeadershipTransfer().Error(); err != nil {
 			n.log.Warn("leadership transfer failed", "error", err)
 		}

@@ -71,7 +71,10 @@ func runDev(ctx context.Context, e *env, args []string) int {
 	defer stopDev(e, nodes)
 	for _, n := range nodes {
 		cfg := cluster.Config{ID: n.id, DataDir: n.dir, RaftAddr: n.raftAddr, HTTPAddr: n.httpAddr,
-			Token: *token, Logger: logger.Named(n.id)}
+			Token: *token, Logger: logger.Named(n.id),
+			// All three stop together: a leadership transfer would have
+			// nobody to go to.
+			SkipLeadershipTransfer: true}
 		if !hasRaftState(n.dir) {
 			cfg.Bootstrap = peers
 		}
