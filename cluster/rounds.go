@@ -178,18 +178,12 @@ func (r *rounds) await(round []*queuedProposal, futures []raft.ApplyFuture) {
 			return // the next round went in already
 		}
 		r.mu.Lock()
-		r.inflight--
-		if r.eager == 0 {
-			// Nothing, or only lazy proposals, waiting: they keep waiting
-			// for a companion, within r.wait.
-			if len(r.queue) > 0 {
-				r.armLocked()
-			}
-			r.mu.Unlock()
+		next, ok := r.finishLocked()
+		r.mu.Unlock()
+		if !ok {
 			return
 		}
-		round = r.takeLocked()
-		r.mu.Unlock()
+		round = next
 		futures = r.submit(round, nil)
 	}
 }
@@ -198,15 +192,23 @@ func (r *rounds) await(round []*queuedProposal, futures []raft.ApplyFuture) {
 // eager proposals wait.
 func (r *rounds) endRound() {
 	r.mu.Lock()
+	round, ok := r.finishLocked()
+	r.mu.Unlock()
+	if ok {
+		r.run(round)
+	}
+}
+
+// finishLocked gives up one round's slot and, when an eager proposal
+// waits, takes the queue as the next round. With nothing, or only lazy
+// proposals, waiting, those keep waiting for a companion, within r.wait.
+func (r *rounds) finishLocked() ([]*queuedProposal, bool) {
 	r.inflight--
 	if r.eager == 0 {
 		if len(r.queue) > 0 {
 			r.armLocked()
 		}
-		r.mu.Unlock()
-		return
+		return nil, false
 	}
-	round := r.takeLocked()
-	r.mu.Unlock()
-	r.run(round)
+	return r.takeLocked(), true
 }

@@ -279,13 +279,9 @@ func (t *table) cancelTag(key string, tag *request) bool {
 	if e == nil || e.queue == nil {
 		return false
 	}
-	q := e.queue
-	for i := range q.items {
-		if q.items[i].tag == tag {
-			q.remove(i)
-			if len(q.items) == 0 {
-				e.queue = nil
-			}
+	for i := range e.queue.items {
+		if e.queue.items[i].tag == tag {
+			e.dropWaiter(i)
 			return true
 		}
 	}
@@ -293,20 +289,24 @@ func (t *table) cancelTag(key string, tag *request) bool {
 }
 
 func (e *entry) removeWaiter(owner string) bool {
-	q := e.queue
-	if q == nil {
+	if e.queue == nil {
 		return false
 	}
-	for i := range q.items {
-		if q.items[i].owner == owner {
-			q.remove(i)
-			if len(q.items) == 0 {
-				e.queue = nil
-			}
+	for i := range e.queue.items {
+		if e.queue.items[i].owner == owner {
+			e.dropWaiter(i)
 			return true
 		}
 	}
 	return false
+}
+
+// dropWaiter removes the i-th waiter, and the queue with its last one.
+func (e *entry) dropWaiter(i int) {
+	e.queue.remove(i)
+	if len(e.queue.items) == 0 {
+		e.queue = nil
+	}
 }
 
 func (q *waitQueue) remove(i int) {

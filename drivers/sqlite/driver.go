@@ -118,9 +118,17 @@ func (d *Driver) Release(ctx context.Context, key, owner string) (bool, error) {
 
 // ForceRelease deletes key whoever holds it.
 func (d *Driver) ForceRelease(ctx context.Context, key string) error {
+	return d.deleteRows(ctx, "force release", func(ctx context.Context) (sql.Result, error) {
+		return d.w.force.ExecContext(ctx, key)
+	})
+}
+
+// deleteRows runs one deleting statement as a write, and tells this host's
+// waiters when it deleted anything.
+func (d *Driver) deleteRows(ctx context.Context, op string, exec func(ctx context.Context) (sql.Result, error)) error {
 	var deleted bool
-	err := d.write(ctx, "force release", func(ctx context.Context) error {
-		res, err := d.w.force.ExecContext(ctx, key)
+	err := d.write(ctx, op, func(ctx context.Context) error {
+		res, err := exec(ctx)
 		if err != nil {
 			return err
 		}
@@ -199,17 +207,7 @@ func (d *Driver) maybeSweep(ctx context.Context) {
 	if now-last < sweepEvery.Microseconds() || !d.lastSweep.CompareAndSwap(last, now) {
 		return
 	}
-	var deleted bool
-	_ = d.write(ctx, "sweep", func(ctx context.Context) error {
-		res, err := d.w.sweep.ExecContext(ctx, time.Now().UnixMicro())
-		if err != nil {
-			return err
-		}
-		n, err := res.RowsAffected()
-		deleted = n > 0
-		return err
+	_ = d.deleteRows(ctx, "sweep", func(ctx context.Context) (sql.Result, error) {
+		return d.w.sweep.ExecContext(ctx, time.Now().UnixMicro())
 	})
-	if deleted {
-		d.watch.bump()
-	}
 }
