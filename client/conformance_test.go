@@ -3,7 +3,6 @@ package client_test
 import (
 	"context"
 	"fmt"
-	"net"
 	"path/filepath"
 	"testing"
 	"time"
@@ -14,6 +13,7 @@ import (
 	"github.com/zerotal/lock/cluster"
 	"github.com/zerotal/lock/drivers"
 	"github.com/zerotal/lock/drivers/driverstest"
+	"github.com/zerotal/lock/internal/loopback"
 )
 
 // startCluster starts three real nodes in this process on loopback ports
@@ -60,12 +60,11 @@ func startCluster(t *testing.T) ([]string, []*cluster.Node) {
 
 func freeAddr(t *testing.T) string {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	addr, err := loopback.FreeAddr()
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer ln.Close()
-	return ln.Addr().String()
+	return addr
 }
 
 // testWriter sends node logs to t.Log, so they show only on failure.

@@ -2,11 +2,12 @@ package cluster
 
 import (
 	"context"
-	"net"
 	"net/http"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/zerotal/lock/internal/loopback"
 )
 
 func TestConfig_RefusesInconsistentConfiguration(t *testing.T) {
@@ -85,16 +86,14 @@ func TestNode_SecondNodeOnSameDataDirFails(t *testing.T) {
 	}
 }
 
-// freeAddr reserves a loopback port; the tiny window before the node binds
-// it again is acceptable in tests.
+// freeAddr picks a loopback port nothing listens on (see package loopback).
 func freeAddr(t *testing.T) string {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	addr, err := loopback.FreeAddr()
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer l.Close()
-	return l.Addr().String()
+	return addr
 }
 
 // A node restarted from its data dir keeps its locks, fences and time:

@@ -103,10 +103,13 @@ func openStores(cfg Config) (_ *stores, err error) {
 	if tcpAddr.Port != 0 {
 		advertise = tcpAddr
 	}
-	s.transport, err = raft.NewTCPTransportWithLogger(cfg.RaftAddr, advertise, 3, 10*time.Second, cfg.Logger.Named("transport"))
+	// Assign only on success: a nil *NetworkTransport in the interface
+	// would not be a nil interface, and close would call through it.
+	nt, err := raft.NewTCPTransportWithLogger(cfg.RaftAddr, advertise, 3, 10*time.Second, cfg.Logger.Named("transport"))
 	if err != nil {
 		return nil, fmt.Errorf("cluster: raft transport on %s: %w", cfg.RaftAddr, err)
 	}
+	s.transport = nt
 	return s, nil
 }
 

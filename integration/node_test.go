@@ -3,7 +3,6 @@ package integration
 import (
 	"context"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -14,6 +13,7 @@ import (
 	"time"
 
 	"github.com/zerotal/lock/client"
+	"github.com/zerotal/lock/internal/loopback"
 )
 
 // node is one lockcluster agent process and what it needs to restart.
@@ -36,12 +36,11 @@ type testCluster struct {
 
 func freePort(t *testing.T) string {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	addr, err := loopback.FreeAddr()
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer ln.Close()
-	return ln.Addr().String()
+	return addr
 }
 
 // newCluster starts three nodes that bootstrap one cluster, waits for a

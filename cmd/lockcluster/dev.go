@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -12,6 +11,7 @@ import (
 	"time"
 
 	"github.com/zerotal/lock/cluster"
+	"github.com/zerotal/lock/internal/loopback"
 )
 
 const devExamples = `  lockcluster dev                      # ports 7001-7003 (HTTP) and 7101-7103 (raft), data in a temp dir
@@ -123,10 +123,10 @@ func devAddrs(root string, basePort int) ([]*devNode, error) {
 			n.raftAddr = fmt.Sprintf("127.0.0.1:%d", basePort+100+i)
 		} else {
 			var err error
-			if n.httpAddr, err = freeAddr(); err != nil {
+			if n.httpAddr, err = loopback.FreeAddr(); err != nil {
 				return nil, err
 			}
-			if n.raftAddr, err = freeAddr(); err != nil {
+			if n.raftAddr, err = loopback.FreeAddr(); err != nil {
 				return nil, err
 			}
 		}
@@ -136,16 +136,6 @@ func devAddrs(root string, basePort int) ([]*devNode, error) {
 		nodes[i] = n
 	}
 	return nodes, nil
-}
-
-// freeAddr returns a loopback address with a port free at this instant.
-func freeAddr() (string, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return "", err
-	}
-	defer ln.Close()
-	return ln.Addr().String(), nil
 }
 
 // hasRaftState reports whether dir holds a previous run's data, in which

@@ -22,6 +22,8 @@ import (
 	"time"
 
 	goredis "github.com/redis/go-redis/v9"
+
+	"github.com/zerotal/lock/internal/loopback"
 )
 
 // startTimeout bounds how long a server may take to answer PING.
@@ -65,7 +67,7 @@ func Start(t testing.TB, extraArgs ...string) *Server {
 	// the server's bind; try a few.
 	var lastErr error
 	for attempt := 0; attempt < 5; attempt++ {
-		port, err := freePort()
+		port, err := loopback.FreePort()
 		if err != nil {
 			t.Fatalf("find a free port: %v", err)
 		}
@@ -224,13 +226,4 @@ func (s *Server) logTail() string {
 
 func (s *Server) dumpLog() {
 	s.t.Logf("redis-server %s log:\n%s", s.Addr(), s.logTail())
-}
-
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
 }

@@ -1,0 +1,50 @@
+// Package loopback hands out loopback TCP addresses for servers that must
+// know their port before they bind it (a Raft peer list, a child process's
+// flags).
+package loopback
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"net"
+	"strconv"
+)
+
+// The kernel gives outbound connections source ports from the ephemeral
+// range (32768-60999 on Linux by default), and a port that ":0" just
+// returned is in that range too: between closing the probe and the server's
+// bind, any client on the host could take it as a source port. Ports below
+// the range are only ever taken by an explicit bind, so a port that binds
+// now stays free unless another server picks the same one at random.
+const (
+	lowPort  = 20000
+	highPort = 32000 // exclusive
+	attempts = 200
+)
+
+// FreeAddr returns "127.0.0.1:PORT" for a port that nothing listens on at
+// this instant, chosen at random below the ephemeral range.
+func FreeAddr() (string, error) {
+	for range attempts {
+		addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(lowPort+rand.IntN(highPort-lowPort)))
+		ln, err := net.Listen("tcp", addr)
+		if err != nil {
+			continue // in use: try another
+		}
+		if err := ln.Close(); err != nil {
+			return "", err
+		}
+		return addr, nil
+	}
+	return "", fmt.Errorf("loopback: no free port in %d-%d after %d attempts", lowPort, highPort-1, attempts)
+}
+
+// FreePort is FreeAddr's port number.
+func FreePort() (int, error) {
+	addr, err := FreeAddr()
+	if err != nil {
+		return 0, err
+	}
+	_, p, _ := net.SplitHostPort(addr)
+	return strconv.Atoi(p)
+}
