@@ -1,11 +1,14 @@
 package cluster
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"net"
 	"net/http"
 	"net/http/httputil"
 	"net/url"
+	"time"
 
 	"github.com/zerotal/lock/drivers"
 )
@@ -53,4 +56,17 @@ func (n *Node) forward(w http.ResponseWriter, r *http.Request, addr string) {
 		},
 	}
 	rp.ServeHTTP(w, r)
+}
+
+// newProxyTransport is the HTTP transport a node uses to reach its peers'
+// APIs (forwarding, join).
+func newProxyTransport() *http.Transport {
+	d := &net.Dialer{Timeout: 5 * time.Second, KeepAlive: 30 * time.Second}
+	return &http.Transport{
+		MaxIdleConnsPerHost: 64,
+		IdleConnTimeout:     30 * time.Second,
+		DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
+			return d.DialContext(ctx, network, faultDialAddr(addr))
+		},
+	}
 }

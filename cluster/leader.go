@@ -31,7 +31,7 @@ type logicalClock struct {
 }
 
 func (c *logicalClock) now() int64 {
-	el := time.Since(c.m0) - c.grace
+	el := faultSince(c.m0) - c.grace
 	if el < 0 {
 		el = 0
 	}
@@ -40,7 +40,7 @@ func (c *logicalClock) now() int64 {
 
 // untilRunning is how long time still stands still.
 func (c *logicalClock) untilRunning() time.Duration {
-	d := c.grace - time.Since(c.m0)
+	d := c.grace - faultSince(c.m0)
 	if d < 0 {
 		return 0
 	}
@@ -136,7 +136,7 @@ func (n *Node) takeover(stop chan struct{}) (*logicalClock, bool) {
 		// A brand-new cluster has no time yet: start from this node's wall
 		// clock so deadlines read as unix times. Only the origin is taken
 		// from it; it never moves time later.
-		t0 = time.Now().UnixNano()
+		t0 = faultNow().UnixNano()
 	}
 	clock := &logicalClock{t0: t0, m0: time.Now(), grace: n.cfg.ElectionTimeout + n.cfg.LeaderLeaseTimeout}
 

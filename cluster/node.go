@@ -76,7 +76,7 @@ func NewNode(ctx context.Context, cfg Config) (_ *Node, err error) {
 		waits:   newWaitRegistry(),
 		kick:    make(chan struct{}, 1),
 		closing: make(chan struct{}),
-		proxy:   &http.Transport{MaxIdleConnsPerHost: 64, IdleConnTimeout: 30 * time.Second},
+		proxy:   newProxyTransport(),
 	}
 	n.expiryWake.Store(math.MaxInt64)
 	n.baseCtx, n.cancelBase = context.WithCancel(context.Background())

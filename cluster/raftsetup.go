@@ -105,9 +105,9 @@ func openStores(cfg Config) (_ *stores, err error) {
 	}
 	// Assign only on success: a nil *NetworkTransport in the interface
 	// would not be a nil interface, and close would call through it.
-	nt, err := raft.NewTCPTransportWithLogger(cfg.RaftAddr, advertise, 3, 10*time.Second, cfg.Logger.Named("transport"))
+	nt, err := newNetworkTransport(cfg, advertise, nil, nil, cfg.Logger.Named("transport"))
 	if err != nil {
-		return nil, fmt.Errorf("cluster: raft transport on %s: %w", cfg.RaftAddr, err)
+		return nil, err
 	}
 	s.transport = nt
 	return s, nil

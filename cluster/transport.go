@@ -1,0 +1,84 @@
+package cluster
+
+import (
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"net"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/hashicorp/raft"
+)
+
+// streamLayer is raft's network: a TCP listener for the peers' connections
+// and a dialer for this node's, both optionally wrapped in TLS. raft's own
+// TCP transport cannot do TLS, and its dialer cannot be pointed elsewhere
+// by the fault-injection build (faultDialAddr).
+type streamLayer struct {
+	ln        net.Listener
+	advertise net.Addr
+	// clientTLS, when set, dials peers over TLS with this configuration
+	// (the listener is then a TLS listener too).
+	clientTLS *tls.Config
+}
+
+var _ raft.StreamLayer = (*streamLayer)(nil)
+
+// newStreamLayer listens on bind and advertises advertise (nil: the bound
+// address). serverTLS and clientTLS are both set or both nil.
+func newStreamLayer(bind string, advertise net.Addr, serverTLS, clientTLS *tls.Config) (*streamLayer, error) {
+	ln, err := net.Listen("tcp", bind)
+	if err != nil {
+		return nil, err
+	}
+	if serverTLS != nil {
+		ln = tls.NewListener(ln, serverTLS)
+	}
+	s := &streamLayer{ln: ln, advertise: advertise, clientTLS: clientTLS}
+	if tcp, ok := s.Addr().(*net.TCPAddr); !ok || tcp.IP == nil || tcp.IP.IsUnspecified() {
+		_ = ln.Close()
+		return nil, errors.New("the advertised raft address must be a concrete IP (not 0.0.0.0 or ::): set RaftAddr to the address peers dial")
+	}
+	return s, nil
+}
+
+// Accept waits for a peer's connection.
+func (s *streamLayer) Accept() (net.Conn, error) { return s.ln.Accept() }
+
+// Close stops the listener.
+func (s *streamLayer) Close() error { return s.ln.Close() }
+
+// Addr is the address peers are told to dial.
+func (s *streamLayer) Addr() net.Addr {
+	if s.advertise != nil {
+		return s.advertise
+	}
+	return s.ln.Addr()
+}
+
+// Dial connects to a peer.
+func (s *streamLayer) Dial(address raft.ServerAddress, timeout time.Duration) (net.Conn, error) {
+	d := &net.Dialer{Timeout: timeout}
+	addr := faultDialAddr(string(address))
+	if s.clientTLS != nil {
+		return tls.DialWithDialer(d, "tcp", addr, s.clientTLS)
+	}
+	return d.Dial("tcp", addr)
+}
+
+// newNetworkTransport builds raft's transport on a streamLayer with the
+// settings raft's TCP transport uses (3 pooled connections per peer, 10s
+// I/O timeout).
+func newNetworkTransport(cfg Config, advertise net.Addr, serverTLS, clientTLS *tls.Config, logger hclog.Logger) (*raft.NetworkTransport, error) {
+	sl, err := newStreamLayer(cfg.RaftAddr, advertise, serverTLS, clientTLS)
+	if err != nil {
+		return nil, fmt.Errorf("cluster: raft transport on %s: %w", cfg.RaftAddr, err)
+	}
+	return raft.NewNetworkTransportWithConfig(&raft.NetworkTransportConfig{
+		Stream:  sl,
+		MaxPool: 3,
+		Timeout: 10 * time.Second,
+		Logger:  logger,
+	}), nil
+}
