@@ -72,11 +72,23 @@ type ClusterConfig struct {
 	// Token is the bearer token the nodes require, if any. It is never
 	// printed.
 	Token string
+	// CAFile is a PEM file of the CA that signs the nodes' certificates
+	// (TLS clusters). Setting it, or CertFile, makes a bare host:port in
+	// Addrs mean https.
+	CAFile string
+	// CertFile and KeyFile are a PEM client certificate and its key, for
+	// clusters that require one (mutual TLS). Both or neither.
+	CertFile string
+	KeyFile  string
+	// ClusterID, when set, must be the nodes' cluster ID: a node of another
+	// cluster refuses the requests.
+	ClusterID string
 }
 
 // String prints the configuration with the token redacted.
 func (c ClusterConfig) String() string {
-	return fmt.Sprintf("{Addrs:%q Token:%s}", c.Addrs, redactSecret(c.Token))
+	return fmt.Sprintf("{Addrs:%q Token:%s CAFile:%q CertFile:%q KeyFile:%q ClusterID:%q}",
+		c.Addrs, redactSecret(c.Token), c.CAFile, c.CertFile, c.KeyFile, c.ClusterID)
 }
 
 // GoString is String, so that %#v does not print the token either.
@@ -139,6 +151,9 @@ func (c Config) Validate() error {
 			if a == "" || strings.ContainsAny(a, " \t\r\n") {
 				return &InvalidError{Field: "Cluster.Addrs", Reason: fmt.Sprintf("address %d is empty or contains spaces", i)}
 			}
+		}
+		if (c.Cluster.CertFile == "") != (c.Cluster.KeyFile == "") {
+			return &InvalidError{Field: "Cluster.CertFile/KeyFile", Reason: "a client certificate needs both (LOCK_CLUSTER_CERT, LOCK_CLUSTER_KEY)"}
 		}
 	}
 	return nil

@@ -66,5 +66,9 @@ func openRedis(ctx context.Context, c Config) (drivers.Driver, error) {
 }
 
 func openCluster(_ context.Context, c Config) (drivers.Driver, error) {
-	return client.New(client.Config{Addrs: c.Cluster.Addrs, Token: c.Cluster.Token, Logger: c.Logger})
+	return client.New(client.Config{
+		Addrs: c.Cluster.Addrs, Token: c.Cluster.Token, Logger: c.Logger,
+		CAFile: c.Cluster.CAFile, CertFile: c.Cluster.CertFile, KeyFile: c.Cluster.KeyFile,
+		ClusterID: c.Cluster.ClusterID,
+	})
 }

@@ -52,7 +52,7 @@ func (c *Client) Status(ctx context.Context) (Status, error) {
 // NodeStatus returns the status of the node at addr ("host:port" or a base
 // URL), without failing over to another node.
 func (c *Client) NodeStatus(ctx context.Context, addr string) (Status, error) {
-	base, err := baseURL(addr)
+	base, err := baseURLWith(addr, c.cfg.defaultScheme())
 	if err != nil {
 		return Status{}, err
 	}

@@ -9,6 +9,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"strings"
 	"time"
 
 	"github.com/zerotal/lock/drivers"
@@ -133,8 +134,14 @@ func (c *Client) attempt(ctx, budget context.Context, base string, r request, bo
 	if c.auth != "" {
 		req.Header.Set("Authorization", c.auth)
 	}
+	if c.cfg.ClusterID != "" {
+		req.Header.Set(clusterIDHeader, c.cfg.ClusterID)
+	}
 	resp, err := c.http.Do(req)
 	if err != nil {
+		if tlsErr := tlsFailure(base, err); tlsErr != nil {
+			return tlsErr
+		}
 		if ctx.Err() == nil && actx.Err() != nil {
 			return &transportError{err: fmt.Errorf("%s %s: no answer in time", r.method, base)}
 		}
@@ -175,6 +182,10 @@ func readAPIError(resp *http.Response) error {
 		e.Message = string(bytes.TrimSpace(raw))
 		if len(e.Message) > 200 {
 			e.Message = e.Message[:200]
+		}
+		if resp.StatusCode == http.StatusBadRequest && strings.Contains(e.Message, "HTTP request to an HTTPS server") {
+			// net/http's own answer on a TLS port: say what to change.
+			return fmt.Errorf("%w: the node serves https: use an https:// address or set CAFile (LOCK_CLUSTER_CA): %w", ErrTLS, e)
 		}
 	}
 	return e

@@ -51,7 +51,7 @@ func New(cfg Config) (*Client, error) {
 	c := &Client{cfg: cfg, log: cfg.Logger}
 	seen := make(map[string]bool, len(cfg.Addrs))
 	for _, a := range cfg.Addrs {
-		b, err := baseURL(a)
+		b, err := baseURLWith(a, cfg.defaultScheme())
 		if err != nil {
 			return nil, err
 		}
@@ -69,6 +69,13 @@ func New(cfg Config) (*Client, error) {
 		c.http = &hc
 	} else {
 		c.own = newTransport()
+		if cfg.tlsEnabled() {
+			tc, err := loadTLS(cfg)
+			if err != nil {
+				return nil, err
+			}
+			c.own.TLSClientConfig = tc
+		}
 		c.http = &http.Client{Transport: c.own, CheckRedirect: noRedirect}
 	}
 	c.stale.Store(true) // look the leader up on first use

@@ -1,6 +1,7 @@
 package client
 
 import (
+	"crypto/tls"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -30,7 +31,8 @@ const (
 type Config struct {
 	// Addrs are the HTTP addresses of the cluster's nodes, "host:port" or
 	// "http://host:port" (https too). At least one is required; any node
-	// will do, more give failover.
+	// will do, more give failover. A bare host:port means https when any
+	// TLS setting below is given, http otherwise.
 	Addrs []string
 	// Token is the bearer token, empty when the cluster has none.
 	Token string
@@ -47,6 +49,34 @@ type Config struct {
 	WaitChunk time.Duration
 	// Logger receives debug lines about failovers. Nil: no logging.
 	Logger hclog.Logger
+
+	// TLS is the base TLS configuration for https nodes (New uses a copy).
+	// Nil: Go's defaults (the system's roots).
+	TLS *tls.Config
+	// CAFile is a PEM file of the CA certificates that sign the nodes'
+	// certificates; it replaces TLS.RootCAs. Empty: TLS.RootCAs, or the
+	// system's roots.
+	CAFile string
+	// CertFile and KeyFile are a PEM client certificate and key, presented
+	// to clusters that require one (mutual TLS). Both or neither.
+	CertFile string
+	KeyFile  string
+	// ClusterID, when set, is sent with every request; a node of another
+	// cluster refuses it (403, code "wrong_cluster") instead of serving it.
+	ClusterID string
+}
+
+// tlsEnabled reports whether any TLS setting is given.
+func (c Config) tlsEnabled() bool {
+	return c.TLS != nil || c.CAFile != "" || c.CertFile != "" || c.KeyFile != ""
+}
+
+// defaultScheme is the scheme of an address given without one.
+func (c Config) defaultScheme() string {
+	if c.tlsEnabled() {
+		return "https"
+	}
+	return "http"
 }
 
 // Validate reports whether the configuration can be used. Its errors match
@@ -57,9 +87,18 @@ func (c Config) Validate() error {
 		return configError("Addrs", "at least one address is required")
 	}
 	for _, a := range c.Addrs {
-		if _, err := baseURL(a); err != nil {
+		if _, err := baseURLWith(a, c.defaultScheme()); err != nil {
 			return err
 		}
+	}
+	if (c.CertFile == "") != (c.KeyFile == "") {
+		return configError("CertFile/KeyFile", "a client certificate needs both its file and its key file")
+	}
+	if c.HTTPClient != nil && c.tlsEnabled() {
+		return configError("HTTPClient", "brings its own transport: set its TLS there, not in TLS, CAFile, CertFile or KeyFile")
+	}
+	if c.ClusterID != "" && strings.ContainsAny(c.ClusterID, " \t\r\n") {
+		return configError("ClusterID", "must not contain spaces")
 	}
 	if c.Timeout < 0 {
 		return configError("Timeout", "must not be negative")
@@ -90,14 +129,15 @@ func (c Config) withDefaults() Config {
 	return c
 }
 
-// baseURL turns "host:port" or "http://host:port[/]" into "scheme://host:port".
-func baseURL(addr string) (string, error) {
+// baseURLWith turns "host:port" or "http(s)://host:port[/]" into
+// "scheme://host:port", with scheme for a bare host:port.
+func baseURLWith(addr, scheme string) (string, error) {
 	a := strings.TrimSpace(addr)
 	if a == "" {
 		return "", configError("address", "must not be empty")
 	}
 	if !strings.Contains(a, "://") {
-		a = "http://" + a
+		a = scheme + "://" + a
 	}
 	u, err := url.Parse(a)
 	if err != nil || u.Host == "" {

@@ -15,6 +15,13 @@ var ErrUnauthorized = errors.New("client: unauthorized: missing or wrong token (
 // ErrNotFound: GET of a key that nobody holds, or an unknown endpoint.
 var ErrNotFound = errors.New("client: not found")
 
+// ErrWrongCluster: the node belongs to another cluster than
+// Config.ClusterID names. It is never retried.
+var ErrWrongCluster = errors.New("client: the node belongs to another cluster")
+
+// clusterIDHeader carries Config.ClusterID (the server's name for it).
+const clusterIDHeader = "X-Lock-Cluster-Id"
+
 // APIError is a non-2xx answer of the cluster. errors.Is maps its code to
 // the sentinels of package drivers (and ErrUnauthorized, ErrNotFound).
 type APIError struct {
@@ -51,6 +58,8 @@ func (e *APIError) Is(target error) bool {
 		return target == ErrUnauthorized
 	case "not_found":
 		return target == ErrNotFound
+	case "wrong_cluster":
+		return target == ErrWrongCluster
 	}
 	return false
 }

@@ -61,12 +61,11 @@ func (c *Client) discover(ctx context.Context) (string, bool) {
 			return "", false
 		}
 		if err == nil && st.LeaderHTTP != "" {
-			leader, err := baseURL(st.LeaderHTTP)
+			// Members publish host:port; every node of a cluster speaks
+			// the scheme of the one that answered.
+			leader, err := baseURLWith(st.LeaderHTTP, schemeOf(b))
 			if err != nil {
 				continue
-			}
-			if schemeOf(b) == "https" && strings.HasPrefix(leader, "http://") {
-				leader = "https://" + strings.TrimPrefix(leader, "http://")
 			}
 			if leader != b && !c.reachable(ctx, leader) {
 				// The leader advertises an address this client cannot

@@ -7,7 +7,10 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"strconv"
+	"strings"
 	"time"
+	"unicode"
 	"unicode/utf8"
 
 	"github.com/zerotal/lock/drivers"
@@ -102,12 +105,17 @@ func decodeBody(w http.ResponseWriter, r *http.Request, v any) error {
 		if errors.As(err, &maxBytes) {
 			return fmt.Errorf("cluster: request body over %d bytes: %w", maxBodyBytes, err)
 		}
-		return invalidf("body", "%v", err)
+		return invalidf("body", "%s", printable(err.Error()))
 	}
 	// encoding/json would turn invalid bytes into U+FFFD, so "a\xff" and
 	// "a\xfe" would name one lock: refuse them instead.
 	if !utf8.Valid(raw) {
 		return invalidf("body", "not valid UTF-8")
+	}
+	// encoding/json also turns an escaped lone surrogate ("\ud800") into
+	// U+FFFD: refuse those for the same reason.
+	if at := loneSurrogate(raw); at >= 0 {
+		return invalidf("body", "lone UTF-16 surrogate escape %q at byte %d is not Unicode text", raw[at:at+6], at)
 	}
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.DisallowUnknownFields()
@@ -115,10 +123,115 @@ func decodeBody(w http.ResponseWriter, r *http.Request, v any) error {
 		if errors.Is(err, io.EOF) {
 			return invalidf("body", "empty; a JSON object is required")
 		}
-		return invalidf("body", "%v", err)
+		return invalidf("body", "%s", printable(err.Error()))
 	}
 	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
 		return invalidf("body", "unexpected data after the JSON object")
+	}
+	if c, ok := v.(checker); ok {
+		return c.check()
+	}
+	return nil
+}
+
+// printable escapes control characters: encoding/json quotes parts of
+// the input in its errors (an unknown field's name) as they are, and a
+// newline from a request must not start a new line of a message or log.
+func printable(s string) string {
+	if !strings.ContainsFunc(s, unicode.IsControl) {
+		return s
+	}
+	var b strings.Builder
+	for _, r := range s {
+		if unicode.IsControl(r) {
+			q := strconv.QuoteRune(r)
+			b.WriteString(q[1 : len(q)-1])
+			continue
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
+}
+
+// checker is a request body with rules of its own, checked by decodeBody.
+type checker interface{ check() error }
+
+// loneSurrogate returns the offset of the first \uXXXX escape in a JSON
+// text that is half of a UTF-16 surrogate pair without its other half,
+// or -1. Backslashes only occur inside strings in valid JSON, so the scan
+// needs no string state; invalid JSON fails to decode anyway.
+func loneSurrogate(raw []byte) int {
+	pendingHigh := -1 // offset of a high surrogate waiting for its low half
+	for i := 0; i < len(raw); i++ {
+		if raw[i] != '\\' {
+			if pendingHigh >= 0 {
+				return pendingHigh
+			}
+			continue
+		}
+		if i+1 >= len(raw) || raw[i+1] != 'u' || i+6 > len(raw) {
+			if pendingHigh >= 0 {
+				return pendingHigh
+			}
+			i++ // an escape such as \\ or \": skip its second byte
+			continue
+		}
+		r, err := strconv.ParseUint(string(raw[i+2:i+6]), 16, 16)
+		if err != nil {
+			i++ // not an escape json accepts: the decoder reports it
+			continue
+		}
+		switch {
+		case r >= 0xd800 && r < 0xdc00:
+			if pendingHigh >= 0 {
+				return pendingHigh
+			}
+			pendingHigh = i
+		case r >= 0xdc00 && r < 0xe000:
+			if pendingHigh < 0 {
+				return i
+			}
+			pendingHigh = -1
+		default:
+			if pendingHigh >= 0 {
+				return pendingHigh
+			}
+		}
+		i += 5
+	}
+	return pendingHigh
+}
+
+// maxMemberIDLen and maxMemberAddrLen bound the fields of join and leave:
+// they go into the replicated member map.
+const (
+	maxMemberIDLen   = 128 // as Config.Validate
+	maxMemberAddrLen = 256
+)
+
+func (r *joinRequest) check() error {
+	return errors.Join(checkMemberID(r.ID), checkMemberAddr("addr", r.Addr), checkMemberAddr("http", r.HTTP))
+}
+
+func (r *leaveRequest) check() error { return checkMemberID(r.ID) }
+
+// checkMemberID refuses ids a node could not be configured with; an
+// empty id is left to the handler ("missing").
+func checkMemberID(id string) error {
+	switch {
+	case len(id) > maxMemberIDLen:
+		return invalidf("id", "%d bytes, the limit is %d", len(id), maxMemberIDLen)
+	case !utf8.ValidString(id):
+		return invalidf("id", "not valid UTF-8")
+	case strings.ContainsFunc(id, unicode.IsSpace):
+		return invalidf("id", "contains white space")
+	}
+	return nil
+}
+
+func checkMemberAddr(field, addr string) error {
+	if len(addr) > maxMemberAddrLen {
+		return invalidf(field, "%d bytes, the limit is %d", len(addr), maxMemberAddrLen)
 	}
 	return nil
 }

@@ -38,6 +38,15 @@ type Config struct {
 	// Token is the bearer token every request (except /healthz) must carry;
 	// empty: no authentication. Every node of a cluster uses the same one.
 	Token string
+	// TLS turns on TLS for the HTTP API and the raft transport (see
+	// TLSConfig); the zero value is plain TCP. Every node of a cluster uses
+	// TLS or none.
+	TLS TLSConfig
+	// ClusterID names the cluster this node belongs to (default
+	// DefaultClusterID). It is stored in the data dir on first start: a node
+	// refuses to start on a data dir of another cluster, to join another
+	// cluster, and raft connections from nodes of another cluster.
+	ClusterID string
 	// Logger receives the node's logs; raft logs under Named("raft"). nil:
 	// a null logger.
 	Logger hclog.Logger
@@ -54,9 +63,17 @@ type Config struct {
 	// stops at once (lockcluster dev), where a transfer has nobody to go to.
 	SkipLeadershipTransfer bool
 
-	// Engine limits; every node must use the same values (0: unlimited).
+	// Engine limits; every node must use the same values, since the
+	// replicated table applies them. 0: the default (DefaultMaxKeys,
+	// DefaultMaxWaitersPerKey); -1: unlimited. An acquire beyond them is
+	// answered 429 with code "full" (drivers.ErrFull).
 	MaxKeys          int
 	MaxWaitersPerKey int
+	// MaxWaits caps the waiting acquires (wait_ms > 0) this node holds open
+	// at once, forwarded ones included: each holds a goroutine and a
+	// connection. Beyond it a waiting acquire is answered 429, code "full".
+	// 0: DefaultMaxWaits; -1: unlimited. Node-local, may differ per node.
+	MaxWaits int
 
 	// Registry receives the node's metrics, labelled node=<ID>; nil: a new
 	// registry per node. /metrics serves it when it is also a
@@ -94,7 +111,27 @@ const (
 	DefaultTickInterval       = time.Second
 	DefaultMaxWait            = 5 * time.Minute
 	DefaultApplyTimeout       = 5 * time.Second
+	DefaultClusterID          = "lockcluster"
+	// DefaultMaxKeys bounds the table's memory on every node: about 1.2 KB
+	// of heap per held lock with short keys and owners (measured by
+	// TestLimits_DistinctKeyFloodIsBounded), up to about 3.2 KB at the
+	// longest key and owner, so 120 to 320 MB at the limit, plus a
+	// transient copy while a snapshot is written. Far more locks than
+	// services hold at once; raise it (--max-keys) for more.
+	DefaultMaxKeys = 100_000
+	// DefaultMaxWaitersPerKey is a queue no lock should ever need: a
+	// thousand processes blocked on one key is a design problem, not load.
+	DefaultMaxWaitersPerKey = 1000
+	// DefaultMaxWaits bounds what waiting requests hold on one node: a
+	// goroutine, a socket and its buffers each (tens of KB), so 100 to 200
+	// MB at the limit. The leader also holds the waits forwarded to it, so
+	// this is close to a cluster-wide cap.
+	DefaultMaxWaits = 4096
 )
+
+// unlimited is the value of MaxKeys, MaxWaitersPerKey and MaxWaits that
+// turns the limit off.
+const unlimited = -1
 
 func (c Config) withDefaults() Config {
 	if c.ElectionTimeout == 0 {
@@ -118,7 +155,28 @@ func (c Config) withDefaults() Config {
 	if c.Logger == nil {
 		c.Logger = hclog.NewNullLogger()
 	}
+	if c.ClusterID == "" {
+		c.ClusterID = DefaultClusterID
+	}
+	if c.MaxKeys == 0 {
+		c.MaxKeys = DefaultMaxKeys
+	}
+	if c.MaxWaitersPerKey == 0 {
+		c.MaxWaitersPerKey = DefaultMaxWaitersPerKey
+	}
+	if c.MaxWaits == 0 {
+		c.MaxWaits = DefaultMaxWaits
+	}
+	c.Bootstrap = append([]Peer(nil), c.Bootstrap...)
 	return c
+}
+
+// engineLimit maps a limit of Config to the engine's (0: unlimited).
+func engineLimit(v int) int {
+	if v == unlimited {
+		return 0
+	}
+	return v
 }
 
 // Validate reports every inconsistency in the configuration at once, in
@@ -189,13 +247,36 @@ func (c Config) Validate() error {
 	if c.HeartbeatTimeout > c.ElectionTimeout {
 		bad("HeartbeatTimeout (%s) must not exceed ElectionTimeout (%s)", c.HeartbeatTimeout, c.ElectionTimeout)
 	}
-	if c.MaxKeys < 0 || c.MaxWaitersPerKey < 0 {
-		bad("MaxKeys (%d) and MaxWaitersPerKey (%d) must not be negative", c.MaxKeys, c.MaxWaitersPerKey)
+	if c.MaxKeys < unlimited || c.MaxWaitersPerKey < unlimited || c.MaxWaits < unlimited {
+		bad("MaxKeys (%d), MaxWaitersPerKey (%d) and MaxWaits (%d) must be positive, 0 (default) or -1 (unlimited)",
+			c.MaxKeys, c.MaxWaitersPerKey, c.MaxWaits)
+	}
+	if c.ClusterID != "" {
+		if err := checkClusterID(c.ClusterID); err != nil {
+			bad("ClusterID: %v", err)
+		}
+	}
+	if err := c.TLS.Validate(); err != nil {
+		errs = append(errs, err)
 	}
 	if c.TickInterval < 0 || c.MaxWait < 0 || c.ApplyTimeout < 0 {
 		bad("TickInterval, MaxWait and ApplyTimeout must not be negative")
 	}
 	return errors.Join(errs...)
+}
+
+// checkClusterID allows printable ASCII without spaces, up to 128 bytes:
+// the ID travels in an HTTP header and in the raft handshake.
+func checkClusterID(id string) error {
+	if len(id) > maxClusterIDLen {
+		return fmt.Errorf("%d bytes, the limit is %d", len(id), maxClusterIDLen)
+	}
+	for _, r := range id {
+		if r <= ' ' || r > '~' {
+			return fmt.Errorf("%q must be printable ASCII without spaces", id)
+		}
+	}
+	return nil
 }
 
 func checkHostPort(addr string) error {

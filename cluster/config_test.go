@@ -46,7 +46,9 @@ func TestConfig_RefusesInconsistentConfiguration(t *testing.T) {
 			c.HeartbeatTimeout = 200 * time.Millisecond
 		}, "HeartbeatTimeout"},
 		{"tiny timeouts", func(c *Config) { c.ElectionTimeout = time.Millisecond }, "at least 5ms"},
-		{"negative limits", func(c *Config) { c.MaxKeys = -1 }, "must not be negative"},
+		{"negative limits", func(c *Config) { c.MaxKeys = -2 }, "-1 (unlimited)"},
+		{"partial TLS", func(c *Config) { c.TLS.CertFile = "node.pem" }, "KeyFile"},
+		{"cluster ID with a space", func(c *Config) { c.ClusterID = "my cluster" }, "printable ASCII"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -35,7 +35,7 @@ func (n *Node) leaderHTTP() (string, error) {
 // forward reverse-proxies r, body included, to the leader at addr. The
 // Authorization header travels with it; the leader checks it again.
 func (n *Node) forward(w http.ResponseWriter, r *http.Request, addr string) {
-	target := &url.URL{Scheme: "http", Host: addr}
+	target := &url.URL{Scheme: n.httpScheme(), Host: addr}
 	r.Body = http.MaxBytesReader(w, r.Body, maxBodyBytes)
 	rp := &httputil.ReverseProxy{
 		Rewrite: func(pr *httputil.ProxyRequest) {

@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"crypto/sha256"
 	"crypto/subtle"
 	"errors"
 	"fmt"
@@ -21,7 +22,7 @@ func (n *Node) routes() http.Handler {
 	})
 	mux.Handle("GET /metrics", n.auth(promhttp.HandlerFor(n.metrics.gatherer, promhttp.HandlerOpts{})))
 	mux.Handle("GET /v1/status", n.auth(http.HandlerFunc(n.handleStatus)))
-	mux.Handle("POST /v1/acquire", n.auth(n.onLeader(n.handleAcquire)))
+	mux.Handle("POST /v1/acquire", n.auth(n.limitWaits(n.onLeader(n.handleAcquire))))
 	mux.Handle("POST /v1/release", n.auth(n.onLeader(n.handleRelease)))
 	mux.Handle("POST /v1/extend", n.auth(n.onLeader(n.handleExtend)))
 	mux.Handle("POST /v1/force-release", n.auth(n.onLeader(n.handleForceRelease)))
@@ -51,20 +52,55 @@ func noEndpoint(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusNotFound, errorBody{Code: codeNotFound, Message: "cluster: no endpoint " + r.URL.Path})
 }
 
-// auth checks the bearer token in constant time when one is configured.
+// auth checks the bearer token when one is configured, then the cluster
+// ID a request may name (clusterIDHeader). The token is compared as
+// SHA-256 digests, so the time taken depends neither on where the first
+// wrong byte is nor on the token's length.
 func (n *Node) auth(h http.Handler) http.Handler {
+	h = n.checkClusterID(h)
 	if n.cfg.Token == "" {
 		return h
 	}
-	want := []byte("Bearer " + n.cfg.Token)
+	want := sha256.Sum256([]byte("Bearer " + n.cfg.Token))
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if subtle.ConstantTimeCompare([]byte(r.Header.Get("Authorization")), want) != 1 {
+		got := sha256.Sum256([]byte(r.Header.Get("Authorization")))
+		if subtle.ConstantTimeCompare(got[:], want[:]) != 1 {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="lockcluster"`)
 			writeError(w, errUnauthorized)
 			return
 		}
 		h.ServeHTTP(w, r)
 	})
+}
+
+// clusterIDHeader names the cluster a request is meant for. Nodes send it
+// with their join; a client may send it to make sure it reached the
+// cluster it was configured for. Absent: not checked.
+const clusterIDHeader = "X-Lock-Cluster-Id"
+
+// codeWrongCluster is the error code of a request for another cluster.
+const codeWrongCluster = "wrong_cluster"
+
+// checkClusterID answers 403 to a request that names another cluster.
+func (n *Node) checkClusterID(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if id := r.Header.Get(clusterIDHeader); id != "" && id != n.cfg.ClusterID {
+			writeJSON(w, http.StatusForbidden, errorBody{Code: codeWrongCluster, Message: fmt.Sprintf(
+				"cluster: this node (%s) is in cluster %q; the request is for cluster %q", n.cfg.ID, n.cfg.ClusterID, id)})
+			return
+		}
+		h.ServeHTTP(w, r)
+	})
+}
+
+// serveHTTP serves the API on the node's listener, over TLS when
+// configured (HTTP/2 offered, as ServeTLS does).
+func (n *Node) serveHTTP() error {
+	if n.tls == nil {
+		return n.httpSrv.Serve(n.listener)
+	}
+	n.httpSrv.TLSConfig = n.tls.httpServer.Clone()
+	return n.httpSrv.ServeTLS(n.listener, "", "")
 }
 
 // onLeader runs h when this node is the ready leader, and otherwise

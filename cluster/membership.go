@@ -101,11 +101,13 @@ func (n *Node) handleLeave(w http.ResponseWriter, r *http.Request, _ *leadership
 }
 
 // joinCluster asks the member at Config.Join to add this node, retrying
-// transient failures until ctx ends.
+// transient failures until ctx ends. The request names this node's
+// cluster ID: a member of another cluster refuses it (403), and so does
+// one with another token (401); neither is retried.
 func (n *Node) joinCluster(ctx context.Context) error {
 	target := n.cfg.Join
 	if !strings.Contains(target, "://") {
-		target = "http://" + target
+		target = n.httpScheme() + "://" + target
 	}
 	target = strings.TrimSuffix(target, "/") + "/v1/join"
 	body, err := json.Marshal(joinRequest{ID: n.cfg.ID, Addr: n.RaftAddr(), HTTP: n.AdvertisedHTTPAddr()})
@@ -144,6 +146,7 @@ func (n *Node) joinOnce(ctx context.Context, client *http.Client, target string,
 		return &permanentError{msg: err.Error()}
 	}
 	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set(clusterIDHeader, n.cfg.ClusterID)
 	if n.cfg.Token != "" {
 		req.Header.Set("Authorization", "Bearer "+n.cfg.Token)
 	}
@@ -152,12 +155,19 @@ func (n *Node) joinOnce(ctx context.Context, client *http.Client, target string,
 		return err
 	}
 	defer resp.Body.Close()
-	msg, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
+	raw, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
+	msg := string(bytes.TrimSpace(raw))
+	var eb errorBody
+	if json.Unmarshal(raw, &eb) == nil && eb.Message != "" {
+		msg = eb.Message
+	}
 	switch {
 	case resp.StatusCode == http.StatusOK:
 		return nil
+	case resp.StatusCode == http.StatusForbidden && eb.Code == codeWrongCluster:
+		return &permanentError{msg: fmt.Sprintf("refused: this node is configured for cluster %q, which the member does not belong to (%s)", n.cfg.ClusterID, msg)}
 	case resp.StatusCode >= 400 && resp.StatusCode < 500 && resp.StatusCode != http.StatusTooManyRequests:
-		return &permanentError{msg: fmt.Sprintf("status %d: %s", resp.StatusCode, bytes.TrimSpace(msg))}
+		return &permanentError{msg: fmt.Sprintf("status %d: %s", resp.StatusCode, msg)}
 	}
-	return fmt.Errorf("status %d: %s", resp.StatusCode, bytes.TrimSpace(msg))
+	return fmt.Errorf("status %d: %s", resp.StatusCode, msg)
 }

@@ -35,6 +35,7 @@ type Node struct {
 	listener net.Listener
 	handler  http.Handler
 	proxy    *http.Transport // forwarding to the leader
+	tls      *tlsSetup       // nil: plain TCP and HTTP
 
 	// lead is set while this node is a leader that finished its takeover
 	// (barrier, clock, sweep); nil otherwise.
@@ -88,9 +89,12 @@ func NewNode(ctx context.Context, cfg Config) (_ *Node, err error) {
 		}
 	}()
 
+	if err := n.setupTLS(); err != nil {
+		return nil, err
+	}
 	n.fsm, err = fsm.New(fsm.Config{
-		MaxKeys:          cfg.MaxKeys,
-		MaxWaitersPerKey: cfg.MaxWaitersPerKey,
+		MaxKeys:          engineLimit(cfg.MaxKeys),
+		MaxWaitersPerKey: engineLimit(cfg.MaxWaitersPerKey),
 		Logger:           cfg.Logger.Named("fsm"),
 		OnApply:          n.onApply,
 	})
@@ -107,8 +111,16 @@ func NewNode(ctx context.Context, cfg Config) (_ *Node, err error) {
 	if err != nil {
 		return nil, fmt.Errorf("cluster: listen HTTP on %s: %w", cfg.HTTPAddr, err)
 	}
-	n.stores, err = openStores(cfg)
+	// Damaged files refuse the start with an error naming them, before
+	// bbolt or raft can crash on them or start without their content.
+	if err := checkDataDirFiles(cfg.DataDir); err != nil {
+		return nil, err
+	}
+	n.stores, err = openStores(cfg, n.tls)
 	if err != nil {
+		return nil, err
+	}
+	if err := checkRaftState(cfg.DataDir, n.stores, n.log); err != nil {
 		return nil, err
 	}
 	existing, err := raft.HasExistingState(n.stores.bolt, n.stores.bolt, n.stores.snaps)
@@ -136,7 +148,7 @@ func NewNode(ctx context.Context, cfg Config) (_ *Node, err error) {
 	n.wg.Add(2)
 	go func() {
 		defer n.wg.Done()
-		if err := n.httpSrv.Serve(n.listener); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		if err := n.serveHTTP(); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			n.log.Error("http server stopped", "error", err)
 		}
 	}()

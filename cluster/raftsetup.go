@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -65,8 +66,9 @@ func boltStoreOptions(path string) raftboltdb.Options {
 }
 
 // openStores opens the log/stable store, the snapshot store and the
-// transport. On error everything opened so far is closed.
-func openStores(cfg Config) (_ *stores, err error) {
+// transport (over TLS when t is set), and checks that the data dir belongs
+// to cfg.ClusterID. On error everything opened so far is closed.
+func openStores(cfg Config, t *tlsSetup) (_ *stores, err error) {
 	if err := os.MkdirAll(cfg.DataDir, 0o750); err != nil {
 		return nil, fmt.Errorf("cluster: create data dir: %w", err)
 	}
@@ -91,6 +93,9 @@ func openStores(cfg Config) (_ *stores, err error) {
 	if err != nil {
 		return nil, fmt.Errorf("cluster: open snapshot store: %w", err)
 	}
+	if err := checkStoredClusterID(s, cfg); err != nil {
+		return nil, err
+	}
 	if cfg.Transport != nil {
 		s.transport = cfg.Transport
 		return s, nil
@@ -105,7 +110,11 @@ func openStores(cfg Config) (_ *stores, err error) {
 	}
 	// Assign only on success: a nil *NetworkTransport in the interface
 	// would not be a nil interface, and close would call through it.
-	nt, err := newNetworkTransport(cfg, advertise, nil, nil, cfg.Logger.Named("transport"))
+	var serverTLS, clientTLS *tls.Config
+	if t != nil {
+		serverTLS, clientTLS = t.peerServer, t.peerClient
+	}
+	nt, err := newNetworkTransport(cfg, advertise, serverTLS, clientTLS, cfg.Logger.Named("transport"))
 	if err != nil {
 		return nil, err
 	}

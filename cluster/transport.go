@@ -15,19 +15,24 @@ import (
 // and a dialer for this node's, both optionally wrapped in TLS. raft's own
 // TCP transport cannot do TLS, and its dialer cannot be pointed elsewhere
 // by the fault-injection build (faultDialAddr).
+//
+// Every connection starts with a handshake naming the cluster ID: a node
+// of another cluster (a mistyped peer address, a reused data dir) cannot
+// append entries here, and its attempt is logged with both IDs.
 type streamLayer struct {
 	ln        net.Listener
 	advertise net.Addr
 	// clientTLS, when set, dials peers over TLS with this configuration
 	// (the listener is then a TLS listener too).
 	clientTLS *tls.Config
+	clusterID string
 }
 
 var _ raft.StreamLayer = (*streamLayer)(nil)
 
 // newStreamLayer listens on bind and advertises advertise (nil: the bound
 // address). serverTLS and clientTLS are both set or both nil.
-func newStreamLayer(bind string, advertise net.Addr, serverTLS, clientTLS *tls.Config) (*streamLayer, error) {
+func newStreamLayer(bind string, advertise net.Addr, serverTLS, clientTLS *tls.Config, clusterID string) (*streamLayer, error) {
 	ln, err := net.Listen("tcp", bind)
 	if err != nil {
 		return nil, err
@@ -35,7 +40,7 @@ func newStreamLayer(bind string, advertise net.Addr, serverTLS, clientTLS *tls.C
 	if serverTLS != nil {
 		ln = tls.NewListener(ln, serverTLS)
 	}
-	s := &streamLayer{ln: ln, advertise: advertise, clientTLS: clientTLS}
+	s := &streamLayer{ln: ln, advertise: advertise, clientTLS: clientTLS, clusterID: clusterID}
 	if tcp, ok := s.Addr().(*net.TCPAddr); !ok || tcp.IP == nil || tcp.IP.IsUnspecified() {
 		_ = ln.Close()
 		return nil, errors.New("the advertised raft address must be a concrete IP (not 0.0.0.0 or ::): set RaftAddr to the address peers dial")
@@ -43,8 +48,16 @@ func newStreamLayer(bind string, advertise net.Addr, serverTLS, clientTLS *tls.C
 	return s, nil
 }
 
-// Accept waits for a peer's connection.
-func (s *streamLayer) Accept() (net.Conn, error) { return s.ln.Accept() }
+// Accept waits for a peer's connection. Its handshake is checked by the
+// first Read, in raft's goroutine for the connection, so that a slow or
+// silent peer never holds up the accept loop.
+func (s *streamLayer) Accept() (net.Conn, error) {
+	c, err := s.ln.Accept()
+	if err != nil {
+		return nil, err
+	}
+	return &handshakeConn{Conn: c, clusterID: s.clusterID}, nil
+}
 
 // Close stops the listener.
 func (s *streamLayer) Close() error { return s.ln.Close() }
@@ -57,21 +70,35 @@ func (s *streamLayer) Addr() net.Addr {
 	return s.ln.Addr()
 }
 
-// Dial connects to a peer.
+// Dial connects to a peer and sends the handshake.
 func (s *streamLayer) Dial(address raft.ServerAddress, timeout time.Duration) (net.Conn, error) {
 	d := &net.Dialer{Timeout: timeout}
 	addr := faultDialAddr(string(address))
+	var (
+		c   net.Conn
+		err error
+	)
 	if s.clientTLS != nil {
-		return tls.DialWithDialer(d, "tcp", addr, s.clientTLS)
+		// The certificate must name the peer, not a proxy in between.
+		c, err = tls.DialWithDialer(d, "tcp", addr, forHost(s.clientTLS, string(address)))
+	} else {
+		c, err = d.Dial("tcp", addr)
 	}
-	return d.Dial("tcp", addr)
+	if err != nil {
+		return nil, err
+	}
+	if err := writeHandshake(c, s.clusterID, timeout); err != nil {
+		_ = c.Close()
+		return nil, fmt.Errorf("raft handshake with %s: %w", address, err)
+	}
+	return c, nil
 }
 
 // newNetworkTransport builds raft's transport on a streamLayer with the
 // settings raft's TCP transport uses (3 pooled connections per peer, 10s
 // I/O timeout).
 func newNetworkTransport(cfg Config, advertise net.Addr, serverTLS, clientTLS *tls.Config, logger hclog.Logger) (*raft.NetworkTransport, error) {
-	sl, err := newStreamLayer(cfg.RaftAddr, advertise, serverTLS, clientTLS)
+	sl, err := newStreamLayer(cfg.RaftAddr, advertise, serverTLS, clientTLS, cfg.ClusterID)
 	if err != nil {
 		return nil, fmt.Errorf("cluster: raft transport on %s: %w", cfg.RaftAddr, err)
 	}

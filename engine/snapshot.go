@@ -26,8 +26,12 @@ const (
 	snapTrailer = 4
 )
 
+// ErrCorruptSnapshot is matched by every error of Restore and
+// CheckSnapshot that refuses the snapshot's bytes.
+var ErrCorruptSnapshot = errors.New("engine: corrupt snapshot")
+
 // errCorrupt is wrapped by every decoding failure.
-var errCorrupt = errors.New("engine: corrupt snapshot")
+var errCorrupt = ErrCorruptSnapshot
 
 func (t *table) encode() []byte {
 	keys := make([]string, 0, len(t.entries))
@@ -208,4 +212,12 @@ func (d *decoder) str() string {
 	s := string(d.b[:n])
 	d.b = d.b[n:]
 	return s
+}
+
+// CheckSnapshot reports whether Restore would accept snap, with the error
+// Restore would return, without an engine: a node checks its snapshot
+// files with it before it starts.
+func CheckSnapshot(snap []byte) error {
+	_, err := decodeTable(snap)
+	return err
 }

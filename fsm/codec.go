@@ -7,6 +7,8 @@ import (
 	"math"
 	"time"
 	"unicode/utf8"
+
+	"github.com/zerotal/lock/drivers"
 )
 
 // EntryType is the first byte of every log entry this package writes. The
@@ -41,7 +43,7 @@ const payloadVersion = 1
 // Field limits checked when decoding, so a corrupt length cannot make the
 // decoder allocate gigabytes.
 const (
-	maxKeyLen    = 1024 // drivers.MaxKeyLen
+	maxKeyLen    = drivers.MaxKeyLen
 	maxOwnerLen  = 1024
 	maxMemberLen = 512
 )
@@ -53,6 +55,9 @@ var (
 	// ErrUnknownType reports an entry type this version cannot apply and may
 	// not skip.
 	ErrUnknownType = errors.New("fsm: unknown log entry type")
+	// ErrCorruptSnapshot reports a snapshot that Restore refuses: truncated,
+	// an invalid field, or an engine table that breaks its rules.
+	ErrCorruptSnapshot = errors.New("fsm: corrupt snapshot")
 )
 
 // Entry is one decoded log entry. Which fields are meaningful depends on
@@ -112,6 +117,9 @@ func (t EntryType) String() string {
 func Encode(e Entry) ([]byte, error) {
 	if !e.Type.known() {
 		return nil, fmt.Errorf("%w: cannot encode %v", ErrUnknownType, e.Type)
+	}
+	if err := e.check(); err != nil {
+		return nil, err
 	}
 	b := make([]byte, 0, 2+len(e.Key)+len(e.Owner)+len(e.ID)+len(e.HTTPAddr)+40)
 	b = append(b, byte(e.Type), payloadVersion)
@@ -222,6 +230,34 @@ func Decode(b []byte) (Entry, error) {
 	return e, nil
 }
 
+// check refuses the field values Decode would refuse. A committed entry
+// that no node can decode stops every node (see CorruptEntryError), so
+// Encode must never write one, whatever a request carried. The error
+// matches drivers.ErrInvalid.
+func (e Entry) check() error {
+	fields := []struct {
+		name, value string
+		limit       int
+	}{
+		{"key", e.Key, maxKeyLen},
+		{"owner", e.Owner, maxOwnerLen},
+		{"id", e.ID, maxMemberLen},
+		{"http_addr", e.HTTPAddr, maxMemberLen},
+	}
+	for _, f := range fields {
+		switch {
+		case len(f.value) > f.limit:
+			return &drivers.InvalidError{Field: f.name, Reason: fmt.Sprintf("%d bytes, the limit is %d", len(f.value), f.limit)}
+		case !utf8.ValidString(f.value):
+			return &drivers.InvalidError{Field: f.name, Reason: "not valid UTF-8"}
+		}
+	}
+	if e.TTL < 0 {
+		return &drivers.InvalidError{Field: "ttl", Reason: fmt.Sprintf("%s is negative", e.TTL)}
+	}
+	return nil
+}
+
 func appendString(b []byte, s string) []byte {
 	b = binary.AppendUvarint(b, uint64(len(s)))
 	return append(b, s...)
@@ -230,13 +266,18 @@ func appendString(b []byte, s string) []byte {
 // reader consumes fields and remembers the first error, so decoding code
 // reads as a flat list of fields.
 type reader struct {
-	b   []byte
-	err error
+	b    []byte
+	err  error
+	kind error // the sentinel errors match; nil: ErrMalformed
 }
 
 func (r *reader) fail(field, why string) {
 	if r.err == nil {
-		r.err = fmt.Errorf("%w: %s: %s", ErrMalformed, field, why)
+		kind := r.kind
+		if kind == nil {
+			kind = ErrMalformed
+		}
+		r.err = fmt.Errorf("%w: %s: %s", kind, field, why)
 	}
 }
 

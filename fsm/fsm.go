@@ -122,7 +122,7 @@ func (f *FSM) Apply(l *raft.Log) interface{} {
 // grant made by an entry gets that entry's Raft index as its fence.
 func (f *FSM) ApplyBatch(logs []*raft.Log) []interface{} {
 	resps := make([]interface{}, len(logs))
-	entries := make([]Entry, len(logs))
+	entries := f.decodeBatch(logs)
 	f.cmds, f.pos = f.cmds[:0], f.pos[:0]
 
 	f.mu.Lock()
@@ -133,13 +133,7 @@ func (f *FSM) ApplyBatch(logs []*raft.Log) []interface{} {
 		if l.Type != raft.LogCommand {
 			continue // configuration entries: raft keeps membership itself
 		}
-		e, err := Decode(l.Data)
-		if err != nil {
-			f.log.Error("cannot decode log entry", "index", l.Index, "error", err)
-			resps[i] = &Response{Index: l.Index, Err: err}
-			continue
-		}
-		entries[i] = e
+		e := entries[i]
 		if !e.Type.known() {
 			f.log.Warn("skipping ignorable log entry of unknown type", "index", l.Index, "type", uint8(e.Type))
 			resps[i] = &Response{Index: l.Index, Type: e.Type}
@@ -200,6 +194,27 @@ func (f *FSM) ApplyBatch(logs []*raft.Log) []interface{} {
 		}
 	}
 	return resps
+}
+
+// decodeBatch decodes the command entries of a batch (the others stay
+// zero). An entry that does not decode stops the node with a panic holding
+// a *CorruptEntryError, before anything of the batch is applied: see
+// CorruptEntryError for why it is not skipped.
+func (f *FSM) decodeBatch(logs []*raft.Log) []Entry {
+	entries := make([]Entry, len(logs))
+	for i, l := range logs {
+		if l.Type != raft.LogCommand {
+			continue
+		}
+		e, err := Decode(l.Data)
+		if err != nil {
+			ce := &CorruptEntryError{Index: l.Index, Term: l.Term, Err: err}
+			f.log.Error("stopping: committed log entry cannot be applied", "index", l.Index, "term", l.Term, "error", err)
+			panic(ce)
+		}
+		entries[i] = e
+	}
+	return entries
 }
 
 // toCommand turns a lock entry into the engine command it stands for.
@@ -365,6 +380,9 @@ func (f *FSM) Restore(rc io.ReadCloser) error {
 		return err
 	}
 	if err := f.eng.Restore(context.Background(), engSnap); err != nil {
+		if errors.Is(err, engine.ErrCorruptSnapshot) {
+			return fmt.Errorf("%w: %w", ErrCorruptSnapshot, err)
+		}
 		return fmt.Errorf("fsm: restore engine: %w", err)
 	}
 	f.mu.Lock()

@@ -8,6 +8,7 @@ import (
 	"io"
 	"math/rand"
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 
@@ -215,8 +216,11 @@ func TestFSM_RestoreCorruptSnapshotKeepsState(t *testing.T) {
 	}
 	for name, b := range cases {
 		t.Run(name, func(t *testing.T) {
-			if err := f.Restore(io.NopCloser(bytes.NewReader(b))); err == nil {
-				t.Fatal("corrupt snapshot restored without error")
+			if err := f.Restore(io.NopCloser(bytes.NewReader(b))); !errors.Is(err, ErrCorruptSnapshot) {
+				t.Fatalf("corrupt snapshot: Restore = %v, want an error matching ErrCorruptSnapshot", err)
+			}
+			if err := CheckSnapshot(bytes.NewReader(b)); !errors.Is(err, ErrCorruptSnapshot) {
+				t.Fatalf("corrupt snapshot: CheckSnapshot = %v, want an error matching ErrCorruptSnapshot", err)
 			}
 			if got := snapshotBytes(t, f); !bytes.Equal(got, good) {
 				t.Fatal("a failed restore changed the state")
@@ -362,17 +366,15 @@ func TestFSM_TimeNeverGoesBack(t *testing.T) {
 
 func TestFSM_PerCommandErrorsStayInTheirResponse(t *testing.T) {
 	f := newTestFSM(t, Config{MaxKeys: 1})
-	bad := logs(t, 3, Entry{Type: TypeTick, Now: 1})
-	bad[0].Data = []byte{byte(TypeAcquire), payloadVersion, 0xff}
-	batch := append(logs(t, 1,
+	batch := logs(t, 1,
 		Entry{Type: TypeAcquire, Key: "a", Owner: "o", TTL: time.Minute, Now: sec},
 		Entry{Type: TypeAcquire, Key: "b", Owner: "o", TTL: time.Minute, Now: sec},
-	), bad[0])
-	batch = append(batch, logs(t, 4, Entry{Type: TypeRelease, Key: "a", Owner: "o", Now: sec})...)
-	batch = append(batch, &raft.Log{Index: 5, Type: raft.LogConfiguration})
+		Entry{Type: TypeRelease, Key: "a", Owner: "o", Now: sec},
+	)
+	batch = append(batch, &raft.Log{Index: 4, Type: raft.LogConfiguration})
 	resps := f.ApplyBatch(batch)
-	if len(resps) != 5 {
-		t.Fatalf("%d responses for 5 logs", len(resps))
+	if len(resps) != 4 {
+		t.Fatalf("%d responses for 4 logs", len(resps))
 	}
 	if r := resps[0].(*Response); !r.Result.OK || r.Err != nil {
 		t.Fatalf("first acquire = %+v", r)
@@ -380,18 +382,57 @@ func TestFSM_PerCommandErrorsStayInTheirResponse(t *testing.T) {
 	if r := resps[1].(*Response); !errors.Is(r.Err, drivers.ErrFull) {
 		t.Fatalf("second acquire error = %v, want ErrFull", r.Err)
 	}
-	if r := resps[2].(*Response); !errors.Is(r.Err, ErrMalformed) {
-		t.Fatalf("undecodable entry error = %v, want ErrMalformed", r.Err)
+	if r := resps[2].(*Response); !r.Result.OK {
+		t.Fatalf("release after the refused acquire = %+v", r)
 	}
-	if r := resps[3].(*Response); !r.Result.OK {
-		t.Fatalf("release after the bad entries = %+v", r)
+	if resps[3] != nil {
+		t.Fatalf("configuration entry response = %v, want nil", resps[3])
 	}
-	if resps[4] != nil {
-		t.Fatalf("configuration entry response = %v, want nil", resps[4])
+	if f.AppliedIndex() != 4 {
+		t.Fatalf("applied index = %d, want 4", f.AppliedIndex())
 	}
-	if f.AppliedIndex() != 5 {
-		t.Fatalf("applied index = %d, want 5", f.AppliedIndex())
+}
+
+// A committed entry that does not decode stops the node (a panic with a
+// *CorruptEntryError naming the index) before any entry of its batch is
+// applied: skipping it could drop a grant.
+func TestFSM_CorruptEntryStopsTheNode(t *testing.T) {
+	cases := map[string]struct {
+		data []byte
+		want error
+	}{
+		"truncated acquire":    {[]byte{byte(TypeAcquire), payloadVersion, 0xff}, ErrMalformed},
+		"unknown, not skipped": {[]byte{0x33, 1}, ErrUnknownType},
+		"empty":                {nil, ErrMalformed},
 	}
+	for name, c := range cases {
+		t.Run(name, func(t *testing.T) {
+			f := newTestFSM(t, Config{})
+			apply1(t, f, 1, Entry{Type: TypeAcquire, Key: "held", Owner: "o", TTL: time.Minute, Now: sec})
+			before := snapshotBytes(t, f)
+			batch := logs(t, 2, Entry{Type: TypeAcquire, Key: "a", Owner: "o", TTL: time.Minute, Now: sec})
+			batch = append(batch, &raft.Log{Index: 3, Term: 7, Type: raft.LogCommand, Data: c.data})
+			got := recoverPanic(func() { f.ApplyBatch(batch) })
+			var ce *CorruptEntryError
+			if !errors.As(got, &ce) || ce.Index != 3 || ce.Term != 7 || !errors.Is(ce, c.want) {
+				t.Fatalf("panic value = %v, want a *CorruptEntryError for index 3 matching %v", got, c.want)
+			}
+			if msg := ce.Error(); !strings.Contains(msg, "entry 3") || !strings.Contains(msg, "stops rather than skip") {
+				t.Fatalf("message does not say what happened: %s", msg)
+			}
+			if after := snapshotBytes(t, f); !bytes.Equal(after, before) {
+				t.Fatal("part of the batch was applied before the node stopped")
+			}
+		})
+	}
+}
+
+// recoverPanic runs fn and returns the value it panicked with as an error
+// (nil when it returned, or panicked with something else).
+func recoverPanic(fn func()) (err error) {
+	defer func() { err, _ = recover().(error) }()
+	fn()
+	return nil
 }
 
 func TestFSM_IgnorableUnknownEntryIsSkipped(t *testing.T) {
@@ -401,9 +442,8 @@ func TestFSM_IgnorableUnknownEntryIsSkipped(t *testing.T) {
 	if r.Err != nil || r.Type != IgnorableFlag|0x33 {
 		t.Fatalf("ignorable entry response = %+v", r)
 	}
-	l = &raft.Log{Index: 2, Type: raft.LogCommand, Data: []byte{0x33, 1}}
-	if r := f.Apply(l).(*Response); !errors.Is(r.Err, ErrUnknownType) {
-		t.Fatalf("unknown entry error = %v, want ErrUnknownType", r.Err)
+	if f.AppliedIndex() != 1 {
+		t.Fatalf("applied index = %d, want 1", f.AppliedIndex())
 	}
 }
 

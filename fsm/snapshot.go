@@ -3,7 +3,10 @@ package fsm
 import (
 	"encoding/binary"
 	"fmt"
+	"io"
 	"sort"
+
+	"github.com/zerotal/lock/engine"
 )
 
 // snapshotVersion is the first byte of a snapshot. The layout after it:
@@ -49,12 +52,12 @@ func encodeSnapshot(st *state, engSnap []byte) []byte {
 
 func decodeSnapshot(b []byte) (state, []byte, error) {
 	if len(b) == 0 {
-		return state{}, nil, fmt.Errorf("%w: empty snapshot", ErrMalformed)
+		return state{}, nil, fmt.Errorf("%w: empty", ErrCorruptSnapshot)
 	}
 	if b[0] != snapshotVersion {
-		return state{}, nil, fmt.Errorf("%w: snapshot version %d, want %d", ErrMalformed, b[0], snapshotVersion)
+		return state{}, nil, fmt.Errorf("%w: format version %d, want %d", ErrCorruptSnapshot, b[0], snapshotVersion)
 	}
-	r := reader{b: b[1:]}
+	r := reader{b: b[1:], kind: ErrCorruptSnapshot}
 	st := newState()
 	st.applied = r.uvarint("applied index")
 	st.now = r.varint("time")
@@ -81,7 +84,26 @@ func decodeSnapshot(b []byte) (state, []byte, error) {
 		r.fail("engine snapshot", fmt.Sprintf("length %d, have %d bytes", n, len(r.b)))
 	}
 	if r.err != nil {
-		return state{}, nil, fmt.Errorf("fsm: snapshot: %w", r.err)
+		return state{}, nil, r.err
 	}
 	return st, r.b, nil
+}
+
+// CheckSnapshot reads a snapshot as Restore would and returns the error
+// Restore would return, without changing any FSM: a node checks its
+// snapshot files with it before raft starts, so that a damaged one is a
+// start-up error that names the file rather than a line in raft's log.
+func CheckSnapshot(r io.Reader) error {
+	b, err := io.ReadAll(r)
+	if err != nil {
+		return fmt.Errorf("fsm: read snapshot: %w", err)
+	}
+	_, engSnap, err := decodeSnapshot(b)
+	if err != nil {
+		return err
+	}
+	if err := engine.CheckSnapshot(engSnap); err != nil {
+		return fmt.Errorf("%w: %w", ErrCorruptSnapshot, err)
+	}
+	return nil
 }

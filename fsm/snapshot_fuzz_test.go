@@ -2,25 +2,27 @@ package fsm
 
 import (
 	"bytes"
+	"errors"
+	"io"
 	"reflect"
 	"testing"
 	"time"
+
+	"github.com/hashicorp/raft"
 )
 
 // FuzzDecodeSnapshot: no input makes the snapshot decoder panic, and
 // whatever it accepts survives a round trip through the encoder unchanged.
 func FuzzDecodeSnapshot(f *testing.F) {
-	st := newState()
-	st.applied, st.now = 42, int64(time.Hour)
-	st.members["n1"] = "127.0.0.1:8080"
-	st.waiters[Waiter{"k", "o"}] = struct{}{}
-	f.Add(encodeSnapshot(&st, []byte("engine")))
-	empty := newState()
-	f.Add(encodeSnapshot(&empty, nil))
-	f.Add([]byte{snapshotVersion, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01})
+	for _, b := range snapshotSeeds() {
+		f.Add(b)
+	}
 	f.Fuzz(func(t *testing.T, b []byte) {
 		st, eng, err := decodeSnapshot(b)
 		if err != nil {
+			if !errors.Is(err, ErrCorruptSnapshot) {
+				t.Fatalf("refusal does not match ErrCorruptSnapshot: %v", err)
+			}
 			return
 		}
 		st2, eng2, err := decodeSnapshot(encodeSnapshot(&st, eng))
@@ -31,4 +33,87 @@ func FuzzDecodeSnapshot(f *testing.F) {
 			t.Fatalf("round trip changed the state: %+v -> %+v", st, st2)
 		}
 	})
+}
+
+// FuzzRestore drives FSM.Restore, engine part included: a refused
+// snapshot leaves the whole state as it was (byte for byte); an accepted
+// one is what the FSM then snapshots again, stably.
+func FuzzRestore(f *testing.F) {
+	seeds := snapshotSeeds()
+	for _, b := range seeds {
+		f.Add(b)
+	}
+	fm, err := New(Config{})
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Cleanup(func() { _ = fm.Close() })
+	f.Fuzz(func(t *testing.T, b []byte) {
+		// A known state before every input, so a refusal can be checked.
+		if err := fm.Restore(io.NopCloser(bytes.NewReader(seeds[0]))); err != nil {
+			t.Fatal(err)
+		}
+		before := snapshotBytes(t, fm)
+		checkErr := CheckSnapshot(bytes.NewReader(b))
+		if err := fm.Restore(io.NopCloser(bytes.NewReader(b))); err != nil {
+			if !errors.Is(err, ErrCorruptSnapshot) || !errors.Is(checkErr, ErrCorruptSnapshot) {
+				t.Fatalf("Restore refused with %v, CheckSnapshot said %v; want both to match ErrCorruptSnapshot", err, checkErr)
+			}
+			if after := snapshotBytes(t, fm); !bytes.Equal(after, before) {
+				t.Fatalf("refused snapshot (%v) changed the state", err)
+			}
+			return
+		}
+		if checkErr != nil {
+			t.Fatalf("Restore accepted what CheckSnapshot refuses: %v", checkErr)
+		}
+		once := snapshotBytes(t, fm)
+		if err := fm.Restore(io.NopCloser(bytes.NewReader(once))); err != nil {
+			t.Fatalf("the FSM refuses its own snapshot: %v", err)
+		}
+		if again := snapshotBytes(t, fm); !bytes.Equal(again, once) {
+			t.Fatal("snapshot after restoring a snapshot differs")
+		}
+	})
+}
+
+// snapshotSeeds are real snapshots (a busy table with members and a
+// waiter, an empty one) and a few broken ones.
+func snapshotSeeds() [][]byte {
+	fm, err := New(Config{})
+	if err != nil {
+		panic(err)
+	}
+	defer fm.Close()
+	sec := int64(time.Second)
+	var ls []Entry
+	ls = append(ls,
+		Entry{Type: TypeSetMember, ID: "n1", HTTPAddr: "127.0.0.1:8080"},
+		Entry{Type: TypeAcquire, Key: "a", Owner: "x", TTL: time.Minute, Now: sec},
+		Entry{Type: TypeAcquire, Key: "b", Owner: "y", TTL: time.Minute, Now: sec},
+		Entry{Type: TypeAcquire, Key: "b", Owner: "z", TTL: time.Minute, Now: sec, Wait: true},
+	)
+	for i, e := range ls {
+		b, err := Encode(e)
+		if err != nil {
+			panic(err)
+		}
+		fm.ApplyBatch([]*raft.Log{{Index: uint64(i + 1), Term: 1, Type: raft.LogCommand, Data: b}})
+	}
+	s, err := fm.Snapshot()
+	if err != nil {
+		panic(err)
+	}
+	sink := &memSink{}
+	if err := s.Persist(sink); err != nil {
+		panic(err)
+	}
+	busy := sink.Bytes()
+	empty := newState()
+	return [][]byte{
+		busy,
+		encodeSnapshot(&empty, nil),
+		busy[:len(busy)/2],
+		{snapshotVersion, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01},
+	}
 }

@@ -11,8 +11,10 @@ import (
 	"go.uber.org/goleak"
 )
 
-// binary is the lockcluster executable built once for the whole run.
-var binary string
+// binary is the lockcluster executable built once for the whole run;
+// buildDir holds it (and the fault-injection build, made when a nemesis
+// test first needs it).
+var binary, buildDir string
 
 func TestMain(m *testing.M) {
 	os.Exit(runMain(m))
@@ -29,6 +31,7 @@ func runMain(m *testing.M) int {
 		return 1
 	}
 	defer os.RemoveAll(dir)
+	buildDir = dir
 	binary = filepath.Join(dir, "lockcluster")
 	build := exec.Command("go", "build", "-o", binary, "github.com/zerotal/lock/cmd/lockcluster")
 	build.Stdout, build.Stderr = os.Stdout, os.Stderr

@@ -21,6 +21,10 @@ type node struct {
 	id, raftAddr, httpAddr, dataDir, logPath string
 	// bootstrap or join: how the node finds its cluster on first start.
 	bootstrap, join string
+	// bin is the executable (empty: binary); env is added to the
+	// process's environment (fault injection).
+	bin string
+	env []string
 
 	mu      sync.Mutex
 	cmd     *exec.Cmd
@@ -96,9 +100,14 @@ func (c *testCluster) start(n *node) {
 	if n.join != "" {
 		args = append(args, "--join", n.join)
 	}
-	cmd := exec.Command(binary, args...)
+	bin := binary
+	if n.bin != "" {
+		bin = n.bin
+	}
+	cmd := exec.Command(bin, args...)
 	cmd.Stdout, cmd.Stderr = logf, logf
 	cmd.Env = append(os.Environ(), "LOCKCLUSTER_TOKEN=") // no auth in these tests
+	cmd.Env = append(cmd.Env, n.env...)
 	if err := cmd.Start(); err != nil {
 		logf.Close()
 		c.t.Fatalf("start %s: %v", n.id, err)

@@ -15,6 +15,7 @@ import (
 
 // adminFlags are the connection flags of status, locks, join and leave.
 type adminFlags struct {
+	clientTLSFlags
 	addrs   string
 	token   string
 	timeout time.Duration
@@ -28,6 +29,7 @@ func (a *adminFlags) register(fs *flagSet, e *env, table bool) {
 		"HTTP address(es) of any node(s), comma-separated (env LOCK_CLUSTER_ADDRS)")
 	fs.StringVar(&a.token, "token", "", "bearer token (default: env LOCK_CLUSTER_TOKEN or LOCKCLUSTER_TOKEN)")
 	fs.DurationVar(&a.timeout, "timeout", 10*time.Second, "give up after this long")
+	a.clientTLSFlags.register(fs, e)
 	if table {
 		fs.BoolVar(&a.json, "json", false, "print JSON instead of a table")
 	}
@@ -43,7 +45,8 @@ func (a *adminFlags) client(e *env, cmd string) (*client.Client, int) {
 	if token == "" {
 		token = envOr(e, "", "LOCK_CLUSTER_TOKEN", "LOCKCLUSTER_TOKEN")
 	}
-	c, err := client.New(client.Config{Addrs: addrs, Token: token, Timeout: a.timeout})
+	c, err := client.New(client.Config{Addrs: addrs, Token: token, Timeout: a.timeout,
+		CAFile: a.ca, CertFile: a.cert, KeyFile: a.key, ClusterID: a.clusterID})
 	if err != nil {
 		return nil, usageError(e, cmd, "%v", err)
 	}

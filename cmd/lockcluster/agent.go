@@ -20,11 +20,19 @@ const agentExamples = `  # a new three-node cluster (run one line per machine; s
   LOCKCLUSTER_TOKEN=secret lockcluster agent --id n4 --data-dir /var/lib/lock/n4 \
       --raft-addr 10.0.0.4:7101 --http-addr 10.0.0.4:7001 --join 10.0.0.1:7001
 
+  # TLS for the API and raft (mutual TLS between nodes), clients need a certificate too
+  lockcluster agent --id n1 ... --cluster-id prod-locks \
+      --tls-cert n1.pem --tls-key n1-key.pem --tls-ca ca.pem --tls-client-auth
+
 Every flag can also come from the environment: LOCKCLUSTER_ID, LOCKCLUSTER_DATA_DIR,
 LOCKCLUSTER_RAFT_ADDR, LOCKCLUSTER_HTTP_ADDR, LOCKCLUSTER_BOOTSTRAP, LOCKCLUSTER_JOIN,
-LOCKCLUSTER_TOKEN, LOCKCLUSTER_LOG_LEVEL, LOCKCLUSTER_ELECTION_TIMEOUT,
-LOCKCLUSTER_MAX_KEYS, LOCKCLUSTER_MAX_WAITERS, LOCKCLUSTER_SHUTDOWN_TIMEOUT. Flags win.
+LOCKCLUSTER_TOKEN, LOCKCLUSTER_CLUSTER_ID, LOCKCLUSTER_TLS_CERT, LOCKCLUSTER_TLS_KEY,
+LOCKCLUSTER_TLS_CA, LOCKCLUSTER_TLS_CLIENT_AUTH, LOCKCLUSTER_LOG_LEVEL,
+LOCKCLUSTER_ELECTION_TIMEOUT, LOCKCLUSTER_MAX_KEYS, LOCKCLUSTER_MAX_WAITERS,
+LOCKCLUSTER_MAX_WAITS, LOCKCLUSTER_SHUTDOWN_TIMEOUT. Flags win.
 Prefer LOCKCLUSTER_TOKEN to --token: flags are visible to every user in the process list.
+With TLS, every node of the cluster uses TLS; node certificates must be valid for both
+server and client auth and name the node's raft and HTTP hosts.
 SIGINT or SIGTERM stops the node gracefully (a leader hands leadership over first).
 `
 
@@ -38,6 +46,16 @@ func runAgent(ctx context.Context, e *env, args []string) int {
 	bootstrap := fs.String("bootstrap", envOr(e, "", "LOCKCLUSTER_BOOTSTRAP"), "start a NEW cluster with these voters: id=raftaddr=httpaddr,... (must include this node)")
 	join := fs.String("join", envOr(e, "", "LOCKCLUSTER_JOIN"), "HTTP address of a member to ask to add this node")
 	token := fs.String("token", "", "bearer token required on every request (default: env LOCKCLUSTER_TOKEN)")
+	clusterID := fs.String("cluster-id", envOr(e, cluster.DefaultClusterID, "LOCKCLUSTER_CLUSTER_ID"),
+		"the cluster's name: stored in the data dir; joins and raft peers of another cluster are refused")
+	tlsCert := fs.String("tls-cert", envOr(e, "", "LOCKCLUSTER_TLS_CERT"), "PEM certificate of this node (server and client auth); turns TLS on for HTTP and raft")
+	tlsKey := fs.String("tls-key", envOr(e, "", "LOCKCLUSTER_TLS_KEY"), "PEM key of --tls-cert")
+	tlsCA := fs.String("tls-ca", envOr(e, "", "LOCKCLUSTER_TLS_CA"), "PEM CA that signs the nodes' (and clients') certificates")
+	defClientAuth, err := envBool(e, false, "LOCKCLUSTER_TLS_CLIENT_AUTH")
+	if err != nil {
+		return usageError(e, "agent", "%v", err)
+	}
+	tlsClientAuth := fs.Bool("tls-client-auth", defClientAuth, "require API clients to present a certificate signed by --tls-ca (mutual TLS)")
 	logLevel := fs.String("log-level", envOr(e, "info", "LOCKCLUSTER_LOG_LEVEL"), "trace, debug, info, warn, error or off")
 	defElection, err := envDuration(e, 0, "LOCKCLUSTER_ELECTION_TIMEOUT")
 	if err != nil {
@@ -48,12 +66,17 @@ func runAgent(ctx context.Context, e *env, args []string) int {
 	if err != nil {
 		return usageError(e, "agent", "%v", err)
 	}
-	maxKeys := fs.Int("max-keys", defMaxKeys, "refuse new keys beyond this many (0: unlimited)")
+	maxKeys := fs.Int("max-keys", defMaxKeys, fmt.Sprintf("refuse new keys beyond this many (0: %d, -1: unlimited); the same on every node", cluster.DefaultMaxKeys))
 	defMaxWaiters, err := envInt(e, 0, "LOCKCLUSTER_MAX_WAITERS")
 	if err != nil {
 		return usageError(e, "agent", "%v", err)
 	}
-	maxWaiters := fs.Int("max-waiters", defMaxWaiters, "refuse waiters beyond this many per key (0: unlimited)")
+	maxWaiters := fs.Int("max-waiters", defMaxWaiters, fmt.Sprintf("refuse waiters beyond this many per key (0: %d, -1: unlimited); the same on every node", cluster.DefaultMaxWaitersPerKey))
+	defMaxWaits, err := envInt(e, 0, "LOCKCLUSTER_MAX_WAITS")
+	if err != nil {
+		return usageError(e, "agent", "%v", err)
+	}
+	maxWaits := fs.Int("max-waits", defMaxWaits, fmt.Sprintf("waiting acquires this node holds open at once (0: %d, -1: unlimited)", cluster.DefaultMaxWaits))
 	defStop, err := envDuration(e, 10*time.Second, "LOCKCLUSTER_SHUTDOWN_TIMEOUT")
 	if err != nil {
 		return usageError(e, "agent", "%v", err)
@@ -86,7 +109,10 @@ func runAgent(ctx context.Context, e *env, args []string) int {
 		ElectionTimeout:    cluster.DefaultElectionTimeout,
 		HeartbeatTimeout:   cluster.DefaultHeartbeatTimeout,
 		LeaderLeaseTimeout: cluster.DefaultLeaderLeaseTimeout,
-		MaxKeys:            *maxKeys, MaxWaitersPerKey: *maxWaiters,
+		MaxKeys:            *maxKeys, MaxWaitersPerKey: *maxWaiters, MaxWaits: *maxWaits,
+		ClusterID: *clusterID,
+		TLS: cluster.TLSConfig{CertFile: *tlsCert, KeyFile: *tlsKey, CAFile: *tlsCA,
+			RequireClientCert: *tlsClientAuth},
 	}
 	if *election > 0 {
 		cfg.ElectionTimeout = *election

@@ -9,6 +9,7 @@ import (
 // driverFlags select and configure the backend of run and bench. They
 // start from lock.ConfigFromEnv and override it.
 type driverFlags struct {
+	clientTLSFlags
 	driver     string
 	addrs      string
 	token      string
@@ -22,6 +23,7 @@ func (d *driverFlags) register(fs *flagSet, e *env, defDriver string) {
 	fs.StringVar(&d.token, "token", "", "cluster: bearer token (default: env LOCK_CLUSTER_TOKEN)")
 	fs.StringVar(&d.sqlitePath, "sqlite-path", envOr(e, "", lock.EnvSQLitePath), "sqlite: database file shared by the processes (env LOCK_SQLITE_PATH)")
 	fs.StringVar(&d.prefix, "prefix", envOr(e, "", lock.EnvPrefix), "key prefix (env LOCK_PREFIX; default \"zerotal_lock:\")")
+	d.clientTLSFlags.register(fs, e)
 }
 
 // config returns lock.ConfigFromEnv with the flags applied. REDIS_URL has
@@ -34,8 +36,11 @@ func (d *driverFlags) config(e *env) lock.Config {
 		SQLite: lock.SQLiteConfig{Path: d.sqlitePath},
 		Redis:  lock.RedisConfig{URL: e.getenv(lock.EnvRedisURL)},
 		Cluster: lock.ClusterConfig{
-			Addrs: splitList(d.addrs),
-			Token: d.token,
+			Addrs:    splitList(d.addrs),
+			Token:    d.token,
+			CAFile:   d.ca,
+			CertFile: d.cert, KeyFile: d.key,
+			ClusterID: d.clusterID,
 		},
 	}
 	if cfg.Cluster.Token == "" {

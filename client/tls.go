@@ -1,0 +1,74 @@
+package client
+
+import (
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+)
+
+// ErrTLS: the TLS handshake with a node failed in a way that retrying
+// cannot fix (an untrusted or mismatched certificate, a missing client
+// certificate, a node that does not speak TLS). It is never retried.
+var ErrTLS = errors.New("client: TLS handshake failed")
+
+// loadTLS builds the transport's TLS configuration from cfg.TLS and the
+// files; errors name the file and match drivers.ErrInvalid.
+func loadTLS(cfg Config) (*tls.Config, error) {
+	tc := &tls.Config{MinVersion: tls.VersionTLS12}
+	if cfg.TLS != nil {
+		tc = cfg.TLS.Clone()
+	}
+	if cfg.CAFile != "" {
+		pem, err := os.ReadFile(cfg.CAFile)
+		if err != nil {
+			return nil, configError("CAFile", err.Error())
+		}
+		pool := x509.NewCertPool()
+		if !pool.AppendCertsFromPEM(pem) {
+			return nil, configError("CAFile", cfg.CAFile+" holds no PEM certificate")
+		}
+		tc.RootCAs = pool
+	}
+	if cfg.CertFile != "" {
+		cert, err := tls.LoadX509KeyPair(cfg.CertFile, cfg.KeyFile)
+		if err != nil {
+			return nil, configError("CertFile/KeyFile", fmt.Sprintf("%s with %s: %v", cfg.CertFile, cfg.KeyFile, err))
+		}
+		tc.Certificates = append(tc.Certificates, cert)
+	}
+	return tc, nil
+}
+
+// tlsFailure recognises a permanent TLS failure in err (from http.Do with
+// a node at base) and explains it; nil when err is something else.
+func tlsFailure(base string, err error) error {
+	var (
+		verify    *tls.CertificateVerificationError
+		unknownCA x509.UnknownAuthorityError
+		hostname  x509.HostnameError
+		invalid   x509.CertificateInvalidError
+		header    tls.RecordHeaderError
+		op        *net.OpError
+	)
+	hint := ""
+	switch {
+	case errors.As(err, &unknownCA):
+		hint = "its certificate is not signed by a CA this client trusts (set CAFile, LOCK_CLUSTER_CA)"
+	case errors.As(err, &hostname):
+		hint = "its certificate does not name the address dialled"
+	case errors.As(err, &invalid), errors.As(err, &verify):
+		hint = "its certificate does not verify"
+	case errors.As(err, &header):
+		hint = "it does not speak TLS (use an http:// address, or turn TLS on in the cluster)"
+	case errors.As(err, &op) && op.Op == "remote error":
+		// A TLS alert from the node: it refused this client's handshake,
+		// most often for lack of a client certificate.
+		hint = "it refused this client's certificate (mutual TLS: set CertFile and KeyFile, LOCK_CLUSTER_CERT and LOCK_CLUSTER_KEY)"
+	default:
+		return nil
+	}
+	return fmt.Errorf("%w with %s: %s: %w", ErrTLS, base, hint, err)
+}

@@ -1,0 +1,183 @@
+package client_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/zerotal/lock/client"
+	"github.com/zerotal/lock/cluster"
+	"github.com/zerotal/lock/drivers"
+	"github.com/zerotal/lock/internal/testtls"
+)
+
+// startTLSCluster starts three nodes with TLS (mutual TLS for clients when
+// clientAuth) and returns their host:port addresses and the CA.
+func startTLSCluster(t *testing.T, clientAuth bool, clusterID string) ([]string, *testtls.CA) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("starts a three-node cluster")
+	}
+	ca := testtls.NewCA(t, "cluster")
+	peers := make([]cluster.Peer, 3)
+	for i := range peers {
+		peers[i] = cluster.Peer{ID: fmt.Sprintf("n%d", i+1), RaftAddr: freeAddr(t), HTTPAddr: freeAddr(t)}
+	}
+	nodes := make([]*cluster.Node, 3)
+	addrs := make([]string, 3)
+	dir := t.TempDir()
+	for i, p := range peers {
+		pair := ca.Issue(t, p.ID)
+		n, err := cluster.NewNode(t.Context(), cluster.Config{
+			ID: p.ID, DataDir: filepath.Join(dir, p.ID), RaftAddr: p.RaftAddr, HTTPAddr: p.HTTPAddr,
+			Bootstrap: peers, ClusterID: clusterID,
+			TLS:    cluster.TLSConfig{CertFile: pair.CertFile, KeyFile: pair.KeyFile, CAFile: ca.File, RequireClientCert: clientAuth},
+			Logger: hclog.New(&hclog.LoggerOptions{Name: p.ID, Level: hclog.Warn, Output: testWriter{t}}),
+		})
+		if err != nil {
+			t.Fatalf("start %s: %v", p.ID, err)
+		}
+		nodes[i], addrs[i] = n, n.HTTPAddr()
+		t.Cleanup(func() {
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			if err := n.Shutdown(ctx); err != nil {
+				t.Errorf("shutdown %s: %v", p.ID, err)
+			}
+		})
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
+	defer cancel()
+	for _, n := range nodes {
+		if err := n.WaitForLeader(ctx); err != nil {
+			t.Fatalf("no leader: %v", err)
+		}
+	}
+	return addrs, ca
+}
+
+func newClient(t *testing.T, cfg client.Config) *client.Client {
+	t.Helper()
+	c, err := client.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Close() })
+	return c
+}
+
+// With the cluster's CA the client reaches a TLS cluster through bare
+// host:port addresses (https implied); without it, the handshake fails at
+// once with ErrTLS and a hint, instead of failing over until the timeout.
+func TestTLS_ClientAgainstTLSCluster(t *testing.T) {
+	addrs, ca := startTLSCluster(t, false, "")
+	ctx := t.Context()
+
+	c := newClient(t, client.Config{Addrs: addrs, CAFile: ca.File})
+	for i := range 20 {
+		key := fmt.Sprintf("tls-%d", i)
+		fence, ok, err := c.Acquire(ctx, key, "owner", time.Minute)
+		if err != nil || !ok || fence == 0 {
+			t.Fatalf("acquire %s: fence %d ok %v err %v", key, fence, ok, err)
+		}
+		if released, err := c.Release(ctx, key, "owner"); err != nil || !released {
+			t.Fatalf("release %s: %v %v", key, released, err)
+		}
+	}
+	for _, b := range c.Addrs() {
+		if !strings.HasPrefix(b, "https://") {
+			t.Fatalf("address %s is not https", b)
+		}
+	}
+
+	start := time.Now()
+	bare := newClient(t, client.Config{Addrs: []string{"https://" + addrs[0]}, Timeout: 5 * time.Second})
+	_, _, err := bare.Acquire(ctx, "k", "o", time.Second)
+	if !errors.Is(err, client.ErrTLS) || !strings.Contains(err.Error(), "CAFile") {
+		t.Fatalf("client without the CA: %v, want ErrTLS naming CAFile", err)
+	}
+	t.Logf("without the CA: %v", err)
+	if took := time.Since(start); took > 3*time.Second {
+		t.Fatalf("the TLS failure took %s: it was retried", took)
+	}
+
+	plain := newClient(t, client.Config{Addrs: []string{"http://" + addrs[0]}, Timeout: 2 * time.Second})
+	_, _, err = plain.Acquire(ctx, "k", "o", time.Second)
+	if !errors.Is(err, client.ErrTLS) || !strings.Contains(err.Error(), "https://") {
+		t.Fatalf("plain HTTP to a TLS node: %v, want ErrTLS suggesting https://", err)
+	}
+	t.Logf("plain HTTP: %v", err)
+}
+
+// Under mutual TLS a client without a certificate is refused with ErrTLS
+// and a hint; with a certificate of the CA it is served.
+func TestTLS_ClientMutualTLS(t *testing.T) {
+	addrs, ca := startTLSCluster(t, true, "")
+	ctx := t.Context()
+
+	noCert := newClient(t, client.Config{Addrs: addrs, CAFile: ca.File, Timeout: 5 * time.Second})
+	_, _, err := noCert.Acquire(ctx, "k", "o", time.Second)
+	if !errors.Is(err, client.ErrTLS) || !strings.Contains(err.Error(), "CertFile") {
+		t.Fatalf("client without a certificate: %v, want ErrTLS naming CertFile", err)
+	}
+	t.Logf("without a certificate: %v", err)
+	pair := ca.Issue(t, "app")
+	c := newClient(t, client.Config{Addrs: addrs, CAFile: ca.File, CertFile: pair.CertFile, KeyFile: pair.KeyFile})
+	if _, ok, err := c.Acquire(ctx, "k", "o", time.Second); err != nil || !ok {
+		t.Fatalf("client with a certificate: ok %v err %v", ok, err)
+	}
+}
+
+// A client that names a cluster ID is refused by a node of another
+// cluster, with ErrWrongCluster.
+func TestTLS_ClientClusterIDMismatch(t *testing.T) {
+	addrs, ca := startTLSCluster(t, false, "prod")
+	ctx := t.Context()
+	wrong := newClient(t, client.Config{Addrs: addrs, CAFile: ca.File, ClusterID: "staging"})
+	_, _, err := wrong.Acquire(ctx, "k", "o", time.Second)
+	if !errors.Is(err, client.ErrWrongCluster) || !strings.Contains(err.Error(), "staging") {
+		t.Fatalf("wrong cluster: %v, want ErrWrongCluster", err)
+	}
+	t.Logf("wrong cluster: %v", err)
+	right := newClient(t, client.Config{Addrs: addrs, CAFile: ca.File, ClusterID: "prod"})
+	if _, ok, err := right.Acquire(ctx, "k", "o", time.Second); err != nil || !ok {
+		t.Fatalf("right cluster: ok %v err %v", ok, err)
+	}
+}
+
+// TLS settings are checked by New: files are read then, and errors name
+// them and match ErrInvalid.
+func TestTLS_ClientConfigErrors(t *testing.T) {
+	ca := testtls.NewCA(t, "c")
+	pair := ca.Issue(t, "app")
+	missing := filepath.Join(t.TempDir(), "nope.pem")
+	cases := []struct {
+		name    string
+		cfg     client.Config
+		mention string
+	}{
+		{"missing CA", client.Config{Addrs: []string{"h:1"}, CAFile: missing}, missing},
+		{"cert without key", client.Config{Addrs: []string{"h:1"}, CertFile: pair.CertFile}, "KeyFile"},
+		{"key is not the cert's", client.Config{Addrs: []string{"h:1"}, CertFile: pair.CertFile, KeyFile: ca.File}, ca.File},
+		{"TLS with HTTPClient", client.Config{Addrs: []string{"h:1"}, CAFile: ca.File, HTTPClient: &http.Client{}}, "HTTPClient"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			c, err := client.New(tc.cfg)
+			if err == nil {
+				_ = c.Close()
+				t.Fatal("New accepted the configuration")
+			}
+			if !errors.Is(err, drivers.ErrInvalid) || !strings.Contains(err.Error(), tc.mention) {
+				t.Fatalf("error %q: want ErrInvalid mentioning %q", err, tc.mention)
+			}
+		})
+	}
+}

@@ -1,0 +1,169 @@
+package cluster
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"net"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/raft"
+)
+
+// A node configured for another cluster is refused at join, with both IDs
+// named, at once rather than after retrying until its deadline.
+func TestClusterID_JoinOfAnotherClusterIsRefused(t *testing.T) {
+	nodes := startCluster(t, 1, func(c *Config) { c.ClusterID = "prod-locks" })
+	cfg := testConfig(t, "n2")
+	cfg.Join = nodes[0].HTTPAddr()
+	cfg.ClusterID = "staging-locks"
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	start := time.Now()
+	n, err := NewNode(ctx, cfg)
+	if err == nil {
+		shutdown(t, n)
+		t.Fatal("a node of another cluster joined")
+	}
+	for _, want := range []string{`"prod-locks"`, `"staging-locks"`} {
+		if !strings.Contains(err.Error(), want) {
+			t.Fatalf("join error %q does not name %s", err, want)
+		}
+	}
+	if took := time.Since(start); took > 10*time.Second {
+		t.Fatalf("the refusal took %s: it was retried", took)
+	}
+	if peers := nodes[0].raft.GetConfiguration().Configuration().Servers; len(peers) != 1 {
+		t.Fatalf("the cluster has %d servers after a refused join", len(peers))
+	}
+}
+
+// A join with a wrong token is refused (401) and not retried.
+func TestClusterID_JoinWithWrongTokenIsRefused(t *testing.T) {
+	nodes := startCluster(t, 1, func(c *Config) { c.Token = "right-token" })
+	cfg := testConfig(t, "n2")
+	cfg.Join = nodes[0].HTTPAddr()
+	cfg.Token = "wrong-token"
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	n, err := NewNode(ctx, cfg)
+	if err == nil {
+		shutdown(t, n)
+		t.Fatal("a node with a wrong token joined")
+	}
+	if !strings.Contains(err.Error(), "401") || errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("join error %q: want a 401 refusal before the deadline", err)
+	}
+}
+
+// The cluster ID is stored with the data: restarting on the same data dir
+// under another ID fails with both IDs named; under the same ID it works.
+func TestClusterID_RestartUnderAnotherIDRefused(t *testing.T) {
+	cfg := testConfig(t, "n1")
+	cfg.ClusterID = "alpha"
+	n := startNode(t, cfg)
+	waitLeader(t, []*Node{n})
+	shutdown(t, n)
+
+	other := cfg
+	other.ClusterID = "beta"
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	n2, err := NewNode(ctx, other)
+	if err == nil {
+		shutdown(t, n2)
+		t.Fatal("a node started on another cluster's data dir")
+	}
+	if !strings.Contains(err.Error(), `"alpha"`) || !strings.Contains(err.Error(), `"beta"`) || !strings.Contains(err.Error(), cfg.DataDir) {
+		t.Fatalf("error %q does not name both IDs and the data dir", err)
+	}
+	again := startNode(t, cfg)
+	waitLeader(t, []*Node{again})
+}
+
+// Requests that name another cluster are refused with 403 wrong_cluster;
+// those that name this one, or none, are served.
+func TestClusterID_RequestForAnotherClusterIs403(t *testing.T) {
+	nodes := startCluster(t, 1, func(c *Config) { c.ClusterID = "prod" })
+	url := "http://" + nodes[0].HTTPAddr() + "/v1/status"
+	for _, tc := range []struct {
+		id     string
+		status int
+	}{{"", http.StatusOK}, {"prod", http.StatusOK}, {"staging", http.StatusForbidden}} {
+		req, err := http.NewRequest(http.MethodGet, url, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if tc.id != "" {
+			req.Header.Set(clusterIDHeader, tc.id)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var body bytes.Buffer
+		_, _ = body.ReadFrom(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != tc.status {
+			t.Fatalf("cluster id %q: status %d, want %d (%s)", tc.id, resp.StatusCode, tc.status, body.String())
+		}
+		if tc.status == http.StatusForbidden && (!strings.Contains(body.String(), codeWrongCluster) || !strings.Contains(body.String(), "staging")) {
+			t.Fatalf("403 body %s lacks the code or the ID", body.String())
+		}
+	}
+	http.DefaultClient.CloseIdleConnections()
+}
+
+// The raft handshake refuses connections from another cluster and from
+// anything that is not a lockcluster node.
+func TestClusterID_RaftHandshake(t *testing.T) {
+	a, err := newStreamLayer("127.0.0.1:0", nil, nil, nil, "alpha")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	b, err := newStreamLayer("127.0.0.1:0", nil, nil, nil, "beta")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	same, err := newStreamLayer("127.0.0.1:0", nil, nil, nil, "alpha")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer same.Close()
+
+	read := func(dial func() (net.Conn, error)) error {
+		t.Helper()
+		out, err := dial()
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer out.Close()
+		if _, err := out.Write([]byte("hello, world")); err != nil {
+			t.Fatal(err)
+		}
+		in, err := a.Accept()
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer in.Close()
+		buf := make([]byte, 1)
+		_, err = in.Read(buf)
+		return err
+	}
+	if err := read(func() (net.Conn, error) { return same.Dial(raft.ServerAddress(a.Addr().String()), time.Second) }); err != nil {
+		t.Fatalf("same cluster refused: %v", err)
+	}
+	err = read(func() (net.Conn, error) { return b.Dial(raft.ServerAddress(a.Addr().String()), time.Second) })
+	if !errors.Is(err, errWrongCluster) || !strings.Contains(err.Error(), `"beta"`) || !strings.Contains(err.Error(), `"alpha"`) {
+		t.Fatalf("other cluster: err %v, want errWrongCluster naming both IDs", err)
+	}
+	err = read(func() (net.Conn, error) { return net.Dial("tcp", a.Addr().String()) })
+	if err == nil || !strings.Contains(err.Error(), "handshake") {
+		t.Fatalf("a raw connection: err %v, want a handshake error", err)
+	}
+}

@@ -1,0 +1,128 @@
+package cluster
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/zerotal/lock/client"
+)
+
+// syncBuffer collects log output from many goroutines.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+func secret(t *testing.T, name string) string {
+	t.Helper()
+	b := make([]byte, 12)
+	if _, err := rand.Read(b); err != nil {
+		t.Fatal(err)
+	}
+	return name + "-" + hex.EncodeToString(b)
+}
+
+// The token, a wrong token and a password in a URL never reach a log line
+// (at trace level, raft's included) or an error, whatever goes wrong:
+// wrong tokens on requests and forwarded requests, a join with a wrong
+// token, a client given credentials in its address, an unreachable node.
+func TestSecrets_NeverInLogsOrErrors(t *testing.T) {
+	token, wrongToken, password := secret(t, "token"), secret(t, "wrong"), secret(t, "password")
+	logs := &syncBuffer{}
+	logger := func(name string) hclog.Logger {
+		return hclog.New(&hclog.LoggerOptions{Name: name, Level: hclog.Trace, Output: logs})
+	}
+	nodes := startCluster(t, 2, func(c *Config) {
+		c.Token = token
+		c.Logger = logger(c.ID)
+	})
+	leader := waitLeader(t, nodes)
+	follower := followers(nodes, leader)[0]
+	ctx := t.Context()
+	var errs []string
+	note := func(what string, err error) {
+		t.Helper()
+		if err == nil {
+			t.Fatalf("%s: no error", what)
+		}
+		errs = append(errs, what+": "+err.Error())
+	}
+
+	// A node that joins with a wrong token is refused.
+	cfg := testConfig(t, "n3")
+	cfg.Join, cfg.Token, cfg.Logger = follower.HTTPAddr(), wrongToken, logger("n3")
+	jctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	n3, err := NewNode(jctx, cfg)
+	cancel()
+	if err == nil {
+		shutdown(t, n3)
+	}
+	note("join with a wrong token", err)
+
+	clientLogs := hclog.New(&hclog.LoggerOptions{Name: "client", Level: hclog.Trace, Output: logs})
+	for _, addr := range []string{leader.HTTPAddr(), follower.HTTPAddr()} {
+		c, err := client.New(client.Config{Addrs: []string{addr}, Token: wrongToken, Logger: clientLogs, Timeout: 3 * time.Second})
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, _, err = c.Acquire(ctx, "k", "o", time.Second)
+		note("acquire with a wrong token via "+addr, err)
+		_, err = c.Status(ctx)
+		note("status with a wrong token", err)
+		_ = c.Close()
+	}
+	_, err = client.New(client.Config{Addrs: []string{fmt.Sprintf("http://admin:%s@%s", password, leader.HTTPAddr())}})
+	note("address with a password", err)
+	_, err = client.New(client.Config{Addrs: []string{fmt.Sprintf("ftp://admin:%s@%s", password, leader.HTTPAddr())}})
+	note("bad scheme with a password", err)
+	down, err := client.New(client.Config{Addrs: []string{"127.0.0.1:1"}, Token: token, Logger: clientLogs, Timeout: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, _, err = down.Acquire(ctx, "k", "o", time.Second)
+	note("unreachable node", err)
+	_ = down.Close()
+
+	// The right token works, so the wrong ones above were refused for the
+	// right reason.
+	ok, err := client.New(client.Config{Addrs: []string{follower.HTTPAddr()}, Token: token, Logger: clientLogs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ok.Close()
+	if _, got, err := ok.Acquire(ctx, "k", "o", time.Second); err != nil || !got {
+		t.Fatalf("acquire with the token: %v %v", got, err)
+	}
+
+	all := logs.String() + "\n" + strings.Join(errs, "\n")
+	if !strings.Contains(logs.String(), "join attempt") && !strings.Contains(all, "401") {
+		t.Fatalf("the refusals left no trace to search:\n%s", all)
+	}
+	for name, s := range map[string]string{"token": token, "wrong token": wrongToken, "password": password} {
+		if strings.Contains(all, s) {
+			t.Errorf("the %s appears in the logs or errors:\n%s", name, all)
+		}
+	}
+	t.Logf("searched %d bytes of logs and %d errors, e.g. %s", len(logs.String()), len(errs), errs[0])
+}

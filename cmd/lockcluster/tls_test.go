@@ -1,0 +1,161 @@
+package main
+
+import (
+	"os"
+	"os/exec"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/zerotal/lock/internal/loopback"
+	"github.com/zerotal/lock/internal/testtls"
+)
+
+// agentProc is a lockcluster agent child process.
+type agentProc struct {
+	cmd  *exec.Cmd
+	out  *lockedBuffer // stdout and stderr
+	done chan struct{} // closed when it has exited
+}
+
+// startAgentProcess runs "lockcluster agent args..." as a child process
+// (this test binary, running main); the test's end stops it.
+func startAgentProcess(t *testing.T, env []string, args ...string) *agentProc {
+	t.Helper()
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(exe, append([]string{"agent"}, args...)...)
+	cmd.Env = append([]string{beMainEnv + "=1", "PATH=" + os.Getenv("PATH")}, env...)
+	out := &lockedBuffer{}
+	cmd.Stdout, cmd.Stderr = out, out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() { _ = cmd.Wait(); close(done) }()
+	t.Cleanup(func() {
+		// Stop the process this test started, by its PID, and wait for it.
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case <-done:
+		case <-time.After(15 * time.Second):
+			_ = cmd.Process.Kill()
+			<-done
+		}
+		if t.Failed() {
+			t.Logf("agent output:\n%s", out.String())
+		}
+	})
+	return &agentProc{cmd: cmd, out: out, done: done}
+}
+
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	a, err := loopback.FreeAddr()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return a
+}
+
+// A real agent process with TLS flags (mutual TLS, a cluster ID, a token
+// from the environment) serves the client commands that bring the CA and a
+// client certificate, and refuses those that do not, with a clear message.
+func TestAgent_TLSProcess(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts an agent process")
+	}
+	ca := testtls.NewCA(t, "cluster")
+	node := ca.Issue(t, "n1")
+	app := ca.Issue(t, "app")
+	httpAddr, raftAddr, dataDir := freeAddr(t), freeAddr(t), t.TempDir()
+	token := "agent-tls-token"
+	agent := startAgentProcess(t, []string{"LOCKCLUSTER_TOKEN=" + token, "LOCKCLUSTER_TLS_CLIENT_AUTH=true"},
+		"--id", "n1", "--data-dir", dataDir, "--raft-addr", raftAddr, "--http-addr", httpAddr,
+		"--cluster-id", "prod-locks", "--tls-cert", node.CertFile, "--tls-key", node.KeyFile, "--tls-ca", ca.File,
+		"--log-level", "warn")
+
+	vars := map[string]string{
+		"LOCK_CLUSTER_ADDRS": httpAddr, "LOCK_CLUSTER_TOKEN": token,
+		"LOCK_CLUSTER_CA": ca.File, "LOCK_CLUSTER_CERT": app.CertFile, "LOCK_CLUSTER_KEY": app.KeyFile,
+	}
+	var code int
+	var stdout, stderr string
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		code, stdout, stderr = runCLI(t, vars, "status", "--timeout", "2s")
+		if code == exitOK && strings.Contains(stdout, " leader ") || time.Now().After(deadline) {
+			break
+		}
+	}
+	if code != exitOK || !strings.Contains(stdout, " leader ") {
+		t.Fatalf("status over mutual TLS: exit %d\nstdout %s\nstderr %s", code, stdout, stderr)
+	}
+
+	code, stdout, stderr = runCLI(t, vars, "run", "--key", "tls-job", "--ttl", "5s", "--cluster-id", "prod-locks", "--",
+		"sh", "-c", `echo "fence=$LOCK_FENCE"`)
+	if code != exitOK || !strings.Contains(stdout, "fence=") {
+		t.Fatalf("run over mutual TLS: exit %d\nstdout %s\nstderr %s", code, stdout, stderr)
+	}
+
+	// The same commands without the CA, without a client certificate, or
+	// for another cluster are refused, and say why.
+	noCA := map[string]string{"LOCK_CLUSTER_TOKEN": token, "LOCK_CLUSTER_CERT": app.CertFile, "LOCK_CLUSTER_KEY": app.KeyFile}
+	code, _, stderr = runCLI(t, noCA, "locks", "--addr", "https://"+httpAddr, "--timeout", "3s")
+	if code == exitOK || !strings.Contains(stderr, "LOCK_CLUSTER_CA") {
+		t.Errorf("locks without the CA: exit %d, stderr %q", code, stderr)
+	}
+	code, _, stderr = runCLI(t, map[string]string{"LOCK_CLUSTER_TOKEN": token}, "locks", "--addr", httpAddr, "--tls-ca", ca.File, "--timeout", "3s")
+	if code == exitOK || !strings.Contains(stderr, "LOCK_CLUSTER_CERT") {
+		t.Errorf("locks without a client certificate: exit %d, stderr %q", code, stderr)
+	}
+	code, _, stderr = runCLI(t, vars, "locks", "--cluster-id", "staging", "--timeout", "3s")
+	if code == exitOK || !strings.Contains(stderr, `"prod-locks"`) {
+		t.Errorf("locks for another cluster: exit %d, stderr %q", code, stderr)
+	}
+	if strings.Contains(stderr, token) || strings.Contains(agent.out.String(), token) {
+		t.Errorf("the token appears in an error or the agent's log")
+	}
+}
+
+// An agent restarted on its data dir with another --cluster-id refuses to
+// start and names both IDs.
+func TestAgent_RefusesDataDirOfAnotherCluster(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts an agent")
+	}
+	dataDir := t.TempDir()
+	httpAddr, raftAddr := freeAddr(t), freeAddr(t)
+	p := startAgentProcess(t, nil, "--id", "n1", "--data-dir", dataDir, "--raft-addr", raftAddr,
+		"--http-addr", httpAddr, "--cluster-id", "alpha", "--log-level", "info")
+	waitUntilOutput(t, p.out, "node started")
+	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-p.done:
+	case <-time.After(20 * time.Second):
+		t.Fatal("the agent did not stop on SIGTERM")
+	}
+	waitUntilOutput(t, p.out, "stopped")
+
+	code, _, stderr := runCLI(t, nil, "agent", "--id", "n1", "--data-dir", dataDir, "--raft-addr", raftAddr,
+		"--http-addr", httpAddr, "--cluster-id", "beta", "--log-level", "off")
+	if code != exitFailure || !strings.Contains(stderr, `"alpha"`) || !strings.Contains(stderr, `"beta"`) {
+		t.Fatalf("restart under another cluster ID: exit %d, stderr %q", code, stderr)
+	}
+}
+
+func waitUntilOutput(t *testing.T, out *lockedBuffer, s string) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for !strings.Contains(out.String(), s) {
+		if time.Now().After(deadline) {
+			t.Fatalf("no %q in the agent's output:\n%s", s, out.String())
+		}
+		time.Sleep(10 * time.Millisecond) // polling the child's output
+	}
+}

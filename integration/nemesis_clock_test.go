@@ -1,0 +1,79 @@
+package integration
+
+import (
+	"context"
+	"testing"
+	"time"
+)
+
+// TestNemesis_SlowLeaderClockLengthensLocks shows the clock hook at work
+// and what a slow clock means: with the leader's monotonic clock at half
+// the host's rate, a 2s lock is still held 2.6s (host time) after it was
+// granted, and locks expire again once the rate is back to 1. The nodes'
+// wall clocks are hours apart all along (see newFaultCluster), which must
+// not matter either.
+func TestNemesis_SlowLeaderClockLengthensLocks(t *testing.T) {
+	c := newFaultCluster(t)
+	ctx := t.Context()
+	l, err := c.leader(10 * time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.setRate(l, 0.5); err != nil {
+		t.Fatal(err)
+	}
+	cl, err := newReadClient(c.addrs())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = cl.Close() }()
+
+	// Each command the leader stamps re-reads the clock file (at most every
+	// 50ms); a few acquires make sure the new rate is in force.
+	for i := range 3 {
+		if _, ok, err := cl.Acquire(ctx, "warm", "w", time.Second); err != nil || !ok {
+			t.Fatalf("warm-up acquire %d: ok=%v err=%v", i, ok, err)
+		}
+		sleepCtx(ctx, 60*time.Millisecond) // let the re-read throttle pass
+	}
+	if got, err := c.leader(5 * time.Second); err != nil || got != l {
+		t.Skipf("leadership moved during the set-up (now %d, err %v)", got, err)
+	}
+
+	granted := time.Now()
+	if _, ok, err := cl.Acquire(ctx, "slow", "a", 2*time.Second); err != nil || !ok {
+		t.Fatalf("Acquire slow: ok=%v err=%v", ok, err)
+	}
+	sleepCtx(ctx, 2600*time.Millisecond-time.Since(granted)) // the lock's TTL runs meanwhile
+	info, found, err := cl.Get(ctx, "slow")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, err := c.leader(5 * time.Second); err != nil || got != l {
+		t.Skipf("leadership moved during the check (now %d, err %v)", got, err)
+	}
+	if !found || info.Remaining < 300*time.Millisecond {
+		t.Fatalf("2.6s after a 2s grant on a half-speed leader: found=%v remaining=%v, want held with ~0.7s left",
+			found, info.Remaining)
+	}
+	t.Logf("2.6s after a 2s grant: %v left on the half-speed leader", info.Remaining)
+
+	if err := c.setRate(l, 1); err != nil {
+		t.Fatal(err)
+	}
+	// Back at full speed: the lock ends within its remaining time (plus the
+	// expiry loop's reaction).
+	deadline := time.Now().Add(info.Remaining + 3*time.Second)
+	for {
+		qctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		_, found, err := cl.Get(qctx, "slow")
+		cancel()
+		if err == nil && !found {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the lock did not expire at full speed: found=%v err=%v", found, err)
+		}
+		sleepCtx(ctx, 50*time.Millisecond)
+	}
+}

@@ -1,0 +1,138 @@
+package integration
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"time"
+)
+
+// faultKind names one fault the nemesis injects.
+type faultKind string
+
+const (
+	// faultKillLeader: SIGKILL of the leader; restarted from its disk
+	// after the hold.
+	faultKillLeader faultKind = "kill-leader"
+	// faultKillFollower: SIGKILL of a follower; restarted from its disk.
+	faultKillFollower faultKind = "kill-follower"
+	// faultRestart: SIGTERM of a random node (graceful: a leader hands
+	// leadership over first), started again from its disk at once.
+	faultRestart faultKind = "restart"
+	// faultPauseLeader: SIGSTOP of the leader for longer than every hot
+	// TTL, then SIGCONT: the stale leader wakes up, with old deadlines.
+	faultPauseLeader faultKind = "pause-leader"
+	// faultPartitionLeader: both directions of both of the leader's links
+	// cut (raft and HTTP forwarding); clients still reach it.
+	faultPartitionLeader faultKind = "partition-leader"
+	// faultPartitionFollower: one follower cut from both other nodes.
+	faultPartitionFollower faultKind = "partition-follower"
+	// faultKillAll: SIGKILL of every node at once, all restarted from
+	// their disks after the hold (only what was fsynced survives).
+	faultKillAll faultKind = "kill-all"
+	// faultSlowClock: the leader's monotonic clock runs at 0.7 of the
+	// host's (its wall clock is hours off all along). A slower clock only
+	// lengthens locks; a faster one is a documented limit, not injected.
+	faultSlowClock faultKind = "slow-clock-leader"
+)
+
+// allFaults is every kind, in the order the one-at-a-time phase runs them.
+var allFaults = []faultKind{faultKillLeader, faultKillFollower, faultRestart, faultPauseLeader,
+	faultPartitionLeader, faultPartitionFollower, faultSlowClock, faultKillAll}
+
+// faultRecord is one injected fault; times are on the history's clock.
+type faultRecord struct {
+	kind  faultKind
+	node  string
+	start time.Duration // injected
+	end   time.Duration // healed (node restarted, continued, link healed)
+	// leaderBefore and leaderAfter are the leaders before the fault and
+	// once the cluster agreed on one after it.
+	leaderBefore, leaderAfter string
+}
+
+// nemesis injects faults into a faultCluster, one at a time.
+type nemesis struct {
+	c       *faultCluster
+	h       *history
+	r       *rand.Rand
+	records []faultRecord
+}
+
+func newNemesis(c *faultCluster, h *history, seed uint64) *nemesis {
+	return &nemesis{c: c, h: h, r: rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))}
+}
+
+// inject runs one fault for hold, heals it and records it. It fails when
+// the cluster has no leader to aim at (it did not recover from the
+// previous fault).
+func (n *nemesis) inject(ctx context.Context, kind faultKind, hold time.Duration) error {
+	c := n.c
+	l, err := c.leader(20 * time.Second)
+	if err != nil {
+		return fmt.Errorf("before %s: %w", kind, err)
+	}
+	fo := others(l)[n.r.IntN(2)]
+	rec := faultRecord{kind: kind, start: n.h.now(), leaderBefore: c.nodes[l].id}
+	switch kind {
+	case faultKillLeader, faultKillFollower:
+		target := l
+		if kind == faultKillFollower {
+			target = fo
+		}
+		rec.node = c.nodes[target].id
+		c.nodes[target].kill()
+		sleepCtx(ctx, hold)
+		c.start(c.nodes[target])
+	case faultRestart:
+		target := n.r.IntN(3)
+		rec.node = c.nodes[target].id
+		c.nodes[target].stop(c.t)
+		c.start(c.nodes[target])
+	case faultPauseLeader:
+		rec.node = c.nodes[l].id
+		c.pause(l, true)
+		sleepCtx(ctx, hold)
+		c.pause(l, false)
+	case faultPartitionLeader, faultPartitionFollower:
+		target := l
+		if kind == faultPartitionFollower {
+			target = fo
+		}
+		rec.node = c.nodes[target].id
+		c.partition(target, others(target), true)
+		sleepCtx(ctx, hold)
+		c.partition(target, others(target), false)
+	case faultSlowClock:
+		rec.node = c.nodes[l].id
+		if err := c.setRate(l, 0.7); err != nil {
+			return err
+		}
+		sleepCtx(ctx, hold)
+		if err := c.setRate(l, 1); err != nil {
+			return err
+		}
+	case faultKillAll:
+		rec.node = "all"
+		for _, nd := range c.nodes {
+			nd.kill()
+		}
+		sleepCtx(ctx, hold)
+		for _, nd := range c.nodes {
+			c.start(nd)
+		}
+	default:
+		return fmt.Errorf("unknown fault %q", kind)
+	}
+	rec.end = n.h.now()
+	after, err := c.leader(20 * time.Second)
+	if err != nil {
+		return fmt.Errorf("after %s of %s: %w", kind, rec.node, err)
+	}
+	rec.leaderAfter = c.nodes[after].id
+	n.records = append(n.records, rec)
+	return nil
+}
+
+// randomKind picks a fault kind for the mixed phase.
+func (n *nemesis) randomKind() faultKind { return allFaults[n.r.IntN(len(allFaults))] }

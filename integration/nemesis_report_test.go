@@ -1,0 +1,174 @@
+package integration
+
+import (
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+)
+
+// runReport sums up one nemesis run.
+type runReport struct {
+	Duration    time.Duration            `json:"duration_ns"`
+	Ops         map[string]int           `json:"ops"` // "acquire ok": count
+	OpsTotal    int                      `json:"ops_total"`
+	OpsKnown    int                      `json:"ops_completed"` // answered (ok or a definite no)
+	Faults      map[faultKind]int        `json:"faults"`
+	Recovery    map[faultKind]recoveryMS `json:"recovery_ms"`
+	Unrecovered []string                 `json:"unrecovered,omitempty"`
+	// LeaderChanged counts, per kind, the faults after which another node
+	// led.
+	LeaderChanged map[faultKind]int `json:"leader_changed"`
+	// Handovers counts grants whose previous holder never released
+	// (expiry under load); DurableHeld the durable grants found intact
+	// after the full restart.
+	Handovers   int            `json:"expiry_handovers"`
+	DurableHeld int            `json:"durable_held_after_restart"`
+	Violations  int            `json:"violations"`
+	Porcupine   string         `json:"porcupine"`
+	RSSStart    map[string]int `json:"rss_start_kib"`
+	RSSEnd      map[string]int `json:"rss_end_kib"`
+	RSSMax      map[string]int `json:"rss_max_kib"`
+	// Restarts counts each node's process restarts (its RSS starts over).
+	Restarts map[string]int `json:"restarts"`
+}
+
+// recoveryMS is the time from a fault's end (heal, restart, SIGCONT)
+// until the next successful write, in milliseconds.
+type recoveryMS struct {
+	N   int   `json:"n"`
+	P50 int64 `json:"p50"`
+	Max int64 `json:"max"`
+}
+
+// isWrite reports whether o is a successful write (a grant, a refresh or
+// a release that released).
+func isWrite(o op) bool {
+	return o.result == resOK && o.kind != opGet
+}
+
+// buildReport counts ops and faults and measures recovery after each
+// fault from the history.
+func buildReport(ops []op, faults []faultRecord) runReport {
+	r := runReport{Ops: map[string]int{}, Faults: map[faultKind]int{}, Recovery: map[faultKind]recoveryMS{},
+		LeaderChanged: map[faultKind]int{}, Restarts: map[string]int{}}
+	var writeEnds []op
+	for _, o := range ops {
+		name := string(o.kind) + " " + string(o.result)
+		if o.result == resUnknown && strings.HasPrefix(o.err, gaveUp) {
+			name += " (" + gaveUp + ")"
+		}
+		r.Ops[name]++
+		r.OpsTotal++
+		if o.result != resUnknown {
+			r.OpsKnown++
+		}
+		if isWrite(o) {
+			writeEnds = append(writeEnds, o)
+		}
+		r.Duration = max(r.Duration, o.end)
+	}
+	per := map[faultKind][]time.Duration{}
+	var all []time.Duration
+	for _, gs := range collectGrants(ops) {
+		for i := 1; i < len(gs); i++ {
+			if !releasedBy(gs[i-1]) {
+				r.Handovers++
+			}
+		}
+	}
+	for _, f := range faults {
+		r.Faults[f.kind]++
+		r.Faults["all"]++
+		switch f.kind {
+		case faultKillLeader, faultKillFollower, faultRestart:
+			r.Restarts[f.node]++
+		case faultKillAll:
+			for _, id := range []string{"n1", "n2", "n3"} {
+				r.Restarts[id]++
+			}
+		}
+		if f.leaderAfter != f.leaderBefore {
+			r.LeaderChanged[f.kind]++
+			r.LeaderChanged["all"]++
+		}
+		first := time.Duration(-1)
+		for _, o := range writeEnds {
+			if o.start >= f.end && (first < 0 || o.end < first) {
+				first = o.end
+			}
+		}
+		if first < 0 {
+			r.Unrecovered = append(r.Unrecovered, fmt.Sprintf("%s of %s at %.3fs", f.kind, f.node, f.end.Seconds()))
+			continue
+		}
+		per[f.kind] = append(per[f.kind], first-f.end)
+		all = append(all, first-f.end)
+	}
+	for k, ds := range per {
+		r.Recovery[k] = summarize(ds)
+	}
+	if len(all) > 0 {
+		r.Recovery["all"] = summarize(all)
+	}
+	return r
+}
+
+// releasedBy reports whether g's owner sent a release.
+func releasedBy(g *grant) bool {
+	for _, o := range g.ops {
+		if o.kind == opRelease {
+			return true
+		}
+	}
+	return false
+}
+
+func summarize(ds []time.Duration) recoveryMS {
+	ds = slices.Clone(ds)
+	slices.Sort(ds)
+	return recoveryMS{N: len(ds), P50: ds[(len(ds)-1)/2].Milliseconds(), Max: ds[len(ds)-1].Milliseconds()}
+}
+
+// String renders the report as markdown.
+func (r runReport) String() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "nemesis run of %v: %d operations, %d answered (ok or a definite no), %d unknown\n",
+		r.Duration.Round(time.Second), r.OpsTotal, r.OpsKnown, r.OpsTotal-r.OpsKnown)
+	fmt.Fprintf(&b, "violations: %d; porcupine: %s\n\n", r.Violations, r.Porcupine)
+	b.WriteString("| operation | count |\n|---|---:|\n")
+	for _, k := range sortedKeys(r.Ops) {
+		fmt.Fprintf(&b, "| %s | %d |\n", k, r.Ops[k])
+	}
+	fmt.Fprintf(&b, "\ngrants taken over after expiry (holder vanished or lost it): %d; durable grants intact after the full restart: %d\n",
+		r.Handovers, r.DurableHeld)
+	b.WriteString("\n| fault | injected | leader changed | recovery p50 | recovery max |\n|---|---:|---:|---:|---:|\n")
+	for _, k := range sortedKeys(r.Faults) {
+		rec := r.Recovery[k]
+		fmt.Fprintf(&b, "| %s | %d | %d | %d ms | %d ms |\n", k, r.Faults[k], r.LeaderChanged[k], rec.P50, rec.Max)
+	}
+	if len(r.Unrecovered) > 0 {
+		fmt.Fprintf(&b, "\nno successful write after: %s\n", strings.Join(r.Unrecovered, "; "))
+	}
+	b.WriteString("\n| node | RSS start | RSS end | RSS max | restarts |\n|---|---:|---:|---:|---:|\n")
+	for _, k := range sortedKeys(r.RSSStart) {
+		fmt.Fprintf(&b, "| %s | %d KiB | %d KiB | %d KiB | %d |\n", k, r.RSSStart[k], r.RSSEnd[k], r.RSSMax[k], r.Restarts[k])
+	}
+	return b.String()
+}
+
+// JSON is the report for tools.
+func (r runReport) JSON() []byte {
+	b, _ := json.MarshalIndent(r, "", "  ")
+	return b
+}
+
+func sortedKeys[K ~string, V any](m map[K]V) []K {
+	out := make([]K, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	slices.Sort(out)
+	return out
+}

@@ -1,0 +1,202 @@
+package integration
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/anishathalye/porcupine"
+)
+
+// holdFor is how long a fault of kind lasts.
+func holdFor(kind faultKind) time.Duration {
+	switch kind {
+	case faultPauseLeader:
+		return 3 * time.Second // longer than every hot TTL (2s at most)
+	case faultPartitionLeader, faultPartitionFollower:
+		return 3 * time.Second
+	case faultSlowClock:
+		return 4 * time.Second
+	case faultKillAll:
+		return time.Second
+	}
+	return 1500 * time.Millisecond
+}
+
+// gapBetweenFaults lets the cluster settle and the workload write between
+// two faults.
+const gapBetweenFaults = 1500 * time.Millisecond
+
+// TestNemesis_FaultsOneAtATimeThenMixed runs the workload against three
+// fault-injection nodes while every kind of fault is injected once, then
+// a few at random; then stops every node with SIGKILL, starts them again
+// and checks the whole history: fences follow real time, never two
+// holders, nothing acknowledged lost, and the durable keys' history is
+// linearizable for a sequential lock.
+func TestNemesis_FaultsOneAtATimeThenMixed(t *testing.T) {
+	seed := uint64(time.Now().UnixNano())
+	t.Logf("seed %d", seed)
+	runNemesis(t, seed, func(ctx context.Context, n *nemesis) error {
+		kinds := slices.Clone(allFaults)
+		for range 3 {
+			kinds = append(kinds, n.randomKind())
+		}
+		for _, k := range kinds {
+			if !sleepCtx(ctx, gapBetweenFaults) {
+				return ctx.Err()
+			}
+			if err := n.inject(ctx, k, holdFor(k)); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// runNemesis runs a workload against a fault cluster while schedule
+// injects faults, restarts every node, checks the history and returns the
+// report.
+func runNemesis(t *testing.T, seed uint64, schedule func(context.Context, *nemesis) error) runReport {
+	t.Helper()
+	c := newFaultCluster(t)
+	h := newHistory()
+	w := newWorkload(c.addrs(), h)
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	workDone := make(chan error, 1)
+	go func() { workDone <- w.run(ctx) }()
+
+	rssStart := map[string]int{}
+	sleepCtx(ctx, time.Second) // warm up before measuring memory
+	for _, n := range c.nodes {
+		rssStart[n.id] = n.rssKiB()
+	}
+	rssMax := map[string]int{}
+	sampled := make(chan struct{})
+	go func() {
+		defer close(sampled)
+		sampleRSS(ctx, c, rssMax)
+	}()
+	nem := newNemesis(c, h, seed)
+	schedErr := schedule(ctx, nem)
+	if schedErr == nil {
+		sleepCtx(ctx, 2*time.Second) // writes after the last fault
+	}
+	cancel()
+	<-sampled
+	if err := <-workDone; err != nil {
+		t.Fatalf("workload: %v", err)
+	}
+	rssEnd := map[string]int{}
+	for _, n := range c.nodes {
+		rssEnd[n.id] = n.rssKiB()
+	}
+	if schedErr != nil {
+		t.Errorf("nemesis: %v", schedErr)
+	}
+
+	// Full stop (SIGKILL: only what reached the disk survives) and
+	// restart, then read every durable key.
+	restartAt := h.now()
+	c.healAll()
+	for i, n := range c.nodes {
+		c.pause(i, false)
+		n.kill()
+	}
+	for _, n := range c.nodes {
+		c.start(n)
+	}
+	if _, err := c.leader(30 * time.Second); err != nil {
+		t.Fatalf("after the full restart: %v", err)
+	}
+	reads := readDurable(t, w, h)
+	ops := h.snapshot()
+	var before []op
+	for _, o := range ops {
+		if o.start < restartAt {
+			before = append(before, o)
+		}
+	}
+
+	rep := buildReport(ops, nem.records)
+	rep.RSSStart, rep.RSSEnd, rep.RSSMax = rssStart, rssEnd, rssMax
+	vs := checkHistory(ops)
+	lost, held := checkDurable(before, reads)
+	vs = append(vs, lost...)
+	rep.Violations = len(vs)
+	rep.DurableHeld = held
+
+	var durable []op
+	for _, o := range ops {
+		if slices.Contains(w.durableKeys, o.key) {
+			durable = append(durable, o)
+		}
+	}
+	res := checkLinearizable(durable, 60*time.Second)
+	rep.Porcupine = map[porcupine.CheckResult]string{
+		porcupine.Ok: "linearizable", porcupine.Illegal: "NOT linearizable", porcupine.Unknown: "timed out (undecided)",
+	}[res]
+	rep.Porcupine += fmt.Sprintf(" (%d operations on %d durable keys)", len(durable), len(w.durableKeys))
+
+	t.Logf("report:\n%s", rep)
+	if dir := os.Getenv("ZEROTAL_NEMESIS_REPORT_DIR"); dir != "" {
+		name := strings.ReplaceAll(t.Name(), "/", "_")
+		_ = os.WriteFile(filepath.Join(dir, name+".json"), rep.JSON(), 0o644)
+		_ = os.WriteFile(filepath.Join(dir, name+".md"), []byte(rep.String()), 0o644)
+	}
+	if len(vs) > 0 {
+		t.Errorf("%d violations (seed %d):\n%s", len(vs), seed, formatViolations(vs))
+	}
+	if res == porcupine.Illegal {
+		t.Errorf("porcupine: the durable keys' history is not linearizable (seed %d):\n%s", seed, formatOps(durable))
+	}
+	if len(rep.Unrecovered) > 0 {
+		t.Errorf("the cluster did not write again after: %s", strings.Join(rep.Unrecovered, "; "))
+	}
+	if rep.Ops["acquire ok"]+rep.Ops["acquire-wait ok"] == 0 {
+		t.Errorf("no grant at all: the workload did not run")
+	}
+	return rep
+}
+
+// readDurable reads every durable key after the restart, retrying while
+// the answer is unknown, and records the reads in h.
+func readDurable(t *testing.T, w *workload, h *history) []op {
+	t.Helper()
+	cl := &workClient{w: w, id: w.clients}
+	var err error
+	cl.cl, err = newReadClient(w.addrs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = cl.cl.Close() }()
+	var reads []op
+	for _, key := range w.durableKeys {
+		for range 10 {
+			r := cl.get(key)
+			if r.result != resUnknown {
+				reads = append(reads, r)
+				break
+			}
+		}
+	}
+	if len(reads) != len(w.durableKeys) {
+		t.Errorf("read %d of %d durable keys after the restart", len(reads), len(w.durableKeys))
+	}
+	return reads
+}
+
+// sampleRSS records each node's largest resident set size, every second,
+// until ctx ends.
+func sampleRSS(ctx context.Context, c *faultCluster, peak map[string]int) {
+	for sleepCtx(ctx, time.Second) {
+		for _, n := range c.nodes {
+			peak[n.id] = max(peak[n.id], n.rssKiB())
+		}
+	}
+}

@@ -1,0 +1,299 @@
+package integration
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/zerotal/lock/client"
+	"github.com/zerotal/lock/drivers"
+)
+
+// workload drives several clients against the cluster and records every
+// operation. Two kinds of keys:
+//
+//   - hot keys, short TTLs (1-2 s): acquire (plain or with a short
+//     server-side wait), hold while refreshing, release — or vanish
+//     without releasing, so expiry happens, also under faults. Checked by
+//     properties 1 and 2.
+//   - durable keys, a TTL far longer than the run: plain acquires, short
+//     holds, releases, reads. Nothing expires there, so porcupine checks
+//     them against the sequential lock model; the holders still holding
+//     when the workload stops are checked after a full restart
+//     (property 3).
+type workload struct {
+	clients     int
+	hotKeys     []string
+	hotTTLs     []time.Duration
+	durableKeys []string
+	durableTTL  time.Duration
+	// maxOps bounds each client's operations; the context bounds the time.
+	maxOps int
+	addrs  []string
+	h      *history
+	seq    atomic.Int64
+	// vanishRate is the share of hot-key holders that never release.
+	vanishRate float64
+}
+
+func newWorkload(addrs []string, h *history) *workload {
+	return &workload{
+		clients:     6,
+		hotKeys:     []string{"hot/a", "hot/b", "hot/c"},
+		hotTTLs:     []time.Duration{time.Second, 1500 * time.Millisecond, 2 * time.Second},
+		durableKeys: []string{"durable/a", "durable/b", "durable/c", "durable/d"},
+		durableTTL:  10 * time.Minute,
+		maxOps:      100000,
+		addrs:       addrs,
+		h:           h,
+		vanishRate:  0.15,
+	}
+}
+
+// gaveUp starts the error of a waiting acquire that ran out of time.
+const gaveUp = "gave up waiting"
+
+// opTimeout bounds one client call (failover and retries included).
+const opTimeout = 3 * time.Second
+
+// run starts the clients and returns when ctx ends and every client has
+// finished its last operation.
+func (w *workload) run(ctx context.Context) error {
+	clients := make([]*client.Client, w.clients)
+	for id := range clients {
+		cl, err := client.New(client.Config{Addrs: w.addrs, Timeout: opTimeout})
+		if err != nil {
+			for _, c := range clients[:id] {
+				_ = c.Close()
+			}
+			return err
+		}
+		clients[id] = cl
+	}
+	var wg sync.WaitGroup
+	for id, cl := range clients {
+		wg.Go(func() {
+			defer func() { _ = cl.Close() }()
+			r := rand.New(rand.NewPCG(uint64(id), uint64(time.Now().UnixNano())))
+			c := &workClient{w: w, id: id, cl: cl, r: r}
+			for i := 0; i < w.maxOps && ctx.Err() == nil; i++ {
+				if r.Float64() < 0.6 {
+					c.hotSession(ctx)
+				} else {
+					c.durableSession(ctx)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	return nil
+}
+
+// workClient is one client of the workload.
+type workClient struct {
+	w  *workload
+	id int
+	cl *client.Client
+	r  *rand.Rand
+}
+
+func (c *workClient) newOwner() string {
+	return fmt.Sprintf("c%d-%d", c.id, c.w.seq.Add(1))
+}
+
+// record runs fn as one operation and adds it to the history.
+func (c *workClient) record(o op, fn func(ctx context.Context) (outcome, uint64, string, error)) op {
+	o.client = c.id
+	o.start = c.w.h.now()
+	ctx, cancel := context.WithTimeout(context.Background(), opTimeout+time.Second)
+	res, fence, holder, err := fn(ctx)
+	cancel()
+	o.end = c.w.h.now()
+	o.result, o.fence, o.holder = res, fence, holder
+	if err != nil {
+		o.result = resUnknown
+		o.err = shortErr(err)
+	}
+	return c.w.h.add(o)
+}
+
+// shortErr keeps an error readable in a history line.
+func shortErr(err error) string {
+	s := err.Error()
+	if errors.Is(err, drivers.ErrUnavailable) {
+		s = "unavailable: " + s
+	}
+	if len(s) > 120 {
+		s = s[:120] + "..."
+	}
+	return strings.ReplaceAll(s, "\n", " ")
+}
+
+func (c *workClient) acquire(key, owner string, ttl time.Duration) op {
+	return c.record(op{key: key, owner: owner, kind: opAcquire, ttl: ttl}, func(ctx context.Context) (outcome, uint64, string, error) {
+		fence, ok, err := c.cl.Acquire(ctx, key, owner, ttl)
+		if !ok {
+			return resFail, 0, "", err
+		}
+		return resOK, fence, "", err
+	})
+}
+
+// acquireWait queues for key for at most wait (the server holds the
+// request); not getting the lock in time is a definite "fail" only when
+// the server said so, otherwise unknown.
+func (c *workClient) acquireWait(key, owner string, ttl, wait time.Duration) op {
+	return c.record(op{key: key, owner: owner, kind: opWait, ttl: ttl}, func(ctx context.Context) (outcome, uint64, string, error) {
+		wctx, cancel := context.WithTimeout(ctx, wait)
+		defer cancel()
+		fence, err := c.cl.AcquireWait(wctx, key, owner, ttl, drivers.WaitOptions{})
+		if err != nil && wctx.Err() != nil && ctx.Err() == nil {
+			// The client gives up by cancelling its context, and then
+			// releases what may have been granted meanwhile: unknown.
+			return resUnknown, 0, "", fmt.Errorf("%s: %w", gaveUp, err)
+		}
+		if err != nil {
+			return resUnknown, 0, "", err
+		}
+		return resOK, fence, "", nil
+	})
+}
+
+func (c *workClient) extend(key, owner string, ttl time.Duration) op {
+	return c.record(op{key: key, owner: owner, kind: opExtend, ttl: ttl}, func(ctx context.Context) (outcome, uint64, string, error) {
+		ok, err := c.cl.Extend(ctx, key, owner, ttl)
+		if !ok {
+			return resFail, 0, "", err
+		}
+		return resOK, 0, "", err
+	})
+}
+
+func (c *workClient) release(key, owner string) op {
+	return c.record(op{key: key, owner: owner, kind: opRelease}, func(ctx context.Context) (outcome, uint64, string, error) {
+		ok, err := c.cl.Release(ctx, key, owner)
+		if !ok {
+			return resFail, 0, "", err
+		}
+		return resOK, 0, "", err
+	})
+}
+
+func (c *workClient) get(key string) op {
+	return c.record(op{key: key, kind: opGet}, func(ctx context.Context) (outcome, uint64, string, error) {
+		info, found, err := c.cl.Get(ctx, key)
+		if !found {
+			return resFail, 0, "", err
+		}
+		return resOK, info.Fence, info.Owner, err
+	})
+}
+
+// releaseUntilKnown releases, again while the answer is unknown (each try
+// recorded), at most a few times.
+func (c *workClient) releaseUntilKnown(key, owner string) {
+	for range 4 {
+		if c.release(key, owner).result != resUnknown {
+			return
+		}
+	}
+}
+
+// sleepCtx waits d or until ctx ends; it reports whether ctx is still live.
+func sleepCtx(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
+	}
+}
+
+// hotSession takes a hot key, holds it while refreshing, and releases it
+// or vanishes.
+func (c *workClient) hotSession(ctx context.Context) {
+	key := c.w.hotKeys[c.r.IntN(len(c.w.hotKeys))]
+	ttl := c.w.hotTTLs[c.r.IntN(len(c.w.hotTTLs))]
+	owner := c.newOwner()
+	var got op
+	if c.r.IntN(2) == 0 {
+		got = c.acquire(key, owner, ttl)
+	} else {
+		got = c.acquireWait(key, owner, ttl, time.Duration(100+c.r.IntN(400))*time.Millisecond)
+	}
+	if got.result != resOK {
+		if got.result == resFail {
+			sleepCtx(ctx, time.Duration(c.r.IntN(50))*time.Millisecond)
+		}
+		return
+	}
+	// Hold for up to twice the TTL, refreshing every TTL/3.
+	hold := time.Duration(c.r.Int64N(int64(2 * ttl)))
+	deadline := time.Now().Add(hold)
+	for time.Now().Before(deadline) {
+		if !sleepCtx(ctx, min(ttl/3, time.Until(deadline))) {
+			return // the run ends: vanish
+		}
+		var ref op
+		if c.r.IntN(4) == 0 {
+			ref = c.acquire(key, owner, ttl) // a refresh: same owner
+		} else {
+			ref = c.extend(key, owner, ttl)
+		}
+		if ref.result == resFail {
+			return // lost: nothing to release
+		}
+		if ref.result == resUnknown {
+			break // give up the lock
+		}
+	}
+	if c.r.Float64() < c.w.vanishRate {
+		return // a holder that crashed: the lock expires
+	}
+	c.releaseUntilKnown(key, owner)
+}
+
+// durableSession reads a durable key or takes it for a short while; a
+// holder still holding when the run ends keeps its lock (for the restart
+// check).
+func (c *workClient) durableSession(ctx context.Context) {
+	key := c.w.durableKeys[c.r.IntN(len(c.w.durableKeys))]
+	if c.r.IntN(4) == 0 {
+		c.get(key)
+		return
+	}
+	owner := c.newOwner()
+	got := c.acquire(key, owner, c.w.durableTTL)
+	switch got.result {
+	case resFail:
+		sleepCtx(ctx, time.Duration(c.r.IntN(50))*time.Millisecond)
+		return
+	case resUnknown:
+		// It may have been granted: give it back, or the key stays taken
+		// for the whole TTL.
+		c.releaseUntilKnown(key, owner)
+		return
+	}
+	if !sleepCtx(ctx, time.Duration(c.r.IntN(300))*time.Millisecond) {
+		return // the run ends while held
+	}
+	if c.r.IntN(3) == 0 {
+		c.extend(key, owner, c.w.durableTTL)
+	}
+	if c.r.IntN(3) == 0 {
+		c.get(key)
+	}
+	c.releaseUntilKnown(key, owner)
+}
+
+// newReadClient is a client like the workload's, for the checks.
+func newReadClient(addrs []string) (*client.Client, error) {
+	return client.New(client.Config{Addrs: addrs, Timeout: opTimeout})
+}

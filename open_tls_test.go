@@ -1,0 +1,118 @@
+package lock_test
+
+import (
+	"context"
+	"errors"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/zerotal/lock"
+	"github.com/zerotal/lock/client"
+	"github.com/zerotal/lock/cluster"
+	"github.com/zerotal/lock/internal/loopback"
+	"github.com/zerotal/lock/internal/testtls"
+)
+
+// startTLSNode starts a one-node cluster with mutual TLS and returns its
+// host:port and the CA.
+func startTLSNode(t *testing.T) (string, *testtls.CA) {
+	t.Helper()
+	ca := testtls.NewCA(t, "cluster")
+	pair := ca.Issue(t, "n1")
+	raftAddr, err := loopback.FreeAddr()
+	if err != nil {
+		t.Fatal(err)
+	}
+	n, err := cluster.NewNode(t.Context(), cluster.Config{
+		ID: "n1", DataDir: filepath.Join(t.TempDir(), "n1"), RaftAddr: raftAddr, HTTPAddr: "127.0.0.1:0",
+		ClusterID: "tls-test",
+		TLS:       cluster.TLSConfig{CertFile: pair.CertFile, KeyFile: pair.KeyFile, CAFile: ca.File, RequireClientCert: true},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if err := n.Shutdown(ctx); err != nil {
+			t.Errorf("shutdown: %v", err)
+		}
+	})
+	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
+	defer cancel()
+	if err := n.WaitForLeader(ctx); err != nil {
+		t.Fatal(err)
+	}
+	return n.HTTPAddr(), ca
+}
+
+// lock.Open reaches a mutual-TLS cluster from the environment alone:
+// LOCK_CLUSTER_ADDRS, LOCK_CLUSTER_CA, LOCK_CLUSTER_CERT, LOCK_CLUSTER_KEY
+// and LOCK_CLUSTER_ID.
+func TestOpen_ClusterOverMutualTLSFromEnv(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a cluster node")
+	}
+	addr, ca := startTLSNode(t)
+	app := ca.Issue(t, "app")
+	t.Setenv(lock.EnvDriver, "")
+	t.Setenv(lock.EnvClusterAddrs, addr)
+	t.Setenv(lock.EnvClusterCA, ca.File)
+	t.Setenv(lock.EnvClusterCert, app.CertFile)
+	t.Setenv(lock.EnvClusterKey, app.KeyFile)
+	t.Setenv(lock.EnvClusterID, "tls-test")
+	cfg, err := lock.ConfigFromEnv()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Driver != "cluster" || cfg.Cluster.CAFile != ca.File || cfg.Cluster.CertFile != app.CertFile ||
+		cfg.Cluster.KeyFile != app.KeyFile || cfg.Cluster.ClusterID != "tls-test" {
+		t.Fatalf("ConfigFromEnv = %v", cfg)
+	}
+	m, err := lock.Open(t.Context(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	ran := false
+	if err := m.Try(t.Context(), "tls-job", 5*time.Second, func(context.Context, *lock.Lock) error {
+		ran = true
+		return nil
+	}); err != nil || !ran {
+		t.Fatalf("Try over mutual TLS: ran %v, err %v", ran, err)
+	}
+
+	// Without the client certificate the same Manager setup fails with a
+	// TLS error that says what to set.
+	cfg.Cluster.CertFile, cfg.Cluster.KeyFile = "", ""
+	m2, err := lock.Open(t.Context(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m2.Close()
+	err = m2.Try(t.Context(), "tls-job", 5*time.Second, func(context.Context, *lock.Lock) error { return nil })
+	if !errors.Is(err, client.ErrTLS) || !strings.Contains(err.Error(), "LOCK_CLUSTER_CERT") {
+		t.Fatalf("without a client certificate: %v, want client.ErrTLS naming LOCK_CLUSTER_CERT", err)
+	}
+}
+
+// A certificate without its key is a configuration error, and the
+// configuration prints the file names but never the token.
+func TestConfig_ClusterTLSFields(t *testing.T) {
+	cfg := lock.Config{Driver: "cluster", Cluster: lock.ClusterConfig{Addrs: []string{"h:1"}, Token: secret, CertFile: "app.pem"}}
+	if err := cfg.Validate(); !errors.Is(err, lock.ErrInvalid) || !strings.Contains(err.Error(), "KeyFile") {
+		t.Fatalf("Validate = %v, want ErrInvalid naming KeyFile", err)
+	}
+	cfg.Cluster.KeyFile, cfg.Cluster.CAFile = "app-key.pem", "ca.pem"
+	s := cfg.String()
+	for _, want := range []string{"app.pem", "app-key.pem", "ca.pem"} {
+		if !strings.Contains(s, want) {
+			t.Errorf("String() = %s lacks %s", s, want)
+		}
+	}
+	if strings.Contains(s, secret) {
+		t.Errorf("String() = %s shows the token", s)
+	}
+}
