@@ -85,10 +85,20 @@ type ClusterConfig struct {
 	ClusterID string
 }
 
-// String prints the configuration with the token redacted.
+// String prints the configuration with the token redacted; the TLS files
+// and the cluster ID only when set.
 func (c ClusterConfig) String() string {
-	return fmt.Sprintf("{Addrs:%q Token:%s CAFile:%q CertFile:%q KeyFile:%q ClusterID:%q}",
-		c.Addrs, redactSecret(c.Token), c.CAFile, c.CertFile, c.KeyFile, c.ClusterID)
+	var b strings.Builder
+	fmt.Fprintf(&b, "{Addrs:%q Token:%s", c.Addrs, redactSecret(c.Token))
+	for _, f := range []struct{ name, value string }{
+		{"CAFile", c.CAFile}, {"CertFile", c.CertFile}, {"KeyFile", c.KeyFile}, {"ClusterID", c.ClusterID},
+	} {
+		if f.value != "" {
+			fmt.Fprintf(&b, " %s:%q", f.name, f.value)
+		}
+	}
+	b.WriteString("}")
+	return b.String()
 }
 
 // GoString is String, so that %#v does not print the token either.

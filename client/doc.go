@@ -18,4 +18,23 @@
 // drivers.ErrUnavailable, 400 and 413 match drivers.ErrInvalid, 429 matches
 // drivers.ErrFull and 401 matches ErrUnauthorized. The token never appears
 // in an error or a log line.
+//
+// # TLS
+//
+// For a cluster that serves https, give the CA that signs the nodes'
+// certificates (CAFile, or a *tls.Config in TLS), and for mutual TLS a
+// client certificate (CertFile, KeyFile); bare host:port addresses then
+// mean https:
+//
+//	c, err := client.New(client.Config{
+//		Addrs:  []string{"10.0.0.1:7001", "10.0.0.2:7001", "10.0.0.3:7001"},
+//		CAFile: "/etc/lock/ca.pem", CertFile: "/etc/lock/app.pem", KeyFile: "/etc/lock/app-key.pem",
+//		ClusterID: "prod-locks",
+//	})
+//
+// A handshake that cannot succeed (an untrusted certificate, a missing
+// client certificate, https against a plain node or the reverse) is
+// ErrTLS at once, with what to set, and is not retried on other nodes.
+// With ClusterID set, a node of another cluster answers 403 and the call
+// fails with ErrWrongCluster.
 package client

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"hash/fnv"
 	"io"
+	"math"
 	"os"
 	"strings"
 )
@@ -29,15 +30,20 @@ func checkBoltFile(path string) error {
 	if err != nil {
 		return err
 	}
-	m, err := readBoltMeta(f, info.Size())
+	return checkBolt(f, info.Size())
+}
+
+// checkBolt checks the bbolt file of size bytes that r reads.
+func checkBolt(r io.ReaderAt, size int64) error {
+	m, err := readBoltMeta(r, size)
 	if err != nil {
 		return err
 	}
-	if need := int64(m.highWater) * int64(m.pageSize); info.Size() < need {
-		return fmt.Errorf("truncated: %d bytes, but its meta page (transaction %d) uses %d pages of %d bytes (%d bytes)",
-			info.Size(), m.txid, m.highWater, m.pageSize, need)
+	if need := int64(m.highWater) * int64(m.pageSize); m.highWater > math.MaxInt64/uint64(m.pageSize) || size < need {
+		return fmt.Errorf("truncated: %d bytes, but its meta page (transaction %d) uses %d pages of %d bytes",
+			size, m.txid, m.highWater, m.pageSize)
 	}
-	w := &boltWalker{r: f, meta: m, seen: map[uint64]bool{}}
+	w := &boltWalker{r: r, meta: m, seen: map[uint64]bool{}}
 	return w.bucket(m.root, nil, 0)
 }
 
@@ -182,6 +188,10 @@ func (w *boltWalker) elements(p []byte, id uint64, depth int) error {
 	flags, count := le.Uint16(p[8:]), int(le.Uint16(p[10:]))
 	if boltPageHeader+count*boltElemSize > len(p) {
 		return fmt.Errorf("%d elements do not fit in %d bytes", count, len(p))
+	}
+	if flags == boltBranchPage && count == 0 {
+		// bbolt's cursor reads the first element of every branch page.
+		return errors.New("branch page without elements")
 	}
 	for i := 0; i < count; i++ {
 		at := boltPageHeader + i*boltElemSize

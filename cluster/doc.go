@@ -71,10 +71,49 @@
 //	GET  /metrics, GET /healthz
 //
 // Every error is {"code","message"} with code invalid (400), unauthorized
-// (401), not_found (404), not_acquired (409, with "holder_ttl_ms" when
-// known), too_large (413), full (429) or unavailable (503: no leader, no
-// quorum, leadership moved, shutting down; safe to retry elsewhere); one
-// function, classify, maps errors to them.
+// (401), wrong_cluster (403), not_found (404), not_acquired (409, with
+// "holder_ttl_ms" when known), too_large (413), full (429) or unavailable
+// (503: no leader, no quorum, leadership moved, shutting down; safe to
+// retry elsewhere); one function, classify, maps errors to them.
+//
+// # Security
+//
+// Config.Token is compared as SHA-256 digests in constant time. It, and
+// URLs with credentials, never appear in logs or errors.
+//
+// Config.TLS (cert, key, CA; optionally RequireClientCert) serves the API
+// over https and runs raft over mutual TLS: raft has no token, so a raft
+// peer must present a certificate signed by the CA whether or not API
+// clients must. Node-to-node HTTP (join, forwarding) uses https and
+// presents the node's certificate, so node certificates are valid for
+// server and client auth and name the node's raft and HTTP hosts. Members
+// publish host:port only; every node of a cluster uses TLS or none. Use a
+// CA dedicated to the cluster: any certificate it signs is a valid peer.
+// A renewed node certificate (its files replaced) is used from the next
+// handshake on, within a second; a new CA needs a restart.
+//
+// Config.ClusterID (default "lockcluster") is stored in the data dir's
+// stable store on first start. A node refuses to start on a data dir that
+// holds raft state of another cluster, a join names the ID and a member of
+// another cluster refuses it (403 wrong_cluster, not retried), every raft
+// connection opens with a handshake naming it (a peer of another cluster
+// is dropped and logged), and a request that carries X-Lock-Cluster-Id
+// with another ID is refused with 403.
+//
+// # Limits
+//
+// Key (1024 bytes) and owner (1024 bytes) lengths, TTL (1ms to 7 days),
+// wait (capped at MaxWait) and body size (64 KiB, 413) are checked at the
+// API. The replicated table holds at most MaxKeys locks (default 100,000)
+// and MaxWaitersPerKey waiters per key (default 1,000); beyond them an
+// acquire is answered 429 "full". Each node holds at most MaxWaits
+// waiting requests open at once (default 4,096, forwarded ones included),
+// since each costs a goroutine and a socket; beyond it a waiting acquire
+// is answered 429 "full" with Retry-After at once, while acquires without
+// a wait and releases still pass. There is no per-client rate limit: the
+// cluster knows clients only by one shared token, the caps above bound
+// memory whatever the rate, and group commit absorbs bursts; a proxy in
+// front is the place for per-client quotas.
 //
 // # Metrics
 //

@@ -270,3 +270,88 @@ func TestLimits_WaiterFloodOnOneKeyIsBounded(t *testing.T) {
 		return c.get(addr, "hot").num("waiters") == 0
 	})
 }
+
+// BenchmarkLimitWaits measures what the wait cap adds to an acquire's body
+// handling: "bare" decodes the body as the handler does, "gated" first
+// passes the limiter (which reads and parses the body once more).
+func BenchmarkLimitWaits(b *testing.B) {
+	body := `{"key":"orders/12345","owner":"3f2a9c0e1b7d4a6f","ttl_ms":30000,"wait_ms":5000}`
+	decode := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var req acquireRequest
+		if err := decodeBody(w, r, &req); err != nil {
+			b.Fatal(err)
+		}
+	})
+	n := &Node{cfg: Config{ID: "n1", MaxWaits: 1 << 20}}
+	for _, bc := range []struct {
+		name string
+		h    http.Handler
+	}{{"bare", decode}, {"gated", n.limitWaits(decode)}} {
+		b.Run(bc.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				r, err := http.NewRequest(http.MethodPost, "/v1/acquire", strings.NewReader(body))
+				if err != nil {
+					b.Fatal(err)
+				}
+				bc.h.ServeHTTP(discardWriter{}, r)
+			}
+		})
+	}
+}
+
+// discardWriter is a ResponseWriter that keeps nothing.
+type discardWriter struct{}
+
+func (discardWriter) Header() http.Header         { return http.Header{} }
+func (discardWriter) Write(p []byte) (int, error) { return len(p), nil }
+func (discardWriter) WriteHeader(int)             {}
+
+// Each input limit holds at its boundary over HTTP: the largest allowed
+// value is served, one more is refused with a message naming the field
+// and the limit.
+func TestLimits_InputBoundariesOverHTTP(t *testing.T) {
+	nodes := startCluster(t, 1, nil)
+	addr := nodes[0].HTTPAddr()
+	hc := floodClient(t)
+	ctx := t.Context()
+	week := drivers.MaxTTL
+	cases := []struct {
+		name        string
+		key, owner  string
+		ttl         time.Duration
+		status      int
+		field, more string
+	}{
+		{"longest key", strings.Repeat("k", drivers.MaxKeyLen), "o", time.Second, http.StatusOK, "", ""},
+		{"key one byte over", strings.Repeat("k", drivers.MaxKeyLen+1), "o", time.Second, http.StatusBadRequest, "key", "1024"},
+		{"longest owner", "owner-limit", strings.Repeat("o", maxOwnerLen), time.Second, http.StatusOK, "", ""},
+		{"owner one byte over", "owner-limit-2", strings.Repeat("o", maxOwnerLen+1), time.Second, http.StatusBadRequest, "owner", "1024"},
+		{"shortest ttl", "ttl-1", "o", time.Millisecond, http.StatusOK, "", ""},
+		{"longest ttl", "ttl-2", "o", week, http.StatusOK, "", ""},
+		{"ttl one ms over", "ttl-3", "o", week + time.Millisecond, http.StatusBadRequest, "ttl_ms", "out of range"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			a := postAcquire(ctx, hc, addr, tc.key, tc.owner, tc.ttl, 0)
+			if a.status != tc.status {
+				t.Fatalf("status %d, want %d: %+v", a.status, tc.status, a)
+			}
+			if tc.status != http.StatusOK && (a.code != codeInvalid || !strings.Contains(a.msg, tc.field) || !strings.Contains(a.msg, tc.more)) {
+				t.Fatalf("answer %+v: want code invalid naming %q and %q", a, tc.field, tc.more)
+			}
+		})
+	}
+	// A body just under the limit is read (and refused for its content);
+	// one byte over is 413.
+	pad := func(n int) string {
+		head := `{"key":"k","owner":"o","ttl_ms":1000,"pad":"`
+		return head + strings.Repeat("x", n-len(head)-2) + `"}`
+	}
+	if a := postRaw(ctx, hc, addr, "/v1/acquire", pad(maxBodyBytes)); a.status != http.StatusBadRequest || !strings.Contains(a.msg, "pad") {
+		t.Fatalf("body at the limit: %+v, want 400 for the unknown field", a)
+	}
+	if a := postRaw(ctx, hc, addr, "/v1/acquire", pad(maxBodyBytes+1)); a.status != http.StatusRequestEntityTooLarge || a.code != codeTooLarge {
+		t.Fatalf("body one byte over: %+v, want 413", a)
+	}
+}

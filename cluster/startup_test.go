@@ -372,3 +372,22 @@ func TestStartup_CleanDataDirStartsComplete(t *testing.T) {
 	cfg, locks := dataDirWithLocks(t, 2, true)
 	mustStartComplete(t, cfg, locks)
 }
+
+// A raft.db swapped for a new, valid but empty one (say, restored from the
+// wrong backup) would start from the snapshot alone, losing every grant
+// after it and the node's term and vote.
+func TestStartup_ReplacedRaftDBIsRefused(t *testing.T) {
+	cfg, _ := dataDirWithLocks(t, 1, false)
+	path := filepath.Join(cfg.DataDir, "raft.db")
+	if err := os.Remove(path); err != nil {
+		t.Fatal(err)
+	}
+	s, err := raftboltdb.New(boltStoreOptions(path))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	mustRefuse(t, cfg, path, "no current term")
+}

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"net"
 	"os"
+
+	"github.com/hashicorp/go-hclog"
 )
 
 // TLSConfig turns on TLS for a node's HTTP API, for the node-to-node HTTP
@@ -19,7 +21,9 @@ import (
 // the hosts or IPs of its RaftAddr and advertised HTTP address. The raft
 // transport is always mutual TLS: raft has no token, so a peer proves it
 // belongs with a certificate signed by CAFile. Use a CA dedicated to the
-// cluster: any certificate it signed is accepted as a peer.
+// cluster: any certificate it signed is accepted as a peer. A renewed
+// certificate (its files replaced) takes effect within a second, at the
+// next handshake; a new CA needs a restart.
 type TLSConfig struct {
 	// CertFile and KeyFile are the node's PEM certificate (chain) and key.
 	CertFile string
@@ -68,7 +72,7 @@ func (n *Node) setupTLS() error {
 	if !n.cfg.TLS.Enabled() {
 		return nil
 	}
-	s, err := loadTLS(n.cfg.TLS)
+	s, err := loadTLS(n.cfg.TLS, n.log.Named("tls"))
 	if err != nil {
 		return err
 	}
@@ -77,20 +81,25 @@ func (n *Node) setupTLS() error {
 	return nil
 }
 
-// loadTLS reads the files of an enabled c.
-func loadTLS(c TLSConfig) (*tlsSetup, error) {
+// loadTLS reads the files of an enabled c. The node's certificate is
+// reloaded when its files change; the CA is read once.
+func loadTLS(c TLSConfig, log hclog.Logger) (*tlsSetup, error) {
 	if err := c.Validate(); err != nil {
 		return nil, err
 	}
-	cert, err := tls.LoadX509KeyPair(c.CertFile, c.KeyFile)
+	certs, err := newCertReloader(c.CertFile, c.KeyFile, log)
 	if err != nil {
-		return nil, fmt.Errorf("cluster: TLS certificate %s with key %s: %w", c.CertFile, c.KeyFile, err)
+		return nil, err
 	}
 	pool, err := loadCAPool(c.CAFile)
 	if err != nil {
 		return nil, err
 	}
-	base := &tls.Config{MinVersion: tls.VersionTLS12, Certificates: []tls.Certificate{cert}}
+	base := &tls.Config{
+		MinVersion:           tls.VersionTLS12,
+		GetCertificate:       certs.getCertificate,
+		GetClientCertificate: certs.getClientCertificate,
+	}
 	httpServer := base.Clone()
 	if c.RequireClientCert {
 		httpServer.ClientAuth = tls.RequireAndVerifyClientCert

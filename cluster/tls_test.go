@@ -232,3 +232,33 @@ func TestTLS_BadFilesNameTheFile(t *testing.T) {
 		})
 	}
 }
+
+// A renewed certificate written over the node's files is served from the
+// next handshake on, without a restart.
+func TestTLS_RenewedCertificateIsServedWithoutRestart(t *testing.T) {
+	files := newTLSFiles(t, "n1")
+	nodes := startCluster(t, 1, func(c *Config) { c.TLS = files.config(c.ID, false) })
+	roots := caPool(t, files.ca.File)
+	served := func() string {
+		t.Helper()
+		conn, err := tls.DialWithDialer(&net.Dialer{Timeout: 5 * time.Second}, "tcp", nodes[0].HTTPAddr(),
+			&tls.Config{RootCAs: roots, MinVersion: tls.VersionTLS12})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer conn.Close()
+		return conn.ConnectionState().PeerCertificates[0].SerialNumber.String()
+	}
+	first := served()
+	renewed := files.ca.Issue(t, "n1") // same files, new certificate
+	if renewed != files.nodes["n1"] {
+		t.Fatalf("the renewal went to other files: %+v", renewed)
+	}
+	waitFor(t, 10*time.Second, "the renewed certificate to be served", func() bool { return served() != first })
+	// The cluster still works over the renewed certificate.
+	status, body, err := postJSON(httpsClient(t, roots, nil), "https://"+nodes[0].HTTPAddr()+"/v1/acquire",
+		map[string]any{"key": "renewed", "owner": "o", "ttl_ms": 1000})
+	if err != nil || status != http.StatusOK {
+		t.Fatalf("acquire after renewal: %d %v %v", status, body, err)
+	}
+}

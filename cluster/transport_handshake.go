@@ -64,9 +64,21 @@ type handshakeConn struct {
 	err       error
 }
 
+// handshakeTimeout bounds the TLS handshake and the cluster handshake of
+// an inbound raft connection: a peer that connects and stays silent must
+// not hold a goroutine and a socket for ever.
+const handshakeTimeout = 10 * time.Second
+
 func (c *handshakeConn) Read(p []byte) (int, error) {
 	c.once.Do(func() {
-		if err := readHandshake(c.Conn, c.clusterID); err != nil {
+		err := c.SetReadDeadline(time.Now().Add(handshakeTimeout))
+		if err == nil {
+			err = readHandshake(c.Conn, c.clusterID)
+		}
+		if err == nil {
+			err = c.SetReadDeadline(time.Time{}) // raft sets its own from here on
+		}
+		if err != nil {
 			c.err = fmt.Errorf("raft connection from %s refused: %w", c.RemoteAddr(), err)
 		}
 	})

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"bytes"
+	"context"
 	"encoding/binary"
 	"errors"
 	"hash/crc32"
@@ -100,4 +101,52 @@ func fuzzDecode(t *testing.T, b []byte) {
 	if !bytes.Equal(again.encode(), once) {
 		t.Fatal("encoding is not stable")
 	}
+}
+
+// FuzzRestore drives Engine.Restore: a snapshot it refuses matches
+// ErrCorruptSnapshot, agrees with CheckSnapshot, and leaves the table as
+// it was; one it accepts is what the engine then snapshots, stably.
+func FuzzRestore(f *testing.F) {
+	tb := newTable(0, 0)
+	for _, c := range []Command{acq("a", "x", 100, t0), acq("b", "y", time.Second, t0), acqWait("b", "z", 100, t0)} {
+		tb.applyCommand(&c)
+	}
+	known := tb.encode()
+	f.Add(known)
+	f.Add(newTable(0, 0).encode())
+	f.Add(known[:len(known)-1])
+	e, err := New(Config{Replicated: true})
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Cleanup(func() { _ = e.Close() })
+	f.Fuzz(func(t *testing.T, b []byte) {
+		ctx := context.Background()
+		if err := e.Restore(ctx, known); err != nil {
+			t.Fatal(err)
+		}
+		checkErr := CheckSnapshot(b)
+		if err := e.Restore(ctx, b); err != nil {
+			if !errors.Is(err, ErrCorruptSnapshot) || !errors.Is(checkErr, ErrCorruptSnapshot) {
+				t.Fatalf("Restore = %v, CheckSnapshot = %v; want both to match ErrCorruptSnapshot", err, checkErr)
+			}
+			if got, err := e.Snapshot(ctx); err != nil || !bytes.Equal(got, known) {
+				t.Fatalf("a refused snapshot changed the table (%v)", err)
+			}
+			return
+		}
+		if checkErr != nil {
+			t.Fatalf("Restore accepted what CheckSnapshot refuses: %v", checkErr)
+		}
+		once, err := e.Snapshot(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := e.Restore(ctx, once); err != nil {
+			t.Fatalf("the engine refuses its own snapshot: %v", err)
+		}
+		if again, err := e.Snapshot(ctx); err != nil || !bytes.Equal(again, once) {
+			t.Fatalf("snapshot after restoring a snapshot differs (%v)", err)
+		}
+	})
 }

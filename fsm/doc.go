@@ -9,6 +9,15 @@
 // with IgnorableFlag set may be skipped by a node that does not know it;
 // any other unknown type is a decoding error.
 //
+// A committed entry that does not decode stops the node: ApplyBatch panics
+// with a *CorruptEntryError before applying any entry of its batch.
+// Skipping it could drop a grant, and the nodes would disagree about who
+// holds the lock. Encode refuses every value Decode would refuse, so no
+// request can write such an entry; it can only come from damage or from a
+// newer version. Snapshot bytes that Restore refuses match
+// ErrCorruptSnapshot and leave the state as it was; CheckSnapshot gives
+// the same verdict without an FSM.
+//
 // # Determinism
 //
 // The FSM never reads a clock: time arrives in each entry (Entry.Now,

@@ -44,7 +44,7 @@ type Response struct {
 	Index  uint64
 	Type   EntryType
 	Result engine.Result // lock entries
-	Err    error         // decode failure, engine failure or per-command error
+	Err    error         // engine failure or per-command error
 }
 
 // FSM applies committed log entries to an engine in replicated mode. Apply
@@ -119,7 +119,9 @@ func (f *FSM) Apply(l *raft.Log) interface{} {
 }
 
 // ApplyBatch applies a committed batch with one engine.Apply call. Every
-// grant made by an entry gets that entry's Raft index as its fence.
+// grant made by an entry gets that entry's Raft index as its fence. An
+// entry that does not decode stops the node with a panic holding a
+// *CorruptEntryError, before any entry of the batch is applied.
 func (f *FSM) ApplyBatch(logs []*raft.Log) []interface{} {
 	resps := make([]interface{}, len(logs))
 	entries := f.decodeBatch(logs)

@@ -53,8 +53,12 @@ type op struct {
 
 func (o op) String() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "#%-5d %9.3fs..%9.3fs c%-2d %-12s %-10s owner=%-10s %-7s", o.id,
-		o.start.Seconds(), o.end.Seconds(), o.client, o.kind, o.key, o.owner, o.result)
+	owner := "owner=" + o.owner
+	if o.owner == "" {
+		owner = ""
+	}
+	fmt.Fprintf(&b, "#%-5d %9.3fs..%9.3fs c%-2d %-12s %-18s %-16s %-7s", o.id,
+		o.start.Seconds(), o.end.Seconds(), o.client, o.kind, o.key, owner, o.result)
 	if o.fence != 0 {
 		fmt.Fprintf(&b, " fence=%d", o.fence)
 	}

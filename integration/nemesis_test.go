@@ -13,6 +13,20 @@ import (
 	"github.com/anishathalye/porcupine"
 )
 
+// The nemesis suite: a workload of several clients (nemesis_workload_test.go)
+// runs against three lockcluster processes built with -tags faults
+// (cluster/faults_on.go), whose node-to-node connections go through
+// proxies in the test process (proxy_test.go) and whose clocks the test
+// skews at run time (nemesis_cluster_test.go). The nemesis
+// (nemesis_faults_test.go) kills, restarts, pauses, partitions and skews
+// nodes; every operation is recorded (history_test.go) and the history is
+// checked by the checker (checker_test.go) and by porcupine against a
+// sequential lock model (porcupine_test.go). The short run is part of
+// the ordinary test run; TestSoak (soak_test.go) is the long one.
+//
+//	go test -race -count=1 -run 'TestNemesis|TestChecker|TestPorcupine' ./integration/
+//	ZEROTAL_SOAK=10m go test -race -count=1 -run TestSoak -timeout 0 ./integration/
+
 // holdFor is how long a fault of kind lasts.
 func holdFor(kind faultKind) time.Duration {
 	switch kind {
@@ -132,8 +146,9 @@ func runNemesis(t *testing.T, seed uint64, schedule func(context.Context, *nemes
 	rep.DurableHeld = held
 
 	var durable []op
+	long := w.longKeys()
 	for _, o := range ops {
-		if slices.Contains(w.durableKeys, o.key) {
+		if slices.Contains(long, o.key) {
 			durable = append(durable, o)
 		}
 	}
@@ -141,13 +156,20 @@ func runNemesis(t *testing.T, seed uint64, schedule func(context.Context, *nemes
 	rep.Porcupine = map[porcupine.CheckResult]string{
 		porcupine.Ok: "linearizable", porcupine.Illegal: "NOT linearizable", porcupine.Unknown: "timed out (undecided)",
 	}[res]
-	rep.Porcupine += fmt.Sprintf(" (%d operations on %d durable keys)", len(durable), len(w.durableKeys))
+	rep.Porcupine += fmt.Sprintf(" (%d operations on %d long-TTL keys)", len(durable), len(long))
 
 	t.Logf("report:\n%s", rep)
+	logSlowRecoveries(t, ops, nem.records)
 	if dir := os.Getenv("ZEROTAL_NEMESIS_REPORT_DIR"); dir != "" {
 		name := strings.ReplaceAll(t.Name(), "/", "_")
 		_ = os.WriteFile(filepath.Join(dir, name+".json"), rep.JSON(), 0o644)
 		_ = os.WriteFile(filepath.Join(dir, name+".md"), []byte(rep.String()), 0o644)
+		_ = os.WriteFile(filepath.Join(dir, name+".history.txt"), []byte(formatOps(ops)), 0o644)
+		for _, n := range c.nodes {
+			if b, err := os.ReadFile(n.logPath); err == nil {
+				_ = os.WriteFile(filepath.Join(dir, name+"."+n.id+".log"), b, 0o644)
+			}
+		}
 	}
 	if len(vs) > 0 {
 		t.Errorf("%d violations (seed %d):\n%s", len(vs), seed, formatViolations(vs))
@@ -176,7 +198,8 @@ func readDurable(t *testing.T, w *workload, h *history) []op {
 	}
 	defer func() { _ = cl.cl.Close() }()
 	var reads []op
-	for _, key := range w.durableKeys {
+	keys := w.longKeys()
+	for _, key := range keys {
 		for range 10 {
 			r := cl.get(key)
 			if r.result != resUnknown {
@@ -185,8 +208,8 @@ func readDurable(t *testing.T, w *workload, h *history) []op {
 			}
 		}
 	}
-	if len(reads) != len(w.durableKeys) {
-		t.Errorf("read %d of %d durable keys after the restart", len(reads), len(w.durableKeys))
+	if len(reads) != len(keys) {
+		t.Errorf("read %d of %d long-TTL keys after the restart", len(reads), len(keys))
 	}
 	return reads
 }
@@ -198,5 +221,32 @@ func sampleRSS(ctx context.Context, c *faultCluster, peak map[string]int) {
 		for _, n := range c.nodes {
 			peak[n.id] = max(peak[n.id], n.rssKiB())
 		}
+	}
+}
+
+// logSlowRecoveries shows, for every fault after which writes took more
+// than 5s to resume, the faults and the failed operations of that window.
+func logSlowRecoveries(t *testing.T, ops []op, faults []faultRecord) {
+	t.Helper()
+	for _, f := range faults {
+		next := time.Duration(-1)
+		for _, o := range ops {
+			if isWrite(o) && o.start >= f.end && (next < 0 || o.end < next) {
+				next = o.end
+			}
+		}
+		if next >= 0 && next-f.end < 5*time.Second {
+			continue
+		}
+		var b strings.Builder
+		shown := 0
+		for _, o := range ops {
+			if o.start >= f.start && o.start <= max(next, f.end+5*time.Second) && o.result == resUnknown && shown < 30 {
+				b.WriteString(o.String() + "\n")
+				shown++
+			}
+		}
+		t.Logf("slow recovery after %s of %s (%.3fs..%.3fs, leader %s -> %s): next write at %.3fs; unknown operations:\n%s",
+			f.kind, f.node, f.start.Seconds(), f.end.Seconds(), f.leaderBefore, f.leaderAfter, next.Seconds(), b.String())
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -25,7 +26,9 @@ import (
 //     holds, releases, reads. Nothing expires there, so porcupine checks
 //     them against the sequential lock model; the holders still holding
 //     when the workload stops are checked after a full restart
-//     (property 3).
+//     (property 3). Each client also has a key of its own, with the same
+//     TTL, that it keeps across many sessions and often still holds when
+//     the run ends.
 type workload struct {
 	clients     int
 	hotKeys     []string
@@ -82,9 +85,12 @@ func (w *workload) run(ctx context.Context) error {
 			r := rand.New(rand.NewPCG(uint64(id), uint64(time.Now().UnixNano())))
 			c := &workClient{w: w, id: id, cl: cl, r: r}
 			for i := 0; i < w.maxOps && ctx.Err() == nil; i++ {
-				if r.Float64() < 0.6 {
+				switch x := r.Float64(); {
+				case x < 0.05:
+					c.keepSession()
+				case x < 0.6:
 					c.hotSession(ctx)
-				} else {
+				default:
 					c.durableSession(ctx)
 				}
 			}
@@ -100,6 +106,21 @@ type workClient struct {
 	id int
 	cl *client.Client
 	r  *rand.Rand
+	// keeper is the owner holding this client's own key, "" when free.
+	keeper string
+}
+
+// keepKey is client id's own long-TTL key.
+func keepKey(id int) string { return fmt.Sprintf("durable/keep-c%d", id) }
+
+// longKeys are the keys whose TTL outlasts the run: the shared durable
+// keys and every client's own key.
+func (w *workload) longKeys() []string {
+	out := slices.Clone(w.durableKeys)
+	for id := range w.clients {
+		out = append(out, keepKey(id))
+	}
+	return out
 }
 
 func (c *workClient) newOwner() string {
@@ -296,4 +317,27 @@ func (c *workClient) durableSession(ctx context.Context) {
 // newReadClient is a client like the workload's, for the checks.
 func newReadClient(addrs []string) (*client.Client, error) {
 	return client.New(client.Config{Addrs: addrs, Timeout: opTimeout})
+}
+
+// keepSession takes the client's own key, or refreshes or releases it.
+func (c *workClient) keepSession() {
+	key := keepKey(c.id)
+	if c.keeper == "" {
+		owner := c.newOwner()
+		switch c.acquire(key, owner, c.w.durableTTL).result {
+		case resOK:
+			c.keeper = owner
+		case resUnknown:
+			c.releaseUntilKnown(key, owner)
+		}
+		return
+	}
+	if c.r.IntN(3) == 0 {
+		c.releaseUntilKnown(key, c.keeper)
+		c.keeper = ""
+		return
+	}
+	if c.extend(key, c.keeper, c.w.durableTTL).result == resFail {
+		c.keeper = "" // lost: the checker will say how
+	}
 }
