@@ -552,7 +552,12 @@ func FuzzCheckBolt(f *testing.F) {
 	})
 }
 
+// readBucket reads every key of b and of the buckets nested in it. b is
+// nil for a top-level key that is not a bucket (tx.ForEach passes those).
 func readBucket(b *bbolt.Bucket, depth int) error {
+	if b == nil {
+		return nil
+	}
 	return b.ForEach(func(k, _ []byte) error {
 		if c := b.Bucket(k); c != nil && depth < 8 {
 			return readBucket(c, depth+1)

@@ -30,6 +30,8 @@ type runReport struct {
 	RSSStart    map[string]int `json:"rss_start_kib"`
 	RSSEnd      map[string]int `json:"rss_end_kib"`
 	RSSMax      map[string]int `json:"rss_max_kib"`
+	// RSSQuarters is RSS a quarter, half and three quarters into the run.
+	RSSQuarters map[string][3]int `json:"rss_quarters_kib"`
 	// Restarts counts each node's process restarts (its RSS starts over).
 	Restarts map[string]int `json:"restarts"`
 }
@@ -151,9 +153,11 @@ func (r runReport) String() string {
 	if len(r.Unrecovered) > 0 {
 		fmt.Fprintf(&b, "\nno successful write after: %s\n", strings.Join(r.Unrecovered, "; "))
 	}
-	b.WriteString("\n| node | RSS start | RSS end | RSS max | restarts |\n|---|---:|---:|---:|---:|\n")
+	b.WriteString("\n| node | RSS start | 25% | 50% | 75% | end | max | restarts |\n|---|---:|---:|---:|---:|---:|---:|---:|\n")
 	for _, k := range sortedKeys(r.RSSStart) {
-		fmt.Fprintf(&b, "| %s | %d KiB | %d KiB | %d KiB | %d |\n", k, r.RSSStart[k], r.RSSEnd[k], r.RSSMax[k], r.Restarts[k])
+		q := r.RSSQuarters[k]
+		fmt.Fprintf(&b, "| %s | %d KiB | %d KiB | %d KiB | %d KiB | %d KiB | %d KiB | %d |\n",
+			k, r.RSSStart[k], q[0], q[1], q[2], r.RSSEnd[k], r.RSSMax[k], r.Restarts[k])
 	}
 	return b.String()
 }

@@ -90,11 +90,11 @@ func runNemesis(t *testing.T, seed uint64, schedule func(context.Context, *nemes
 	for _, n := range c.nodes {
 		rssStart[n.id] = n.rssKiB()
 	}
-	rssMax := map[string]int{}
+	rssSamples := map[string][]int{}
 	sampled := make(chan struct{})
 	go func() {
 		defer close(sampled)
-		sampleRSS(ctx, c, rssMax)
+		sampleRSS(ctx, c, rssSamples)
 	}()
 	nem := newNemesis(c, h, seed)
 	schedErr := schedule(ctx, nem)
@@ -138,7 +138,12 @@ func runNemesis(t *testing.T, seed uint64, schedule func(context.Context, *nemes
 	}
 
 	rep := buildReport(ops, nem.records)
-	rep.RSSStart, rep.RSSEnd, rep.RSSMax = rssStart, rssEnd, rssMax
+	rep.RSSStart, rep.RSSEnd = rssStart, rssEnd
+	rep.RSSMax, rep.RSSQuarters = map[string]int{}, map[string][3]int{}
+	for id, ss := range rssSamples {
+		rep.RSSMax[id] = slices.Max(ss)
+		rep.RSSQuarters[id] = [3]int{ss[len(ss)/4], ss[len(ss)/2], ss[len(ss)*3/4]}
+	}
 	vs := checkHistory(ops)
 	lost, held := checkDurable(before, reads)
 	vs = append(vs, lost...)
@@ -214,12 +219,12 @@ func readDurable(t *testing.T, w *workload, h *history) []op {
 	return reads
 }
 
-// sampleRSS records each node's largest resident set size, every second,
-// until ctx ends.
-func sampleRSS(ctx context.Context, c *faultCluster, peak map[string]int) {
+// sampleRSS records each node's resident set size every second until ctx
+// ends (0 while the node is down).
+func sampleRSS(ctx context.Context, c *faultCluster, samples map[string][]int) {
 	for sleepCtx(ctx, time.Second) {
 		for _, n := range c.nodes {
-			peak[n.id] = max(peak[n.id], n.rssKiB())
+			samples[n.id] = append(samples[n.id], n.rssKiB())
 		}
 	}
 }
