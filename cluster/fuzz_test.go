@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -405,11 +406,11 @@ func FuzzGetLock(f *testing.F) {
 		if req == nil {
 			return
 		}
-		q, _ := url.ParseQuery(req.URL.RawQuery) // the pairs that parse, as the handler sees them
+		q, qerr := strictQuery(req.URL.RawQuery, "key")
 		key := q.Get("key")
 		var want int
 		switch {
-		case !validKey(key):
+		case qerr != nil, !validKey(key):
 			want = http.StatusBadRequest
 		case key != "held":
 			want = http.StatusNotFound
@@ -417,7 +418,7 @@ func FuzzGetLock(f *testing.F) {
 		rec := fn.serve(req)
 		expectStatus(t, rec, want, []byte(rawQuery))
 		var resp lockInfo
-		checkAnswer(t, rec, &resp, "key")
+		checkAnswer(t, rec, &resp, "key", "query")
 		if rec.Code == http.StatusOK && (resp.Key != "held" || resp.Owner != "o" || resp.Fence == 0) {
 			t.Fatalf("lock info %+v, want the held key", resp)
 		}
@@ -440,9 +441,11 @@ func FuzzListLocks(f *testing.F) {
 		if req == nil {
 			return
 		}
-		q, _ := url.ParseQuery(req.URL.RawQuery)
+		q, qerr := strictQuery(req.URL.RawQuery, "prefix", "limit")
 		want, limit := 0, defaultListLimit
-		if s := q.Get("limit"); s != "" {
+		if qerr != nil {
+			want = http.StatusBadRequest
+		} else if s := q.Get("limit"); s != "" {
 			v, err := strconv.ParseInt(s, 10, 64)
 			if err != nil || v < 1 || v > maxListLimit {
 				want = http.StatusBadRequest
@@ -452,7 +455,7 @@ func FuzzListLocks(f *testing.F) {
 		rec := fn.serve(req)
 		expectStatus(t, rec, want, []byte(rawQuery))
 		var resp locksResponse
-		checkAnswer(t, rec, &resp, "limit")
+		checkAnswer(t, rec, &resp, "limit", "query")
 		if rec.Code != http.StatusOK {
 			return
 		}
@@ -597,4 +600,19 @@ func raftDBBytes(tb testing.TB) []byte {
 		tb.Fatal(err)
 	}
 	return b
+}
+
+// strictQuery is the oracle for parseQuery: the query must parse, and name
+// only allowed parameters, each once.
+func strictQuery(raw string, allowed ...string) (url.Values, error) {
+	q, err := url.ParseQuery(raw)
+	if err != nil {
+		return nil, err
+	}
+	for name, vals := range q {
+		if !slices.Contains(allowed, name) || len(vals) > 1 {
+			return nil, fmt.Errorf("bad parameter %q", name)
+		}
+	}
+	return q, nil
 }

@@ -2,6 +2,8 @@ package cluster
 
 import (
 	"net/http"
+	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -27,8 +29,33 @@ func (n *Node) readIndex(r *http.Request) error {
 	return nil
 }
 
+// parseQuery reads a GET request's query as strictly as a body is read:
+// a malformed escape, an unknown parameter or a repeated one is a 400,
+// not silently dropped (r.URL.Query would drop it and, say, list every
+// lock instead of the prefix the caller misspelled).
+func parseQuery(r *http.Request, allowed ...string) (url.Values, error) {
+	q, err := url.ParseQuery(r.URL.RawQuery)
+	if err != nil {
+		return nil, invalidf("query", "%v", err)
+	}
+	for name, vals := range q {
+		if !slices.Contains(allowed, name) {
+			return nil, invalidf("query", "unknown parameter %q (this endpoint takes %s)", name, strings.Join(allowed, ", "))
+		}
+		if len(vals) > 1 {
+			return nil, invalidf("query", "parameter %q given %d times", name, len(vals))
+		}
+	}
+	return q, nil
+}
+
 func (n *Node) handleGetLock(w http.ResponseWriter, r *http.Request, l *leadership) {
-	key := r.URL.Query().Get("key")
+	q, err := parseQuery(r, "key")
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	key := q.Get("key")
 	if err := checkKey(key); err != nil {
 		writeError(w, err)
 		return
@@ -54,7 +81,11 @@ func (n *Node) handleGetLock(w http.ResponseWriter, r *http.Request, l *leadersh
 }
 
 func (n *Node) handleListLocks(w http.ResponseWriter, r *http.Request, l *leadership) {
-	q := r.URL.Query()
+	q, err := parseQuery(r, "prefix", "limit")
+	if err != nil {
+		writeError(w, err)
+		return
+	}
 	limit := defaultListLimit
 	if s := q.Get("limit"); s != "" {
 		v, err := strconv.Atoi(s)
