@@ -3,7 +3,7 @@ GO      ?= go
 PKGS    := ./...
 export GORACE := halt_on_error=1
 
-.PHONY: all build test bench bench-peers lint fmt run clean
+.PHONY: all build test bench bench-peers fuzz soak lint fmt run clean
 
 all: build
 
@@ -27,6 +27,20 @@ bench:
 bench-peers:
 	cd bench/redislock && $(GO) test -run '^$$' -bench . -benchtime 10s -count 3
 	cd bench/etcd && $(GO) run .
+
+## fuzz: every fuzz target for FUZZTIME each, one after another (`make test` runs their seeds).
+FUZZTIME ?= 30s
+FUZZ_TARGETS := \
+	./fsm:FuzzDecode ./fsm:FuzzEncode ./fsm:FuzzDecodeSnapshot ./fsm:FuzzRestore \
+	./engine:FuzzDecodeSnapshot ./engine:FuzzRestore \
+	./cluster:FuzzAcquire ./cluster:FuzzRelease ./cluster:FuzzExtend ./cluster:FuzzForceRelease \
+	./cluster:FuzzJoin ./cluster:FuzzLeave ./cluster:FuzzGetLock ./cluster:FuzzListLocks \
+	./cluster:FuzzCheckBolt
+fuzz:
+	@set -e; for t in $(FUZZ_TARGETS); do \
+		pkg=$${t%%:*}; name=$${t##*:}; echo "== $$name ($$pkg, $(FUZZTIME))"; \
+		$(GO) test -run '^$$' -fuzz "^$$name$$" -fuzztime $(FUZZTIME) -fuzzminimizetime 2s $$pkg; \
+	done
 
 ## lint: check only (gofmt and go vet); `make fmt` rewrites.
 lint:

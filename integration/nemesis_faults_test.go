@@ -49,6 +49,10 @@ type faultRecord struct {
 	// leaderBefore and leaderAfter are the leaders before the fault and
 	// once the cluster agreed on one after it.
 	leaderBefore, leaderAfter string
+	// failover, for faults that take the leader away, is the time from the
+	// injection until the other two nodes agreed on a new leader; -1 when
+	// they did not within the hold plus 10s.
+	failover time.Duration
 }
 
 // nemesis injects faults into a faultCluster, one at a time.
@@ -73,7 +77,7 @@ func (n *nemesis) inject(ctx context.Context, kind faultKind, hold time.Duration
 		return fmt.Errorf("before %s: %w", kind, err)
 	}
 	fo := others(l)[n.r.IntN(2)]
-	rec := faultRecord{kind: kind, start: n.h.now(), leaderBefore: c.nodes[l].id}
+	rec := faultRecord{kind: kind, start: n.h.now(), leaderBefore: c.nodes[l].id, failover: -1}
 	switch kind {
 	case faultKillLeader, faultKillFollower:
 		target := l
@@ -82,7 +86,11 @@ func (n *nemesis) inject(ctx context.Context, kind faultKind, hold time.Duration
 		}
 		rec.node = c.nodes[target].id
 		c.nodes[target].kill()
-		sleepCtx(ctx, hold)
+		if target == l {
+			rec.failover = n.holdUntilFailover(ctx, l, hold)
+		} else {
+			sleepCtx(ctx, hold)
+		}
 		c.start(c.nodes[target])
 	case faultRestart:
 		target := n.r.IntN(3)
@@ -92,7 +100,7 @@ func (n *nemesis) inject(ctx context.Context, kind faultKind, hold time.Duration
 	case faultPauseLeader:
 		rec.node = c.nodes[l].id
 		c.pause(l, true)
-		sleepCtx(ctx, hold)
+		rec.failover = n.holdUntilFailover(ctx, l, hold)
 		c.pause(l, false)
 	case faultPartitionLeader, faultPartitionFollower:
 		target := l
@@ -101,7 +109,11 @@ func (n *nemesis) inject(ctx context.Context, kind faultKind, hold time.Duration
 		}
 		rec.node = c.nodes[target].id
 		c.partition(target, others(target), true)
-		sleepCtx(ctx, hold)
+		if target == l {
+			rec.failover = n.holdUntilFailover(ctx, l, hold)
+		} else {
+			sleepCtx(ctx, hold)
+		}
 		c.partition(target, others(target), false)
 	case faultSlowClock:
 		rec.node = c.nodes[l].id
@@ -125,6 +137,9 @@ func (n *nemesis) inject(ctx context.Context, kind faultKind, hold time.Duration
 		return fmt.Errorf("unknown fault %q", kind)
 	}
 	rec.end = n.h.now()
+	if leaderFault(kind) && rec.failover < 0 {
+		return fmt.Errorf("%s of %s: no other leader within %v", kind, rec.node, hold+10*time.Second)
+	}
 	after, err := c.leader(20 * time.Second)
 	if err != nil {
 		return fmt.Errorf("after %s of %s: %w", kind, rec.node, err)
@@ -136,3 +151,39 @@ func (n *nemesis) inject(ctx context.Context, kind faultKind, hold time.Duration
 
 // randomKind picks a fault kind for the mixed phase.
 func (n *nemesis) randomKind() faultKind { return allFaults[n.r.IntN(len(allFaults))] }
+
+// leaderFault reports whether kind takes the leader away, so that the two
+// other nodes must elect a new one.
+func leaderFault(kind faultKind) bool {
+	return kind == faultKillLeader || kind == faultPauseLeader || kind == faultPartitionLeader
+}
+
+// holdUntilFailover keeps a fault on the old leader old for at least hold
+// and until the two other nodes agree on a new leader (at most hold+10s);
+// it returns the time to that agreement, -1 if it did not come.
+func (n *nemesis) holdUntilFailover(ctx context.Context, old int, hold time.Duration) time.Duration {
+	c := n.c
+	start := time.Now()
+	failover := time.Duration(-1)
+	for ctx.Err() == nil && time.Since(start) < hold+10*time.Second {
+		if failover >= 0 {
+			sleepCtx(ctx, hold-time.Since(start))
+			break
+		}
+		var named []string
+		for _, i := range others(old) {
+			sctx, cancel := context.WithTimeout(ctx, 500*time.Millisecond)
+			st, err := c.admin.NodeStatus(sctx, c.nodes[i].httpAddr)
+			cancel()
+			if err == nil && st.LeaderID != "" && st.LeaderID != c.nodes[old].id {
+				named = append(named, st.LeaderID)
+			}
+		}
+		if len(named) == 2 && named[0] == named[1] {
+			failover = time.Since(start)
+			continue
+		}
+		sleepCtx(ctx, 20*time.Millisecond)
+	}
+	return failover
+}

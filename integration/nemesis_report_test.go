@@ -32,6 +32,9 @@ type runReport struct {
 	RSSMax      map[string]int `json:"rss_max_kib"`
 	// RSSQuarters is RSS a quarter, half and three quarters into the run.
 	RSSQuarters map[string][3]int `json:"rss_quarters_kib"`
+	// Failover is, for faults that take the leader away, the time until
+	// the other nodes agreed on a new leader.
+	Failover map[faultKind]recoveryMS `json:"failover_ms"`
 	// Restarts counts each node's process restarts (its RSS starts over).
 	Restarts map[string]int `json:"restarts"`
 }
@@ -54,7 +57,7 @@ func isWrite(o op) bool {
 // fault from the history.
 func buildReport(ops []op, faults []faultRecord) runReport {
 	r := runReport{Ops: map[string]int{}, Faults: map[faultKind]int{}, Recovery: map[faultKind]recoveryMS{},
-		LeaderChanged: map[faultKind]int{}, Restarts: map[string]int{}}
+		LeaderChanged: map[faultKind]int{}, Restarts: map[string]int{}, Failover: map[faultKind]recoveryMS{}}
 	var writeEnds []op
 	for _, o := range ops {
 		name := string(o.kind) + " " + string(o.result)
@@ -70,6 +73,16 @@ func buildReport(ops []op, faults []faultRecord) runReport {
 			writeEnds = append(writeEnds, o)
 		}
 		r.Duration = max(r.Duration, o.end)
+	}
+	failovers := map[faultKind][]time.Duration{}
+	for _, f := range faults {
+		if f.failover >= 0 {
+			failovers[f.kind] = append(failovers[f.kind], f.failover)
+			failovers["all"] = append(failovers["all"], f.failover)
+		}
+	}
+	for k, ds := range failovers {
+		r.Failover[k] = summarize(ds)
 	}
 	per := map[faultKind][]time.Duration{}
 	var all []time.Duration
@@ -145,10 +158,15 @@ func (r runReport) String() string {
 	}
 	fmt.Fprintf(&b, "\ngrants taken over after expiry (holder vanished or lost it): %d; durable grants intact after the full restart: %d\n",
 		r.Handovers, r.DurableHeld)
-	b.WriteString("\n| fault | injected | leader changed | recovery p50 | recovery max |\n|---|---:|---:|---:|---:|\n")
+	b.WriteString("\nrecovery: from the fault's end (restart, SIGCONT, heal) to the next successful write; " +
+		"failover: from the injection until the two other nodes agreed on a new leader\n\n")
+	b.WriteString("| fault | injected | leader changed | recovery p50 | recovery max | failover p50 | failover max |\n|---|---:|---:|---:|---:|---:|---:|\n")
 	for _, k := range sortedKeys(r.Faults) {
-		rec := r.Recovery[k]
-		fmt.Fprintf(&b, "| %s | %d | %d | %d ms | %d ms |\n", k, r.Faults[k], r.LeaderChanged[k], rec.P50, rec.Max)
+		rec, fo := r.Recovery[k], "| - | - |"
+		if f, ok := r.Failover[k]; ok {
+			fo = fmt.Sprintf("| %d ms | %d ms |", f.P50, f.Max)
+		}
+		fmt.Fprintf(&b, "| %s | %d | %d | %d ms | %d ms %s\n", k, r.Faults[k], r.LeaderChanged[k], rec.P50, rec.Max, fo)
 	}
 	if len(r.Unrecovered) > 0 {
 		fmt.Fprintf(&b, "\nno successful write after: %s\n", strings.Join(r.Unrecovered, "; "))
