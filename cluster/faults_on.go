@@ -32,6 +32,12 @@ import (
 //
 // Rate changes keep the monotonic clock monotonic: it is piecewise
 // linear, each piece starting where the previous one ended.
+//
+// A rate below 1 (a slow clock) only makes the leader's locks last longer.
+// A rate above 1 breaks what the design assumes (no clock runs faster
+// than the clients'): a leader whose clock runs fast expires locks before
+// their holders' TTL has passed for them. It is accepted, to show that
+// limit, but no test expects safety under it.
 
 var faults = loadFaults()
 
@@ -68,8 +74,8 @@ func loadFaults() *faultState {
 		offset, rate = 0, 1
 	}
 	f.offset = offset
-	// The first piece starts well before anything this process measures,
-	// so every time it is asked about falls inside the history.
+	// The first piece starts with the process, before anything it
+	// measures (earlier times are extrapolated at the first rate).
 	f.segments = []clockSegment{{start: time.Now(), rate: rate}}
 	return f
 }

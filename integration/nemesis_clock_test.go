@@ -77,3 +77,57 @@ func TestNemesis_SlowLeaderClockLengthensLocks(t *testing.T) {
 		sleepCtx(ctx, 50*time.Millisecond)
 	}
 }
+
+// TestNemesis_FastLeaderClockIsCaught is the negative control of the
+// suite, on real processes: a leader whose clock runs three times too fast
+// (outside what the design assumes, see cluster/faults_on.go) expires a
+// lock while its holder still believes it holds it, another client takes
+// it, and the checker must report two holders.
+func TestNemesis_FastLeaderClockIsCaught(t *testing.T) {
+	c := newFaultCluster(t)
+	ctx := t.Context()
+	l, err := c.leader(10 * time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.setRate(l, 3); err != nil {
+		t.Fatal(err)
+	}
+	h := newHistory()
+	w := newWorkload(c.addrs(), h)
+	clients := make([]*workClient, 2)
+	for i := range clients {
+		cl, err := newReadClient(c.addrs())
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer func() { _ = cl.Close() }()
+		clients[i] = &workClient{w: w, id: i, cl: cl}
+	}
+	for i := range 3 { // let the leader pick the new rate up
+		if got := clients[0].acquire("warm", "w", time.Second); got.result != resOK {
+			t.Fatalf("warm-up acquire %d: %v", i, got)
+		}
+		sleepCtx(ctx, 60*time.Millisecond)
+	}
+
+	if got := clients[0].acquire("fast", "a", 2*time.Second); got.result != resOK {
+		t.Fatalf("first acquire: %v", got)
+	}
+	// Client 1 tries until it gets the key: on a correct clock not before
+	// 2s; here after about 2s/3.
+	for start := time.Now(); time.Since(start) < 5*time.Second; {
+		if clients[1].acquire("fast", "b", 2*time.Second).result == resOK {
+			break
+		}
+		sleepCtx(ctx, 50*time.Millisecond)
+	}
+	if got, err := c.leader(5 * time.Second); err != nil || got != l {
+		t.Skipf("leadership moved during the test (now %d, err %v)", got, err)
+	}
+	vs := checkHistory(h.snapshot())
+	if len(vs) == 0 || vs[0].rule != "two-holders" {
+		t.Fatalf("a three-times-fast leader clock went unnoticed; history:\n%s", formatOps(h.snapshot()))
+	}
+	t.Logf("caught, as expected:\n%s", vs[0])
+}

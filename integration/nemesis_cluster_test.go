@@ -57,10 +57,8 @@ type faultCluster struct {
 	offset [3]time.Duration
 	admin  *client.Client
 
-	mu      sync.Mutex
-	paused  [3]bool // SIGSTOPped: do not ask it for its status
-	skewed  [3]bool
-	cutFrom [3][3]bool
+	mu     sync.Mutex
+	paused [3]bool // SIGSTOPped: do not ask it for its status
 }
 
 func newFaultCluster(t *testing.T) *faultCluster {
@@ -114,10 +112,8 @@ func newFaultCluster(t *testing.T) *faultCluster {
 		}
 	}
 	t.Cleanup(func() {
-		// A stopped process cannot die of SIGKILL until continued.
 		for _, n := range c.nodes {
-			n.sendSignal(syscall.SIGCONT)
-			n.kill()
+			n.kill() // SIGKILL ends a SIGSTOPped process too
 		}
 		if t.Failed() {
 			for _, n := range c.nodes {
@@ -232,8 +228,6 @@ func (c *faultCluster) leader(timeout time.Duration) (int, error) {
 // partition cuts (or heals) both directions of the links between i and
 // each of others.
 func (c *faultCluster) partition(i int, others []int, cut bool) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
 	for _, j := range others {
 		for _, pair := range [][2]int{{i, j}, {j, i}} {
 			for _, p := range c.links[pair[0]][pair[1]] {
@@ -243,7 +237,6 @@ func (c *faultCluster) partition(i int, others []int, cut bool) {
 					p.Heal()
 				}
 			}
-			c.cutFrom[pair[0]][pair[1]] = cut
 		}
 	}
 }
@@ -258,9 +251,6 @@ func (c *faultCluster) healAll() {
 // setRate sets how fast node i's monotonic clock runs, at run time
 // (1: as fast as the host's); its wall-clock offset stays.
 func (c *faultCluster) setRate(i int, rate float64) error {
-	c.mu.Lock()
-	c.skewed[i] = rate != 1
-	c.mu.Unlock()
 	content := fmt.Sprintf("offset=%s rate=%g\n", c.offset[i], rate)
 	tmp := c.clockFile[i] + ".tmp"
 	if err := os.WriteFile(tmp, []byte(content), 0o600); err != nil {

@@ -27,6 +27,9 @@ const (
 	faultPartitionLeader faultKind = "partition-leader"
 	// faultPartitionFollower: one follower cut from both other nodes.
 	faultPartitionFollower faultKind = "partition-follower"
+	// faultPartitionAll: every link cut: no majority anywhere, nothing
+	// can commit until the heal (clients get 503s and timeouts).
+	faultPartitionAll faultKind = "partition-all"
 	// faultKillAll: SIGKILL of every node at once, all restarted from
 	// their disks after the hold (only what was fsynced survives).
 	faultKillAll faultKind = "kill-all"
@@ -38,7 +41,7 @@ const (
 
 // allFaults is every kind, in the order the one-at-a-time phase runs them.
 var allFaults = []faultKind{faultKillLeader, faultKillFollower, faultRestart, faultPauseLeader,
-	faultPartitionLeader, faultPartitionFollower, faultSlowClock, faultKillAll}
+	faultPartitionLeader, faultPartitionFollower, faultPartitionAll, faultSlowClock, faultKillAll}
 
 // faultRecord is one injected fault; times are on the history's clock.
 type faultRecord struct {
@@ -115,6 +118,13 @@ func (n *nemesis) inject(ctx context.Context, kind faultKind, hold time.Duration
 			sleepCtx(ctx, hold)
 		}
 		c.partition(target, others(target), false)
+	case faultPartitionAll:
+		rec.node = "all"
+		for i := range 3 {
+			c.partition(i, others(i), true)
+		}
+		sleepCtx(ctx, hold)
+		c.healAll()
 	case faultSlowClock:
 		rec.node = c.nodes[l].id
 		if err := c.setRate(l, 0.7); err != nil {

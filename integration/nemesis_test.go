@@ -32,7 +32,7 @@ func holdFor(kind faultKind) time.Duration {
 	switch kind {
 	case faultPauseLeader:
 		return 3 * time.Second // longer than every hot TTL (2s at most)
-	case faultPartitionLeader, faultPartitionFollower:
+	case faultPartitionLeader, faultPartitionFollower, faultPartitionAll:
 		return 3 * time.Second
 	case faultSlowClock:
 		return 4 * time.Second
@@ -80,6 +80,7 @@ func runNemesis(t *testing.T, seed uint64, schedule func(context.Context, *nemes
 	c := newFaultCluster(t)
 	h := newHistory()
 	w := newWorkload(c.addrs(), h)
+	w.seed = seed
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
 	workDone := make(chan error, 1)

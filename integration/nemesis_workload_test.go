@@ -42,6 +42,9 @@ type workload struct {
 	seq    atomic.Int64
 	// vanishRate is the share of hot-key holders that never release.
 	vanishRate float64
+	// seed makes the clients' choices repeatable (the cluster's timing
+	// is not).
+	seed uint64
 }
 
 func newWorkload(addrs []string, h *history) *workload {
@@ -82,7 +85,7 @@ func (w *workload) run(ctx context.Context) error {
 	for id, cl := range clients {
 		wg.Go(func() {
 			defer func() { _ = cl.Close() }()
-			r := rand.New(rand.NewPCG(uint64(id), uint64(time.Now().UnixNano())))
+			r := rand.New(rand.NewPCG(w.seed, uint64(id)))
 			c := &workClient{w: w, id: id, cl: cl, r: r}
 			for i := 0; i < w.maxOps && ctx.Err() == nil; i++ {
 				switch x := r.Float64(); {
