@@ -143,7 +143,7 @@ func runNemesis(t *testing.T, seed uint64, schedule func(context.Context, *nemes
 	rep.RSSMax, rep.RSSQuarters = map[string]int{}, map[string][3]int{}
 	for id, ss := range rssSamples {
 		rep.RSSMax[id] = slices.Max(ss)
-		rep.RSSQuarters[id] = [3]int{ss[len(ss)/4], ss[len(ss)/2], ss[len(ss)*3/4]}
+		rep.RSSQuarters[id] = [3]int{rssAt(ss, len(ss)/4), rssAt(ss, len(ss)/2), rssAt(ss, len(ss)*3/4)}
 	}
 	vs := checkHistory(ops)
 	lost, held := checkDurable(before, reads)
@@ -255,4 +255,14 @@ func logSlowRecoveries(t *testing.T, ops []op, faults []faultRecord) {
 		t.Logf("slow recovery after %s of %s (%.3fs..%.3fs, leader %s -> %s): next write at %.3fs; unknown operations:\n%s",
 			f.kind, f.node, f.start.Seconds(), f.end.Seconds(), f.leaderBefore, f.leaderAfter, next.Seconds(), b.String())
 	}
+}
+
+// rssAt is the first sample from i on taken while the node was up.
+func rssAt(samples []int, i int) int {
+	for ; i < len(samples); i++ {
+		if samples[i] > 0 {
+			return samples[i]
+		}
+	}
+	return 0
 }
