@@ -88,6 +88,33 @@ func (m *model) end(key string, want uint64) *Grant {
 	return &g
 }
 
+// contend is an acquire of a held, unexpired key.
+func (m *model) contend(c Command, l *modelLock) modelResult {
+	var r modelResult
+	if l.owner == c.Owner {
+		l.deadline = m.until(c.TTL)
+		r.OK, r.Grant = true, m.grant(c.Key)
+		return r
+	}
+	r.Grant = m.grant(c.Key)
+	if !c.Wait {
+		return r
+	}
+	for _, w := range l.waiters {
+		if w.owner == c.Owner {
+			r.Queued = true
+			return r
+		}
+	}
+	if m.maxWaiters > 0 && len(l.waiters) >= m.maxWaiters {
+		r.errFull = true
+		return r
+	}
+	l.waiters = append(l.waiters, modelWaiter{owner: c.Owner, ttl: c.TTL})
+	r.Queued = true
+	return r
+}
+
 func (m *model) apply(c Command) modelResult {
 	if c.Now > m.now {
 		m.now = c.Now
@@ -108,30 +135,18 @@ func (m *model) apply(c Command) modelResult {
 			}
 			m.locks[c.Key] = &modelLock{owner: c.Owner, fence: m.fence(c.Fence), deadline: m.until(c.TTL)}
 			r.OK, r.Grant = true, m.grant(c.Key)
-		case l.deadline <= m.now:
-			m.dropWaiter(l, c.Owner)
+		case l.deadline <= m.now && len(l.waiters) == 0:
 			l.owner, l.fence, l.deadline = c.Owner, m.fence(c.Fence), m.until(c.TTL)
 			r.OK, r.Grant = true, m.grant(c.Key)
-		case l.owner == c.Owner:
-			l.deadline = m.until(c.TTL)
-			r.OK, r.Grant = true, m.grant(c.Key)
+		case l.deadline <= m.now:
+			// The head of the queue gets the expired key first; the
+			// acquire then contends with it.
+			m.end(c.Key, c.Fence)
+			r = m.contend(c, l)
+			g := m.grant(c.Key)
+			r.Handoff = &g
 		default:
-			r.Grant = m.grant(c.Key)
-			if !c.Wait {
-				return r
-			}
-			for _, w := range l.waiters {
-				if w.owner == c.Owner {
-					r.Queued = true
-					return r
-				}
-			}
-			if m.maxWaiters > 0 && len(l.waiters) >= m.maxWaiters {
-				r.errFull = true
-				return r
-			}
-			l.waiters = append(l.waiters, modelWaiter{owner: c.Owner, ttl: c.TTL})
-			r.Queued = true
+			r = m.contend(c, l)
 		}
 	case OpRelease:
 		if l != nil && l.owner == c.Owner && l.deadline > m.now {

@@ -179,8 +179,10 @@ func (e *Engine) handle(r *request) {
 	case kAcquire:
 		o := t.acquire(r.key, r.owner, r.ttl, 0, false, nil)
 		r.ok, r.grant, r.err = o.ok, o.grant, o.err
+		e.deliver(&o) // an expired key went to its first waiter
 	case kAcquireWait:
 		o := t.acquire(r.key, r.owner, r.ttl, 0, true, r)
+		e.deliver(&o)
 		switch {
 		case o.err != nil:
 			r.err = o.err

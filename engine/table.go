@@ -161,15 +161,32 @@ func (t *table) acquire(key, owner string, ttl time.Duration, fence uint64, wait
 		return outcome{ok: true, grant: e.grant()}
 	}
 	if e.deadline <= t.now {
-		// Expired but not yet purged (replicated mode waits for OpExpire):
-		// it counts as free. Waiters stay queued behind the new holder.
-		e.owner = owner
-		e.fence = t.nextFence(fence)
-		e.deadline = t.deadlineAfter(ttl)
-		t.heapFix(e)
-		e.removeWaiter(owner)
-		return outcome{ok: true, grant: e.grant()}
+		// Expired but not yet purged (replicated mode waits for OpExpire;
+		// a live timer may lag). With nobody queued the key is free.
+		if e.waiters() == 0 {
+			e.owner = owner
+			e.fence = t.nextFence(fence)
+			e.deadline = t.deadlineAfter(ttl)
+			t.heapFix(e)
+			return outcome{ok: true, grant: e.grant()}
+		}
+		// Waiters came first: the key goes to the head of the queue, as
+		// the expiry would have given it, and this acquire then meets the
+		// new holder like any other.
+		var handed outcome
+		t.handOn(e, fence, &handed)
+		out := t.contend(e, key, owner, ttl, wait, tag)
+		// next is read after contend: when the acquirer was the head of
+		// the queue, its refresh set the deadline.
+		out.handoff, out.next, out.nextTag = true, e.grant(), handed.nextTag
+		return out
 	}
+	return t.contend(e, key, owner, ttl, wait, tag)
+}
+
+// contend is an acquire of a key that is held and not expired: a refresh
+// by its holder, or a contender that is refused or queued.
+func (t *table) contend(e *entry, key, owner string, ttl time.Duration, wait bool, tag *request) outcome {
 	if e.owner == owner {
 		e.deadline = t.deadlineAfter(ttl)
 		t.heapFix(e)

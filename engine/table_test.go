@@ -116,11 +116,27 @@ func TestTable_Operations(t *testing.T) {
 			wantInfo: &Info{Grant: grantOf("k", "a", 1, t0+110)},
 		},
 		{
-			name:     "expired key taken by a queued owner leaves the queue",
+			// Expired but not purged (no OpExpire yet): the queue is served
+			// first, so a later acquirer never jumps the waiters.
+			name:     "expired key goes to the head of the queue, not to a later acquirer",
 			setup:    []Command{acq("k", "a", ttl, t0), acqWait("k", "b", ttl, t0), acqWait("k", "c", ttl, t0)},
 			cmd:      acq("k", "c", ttl, t0+100),
+			want:     Result{Grant: grantOf("k", "b", 2, t0+200), Handoff: ptr(grantOf("k", "b", 2, t0+200))},
+			wantInfo: &Info{Grant: grantOf("k", "b", 2, t0+200), Waiters: 1},
+		},
+		{
+			name:     "expired key acquired by the head of the queue",
+			setup:    []Command{acq("k", "a", ttl, t0), acqWait("k", "b", ttl, t0), acqWait("k", "c", ttl, t0)},
+			cmd:      acq("k", "b", 2*ttl, t0+100),
+			want:     Result{OK: true, Grant: grantOf("k", "b", 2, t0+300), Handoff: ptr(grantOf("k", "b", 2, t0+300))},
+			wantInfo: &Info{Grant: grantOf("k", "b", 2, t0+300), Waiters: 1},
+		},
+		{
+			name:     "expired key with no waiters is free",
+			setup:    []Command{acq("k", "a", ttl, t0)},
+			cmd:      acq("k", "c", ttl, t0+100),
 			want:     Result{OK: true, Grant: grantOf("k", "c", 2, t0+200)},
-			wantInfo: &Info{Grant: grantOf("k", "c", 2, t0+200), Waiters: 1},
+			wantInfo: &Info{Grant: grantOf("k", "c", 2, t0+200)},
 		},
 		{
 			name:  "release by the holder deletes the key",

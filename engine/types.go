@@ -138,7 +138,8 @@ type Result struct {
 	// holder's grant when not OK and the key is held.
 	Grant Grant
 	// Handoff is the grant this command handed to the next waiter
-	// (release, force release, expire), or nil.
+	// (release, force release, expire, or an acquire that found the key
+	// expired with waiters queued: they are served first), or nil.
 	Handoff *Grant
 	// Err is a per-command error (ErrFull, ErrInvalid...). It never fails
 	// the rest of the batch.
