@@ -42,6 +42,13 @@ fuzz:
 		$(GO) test -run '^$$' -fuzz "^$$name$$" -fuzztime $(FUZZTIME) -fuzzminimizetime 2s $$pkg; \
 	done
 
+## soak: the long nemesis run (faults against three real nodes) for SOAK; the report
+## (markdown, JSON, history, node logs) goes to soak-report/.
+SOAK ?= 10m
+soak:
+	mkdir -p soak-report
+	ZEROTAL_SOAK=$(SOAK) ZEROTAL_NEMESIS_REPORT_DIR=$(CURDIR)/soak-report $(GO) test -race -count=1 -run '^TestSoak$$' -timeout 0 -v ./integration/
+
 ## lint: check only (gofmt and go vet); `make fmt` rewrites.
 lint:
 	@out="$$(gofmt -l .)"; if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
@@ -55,4 +62,4 @@ run:
 	$(GO) run ./cmd/lockcluster dev --demo
 
 clean:
-	rm -rf bin
+	rm -rf bin soak-report
