@@ -20,6 +20,13 @@ import (
 // and stops them when the test ends. It returns their HTTP addresses.
 func startCluster(t *testing.T) ([]string, []*cluster.Node) {
 	t.Helper()
+	return startClusterWith(t, nil)
+}
+
+// startClusterWith is startCluster with mod applied to each node's
+// configuration before it starts.
+func startClusterWith(t *testing.T, mod func(*cluster.Config)) ([]string, []*cluster.Node) {
+	t.Helper()
 	if testing.Short() {
 		t.Skip("starts a three-node cluster")
 	}
@@ -31,11 +38,15 @@ func startCluster(t *testing.T) ([]string, []*cluster.Node) {
 	addrs := make([]string, 3)
 	dir := t.TempDir()
 	for i, p := range peers {
-		n, err := cluster.NewNode(t.Context(), cluster.Config{
+		cfg := cluster.Config{
 			ID: p.ID, DataDir: filepath.Join(dir, p.ID), RaftAddr: p.RaftAddr, HTTPAddr: p.HTTPAddr,
 			Bootstrap: peers,
 			Logger:    hclog.New(&hclog.LoggerOptions{Name: p.ID, Level: hclog.Warn, Output: testWriter{t}}),
-		})
+		}
+		if mod != nil {
+			mod(&cfg)
+		}
+		n, err := cluster.NewNode(t.Context(), cfg)
 		if err != nil {
 			t.Fatalf("start %s: %v", p.ID, err)
 		}

@@ -1,7 +1,6 @@
 package client_test
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"net/http"
@@ -9,8 +8,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/hashicorp/go-hclog"
 
 	"github.com/zerotal/lock/client"
 	"github.com/zerotal/lock/cluster"
@@ -22,44 +19,12 @@ import (
 // clientAuth) and returns their host:port addresses and the CA.
 func startTLSCluster(t *testing.T, clientAuth bool, clusterID string) ([]string, *testtls.CA) {
 	t.Helper()
-	if testing.Short() {
-		t.Skip("starts a three-node cluster")
-	}
 	ca := testtls.NewCA(t, "cluster")
-	peers := make([]cluster.Peer, 3)
-	for i := range peers {
-		peers[i] = cluster.Peer{ID: fmt.Sprintf("n%d", i+1), RaftAddr: freeAddr(t), HTTPAddr: freeAddr(t)}
-	}
-	nodes := make([]*cluster.Node, 3)
-	addrs := make([]string, 3)
-	dir := t.TempDir()
-	for i, p := range peers {
-		pair := ca.Issue(t, p.ID)
-		n, err := cluster.NewNode(t.Context(), cluster.Config{
-			ID: p.ID, DataDir: filepath.Join(dir, p.ID), RaftAddr: p.RaftAddr, HTTPAddr: p.HTTPAddr,
-			Bootstrap: peers, ClusterID: clusterID,
-			TLS:    cluster.TLSConfig{CertFile: pair.CertFile, KeyFile: pair.KeyFile, CAFile: ca.File, RequireClientCert: clientAuth},
-			Logger: hclog.New(&hclog.LoggerOptions{Name: p.ID, Level: hclog.Warn, Output: testWriter{t}}),
-		})
-		if err != nil {
-			t.Fatalf("start %s: %v", p.ID, err)
-		}
-		nodes[i], addrs[i] = n, n.HTTPAddr()
-		t.Cleanup(func() {
-			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-			defer cancel()
-			if err := n.Shutdown(ctx); err != nil {
-				t.Errorf("shutdown %s: %v", p.ID, err)
-			}
-		})
-	}
-	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
-	defer cancel()
-	for _, n := range nodes {
-		if err := n.WaitForLeader(ctx); err != nil {
-			t.Fatalf("no leader: %v", err)
-		}
-	}
+	addrs, _ := startClusterWith(t, func(cfg *cluster.Config) {
+		pair := ca.Issue(t, cfg.ID)
+		cfg.ClusterID = clusterID
+		cfg.TLS = cluster.TLSConfig{CertFile: pair.CertFile, KeyFile: pair.KeyFile, CAFile: ca.File, RequireClientCert: clientAuth}
+	})
 	return addrs, ca
 }
 
