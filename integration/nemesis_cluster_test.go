@@ -172,7 +172,16 @@ func (n *node) pid() int {
 }
 
 // rssKiB is the resident set size of n's process, from /proc.
-func (n *node) rssKiB() int {
+func (n *node) rssKiB() int { return n.procStatusKiB("VmRSS:") }
+
+// anonKiB is the anonymous part of the resident set: Go's heap and the
+// stacks, without the pages of the memory-mapped raft.db (which RSS counts
+// and which grow with the log until a snapshot compacts it). A leak shows
+// here.
+func (n *node) anonKiB() int { return n.procStatusKiB("RssAnon:") }
+
+// procStatusKiB reads one kB field of /proc/PID/status.
+func (n *node) procStatusKiB(field string) int {
 	pid := n.pid()
 	if pid == 0 {
 		return 0
@@ -182,7 +191,7 @@ func (n *node) rssKiB() int {
 		return 0
 	}
 	for _, line := range strings.Split(string(b), "\n") {
-		if rest, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+		if rest, ok := strings.CutPrefix(line, field); ok {
 			v, _ := strconv.Atoi(strings.TrimSuffix(strings.TrimSpace(rest), " kB"))
 			return v
 		}

@@ -30,6 +30,10 @@ type runReport struct {
 	RSSStart    map[string]int `json:"rss_start_kib"`
 	RSSEnd      map[string]int `json:"rss_end_kib"`
 	RSSMax      map[string]int `json:"rss_max_kib"`
+	// AnonStart and AnonEnd are the anonymous resident memory (heap and
+	// stacks, without mapped files) at the same moments as RSSStart/End.
+	AnonStart map[string]int `json:"anon_start_kib"`
+	AnonEnd   map[string]int `json:"anon_end_kib"`
 	// RSSQuarters is RSS a quarter, half and three quarters into the run.
 	RSSQuarters map[string][3]int `json:"rss_quarters_kib"`
 	// Failover is, for faults that take the leader away, the time until
@@ -171,11 +175,11 @@ func (r runReport) String() string {
 	if len(r.Unrecovered) > 0 {
 		fmt.Fprintf(&b, "\nno successful write after: %s\n", strings.Join(r.Unrecovered, "; "))
 	}
-	b.WriteString("\n| node | RSS start | 25% | 50% | 75% | end | max | restarts |\n|---|---:|---:|---:|---:|---:|---:|---:|\n")
+	b.WriteString("\n| node | RSS start | 25% | 50% | 75% | end | max | anon start | anon end | restarts |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
 	for _, k := range sortedKeys(r.RSSStart) {
 		q := r.RSSQuarters[k]
-		fmt.Fprintf(&b, "| %s | %d KiB | %d KiB | %d KiB | %d KiB | %d KiB | %d KiB | %d |\n",
-			k, r.RSSStart[k], q[0], q[1], q[2], r.RSSEnd[k], r.RSSMax[k], r.Restarts[k])
+		fmt.Fprintf(&b, "| %s | %d KiB | %d KiB | %d KiB | %d KiB | %d KiB | %d KiB | %d KiB | %d KiB | %d |\n",
+			k, r.RSSStart[k], q[0], q[1], q[2], r.RSSEnd[k], r.RSSMax[k], r.AnonStart[k], r.AnonEnd[k], r.Restarts[k])
 	}
 	return b.String()
 }

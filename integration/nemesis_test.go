@@ -86,10 +86,10 @@ func runNemesis(t *testing.T, seed uint64, schedule func(context.Context, *nemes
 	workDone := make(chan error, 1)
 	go func() { workDone <- w.run(ctx) }()
 
-	rssStart := map[string]int{}
+	rssStart, anonStart := map[string]int{}, map[string]int{}
 	sleepCtx(ctx, time.Second) // warm up before measuring memory
 	for _, n := range c.nodes {
-		rssStart[n.id] = n.rssKiB()
+		rssStart[n.id], anonStart[n.id] = n.rssKiB(), n.anonKiB()
 	}
 	rssSamples := map[string][]int{}
 	sampled := make(chan struct{})
@@ -107,9 +107,9 @@ func runNemesis(t *testing.T, seed uint64, schedule func(context.Context, *nemes
 	if err := <-workDone; err != nil {
 		t.Fatalf("workload: %v", err)
 	}
-	rssEnd := map[string]int{}
+	rssEnd, anonEnd := map[string]int{}, map[string]int{}
 	for _, n := range c.nodes {
-		rssEnd[n.id] = n.rssKiB()
+		rssEnd[n.id], anonEnd[n.id] = n.rssKiB(), n.anonKiB()
 	}
 	if schedErr != nil {
 		t.Errorf("nemesis: %v", schedErr)
@@ -140,6 +140,7 @@ func runNemesis(t *testing.T, seed uint64, schedule func(context.Context, *nemes
 
 	rep := buildReport(ops, nem.records)
 	rep.RSSStart, rep.RSSEnd = rssStart, rssEnd
+	rep.AnonStart, rep.AnonEnd = anonStart, anonEnd
 	rep.RSSMax, rep.RSSQuarters = map[string]int{}, map[string][3]int{}
 	for id, ss := range rssSamples {
 		rep.RSSMax[id] = slices.Max(ss)
