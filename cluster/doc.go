@@ -1,5 +1,5 @@
 // Package cluster runs one node of a replicated lock service: hashicorp/raft
-// (raft-boltdb log and stable store, file snapshots, TCP transport) with the
+// (raft-boltdb log and stable store, file snapshots, TCP or mutual-TLS transport) with the
 // lock FSM of package fsm, and the HTTP/JSON API in front of it.
 //
 // # Requests
