@@ -32,7 +32,7 @@ func startClusterWith(t *testing.T, mod func(*cluster.Config)) ([]string, []*clu
 	}
 	peers := make([]cluster.Peer, 3)
 	for i := range peers {
-		peers[i] = cluster.Peer{ID: fmt.Sprintf("n%d", i+1), RaftAddr: freeAddr(t), HTTPAddr: freeAddr(t)}
+		peers[i] = cluster.Peer{ID: fmt.Sprintf("n%d", i+1), RaftAddr: loopback.MustFreeAddr(t), HTTPAddr: loopback.MustFreeAddr(t)}
 	}
 	nodes := make([]*cluster.Node, 3)
 	addrs := make([]string, 3)
@@ -67,15 +67,6 @@ func startClusterWith(t *testing.T, mod func(*cluster.Config)) ([]string, []*clu
 		}
 	}
 	return addrs, nodes
-}
-
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	addr, err := loopback.FreeAddr()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return addr
 }
 
 // testWriter sends node logs to t.Log, so they show only on failure.

@@ -88,21 +88,11 @@ func TestNode_SecondNodeOnSameDataDirFails(t *testing.T) {
 	}
 }
 
-// freeAddr picks a loopback port nothing listens on (see package loopback).
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	addr, err := loopback.FreeAddr()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return addr
-}
-
 // A node restarted from its data dir keeps its locks, fences and time:
 // fences keep growing, and the remaining TTL grows by no more than the grace.
 func TestNode_RestartFromDiskKeepsLocksAndFences(t *testing.T) {
 	cfg := testConfig(t, "n1")
-	cfg.RaftAddr = freeAddr(t)
+	cfg.RaftAddr = loopback.MustFreeAddr(t)
 	cfg.SnapshotThreshold = 8 // also exercise snapshot + restore on start
 	c := newClient(t)
 
@@ -141,7 +131,7 @@ func TestNode_RestartFromDiskKeepsLocksAndFences(t *testing.T) {
 func TestNode_BootstrapWithPeersFormsCluster(t *testing.T) {
 	var peers []Peer
 	for _, id := range []string{"n1", "n2", "n3"} {
-		peers = append(peers, Peer{ID: id, RaftAddr: freeAddr(t), HTTPAddr: freeAddr(t)})
+		peers = append(peers, Peer{ID: id, RaftAddr: loopback.MustFreeAddr(t), HTTPAddr: loopback.MustFreeAddr(t)})
 	}
 	var nodes []*Node
 	for _, p := range peers {
@@ -203,16 +193,16 @@ func TestAdvertiseAddr(t *testing.T) {
 // membership is in its log already.
 func TestNode_RestartedMemberDoesNotJoinAgain(t *testing.T) {
 	first := testConfig(t, "n1")
-	first.RaftAddr = freeAddr(t)
+	first.RaftAddr = loopback.MustFreeAddr(t)
 	n1 := startNode(t, first)
 	waitLeader(t, []*Node{n1})
 	cfg := testConfig(t, "n2")
-	cfg.RaftAddr, cfg.Join = freeAddr(t), n1.HTTPAddr()
+	cfg.RaftAddr, cfg.Join = loopback.MustFreeAddr(t), n1.HTTPAddr()
 	n2 := startNode(t, cfg)
 	waitLeader(t, []*Node{n1, n2})
 	shutdown(t, n2)
 
-	cfg.Join = freeAddr(t) // nobody listens there
+	cfg.Join = loopback.MustFreeAddr(t) // nobody listens there
 	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
 	defer cancel()
 	n2, err := NewNode(ctx, cfg)

@@ -6,6 +6,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/zerotal/lock/internal/loopback"
 )
 
 // Every grant acknowledged under concurrent load, where many requests
@@ -15,7 +17,7 @@ import (
 func TestCluster_AcknowledgedGrantsSurviveFullRestart(t *testing.T) {
 	var peers []Peer
 	for _, id := range []string{"n1", "n2", "n3"} {
-		peers = append(peers, Peer{ID: id, RaftAddr: freeAddr(t), HTTPAddr: freeAddr(t)})
+		peers = append(peers, Peer{ID: id, RaftAddr: loopback.MustFreeAddr(t), HTTPAddr: loopback.MustFreeAddr(t)})
 	}
 	var cfgs []Config
 	for _, p := range peers {

@@ -9,6 +9,7 @@ import (
 	"github.com/hashicorp/raft"
 
 	"github.com/zerotal/lock/fsm"
+	"github.com/zerotal/lock/internal/loopback"
 )
 
 // inmemCluster starts three nodes on raft's in-memory transport (so tests
@@ -21,7 +22,7 @@ func inmemCluster(t *testing.T) ([]*Node, []*raft.InmemTransport) {
 		// Inmem addresses are free-form; host:port keeps Validate happy.
 		addr, tr := raft.NewInmemTransport(raft.ServerAddress(fmt.Sprintf("127.0.0.1:%d", 17000+i)))
 		trans = append(trans, tr)
-		peers = append(peers, Peer{ID: fmt.Sprintf("n%d", i), RaftAddr: string(addr), HTTPAddr: freeAddr(t)})
+		peers = append(peers, Peer{ID: fmt.Sprintf("n%d", i), RaftAddr: string(addr), HTTPAddr: loopback.MustFreeAddr(t)})
 	}
 	connectAll(trans)
 	var nodes []*Node

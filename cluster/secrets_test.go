@@ -1,38 +1,19 @@
 package cluster
 
 import (
-	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/zerotal/lock/client"
+	"github.com/zerotal/lock/internal/syncbuf"
 )
-
-// syncBuffer collects log output from many goroutines.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 func secret(t *testing.T, name string) string {
 	t.Helper()
@@ -49,7 +30,7 @@ func secret(t *testing.T, name string) string {
 // token, a client given credentials in its address, an unreachable node.
 func TestSecrets_NeverInLogsOrErrors(t *testing.T) {
 	token, wrongToken, password := secret(t, "token"), secret(t, "wrong"), secret(t, "password")
-	logs := &syncBuffer{}
+	logs := &syncbuf.Buffer{}
 	logger := func(name string) hclog.Logger {
 		return hclog.New(&hclog.LoggerOptions{Name: name, Level: hclog.Trace, Output: logs})
 	}

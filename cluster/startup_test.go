@@ -19,6 +19,7 @@ import (
 	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
 
 	"github.com/zerotal/lock/fsm"
+	"github.com/zerotal/lock/internal/loopback"
 )
 
 // grantSeen is a lock as GET /v1/lock reports it.
@@ -34,7 +35,7 @@ type grantSeen struct {
 func dataDirWithLocks(t *testing.T, snapshots int, compact bool) (Config, map[string]grantSeen) {
 	t.Helper()
 	cfg := testConfig(t, "n1")
-	cfg.RaftAddr = freeAddr(t)
+	cfg.RaftAddr = loopback.MustFreeAddr(t)
 	n := startNode(t, cfg)
 	waitLeader(t, []*Node{n})
 	c := newClient(t)

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/zerotal/lock/internal/loopback"
 )
 
 // cli runs a lockcluster admin command against c and returns its status
@@ -50,7 +52,7 @@ func TestAdmin_StatusLocksJoinLeave(t *testing.T) {
 	}
 
 	// A fourth node asks to join when it starts.
-	n4 := &node{id: "n4", raftAddr: freePort(t), httpAddr: freePort(t), dataDir: t.TempDir(), join: c.nodes[0].httpAddr}
+	n4 := &node{id: "n4", raftAddr: loopback.MustFreeAddr(t), httpAddr: loopback.MustFreeAddr(t), dataDir: t.TempDir(), join: c.nodes[0].httpAddr}
 	n4.logPath = filepath.Join(t.TempDir(), "n4.log")
 	c.nodes = append(c.nodes, n4) // stopped and logged with the others
 	c.start(n4)
@@ -71,7 +73,7 @@ func TestAdmin_StatusLocksJoinLeave(t *testing.T) {
 	})
 	// Joining again by hand with the admin command is accepted (idempotent
 	// membership), then undone.
-	code, out = cli(t, c, "join", "--id", "n5", "--raft-addr", freePort(t))
+	code, out = cli(t, c, "join", "--id", "n5", "--raft-addr", loopback.MustFreeAddr(t))
 	if code != 0 {
 		t.Fatalf("join: exit %d\n%s", code, out)
 	}

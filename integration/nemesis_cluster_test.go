@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/zerotal/lock/client"
+	"github.com/zerotal/lock/internal/loopback"
 )
 
 // faultsBuild is the lockcluster binary built with -tags faults, made
@@ -70,7 +71,7 @@ func newFaultCluster(t *testing.T) *faultCluster {
 	c := &faultCluster{testCluster: &testCluster{t: t}}
 	var peers []string
 	for i := range 3 {
-		n := &node{id: fmt.Sprintf("n%d", i+1), raftAddr: freePort(t), httpAddr: freePort(t), dataDir: t.TempDir(), bin: bin}
+		n := &node{id: fmt.Sprintf("n%d", i+1), raftAddr: loopback.MustFreeAddr(t), httpAddr: loopback.MustFreeAddr(t), dataDir: t.TempDir(), bin: bin}
 		n.logPath = filepath.Join(t.TempDir(), n.id+".log")
 		peers = append(peers, n.id+"="+n.raftAddr+"="+n.httpAddr)
 		c.nodes = append(c.nodes, n)

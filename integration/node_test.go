@@ -38,15 +38,6 @@ type testCluster struct {
 	nodes []*node
 }
 
-func freePort(t *testing.T) string {
-	t.Helper()
-	addr, err := loopback.FreeAddr()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return addr
-}
-
 // newCluster starts three nodes that bootstrap one cluster, waits for a
 // leader, and stops every process (by PID) when the test ends; node logs
 // are printed when the test failed.
@@ -58,7 +49,7 @@ func newCluster(t *testing.T) *testCluster {
 	c := &testCluster{t: t}
 	var peers []string
 	for i := range 3 {
-		n := &node{id: fmt.Sprintf("n%d", i+1), raftAddr: freePort(t), httpAddr: freePort(t), dataDir: t.TempDir()}
+		n := &node{id: fmt.Sprintf("n%d", i+1), raftAddr: loopback.MustFreeAddr(t), httpAddr: loopback.MustFreeAddr(t), dataDir: t.TempDir()}
 		n.logPath = filepath.Join(t.TempDir(), n.id+".log")
 		peers = append(peers, n.id+"="+n.raftAddr+"="+n.httpAddr)
 		c.nodes = append(c.nodes, n)

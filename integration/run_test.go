@@ -1,15 +1,15 @@
 package integration
 
 import (
-	"bytes"
 	"context"
 	"os"
 	"os/exec"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
+
+	"github.com/zerotal/lock/internal/syncbuf"
 )
 
 // The lock package prefixes every key; the client sees the full key.
@@ -20,7 +20,7 @@ const prefix = "zerotal_lock:"
 func lockRun(t *testing.T, ctx context.Context, c *testCluster, args ...string) (int, string, string) {
 	t.Helper()
 	cmd := exec.CommandContext(ctx, binary, append([]string{"run", "--driver", "cluster", "--addrs", strings.Join(c.addrs(), ",")}, args...)...)
-	var stdout, stderr lockedBuffer
+	var stdout, stderr syncbuf.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	cmd.Env = os.Environ()
 	code := exitCode(cmd.Run())
@@ -28,23 +28,6 @@ func lockRun(t *testing.T, ctx context.Context, c *testCluster, args ...string) 
 		t.Fatal("lockcluster run did not start")
 	}
 	return code, stdout.String(), stderr.String()
-}
-
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
 }
 
 // TestRun_EndToEnd drives "lockcluster run" against real nodes: exit

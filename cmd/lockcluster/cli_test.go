@@ -5,13 +5,15 @@ import (
 	"os"
 	"strings"
 	"testing"
+
+	"github.com/zerotal/lock/internal/syncbuf"
 )
 
 // runCLI runs the command line in-process with the given environment.
 func runCLI(t *testing.T, vars map[string]string, args ...string) (code int, stdout, stderr string) {
 	t.Helper()
 	// Locked: raft's connection readers may still log after a node stopped.
-	var out, errb lockedBuffer
+	var out, errb syncbuf.Buffer
 	e := &env{
 		stdin: strings.NewReader(""), stdout: &out, stderr: &errb,
 		getenv:  func(k string) string { return vars[k] },
@@ -125,7 +127,7 @@ func TestRun_RefreshesPastTheTTL(t *testing.T) {
 }
 
 func TestRun_StopsTheCommandWhenCancelled(t *testing.T) {
-	var out, errb lockedBuffer
+	var out, errb syncbuf.Buffer
 	e := &env{stdin: strings.NewReader(""), stdout: &out, stderr: &errb,
 		getenv: func(string) string { return "" }, environ: []string{"PATH=" + os.Getenv("PATH")}}
 	ctx, cancel := context.WithCancel(t.Context())

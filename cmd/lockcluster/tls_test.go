@@ -9,14 +9,15 @@ import (
 	"time"
 
 	"github.com/zerotal/lock/internal/loopback"
+	"github.com/zerotal/lock/internal/syncbuf"
 	"github.com/zerotal/lock/internal/testtls"
 )
 
 // agentProc is a lockcluster agent child process.
 type agentProc struct {
 	cmd  *exec.Cmd
-	out  *lockedBuffer // stdout and stderr
-	done chan struct{} // closed when it has exited
+	out  *syncbuf.Buffer // stdout and stderr
+	done chan struct{}   // closed when it has exited
 }
 
 // startAgentProcess runs "lockcluster agent args..." as a child process
@@ -29,7 +30,7 @@ func startAgentProcess(t *testing.T, env []string, args ...string) *agentProc {
 	}
 	cmd := exec.Command(exe, append([]string{"agent"}, args...)...)
 	cmd.Env = append([]string{beMainEnv + "=1", "PATH=" + os.Getenv("PATH")}, env...)
-	out := &lockedBuffer{}
+	out := &syncbuf.Buffer{}
 	cmd.Stdout, cmd.Stderr = out, out
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -52,15 +53,6 @@ func startAgentProcess(t *testing.T, env []string, args ...string) *agentProc {
 	return &agentProc{cmd: cmd, out: out, done: done}
 }
 
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	a, err := loopback.FreeAddr()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return a
-}
-
 // A real agent process with TLS flags (mutual TLS, a cluster ID, a token
 // from the environment) serves the client commands that bring the CA and a
 // client certificate, and refuses those that do not, with a clear message.
@@ -71,7 +63,7 @@ func TestAgent_TLSProcess(t *testing.T) {
 	ca := testtls.NewCA(t, "cluster")
 	node := ca.Issue(t, "n1")
 	app := ca.Issue(t, "app")
-	httpAddr, raftAddr, dataDir := freeAddr(t), freeAddr(t), t.TempDir()
+	httpAddr, raftAddr, dataDir := loopback.MustFreeAddr(t), loopback.MustFreeAddr(t), t.TempDir()
 	token := "agent-tls-token"
 	agent := startAgentProcess(t, []string{"LOCKCLUSTER_TOKEN=" + token, "LOCKCLUSTER_TLS_CLIENT_AUTH=true"},
 		"--id", "n1", "--data-dir", dataDir, "--raft-addr", raftAddr, "--http-addr", httpAddr,
@@ -128,7 +120,7 @@ func TestAgent_RefusesDataDirOfAnotherCluster(t *testing.T) {
 		t.Skip("starts an agent")
 	}
 	dataDir := t.TempDir()
-	httpAddr, raftAddr := freeAddr(t), freeAddr(t)
+	httpAddr, raftAddr := loopback.MustFreeAddr(t), loopback.MustFreeAddr(t)
 	p := startAgentProcess(t, nil, "--id", "n1", "--data-dir", dataDir, "--raft-addr", raftAddr,
 		"--http-addr", httpAddr, "--cluster-id", "alpha", "--log-level", "info")
 	waitUntilOutput(t, p.out, "node started")
@@ -149,7 +141,7 @@ func TestAgent_RefusesDataDirOfAnotherCluster(t *testing.T) {
 	}
 }
 
-func waitUntilOutput(t *testing.T, out *lockedBuffer, s string) {
+func waitUntilOutput(t *testing.T, out *syncbuf.Buffer, s string) {
 	t.Helper()
 	deadline := time.Now().Add(20 * time.Second)
 	for !strings.Contains(out.String(), s) {

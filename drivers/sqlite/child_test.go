@@ -2,14 +2,14 @@ package sqlite_test
 
 import (
 	"bufio"
-	"bytes"
 	"fmt"
 	"io"
 	"os/exec"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/zerotal/lock/internal/syncbuf"
 )
 
 // child is a helper process started from a test. Its stdout arrives line
@@ -18,26 +18,9 @@ type child struct {
 	cmd    *exec.Cmd
 	stdin  io.WriteCloser
 	lines  chan string
-	stderr lockedBuffer
+	stderr syncbuf.Buffer
 	waited chan struct{} // closed once the process has exited and been reaped
 	err    error         // the exit error, set before waited is closed
-}
-
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
 }
 
 // startChild starts cmd and kills it (by its PID) when the test ends if it

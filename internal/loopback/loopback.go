@@ -48,3 +48,21 @@ func FreePort() (int, error) {
 	_, p, _ := net.SplitHostPort(addr)
 	return strconv.Atoi(p)
 }
+
+// Fataler is the part of testing.TB that MustFreeAddr needs (this package
+// is also linked into the lockcluster binary, which must not import
+// testing).
+type Fataler interface {
+	Helper()
+	Fatal(args ...any)
+}
+
+// MustFreeAddr is FreeAddr for tests: it fails t when no port is free.
+func MustFreeAddr(t Fataler) string {
+	t.Helper()
+	addr, err := FreeAddr()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return addr
+}
