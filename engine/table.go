@@ -196,13 +196,9 @@ func (t *table) contend(e *entry, key, owner string, ttl time.Duration, wait boo
 	if !wait {
 		return out
 	}
-	if e.queue != nil {
-		for i := range e.queue.items {
-			if e.queue.items[i].owner == owner {
-				out.queued, out.dup = true, true
-				return out
-			}
-		}
+	if e.waiterIndex(owner) >= 0 {
+		out.queued, out.dup = true, true
+		return out
 	}
 	if t.maxWaiters > 0 && e.waiters() >= t.maxWaiters {
 		out.err = fmt.Errorf("engine: waiter limit %d reached for key %q: %w", t.maxWaiters, key, drivers.ErrFull)
@@ -306,16 +302,25 @@ func (t *table) cancelTag(key string, tag *request) bool {
 }
 
 func (e *entry) removeWaiter(owner string) bool {
-	if e.queue == nil {
+	i := e.waiterIndex(owner)
+	if i < 0 {
 		return false
+	}
+	e.dropWaiter(i)
+	return true
+}
+
+// waiterIndex is owner's position in the queue, or -1.
+func (e *entry) waiterIndex(owner string) int {
+	if e.queue == nil {
+		return -1
 	}
 	for i := range e.queue.items {
 		if e.queue.items[i].owner == owner {
-			e.dropWaiter(i)
-			return true
+			return i
 		}
 	}
-	return false
+	return -1
 }
 
 // dropWaiter removes the i-th waiter, and the queue with its last one.
