@@ -3,7 +3,6 @@ package lock
 import (
 	"context"
 	"errors"
-	"fmt"
 	"time"
 )
 
@@ -142,14 +141,11 @@ func (m *Manager) finish(ctx context.Context, r *run) error {
 	l := r.l
 	l.op.Lock()
 	defer l.op.Unlock()
+	if r.lostErr != nil {
+		m.releaseLost(ctx, r)
+	}
 	owner, _, _, held := l.current()
 	if !held {
-		if r.lostErr != nil && errors.Is(r.lostErr, ErrExpired) {
-			// Our estimate errs early, so the backend may still hold
-			// the grant: free it for the next holder rather than make
-			// it wait.
-			l.releaseOwner(ctx, r.owner)
-		}
 		return nil
 	}
 	if ctx.Err() == nil {
@@ -162,6 +158,31 @@ func (m *Manager) finish(ctx context.Context, r *run) error {
 	return l.releaseGrant(ctx, owner)
 }
 
+// releaseLost releases the grant that r reported lost, when the backend may
+// still hold it for r's owner: the estimate errs early (ErrLostExpired),
+// and a refresh whose answer was lost may still have been applied, or be
+// applied later, and extend the grant (ErrLostUnreachable). Either way the
+// next holder would otherwise wait for a whole TTL. The release is
+// owner-guarded: it never frees someone else's grant.
+//
+// After an expiry the backend is presumably reachable, and the release is
+// made before Try or Block returns; after an outage it runs in the
+// background, so that the caller learns of the loss at once. Close cancels
+// it and waits for it.
+func (m *Manager) releaseLost(ctx context.Context, r *run) {
+	l := r.l
+	switch r.lostErr.Reason {
+	case ErrLostExpired:
+		l.releaseOwner(ctx, r.owner)
+	case ErrLostUnreachable:
+		m.background(func(bg context.Context) {
+			ctx, cancel := context.WithTimeout(bg, cleanupTimeout)
+			defer cancel()
+			l.releaseBounded(ctx, r.owner)
+		})
+	}
+}
+
 // result decides what Try and Block return.
 func (r *run) result(fnErr, relErr error) error {
 	if r.lostErr != nil {
@@ -169,13 +190,6 @@ func (r *run) result(fnErr, relErr error) error {
 			return r.lostErr
 		}
 		return errors.Join(r.lostErr, fnErr)
-	}
-	if r.closed {
-		closed := fmt.Errorf("lock: manager closed while %q was held: %w", r.l.key, ErrClosed)
-		if fnErr == nil || errors.Is(fnErr, context.Canceled) || errors.Is(fnErr, ErrClosed) {
-			return closed
-		}
-		return errors.Join(closed, fnErr)
 	}
 	if fnErr != nil {
 		return fnErr
