@@ -7,8 +7,9 @@ import (
 )
 
 // Func is the work done while a lock is held. ctx is cancelled when the
-// lock is lost (context.Cause(ctx) is then a *LostError), when the caller's
-// context ends, or when the Manager is closed. l is the held lock: its Fence
+// lock is lost or about to be (a safety margin before its estimated
+// expiry), when the Manager is closed (context.Cause(ctx) is then a
+// *LostError whose Reason says why), or when the caller's context ends. l is the held lock: its Fence
 // is what to pass to the protected resource.
 type Func func(ctx context.Context, l *Lock) error
 
@@ -27,8 +28,8 @@ type Func func(ctx context.Context, l *Lock) error
 // cancelled and Try returns the *LostError; an error fn returned as well,
 // other than the cancellation itself, stays reachable with errors.Is.
 //
-// Options: WithRefresh and WithRefreshEvery; the waiting options are
-// ignored.
+// Options: WithRefresh, WithRefreshEvery and WithSafetyMargin; the waiting
+// options are ignored.
 func (m *Manager) Try(ctx context.Context, key string, ttl time.Duration, fn Func, opts ...Option) error {
 	c, o, err := m.prepare(key, ttl, fn, opts)
 	if err != nil {
