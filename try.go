@@ -7,10 +7,11 @@ import (
 )
 
 // Func is the work done while a lock is held. ctx is cancelled when the
-// lock is lost or about to be (a safety margin before its estimated
-// expiry), when the Manager is closed (context.Cause(ctx) is then a
-// *LostError whose Reason says why), or when the caller's context ends. l is the held lock: its Fence
-// is what to pass to the protected resource.
+// lock is lost, or about to be (a safety margin before its estimated
+// expiry), or when the Manager is closed: context.Cause(ctx) is then a
+// *LostError whose Reason says why. It is also cancelled when the caller's
+// context ends. l is the held lock: its Fence is what to pass to the
+// protected resource.
 type Func func(ctx context.Context, l *Lock) error
 
 // Try acquires key once and runs fn while holding it. When another owner
@@ -161,9 +162,9 @@ func (m *Manager) finish(ctx context.Context, r *run) error {
 
 // releaseLost releases the grant that r reported lost, when the backend may
 // still hold it for r's owner: the estimate errs early (ErrLostExpired),
-// and a refresh whose answer was lost may still have been applied, or be
-// applied later, and extend the grant (ErrLostUnreachable). Either way the
-// next holder would otherwise wait for a whole TTL. The release is
+// and a refresh whose answer was lost (a timeout here) may still have been
+// applied there and extended the grant (ErrLostUnreachable). Either way the
+// next holder would otherwise wait for up to a whole TTL. The release is
 // owner-guarded: it never frees someone else's grant.
 //
 // After an expiry the backend is presumably reachable, and the release is
