@@ -44,6 +44,7 @@ func toldAt(t *testing.T, m *lock.Manager, key string, start func(), opts ...loc
 // no later than stop plus the slack.
 func checkToldAt(t *testing.T, expires, told, stop time.Time) {
 	t.Helper()
+	t.Logf("told %v before the estimated expiry (stop point %v before it)", expires.Sub(told), expires.Sub(stop))
 	if told.Before(stop) {
 		t.Errorf("told %v before the estimated expiry: earlier than the stop point %v before it",
 			expires.Sub(told), expires.Sub(stop))
