@@ -26,13 +26,28 @@
 // how long after a crash someone else may take over.
 //
 // A lock can still be lost while it is held: the process stalled, the
-// backend was unreachable until the TTL ran out, or someone force-released
-// it. The callback is told at once: its context is cancelled, and
-// context.Cause of that context is a *LostError (errors.Is(cause, ErrLost)).
-// Try and Block then return the *LostError. Without refresh the same
-// happens when the TTL, as estimated on this side, runs out while the
-// callback is still running: the lock can no longer be trusted to be
-// exclusive, and the cause wraps ErrExpired.
+// backend was unreachable, or someone force-released it. The callback is
+// told: its context is cancelled, and context.Cause of that context is a
+// *LostError (errors.Is(cause, ErrLost)). Try and Block then return the
+// *LostError.
+//
+// The holder is told a safety margin before the lock's estimated expiry
+// (WithSafetyMargin; a fifth of the TTL by default), not at the expiry:
+// from then on the backend may hand the key on, and the holder needs time
+// to stop. Without refresh, that is when the TTL less the margin has run
+// out while the callback still runs; with refresh, when refreshes kept
+// failing until then.
+//
+// The *LostError's Reason says why, and errors.Is matches it:
+// ErrLostExpired (the TTL, less the margin, ran out), ErrLostTaken (a
+// refresh found the lock gone: taken over or force-released),
+// ErrLostUnreachable (refreshes failed; the last refresh error is its
+// Cause, reachable with errors.Is and errors.Unwrap), ErrLostClosed (the
+// Manager was closed; it also matches ErrClosed). After ErrLostExpired and
+// ErrLostUnreachable the backend may still hold the grant (a refresh whose
+// answer was lost may have been applied), so once the callback has
+// returned the Manager releases it, owner-guarded, instead of leaving the
+// key blocked until the TTL runs out.
 //
 // The signal is a request, not a guarantee: code that ignores its context
 // keeps running outside the lock. Work that must not continue after losing
@@ -76,7 +91,8 @@
 // # Closing
 //
 // Manager.Close stops every refresher, cancels the context of every callback
-// still running (with cause ErrClosed) and closes the driver; calls made
+// still running (with a *LostError whose reason is ErrLostClosed, which
+// matches ErrClosed) and closes the driver; calls made
 // afterwards return ErrClosed. Close a Manager once its work is done, so that
 // nothing outlives it.
 //

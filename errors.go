@@ -1,10 +1,6 @@
 package lock
 
-import (
-	"errors"
-
-	"github.com/zerotal/lock/drivers"
-)
+import "github.com/zerotal/lock/drivers"
 
 // Errors returned by this package, shared with every driver. Compare with
 // errors.Is; the typed errors below carry the details.
@@ -25,19 +21,45 @@ var (
 	ErrFull = drivers.ErrFull
 )
 
-// ErrExpired is the Cause of the LostError reported when a lock that is not
-// refreshed reaches the end of its TTL (as estimated on this side) while the
-// callback is still running.
-var ErrExpired = errors.New("lock: ttl ran out before the callback returned")
+// Why a held lock was lost: the Reason of a *LostError, which errors.Is
+// matches. See drivers.LostReason.
+const (
+	// ErrLostExpired: the TTL, as estimated here and less the safety
+	// margin (WithSafetyMargin), ran out while the callback was still
+	// running, and no refresh error was to blame: the lock was not
+	// refreshed, or the process stalled.
+	ErrLostExpired = drivers.ErrLostExpired
+	// ErrLostTaken: a refresh found the lock gone: it expired at the
+	// backend and may have been granted to another owner, or it was
+	// force-released.
+	ErrLostTaken = drivers.ErrLostTaken
+	// ErrLostUnreachable: refreshes kept failing until the safety margin
+	// before the TTL; the *LostError's Cause (reachable with errors.Is and
+	// errors.Unwrap) is the last refresh error.
+	ErrLostUnreachable = drivers.ErrLostUnreachable
+	// ErrLostClosed: the Manager was closed while the callback ran. It
+	// also matches ErrClosed.
+	ErrLostClosed = drivers.ErrLostClosed
+)
+
+// ErrExpired is ErrLostExpired under its earlier name.
+//
+// Deprecated: use ErrLostExpired.
+const ErrExpired = ErrLostExpired
 
 // NotAcquiredError says which key could not be acquired. It matches
 // ErrNotAcquired and its Key is the key without the Manager's prefix.
 type NotAcquiredError = drivers.NotAcquiredError
 
-// LostError reports a lock that was lost while held. It matches ErrLost,
-// and its Cause (nil when the backend answered that the lock is gone) is
-// reachable with errors.Is.
+// LostError reports a lock that was lost while held. It matches ErrLost and
+// its Reason (one of the ErrLost* reasons); when the backend was
+// unreachable, its Cause is the last refresh error, reachable with
+// errors.Is and errors.Unwrap. The callback's context is cancelled with it
+// as its cause (context.Cause).
 type LostError = drivers.LostError
+
+// LostReason says why a lock was lost; its values are the ErrLost* reasons.
+type LostReason = drivers.LostReason
 
 // InvalidError describes input rejected before any backend call. It matches
 // ErrInvalid.

@@ -142,7 +142,7 @@ func ExampleLock_Fence() {
 }
 
 // A lock lost while the callback runs cancels the callback's context with a
-// *LostError as its cause, and Try returns that error.
+// *LostError as its cause, and Try returns that error. Its Reason says why.
 func ExampleLostError() {
 	ctx := context.Background()
 	m, err := lock.Open(ctx, lock.Config{})
@@ -164,15 +164,25 @@ func ExampleLostError() {
 	var lost *lock.LostError
 	if errors.As(err, &lost) {
 		fmt.Println("lost:", lost.Key)
+		fmt.Println("taken or force-released:", lost.Reason == lock.ErrLostTaken)
+	}
+	switch {
+	case errors.Is(err, lock.ErrLostTaken):
+		fmt.Println("someone else may hold it now")
+	case errors.Is(err, lock.ErrLostUnreachable):
+		fmt.Println("the backend could not be reached:", lost.Cause)
 	}
 	// Output:
 	// cause is ErrLost: true
 	// lost: import:batch
+	// taken or force-released: true
+	// someone else may hold it now
 }
 
 // Without refresh, a callback that outlives its TTL is told that the lock
-// can no longer be trusted.
-func ExampleErrExpired() {
+// can no longer be trusted, a safety margin before the TTL runs out, so
+// that it has time to stop before someone else may take the lock.
+func ExampleWithSafetyMargin() {
 	ctx := context.Background()
 	m, err := lock.Open(ctx, lock.Config{})
 	if err != nil {
@@ -180,12 +190,16 @@ func ExampleErrExpired() {
 	}
 	defer m.Close()
 
-	err = m.Try(ctx, "quick-job", 30*time.Millisecond, func(ctx context.Context, _ *lock.Lock) error {
+	err = m.Try(ctx, "quick-job", 100*time.Millisecond, func(ctx context.Context, l *lock.Lock) error {
+		expires := l.ExpiresAt()
 		<-ctx.Done() // the job takes longer than the TTL
+		fmt.Println("told before the estimated expiry:", time.Now().Before(expires))
 		return ctx.Err()
-	})
-	fmt.Println(errors.Is(err, lock.ErrLost), errors.Is(err, lock.ErrExpired))
-	// Output: true true
+	}, lock.WithSafetyMargin(40*time.Millisecond))
+	fmt.Println(errors.Is(err, lock.ErrLost), errors.Is(err, lock.ErrLostExpired))
+	// Output:
+	// told before the estimated expiry: true
+	// true true
 }
 
 // ConfigFromEnv reads LOCK_DRIVER and friends; Config prints without

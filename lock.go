@@ -53,6 +53,11 @@ func (l *Lock) IsAcquired() bool {
 // lock: the TTL counted from when the last acquire or refresh was sent, so
 // it errs early, never late. It is the zero time when the lock is not held.
 // Use it to decide when to refresh, not whether the lock is still held.
+//
+// A handle used outside Try and Block has no lost-lock signal: its holder
+// should stop a safety margin before ExpiresAt (Try and Block use a fifth
+// of the TTL, see WithSafetyMargin), as the backend may hand the key on
+// from ExpiresAt on.
 func (l *Lock) ExpiresAt() time.Time {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -96,8 +101,8 @@ func (l *Lock) Acquire(ctx context.Context) (bool, error) {
 // when ctx ends first, or an error matching ErrClosed when the Manager is
 // closed meanwhile. Drivers that implement drivers.Waiter hand the lock
 // over as soon as it frees, in arrival order; the others are polled every
-// retry delay (WithRetryDelay). WithTimeout and the refresh options do not
-// apply here: timeout is the argument. On a handle that already holds the
+// retry delay (WithRetryDelay). WithTimeout, the refresh options and
+// WithSafetyMargin do not apply here: timeout is the argument. On a handle that already holds the
 // lock, Block refreshes it, and waits for a new grant only if it was lost.
 func (l *Lock) Block(ctx context.Context, timeout time.Duration, opts ...Option) error {
 	if err := l.usable(); err != nil {

@@ -95,10 +95,12 @@ func (m *Manager) Driver() drivers.Driver { return m.driver }
 func (m *Manager) Prefix() string { return m.prefix }
 
 // Close stops every refresher, cancels the context of every callback still
-// running under a Try or Block of this Manager (with cause ErrClosed), ends
+// running under a Try or Block of this Manager (with cause a *LostError of
+// reason ErrLostClosed, which matches ErrClosed; Try and Block return it),
+// ends
 // every Block still waiting for its lock (with ErrClosed), gives up the
-// background releases of grants whose answer was lost (those expire by
-// their TTL), and closes the driver.
+// background releases of grants whose answer was lost or that were lost
+// after a refresh error (those expire by their TTL), and closes the driver.
 //
 // Close does not wait for those callbacks: a callback still running when
 // the driver closes cannot release its lock, which then stays held on a

@@ -27,6 +27,7 @@ const (
 	optRetryDelay
 	optRefresh
 	optRefreshEvery
+	optSafetyMargin
 )
 
 // WithTimeout sets how long Block waits for the lock before it gives up
@@ -41,16 +42,26 @@ func WithTimeout(d time.Duration) Option { return Option{kind: optTimeout, d: d}
 func WithRetryDelay(d time.Duration) Option { return Option{kind: optRetryDelay, d: d} }
 
 // WithRefresh keeps the lock alive while the callback runs, by extending it
-// every third of its TTL. When a refresh finds the lock gone, or the backend
-// stays unreachable until the TTL runs out, the callback's context is
-// cancelled with a *LostError as its cause and the call returns it.
+// every third of its TTL. When a refresh finds the lock gone, or refreshes
+// keep failing until the safety margin before the TTL (WithSafetyMargin),
+// the callback's context is cancelled with a *LostError as its cause and
+// the call returns it.
 func WithRefresh() Option { return Option{kind: optRefresh} }
 
 // WithRefreshEvery is WithRefresh with an explicit interval, which must be
-// shorter than the TTL and at least MinInterval. Leave room for at least
-// one failed attempt: a third of the TTL (the default) survives one missed
-// beat.
+// at least MinInterval and shorter than the TTL less the safety margin.
+// Leave room for at least one failed attempt: a third of the TTL (the
+// default) survives one missed beat.
 func WithRefreshEvery(d time.Duration) Option { return Option{kind: optRefreshEvery, d: d} }
+
+// WithSafetyMargin sets how long before the lock's estimated expiry the
+// callback's context is cancelled when the lock has not been extended in
+// time: the backend may hand the key on at the expiry itself, so the holder
+// is told this much earlier, to leave it time to stop. It applies with and
+// without refresh; with refresh, it is also the deadline of the refreshes
+// that keep failing. The default is a fifth of the TTL; 0 tells the holder
+// only at the estimated expiry. It must be shorter than the TTL.
+func WithSafetyMargin(d time.Duration) Option { return Option{kind: optSafetyMargin, d: d} }
 
 // MinInterval is the shortest retry delay and refresh interval accepted:
 // shorter ones would turn waiting and refreshing into a busy loop of
@@ -63,6 +74,8 @@ type options struct {
 	retryDelay   time.Duration
 	refresh      bool
 	refreshEvery time.Duration // default: TTL/3
+	margin       time.Duration // default: TTL/5
+	marginSet    bool          // 0 is a valid margin
 }
 
 // buildOptions applies opts and fills in the defaults that depend on ttl.
@@ -70,6 +83,16 @@ type options struct {
 func buildOptions(ttl time.Duration, opts []Option) (options, error) {
 	o := options{retryDelay: DefaultRetryDelay}
 	for _, opt := range opts {
+		if opt.kind == optSafetyMargin {
+			if opt.d < 0 {
+				return o, &InvalidError{Field: "safety margin", Reason: fmt.Sprintf("must not be negative, got %v", opt.d)}
+			}
+			if opt.d >= ttl {
+				return o, &InvalidError{Field: "safety margin", Reason: fmt.Sprintf("%v must be shorter than the ttl %v", opt.d, ttl)}
+			}
+			o.margin, o.marginSet = opt.d, true
+			continue
+		}
 		if opt.kind != optNone && opt.kind != optRefresh && opt.d <= 0 {
 			return o, &InvalidError{Field: opt.kind.field(), Reason: fmt.Sprintf("must be positive, got %v", opt.d)}
 		}
@@ -90,12 +113,17 @@ func buildOptions(ttl time.Duration, opts []Option) (options, error) {
 	if o.timeout == 0 {
 		o.timeout = ttl
 	}
+	if !o.marginSet {
+		o.margin = ttl / 5
+	}
 	if o.refresh {
 		if o.refreshEvery == 0 {
 			o.refreshEvery = ttl / 3
 		}
-		if o.refreshEvery >= ttl {
-			return o, &InvalidError{Field: "refresh interval", Reason: fmt.Sprintf("%v must be shorter than the ttl %v", o.refreshEvery, ttl)}
+		// A first refresh due after the stop point could never keep the
+		// lock: the callback would always be told it is lost.
+		if o.refreshEvery >= ttl-o.margin {
+			return o, &InvalidError{Field: "refresh interval", Reason: fmt.Sprintf("%v must be shorter than the ttl %v less the safety margin %v", o.refreshEvery, ttl, o.margin)}
 		}
 	}
 	return o, nil

@@ -125,8 +125,8 @@ func TestExpiryWatch_EarlierDeadlineRearmsTheTimer(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("the earlier deadline was not watched: the timer still waits for the later one")
 	}
-	if !errors.Is(context.Cause(soonCtx), ErrExpired) {
-		t.Fatalf("cause %v, want ErrExpired", context.Cause(soonCtx))
+	if !errors.Is(context.Cause(soonCtx), ErrLostExpired) {
+		t.Fatalf("cause %v, want ErrLostExpired", context.Cause(soonCtx))
 	}
 	if lateCtx.Err() != nil {
 		t.Fatal("the later run was cancelled too")

@@ -3,14 +3,15 @@ package lock
 import (
 	"context"
 	"errors"
-	"fmt"
 	"time"
 )
 
 // Func is the work done while a lock is held. ctx is cancelled when the
-// lock is lost (context.Cause(ctx) is then a *LostError), when the caller's
-// context ends, or when the Manager is closed. l is the held lock: its Fence
-// is what to pass to the protected resource.
+// lock is lost, or about to be (a safety margin before its estimated
+// expiry), or when the Manager is closed: context.Cause(ctx) is then a
+// *LostError whose Reason says why. It is also cancelled when the caller's
+// context ends. l is the held lock: its Fence is what to pass to the
+// protected resource.
 type Func func(ctx context.Context, l *Lock) error
 
 // Try acquires key once and runs fn while holding it. When another owner
@@ -28,8 +29,8 @@ type Func func(ctx context.Context, l *Lock) error
 // cancelled and Try returns the *LostError; an error fn returned as well,
 // other than the cancellation itself, stays reachable with errors.Is.
 //
-// Options: WithRefresh and WithRefreshEvery; the waiting options are
-// ignored.
+// Options: WithRefresh, WithRefreshEvery and WithSafetyMargin; the waiting
+// options are ignored.
 func (m *Manager) Try(ctx context.Context, key string, ttl time.Duration, fn Func, opts ...Option) error {
 	c, o, err := m.prepare(key, ttl, fn, opts)
 	if err != nil {
@@ -142,14 +143,11 @@ func (m *Manager) finish(ctx context.Context, r *run) error {
 	l := r.l
 	l.op.Lock()
 	defer l.op.Unlock()
+	if r.lostErr != nil {
+		m.releaseLost(ctx, r)
+	}
 	owner, _, _, held := l.current()
 	if !held {
-		if r.lostErr != nil && errors.Is(r.lostErr, ErrExpired) {
-			// Our estimate errs early, so the backend may still hold
-			// the grant: free it for the next holder rather than make
-			// it wait.
-			l.releaseOwner(ctx, r.owner)
-		}
 		return nil
 	}
 	if ctx.Err() == nil {
@@ -162,6 +160,31 @@ func (m *Manager) finish(ctx context.Context, r *run) error {
 	return l.releaseGrant(ctx, owner)
 }
 
+// releaseLost releases the grant that r reported lost, when the backend may
+// still hold it for r's owner: the estimate errs early (ErrLostExpired),
+// and a refresh whose answer was lost (a timeout here) may still have been
+// applied there and extended the grant (ErrLostUnreachable). Either way the
+// next holder would otherwise wait for up to a whole TTL. The release is
+// owner-guarded: it never frees someone else's grant.
+//
+// After an expiry the backend is presumably reachable, and the release is
+// made before Try or Block returns; after an outage it runs in the
+// background, so that the caller learns of the loss at once. Close cancels
+// it and waits for it.
+func (m *Manager) releaseLost(ctx context.Context, r *run) {
+	l := r.l
+	switch r.lostErr.Reason {
+	case ErrLostExpired:
+		l.releaseOwner(ctx, r.owner)
+	case ErrLostUnreachable:
+		m.background(func(bg context.Context) {
+			ctx, cancel := context.WithTimeout(bg, cleanupTimeout)
+			defer cancel()
+			l.releaseBounded(ctx, r.owner)
+		})
+	}
+}
+
 // result decides what Try and Block return.
 func (r *run) result(fnErr, relErr error) error {
 	if r.lostErr != nil {
@@ -169,13 +192,6 @@ func (r *run) result(fnErr, relErr error) error {
 			return r.lostErr
 		}
 		return errors.Join(r.lostErr, fnErr)
-	}
-	if r.closed {
-		closed := fmt.Errorf("lock: manager closed while %q was held: %w", r.l.key, ErrClosed)
-		if fnErr == nil || errors.Is(fnErr, context.Canceled) || errors.Is(fnErr, ErrClosed) {
-			return closed
-		}
-		return errors.Join(closed, fnErr)
 	}
 	if fnErr != nil {
 		return fnErr

@@ -35,6 +35,11 @@ func TestManager_RejectsBadInputBeforeBackend(t *testing.T) {
 		{"negative retry delay", "k", time.Second, noop, []lock.Option{lock.WithRetryDelay(-time.Millisecond)}, "retry delay"},
 		{"zero refresh interval", "k", time.Second, noop, []lock.Option{lock.WithRefreshEvery(0)}, "refresh interval"},
 		{"refresh interval = ttl", "k", time.Second, noop, []lock.Option{lock.WithRefreshEvery(time.Second)}, "refresh interval"},
+		{"negative safety margin", "k", time.Second, noop, []lock.Option{lock.WithSafetyMargin(-time.Millisecond)}, "safety margin"},
+		{"safety margin = ttl", "k", time.Second, noop, []lock.Option{lock.WithSafetyMargin(time.Second)}, "safety margin"},
+		// The first refresh would come after the stop point.
+		{"refresh interval past the stop point", "k", time.Second, noop, []lock.Option{lock.WithRefreshEvery(800 * time.Millisecond)}, "refresh interval"},
+		{"refresh interval past an explicit stop point", "k", time.Second, noop, []lock.Option{lock.WithRefreshEvery(400 * time.Millisecond), lock.WithSafetyMargin(600 * time.Millisecond)}, "refresh interval"},
 		// Shorter intervals would be a busy loop of backend calls.
 		{"retry delay below minimum", "k", time.Second, noop, []lock.Option{lock.WithRetryDelay(lock.MinInterval - 1)}, "retry delay"},
 		{"refresh interval below minimum", "k", time.Second, noop, []lock.Option{lock.WithRefreshEvery(time.Nanosecond)}, "refresh interval"},

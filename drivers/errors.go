@@ -42,25 +42,33 @@ func (e *NotAcquiredError) Is(target error) bool { return target == ErrNotAcquir
 // HTTPStatus is 409 Conflict, so an HTTP layer can map contention directly.
 func (e *NotAcquiredError) HTTPStatus() int { return http.StatusConflict }
 
-// LostError reports that a held lock was lost: a refresh found it gone, or
-// the backend could not be reached before the TTL ran out.
+// LostError reports that a held lock was lost (or must be treated as lost)
+// while its holder was using it. Reason says why; Cause is the error behind
+// it, if there was one.
 type LostError struct {
 	Key   string
 	Fence uint64
-	// Cause is what the failed refresh returned (nil when the backend
-	// answered that the lock is no longer held).
+	// Reason is why the lock was lost: one of the ErrLost* reasons (0 when
+	// not known).
+	Reason LostReason
+	// Cause is the error of the last failed refresh when Reason is
+	// ErrLostUnreachable; nil otherwise.
 	Cause error
 }
 
 func (e *LostError) Error() string {
+	msg := fmt.Sprintf("lock: lost %q (fence %d): %s", e.Key, e.Fence, e.Reason.text())
 	if e.Cause != nil {
-		return fmt.Sprintf("lock: lost %q (fence %d): %v", e.Key, e.Fence, e.Cause)
+		msg += ": " + e.Cause.Error()
 	}
-	return fmt.Sprintf("lock: lost %q (fence %d): no longer held by this owner", e.Key, e.Fence)
+	return msg
 }
 
-// Is makes errors.Is(err, ErrLost) true.
-func (e *LostError) Is(target error) bool { return target == ErrLost }
+// Is makes errors.Is(err, ErrLost) true, and errors.Is(err, r) for the
+// Reason r (and for what r matches: ErrLostClosed matches ErrClosed).
+func (e *LostError) Is(target error) bool {
+	return target == ErrLost || (e.Reason != 0 && errors.Is(e.Reason, target))
+}
 
 // Unwrap exposes the cause, so errors.Is(err, ErrUnavailable) also works
 // when the lock was lost because the backend was unreachable.
