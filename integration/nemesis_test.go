@@ -32,6 +32,8 @@ func holdFor(kind faultKind) time.Duration {
 	switch kind {
 	case faultPauseLeader:
 		return 3 * time.Second // longer than every hot TTL (2s at most)
+	case faultPauseFollower:
+		return 3 * time.Second // longer than a forwarded attempt's timeout
 	case faultPartitionLeader, faultPartitionFollower, faultPartitionAll:
 		return 3 * time.Second
 	case faultSlowClock:
@@ -85,6 +87,10 @@ func runNemesis(t *testing.T, seed uint64, schedule func(context.Context, *nemes
 	defer cancel()
 	workDone := make(chan error, 1)
 	go func() { workDone <- w.run(ctx) }()
+	untuned, err := runUntuned(ctx, c.addrs(), h)
+	if err != nil {
+		t.Fatalf("untuned clients: %v", err)
+	}
 
 	rssStart, anonStart := map[string]int{}, map[string]int{}
 	sleepCtx(ctx, time.Second) // warm up before measuring memory
@@ -103,6 +109,7 @@ func runNemesis(t *testing.T, seed uint64, schedule func(context.Context, *nemes
 		sleepCtx(ctx, 2*time.Second) // writes after the last fault
 	}
 	cancel()
+	stoppedAt := h.now()
 	<-sampled
 	if err := <-workDone; err != nil {
 		t.Fatalf("workload: %v", err)
@@ -139,6 +146,7 @@ func runNemesis(t *testing.T, seed uint64, schedule func(context.Context, *nemes
 	}
 
 	rep := buildReport(ops, nem.records)
+	rep.Untuned = untuned.stats(nem.records, stoppedAt)
 	rep.RSSStart, rep.RSSEnd = rssStart, rssEnd
 	rep.AnonStart, rep.AnonEnd = anonStart, anonEnd
 	rep.RSSMax, rep.RSSQuarters = map[string]int{}, map[string][3]int{}
