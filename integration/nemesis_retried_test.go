@@ -52,6 +52,9 @@ type retriedWaits struct {
 	h   *history
 	api *rawAPI
 	seq atomic.Int64
+	// only, when set, is the one variant of every round (the mixed
+	// nemesis run, whose own faults cut links and stop nodes).
+	only retryVariant
 
 	mu       sync.Mutex
 	rounds   map[retryVariant]int
@@ -88,8 +91,7 @@ func TestNemesis_RetriedWaits(t *testing.T) {
 	seed := uint64(time.Now().UnixNano())
 	t.Logf("seed %d, %v", seed, length)
 	c := newFaultCluster(t)
-	rw := &retriedWaits{c: c, h: newHistory(), api: newRawAPI(),
-		rounds: map[retryVariant]int{}, variant: map[string]retryVariant{}}
+	rw := newRetriedWaits(c, newHistory())
 	t.Cleanup(rw.api.Close)
 
 	ctx, cancel := context.WithTimeout(t.Context(), length)
@@ -125,6 +127,25 @@ func TestNemesis_RetriedWaits(t *testing.T) {
 	}
 	if len(vs) > 0 {
 		t.Errorf("%d violations (seed %d):\n%s", len(vs), seed, formatViolations(vs))
+	}
+}
+
+func newRetriedWaits(c *faultCluster, h *history) *retriedWaits {
+	return &retriedWaits{c: c, h: h, api: newRawAPI(),
+		rounds: map[retryVariant]int{}, variant: map[string]retryVariant{}}
+}
+
+// runMixedLane runs client-timeout rounds on one key of their own until
+// ctx ends, beside the mixed workload and under the nemesis's faults; a
+// round that finds no leader (a fault under way) is tried again later.
+// Stranded retries are not judged here: a fault may hold a queue up.
+func (rw *retriedWaits) runMixedLane(ctx context.Context, seed uint64) {
+	rw.only = retryClientTimeout
+	r := rand.New(rand.NewPCG(seed, 77))
+	for ctx.Err() == nil {
+		if err := rw.round(ctx, 1, "retry/mixed", r); err != nil {
+			sleepCtx(ctx, 500*time.Millisecond)
+		}
 	}
 }
 
@@ -192,6 +213,10 @@ func (rw *retriedWaits) rec(cl int, o op, i int, fn func() (rawAnswer, uint64)) 
 }
 
 func (rw *retriedWaits) acquire(ctx context.Context, cl, i int, key, owner string, wait time.Duration) op {
+	// Bounded even when the caller's ctx is not: a stopped node holds the
+	// request until SIGCONT, no longer.
+	ctx, cancel := context.WithTimeout(ctx, wait+10*time.Second)
+	defer cancel()
 	return rw.rec(cl, op{key: key, owner: owner, kind: opWait, ttl: retryTTL, wait: wait}, i, func() (rawAnswer, uint64) {
 		return rw.api.acquire(ctx, rw.c.nodes[i].httpAddr, key, owner, retryTTL, wait)
 	})
@@ -240,6 +265,9 @@ func (rw *retriedWaits) round(ctx context.Context, lane int, key string, r *rand
 		variants = append(variants, retryKillForwarder, retryStopForwarder, retryStopForwarder)
 	}
 	v := variants[r.IntN(len(variants))]
+	if rw.only != "" {
+		v = rw.only
+	}
 	// R2 and the third owner go through the leader or the other follower.
 	r2Via, cVia := []int{l, o}[r.IntN(2)], []int{l, o}[r.IntN(2)]
 	clA, clB, clC := 100+3*lane, 101+3*lane, 102+3*lane

@@ -91,6 +91,15 @@ func runNemesis(t *testing.T, seed uint64, schedule func(context.Context, *nemes
 	if err != nil {
 		t.Fatalf("untuned clients: %v", err)
 	}
+	// Rounds steered into a retried wait racing a hand-off, beside the
+	// workload (nemesis_retried_test.go).
+	rw := newRetriedWaits(c, h)
+	defer rw.api.Close()
+	laneDone := make(chan struct{})
+	go func() {
+		defer close(laneDone)
+		rw.runMixedLane(ctx, seed)
+	}()
 
 	rssStart, anonStart := map[string]int{}, map[string]int{}
 	sleepCtx(ctx, time.Second) // warm up before measuring memory
@@ -111,6 +120,7 @@ func runNemesis(t *testing.T, seed uint64, schedule func(context.Context, *nemes
 	cancel()
 	stoppedAt := h.now()
 	<-sampled
+	<-laneDone
 	if err := <-workDone; err != nil {
 		t.Fatalf("workload: %v", err)
 	}

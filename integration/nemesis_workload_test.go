@@ -91,7 +91,7 @@ func (w *workload) run(ctx context.Context) error {
 	w.api = newRawAPI()
 	defer w.api.Close()
 	for k := range w.retriers {
-		wg.Go(func() { w.runRetrier(ctx, 100+k) })
+		wg.Go(func() { w.runRetrier(ctx, 200+k) })
 	}
 	for id, cl := range clients {
 		wg.Go(func() {
