@@ -126,7 +126,7 @@ func TestNemesis_RetriedWaits(t *testing.T) {
 		t.Errorf("only %d rounds ran: the workload did not reach the race", rw.total())
 	}
 	if len(vs) > 0 {
-		t.Errorf("%d violations (seed %d):\n%s", len(vs), seed, formatViolations(vs))
+		t.Errorf("%d violations (seed %d), the first of each rule:\n%s", len(vs), seed, formatViolations(firstPerRule(vs, 6)))
 	}
 }
 
@@ -415,3 +415,17 @@ func (rw *retriedWaits) waitServing(i int, timeout time.Duration) error {
 // for something to have happened; the checker judges whatever order the
 // cluster took.
 func schedule(d time.Duration) { time.Sleep(d) }
+
+// firstPerRule keeps the first n violations of each rule, so that every
+// rule shows an example.
+func firstPerRule(vs []violation, n int) []violation {
+	seen := map[string]int{}
+	var out []violation
+	for _, v := range vs {
+		if seen[v.rule] < n {
+			seen[v.rule]++
+			out = append(out, v)
+		}
+	}
+	return out
+}
