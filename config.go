@@ -28,8 +28,10 @@ type Config struct {
 	// Driver is "memory" (default; one process), "sqlite" (every process
 	// on one host), "redis" or "cluster" (many hosts).
 	Driver string
-	// Prefix is prepended to every key; empty means DefaultPrefix. (A
-	// Manager without a prefix is built with New and WithPrefix("").)
+	// Prefix is prepended to every key. Empty means the driver's default:
+	// none on "cluster", whose HTTP API and lockcluster commands name keys
+	// as written, and DefaultPrefix elsewhere. (A Manager without any
+	// prefix is built with New and WithPrefix("").)
 	Prefix string
 	// SQLite configures the "sqlite" driver.
 	SQLite SQLiteConfig
@@ -117,9 +119,6 @@ func (c Config) GoString() string { return "lock.Config" + c.String() }
 func (c Config) withDefaults() Config {
 	if c.Driver == "" {
 		c.Driver = DefaultDriver
-	}
-	if c.Prefix == "" {
-		c.Prefix = DefaultPrefix
 	}
 	if c.SQLite.Path == "" {
 		c.SQLite.Path = DefaultSQLitePath

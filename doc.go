@@ -52,9 +52,13 @@
 //
 // # Keys and prefixes
 //
-// The Manager prefixes every key once (by default "zerotal_lock:"); drivers
-// only ever see prefixed keys, while errors and Lock.Key show the key as the
-// caller wrote it. Keys must be non-empty valid UTF-8 and, with the prefix,
+// The Manager prefixes every key once; drivers only ever see prefixed keys,
+// while errors and Lock.Key show the key as the caller wrote it. The default
+// prefix is "zerotal_lock:", which keeps locks apart from other data in a
+// shared Redis or SQLite file, except on the cluster: it holds nothing but
+// locks, and a key is named as written there, so "deploy" through this
+// package, `lockcluster run --key deploy`, the HTTP API and `lockcluster
+// locks` is one lock. Keys must be non-empty valid UTF-8 and, with the prefix,
 // at most drivers.MaxKeyLen bytes; TTLs lie between drivers.MinTTL and
 // drivers.MaxTTL. Bad input is rejected with an error matching ErrInvalid
 // before any backend call.

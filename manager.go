@@ -11,7 +11,10 @@ import (
 	"github.com/zerotal/lock/drivers"
 )
 
-// DefaultPrefix is prepended to every key unless configured otherwise.
+// DefaultPrefix is prepended to every key unless configured otherwise, on
+// every backend but the cluster: its key space holds only locks, and its
+// HTTP API and lockcluster commands name keys as written (see
+// drivers.KeyNamer).
 const DefaultPrefix = "zerotal_lock:"
 
 // cleanupTimeout bounds the releases this package makes on the caller's
@@ -23,9 +26,10 @@ const cleanupTimeout = 5 * time.Second
 // Manager creates locks on one driver. It is safe for concurrent use; create
 // one per backend and share it.
 type Manager struct {
-	driver drivers.Driver
-	prefix string
-	logger hclog.Logger
+	driver    drivers.Driver
+	prefix    string
+	prefixSet bool // WithPrefix was given
+	logger    hclog.Logger
 
 	closed    atomic.Bool
 	closeOnce sync.Once
@@ -43,10 +47,11 @@ type Manager struct {
 // ManagerOption configures a Manager built with New.
 type ManagerOption func(*Manager)
 
-// WithPrefix sets the prefix prepended to every key (DefaultPrefix if not
-// given). An empty prefix is allowed.
+// WithPrefix sets the prefix prepended to every key. Without it the
+// Manager uses the driver's choice (drivers.KeyNamer) or else
+// DefaultPrefix. An empty prefix is allowed.
 func WithPrefix(p string) ManagerOption {
-	return func(m *Manager) { m.prefix = p }
+	return func(m *Manager) { m.prefix, m.prefixSet = p, true }
 }
 
 // WithLogger sets the logger for events nobody else would see: a lock lost
@@ -76,6 +81,9 @@ func New(d drivers.Driver, opts ...ManagerOption) *Manager {
 		if opt != nil {
 			opt(m)
 		}
+	}
+	if kn, ok := d.(drivers.KeyNamer); ok && !m.prefixSet {
+		m.prefix = kn.DefaultPrefix()
 	}
 	return m
 }

@@ -50,7 +50,11 @@ func Open(ctx context.Context, cfg Config) (*Manager, error) {
 	if err != nil {
 		return nil, fmt.Errorf("lock: open %s driver: %w", c.Driver, err)
 	}
-	return New(d, WithPrefix(c.Prefix), WithLogger(c.Logger)), nil
+	opts := []ManagerOption{WithLogger(c.Logger)}
+	if c.Prefix != "" {
+		opts = append(opts, WithPrefix(c.Prefix))
+	}
+	return New(d, opts...), nil
 }
 
 func openMemory(_ context.Context, _ Config) (drivers.Driver, error) {

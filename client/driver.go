@@ -11,6 +11,13 @@ import (
 	"github.com/zerotal/lock/drivers"
 )
 
+// DefaultPrefix is "": the cluster holds only locks, and its HTTP API and
+// lockcluster name keys as written, so a Manager on a Client adds no
+// prefix unless told to, and "deploy" is the same lock everywhere.
+func (c *Client) DefaultPrefix() string { return "" }
+
+var _ drivers.KeyNamer = (*Client)(nil)
+
 // Acquire takes key for owner for ttl, or refreshes it when owner already
 // holds it (same fence). ok is false, with a nil error, when another owner
 // holds the key. Retrying after a lost answer is safe: the retry is a

@@ -44,7 +44,7 @@ func ExampleClient_List() {
 		log.Fatal(err)
 	}
 	defer c.Close()
-	locks, truncated, err := c.List(context.Background(), "zerotal_lock:jobs/", 100)
+	locks, truncated, err := c.List(context.Background(), "jobs/", 100)
 	if err != nil {
 		log.Fatal(err)
 	}

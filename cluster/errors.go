@@ -50,6 +50,18 @@ type errorBody struct {
 
 // isRaftUnavailable reports raft errors that mean "no leader here now":
 // the client may retry, on this node or another.
+// errLeadershipChanged ends requests served by a leader that stepped down.
+var errLeadershipChanged = errors.New("leadership changed; retry")
+
+// leadershipEnded reports errors after which this node no longer leads,
+// so retrying a proposal here is pointless.
+func leadershipEnded(err error) bool {
+	return errors.Is(err, raft.ErrNotLeader) ||
+		errors.Is(err, raft.ErrLeadershipLost) ||
+		errors.Is(err, raft.ErrRaftShutdown) ||
+		errors.Is(err, errLeadershipChanged)
+}
+
 func isRaftUnavailable(err error) bool {
 	return errors.Is(err, raft.ErrNotLeader) ||
 		errors.Is(err, raft.ErrLeadershipLost) ||

@@ -7,7 +7,6 @@ import (
 
 	"github.com/hashicorp/raft"
 
-	"github.com/zerotal/lock/engine"
 	"github.com/zerotal/lock/fsm"
 )
 
@@ -39,12 +38,7 @@ func (n *Node) handleAcquire(w http.ResponseWriter, r *http.Request, l *leadersh
 	}
 	wait := min(time.Duration(req.WaitMs)*time.Millisecond, n.cfg.MaxWait)
 	start := time.Now()
-	var fence uint64
-	if wait > 0 {
-		fence, err = n.acquireWait(r, l, req.Key, req.Owner, ttl, wait)
-	} else {
-		fence, err = n.acquireNow(r, l, req.Key, req.Owner, ttl)
-	}
+	fence, err := n.acquire(r, l, req.Key, req.Owner, ttl, wait)
 	if err != nil {
 		if isConflict(err) {
 			n.metrics.contention.Inc()
@@ -102,17 +96,47 @@ func (n *Node) proposeAcquire(r *http.Request, e fsm.Entry) (*fsm.Response, erro
 	return fsm.Await(f)
 }
 
+// acquire serves one acquire request as a live request of (key, owner):
+// see liveRequests for how it stays out of the way of the owner's other
+// requests, abandoned or retried.
+func (n *Node) acquire(r *http.Request, l *leadership, key, owner string, ttl, wait time.Duration) (fence uint64, err error) {
+	q := n.waits.enter(key, owner)
+	defer func() { n.leave(l, q, fence) }()
+	if err := n.waits.settle(r.Context(), l.done, q); err != nil {
+		return 0, unavailable("acquire", err)
+	}
+	if wait > 0 {
+		return n.acquireWait(r, l, q, ttl, wait)
+	}
+	return n.acquireNow(r, l, key, owner, ttl)
+}
+
+// leave ends q; when it was its owner's last live request and a grant
+// handed off to the owner was never returned, it releases that grant,
+// which passes the key on.
+func (n *Node) leave(l *leadership, q *request, fence uint64) {
+	lost := n.waits.leave(q, fence)
+	if lost == 0 {
+		return
+	}
+	defer n.waits.settled(q)
+	e := fsm.Entry{Type: fsm.TypeRelease, Key: q.w.Key, Owner: q.w.Owner}
+	if _, err := n.applyWhileLeading(l, e); err != nil {
+		n.log.Warn("release of a grant no request returned failed", "fence", lost, "error", err)
+	}
+}
+
 // acquireWait queues the request in the replicated table and waits for
-// the hand-off. On timeout or client cancellation it removes the waiter;
-// if the hand-off won that race it releases the grant, which passes the
-// key on.
-func (n *Node) acquireWait(r *http.Request, l *leadership, key, owner string, ttl, wait time.Duration) (uint64, error) {
-	ch := n.waits.register(key, owner)
-	defer n.waits.unregister(key, owner, ch)
+// the hand-off. On timeout or client cancellation the last live request
+// of the owner removes the queue entry (a grant that raced with that is
+// released when the request leaves).
+func (n *Node) acquireWait(r *http.Request, l *leadership, q *request, ttl, wait time.Duration) (uint64, error) {
+	key, owner := q.w.Key, q.w.Owner
+	ch := n.waits.listen(q)
 	// A retry of a request already queued (after a client timeout, say)
-	// just waits again: the queue entry is committed, and a hand-off from
-	// now on finds the channel registered above. Its TTL stays the one
-	// first asked for.
+	// just waits again: the queue entry is committed, a hand-off from now
+	// on reaches the channel above, and the entry cannot be cancelled
+	// while this request lives. Its TTL stays the one first asked for.
 	if !n.fsm.IsWaiter(key, owner) {
 		now := l.clock.now()
 		resp, err := n.proposeAcquire(r, fsm.Entry{Type: fsm.TypeAcquire, Key: key, Owner: owner, TTL: ttl, Now: now, Wait: true})
@@ -132,11 +156,18 @@ func (n *Node) acquireWait(r *http.Request, l *leadership, key, owner string, tt
 	case g := <-ch:
 		return g.Fence, nil
 	case <-l.done:
-		return 0, unavailable("acquire", errors.New("leadership changed while waiting; retry"))
+		return 0, unavailable("acquire", errLeadershipChanged)
 	case <-timer.C:
 	case <-r.Context().Done():
 	}
-	n.abandonWait(l, key, owner, ch)
+	if n.waits.abandon(q) {
+		e := fsm.Entry{Type: fsm.TypeCancelWait, Key: key, Owner: owner}
+		if _, err := n.applyWhileLeading(l, e); err != nil {
+			// Leadership ended: the next leader cancels every queued
+			// waiter when it takes over.
+			n.log.Warn("cancel wait failed", "error", err)
+		}
+	}
 	if err := r.Context().Err(); err != nil {
 		// The client went away, or this node is shutting down.
 		return 0, unavailable("acquire", err)
@@ -144,22 +175,30 @@ func (n *Node) acquireWait(r *http.Request, l *leadership, key, owner string, tt
 	return 0, &conflictError{key: key, holderTTLms: -1}
 }
 
-func (n *Node) abandonWait(l *leadership, key, owner string, ch chan engine.Grant) {
-	resp, err := n.apply(fsm.Entry{Type: fsm.TypeCancelWait, Key: key, Owner: owner, Now: l.clock.now()})
-	if err != nil {
-		n.log.Warn("cancel wait failed", "error", err)
-		return
-	}
-	if resp.Result.OK {
-		return
-	}
-	select {
-	case g := <-ch:
-		// The hand-off was applied before the cancel: give the key on.
-		if _, err := n.apply(fsm.Entry{Type: fsm.TypeRelease, Key: key, Owner: owner, Now: l.clock.now()}); err != nil {
-			n.log.Warn("release of a grant that raced with a wait timeout failed", "fence", g.Fence, "error", err)
+// applyWhileLeading proposes e (stamped with l's clock) until it commits
+// or l's leadership ends. A cleanup entry (a cancel-wait, a release of a
+// grant nobody returned) must not be dropped on a transient failure: the
+// entry it leaves behind would be granted to nobody for up to its TTL.
+func (n *Node) applyWhileLeading(l *leadership, e fsm.Entry) (*fsm.Response, error) {
+	backoff := 10 * time.Millisecond
+	for {
+		e.Now = l.clock.now()
+		resp, err := n.apply(e)
+		if err == nil || leadershipEnded(err) {
+			return resp, err
 		}
-	default:
+		n.log.Warn("cleanup proposal failed; retrying", "type", e.Type, "error", err)
+		t := time.NewTimer(backoff)
+		select {
+		case <-l.done:
+			t.Stop()
+			return nil, errLeadershipChanged
+		case <-n.closing:
+			t.Stop()
+			return nil, err
+		case <-t.C:
+		}
+		backoff = min(2*backoff, time.Second)
 	}
 }
 

@@ -27,7 +27,7 @@ type Node struct {
 	raft    *raft.Raft
 	stores  *stores
 	metrics *metrics
-	waits   *waitRegistry
+	waits   *liveRequests
 	rounds  *rounds
 	gate    gate
 
@@ -51,6 +51,10 @@ type Node struct {
 	raftForMetrics atomic.Pointer[raft.Raft]
 	// pauseExpiry stops the expiry loop from proposing (tests only).
 	pauseExpiry atomic.Bool
+	// proposeHook, when set, sees every entry this node proposes before it
+	// enters raft and may hold it there, or fail it with the error it
+	// returns (tests only: it forces the interleavings of retried waits).
+	proposeHook atomic.Pointer[func(fsm.Entry) error]
 
 	// baseCtx is every HTTP request's parent; Shutdown cancels it so that
 	// long waits and forwarded requests end promptly.
@@ -74,7 +78,7 @@ func NewNode(ctx context.Context, cfg Config) (_ *Node, err error) {
 	n := &Node{
 		cfg:     cfg,
 		log:     cfg.Logger,
-		waits:   newWaitRegistry(),
+		waits:   newLiveRequests(),
 		kick:    make(chan struct{}, 1),
 		closing: make(chan struct{}),
 		proxy:   newProxyTransport(),

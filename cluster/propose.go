@@ -16,6 +16,11 @@ func (n *Node) propose(e fsm.Entry) raft.ApplyFuture { return n.submit(e, false)
 
 // submit is propose, lazily when lazy is set (see rounds).
 func (n *Node) submit(e fsm.Entry, lazy bool) raft.ApplyFuture {
+	if hook := n.proposeHook.Load(); hook != nil {
+		if err := (*hook)(e); err != nil {
+			return errFuture{err}
+		}
+	}
 	b, err := fsm.Encode(e)
 	if err != nil {
 		return errFuture{err}

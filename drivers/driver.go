@@ -56,6 +56,18 @@ type Extender interface {
 	Extend(ctx context.Context, key, owner string, ttl time.Duration) (bool, error)
 }
 
+// KeyNamer is the optional capability of choosing the prefix a Manager
+// adds to keys when it is given none. A backend that holds nothing but
+// these locks, and has entry points of its own that name keys as written
+// (the cluster's HTTP API and command line), answers "", so that one name
+// is one lock through every entry point.
+//
+// Fallback when a driver lacks it: the Manager's DefaultPrefix, which
+// keeps the locks apart from other data in a shared store.
+type KeyNamer interface {
+	DefaultPrefix() string
+}
+
 // WaitOptions tunes AcquireWait.
 type WaitOptions struct {
 	// RetryDelay bounds the pause between two polls for drivers that cannot

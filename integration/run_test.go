@@ -12,9 +12,6 @@ import (
 	"github.com/zerotal/lock/internal/syncbuf"
 )
 
-// The lock package prefixes every key; the client sees the full key.
-const prefix = "zerotal_lock:"
-
 // lockRun runs "lockcluster run" against c and returns its exit status and
 // output.
 func lockRun(t *testing.T, ctx context.Context, c *testCluster, args ...string) (int, string, string) {
@@ -54,13 +51,13 @@ func TestRun_EndToEnd(t *testing.T) {
 		if !strings.Contains(stdout, "key=job ") || fence == 0 {
 			t.Fatalf("command output %q: want key=job and a fence > 0", stdout)
 		}
-		if _, found, err := cl.Get(ctx, prefix+"job"); err != nil || found {
+		if _, found, err := cl.Get(ctx, "job"); err != nil || found {
 			t.Fatalf("lock still held after run: found=%v err=%v", found, err)
 		}
 	})
 
 	t.Run("not acquired", func(t *testing.T) {
-		if _, ok, err := cl.Acquire(ctx, prefix+"busy", "someone-else", time.Minute); err != nil || !ok {
+		if _, ok, err := cl.Acquire(ctx, "busy", "someone-else", time.Minute); err != nil || !ok {
 			t.Fatalf("setup: %v %v", ok, err)
 		}
 		code, stdout, stderr := lockRun(t, ctx, c, "--key", "busy", "--ttl", "5s", "--", "echo", "ran")
@@ -73,7 +70,7 @@ func TestRun_EndToEnd(t *testing.T) {
 	})
 
 	t.Run("waits for a release", func(t *testing.T) {
-		if _, ok, err := cl.Acquire(ctx, prefix+"queue", "first", time.Minute); err != nil || !ok {
+		if _, ok, err := cl.Acquire(ctx, "queue", "first", time.Minute); err != nil || !ok {
 			t.Fatalf("setup: %v %v", ok, err)
 		}
 		type result struct {
@@ -88,7 +85,7 @@ func TestRun_EndToEnd(t *testing.T) {
 		// Release once the run is queued behind the holder.
 		deadline := time.Now().Add(20 * time.Second)
 		for {
-			info, found, err := cl.Get(ctx, prefix+"queue")
+			info, found, err := cl.Get(ctx, "queue")
 			if err == nil && found && info.Waiters > 0 {
 				break
 			}
@@ -97,7 +94,7 @@ func TestRun_EndToEnd(t *testing.T) {
 			}
 			time.Sleep(20 * time.Millisecond)
 		}
-		if rel, err := cl.Release(ctx, prefix+"queue", "first"); err != nil || !rel {
+		if rel, err := cl.Release(ctx, "queue", "first"); err != nil || !rel {
 			t.Fatalf("release: %v %v", rel, err)
 		}
 		r := <-done
@@ -120,7 +117,7 @@ func TestRun_EndToEnd(t *testing.T) {
 		}()
 		deadline := time.Now().Add(20 * time.Second)
 		for {
-			if _, found, err := cl.Get(ctx, prefix+"doomed"); err == nil && found {
+			if _, found, err := cl.Get(ctx, "doomed"); err == nil && found {
 				break
 			}
 			if time.Now().After(deadline) {
@@ -128,7 +125,7 @@ func TestRun_EndToEnd(t *testing.T) {
 			}
 			time.Sleep(20 * time.Millisecond)
 		}
-		if err := cl.ForceRelease(ctx, prefix+"doomed"); err != nil {
+		if err := cl.ForceRelease(ctx, "doomed"); err != nil {
 			t.Fatal(err)
 		}
 		select {

@@ -155,7 +155,7 @@ func dash(s string) string {
 }
 
 const locksExamples = `  lockcluster locks --addr 127.0.0.1:7001
-  lockcluster locks --prefix zerotal_lock:jobs/ --limit 50
+  lockcluster locks --prefix jobs/ --limit 50
 `
 
 // runLocks lists the held keys.
@@ -163,7 +163,7 @@ func runLocks(ctx context.Context, e *env, args []string) int {
 	var a adminFlags
 	fs := newFlagSet(e, "locks", "locks [--addr A] [--prefix P] [--limit N] [--json]", locksExamples)
 	a.register(fs, e, true)
-	prefix := fs.String("prefix", "", "only keys starting with this (the lock package adds \"zerotal_lock:\" to every key)")
+	prefix := fs.String("prefix", "", "only keys starting with this (keys are named as written: \"deploy\" from lockcluster run, the HTTP API and the Go API is one lock)")
 	limit := fs.Int("limit", 1000, "list at most this many keys")
 	if code, done := parse(fs, e, args); done {
 		return code

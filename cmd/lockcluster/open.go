@@ -22,7 +22,7 @@ func (d *driverFlags) register(fs *flagSet, e *env, defDriver string) {
 	fs.StringVar(&d.addrs, "addrs", envOr(e, "", lock.EnvClusterAddrs), "cluster: HTTP addresses of the nodes, comma-separated (env LOCK_CLUSTER_ADDRS)")
 	fs.StringVar(&d.token, "token", "", "cluster: bearer token (default: env LOCK_CLUSTER_TOKEN)")
 	fs.StringVar(&d.sqlitePath, "sqlite-path", envOr(e, "", lock.EnvSQLitePath), "sqlite: database file shared by the processes (env LOCK_SQLITE_PATH)")
-	fs.StringVar(&d.prefix, "prefix", envOr(e, "", lock.EnvPrefix), "key prefix (env LOCK_PREFIX; default \"zerotal_lock:\")")
+	fs.StringVar(&d.prefix, "prefix", envOr(e, "", lock.EnvPrefix), "key prefix (env LOCK_PREFIX; default \"zerotal_lock:\", none on the cluster)")
 	d.clientTLSFlags.register(fs, e)
 }
 
