@@ -21,11 +21,17 @@ import (
 // (nemesis_faults_test.go) kills, restarts, pauses, partitions and skews
 // nodes; every operation is recorded (history_test.go) and the history is
 // checked by the checker (checker_test.go) and by porcupine against a
-// sequential lock model (porcupine_test.go). The short run is part of
+// sequential lock model (porcupine_test.go). Besides the workload's own
+// clients, rounds steered into a retried waiting acquire racing a
+// hand-off run (nemesis_retried_test.go; TestNemesis_RetriedWaits runs
+// them alone, with followers killed, stopped and cut off), and clients
+// with the default configuration measure what a fault costs an untuned
+// user (nemesis_untuned_test.go, report only). The short run is part of
 // the ordinary test run; TestSoak (soak_test.go) is the long one.
 //
 //	go test -race -count=1 -run 'TestNemesis|TestChecker|TestPorcupine' ./integration/
 //	ZEROTAL_SOAK=10m go test -race -count=1 -run TestSoak -timeout 0 ./integration/
+//	ZEROTAL_RETRIED_WAITS=60s go test -race -count=1 -run TestNemesis_RetriedWaits ./integration/
 
 // holdFor is how long a fault of kind lasts.
 func holdFor(kind faultKind) time.Duration {
