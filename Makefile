@@ -42,12 +42,14 @@ fuzz:
 		$(GO) test -run '^$$' -fuzz "^$$name$$" -fuzztime $(FUZZTIME) -fuzzminimizetime 2s $$pkg; \
 	done
 
-## soak: the long nemesis run (faults against three real nodes) for SOAK; the report
+## soak: the long nemesis run (faults against three real nodes) for SOAK, then the
+## retried-wait rounds (TestNemesis_RetriedWaits) for SOAK too; the report
 ## (markdown, JSON, history, node logs) goes to soak-report/.
 SOAK ?= 10m
 soak:
 	mkdir -p soak-report
-	ZEROTAL_SOAK=$(SOAK) ZEROTAL_NEMESIS_REPORT_DIR=$(CURDIR)/soak-report $(GO) test -race -count=1 -run '^TestSoak$$' -timeout 0 -v ./integration/
+	ZEROTAL_SOAK=$(SOAK) ZEROTAL_RETRIED_WAITS=$(SOAK) ZEROTAL_NEMESIS_REPORT_DIR=$(CURDIR)/soak-report \
+		$(GO) test -race -count=1 -run '^(TestSoak|TestNemesis_RetriedWaits)$$' -timeout 0 -v ./integration/
 
 ## lint: check only (gofmt and go vet); `make fmt` rewrites.
 lint:

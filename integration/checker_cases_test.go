@@ -48,6 +48,27 @@ func TestChecker_HandMadeHistories(t *testing.T) {
 			hop(opAcquire, "a", 0, 10, resUnknown, 0, 1000),
 			hop(opAcquire, "b", 40, 50, resOK, 9, 1000),
 		}, ""},
+		// Recorded by TestNemesis_RetriedWaits before the leader tracked
+		// live requests: b's first wait (via a follower) was abandoned, its
+		// retry through another node answered 200, and the abandoned
+		// request's clean-up released the key, which went to c.
+		{"a retried wait answered 200, then the key went to another", []op{
+			hop(opAcquire, "a", 0, 10, resOK, 30, 2000),
+			hop(opWait, "b", 413, 465, resUnknown, 0, 2000),
+			hop(opRelease, "a", 430, 445, resOK, 0, 0),
+			hop(opWait, "c", 423, 480, resOK, 34, 2000),
+			hop(opWait, "b", 440, 474, resOK, 32, 2000),
+			hop(opRelease, "b", 624, 637, resFail, 0, 0),
+			hop(opRelease, "c", 630, 641, resOK, 0, 0),
+		}, "two-holders"},
+		{"a retried wait that got the key, the abandoned one's answer lost", []op{
+			hop(opAcquire, "a", 0, 10, resOK, 30, 2000),
+			hop(opWait, "b", 413, 465, resUnknown, 0, 2000),
+			hop(opRelease, "a", 430, 445, resOK, 0, 0),
+			hop(opWait, "b", 440, 474, resOK, 32, 2000),
+			hop(opRelease, "b", 624, 637, resOK, 0, 0),
+			hop(opWait, "c", 423, 640, resOK, 34, 2000),
+		}, ""},
 		{"fence goes backwards", []op{
 			hop(opAcquire, "a", 0, 10, resOK, 9, 10),
 			hop(opRelease, "a", 15, 18, resOK, 0, 0),

@@ -43,6 +43,11 @@ type op struct {
 	owner  string // the owner token the operation ran as
 	kind   opKind
 	ttl    time.Duration
+	// wait is the wait_ms a waiting acquire asked the server for (0: not
+	// known, the Go client chose it).
+	wait time.Duration
+	// via is the node a request was sent to, when the workload chose it.
+	via    string
 	start  time.Duration
 	end    time.Duration
 	result outcome
@@ -67,6 +72,12 @@ func (o op) String() string {
 	}
 	if o.ttl != 0 {
 		fmt.Fprintf(&b, " ttl=%v", o.ttl)
+	}
+	if o.wait != 0 {
+		fmt.Fprintf(&b, " wait=%v", o.wait)
+	}
+	if o.via != "" {
+		fmt.Fprintf(&b, " via=%s", o.via)
 	}
 	if o.err != "" {
 		fmt.Fprintf(&b, " err=%q", o.err)

@@ -37,11 +37,20 @@ const (
 	// host's (its wall clock is hours off all along). A slower clock only
 	// lengthens locks; a faster one is a documented limit, not injected.
 	faultSlowClock faultKind = "slow-clock-leader"
+	// faultPauseFollower: SIGSTOP of a follower, then SIGCONT. Waits
+	// forwarded through it stay queued at the leader while their clients
+	// time out and retry elsewhere; at SIGCONT it drops them all at once.
+	faultPauseFollower faultKind = "pause-follower"
+	// faultCutForwarding: the followers' HTTP links to the leader (not
+	// raft) flap, cut and healed every 50-250ms, for the hold: forwarded
+	// waits are dropped at random moments while their clients retry.
+	faultCutForwarding faultKind = "cut-forwarding"
 )
 
 // allFaults is every kind, in the order the one-at-a-time phase runs them.
 var allFaults = []faultKind{faultKillLeader, faultKillFollower, faultRestart, faultPauseLeader,
-	faultPartitionLeader, faultPartitionFollower, faultPartitionAll, faultSlowClock, faultKillAll}
+	faultPartitionLeader, faultPartitionFollower, faultPartitionAll, faultSlowClock, faultKillAll,
+	faultPauseFollower, faultCutForwarding}
 
 // faultRecord is one injected fault; times are on the history's clock.
 type faultRecord struct {
@@ -125,6 +134,14 @@ func (n *nemesis) inject(ctx context.Context, kind faultKind, hold time.Duration
 		}
 		sleepCtx(ctx, hold)
 		c.healAll()
+	case faultPauseFollower:
+		rec.node = c.nodes[fo].id
+		c.pause(fo, true)
+		sleepCtx(ctx, hold)
+		c.pause(fo, false)
+	case faultCutForwarding:
+		rec.node = "followers->" + c.nodes[l].id
+		n.flapForwarding(ctx, l, hold)
 	case faultSlowClock:
 		rec.node = c.nodes[l].id
 		if err := c.setRate(l, 0.7); err != nil {
@@ -196,4 +213,26 @@ func (n *nemesis) holdUntilFailover(ctx context.Context, old int, hold time.Dura
 		sleepCtx(ctx, 20*time.Millisecond)
 	}
 	return failover
+}
+
+// flapForwarding cuts and heals the followers' HTTP forwarding links to
+// leader l at random intervals for hold; they end healed.
+func (n *nemesis) flapForwarding(ctx context.Context, l int, hold time.Duration) {
+	var links []*linkProxy
+	for _, f := range others(l) {
+		links = append(links, n.c.links[f][l][1]) // [0] is raft, [1] HTTP
+	}
+	end := time.Now().Add(hold)
+	for ctx.Err() == nil && time.Now().Before(end) {
+		for _, p := range links {
+			if n.r.IntN(2) == 0 {
+				p.Cut()
+			}
+		}
+		sleepCtx(ctx, time.Duration(50+n.r.IntN(200))*time.Millisecond)
+		for _, p := range links {
+			p.Heal()
+		}
+		sleepCtx(ctx, time.Duration(50+n.r.IntN(200))*time.Millisecond)
+	}
 }

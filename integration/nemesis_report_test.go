@@ -41,6 +41,9 @@ type runReport struct {
 	Failover map[faultKind]recoveryMS `json:"failover_ms"`
 	// Restarts counts each node's process restarts (its RSS starts over).
 	Restarts map[string]int `json:"restarts"`
+	// Untuned is what clients with the default configuration got done
+	// during each kind of fault, beside their rate outside faults.
+	Untuned untunedStats `json:"untuned_clients"`
 }
 
 // recoveryMS is the time from a fault's end (heal, restart, SIGCONT)
@@ -174,6 +177,13 @@ func (r runReport) String() string {
 	}
 	if len(r.Unrecovered) > 0 {
 		fmt.Fprintf(&b, "\nno successful write after: %s\n", strings.Join(r.Unrecovered, "; "))
+	}
+	fmt.Fprintf(&b, "\nuntuned clients (%d, default client.Config, %v per call): %.1f successful calls/s outside faults\n\n",
+		untunedClients, untunedDeadline, r.Untuned.Baseline)
+	b.WriteString("| fault | calls/s during | ratio to no fault | first ok after injection p50 | max |\n|---|---:|---:|---:|---:|\n")
+	for _, k := range sortedKeys(r.Untuned.During) {
+		f := r.Untuned.FirstOK[k]
+		fmt.Fprintf(&b, "| %s | %.1f | %.2f | %d ms | %d ms |\n", k, r.Untuned.During[k], r.Untuned.Ratio[k], f.P50, f.Max)
 	}
 	b.WriteString("\n| node | RSS start | 25% | 50% | 75% | end | max | anon start | anon end | restarts |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
 	for _, k := range sortedKeys(r.RSSStart) {

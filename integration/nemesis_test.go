@@ -21,17 +21,25 @@ import (
 // (nemesis_faults_test.go) kills, restarts, pauses, partitions and skews
 // nodes; every operation is recorded (history_test.go) and the history is
 // checked by the checker (checker_test.go) and by porcupine against a
-// sequential lock model (porcupine_test.go). The short run is part of
+// sequential lock model (porcupine_test.go). Besides the workload's own
+// clients, rounds steered into a retried waiting acquire racing a
+// hand-off run (nemesis_retried_test.go; TestNemesis_RetriedWaits runs
+// them alone, with followers killed, stopped and cut off), and clients
+// with the default configuration measure what a fault costs an untuned
+// user (nemesis_untuned_test.go, report only). The short run is part of
 // the ordinary test run; TestSoak (soak_test.go) is the long one.
 //
 //	go test -race -count=1 -run 'TestNemesis|TestChecker|TestPorcupine' ./integration/
 //	ZEROTAL_SOAK=10m go test -race -count=1 -run TestSoak -timeout 0 ./integration/
+//	ZEROTAL_RETRIED_WAITS=60s go test -race -count=1 -run TestNemesis_RetriedWaits ./integration/
 
 // holdFor is how long a fault of kind lasts.
 func holdFor(kind faultKind) time.Duration {
 	switch kind {
 	case faultPauseLeader:
 		return 3 * time.Second // longer than every hot TTL (2s at most)
+	case faultPauseFollower:
+		return 3 * time.Second // longer than a forwarded attempt's timeout
 	case faultPartitionLeader, faultPartitionFollower, faultPartitionAll:
 		return 3 * time.Second
 	case faultSlowClock:
@@ -85,6 +93,19 @@ func runNemesis(t *testing.T, seed uint64, schedule func(context.Context, *nemes
 	defer cancel()
 	workDone := make(chan error, 1)
 	go func() { workDone <- w.run(ctx) }()
+	untuned, err := runUntuned(ctx, c.addrs(), h)
+	if err != nil {
+		t.Fatalf("untuned clients: %v", err)
+	}
+	// Rounds steered into a retried wait racing a hand-off, beside the
+	// workload (nemesis_retried_test.go).
+	rw := newRetriedWaits(c, h)
+	defer rw.api.Close()
+	laneDone := make(chan struct{})
+	go func() {
+		defer close(laneDone)
+		rw.runMixedLane(ctx, seed)
+	}()
 
 	rssStart, anonStart := map[string]int{}, map[string]int{}
 	sleepCtx(ctx, time.Second) // warm up before measuring memory
@@ -103,7 +124,9 @@ func runNemesis(t *testing.T, seed uint64, schedule func(context.Context, *nemes
 		sleepCtx(ctx, 2*time.Second) // writes after the last fault
 	}
 	cancel()
+	stoppedAt := h.now()
 	<-sampled
+	<-laneDone
 	if err := <-workDone; err != nil {
 		t.Fatalf("workload: %v", err)
 	}
@@ -139,6 +162,7 @@ func runNemesis(t *testing.T, seed uint64, schedule func(context.Context, *nemes
 	}
 
 	rep := buildReport(ops, nem.records)
+	rep.Untuned = untuned.stats(nem.records, stoppedAt)
 	rep.RSSStart, rep.RSSEnd = rssStart, rssEnd
 	rep.AnonStart, rep.AnonEnd = anonStart, anonEnd
 	rep.RSSMax, rep.RSSQuarters = map[string]int{}, map[string][3]int{}

@@ -29,8 +29,13 @@ import (
 //     (property 3). Each client also has a key of its own, with the same
 //     TTL, that it keeps across many sessions and often still holds when
 //     the run ends.
+//
+// Besides, retriers clients queue for hot keys, give up and retry with
+// the same owner through another node (nemesis_retrywork_test.go).
 type workload struct {
 	clients     int
+	retriers    int
+	api         *rawAPI // the retriers' raw HTTP, set by run
 	hotKeys     []string
 	hotTTLs     []time.Duration
 	durableKeys []string
@@ -50,6 +55,7 @@ type workload struct {
 func newWorkload(addrs []string, h *history) *workload {
 	return &workload{
 		clients:     6,
+		retriers:    retryClients,
 		hotKeys:     []string{"hot/a", "hot/b", "hot/c"},
 		hotTTLs:     []time.Duration{time.Second, 1500 * time.Millisecond, 2 * time.Second},
 		durableKeys: []string{"durable/a", "durable/b", "durable/c", "durable/d"},
@@ -82,6 +88,11 @@ func (w *workload) run(ctx context.Context) error {
 		clients[id] = cl
 	}
 	var wg sync.WaitGroup
+	w.api = newRawAPI()
+	defer w.api.Close()
+	for k := range w.retriers {
+		wg.Go(func() { w.runRetrier(ctx, 200+k) })
+	}
 	for id, cl := range clients {
 		wg.Go(func() {
 			defer func() { _ = cl.Close() }()
