@@ -28,8 +28,9 @@ a crashed holder blocks the key. The command's environment gets LOCK_KEY (the ke
 prefix) and LOCK_FENCE (strictly increasing per grant: pass it to what you protect).
 
 The command runs as the leader of a process group of its own, and run treats the group as
-one: SIGINT, SIGTERM and SIGHUP sent to run are passed on to the whole group (after
-SIGINT or SIGTERM, the group gets SIGKILL once --grace has passed). If the lock is lost,
+one: SIGINT, SIGTERM, SIGQUIT, SIGHUP, SIGUSR1, SIGUSR2, SIGTSTP and SIGWINCH sent to run
+are passed on to the whole group (after SIGINT, SIGTERM or SIGQUIT, the group gets SIGKILL
+once --grace has passed; after SIGTSTP the group pauses and run keeps the lock). If the lock is lost,
 or refreshes keep failing until the lease is about to run out, the group gets SIGTERM,
 then SIGKILL after --grace, and the SIGKILL always goes out a sixth of the TTL before the
 lease can run out at the backend. That is why --grace may be at most a third of --ttl.
@@ -45,7 +46,8 @@ Exit status:
   64  bad flags or arguments
   69  the backend could not be reached
   75  the lock is held by someone else (after --wait, if given)
-  76  the lock was lost while the command ran
+  76  the lock was lost while the command ran (or could not be refreshed before its lease
+      ran out)
   126 the command could not be executed
   127 the command was not found
   130 interrupted (SIGINT/SIGTERM) before the command ran
@@ -56,10 +58,11 @@ func runRun(ctx context.Context, e *env, args []string) int {
 	fs := newFlagSet(e, "run", "run --key K --ttl D [--wait D] [--driver NAME] -- COMMAND [ARGS...]", runExamples)
 	var df driverFlags
 	df.register(fs, e, "cluster")
+	fs.Lookup("driver").Usage = "backend shared by the processes to keep apart: cluster (env LOCK_DRIVER), redis (URL from env REDIS_URL)\nor sqlite with --sqlite-path; memory is refused"
 	key := fs.String("key", "", "the lock's key (required)")
 	ttl := fs.Duration("ttl", 30*time.Second, "lock TTL; refreshed every TTL/3 while the command runs")
 	wait := fs.Duration("wait", 0, "wait this long for the lock (0: fail at once when it is held)")
-	grace := fs.Duration("grace", defaultGrace, "after SIGTERM, how long the command's process group has before SIGKILL\n(default 10s, or a third of --ttl when that is shorter; at most a third of --ttl)")
+	grace := fs.Duration("grace", defaultGrace, "after SIGTERM, how long the command's process group has before SIGKILL;\nat most a third of --ttl, which is also the default when shorter than 10s")
 	quiet := fs.Bool("quiet", false, "print nothing of lockcluster's own on stderr")
 	if code, done := parse(fs, e, args); done {
 		return code

@@ -1,3 +1,5 @@
+//go:build unix
+
 package main
 
 import (
@@ -349,9 +351,55 @@ func TestRun_GraceMustFitTheTTL(t *testing.T) {
 // --help explains the process group and --grace.
 func TestRun_HelpDescribesTheProcessGroup(t *testing.T) {
 	_, stdout, _ := runCLI(t, nil, "run", "--help")
-	for _, want := range []string{"process group", "SIGKILL", "-grace", "a third of --ttl", "--sqlite-path"} {
+	for _, want := range []string{"process group", "SIGKILL", "-grace", "at most a third of --ttl", "SIGTSTP", "memory is refused"} {
 		if !strings.Contains(stdout, want) {
 			t.Errorf("run --help lacks %q", want)
 		}
+	}
+}
+
+// state returns the state letter of pid from /proc ("" when gone).
+func state(pid int) string {
+	stat, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return ""
+	}
+	f := strings.Fields(string(stat[strings.LastIndexByte(string(stat), ')')+1:]))
+	if len(f) == 0 {
+		return ""
+	}
+	return f[0]
+}
+
+// Ctrl-Z (SIGTSTP) pauses the whole group while run itself keeps running,
+// and so keeps refreshing the lock; a SIGTERM afterwards still reaches the
+// paused grandchild (run adds a SIGCONT) and ends everything.
+func TestRun_StopSignalPausesTheGroupNotRun(t *testing.T) {
+	needProc(t)
+	dir := t.TempDir()
+	db, pidfile, mark := filepath.Join(dir, "locks.db"), filepath.Join(dir, "pid"), filepath.Join(dir, "mark")
+	inner := script(t, dir, "inner.sh", `trap 'echo got > "$2"; exit 0' TERM
+echo $$ > "$1"
+while :; do sleep 0.05; done
+`)
+	p := startRunProcess(t, "--driver", "sqlite", "--sqlite-path", db, "--key", "k", "--ttl", "5s", "--grace", "1s",
+		"--", "sh", "-c", `sh "$0" "$1" "$2" & wait`, inner, pidfile, mark)
+	pid := readPID(t, pidfile)
+	if err := p.cmd.Process.Signal(syscall.SIGTSTP); err != nil {
+		t.Fatal(err)
+	}
+	waitUntil(t, func() bool { return state(pid) == "T" })
+	if s := state(p.cmd.Process.Pid); s == "T" || s == "" {
+		t.Fatalf("run itself is in state %q after SIGTSTP; it must keep running to keep the lock", s)
+	}
+	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	code := p.wait(t)
+	if alive(pid) {
+		t.Fatalf("grandchild %d still runs after run returned %d", pid, code)
+	}
+	if b, _ := os.ReadFile(mark); string(b) != "got\n" {
+		t.Fatalf("the paused grandchild never handled SIGTERM (mark %q)", b)
 	}
 }

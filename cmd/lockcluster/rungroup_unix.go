@@ -53,11 +53,17 @@ func groupGone(pgid int) bool {
 const (
 	sigInt  = syscall.SIGINT
 	sigTerm = syscall.SIGTERM
-	sigHup  = syscall.SIGHUP
+	sigQuit = syscall.SIGQUIT
 	sigKill = syscall.SIGKILL
 	sigCont = syscall.SIGCONT
 )
 
 // runSignals are the signals run catches while its command runs and passes
-// on to the command's group.
-var runSignals = []os.Signal{syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP}
+// on to the command's group: those whose default action would end or stop
+// run and leave the group working without a refreshed lock (SIGTSTP, from
+// Ctrl-Z, pauses the group while run keeps the lock), and SIGWINCH, which a
+// terminal sends only to run's group.
+var runSignals = []os.Signal{
+	syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT,
+	syscall.SIGUSR1, syscall.SIGUSR2, syscall.SIGTSTP, syscall.SIGWINCH,
+}

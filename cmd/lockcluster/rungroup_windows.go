@@ -19,7 +19,7 @@ func groupGone(int) bool                           { return true }
 const (
 	sigInt  = syscall.SIGINT
 	sigTerm = syscall.SIGTERM
-	sigHup  = syscall.SIGHUP
+	sigQuit = syscall.SIGQUIT
 	sigKill = syscall.SIGKILL
 	sigCont = syscall.Signal(0x12)
 )

@@ -130,16 +130,17 @@ func (g *groupRun) supervise(ctx context.Context) (waitErr error, cause stopCaus
 	}
 }
 
-// forward passes a signal received by run on to the whole group. SIGINT
-// and SIGTERM also start the stop, so that SIGKILL follows after the grace;
-// SIGHUP is only passed on (the command decides what a hangup means).
+// forward passes a signal received by run on to the whole group. SIGINT,
+// SIGTERM and SIGQUIT also start the stop, so that SIGKILL follows after
+// the grace; the others are only passed on (the command decides what a
+// hangup means).
 func (s *supervisor) forward(sig os.Signal) {
 	ss, ok := forwardable(sig)
 	if !ok {
 		return
 	}
 	_ = signalGroup(s.pgid, ss)
-	if ss == sigInt || ss == sigTerm {
+	if ss == sigInt || ss == sigTerm || ss == sigQuit {
 		_ = signalGroup(s.pgid, sigCont)
 		s.stop(stopRequested, false)
 	}
