@@ -243,7 +243,7 @@ func TestRun_LingeringGrandchildDiesBeforeRelease(t *testing.T) {
 	db, pidfile := filepath.Join(dir, "locks.db"), filepath.Join(dir, "pid")
 	inner := script(t, dir, "inner.sh", ignoreTerm)
 	p := startRunProcess(t, "--driver", "sqlite", "--sqlite-path", db, "--key", "k", "--ttl", "3s", "--grace", "1s",
-		"--", "sh", "-c", `sh "$0" "$1" &`, inner, pidfile)
+		"--", "sh", "-c", `trap '' TERM; sh "$0" "$1" &`, inner, pidfile)
 	pid := readPID(t, pidfile)
 
 	m := openSQLite(t, db)
