@@ -45,10 +45,11 @@ type Config struct {
 
 // SQLiteConfig configures the "sqlite" driver.
 type SQLiteConfig struct {
-	// Path is the database file; empty means ":memory:", which is private
-	// to one process and so behaves like the memory driver. Point it at a
-	// file to coordinate every process on the host (local file systems
-	// only: all processes must share one clock).
+	// Path is the database file; empty means ":memory:", a database
+	// private to this one handle: no other Manager, in this process or
+	// another, sees its locks. Point it at a file to coordinate every
+	// process on the host (local file systems only: all processes must
+	// share one clock).
 	Path string
 }
 

@@ -112,7 +112,7 @@ func TestRun_EndToEnd(t *testing.T) {
 		done := make(chan result, 1)
 		start := time.Now()
 		go func() {
-			code, _, stderr := lockRun(t, ctx, c, "--key", "doomed", "--ttl", "3s", "--grace", "2s", "--", "sleep", "60")
+			code, _, stderr := lockRun(t, ctx, c, "--key", "doomed", "--ttl", "3s", "--grace", "1s", "--", "sleep", "60")
 			done <- result{code, stderr, time.Since(start)}
 		}()
 		deadline := time.Now().Add(20 * time.Second)

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -82,9 +83,17 @@ func TestCLI_StatusOfAnUnreachableClusterIsUnavailable(t *testing.T) {
 	}
 }
 
+// sqliteArgs selects a fresh SQLite lock file: run refuses backends that
+// no other process sees, such as the memory driver.
+func sqliteArgs(t *testing.T) []string {
+	t.Helper()
+	return []string{"--driver", "sqlite", "--sqlite-path", filepath.Join(t.TempDir(), "locks.db")}
+}
+
 func TestRun_PassesFenceKeyAndExitStatus(t *testing.T) {
-	code, stdout, stderr := runCLI(t, nil, "run", "--driver", "memory", "--key", "job", "--ttl", "5s", "--",
-		"sh", "-c", `echo "key=$LOCK_KEY fence=$LOCK_FENCE"; exit 7`)
+	args := append(append([]string{"run"}, sqliteArgs(t)...), "--key", "job", "--ttl", "5s", "--")
+	code, stdout, stderr := runCLI(t, nil, append(args,
+		"sh", "-c", `echo "key=$LOCK_KEY fence=$LOCK_FENCE"; exit 7`)...)
 	if code != 7 {
 		t.Fatalf("exit %d, want the command's 7; stderr %q", code, stderr)
 	}
@@ -109,7 +118,7 @@ func TestRun_ExitCodes(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			args := append([]string{"run", "--driver", "memory"}, tc.args...)
+			args := append(append([]string{"run"}, sqliteArgs(t)...), tc.args...)
 			code, _, stderr := runCLI(t, nil, args...)
 			if code != tc.want {
 				t.Fatalf("exit %d, want %d; stderr %q", code, tc.want, stderr)
@@ -119,8 +128,9 @@ func TestRun_ExitCodes(t *testing.T) {
 }
 
 func TestRun_RefreshesPastTheTTL(t *testing.T) {
-	code, stdout, stderr := runCLI(t, nil, "run", "--driver", "memory", "--key", "k", "--ttl", "600ms", "--",
-		"sh", "-c", "sleep 1.5; echo finished")
+	// The default grace for this TTL is a third of it.
+	args := append(append([]string{"run"}, sqliteArgs(t)...), "--key", "k", "--ttl", "900ms", "--")
+	code, stdout, stderr := runCLI(t, nil, append(args, "sh", "-c", "sleep 2; echo finished")...)
 	if code != 0 || !strings.Contains(stdout, "finished") {
 		t.Fatalf("exit %d, stdout %q, stderr %q", code, stdout, stderr)
 	}
@@ -131,10 +141,12 @@ func TestRun_StopsTheCommandWhenCancelled(t *testing.T) {
 	e := &env{stdin: strings.NewReader(""), stdout: &out, stderr: &errb,
 		getenv: func(string) string { return "" }, environ: []string{"PATH=" + os.Getenv("PATH")}}
 	ctx, cancel := context.WithCancel(t.Context())
+	sqlite := sqliteArgs(t)
 	done := make(chan int, 1)
 	go func() {
-		done <- dispatch(ctx, e, []string{"run", "--driver", "memory", "--key", "k", "--grace", "5s", "--",
-			"sh", "-c", `trap 'echo got-term; exit 9' TERM; echo ready; while :; do sleep 0.05; done`})
+		args := append(append([]string{"run"}, sqlite...), "--key", "k", "--grace", "5s", "--",
+			"sh", "-c", `trap 'echo got-term; exit 9' TERM; echo ready; while :; do sleep 0.05; done`)
+		done <- dispatch(ctx, e, args)
 	}()
 	waitUntil(t, func() bool { return strings.Contains(out.String(), "ready") })
 	cancel()

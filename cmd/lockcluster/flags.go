@@ -38,6 +38,13 @@ func (fs *flagSet) printUsage(w io.Writer) {
 	}
 }
 
+// given reports whether flag name was set on the command line.
+func (fs *flagSet) given(name string) bool {
+	found := false
+	fs.Visit(func(f *flag.Flag) { found = found || f.Name == name })
+	return found
+}
+
 // parse parses args; done is true when the command must stop with code
 // (--help: 0, bad flags: exitUsage).
 func parse(fs *flagSet, e *env, args []string) (code int, done bool) {

@@ -63,18 +63,29 @@ func commands() []command {
 
 func main() {
 	// SIGINT/SIGTERM cancel ctx: every command shuts down cleanly on it.
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	ctx, cancel := context.WithCancelCause(context.Background())
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
 	go func() {
+		sig := <-sigs
+		cancel(interrupted{sig})
 		// After the first signal, a second one kills the process at once
-		// (the default action), should a graceful stop hang.
-		<-ctx.Done()
-		stop()
+		// (the default action), should a graceful stop hang. (run
+		// catches them itself while its command runs, to pass them on.)
+		signal.Stop(sigs)
 	}()
 	e := &env{stdin: os.Stdin, stdout: os.Stdout, stderr: os.Stderr, getenv: os.Getenv, environ: os.Environ()}
 	code := dispatch(ctx, e, os.Args[1:])
-	stop()
+	signal.Stop(sigs)
 	os.Exit(code)
 }
+
+// interrupted is the cause of main's context when a signal ended it, so
+// that run can tell a signal, which it passes on to its command as it is,
+// from other ends of its context.
+type interrupted struct{ sig os.Signal }
+
+func (i interrupted) Error() string { return i.sig.String() + " signal received" }
 
 // dispatch runs the subcommand named by args[0] and returns the exit status.
 func dispatch(ctx context.Context, e *env, args []string) int {

@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"errors"
+	"fmt"
 
 	"github.com/zerotal/lock"
 )
@@ -53,4 +55,24 @@ func (d *driverFlags) config(e *env) lock.Config {
 // first (a bad flag is an ErrInvalid error, exit status 64).
 func openManager(ctx context.Context, cfg lock.Config) (*lock.Manager, error) {
 	return lock.Open(ctx, cfg)
+}
+
+// errNotShared is run's refusal of a backend whose locks no other process
+// sees: run exists to keep processes apart, and would exclude nothing.
+var errNotShared = errors.New("locks that no other process sees would exclude nothing; " +
+	"use --driver cluster with --addrs (or LOCK_CLUSTER_ADDRS), --driver redis with REDIS_URL, " +
+	"or --driver sqlite with --sqlite-path FILE (or LOCK_SQLITE_PATH) for the processes of one host")
+
+// requireShared refuses the memory driver and a sqlite driver without a
+// file (the library's default, ":memory:", is private to one handle).
+func requireShared(cfg lock.Config) error {
+	switch cfg.Driver {
+	case "", "memory":
+		return fmt.Errorf("--driver memory keeps its locks in this one process: %w", errNotShared)
+	case "sqlite":
+		if cfg.SQLite.Path == "" || cfg.SQLite.Path == lock.DefaultSQLitePath {
+			return fmt.Errorf("--driver sqlite without --sqlite-path keeps its locks in a private in-memory database: %w", errNotShared)
+		}
+	}
+	return nil
 }

@@ -1,0 +1,405 @@
+//go:build unix
+
+package main
+
+import (
+	"context"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/zerotal/lock"
+)
+
+// These tests run "lockcluster run" as a real process (this test binary
+// running main) on a SQLite file, with a command that starts a grandchild,
+// and check that the grandchild is gone when it must be.
+
+// runProc is a "lockcluster run" child process.
+type runProc struct {
+	cmd  *exec.Cmd
+	out  string        // the file of its stdout and stderr
+	done chan struct{} // closed when it has exited
+	code int           // its exit status, once done
+}
+
+// output returns what the process printed so far.
+func (p *runProc) output() string {
+	b, _ := os.ReadFile(p.out)
+	return string(b)
+}
+
+// startRunProcess starts "lockcluster run args...". The test's end stops
+// it, by its PID, if it is still running.
+func startRunProcess(t *testing.T, args ...string) *runProc {
+	t.Helper()
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &runProc{out: filepath.Join(t.TempDir(), "output"), done: make(chan struct{})}
+	p.cmd = exec.Command(exe, append([]string{"run"}, args...)...)
+	p.cmd.Env = []string{beMainEnv + "=1", "PATH=" + os.Getenv("PATH")}
+	// A file, not a pipe: Wait must return when run exits, even if a
+	// grandchild it failed to stop still holds the output open.
+	out, err := os.Create(p.out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer out.Close()
+	p.cmd.Stdout, p.cmd.Stderr = out, out
+	if err := p.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		err := p.cmd.Wait()
+		var ee *exec.ExitError
+		switch {
+		case err == nil:
+		case errors.As(err, &ee):
+			p.code = ee.ExitCode()
+		default:
+			p.code = -1
+		}
+		close(p.done)
+	}()
+	t.Cleanup(func() {
+		select {
+		case <-p.done:
+		default:
+			_ = p.cmd.Process.Kill()
+			<-p.done
+		}
+		if t.Failed() {
+			t.Logf("lockcluster run output:\n%s", p.output())
+		}
+	})
+	return p
+}
+
+// wait returns the exit status once the process has exited.
+func (p *runProc) wait(t *testing.T) int {
+	t.Helper()
+	select {
+	case <-p.done:
+		return p.code
+	case <-time.After(30 * time.Second):
+		t.Fatalf("lockcluster run did not exit; output:\n%s", p.output())
+		return 0
+	}
+}
+
+// readPID waits for a command to write its PID to file, and makes sure the
+// process is gone at the test's end whatever happens.
+func readPID(t *testing.T, file string) int {
+	t.Helper()
+	var pid int
+	waitUntil(t, func() bool {
+		b, err := os.ReadFile(file)
+		if err != nil || !strings.HasSuffix(string(b), "\n") {
+			return false
+		}
+		pid, err = strconv.Atoi(strings.TrimSpace(string(b)))
+		return err == nil
+	})
+	t.Cleanup(func() {
+		if alive(pid) {
+			_ = syscall.Kill(pid, syscall.SIGKILL) // a process this test started
+		}
+	})
+	return pid
+}
+
+// alive reports whether pid can still run: it exists and is no zombie.
+func alive(pid int) bool {
+	stat, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return false
+	}
+	i := strings.LastIndexByte(string(stat), ')')
+	f := strings.Fields(string(stat[i+1:]))
+	return len(f) > 0 && f[0] != "Z" && f[0] != "X"
+}
+
+// script writes a shell script into dir and returns its path.
+func script(t *testing.T, dir, name, body string) string {
+	t.Helper()
+	p := filepath.Join(dir, name)
+	if err := os.WriteFile(p, []byte(body), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// openSQLite opens a second handle on the test's lock file.
+func openSQLite(t *testing.T, db string) *lock.Manager {
+	t.Helper()
+	m, err := lock.Open(t.Context(), lock.Config{Driver: "sqlite", SQLite: lock.SQLiteConfig{Path: db}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = m.Close() })
+	return m
+}
+
+func needProc(t *testing.T) {
+	t.Helper()
+	if runtime.GOOS != "linux" {
+		t.Skip("reads /proc to see whether a process still runs")
+	}
+	if testing.Short() {
+		t.Skip("starts lockcluster processes")
+	}
+}
+
+// ignoreTerm is a grandchild that only SIGKILL stops: it ignores SIGTERM
+// (as does the sleep it becomes), then writes its PID to $1.
+const ignoreTerm = `trap '' TERM
+echo $$ > "$1"
+exec sleep 1000
+`
+
+// A lost lock stops the whole group, also a grandchild that ignores
+// SIGTERM, before run returns with status 76; the grandchild had its grace.
+func TestRun_LossKillsTheGrandchild(t *testing.T) {
+	needProc(t)
+	dir := t.TempDir()
+	db, pidfile := filepath.Join(dir, "locks.db"), filepath.Join(dir, "pid")
+	inner := script(t, dir, "inner.sh", ignoreTerm)
+	p := startRunProcess(t, "--driver", "sqlite", "--sqlite-path", db, "--key", "k", "--ttl", "3s", "--grace", "500ms",
+		"--", "sh", "-c", `trap '' TERM; sh "$0" "$1" & wait`, inner, pidfile)
+	pid := readPID(t, pidfile)
+
+	m := openSQLite(t, db)
+	forced := time.Now()
+	if err := m.Make("k", time.Second).ForceRelease(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	code := p.wait(t)
+	if alive(pid) {
+		t.Fatalf("grandchild %d still runs after run returned %d: it works outside the lock", pid, code)
+	}
+	if code != exitLost {
+		t.Fatalf("exit %d, want %d (lost)", code, exitLost)
+	}
+	if took := time.Since(forced); took < 500*time.Millisecond {
+		t.Fatalf("group killed %v after the loss, before its 500ms grace", took)
+	}
+}
+
+// SIGTERM and SIGHUP sent to run reach the grandchild itself (it traps
+// them and leaves a mark), and SIGINT stops the group too; no process of
+// the group is left when run returns.
+func TestRun_SignalReachesTheGrandchild(t *testing.T) {
+	needProc(t)
+	for _, tc := range []struct {
+		sig  syscall.Signal
+		mark bool // the grandchild traps it (an SIGINT is ignored in a background job)
+	}{
+		{syscall.SIGTERM, true},
+		{syscall.SIGHUP, true},
+		{syscall.SIGINT, false},
+	} {
+		t.Run(tc.sig.String(), func(t *testing.T) {
+			dir := t.TempDir()
+			db, pidfile, mark := filepath.Join(dir, "locks.db"), filepath.Join(dir, "pid"), filepath.Join(dir, "mark")
+			inner := script(t, dir, "inner.sh", `trap 'echo got > "$2"; exit 0' TERM HUP
+echo $$ > "$1"
+while :; do sleep 0.05; done
+`)
+			p := startRunProcess(t, "--driver", "sqlite", "--sqlite-path", db, "--key", "k", "--ttl", "5s", "--grace", "1s",
+				"--", "sh", "-c", `sh "$0" "$1" "$2" & wait`, inner, pidfile, mark)
+			pid := readPID(t, pidfile)
+			if err := p.cmd.Process.Signal(tc.sig); err != nil {
+				t.Fatal(err)
+			}
+			code := p.wait(t)
+			if alive(pid) {
+				t.Fatalf("grandchild %d still runs after run returned %d", pid, code)
+			}
+			if code != 128+int(tc.sig) {
+				t.Errorf("exit %d, want %d (the command died of the signal)", code, 128+int(tc.sig))
+			}
+			if b, _ := os.ReadFile(mark); tc.mark && string(b) != "got\n" {
+				t.Fatalf("the grandchild never received %v (mark %q)", tc.sig, b)
+			}
+		})
+	}
+}
+
+// When the command exits while a process it started lingers (ignoring
+// SIGTERM), run kills it before it releases the lock: whoever takes the
+// lock next finds no process of the group running.
+func TestRun_LingeringGrandchildDiesBeforeRelease(t *testing.T) {
+	needProc(t)
+	dir := t.TempDir()
+	db, pidfile := filepath.Join(dir, "locks.db"), filepath.Join(dir, "pid")
+	inner := script(t, dir, "inner.sh", ignoreTerm)
+	p := startRunProcess(t, "--driver", "sqlite", "--sqlite-path", db, "--key", "k", "--ttl", "3s", "--grace", "1s",
+		"--", "sh", "-c", `trap '' TERM; sh "$0" "$1" &`, inner, pidfile)
+	pid := readPID(t, pidfile)
+
+	m := openSQLite(t, db)
+	aliveAtGrant := make(chan bool, 1)
+	err := m.Block(t.Context(), "k", 5*time.Second, func(context.Context, *lock.Lock) error {
+		aliveAtGrant <- alive(pid)
+		return nil
+	}, lock.WithTimeout(20*time.Second), lock.WithRetryDelay(10*time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if <-aliveAtGrant {
+		t.Fatalf("grandchild %d still ran when the lock was granted to the next holder", pid)
+	}
+	if code := p.wait(t); code != 0 {
+		t.Fatalf("exit %d, want the command's 0", code)
+	}
+}
+
+// When refreshes cannot keep the lease alive, the group is stopped so
+// that its last process is dead before the lease runs out at the backend:
+// SIGTERM at grace+margin before the end, SIGKILL at margin before it.
+func TestGroupRun_StopsBeforeTheLeaseEnds(t *testing.T) {
+	needProc(t)
+	dir := t.TempDir()
+	pidfile := filepath.Join(dir, "pid")
+	inner := script(t, dir, "inner.sh", ignoreTerm)
+	cmd := exec.Command("sh", "-c", `trap '' TERM; sh "$0" "$1" & wait`, inner, pidfile)
+	end := time.Now().Add(2 * time.Second) // a lease that is never extended
+	g := &groupRun{cmd: cmd, grace: 500 * time.Millisecond, margin: 400 * time.Millisecond,
+		lease: func() time.Time { return end }, say: t.Logf}
+	type result struct {
+		err   error
+		cause stopCause
+		at    time.Time
+	}
+	done := make(chan result, 1)
+	go func() {
+		_, cause, err := g.supervise(context.Background())
+		done <- result{err, cause, time.Now()}
+	}()
+	pid := readPID(t, pidfile)
+	r := <-done
+	if r.err != nil || r.cause != stopLeaseEnding {
+		t.Fatalf("supervise = %v, cause %d; want cause stopLeaseEnding", r.err, r.cause)
+	}
+	if alive(pid) {
+		t.Fatalf("grandchild %d still runs", pid)
+	}
+	if !r.at.Before(end) {
+		t.Fatalf("the group was gone only %v after the lease's end", r.at.Sub(end))
+	}
+	if earliest := end.Add(-400 * time.Millisecond); r.at.Before(earliest) {
+		t.Fatalf("the group was killed %v before the margin, cutting its grace short", earliest.Sub(r.at))
+	}
+}
+
+// run refuses the backends whose locks no other process sees, names the
+// ones that work, and does not run the command.
+func TestRun_RefusesProcessPrivateBackends(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		vars map[string]string
+		args []string
+	}{
+		{"memory", nil, []string{"--driver", "memory"}},
+		{"memory from LOCK_DRIVER", map[string]string{"LOCK_DRIVER": "memory"}, nil},
+		{"sqlite without a path", nil, []string{"--driver", "sqlite"}},
+		{"sqlite in memory", nil, []string{"--driver", "sqlite", "--sqlite-path", ":memory:"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			args := append(append([]string{"run"}, tc.args...), "--key", "k", "--", "echo", "ran")
+			code, stdout, stderr := runCLI(t, tc.vars, args...)
+			if code != exitUsage {
+				t.Fatalf("exit %d, want %d; stderr %q", code, exitUsage, stderr)
+			}
+			if strings.Contains(stdout, "ran") {
+				t.Fatal("the command ran")
+			}
+			for _, want := range []string{"--addrs", "LOCK_CLUSTER_ADDRS", "REDIS_URL", "--sqlite-path"} {
+				if !strings.Contains(stderr, want) {
+					t.Errorf("the refusal does not name %s: %q", want, stderr)
+				}
+			}
+		})
+	}
+}
+
+// A --grace that would let SIGKILL come after the lease's end is refused;
+// without --grace, a short TTL gets a grace that fits.
+func TestRun_GraceMustFitTheTTL(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "locks.db")
+	code, _, stderr := runCLI(t, nil, "run", "--driver", "sqlite", "--sqlite-path", db, "--key", "k",
+		"--ttl", "3s", "--grace", "2s", "--", "true")
+	if code != exitUsage || !strings.Contains(stderr, "at most a third of the TTL, 1s") {
+		t.Fatalf("exit %d, stderr %q; want %d and the longest grace allowed", code, stderr, exitUsage)
+	}
+	code, _, stderr = runCLI(t, nil, "run", "--driver", "sqlite", "--sqlite-path", db, "--key", "k",
+		"--ttl", "3s", "--", "true")
+	if code != 0 {
+		t.Fatalf("default grace with --ttl 3s: exit %d, stderr %q", code, stderr)
+	}
+}
+
+// --help explains the process group and --grace.
+func TestRun_HelpDescribesTheProcessGroup(t *testing.T) {
+	_, stdout, _ := runCLI(t, nil, "run", "--help")
+	for _, want := range []string{"process group", "SIGKILL", "-grace", "at most a third of --ttl", "SIGTSTP", "memory is refused"} {
+		if !strings.Contains(stdout, want) {
+			t.Errorf("run --help lacks %q", want)
+		}
+	}
+}
+
+// state returns the state letter of pid from /proc ("" when gone).
+func state(pid int) string {
+	stat, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return ""
+	}
+	f := strings.Fields(string(stat[strings.LastIndexByte(string(stat), ')')+1:]))
+	if len(f) == 0 {
+		return ""
+	}
+	return f[0]
+}
+
+// Ctrl-Z (SIGTSTP) pauses the whole group while run itself keeps running,
+// and so keeps refreshing the lock; a SIGTERM afterwards still reaches the
+// paused grandchild (run adds a SIGCONT) and ends everything.
+func TestRun_StopSignalPausesTheGroupNotRun(t *testing.T) {
+	needProc(t)
+	dir := t.TempDir()
+	db, pidfile, mark := filepath.Join(dir, "locks.db"), filepath.Join(dir, "pid"), filepath.Join(dir, "mark")
+	inner := script(t, dir, "inner.sh", `trap 'echo got > "$2"; exit 0' TERM
+echo $$ > "$1"
+while :; do sleep 0.05; done
+`)
+	p := startRunProcess(t, "--driver", "sqlite", "--sqlite-path", db, "--key", "k", "--ttl", "5s", "--grace", "1s",
+		"--", "sh", "-c", `sh "$0" "$1" "$2" & wait`, inner, pidfile, mark)
+	pid := readPID(t, pidfile)
+	if err := p.cmd.Process.Signal(syscall.SIGTSTP); err != nil {
+		t.Fatal(err)
+	}
+	waitUntil(t, func() bool { return state(pid) == "T" })
+	if s := state(p.cmd.Process.Pid); s == "T" || s == "" {
+		t.Fatalf("run itself is in state %q after SIGTSTP; it must keep running to keep the lock", s)
+	}
+	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	code := p.wait(t)
+	if alive(pid) {
+		t.Fatalf("grandchild %d still runs after run returned %d", pid, code)
+	}
+	if b, _ := os.ReadFile(mark); string(b) != "got\n" {
+		t.Fatalf("the paused grandchild never handled SIGTERM (mark %q)", b)
+	}
+}
