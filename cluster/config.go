@@ -310,9 +310,9 @@ func (c Config) Validate() error {
 	if err := c.TLS.Validate(); err != nil {
 		errs = append(errs, err)
 	}
-	if c.RaftSecret != "" && len(c.RaftSecret) < minRaftSecretLen {
+	if c.RaftSecret != "" && len(c.RaftSecret) < MinRaftSecretLen {
 		// The length only: the secret itself never goes into an error.
-		bad("RaftSecret is %d bytes; use at least %d (a random one: openssl rand -hex 32)", len(c.RaftSecret), minRaftSecretLen)
+		bad("RaftSecret is %d bytes; use at least %d (a random one: openssl rand -hex 32)", len(c.RaftSecret), MinRaftSecretLen)
 	}
 	if err := c.checkRaftExposure(); err != nil {
 		errs = append(errs, err)

@@ -6,11 +6,11 @@ import (
 	"strings"
 )
 
-// minRaftSecretLen is the shortest RaftSecret accepted. A connecting
-// peer sees one MAC of the secret before it proves anything itself only
-// when it dials out to an impostor, but a short secret could then be
-// guessed offline.
-const minRaftSecretLen = 16
+// MinRaftSecretLen is the shortest Config.RaftSecret accepted. A node
+// shows a MAC of the secret before its peer has proved anything only
+// when it dials out, to an impostor at a member's address, say; a short
+// secret could then be guessed offline.
+const MinRaftSecretLen = 16
 
 // raftKey is the key of the raft handshake's MAC: RaftSecret, else Token,
 // else none (the handshake then checks the cluster ID only).
