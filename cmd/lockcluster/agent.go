@@ -9,7 +9,9 @@ import (
 	"github.com/zerotal/lock/cluster"
 )
 
-const agentExamples = `  # a new three-node cluster (run one line per machine; same --bootstrap everywhere)
+const agentExamples = `  # a new three-node cluster (run one line per machine; same --bootstrap and token everywhere;
+  # the token authenticates the API and, as no --raft-secret is given, raft)
+  export LOCKCLUSTER_TOKEN=$(cat /etc/lock/token)
   lockcluster agent --id n1 --data-dir /var/lib/lock/n1 --raft-addr 10.0.0.1:7101 --http-addr 10.0.0.1:7001 \
       --bootstrap n1=10.0.0.1:7101=10.0.0.1:7001,n2=10.0.0.2:7101=10.0.0.2:7001,n3=10.0.0.3:7101=10.0.0.3:7001
 
@@ -17,7 +19,7 @@ const agentExamples = `  # a new three-node cluster (run one line per machine; s
   lockcluster agent --id n1 --data-dir /var/lib/lock/n1 --raft-addr 10.0.0.1:7101 --http-addr 10.0.0.1:7001
 
   # add a fourth node to a running cluster
-  LOCKCLUSTER_TOKEN=secret lockcluster agent --id n4 --data-dir /var/lib/lock/n4 \
+  LOCKCLUSTER_TOKEN=$(cat /etc/lock/token) lockcluster agent --id n4 --data-dir /var/lib/lock/n4 \
       --raft-addr 10.0.0.4:7101 --http-addr 10.0.0.4:7001 --join 10.0.0.1:7001
 
   # a raft secret of its own (else the token authenticates raft too)
