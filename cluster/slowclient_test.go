@@ -207,3 +207,53 @@ func TestHTTP_ConnectionCap(t *testing.T) {
 		t.Fatalf("%d slots taken with two connections open, want 2", n)
 	}
 }
+
+// On a node: with every connection slot held by clients that send
+// nothing, a legitimate request is served only once the read timeout has
+// freed a slot, and then it is.
+func TestHTTP_NodeHoldsAtMostMaxConns(t *testing.T) {
+	const readTimeout = 500 * time.Millisecond
+	nodes := startCluster(t, 1, func(c *Config) {
+		c.HTTPReadTimeout = readTimeout
+		c.MaxWaits = 1
+		c.MaxConns = 3
+	})
+	addr := nodes[0].HTTPAddr()
+	start := time.Now()
+	closed := make(chan time.Duration, 3)
+	var conns []net.Conn
+	for range 3 {
+		conn, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		conns = append(conns, conn)
+	}
+	var wg sync.WaitGroup
+	defer func() {
+		for _, c := range conns {
+			_ = c.Close()
+		}
+		wg.Wait()
+	}()
+	for _, conn := range conns {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_, _ = io.Copy(io.Discard, conn)
+			closed <- time.Since(start)
+		}()
+	}
+	// The three silent connections were dialled first and the node
+	// accepts in order, so they hold the three slots.
+	c := newClient(t)
+	mustStatus(t, c.acquire(addr, "k", "o", time.Minute, 0), 200, "acquire once a slot is free")
+	served := time.Since(start)
+	// A silent connection is closed no sooner than the read timeout
+	// after it was accepted, which was after start.
+	if served < readTimeout {
+		t.Fatalf("the request was served after %s, before the read timeout (%s) could free a slot: more than MaxConns were open", served, readTimeout)
+	}
+	first := <-closed
+	t.Logf("first silent connection closed after %s, the request served after %s", first.Round(time.Millisecond), served.Round(time.Millisecond))
+}
