@@ -47,6 +47,18 @@ type Config struct {
 	// refuses to start on a data dir of another cluster, to join another
 	// cluster, and raft connections from nodes of another cluster.
 	ClusterID string
+	// RaftSecret authenticates the raft transport: every raft connection
+	// starts with a challenge-response in which both ends prove, without
+	// sending it, that they know the secret (HMAC-SHA256 over both ends'
+	// nonces, the cluster ID and the direction). Empty: Token is used, so a
+	// node that has a token never serves raft unauthenticated. Every node
+	// of a cluster uses the same one. At least 16 bytes.
+	RaftSecret string
+	// RaftInsecure allows raft on an address other than loopback with
+	// neither TLS nor a secret (RaftSecret or Token). Without it such a node
+	// refuses to start: anyone who reaches that port could write the log.
+	// Set it only on a network where every host is trusted.
+	RaftInsecure bool
 	// Logger receives the node's logs; raft logs under Named("raft"). nil:
 	// a null logger.
 	Logger hclog.Logger
@@ -74,6 +86,18 @@ type Config struct {
 	// connection. Beyond it a waiting acquire is answered 429, code "full".
 	// 0: DefaultMaxWaits; -1: unlimited. Node-local, may differ per node.
 	MaxWaits int
+
+	// HTTPReadTimeout bounds reading a request's headers and, from when
+	// they are read, its body (default DefaultHTTPReadTimeout). The wait
+	// of a waiting acquire comes after its body is read and is not bound
+	// by it.
+	HTTPReadTimeout time.Duration
+	// MaxConns caps the HTTP connections this node holds open at once;
+	// beyond it new connections wait in the kernel's accept queue until one
+	// closes. Every waiting acquire holds one (two on the node it was sent
+	// to, when forwarded), so keep it above MaxWaits. 0: DefaultMaxConns;
+	// -1: unlimited. Node-local.
+	MaxConns int
 
 	// Registry receives the node's metrics, labelled node=<ID>; nil: a new
 	// registry per node. /metrics serves it when it is also a
@@ -127,6 +151,13 @@ const (
 	// MB at the limit. The leader also holds the waits forwarded to it, so
 	// this is close to a cluster-wide cap.
 	DefaultMaxWaits = 4096
+	// DefaultHTTPReadTimeout is ample for a request of at most 64 KiB of
+	// body on any network a lock service runs on.
+	DefaultHTTPReadTimeout = 10 * time.Second
+	// DefaultMaxConns leaves room for DefaultMaxWaits waiting acquires,
+	// as many short requests and idle keep-alive connections; each
+	// connection costs a goroutine and its buffers (tens of KB).
+	DefaultMaxConns = 2 * DefaultMaxWaits
 )
 
 // unlimited is the value of MaxKeys, MaxWaitersPerKey and MaxWaits that
@@ -167,6 +198,12 @@ func (c Config) withDefaults() Config {
 	if c.MaxWaits == 0 {
 		c.MaxWaits = DefaultMaxWaits
 	}
+	if c.MaxConns == 0 {
+		c.MaxConns = DefaultMaxConns
+	}
+	if c.HTTPReadTimeout == 0 {
+		c.HTTPReadTimeout = DefaultHTTPReadTimeout
+	}
 	c.Bootstrap = append([]Peer(nil), c.Bootstrap...)
 	return c
 }
@@ -175,6 +212,14 @@ func (c Config) withDefaults() Config {
 func engineLimit(v int) int {
 	if v == unlimited {
 		return 0
+	}
+	return v
+}
+
+// orDefault is v, or def when v is 0.
+func orDefault(v, def int) int {
+	if v == 0 {
+		return def
 	}
 	return v
 }
@@ -251,6 +296,12 @@ func (c Config) Validate() error {
 		bad("MaxKeys (%d), MaxWaitersPerKey (%d) and MaxWaits (%d) must be positive, 0 (default) or -1 (unlimited)",
 			c.MaxKeys, c.MaxWaitersPerKey, c.MaxWaits)
 	}
+	if c.MaxConns < unlimited {
+		bad("MaxConns (%d) must be positive, 0 (default) or -1 (unlimited)", c.MaxConns)
+	} else if conns, waits := orDefault(c.MaxConns, DefaultMaxConns), orDefault(c.MaxWaits, DefaultMaxWaits); conns != unlimited && waits != unlimited && conns <= waits {
+		bad("MaxConns (%d) must exceed MaxWaits (%d): every waiting acquire holds a connection, and the other requests need some too",
+			conns, waits)
+	}
 	if c.ClusterID != "" {
 		if err := checkClusterID(c.ClusterID); err != nil {
 			bad("ClusterID: %v", err)
@@ -259,8 +310,15 @@ func (c Config) Validate() error {
 	if err := c.TLS.Validate(); err != nil {
 		errs = append(errs, err)
 	}
-	if c.TickInterval < 0 || c.MaxWait < 0 || c.ApplyTimeout < 0 {
-		bad("TickInterval, MaxWait and ApplyTimeout must not be negative")
+	if c.RaftSecret != "" && len(c.RaftSecret) < MinRaftSecretLen {
+		// The length only: the secret itself never goes into an error.
+		bad("RaftSecret is %d bytes; use at least %d (a random one: openssl rand -hex 32)", len(c.RaftSecret), MinRaftSecretLen)
+	}
+	if err := c.checkRaftExposure(); err != nil {
+		errs = append(errs, err)
+	}
+	if c.TickInterval < 0 || c.MaxWait < 0 || c.ApplyTimeout < 0 || c.HTTPReadTimeout < 0 {
+		bad("TickInterval, MaxWait, ApplyTimeout and HTTPReadTimeout must not be negative")
 	}
 	return errors.Join(errs...)
 }

@@ -49,6 +49,12 @@ func TestConfig_RefusesInconsistentConfiguration(t *testing.T) {
 		{"negative limits", func(c *Config) { c.MaxKeys = -2 }, "-1 (unlimited)"},
 		{"partial TLS", func(c *Config) { c.TLS.CertFile = "node.pem" }, "KeyFile"},
 		{"cluster ID with a space", func(c *Config) { c.ClusterID = "my cluster" }, "printable ASCII"},
+		{"negative connection cap", func(c *Config) { c.MaxConns = -2 }, "MaxConns (-2)"},
+		{"connection cap under the waits", func(c *Config) { c.MaxConns = 100 }, "must exceed MaxWaits (4096)"},
+		{"negative read timeout", func(c *Config) { c.HTTPReadTimeout = -time.Second }, "HTTPReadTimeout"},
+		{"short raft secret", func(c *Config) { c.RaftSecret = "short" }, "RaftSecret is 5 bytes"},
+		{"raft on a LAN address without auth", func(c *Config) { c.RaftAddr = "10.1.2.3:7101" }, "--raft-secret"},
+		{"raft on a host name without auth", func(c *Config) { c.RaftAddr = "node1.example:7101" }, "RaftInsecure"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

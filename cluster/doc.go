@@ -82,15 +82,24 @@
 // URLs with credentials, never appear in logs or errors.
 //
 // Config.TLS (cert, key, CA; optionally RequireClientCert) serves the API
-// over https and runs raft over mutual TLS: raft has no token, so a raft
-// peer must present a certificate signed by the CA whether or not API
-// clients must. Node-to-node HTTP (join, forwarding) uses https and
+// over https and runs raft over mutual TLS: a raft peer must present a
+// certificate signed by the CA whether or not API clients must. Node-to-node HTTP (join, forwarding) uses https and
 // presents the node's certificate, so node certificates are valid for
 // server and client auth and name the node's raft and HTTP hosts. Members
 // publish host:port only; every node of a cluster uses TLS or none. Use a
 // CA dedicated to the cluster: any certificate it signs is a valid peer.
 // A renewed node certificate (its files replaced) is used from the next
 // handshake on, within a second; a new CA needs a restart.
+//
+// Config.RaftSecret (else Config.Token) authenticates raft without TLS:
+// every raft connection opens with a challenge-response in which both
+// ends prove they know the secret without sending it (HMAC-SHA256 over
+// both nonces, the cluster ID and the direction), so a process without it
+// cannot append entries, vote or raise the term. It authenticates who
+// opened a connection, not the bytes after it: against a machine on the
+// network path that can rewrite traffic, use TLS. A node refuses to start
+// with raft on a non-loopback address and neither TLS nor a secret, unless
+// Config.RaftInsecure says so.
 //
 // Config.ClusterID (default "lockcluster") is stored in the data dir's
 // stable store on first start. A node refuses to start on a data dir that
@@ -108,7 +117,10 @@
 // and MaxWaitersPerKey waiters per key (default 1,000); beyond them an
 // acquire is answered 429 "full". Each node holds at most MaxWaits
 // waiting requests open at once (default 4,096, forwarded ones included),
-// since each costs a goroutine and a socket; beyond it a waiting acquire
+// since each costs a goroutine and a socket (and at most MaxConns
+// connections, default 8,192, with HTTPReadTimeout, default 10s, to send
+// a request's headers and again its body: a client that trickles is
+// answered 408 and disconnected); beyond it a waiting acquire
 // is answered 429 "full" with Retry-After at once, while acquires without
 // a wait and releases still pass. There is no per-client rate limit: the
 // cluster knows clients only by one shared token, the caps above bound

@@ -31,7 +31,7 @@ func (n *Node) routes() http.Handler {
 	mux.Handle("POST /v1/join", n.auth(n.onLeader(n.handleJoin)))
 	mux.Handle("POST /v1/leave", n.auth(n.onLeader(n.handleLeave)))
 	mux.Handle("/v1/", n.auth(http.HandlerFunc(noEndpoint)))
-	return mux
+	return n.readBody(mux)
 }
 
 // endpointMethods lists the method of every /v1 path, so a wrong method

@@ -115,6 +115,9 @@ func NewNode(ctx context.Context, cfg Config) (_ *Node, err error) {
 	if err != nil {
 		return nil, fmt.Errorf("cluster: listen HTTP on %s: %w", cfg.HTTPAddr, err)
 	}
+	if cfg.MaxConns != unlimited {
+		n.listener = newLimitListener(n.listener, cfg.MaxConns)
+	}
 	// Damaged files refuse the start with an error naming them, before
 	// bbolt or raft can crash on them or start without their content.
 	if err := checkDataDirFiles(cfg.DataDir); err != nil {
@@ -144,8 +147,9 @@ func NewNode(ctx context.Context, cfg Config) (_ *Node, err error) {
 	n.handler = n.routes()
 	n.httpSrv = &http.Server{
 		Handler:           n.handler,
-		ReadHeaderTimeout: 10 * time.Second,
-		IdleTimeout:       2 * time.Minute,
+		ReadHeaderTimeout: cfg.HTTPReadTimeout, // no ReadTimeout: see httplimits.go
+		MaxHeaderBytes:    maxHeaderBytes,
+		IdleTimeout:       httpIdleTimeout,
 		BaseContext:       func(net.Listener) context.Context { return n.baseCtx },
 		ErrorLog:          cfg.Logger.Named("http").StandardLogger(&hclog.StandardLoggerOptions{InferLevels: true}),
 	}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-hclog"
+	"github.com/hashicorp/raft"
 
 	"github.com/zerotal/lock/client"
 	"github.com/zerotal/lock/internal/syncbuf"
@@ -96,11 +97,46 @@ func TestSecrets_NeverInLogsOrErrors(t *testing.T) {
 		t.Fatalf("acquire with the token: %v %v", got, err)
 	}
 
+	// Raft connections with a wrong raft secret, at both ends of the
+	// handshake, and a node whose raft secret is too short.
+	raftSecret, wrongRaftSecret := secret(t, "raft"), secret(t, "wrongraft")
+	for _, pair := range [][2]string{{raftSecret, wrongRaftSecret}, {wrongRaftSecret, raftSecret}} {
+		a, err := newStreamLayer("127.0.0.1:0", nil, nil, nil, "c", []byte(pair[0]))
+		if err != nil {
+			t.Fatal(err)
+		}
+		d, err := newStreamLayer("127.0.0.1:0", nil, nil, nil, "c", []byte(pair[1]))
+		if err != nil {
+			t.Fatal(err)
+		}
+		accepted := make(chan error, 1)
+		go func() {
+			in, err := a.Accept()
+			if err == nil {
+				_, err = in.Read(make([]byte, 1))
+				_ = in.Close()
+			}
+			accepted <- err
+		}()
+		out, err := d.Dial(raft.ServerAddress(a.Addr().String()), 5*time.Second)
+		if err == nil {
+			_ = out.Close()
+		}
+		note("raft dial with another raft secret", err)
+		note("raft accept with another raft secret", <-accepted)
+		_ = a.Close()
+		_ = d.Close()
+	}
+	short := testConfig(t, "n4")
+	short.RaftSecret = raftSecret[:10]
+	note("a raft secret that is too short", short.Validate())
+
 	all := logs.String() + "\n" + strings.Join(errs, "\n")
 	if !strings.Contains(logs.String(), "join attempt") && !strings.Contains(all, "401") {
 		t.Fatalf("the refusals left no trace to search:\n%s", all)
 	}
-	for name, s := range map[string]string{"token": token, "wrong token": wrongToken, "password": password} {
+	for name, s := range map[string]string{"token": token, "wrong token": wrongToken, "password": password,
+		"raft secret": raftSecret, "wrong raft secret": wrongRaftSecret, "short raft secret": raftSecret[:10]} {
 		if strings.Contains(all, s) {
 			t.Errorf("the %s appears in the logs or errors:\n%s", name, all)
 		}

@@ -16,9 +16,10 @@ import (
 // TCP transport cannot do TLS, and its dialer cannot be pointed elsewhere
 // by the fault-injection build (faultDialAddr).
 //
-// Every connection starts with a handshake naming the cluster ID: a node
-// of another cluster (a mistyped peer address, a reused data dir) cannot
-// append entries here, and its attempt is logged with both IDs.
+// Every connection starts with a handshake naming the cluster ID and,
+// with a secret, authenticating both ends: a node of another cluster (a
+// mistyped peer address, a reused data dir) or anyone without the secret
+// cannot append entries here, and its attempt is logged.
 type streamLayer struct {
 	ln        net.Listener
 	advertise net.Addr
@@ -26,13 +27,17 @@ type streamLayer struct {
 	// (the listener is then a TLS listener too).
 	clientTLS *tls.Config
 	clusterID string
+	// key is the raft secret both ends prove they know (see
+	// transport_handshake.go); nil: the handshake checks the cluster ID only.
+	key []byte
 }
 
 var _ raft.StreamLayer = (*streamLayer)(nil)
 
 // newStreamLayer listens on bind and advertises advertise (nil: the bound
-// address). serverTLS and clientTLS are both set or both nil.
-func newStreamLayer(bind string, advertise net.Addr, serverTLS, clientTLS *tls.Config, clusterID string) (*streamLayer, error) {
+// address). serverTLS and clientTLS are both set or both nil; key is the
+// raft secret (nil: none).
+func newStreamLayer(bind string, advertise net.Addr, serverTLS, clientTLS *tls.Config, clusterID string, key []byte) (*streamLayer, error) {
 	ln, err := net.Listen("tcp", bind)
 	if err != nil {
 		return nil, err
@@ -40,7 +45,7 @@ func newStreamLayer(bind string, advertise net.Addr, serverTLS, clientTLS *tls.C
 	if serverTLS != nil {
 		ln = tls.NewListener(ln, serverTLS)
 	}
-	s := &streamLayer{ln: ln, advertise: advertise, clientTLS: clientTLS, clusterID: clusterID}
+	s := &streamLayer{ln: ln, advertise: advertise, clientTLS: clientTLS, clusterID: clusterID, key: key}
 	if tcp, ok := s.Addr().(*net.TCPAddr); !ok || tcp.IP == nil || tcp.IP.IsUnspecified() {
 		_ = ln.Close()
 		return nil, errors.New("the advertised raft address must be a concrete IP (not 0.0.0.0 or ::): set RaftAddr to the address peers dial")
@@ -48,15 +53,15 @@ func newStreamLayer(bind string, advertise net.Addr, serverTLS, clientTLS *tls.C
 	return s, nil
 }
 
-// Accept waits for a peer's connection. Its handshake is checked by the
-// first Read, in raft's goroutine for the connection, so that a slow or
+// Accept waits for a peer's connection. Its handshake runs at the first
+// Read, in raft's goroutine for the connection, so that a slow or
 // silent peer never holds up the accept loop.
 func (s *streamLayer) Accept() (net.Conn, error) {
 	c, err := s.ln.Accept()
 	if err != nil {
 		return nil, err
 	}
-	return &handshakeConn{Conn: c, clusterID: s.clusterID}, nil
+	return &handshakeConn{Conn: c, clusterID: s.clusterID, key: s.key}, nil
 }
 
 // Close stops the listener.
@@ -70,7 +75,8 @@ func (s *streamLayer) Addr() net.Addr {
 	return s.ln.Addr()
 }
 
-// Dial connects to a peer and sends the handshake.
+// Dial connects to a peer and runs the handshake: it returns once both
+// ends are authenticated.
 func (s *streamLayer) Dial(address raft.ServerAddress, timeout time.Duration) (net.Conn, error) {
 	d := &net.Dialer{Timeout: timeout}
 	addr := faultDialAddr(string(address))
@@ -87,7 +93,7 @@ func (s *streamLayer) Dial(address raft.ServerAddress, timeout time.Duration) (n
 	if err != nil {
 		return nil, err
 	}
-	if err := writeHandshake(c, s.clusterID, timeout); err != nil {
+	if err := dialHandshake(c, s.clusterID, s.key, timeout); err != nil {
 		_ = c.Close()
 		return nil, fmt.Errorf("raft handshake with %s: %w", address, err)
 	}
@@ -98,7 +104,7 @@ func (s *streamLayer) Dial(address raft.ServerAddress, timeout time.Duration) (n
 // settings raft's TCP transport uses (3 pooled connections per peer, 10s
 // I/O timeout).
 func newNetworkTransport(cfg Config, advertise net.Addr, serverTLS, clientTLS *tls.Config, logger hclog.Logger) (*raft.NetworkTransport, error) {
-	sl, err := newStreamLayer(cfg.RaftAddr, advertise, serverTLS, clientTLS, cfg.ClusterID)
+	sl, err := newStreamLayer(cfg.RaftAddr, advertise, serverTLS, clientTLS, cfg.ClusterID, cfg.raftKey())
 	if err != nil {
 		return nil, fmt.Errorf("cluster: raft transport on %s: %w", cfg.RaftAddr, err)
 	}

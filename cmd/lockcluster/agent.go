@@ -9,7 +9,9 @@ import (
 	"github.com/zerotal/lock/cluster"
 )
 
-const agentExamples = `  # a new three-node cluster (run one line per machine; same --bootstrap everywhere)
+const agentExamples = `  # a new three-node cluster (run one line per machine; same --bootstrap and token everywhere;
+  # the token authenticates the API and, as no --raft-secret is given, raft)
+  export LOCKCLUSTER_TOKEN=$(cat /etc/lock/token)
   lockcluster agent --id n1 --data-dir /var/lib/lock/n1 --raft-addr 10.0.0.1:7101 --http-addr 10.0.0.1:7001 \
       --bootstrap n1=10.0.0.1:7101=10.0.0.1:7001,n2=10.0.0.2:7101=10.0.0.2:7001,n3=10.0.0.3:7101=10.0.0.3:7001
 
@@ -17,8 +19,11 @@ const agentExamples = `  # a new three-node cluster (run one line per machine; s
   lockcluster agent --id n1 --data-dir /var/lib/lock/n1 --raft-addr 10.0.0.1:7101 --http-addr 10.0.0.1:7001
 
   # add a fourth node to a running cluster
-  LOCKCLUSTER_TOKEN=secret lockcluster agent --id n4 --data-dir /var/lib/lock/n4 \
+  LOCKCLUSTER_TOKEN=$(cat /etc/lock/token) lockcluster agent --id n4 --data-dir /var/lib/lock/n4 \
       --raft-addr 10.0.0.4:7101 --http-addr 10.0.0.4:7001 --join 10.0.0.1:7001
+
+  # a raft secret of its own (else the token authenticates raft too)
+  LOCKCLUSTER_RAFT_SECRET=$(cat /etc/lock/raft-secret) lockcluster agent --id n1 ...
 
   # TLS for the API and raft (mutual TLS between nodes), clients need a certificate too
   lockcluster agent --id n1 ... --cluster-id prod-locks \
@@ -26,11 +31,16 @@ const agentExamples = `  # a new three-node cluster (run one line per machine; s
 
 Every flag can also come from the environment: LOCKCLUSTER_ID, LOCKCLUSTER_DATA_DIR,
 LOCKCLUSTER_RAFT_ADDR, LOCKCLUSTER_HTTP_ADDR, LOCKCLUSTER_BOOTSTRAP, LOCKCLUSTER_JOIN,
-LOCKCLUSTER_TOKEN, LOCKCLUSTER_CLUSTER_ID, LOCKCLUSTER_TLS_CERT, LOCKCLUSTER_TLS_KEY,
-LOCKCLUSTER_TLS_CA, LOCKCLUSTER_TLS_CLIENT_AUTH, LOCKCLUSTER_LOG_LEVEL,
-LOCKCLUSTER_ELECTION_TIMEOUT, LOCKCLUSTER_MAX_KEYS, LOCKCLUSTER_MAX_WAITERS,
-LOCKCLUSTER_MAX_WAITS, LOCKCLUSTER_SHUTDOWN_TIMEOUT. Flags win.
-Prefer LOCKCLUSTER_TOKEN to --token: flags are visible to every user in the process list.
+LOCKCLUSTER_TOKEN, LOCKCLUSTER_RAFT_SECRET, LOCKCLUSTER_RAFT_INSECURE, LOCKCLUSTER_CLUSTER_ID,
+LOCKCLUSTER_TLS_CERT, LOCKCLUSTER_TLS_KEY, LOCKCLUSTER_TLS_CA, LOCKCLUSTER_TLS_CLIENT_AUTH,
+LOCKCLUSTER_LOG_LEVEL, LOCKCLUSTER_ELECTION_TIMEOUT, LOCKCLUSTER_MAX_KEYS, LOCKCLUSTER_MAX_WAITERS,
+LOCKCLUSTER_MAX_WAITS, LOCKCLUSTER_MAX_CONNS, LOCKCLUSTER_HTTP_READ_TIMEOUT,
+LOCKCLUSTER_SHUTDOWN_TIMEOUT. Flags win.
+Prefer LOCKCLUSTER_TOKEN and LOCKCLUSTER_RAFT_SECRET to --token and --raft-secret: flags are
+visible to every user in the process list.
+Raft is authenticated by TLS, or by the raft secret (the token when no raft secret is given),
+or both. A node whose --raft-addr is not loopback refuses to start with none of them, unless
+--raft-insecure says the network is trusted.
 With TLS, every node of the cluster uses TLS; node certificates must be valid for both
 server and client auth and name the node's raft and HTTP hosts.
 SIGINT or SIGTERM stops the node gracefully (a leader hands leadership over first).
@@ -45,7 +55,14 @@ func runAgent(ctx context.Context, e *env, args []string) int {
 	httpAddr := fs.String("http-addr", envOr(e, "127.0.0.1:7001", "LOCKCLUSTER_HTTP_ADDR"), "host:port of the HTTP API")
 	bootstrap := fs.String("bootstrap", envOr(e, "", "LOCKCLUSTER_BOOTSTRAP"), "start a NEW cluster with these voters: id=raftaddr=httpaddr,... (must include this node)")
 	join := fs.String("join", envOr(e, "", "LOCKCLUSTER_JOIN"), "HTTP address of a member to ask to add this node")
-	token := fs.String("token", "", "bearer token required on every request (default: env LOCKCLUSTER_TOKEN)")
+	token := fs.String("token", "", "bearer token required on every request (default: env LOCKCLUSTER_TOKEN); also the raft secret when --raft-secret is not given")
+	raftSecret := fs.String("raft-secret", "", fmt.Sprintf(
+		"secret both ends of every raft connection prove they know, without sending it; the same on every node, at least %d bytes (default: env LOCKCLUSTER_RAFT_SECRET, else the token)", cluster.MinRaftSecretLen))
+	defRaftInsecure, err := envBool(e, false, "LOCKCLUSTER_RAFT_INSECURE")
+	if err != nil {
+		return usageError(e, "agent", "%v", err)
+	}
+	raftInsecure := fs.Bool("raft-insecure", defRaftInsecure, "allow raft on a non-loopback address with neither TLS nor a secret: anyone who reaches it can write the lock table")
 	clusterID := fs.String("cluster-id", envOr(e, cluster.DefaultClusterID, "LOCKCLUSTER_CLUSTER_ID"),
 		"the cluster's name: stored in the data dir; joins and raft peers of another cluster are refused")
 	tlsCert := fs.String("tls-cert", envOr(e, "", "LOCKCLUSTER_TLS_CERT"), "PEM certificate of this node (server and client auth); turns TLS on for HTTP and raft")
@@ -82,14 +99,24 @@ func runAgent(ctx context.Context, e *env, args []string) int {
 		return usageError(e, "agent", "%v", err)
 	}
 	stopTimeout := fs.Duration("shutdown-timeout", defStop, "how long a graceful stop may take")
+	defMaxConns, err := envInt(e, 0, "LOCKCLUSTER_MAX_CONNS")
+	if err != nil {
+		return usageError(e, "agent", "%v", err)
+	}
+	maxConns := fs.Int("max-conns", defMaxConns, fmt.Sprintf("HTTP connections this node holds open at once; more wait to be accepted (0: %d, -1: unlimited; above --max-waits)", cluster.DefaultMaxConns))
+	defReadTimeout, err := envDuration(e, 0, "LOCKCLUSTER_HTTP_READ_TIMEOUT")
+	if err != nil {
+		return usageError(e, "agent", "%v", err)
+	}
+	readTimeout := fs.Duration("http-read-timeout", defReadTimeout, fmt.Sprintf("time a client has to send a request's headers, and again its body; waits are not bound by it (0: %s)", cluster.DefaultHTTPReadTimeout))
 	if code, done := parse(fs, e, args); done {
 		return code
 	}
 	if fs.NArg() > 0 {
 		return usageError(e, "agent", "unexpected argument %q", fs.Arg(0))
 	}
-	if *election < 0 || *stopTimeout <= 0 {
-		return usageError(e, "agent", "--election-timeout must not be negative and --shutdown-timeout must be positive")
+	if *election < 0 || *readTimeout < 0 || *stopTimeout <= 0 {
+		return usageError(e, "agent", "--election-timeout and --http-read-timeout must not be negative, and --shutdown-timeout must be positive")
 	}
 	peers, err := parsePeers(*bootstrap)
 	if err != nil {
@@ -98,6 +125,9 @@ func runAgent(ctx context.Context, e *env, args []string) int {
 	if *token == "" {
 		*token = envOr(e, "", "LOCKCLUSTER_TOKEN")
 	}
+	if *raftSecret == "" {
+		*raftSecret = envOr(e, "", "LOCKCLUSTER_RAFT_SECRET")
+	}
 	logger, err := newLogger(e.stderr, "lockcluster", *logLevel)
 	if err != nil {
 		return usageError(e, "agent", "--log-level: %v", err)
@@ -105,6 +135,8 @@ func runAgent(ctx context.Context, e *env, args []string) int {
 	cfg := cluster.Config{
 		ID: *id, DataDir: *dataDir, RaftAddr: *raftAddr, HTTPAddr: *httpAddr,
 		Bootstrap: peers, Join: *join, Token: *token,
+		RaftSecret: *raftSecret, RaftInsecure: *raftInsecure,
+		MaxConns: *maxConns, HTTPReadTimeout: *readTimeout,
 		Logger:             logger.Named(*id),
 		ElectionTimeout:    cluster.DefaultElectionTimeout,
 		HeartbeatTimeout:   cluster.DefaultHeartbeatTimeout,

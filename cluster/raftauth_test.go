@@ -1,0 +1,371 @@
+package cluster
+
+import (
+	"errors"
+	"net"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/hashicorp/raft"
+
+	"github.com/zerotal/lock/fsm"
+	"github.com/zerotal/lock/internal/loopback"
+	"github.com/zerotal/lock/internal/syncbuf"
+)
+
+// attacker is a raft.NetworkTransport on this package's own stream layer,
+// speaking the handshake of a node that knows the cluster ID (it is no
+// secret: the default is "lockcluster") and, as given, a secret.
+func newAttacker(t *testing.T, clusterID, secret string) *raft.NetworkTransport {
+	t.Helper()
+	var key []byte
+	if secret != "" {
+		key = []byte(secret)
+	}
+	sl, err := newStreamLayer("127.0.0.1:0", nil, nil, nil, clusterID, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr := raft.NewNetworkTransportWithConfig(&raft.NetworkTransportConfig{
+		Stream: sl, MaxPool: 1, Timeout: 5 * time.Second, Logger: testLogger(t, "attacker"),
+	})
+	t.Cleanup(func() {
+		tr.CloseStreams()
+		_ = tr.Close()
+	})
+	return tr
+}
+
+// raftView is what an outsider could change: the term, the leader and
+// the lock table.
+type raftView struct {
+	term   uint64
+	leader raft.ServerID
+	owner  string
+	fence  uint64
+}
+
+func viewOf(t *testing.T, n *Node, key string) raftView {
+	t.Helper()
+	_, leader := n.raft.LeaderWithID()
+	v := raftView{term: n.raft.CurrentTerm(), leader: leader}
+	info, ok, err := n.fsm.Engine().Get(t.Context(), key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ok {
+		v.owner, v.fence = info.Owner, info.Fence
+	}
+	return v
+}
+
+// forgedAppend is what a deposing outsider sends: a higher term, entries
+// that force-release key and grant it to mallory, and a commit index that
+// makes the target apply them at once.
+func forgedAppend(t *testing.T, n *Node, key string) *raft.AppendEntriesRequest {
+	t.Helper()
+	last := n.raft.LastIndex()
+	var prev raft.Log
+	if err := n.stores.logs.GetLog(last, &prev); err != nil {
+		t.Fatal(err)
+	}
+	term := n.raft.CurrentTerm() + 10
+	now := time.Now().UnixNano()
+	var entries []*raft.Log
+	for i, e := range []fsm.Entry{
+		{Type: fsm.TypeForceRelease, Key: key, Now: now},
+		{Type: fsm.TypeAcquire, Key: key, Owner: "mallory", TTL: time.Hour, Now: now},
+	} {
+		data, err := fsm.Encode(e)
+		if err != nil {
+			t.Fatal(err)
+		}
+		entries = append(entries, &raft.Log{Index: last + 1 + uint64(i), Term: term, Type: raft.LogCommand, Data: data})
+	}
+	return &raft.AppendEntriesRequest{
+		RPCHeader:         raft.RPCHeader{ProtocolVersion: raft.ProtocolVersionMax, ID: []byte("mallory"), Addr: []byte("127.0.0.1:1")},
+		Term:              term,
+		PrevLogEntry:      last,
+		PrevLogTerm:       prev.Term,
+		Entries:           entries,
+		LeaderCommitIndex: last + uint64(len(entries)),
+	}
+}
+
+// An outsider that reaches the raft port with a real raft transport but
+// without the cluster's secret is refused before raft sees its RPC: a
+// forged AppendEntries with a higher term neither deposes the leader nor
+// changes the term or the lock table, and the node keeps serving.
+func TestRaftAuth_OutsiderCannotWriteTheLog(t *testing.T) {
+	const secretValue = "the-cluster-raft-secret-0123456789"
+	for _, tc := range []struct{ name, attackerSecret string }{
+		{"no secret", ""},
+		{"wrong secret", "a-guessed-raft-secret-0123456789"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			nodes := startCluster(t, 1, func(c *Config) { c.Token = secretValue })
+			n := nodes[0]
+			c := newClient(t)
+			c.token = secretValue
+			mustStatus(t, c.acquire(n.HTTPAddr(), "k", "alice", time.Hour, 0), 200, "alice acquires k")
+			before := viewOf(t, n, "k")
+			if before.owner != "alice" {
+				t.Fatalf("k is held by %q, want alice", before.owner)
+			}
+
+			tr := newAttacker(t, n.cfg.ClusterID, tc.attackerSecret)
+			var resp raft.AppendEntriesResponse
+			err := tr.AppendEntries(raft.ServerID(n.ID()), raft.ServerAddress(n.RaftAddr()), forgedAppend(t, n, "k"), &resp)
+			if err == nil {
+				t.Errorf("the forged AppendEntries was answered: success=%v term=%d", resp.Success, resp.Term)
+			}
+			// A legitimate write commits after the attack: the node still
+			// leads, and everything the attack could have applied is applied.
+			mustStatus(t, c.acquire(n.HTTPAddr(), "after", "bob", time.Hour, 0), 200, "a write after the attack")
+			after := viewOf(t, n, "k")
+			if after != before {
+				t.Fatalf("the attack changed the node: before %+v, after %+v (term now %s)", before, after, strconv.FormatUint(n.raft.CurrentTerm(), 10))
+			}
+			if !n.IsLeader() {
+				t.Fatal("the node lost its leadership")
+			}
+		})
+	}
+}
+
+// Every pairing of the two ends' secrets: equal secrets connect, anything
+// else is refused at both ends with errRaftAuth, and no error holds a
+// secret.
+func TestRaftAuth_HandshakePairings(t *testing.T) {
+	const s1, s2 = "first-raft-secret-0123456789", "second-raft-secret-0123456789"
+	for _, tc := range []struct {
+		name           string
+		acceptor, dial string
+		ok             bool
+	}{
+		{"both without a secret", "", "", true},
+		{"same secret", s1, s1, true},
+		{"different secrets", s1, s2, false},
+		{"dialer without a secret", s1, "", false},
+		{"acceptor without a secret", "", s1, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			key := func(s string) []byte {
+				if s == "" {
+					return nil
+				}
+				return []byte(s)
+			}
+			a, err := newStreamLayer("127.0.0.1:0", nil, nil, nil, "c", key(tc.acceptor))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer a.Close()
+			d, err := newStreamLayer("127.0.0.1:0", nil, nil, nil, "c", key(tc.dial))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer d.Close()
+			accepted := make(chan error, 1)
+			go func() {
+				in, err := a.Accept()
+				if err != nil {
+					accepted <- err
+					return
+				}
+				defer in.Close()
+				buf := make([]byte, 2)
+				_, err = in.Read(buf)
+				accepted <- err
+			}()
+			out, dialErr := d.Dial(raft.ServerAddress(a.Addr().String()), 5*time.Second)
+			if dialErr == nil {
+				defer out.Close()
+				if _, err := out.Write([]byte("ok")); err != nil {
+					t.Fatal(err)
+				}
+			}
+			acceptErr := <-accepted
+			if tc.ok {
+				if dialErr != nil || acceptErr != nil {
+					t.Fatalf("refused: dialer %v, acceptor %v", dialErr, acceptErr)
+				}
+				return
+			}
+			if !errors.Is(dialErr, errRaftAuth) || !errors.Is(acceptErr, errRaftAuth) {
+				t.Fatalf("dialer %v, acceptor %v: want errRaftAuth at both ends", dialErr, acceptErr)
+			}
+			for _, e := range []error{dialErr, acceptErr} {
+				if strings.Contains(e.Error(), s1) || strings.Contains(e.Error(), s2) {
+					t.Fatalf("an error holds a secret: %v", e)
+				}
+			}
+			t.Logf("dialer: %v\nacceptor: %v", dialErr, acceptErr)
+		})
+	}
+}
+
+// A dialer that answers the challenge with a proof made for the other
+// direction (what reflecting a node's own answer back would give) is
+// refused: the direction is part of what is signed.
+func TestRaftAuth_ReflectedProofIsRefused(t *testing.T) {
+	const secretValue = "reflection-raft-secret-0123456789"
+	a, err := newStreamLayer("127.0.0.1:0", nil, nil, nil, "c", []byte(secretValue))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	accepted := make(chan error, 1)
+	go func() {
+		in, err := a.Accept()
+		if err != nil {
+			accepted <- err
+			return
+		}
+		defer in.Close()
+		_, err = in.Read(make([]byte, 1))
+		accepted <- err
+	}()
+	c, err := net.Dial("tcp", a.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	nonceD := make([]byte, nonceLen)
+	hello := append(append([]byte(handshakeMagic), 1, 'c', modeSecret), nonceD...)
+	if _, err := c.Write(hello); err != nil {
+		t.Fatal(err)
+	}
+	answer := make([]byte, 1+nonceLen)
+	if _, err := c.Read(answer); err != nil {
+		t.Fatal(err)
+	}
+	// The attacker cannot compute this without the secret; the test can,
+	// to show that even a MAC of the secret in the wrong role fails.
+	reflected := handshakeMAC([]byte(secretValue), labelAcceptor, "c", nonceD, answer[1:])
+	if _, err := c.Write(reflected); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-accepted; !errors.Is(err, errRaftAuth) {
+		t.Fatalf("a proof for the acceptor's direction was accepted from a dialer: %v", err)
+	}
+}
+
+// Three nodes bootstrapped together, n3 with another raft secret: n1 and
+// n2 form the cluster and replicate to each other; n3 is refused by both
+// (and refuses them), never learns the table, never leads, and its
+// elections do not disturb the others' term. No log line holds either
+// secret. A cluster whose nodes share the secret (the other tests and
+// TestRaftAuth_ClusterWithSecretServes) forms as before.
+func TestRaftAuth_WrongSecretCannotJoinTheCluster(t *testing.T) {
+	const right, wrong = "right-raft-secret-0123456789", "wrong-raft-secret-0123456789"
+	logs := &syncbuf.Buffer{}
+	var peers []Peer
+	for _, id := range []string{"n1", "n2", "n3"} {
+		peers = append(peers, Peer{ID: id, RaftAddr: loopback.MustFreeAddr(t), HTTPAddr: loopback.MustFreeAddr(t)})
+	}
+	var nodes []*Node
+	for _, p := range peers {
+		cfg := testConfig(t, p.ID)
+		cfg.RaftAddr, cfg.HTTPAddr, cfg.Bootstrap = p.RaftAddr, p.HTTPAddr, peers
+		cfg.RaftSecret = right
+		if p.ID == "n3" {
+			cfg.RaftSecret = wrong
+		}
+		cfg.Logger = hclog.New(&hclog.LoggerOptions{Name: p.ID, Level: hclog.Trace, Output: logs})
+		nodes = append(nodes, startNode(t, cfg))
+	}
+	n3 := nodes[2]
+	leader := waitLeader(t, nodes[:2])
+	if leader == n3 {
+		t.Fatal("n3 leads")
+	}
+	c := newClient(t)
+	mustStatus(t, c.acquire(leader.HTTPAddr(), "k", "alice", time.Minute, 0), 200, "acquire on the leader")
+	other := followers(nodes[:2], leader)[0]
+	waitFor(t, 10*time.Second, "k replicated to the other member", func() bool { return viewOf(t, other, "k").owner == "alice" })
+	term := leader.raft.CurrentTerm()
+
+	// n3 runs for several election timeouts (it starts elections of its
+	// own); the check that nothing reaches it is bounded by that time.
+	tick := time.NewTicker(50 * time.Millisecond)
+	defer tick.Stop()
+	for end := time.Now().Add(5 * testElection); time.Now().Before(end); <-tick.C {
+		if v := viewOf(t, n3, "k"); v.owner != "" || v.leader != "" || n3.IsLeader() {
+			t.Fatalf("n3 took part: %+v, leading=%v", v, n3.IsLeader())
+		}
+	}
+	if !leader.IsLeader() || leader.raft.CurrentTerm() != term {
+		t.Fatalf("the cluster was disturbed: leader=%v term %d -> %d", leader.IsLeader(), term, leader.raft.CurrentTerm())
+	}
+	all := logs.String()
+	if !strings.Contains(all, "did not prove it knows the raft secret") && !strings.Contains(all, "refused this node's proof") {
+		t.Fatalf("no node logged the refusal:\n%s", all)
+	}
+	if strings.Contains(all, right) || strings.Contains(all, wrong) {
+		t.Fatal("a raft secret appears in the logs")
+	}
+}
+
+// A cluster whose nodes share a raft secret (and no token) forms by join
+// and serves through every node.
+func TestRaftAuth_ClusterWithSecretServes(t *testing.T) {
+	nodes := startCluster(t, 3, func(c *Config) { c.RaftSecret = "shared-raft-secret-0123456789" })
+	leader := waitLeader(t, nodes)
+	c := newClient(t)
+	for _, n := range followers(nodes, leader) {
+		mustStatus(t, c.acquire(n.HTTPAddr(), "via-"+n.ID(), "o", time.Minute, 0), 200, "acquire through "+n.ID())
+	}
+	for _, n := range nodes {
+		waitFor(t, 10*time.Second, "replication to "+n.ID(), func() bool {
+			for _, f := range followers(nodes, leader) {
+				if viewOf(t, n, "via-"+f.ID()).owner != "o" {
+					return false
+				}
+			}
+			return true
+		})
+	}
+}
+
+// Raft on an address others can reach needs TLS, a secret or an explicit
+// opt-out; loopback needs nothing.
+func TestRaftAuth_ExposedRaftNeedsAuthentication(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		mod  func(*Config)
+		ok   bool
+	}{
+		{"loopback v4", func(c *Config) {}, true},
+		{"loopback v6", func(c *Config) { c.RaftAddr = "[::1]:7101" }, true},
+		{"localhost", func(c *Config) { c.RaftAddr = "localhost:7101" }, true},
+		{"LAN, nothing", func(c *Config) { c.RaftAddr = "10.0.0.1:7101" }, false},
+		{"host name, nothing", func(c *Config) { c.RaftAddr = "n1.internal:7101" }, false},
+		{"LAN, raft secret", func(c *Config) { c.RaftAddr = "10.0.0.1:7101"; c.RaftSecret = "sixteen-bytes-at-least" }, true},
+		{"LAN, token", func(c *Config) { c.RaftAddr = "10.0.0.1:7101"; c.Token = "tok" }, true},
+		{"LAN, TLS", func(c *Config) {
+			c.RaftAddr = "10.0.0.1:7101"
+			c.TLS = TLSConfig{CertFile: "n.pem", KeyFile: "n-key.pem", CAFile: "ca.pem"}
+		}, true},
+		{"LAN, insecure on purpose", func(c *Config) { c.RaftAddr = "10.0.0.1:7101"; c.RaftInsecure = true }, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := Config{ID: "n1", DataDir: "d", RaftAddr: "127.0.0.1:7101", HTTPAddr: "127.0.0.1:7001"}
+			tc.mod(&cfg)
+			err := cfg.withDefaults().Validate()
+			if tc.ok && err != nil {
+				t.Fatalf("refused: %v", err)
+			}
+			if !tc.ok {
+				for _, want := range []string{"not a loopback address", "--raft-secret", "--token", "--tls-cert", "--raft-insecure"} {
+					if err == nil || !strings.Contains(err.Error(), want) {
+						t.Fatalf("error %v does not mention %q", err, want)
+					}
+				}
+			}
+		})
+	}
+}

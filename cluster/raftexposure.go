@@ -1,0 +1,55 @@
+package cluster
+
+import (
+	"fmt"
+	"net"
+	"strings"
+)
+
+// MinRaftSecretLen is the shortest Config.RaftSecret accepted. A node
+// shows a MAC of the secret before its peer has proved anything only
+// when it dials out, to an impostor at a member's address, say; a short
+// secret could then be guessed offline.
+const MinRaftSecretLen = 16
+
+// raftKey is the key of the raft handshake's MAC: RaftSecret, else Token,
+// else none (the handshake then checks the cluster ID only).
+func (c Config) raftKey() []byte {
+	switch {
+	case c.RaftSecret != "":
+		return []byte(c.RaftSecret)
+	case c.Token != "":
+		return []byte(c.Token)
+	}
+	return nil
+}
+
+// checkRaftExposure refuses raft on an address other hosts can reach
+// when nothing authenticates its peers: whoever reaches that port could
+// append entries to the log, grant and release any lock, and depose the
+// leader by raising the term.
+func (c Config) checkRaftExposure() error {
+	if c.Transport != nil || c.RaftInsecure || c.TLS.Enabled() || len(c.raftKey()) > 0 {
+		return nil
+	}
+	host, _, err := net.SplitHostPort(c.RaftAddr)
+	if err != nil || isLoopbackHost(host) {
+		return nil // a malformed address is reported on its own
+	}
+	return fmt.Errorf("cluster: raft would listen on %s, which is not a loopback address, with nothing to authenticate its peers: "+
+		"anyone who reaches that port could write the lock table. Set a raft secret (Config.RaftSecret, --raft-secret or "+
+		"LOCKCLUSTER_RAFT_SECRET; the same on every node), or a token (Config.Token, --token or LOCKCLUSTER_TOKEN; "+
+		"used as the raft secret when none is given), or TLS (Config.TLS, --tls-cert/--tls-key/--tls-ca); "+
+		"or, on a network where every host is trusted, set Config.RaftInsecure (--raft-insecure)", c.RaftAddr)
+}
+
+// isLoopbackHost reports whether host names this machine only: a
+// loopback IP or "localhost". Any other name may resolve to an address
+// others can reach.
+func isLoopbackHost(host string) bool {
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
