@@ -111,25 +111,38 @@ func (n *Node) acquire(r *http.Request, l *leadership, key, owner string, ttl, w
 	return n.acquireNow(r, l, key, owner, ttl)
 }
 
-// leave ends q; when it was its owner's last live request and a grant
-// handed off to the owner was never returned, it releases that grant,
-// which passes the key on.
+// leave ends q. When it is its owner's last live request it cleans up
+// after all of them: it cancels the owner's queue entry, then releases a
+// grant handed off to the owner that no request returned, which passes
+// the key on. Both are retried until they commit or leadership ends (the
+// next leader cancels every queued waiter when it takes over).
 func (n *Node) leave(l *leadership, q *request, fence uint64) {
-	lost := n.waits.leave(q, fence)
-	if lost == 0 {
+	if !n.waits.leave(q, fence) {
 		return
 	}
 	defer n.waits.settled(q)
-	e := fsm.Entry{Type: fsm.TypeRelease, Key: q.w.Key, Owner: q.w.Owner}
-	if _, err := n.applyWhileLeading(l, e); err != nil {
-		n.log.Warn("release of a grant no request returned failed", "fence", lost, "error", err)
+	key, owner := q.w.Key, q.w.Owner
+	// Read outside the registry's lock: the FSM delivers hand-offs into
+	// the registry while it holds its own.
+	if n.fsm.IsWaiter(key, owner) {
+		e := fsm.Entry{Type: fsm.TypeCancelWait, Key: key, Owner: owner}
+		if _, err := n.applyWhileLeading(l, e); err != nil {
+			n.log.Warn("cancel wait failed", "error", err)
+			return
+		}
+	}
+	if lost := n.waits.unreturned(q); lost != 0 {
+		e := fsm.Entry{Type: fsm.TypeRelease, Key: key, Owner: owner}
+		if _, err := n.applyWhileLeading(l, e); err != nil {
+			n.log.Warn("release of a grant no request returned failed", "fence", lost, "error", err)
+		}
 	}
 }
 
 // acquireWait queues the request in the replicated table and waits for
-// the hand-off. On timeout or client cancellation the last live request
-// of the owner removes the queue entry (a grant that raced with that is
-// released when the request leaves).
+// the hand-off. On timeout or client cancellation it just returns: the
+// owner's last live request removes the queue entry when it leaves (and
+// releases a grant that raced with that).
 func (n *Node) acquireWait(r *http.Request, l *leadership, q *request, ttl, wait time.Duration) (uint64, error) {
 	key, owner := q.w.Key, q.w.Owner
 	ch := n.waits.listen(q)
@@ -159,14 +172,6 @@ func (n *Node) acquireWait(r *http.Request, l *leadership, q *request, ttl, wait
 		return 0, unavailable("acquire", errLeadershipChanged)
 	case <-timer.C:
 	case <-r.Context().Done():
-	}
-	if n.waits.abandon(q) {
-		e := fsm.Entry{Type: fsm.TypeCancelWait, Key: key, Owner: owner}
-		if _, err := n.applyWhileLeading(l, e); err != nil {
-			// Leadership ended: the next leader cancels every queued
-			// waiter when it takes over.
-			n.log.Warn("cancel wait failed", "error", err)
-		}
 	}
 	if err := r.Context().Err(); err != nil {
 		// The client went away, or this node is shutting down.

@@ -1,8 +1,10 @@
 package cluster
 
 import (
+	"context"
 	"errors"
 	"net/http"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -203,5 +205,66 @@ func assertHeldBy(t *testing.T, c *apiClient, addr, key, owner string, fence int
 	}
 	if r := c.acquire(addr, key, "c", time.Minute, 0); r.Status != http.StatusConflict {
 		t.Fatalf("a third owner's acquire of a key %s holds = %d %s: double grant", owner, r.Status, r.Raw)
+	}
+}
+
+// An abandoned wait whose owner's other live request is not a wait (an
+// acquire without wait_ms, answered 409 since a holds the key) must
+// still leave no queue entry behind: whichever of the two leaves last
+// cancels it. Otherwise the next hand-off grants the key to nobody.
+func TestCluster_AbandonedWaitBesideNonWaitingAcquire(t *testing.T) {
+	n := startCluster(t, 1, nil)[0]
+	c := newClient(t)
+	addr := n.HTTPAddr()
+	mustStatus(t, c.acquire(addr, "k", "a", time.Minute, 0), http.StatusOK, "acquire by a")
+
+	// b's acquire without wait is held before raft while b's wait is
+	// abandoned.
+	held, open := make(chan struct{}), make(chan struct{})
+	var once, openOnce sync.Once
+	hook := func(e fsm.Entry) error {
+		if e.Type == fsm.TypeAcquire && !e.Wait && e.Key == "k" && e.Owner == "b" {
+			once.Do(func() { close(held) })
+			<-open
+		}
+		return nil
+	}
+	n.proposeHook.Store(&hook)
+	letGo := func() { openOnce.Do(func() { close(open) }) }
+	t.Cleanup(func() { letGo(); n.proposeHook.Store(nil) })
+
+	// The waiting request's client goes away when the test says so.
+	ctx, abandon := context.WithCancel(t.Context())
+	defer abandon()
+	waitDone := make(chan struct{})
+	go func() {
+		defer close(waitDone)
+		body := `{"key":"k","owner":"b","ttl_ms":60000,"wait_ms":30000}`
+		req, _ := http.NewRequestWithContext(ctx, "POST", "http://"+addr+"/v1/acquire", strings.NewReader(body))
+		if resp, err := c.http.Do(req); err == nil {
+			resp.Body.Close()
+		}
+	}()
+	waitFor(t, 5*time.Second, "b to be queued", func() bool { return n.fsm.IsWaiter("k", "b") })
+
+	now := make(chan reply, 1)
+	go func() { now <- c.acquire(addr, "k", "b", time.Minute, 0) }()
+	select {
+	case <-held:
+	case <-time.After(10 * time.Second):
+		t.Fatal("b's acquire without wait was never proposed")
+	}
+	abandon()
+	<-waitDone
+	waitFor(t, 5*time.Second, "the abandoned wait to leave", func() bool { return liveCount(n, "k", "b") == 1 })
+	letGo()
+	mustStatus(t, <-now, http.StatusConflict, "acquire without wait")
+
+	waitFor(t, 5*time.Second, "b's queue entry to be cancelled", func() bool { return !n.fsm.IsWaiter("k", "b") })
+	if rel := c.release(addr, "k", "a"); !rel.flag("released") {
+		t.Fatalf("release by a = %s", rel.Raw)
+	}
+	if g := c.get(addr, "k"); g.Status != http.StatusNotFound {
+		t.Fatalf("after the release the key is %s; the abandoned waiter was granted it", g.Raw)
 	}
 }

@@ -13,14 +13,17 @@ import (
 // owner after a timeout or a failover, so one owner may have several
 // requests here at once, some of them abandoned (their client gone) and
 // some still to answer. The record keeps them from undoing each other:
+// the owner's LAST live request to leave cleans up after all of them, and
+// none before it.
 //
-//   - an abandoned wait cancels its queue entry only when it is the
-//     owner's last live request; otherwise the others still wait on it;
+//   - if any of them may have queued the owner (it listened for a
+//     hand-off), the last one cancels the queue entry that is left;
 //   - a grant handed off to the owner that no request has returned is
-//     released by the last request to leave, and by nobody before: a
-//     request that arrives while that release (or a cancel) is on its way
-//     waits for it to commit, so it never returns a grant about to be
-//     released, nor waits on a queue entry about to be removed.
+//     released by the last one, after that cancel;
+//   - a request that arrives while that clean-up is on its way waits for
+//     it to commit (settle), so it never returns a grant about to be
+//     released, nor waits on a queue entry about to be removed. The
+//     request cleaning up stays live until it has settled.
 //
 // The FSM's apply hook delivers hand-offs here (deliver). A waiting
 // request listens BEFORE it reads the table or proposes its acquire, so
@@ -32,13 +35,16 @@ type liveRequests struct {
 
 // claim is one owner's live requests for one key.
 type claim struct {
-	live    int                 // requests entered and not yet left
+	live    int                 // requests entered and not yet settled
 	waiting []chan engine.Grant // the live requests listening for a hand-off
+	// listened is set when a request listened, so may have queued the
+	// owner; the request that cleans up clears it.
+	listened bool
 	// unreturned is the fence of a grant handed off to the owner that no
 	// request has returned to its client yet; 0 when there is none.
 	unreturned uint64
-	// settling is non-nil while a cancel-wait or a release of this owner's
-	// queue entry or grant is on its way to commit, and closed when it has.
+	// settling is non-nil while the last request cleans up, and closed
+	// when it has.
 	settling chan struct{}
 }
 
@@ -93,6 +99,7 @@ func (r *liveRequests) settle(ctx context.Context, done <-chan struct{}, q *requ
 func (r *liveRequests) listen(q *request) <-chan engine.Grant {
 	q.ch = make(chan engine.Grant, 1)
 	r.mu.Lock()
+	q.c.listened = true
 	q.c.waiting = append(q.c.waiting, q.ch)
 	r.mu.Unlock()
 	return q.ch
@@ -118,64 +125,61 @@ func (r *liveRequests) deliver(g engine.Grant) {
 	c.waiting = nil
 }
 
-// abandon stops q listening and reports whether its owner's queue entry
-// must be cancelled: only when q is the owner's last live request. Then
-// q owns the settling until it leaves, and requests arriving meanwhile
-// wait for it.
-func (r *liveRequests) abandon(q *request) bool {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.unlistenLocked(q)
-	if q.c.live > 1 {
-		return false
-	}
-	q.c.settling = make(chan struct{})
-	q.settler = true
-	return true
-}
-
 // leave ends q; fence is the grant it returned to its client (0: none).
-// When q is the owner's last live request and a grant handed to the
-// owner was never returned, leave answers that grant's fence: the caller
-// must release it and then call settled. Otherwise it answers 0.
-func (r *liveRequests) leave(q *request, fence uint64) (release uint64) {
+// It reports whether q must clean up for its owner: when q is the owner's
+// last live request and may have left a queue entry or an unreturned
+// grant behind. Then q owns the settling: the caller cancels the queue
+// entry if there is one, releases what unreturned answers, and calls
+// settled; requests arriving meanwhile wait for that.
+func (r *liveRequests) leave(q *request, fence uint64) (cleanUp bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.unlistenLocked(q)
 	c := q.c
-	c.live--
 	if fence != 0 {
 		// The client now knows the owner's grant: the only one it can
 		// have, since a key has one holder and a hand-off needs a waiter.
 		c.unreturned = 0
 	}
-	if c.live == 0 && c.unreturned != 0 {
-		release, c.unreturned = c.unreturned, 0
-		if c.settling == nil {
-			c.settling = make(chan struct{})
-			q.settler = true
-		}
-		return release
+	if c.live == 1 && (c.listened || c.unreturned != 0) {
+		// Nobody else is live, so nobody else settles: a request that
+		// entered after an earlier clean-up waited for it to end.
+		c.listened = false
+		c.settling = make(chan struct{})
+		q.settler = true
+		return true
 	}
-	r.finishLocked(q)
-	return 0
+	r.settledLocked(q)
+	return false
 }
 
-// settled ends the release that leave asked for.
+// unreturned takes the fence of the grant handed off to q's owner that no
+// request returned (0: none). Only the request cleaning up calls it, after
+// its cancel has committed, so no hand-off can follow.
+func (r *liveRequests) unreturned(q *request) uint64 {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	f := q.c.unreturned
+	q.c.unreturned = 0
+	return f
+}
+
+// settled ends the clean-up that leave asked for.
 func (r *liveRequests) settled(q *request) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.finishLocked(q)
+	r.settledLocked(q)
 }
 
-func (r *liveRequests) finishLocked(q *request) {
+func (r *liveRequests) settledLocked(q *request) {
 	c := q.c
+	c.live--
 	if q.settler {
 		close(c.settling)
 		c.settling = nil
 		q.settler = false
 	}
-	if c.live == 0 && c.settling == nil {
+	if c.live == 0 {
 		delete(r.m, q.w)
 	}
 }

@@ -8,25 +8,26 @@ import (
 	"github.com/zerotal/lock/engine"
 )
 
-// The record's rules, without raft: an abandoned wait cancels only as
-// the owner's last live request, a grant handed off is released only by
-// the last request to leave without returning it, and a request that
-// arrives while that is settling waits for it.
+// The record's rules, without raft: only the owner's last live request
+// cleans up, whatever kind the others were, and a request that arrives
+// while that clean-up is on its way waits for it.
+
 func TestLiveRequests_OnlyTheLastRequestCleansUp(t *testing.T) {
 	r := newLiveRequests()
 	first, retry := r.enter("k", "b"), r.enter("k", "b")
 	r.listen(first)
 	r.listen(retry)
-	if r.abandon(first) {
-		t.Fatal("an abandoned request cancelled the entry another request waits on")
+	if r.leave(first, 0) {
+		t.Fatal("an abandoned request cleaned up while another request waits on the entry")
 	}
 	r.deliver(engine.Grant{Key: "k", Owner: "b", Fence: 7})
-	if f := r.leave(first, 0); f != 0 {
-		t.Fatalf("the abandoned request would release fence %d that the retry may return", f)
+	if !r.leave(retry, 7) {
+		t.Fatal("the last request of an owner that was queued did not check for a queue entry")
 	}
-	if f := r.leave(retry, 7); f != 0 {
-		t.Fatalf("leaving after returning the grant asks to release fence %d", f)
+	if f := r.unreturned(retry); f != 0 {
+		t.Fatalf("the grant the retry returned (fence 7) is left to release as %d", f)
 	}
+	r.settled(retry)
 	if n := r.live("k", "b"); n != 0 || len(r.m) != 0 {
 		t.Fatalf("%d live requests and %d claims left", n, len(r.m))
 	}
@@ -36,42 +37,48 @@ func TestLiveRequests_UnreturnedGrantIsReleasedByTheLastToLeave(t *testing.T) {
 	r := newLiveRequests()
 	q := r.enter("k", "b")
 	r.listen(q)
-	if !r.abandon(q) {
-		t.Fatal("the only request did not cancel its entry")
+	if !r.leave(q, 0) {
+		t.Fatal("the only request left its queue entry behind")
 	}
 	r.deliver(engine.Grant{Key: "k", Owner: "b", Fence: 9}) // raced with the cancel
 
-	// A retry arriving now waits for the cleanup to commit.
+	// A retry arriving now waits for the clean-up to commit.
 	retry := r.enter("k", "b")
-	settled := make(chan error, 1)
-	go func() { settled <- r.settle(context.Background(), nil, retry) }()
-	if f := r.leave(q, 0); f != 0 {
-		t.Fatalf("release of fence %d while a retry is live", f)
-	}
-	select {
-	case err := <-settled:
-		if err != nil {
-			t.Fatal(err)
-		}
-	case <-time.After(5 * time.Second):
-		t.Fatal("the retry still waits after the abandoned request left")
-	}
-	// The retry gives up without returning the grant: it must release it.
-	if f := r.leave(retry, 0); f != 9 {
-		t.Fatalf("the last request leaves fence %d to release, want 9", f)
-	}
-	late := r.enter("k", "b")
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
 	defer cancel()
-	if err := r.settle(ctx, nil, late); err == nil {
-		t.Fatal("a request went on while the release was on its way")
+	if err := r.settle(ctx, nil, retry); err == nil {
+		t.Fatal("a request went on while the clean-up was on its way")
 	}
-	r.settled(retry)
-	if err := r.settle(context.Background(), nil, late); err != nil {
+	if f := r.unreturned(q); f != 9 {
+		t.Fatalf("the clean-up releases fence %d, want 9", f)
+	}
+	r.settled(q)
+	if err := r.settle(context.Background(), nil, retry); err != nil {
 		t.Fatal(err)
 	}
-	if f := r.leave(late, 0); f != 0 {
-		t.Fatalf("fence %d released twice", f)
+	if r.leave(retry, 0) {
+		t.Fatal("a request that never listened cleans up what was already cleaned")
+	}
+	if len(r.m) != 0 {
+		t.Fatalf("%d claims left", len(r.m))
+	}
+}
+
+// A wait abandoned beside an acquire without wait: the latter, leaving
+// last, cleans up the queue entry the wait left.
+func TestLiveRequests_NonWaitingRequestLeavingLastCleansUp(t *testing.T) {
+	r := newLiveRequests()
+	wait, now := r.enter("k", "b"), r.enter("k", "b")
+	r.listen(wait)
+	if r.leave(wait, 0) {
+		t.Fatal("the wait cleaned up while another request of its owner is live")
+	}
+	if !r.leave(now, 0) {
+		t.Fatal("the last request left the abandoned wait's queue entry behind")
+	}
+	r.settled(now)
+	if alone := r.enter("k", "b"); r.leave(alone, 0) {
+		t.Fatal("a lone acquire without wait asks for a clean-up")
 	}
 	if len(r.m) != 0 {
 		t.Fatalf("%d claims left", len(r.m))
