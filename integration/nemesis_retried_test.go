@@ -58,7 +58,7 @@ type retriedWaits struct {
 
 	mu       sync.Mutex
 	rounds   map[retryVariant]int
-	skipped  int
+	skipped  map[string]int // rounds not set up, by reason
 	variant  map[string]retryVariant // owner -> variant of its round
 	stranded []violation
 }
@@ -180,7 +180,8 @@ func (rw *retriedWaits) summary(ops []op, vs []violation) string {
 	for _, k := range sortedKeys(rw.rounds) {
 		fmt.Fprintf(&b, " %s %d", k, rw.rounds[k])
 	}
-	fmt.Fprintf(&b, " (skipped %d); violations %d:", rw.skipped, len(vs))
+	fmt.Fprintf(&b, " (skipped: node down %d, key taken %d, not queued %d); violations %d:",
+		rw.skipped["node down"], rw.skipped["key taken"], rw.skipped["not queued"], len(vs))
 	for _, k := range sortedKeys(perRule) {
 		fmt.Fprintf(&b, " %s %d", k, perRule[k])
 	}
@@ -257,7 +258,7 @@ func (rw *retriedWaits) round(ctx context.Context, lane int, key string, r *rand
 	}
 	f, o := fs[0], fs[1]
 	if !rw.usable(f) || !rw.usable(o) {
-		rw.skip(ctx)
+		rw.skip(ctx, "node down")
 		return nil
 	}
 	variants := []retryVariant{retryClientTimeout, retryCutForwarder}
@@ -275,7 +276,7 @@ func (rw *retriedWaits) round(ctx context.Context, lane int, key string, r *rand
 
 	if got := rw.acquire(ctx, clA, l, key, a, retryWaitC); got.result != resOK {
 		rw.release(clA, l, key, a)
-		rw.skip(ctx)
+		rw.skip(ctx, "key taken")
 		return nil
 	}
 	// R1: b queues through the follower f.
@@ -288,7 +289,7 @@ func (rw *retriedWaits) round(ctx context.Context, lane int, key string, r *rand
 		<-r1Done
 		rw.release(clA, l, key, a)
 		rw.release(clB, l, key, b)
-		rw.skip(ctx)
+		rw.skip(ctx, "not queued")
 		return nil
 	}
 	// The third owner queues behind b: it is the one a wrongly freed key
@@ -372,10 +373,14 @@ func (rw *retriedWaits) round(ctx context.Context, lane int, key string, r *rand
 }
 
 // skip counts a round that could not be set up (a node down, the key
-// still taken) and pauses a little before the next try.
-func (rw *retriedWaits) skip(ctx context.Context) {
+// still taken, b not queued in time) and pauses a little before the
+// next try.
+func (rw *retriedWaits) skip(ctx context.Context, reason string) {
 	rw.mu.Lock()
-	rw.skipped++
+	if rw.skipped == nil {
+		rw.skipped = map[string]int{}
+	}
+	rw.skipped[reason]++
 	rw.mu.Unlock()
 	sleepCtx(ctx, 50*time.Millisecond)
 }
