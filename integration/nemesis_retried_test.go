@@ -58,7 +58,7 @@ type retriedWaits struct {
 
 	mu       sync.Mutex
 	rounds   map[retryVariant]int
-	skipped  map[string]int // rounds not set up, by reason
+	skipped  map[string]int          // rounds not set up, by reason
 	variant  map[string]retryVariant // owner -> variant of its round
 	stranded []violation
 }
