@@ -138,6 +138,9 @@ type Status struct {
 	LastIndex    uint64 `json:"last_index"`
 	Peers        []Peer `json:"peers"`
 	Keys         int    `json:"keys"`
+	// Version is the node's build: "v1.2.3", or "devel (<revision>)" for
+	// a build from a checkout; empty from a node that does not report it.
+	Version string `json:"version"`
 }
 
 // Peer is one member of the Raft configuration.

@@ -83,6 +83,9 @@ type (
 		LastIndex    uint64     `json:"last_index"`
 		Peers        []peerInfo `json:"peers"`
 		Keys         int        `json:"keys"`
+		// Version is the node's build (buildinfo.Version): "v1.2.3",
+		// or "devel (<revision>)" for a build from a checkout.
+		Version string `json:"version"`
 	}
 	// joinRequest: Addr is the raft address of the new node. HTTP, its HTTP
 	// address, is optional; a node records its own when it becomes leader.

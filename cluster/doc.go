@@ -65,7 +65,7 @@
 //	POST /v1/force-release  {"key"}                            -> {"released"}
 //	GET  /v1/lock?key=K                                        -> {"key","owner","fence","remaining_ms","waiters"}
 //	GET  /v1/locks?prefix=P&limit=N                            -> {"locks":[...],"truncated"}
-//	GET  /v1/status                                            -> raft state, leader, indexes, peers, keys
+//	GET  /v1/status                                            -> raft state, leader, indexes, peers, keys, version
 //	POST /v1/join           {"id","addr"[,"http"]}             -> {}
 //	POST /v1/leave          {"id"}                             -> {}
 //	GET  /metrics, GET /healthz
@@ -134,8 +134,9 @@
 // in replicated time), zerotal_lock_contention_total (acquires answered
 // 409), zerotal_lock_expired_total (expiries applied),
 // zerotal_lock_waiters (queued waiters), zerotal_lock_keys,
-// zerotal_lock_raft_state (0 follower, 1 candidate, 2 leader, 3 shutdown)
-// and zerotal_lock_leadership_changes_total.
+// zerotal_lock_raft_state (0 follower, 1 candidate, 2 leader, 3 shutdown),
+// zerotal_lock_leadership_changes_total, and zerotal_lock_build_info, a
+// constant 1 labelled with the build's version, revision and goversion.
 //
 // # Shutdown
 //

@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/zerotal/lock/internal/buildinfo"
 )
 
 // defaultListLimit and maxListLimit bound GET /v1/locks.
@@ -132,6 +134,7 @@ func (n *Node) handleStatus(w http.ResponseWriter, _ *http.Request) {
 		LastIndex:    n.raft.LastIndex(),
 		Peers:        []peerInfo{},
 		Keys:         n.fsm.Engine().Len(),
+		Version:      buildinfo.Version(),
 	}
 	if leaderID != "" {
 		st.LeaderHTTP, _ = n.fsm.Member(string(leaderID))

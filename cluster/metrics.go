@@ -7,6 +7,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/zerotal/lock/fsm"
+	"github.com/zerotal/lock/internal/buildinfo"
 )
 
 // metrics are the node's Prometheus series, labelled node=<ID>.
@@ -61,7 +62,14 @@ func newMetrics(n *Node) (*metrics, error) {
 	m.leaderChanges = prometheus.NewCounter(prometheus.CounterOpts{
 		Name: "zerotal_lock_leadership_changes_total", Help: "Times this node gained or lost leadership.",
 	})
+	bi := buildinfo.Get()
 	m.collectors = []prometheus.Collector{
+		// The build, as labels on a constant 1 (the Prometheus build_info
+		// convention), so a dashboard can join it onto any series by node.
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "zerotal_lock_build_info", Help: "The node's build: version, VCS revision and Go version; always 1.",
+			ConstLabels: prometheus.Labels{"version": bi.Version, "revision": bi.Revision, "goversion": bi.GoVersion},
+		}, func() float64 { return 1 }),
 		m.acquireWait, m.holdTime, m.contention, m.expired, m.leaderChanges,
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "zerotal_lock_waiters", Help: "Acquires queued in the replicated wait queues.",
