@@ -3,17 +3,26 @@ GO      ?= go
 PKGS    := ./...
 export GORACE := halt_on_error=1
 
-.PHONY: all build test bench bench-peers fuzz soak lint fmt run clean
+.PHONY: all build bin/lockcluster test test-deps bench bench-peers fuzz soak lint fmt run clean
 
 all: build
 
-build:
+## build: compile every package, and the command into bin/lockcluster.
+build: bin/lockcluster
 	$(GO) build $(PKGS)
+
+# Phony: go's own cache decides what to rebuild.
+bin/lockcluster:
 	$(GO) build -o bin/lockcluster ./cmd/lockcluster
 
-## test: every test, with the race detector (integration tests start real processes).
-test:
+## test: every test, with the race detector (integration tests start real
+## processes); installs redis-server first when it is missing.
+test: test-deps
 	$(GO) test -race -count=1 -timeout 20m $(PKGS)
+
+## test-deps: install what the tests need beyond Go, when missing (apt-get).
+test-deps:
+	@./scripts/test-deps.sh
 
 ## bench: the side-by-side benchmarks (ratios against baselines in the same run).
 bench:
@@ -59,9 +68,11 @@ lint:
 fmt:
 	gofmt -w .
 
-## run: a local three-node cluster with a demo you can talk to (Ctrl-C stops it).
-run:
-	$(GO) run ./cmd/lockcluster dev --demo
+## run: a local three-node cluster with a demo you can talk to (Ctrl-C stops it),
+## from bin/lockcluster, which stays for the commands of the banner.
+run: bin/lockcluster
+	@echo 'In another terminal: export PATH="$(CURDIR)/bin:$$PATH" for the lockcluster commands below.'
+	./bin/lockcluster dev --demo
 
 clean:
 	rm -rf bin soak-report

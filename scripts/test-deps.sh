@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# Installs what `make test` needs beyond Go when it is missing: redis-server
+# (the Redis driver's tests start their own on free loopback ports). Extra
+# arguments name more commands to make sure of, each from the Debian package
+# of the same name (.ci/run passes `make`).
+#
+# Uses apt-get, through sudo when not root. Where that is not possible it
+# says what to install and exits 1.
+set -euo pipefail
+
+missing=()
+for cmd in redis-server "$@"; do
+	command -v "$cmd" >/dev/null 2>&1 || missing+=("$cmd")
+done
+((${#missing[@]})) || exit 0
+
+cannot() {
+	echo "test-deps: the tests need ${missing[*]}, not found on PATH, and cannot install it: $1." >&2
+	echo "test-deps: install ${missing[*]} (Debian/Ubuntu: apt-get install ${missing[*]};" \
+		"Fedora: dnf install ${missing[*]/redis-server/redis}; macOS: brew install ${missing[*]/redis-server/redis})," \
+		"then run the tests again." >&2
+	exit 1
+}
+
+command -v apt-get >/dev/null 2>&1 || cannot "apt-get is not available to install them"
+run=()
+if [[ $(id -u) -ne 0 ]]; then
+	command -v sudo >/dev/null 2>&1 || cannot "not root, and no sudo"
+	run=(sudo)
+	# Without a terminal, sudo must not wait for a password nobody types.
+	[[ -t 0 ]] || run=(sudo -n)
+fi
+
+# The service a package may start is not used: the tests start their own
+# servers on free loopback ports.
+echo "test-deps: installing ${missing[*]} with ${run[*]:+${run[*]} }apt-get"
+"${run[@]}" apt-get update -q </dev/null || cannot "apt-get update failed"
+"${run[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "${missing[@]}" </dev/null ||
+	cannot "apt-get install failed"
+for cmd in "${missing[@]}"; do
+	command -v "$cmd" >/dev/null 2>&1 || cannot "$cmd is still not on PATH after apt-get install"
+done
