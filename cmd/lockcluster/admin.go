@@ -142,7 +142,11 @@ func runStatus(ctx context.Context, e *env, cmd *cobra.Command, a *adminFlags) e
 		case errors.Is(p.err, client.ErrTLS):
 			rows = append(rows, row{Addr: p.addr, State: "tls-error", Error: describe(p.err)})
 		default:
-			rows = append(rows, row{Addr: p.addr, State: "unreachable", Error: nodeProblem(p)})
+			reason := describe(p.err)
+			if _, r, ok := transportFailure(p.err); ok {
+				reason = r
+			}
+			rows = append(rows, row{Addr: p.addr, State: "unreachable", Error: reason})
 		}
 	}
 	if a.json {

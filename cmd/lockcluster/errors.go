@@ -92,30 +92,37 @@ func unavailableText(err error) string {
 // transportReason reads the address and the reason out of a failed
 // exchange: "127.0.0.1:7001: connection refused".
 func transportReason(err error) (string, bool) {
+	host, reason, ok := transportFailure(err)
+	return host + ": " + reason, ok
+}
+
+// transportFailure is transportReason in two parts.
+func transportFailure(err error) (host, reason string, ok bool) {
 	var ue *url.Error
 	if !errors.As(err, &ue) {
-		return "", false
+		return "", "", false
 	}
-	host := ue.URL
+	host = ue.URL
 	if u, perr := url.Parse(ue.URL); perr == nil && u.Host != "" {
 		host = u.Host
 	}
 	var ne net.Error
+	var dns *net.DNSError
 	switch {
 	case errors.Is(err, syscall.ECONNREFUSED):
-		return host + ": connection refused", true
+		reason = "connection refused"
 	case errors.Is(err, syscall.ECONNRESET):
-		return host + ": connection reset", true
+		reason = "connection reset"
 	case errors.Is(err, syscall.EHOSTUNREACH), errors.Is(err, syscall.ENETUNREACH):
-		return host + ": no route to host", true
+		reason = "no route to host"
 	case errors.As(err, &ne) && ne.Timeout():
-		return host + ": no answer in time", true
+		reason = "no answer in time"
+	case errors.As(err, &dns):
+		reason = dns.Err
+	default:
+		reason = strip(ue.Err.Error())
 	}
-	var dns *net.DNSError
-	if errors.As(err, &dns) {
-		return host + ": " + dns.Err, true
-	}
-	return host + ": " + strip(ue.Err.Error()), true
+	return host, reason, true
 }
 
 // exitCodeFor maps an error to lockcluster's exit status.

@@ -9,6 +9,7 @@ import (
 	"os/signal"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -153,8 +154,10 @@ func runRun(ctx context.Context, e *env, cmd *cobra.Command, o *runOptions, argv
 
 	ran := false // the lock was granted and the callback ran
 	child := -1  // the command's exit status, once it ran
+	var note waitNote
 	fn := func(lctx context.Context, l *lock.Lock) error {
 		ran = true
+		note.granted()
 		if len(argv) == 0 {
 			return hold(lctx, e, l, say)
 		}
@@ -183,21 +186,35 @@ func runRun(ctx context.Context, e *env, cmd *cobra.Command, o *runOptions, argv
 		return nil
 	}
 
-	// Try first: a free lock is taken at once, and a backend that cannot
-	// be reached is reported without a wait's longer time budget.
 	start := time.Now()
 	opts := []lock.Option{lock.WithRefresh()}
-	err = m.Try(ctx, o.key, o.ttl, fn, opts...)
-	if errors.Is(err, lock.ErrNotAcquired) && !ran && wait > 0 {
-		left := wait - time.Since(start)
-		if left > 0 {
-			what := "waiting"
-			if wait != waitForever {
-				what = "waiting up to " + formatDuration(wait)
+	switch {
+	case wait == 0:
+		err = m.Try(ctx, o.key, o.ttl, fn, opts...)
+	case wait == waitForever:
+		// Try first: a free lock is taken at once, and a backend that
+		// cannot be reached is reported without a wait's longer time
+		// budget.
+		err = m.Try(ctx, o.key, o.ttl, fn, opts...)
+		if errors.Is(err, lock.ErrNotAcquired) && !ran {
+			msg := fmt.Sprintf("%q is held by another owner", o.key)
+			if left, ok := holderLeft(ctx, m, o.key); ok {
+				msg += "; its lease " + leaseEnds(left)
 			}
-			say("%q is held by another owner%s; %s", o.key, holderLeft(ctx, m, o.key), what)
-			err = m.Block(ctx, o.key, o.ttl, fn, append(opts, lock.WithTimeout(left))...)
+			say("%s; waiting", msg)
+			err = m.Block(ctx, o.key, o.ttl, fn, append(opts, lock.WithTimeout(wait))...)
 		}
+	default:
+		// The wait bounds the whole acquisition, so Block at once; say
+		// that run waits if the lock is not granted within a second.
+		stop := note.after(time.Second, func(nctx context.Context) string {
+			if left, ok := holderLeft(nctx, m, o.key); ok {
+				return fmt.Sprintf("waiting for %q, up to %s; it is held by another owner, whose lease %s", o.key, formatDuration(wait), leaseEnds(left))
+			}
+			return fmt.Sprintf("waiting for %q, up to %s", o.key, formatDuration(wait))
+		}, say)
+		err = m.Block(ctx, o.key, o.ttl, fn, append(opts, lock.WithTimeout(wait))...)
+		stop()
 	}
 	waited := time.Since(start)
 	switch {
@@ -208,6 +225,11 @@ func runRun(ctx context.Context, e *env, cmd *cobra.Command, o *runOptions, argv
 		say("stopped the command on %q: %v", o.key, err)
 		return exitStatus(exitLost)
 	case errors.Is(err, lock.ErrNotAcquired) && !ran:
+		// A wait that ran out may have failed to reach the cluster at all.
+		if msg, code, ok := explainManager(ctx, m, cfg); ok {
+			say("%s", msg)
+			return exitStatus(code)
+		}
 		say("%s", o.notAcquired(ctx, m, wait, waited))
 		return exitStatus(exitNotAcquired)
 	case child >= 0:
@@ -258,13 +280,57 @@ func (o *runOptions) notAcquired(ctx context.Context, m *lock.Manager, wait, wai
 	default:
 		fmt.Fprintf(&b, "; gave up after waiting %s (--timeout %s)", formatDuration(waited.Round(time.Millisecond)), formatDuration(wait))
 	}
-	b.WriteString(holderLeft(ctx, m, o.key))
-	if wait == 0 {
+	if left, ok := holderLeft(ctx, m, o.key); ok {
+		b.WriteString("; the holder's lease " + leaseEnds(left))
+	}
+	switch {
+	case wait == 0 && o.noWait:
 		b.WriteString("; to wait for it, leave out --no-wait, or give a --timeout")
-	} else {
+	case wait == 0:
+		b.WriteString("; to wait for it, give a longer --timeout, or none to wait as long as it takes")
+	default:
 		b.WriteString("; to wait longer, give a longer --timeout, or none to wait as long as it takes")
 	}
 	return b.String()
+}
+
+// waitNote says, once, that run waits for the lock, unless the lock is
+// granted first.
+type waitNote struct {
+	mu   sync.Mutex
+	done bool // granted, or said
+}
+
+// granted records that the lock was granted: nothing is said after it.
+func (n *waitNote) granted() {
+	n.mu.Lock()
+	n.done = true
+	n.mu.Unlock()
+}
+
+// after says msg() after d unless the lock was granted by then; msg's
+// context ends when the returned stop is called. stop returns once
+// nothing more can be said.
+func (n *waitNote) after(d time.Duration, msg func(context.Context) string, say func(string, ...any)) (stop func()) {
+	ctx, cancel := context.WithCancel(context.Background())
+	fired := make(chan struct{})
+	t := time.AfterFunc(d, func() {
+		defer close(fired)
+		text := msg(ctx) // may ask the backend: outside the lock
+		n.mu.Lock()
+		defer n.mu.Unlock()
+		if !n.done {
+			n.done = true
+			say("%s", text)
+		}
+	})
+	return func() {
+		n.granted() // the wait is over either way
+		cancel()
+		if !t.Stop() {
+			<-fired
+		}
+	}
 }
 
 // lockGetter reads a held key's holder and remaining time (a
@@ -273,20 +339,26 @@ type lockGetter interface {
 	Get(ctx context.Context, key string) (client.LockInfo, bool, error)
 }
 
-// holderLeft is ", the holder's lease ends in D unless it is refreshed"
-// when the backend tells, else "".
-func holderLeft(ctx context.Context, m *lock.Manager, key string) string {
+// holderLeft is how long the holder of key has before its lease ends
+// unless refreshed, when the backend tells (the cluster does).
+func holderLeft(ctx context.Context, m *lock.Manager, key string) (time.Duration, bool) {
 	g, ok := m.Driver().(lockGetter)
 	if !ok {
-		return ""
+		return 0, false
 	}
-	gctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
+	gctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	defer cancel()
 	info, found, err := g.Get(gctx, m.Prefix()+key)
 	if err != nil || !found {
-		return ""
+		return 0, false
 	}
-	return fmt.Sprintf("; the holder's lease ends in %s unless it is refreshed", formatDuration(info.Remaining.Round(100*time.Millisecond)))
+	return info.Remaining, true
+}
+
+// leaseEnds says when a lease of d ends: "ends in 17.6s unless it is
+// refreshed".
+func leaseEnds(d time.Duration) string {
+	return "ends in " + formatDuration(d.Round(100*time.Millisecond)) + " unless it is refreshed"
 }
 
 // hold is run without a command: it says what it holds on stdout, and
@@ -294,7 +366,7 @@ func holderLeft(ctx context.Context, m *lock.Manager, key string) string {
 // comes back from Try or Block as the *LostError.
 func hold(ctx context.Context, e *env, l *lock.Lock, say func(string, ...any)) error {
 	fmt.Fprintf(e.stdout, "key=%s owner=%s fence=%d\n", quoteIfNeeded(l.Key()), l.Owner(), l.Fence())
-	say("holding %q until SIGINT or SIGTERM (refreshed every %s)", l.Key(), formatDuration(l.TTL()/3))
+	say("holding %q until SIGINT or SIGTERM (refreshed every %s)", l.Key(), formatDuration((l.TTL() / 3).Round(time.Millisecond)))
 	<-ctx.Done()
 	var sig interrupted
 	if errors.As(context.Cause(ctx), &sig) {
