@@ -130,6 +130,10 @@ func valueProblem(f *pflag.Flag, value string, err error) string {
 	case "bool":
 		return fmt.Sprintf("%q is not true or false", value)
 	}
+	var inv *pflag.InvalidValueError
+	if errors.As(err, &inv) && inv.Unwrap() != nil {
+		err = inv.Unwrap()
+	}
 	if err == nil {
 		return fmt.Sprintf("%q is not valid", value)
 	}
@@ -280,7 +284,7 @@ func parseDuration(s string) (time.Duration, error) {
 		if f, _ := strconv.ParseFloat(t, 64); f == 0 {
 			return 0, nil
 		}
-		return 0, fmt.Errorf("%s has no unit; write %ss, %sm, %sh or %sd", t, t, t, t, t)
+		return 0, fmt.Errorf("%s has no unit; %s", t, durationForms)
 	}
 	bad := fmt.Errorf("%q is not a duration; %s", t, durationForms)
 	body, neg := t, false
