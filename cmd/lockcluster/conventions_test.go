@@ -242,8 +242,8 @@ func TestStrip(t *testing.T) {
 	for in, want := range map[string]string{
 		`lock: acquire "k": client: acquire: client: server answered 401 unauthorized: cluster: missing or wrong bearer token`: `acquire "k": acquire: server answered 401 unauthorized: missing or wrong bearer token`,
 		"client: list: client: list: x": "list: x",
-		"lock: invalid key: empty":       "invalid key: empty",
-		"plain":                          "plain",
+		"lock: invalid key: empty":      "invalid key: empty",
+		"plain":                         "plain",
 	} {
 		if got := strip(in); got != want {
 			t.Errorf("strip(%q) = %q, want %q", in, got, want)
