@@ -250,3 +250,21 @@ func TestStrip(t *testing.T) {
 		}
 	}
 }
+
+// The shells' completion: a script per shell, and flag values completed.
+func TestCLI_Completion(t *testing.T) {
+	for _, shell := range []string{"bash", "zsh", "fish", "powershell"} {
+		code, stdout, stderr := runCLI(t, nil, "completion", shell)
+		if code != exitOK || !strings.Contains(stdout, "lockcluster") {
+			t.Errorf("completion %s: exit %d, stderr %q, %d bytes", shell, code, stderr, len(stdout))
+		}
+	}
+	code, stdout, _ := runCLI(t, nil, "__complete", "run", "--driver", "")
+	if code != exitOK || !strings.Contains(stdout, "cluster\nsqlite\nredis\nmemory\n") {
+		t.Errorf("completing --driver: exit %d, %q", code, stdout)
+	}
+	code, stdout, _ = runCLI(t, nil, "__complete", "st")
+	if code != exitOK || !strings.Contains(stdout, "status") {
+		t.Errorf("completing st: exit %d, %q", code, stdout)
+	}
+}
