@@ -219,7 +219,7 @@ func runRun(ctx context.Context, e *env, cmd *cobra.Command, o *runOptions, argv
 	waited := time.Since(start)
 	switch {
 	case errors.Is(err, lock.ErrLost):
-		say("lost the lock on %q: %s", o.key, describe(err))
+		say("%s", describe(err)) // lost "K" (fence F): why
 		return exitStatus(exitLost)
 	case errors.Is(err, errLeaseEnding):
 		say("stopped the command on %q: %v", o.key, err)

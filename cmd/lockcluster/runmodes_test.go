@@ -143,7 +143,7 @@ func TestRun_HoldEndsWhenTheLockIsLost(t *testing.T) {
 	if code := p.wait(t); code != exitLost {
 		t.Fatalf("exit %d, want %d (lost)", code, exitLost)
 	}
-	if !strings.Contains(p.stderr.String(), `lost the lock on "maint"`) {
+	if !strings.Contains(p.stderr.String(), `lockcluster run: lost "maint" (fence 1): taken`) {
 		t.Errorf("stderr %q does not say the lock was lost", p.stderr)
 	}
 }
