@@ -63,7 +63,7 @@ func (a *adminFlags) client() (*client.Client, error) {
 // when the cluster is unavailable, the nodes are asked why, so that the
 // message says "no leader" rather than the last node's connection refused.
 func (a *adminFlags) failed(ctx context.Context, e *env, cmd *cobra.Command, c *client.Client, err error) error {
-	if errors.Is(err, drivers.ErrUnavailable) {
+	if errors.Is(err, drivers.ErrUnavailable) || errors.Is(err, context.DeadlineExceeded) {
 		pctx := context.WithoutCancel(ctx)
 		if msg, code, ok := explainUnavailable(pctx, c, splitList(a.endpoints)); ok {
 			fmt.Fprintf(e.stderr, "%s: %s\n", cmd.CommandPath(), msg)
