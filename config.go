@@ -155,7 +155,7 @@ func (c Config) Validate() error {
 		return validateRedisURL(c.Redis.URL)
 	case "cluster":
 		if len(c.Cluster.Addrs) == 0 {
-			return &InvalidError{Field: "Cluster.Addrs", Reason: "at least one node address is required (LOCK_CLUSTER_ADDRS)"}
+			return &InvalidError{Field: "Cluster.Addrs", Reason: "at least one node address is required (LOCKCLUSTER_ENDPOINTS)"}
 		}
 		for i, a := range c.Cluster.Addrs {
 			if a == "" || strings.ContainsAny(a, " \t\r\n") {
@@ -163,7 +163,7 @@ func (c Config) Validate() error {
 			}
 		}
 		if (c.Cluster.CertFile == "") != (c.Cluster.KeyFile == "") {
-			return &InvalidError{Field: "Cluster.CertFile/KeyFile", Reason: "a client certificate needs both (LOCK_CLUSTER_CERT, LOCK_CLUSTER_KEY)"}
+			return &InvalidError{Field: "Cluster.CertFile/KeyFile", Reason: "a client certificate needs both (LOCKCLUSTER_TLS_CERT, LOCKCLUSTER_TLS_KEY)"}
 		}
 	}
 	return nil

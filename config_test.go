@@ -14,13 +14,26 @@ import (
 
 const secret = "s3cr3t-pass"
 
+// clearEnv unsets every variable ConfigFromEnv reads, under its name and
+// its deprecated one, for the test.
+func clearEnv(t *testing.T) {
+	for _, v := range []string{lock.EnvDriver, lock.EnvPrefix, lock.EnvSQLitePath, lock.EnvRedisURL, lock.EnvEndpoints,
+		lock.EnvToken, lock.EnvTLSCA, lock.EnvTLSCert, lock.EnvTLSKey, lock.EnvClusterID} {
+		t.Setenv(v, "")
+		if old := lock.DeprecatedEnv(v); old != "" {
+			t.Setenv(old, "")
+		}
+	}
+}
+
 func TestConfigFromEnv(t *testing.T) {
-	t.Setenv("LOCK_DRIVER", "cluster")
-	t.Setenv("LOCK_PREFIX", "app:")
-	t.Setenv("LOCK_SQLITE_PATH", "/tmp/locks.db")
+	clearEnv(t)
+	t.Setenv("LOCKCLUSTER_DRIVER", "cluster")
+	t.Setenv("LOCKCLUSTER_PREFIX", "app:")
+	t.Setenv("LOCKCLUSTER_SQLITE_PATH", "/tmp/locks.db")
 	t.Setenv("REDIS_URL", "redis://user:"+secret+"@127.0.0.1:6379/2")
-	t.Setenv("LOCK_CLUSTER_ADDRS", " 127.0.0.1:7001, ,127.0.0.1:7002,")
-	t.Setenv("LOCK_CLUSTER_TOKEN", secret)
+	t.Setenv("LOCKCLUSTER_ENDPOINTS", " 127.0.0.1:7001, ,127.0.0.1:7002,")
+	t.Setenv("LOCKCLUSTER_TOKEN", secret)
 	cfg, err := lock.ConfigFromEnv()
 	if err != nil {
 		t.Fatal(err)
@@ -46,10 +59,49 @@ func TestConfigFromEnv(t *testing.T) {
 	}
 }
 
-func TestConfigFromEnv_UnsetMeansDefaults(t *testing.T) {
-	for _, v := range []string{"LOCK_DRIVER", "LOCK_PREFIX", "LOCK_SQLITE_PATH", "REDIS_URL", "LOCK_CLUSTER_ADDRS", "LOCK_CLUSTER_TOKEN"} {
-		t.Setenv(v, "")
+// The LOCK_* names the variables had before still work, and the
+// LOCKCLUSTER_* name wins when both are set.
+func TestConfigFromEnv_DeprecatedNames(t *testing.T) {
+	clearEnv(t)
+	old := map[string]string{
+		"LOCK_DRIVER": "sqlite", "LOCK_PREFIX": "old:", "LOCK_SQLITE_PATH": "/tmp/old.db",
+		"LOCK_CLUSTER_ADDRS": "127.0.0.1:7001", "LOCK_CLUSTER_TOKEN": secret,
+		"LOCK_CLUSTER_CA": "ca.pem", "LOCK_CLUSTER_CERT": "app.pem", "LOCK_CLUSTER_KEY": "app-key.pem",
+		"LOCK_CLUSTER_ID": "prod",
 	}
+	for k, v := range old {
+		t.Setenv(k, v)
+	}
+	cfg, err := lock.ConfigFromEnv()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Driver != "sqlite" || cfg.Prefix != "old:" || cfg.SQLite.Path != "/tmp/old.db" ||
+		!slices.Equal(cfg.Cluster.Addrs, []string{"127.0.0.1:7001"}) || cfg.Cluster.Token != secret ||
+		cfg.Cluster.CAFile != "ca.pem" || cfg.Cluster.CertFile != "app.pem" || cfg.Cluster.KeyFile != "app-key.pem" ||
+		cfg.Cluster.ClusterID != "prod" {
+		t.Fatalf("from the deprecated names: %v", cfg)
+	}
+	for _, v := range []string{lock.EnvDriver, lock.EnvPrefix, lock.EnvSQLitePath, lock.EnvEndpoints, lock.EnvToken,
+		lock.EnvTLSCA, lock.EnvTLSCert, lock.EnvTLSKey, lock.EnvClusterID} {
+		if _, ok := old[lock.DeprecatedEnv(v)]; !ok {
+			t.Errorf("DeprecatedEnv(%s) = %q, not one of the earlier names", v, lock.DeprecatedEnv(v))
+		}
+	}
+	t.Setenv("LOCKCLUSTER_DRIVER", "cluster")
+	t.Setenv("LOCKCLUSTER_ENDPOINTS", "127.0.0.1:7002")
+	t.Setenv("LOCKCLUSTER_CLUSTER_ID", "staging")
+	cfg, err = lock.ConfigFromEnv()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Driver != "cluster" || !slices.Equal(cfg.Cluster.Addrs, []string{"127.0.0.1:7002"}) || cfg.Cluster.ClusterID != "staging" {
+		t.Fatalf("the new names must win over the old: %v", cfg)
+	}
+}
+
+func TestConfigFromEnv_UnsetMeansDefaults(t *testing.T) {
+	clearEnv(t)
 	cfg, err := lock.ConfigFromEnv()
 	if err != nil {
 		t.Fatal(err)
@@ -67,19 +119,18 @@ func TestConfigFromEnv_UnsetMeansDefaults(t *testing.T) {
 	}
 }
 
-// A process given the cluster's addresses but no LOCK_DRIVER must use the
-// cluster, not quietly lock in its own memory where nobody else sees it.
+// A process given the cluster's addresses but no LOCKCLUSTER_DRIVER must
+// use the cluster, not quietly lock in its own memory where nobody else
+// sees it.
 func TestConfigFromEnv_ClusterAddrsAloneSelectTheCluster(t *testing.T) {
-	for _, v := range []string{"LOCK_DRIVER", "LOCK_PREFIX", "LOCK_SQLITE_PATH", "REDIS_URL", "LOCK_CLUSTER_TOKEN"} {
-		t.Setenv(v, "")
-	}
-	t.Setenv("LOCK_CLUSTER_ADDRS", "127.0.0.1:7001,127.0.0.1:7002")
+	clearEnv(t)
+	t.Setenv("LOCKCLUSTER_ENDPOINTS", "127.0.0.1:7001,127.0.0.1:7002")
 	cfg, err := lock.ConfigFromEnv()
 	if err != nil {
 		t.Fatal(err)
 	}
 	if cfg.Driver != "cluster" {
-		t.Fatalf("LOCK_CLUSTER_ADDRS without LOCK_DRIVER gives driver %q, want cluster", cfg.Driver)
+		t.Fatalf("LOCKCLUSTER_ENDPOINTS without LOCKCLUSTER_DRIVER gives driver %q, want cluster", cfg.Driver)
 	}
 	m, err := lock.Open(t.Context(), cfg) // the client contacts nobody yet
 	if err != nil {
@@ -90,15 +141,16 @@ func TestConfigFromEnv_ClusterAddrsAloneSelectTheCluster(t *testing.T) {
 		t.Fatal("Open chose the memory driver")
 	}
 
-	// An explicit LOCK_DRIVER still wins.
-	t.Setenv("LOCK_DRIVER", "memory")
+	// An explicit LOCKCLUSTER_DRIVER still wins.
+	t.Setenv("LOCKCLUSTER_DRIVER", "memory")
 	if cfg, err := lock.ConfigFromEnv(); err != nil || cfg.Driver != "memory" {
-		t.Fatalf("LOCK_DRIVER=memory: driver %q, err %v", cfg.Driver, err)
+		t.Fatalf("LOCKCLUSTER_DRIVER=memory: driver %q, err %v", cfg.Driver, err)
 	}
 }
 
 func TestConfigFromEnv_Invalid(t *testing.T) {
-	t.Setenv("LOCK_DRIVER", "redis")
+	clearEnv(t)
+	t.Setenv("LOCKCLUSTER_DRIVER", "redis")
 	t.Setenv("REDIS_URL", "http://:"+secret+"@host")
 	_, err := lock.ConfigFromEnv()
 	if !errors.Is(err, lock.ErrInvalid) {

@@ -5,44 +5,101 @@ import (
 	"strings"
 )
 
-// Environment variables read by ConfigFromEnv.
+// Environment variables read by ConfigFromEnv. They are one family with
+// the lockcluster command's: LOCKCLUSTER_ and the name of the flag of the
+// same meaning (--driver, --endpoints, --token, --tls-ca ...), so that one
+// set of variables configures the library and the command. REDIS_URL keeps
+// its usual name; it has no flag, since it may hold a password.
 const (
-	EnvDriver       = "LOCK_DRIVER"
-	EnvPrefix       = "LOCK_PREFIX"
-	EnvSQLitePath   = "LOCK_SQLITE_PATH"
-	EnvRedisURL     = "REDIS_URL"
-	EnvClusterAddrs = "LOCK_CLUSTER_ADDRS" // comma separated
-	EnvClusterToken = "LOCK_CLUSTER_TOKEN"
-	EnvClusterCA    = "LOCK_CLUSTER_CA"   // PEM file of the CA of a TLS cluster
-	EnvClusterCert  = "LOCK_CLUSTER_CERT" // PEM client certificate (mutual TLS)
-	EnvClusterKey   = "LOCK_CLUSTER_KEY"  // its PEM key
-	EnvClusterID    = "LOCK_CLUSTER_ID"   // the cluster ID the nodes must have
+	EnvDriver     = "LOCKCLUSTER_DRIVER"
+	EnvPrefix     = "LOCKCLUSTER_PREFIX"
+	EnvSQLitePath = "LOCKCLUSTER_SQLITE_PATH"
+	EnvRedisURL   = "REDIS_URL"
+	EnvEndpoints  = "LOCKCLUSTER_ENDPOINTS"  // comma separated
+	EnvToken      = "LOCKCLUSTER_TOKEN"      // bearer token of the cluster
+	EnvTLSCA      = "LOCKCLUSTER_TLS_CA"     // PEM file of the CA of a TLS cluster
+	EnvTLSCert    = "LOCKCLUSTER_TLS_CERT"   // PEM client certificate (mutual TLS)
+	EnvTLSKey     = "LOCKCLUSTER_TLS_KEY"    // its PEM key
+	EnvClusterID  = "LOCKCLUSTER_CLUSTER_ID" // the cluster ID the nodes must have
 )
 
-// ConfigFromEnv builds a Config from the environment: LOCK_DRIVER,
-// LOCK_PREFIX, LOCK_SQLITE_PATH, REDIS_URL, LOCK_CLUSTER_ADDRS (comma
-// separated), LOCK_CLUSTER_TOKEN, and for a TLS cluster LOCK_CLUSTER_CA,
-// LOCK_CLUSTER_CERT and LOCK_CLUSTER_KEY, and LOCK_CLUSTER_ID. Unset
-// variables leave their field at its default. The result is validated; the error never contains the Redis
-// URL or the token.
+// Earlier Go names of the cluster variables, now naming the LOCKCLUSTER_*
+// variables.
 //
-// When LOCK_DRIVER is unset and LOCK_CLUSTER_ADDRS names nodes, the driver
-// is "cluster": a process pointed at a cluster must not quietly take its
-// locks in its own memory, where no other process sees them. (REDIS_URL
-// selects nothing by itself: applications set it for other uses too.)
+// Deprecated: use EnvEndpoints, EnvToken, EnvTLSCA, EnvTLSCert and
+// EnvTLSKey.
+const (
+	EnvClusterAddrs = EnvEndpoints
+	EnvClusterToken = EnvToken
+	EnvClusterCA    = EnvTLSCA
+	EnvClusterCert  = EnvTLSCert
+	EnvClusterKey   = EnvTLSKey
+)
+
+// deprecatedEnv maps each variable to the name it had before
+// (LOCK_DRIVER, LOCK_CLUSTER_ADDRS ...). The earlier name is still read
+// when the variable itself is unset or empty.
+var deprecatedEnv = map[string]string{
+	EnvDriver:     "LOCK_DRIVER",
+	EnvPrefix:     "LOCK_PREFIX",
+	EnvSQLitePath: "LOCK_SQLITE_PATH",
+	EnvEndpoints:  "LOCK_CLUSTER_ADDRS",
+	EnvToken:      "LOCK_CLUSTER_TOKEN",
+	EnvTLSCA:      "LOCK_CLUSTER_CA",
+	EnvTLSCert:    "LOCK_CLUSTER_CERT",
+	EnvTLSKey:     "LOCK_CLUSTER_KEY",
+	EnvClusterID:  "LOCK_CLUSTER_ID",
+}
+
+// DeprecatedEnv returns the earlier name of the variable name
+// ("LOCK_CLUSTER_ADDRS" for LOCKCLUSTER_ENDPOINTS), or "" when it had
+// none. The earlier name still works: it is read when name is unset or
+// empty, so the new name wins when both are set.
+func DeprecatedEnv(name string) string { return deprecatedEnv[name] }
+
+// getenv returns the variable name, or its deprecated name's value when
+// name is unset or empty.
+func getenv(name string) string {
+	if v := os.Getenv(name); v != "" {
+		return v
+	}
+	if old := deprecatedEnv[name]; old != "" {
+		return os.Getenv(old)
+	}
+	return ""
+}
+
+// ConfigFromEnv builds a Config from the environment: LOCKCLUSTER_DRIVER,
+// LOCKCLUSTER_PREFIX, LOCKCLUSTER_SQLITE_PATH, REDIS_URL,
+// LOCKCLUSTER_ENDPOINTS (comma separated), LOCKCLUSTER_TOKEN, and for a TLS
+// cluster LOCKCLUSTER_TLS_CA, LOCKCLUSTER_TLS_CERT and LOCKCLUSTER_TLS_KEY,
+// and LOCKCLUSTER_CLUSTER_ID. Unset variables leave their field at its
+// default. The result is validated; the error never contains the Redis URL
+// or the token.
+//
+// The earlier names (LOCK_DRIVER, LOCK_PREFIX, LOCK_SQLITE_PATH,
+// LOCK_CLUSTER_ADDRS, LOCK_CLUSTER_TOKEN, LOCK_CLUSTER_CA,
+// LOCK_CLUSTER_CERT, LOCK_CLUSTER_KEY, LOCK_CLUSTER_ID) are deprecated but
+// still read; the new name wins when both are set (see DeprecatedEnv).
+//
+// When LOCKCLUSTER_DRIVER is unset and LOCKCLUSTER_ENDPOINTS names nodes,
+// the driver is "cluster": a process pointed at a cluster must not quietly
+// take its locks in its own memory, where no other process sees them.
+// (REDIS_URL selects nothing by itself: applications set it for other uses
+// too.)
 func ConfigFromEnv() (Config, error) {
 	cfg := Config{
-		Driver: strings.TrimSpace(os.Getenv(EnvDriver)),
-		Prefix: os.Getenv(EnvPrefix),
-		SQLite: SQLiteConfig{Path: os.Getenv(EnvSQLitePath)},
+		Driver: strings.TrimSpace(getenv(EnvDriver)),
+		Prefix: getenv(EnvPrefix),
+		SQLite: SQLiteConfig{Path: getenv(EnvSQLitePath)},
 		Redis:  RedisConfig{URL: strings.TrimSpace(os.Getenv(EnvRedisURL))},
 		Cluster: ClusterConfig{
-			Addrs:     splitList(os.Getenv(EnvClusterAddrs)),
-			Token:     os.Getenv(EnvClusterToken),
-			CAFile:    strings.TrimSpace(os.Getenv(EnvClusterCA)),
-			CertFile:  strings.TrimSpace(os.Getenv(EnvClusterCert)),
-			KeyFile:   strings.TrimSpace(os.Getenv(EnvClusterKey)),
-			ClusterID: strings.TrimSpace(os.Getenv(EnvClusterID)),
+			Addrs:     splitList(getenv(EnvEndpoints)),
+			Token:     getenv(EnvToken),
+			CAFile:    strings.TrimSpace(getenv(EnvTLSCA)),
+			CertFile:  strings.TrimSpace(getenv(EnvTLSCert)),
+			KeyFile:   strings.TrimSpace(getenv(EnvTLSKey)),
+			ClusterID: strings.TrimSpace(getenv(EnvClusterID)),
 		},
 	}
 	if cfg.Driver == "" && len(cfg.Cluster.Addrs) > 0 {

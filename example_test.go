@@ -202,7 +202,7 @@ func ExampleWithSafetyMargin() {
 	// true true
 }
 
-// ConfigFromEnv reads LOCK_DRIVER and friends; Config prints without
+// ConfigFromEnv reads LOCKCLUSTER_DRIVER and friends; Config prints without
 // secrets.
 func ExampleConfig_String() {
 	cfg := lock.Config{

@@ -81,6 +81,19 @@ func (l *Lock) Fence() uint64 {
 	return l.fence
 }
 
+// Owner returns the owner token of the current grant, as the backend
+// records it (lockcluster locks and the cluster's HTTP API show it): an
+// operator can tell this holder apart from others with it. It is "" when
+// the lock is not held.
+func (l *Lock) Owner() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if !l.held {
+		return ""
+	}
+	return l.owner
+}
+
 // Acquire tries once to take the lock and reports whether it did; false with
 // a nil error means another owner holds it. On a handle that already holds
 // the lock, Acquire is Refresh.

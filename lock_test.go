@@ -57,6 +57,36 @@ func TestLock_AcquireReleaseCycle(t *testing.T) {
 	})
 }
 
+// Owner is the token the backend records for the grant: releasing the key
+// at the driver under it frees the lock. Every grant has its own.
+func TestLock_OwnerIsTheBackendsOwner(t *testing.T) {
+	eachBackend(t, func(t *testing.T, _ backend, m *lock.Manager) {
+		l := m.Make("k", time.Minute)
+		if l.Owner() != "" {
+			t.Fatalf("Owner of a handle never acquired = %q", l.Owner())
+		}
+		if ok, err := l.Acquire(t.Context()); err != nil || !ok {
+			t.Fatalf("Acquire = %v, %v", ok, err)
+		}
+		first := l.Owner()
+		if err := l.Release(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+		if l.Owner() != "" {
+			t.Fatalf("Owner after Release = %q", l.Owner())
+		}
+		if ok, err := l.Acquire(t.Context()); err != nil || !ok {
+			t.Fatalf("Acquire = %v, %v", ok, err)
+		}
+		if l.Owner() == "" || l.Owner() == first {
+			t.Fatalf("Owner of the second grant = %q, first %q; want a new token", l.Owner(), first)
+		}
+		if ok, err := m.Driver().Release(t.Context(), m.Prefix()+"k", l.Owner()); err != nil || !ok {
+			t.Fatalf("driver Release under Owner() = %v, %v; want the grant released", ok, err)
+		}
+	})
+}
+
 func TestLock_AcquireWhileHeldRefreshes(t *testing.T) {
 	eachBackend(t, func(t *testing.T, _ backend, m *lock.Manager) {
 		l := m.Make("k", time.Minute)

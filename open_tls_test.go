@@ -49,8 +49,8 @@ func startTLSNode(t *testing.T) (string, *testtls.CA) {
 }
 
 // lock.Open reaches a mutual-TLS cluster from the environment alone:
-// LOCK_CLUSTER_ADDRS, LOCK_CLUSTER_CA, LOCK_CLUSTER_CERT, LOCK_CLUSTER_KEY
-// and LOCK_CLUSTER_ID.
+// LOCKCLUSTER_ENDPOINTS, LOCKCLUSTER_TLS_CA, LOCKCLUSTER_TLS_CERT,
+// LOCKCLUSTER_TLS_KEY and LOCKCLUSTER_CLUSTER_ID.
 func TestOpen_ClusterOverMutualTLSFromEnv(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a cluster node")
@@ -58,10 +58,10 @@ func TestOpen_ClusterOverMutualTLSFromEnv(t *testing.T) {
 	addr, ca := startTLSNode(t)
 	app := ca.Issue(t, "app")
 	t.Setenv(lock.EnvDriver, "")
-	t.Setenv(lock.EnvClusterAddrs, addr)
-	t.Setenv(lock.EnvClusterCA, ca.File)
-	t.Setenv(lock.EnvClusterCert, app.CertFile)
-	t.Setenv(lock.EnvClusterKey, app.KeyFile)
+	t.Setenv(lock.EnvEndpoints, addr)
+	t.Setenv(lock.EnvTLSCA, ca.File)
+	t.Setenv(lock.EnvTLSCert, app.CertFile)
+	t.Setenv(lock.EnvTLSKey, app.KeyFile)
 	t.Setenv(lock.EnvClusterID, "tls-test")
 	cfg, err := lock.ConfigFromEnv()
 	if err != nil {

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"reflect"
 	"strconv"
 	"strings"
 	"time"
@@ -123,10 +124,7 @@ func decodeBody(w http.ResponseWriter, r *http.Request, v any) error {
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
-		if errors.Is(err, io.EOF) {
-			return invalidf("body", "empty; a JSON object is required")
-		}
-		return invalidf("body", "%s", printable(err.Error()))
+		return bodyError(err, v)
 	}
 	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
 		return invalidf("body", "unexpected data after the JSON object")
@@ -135,6 +133,106 @@ func decodeBody(w http.ResponseWriter, r *http.Request, v any) error {
 		return c.check()
 	}
 	return nil
+}
+
+// bodyError turns a decoding error into a 400 that names the field at
+// fault in the API's terms: encoding/json's own messages name Go types
+// ("Go struct field acquireRequest.ttl_ms of type int64"), which mean
+// nothing to a client.
+func bodyError(err error, v any) error {
+	var typeErr *json.UnmarshalTypeError
+	var syntaxErr *json.SyntaxError
+	switch {
+	case errors.Is(err, io.EOF):
+		return invalidf("body", "empty; a JSON object is required")
+	case errors.Is(err, io.ErrUnexpectedEOF):
+		return invalidf("body", "the JSON object is cut short")
+	case errors.As(err, &syntaxErr):
+		return invalidf("body", "not valid JSON at byte %d: %s", syntaxErr.Offset,
+			printable(strings.TrimPrefix(syntaxErr.Error(), "json: ")))
+	case errors.As(err, &typeErr):
+		if typeErr.Field == "" {
+			return invalidf("body", "must be a JSON object, not %s", jsonKind(typeErr.Value))
+		}
+		return invalidf(typeErr.Field, "must be %s, not %s", wantKind(typeErr.Type, typeErr.Value), jsonKind(typeErr.Value))
+	}
+	if name, ok := strings.CutPrefix(err.Error(), "json: unknown field "); ok {
+		return invalidf("body", "unknown field %s; the fields are %s", printable(name), strings.Join(jsonFields(v), ", "))
+	}
+	return invalidf("body", "%s", printable(strings.TrimPrefix(err.Error(), "json: ")))
+}
+
+// wantKind names what a field of type t must hold, in JSON terms. value is
+// what was sent ("number 1.5", "string"), from json.UnmarshalTypeError.
+func wantKind(t reflect.Type, value string) string {
+	sentNumber := strings.HasPrefix(value, "number")
+	switch t.Kind() {
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+		if sentNumber {
+			return "an integer in range"
+		}
+		return "a number"
+	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		if sentNumber {
+			return "a non-negative integer in range"
+		}
+		return "a number"
+	case reflect.Float32, reflect.Float64:
+		return "a number"
+	case reflect.String:
+		return "a string"
+	case reflect.Bool:
+		return "true or false"
+	case reflect.Slice, reflect.Array:
+		return "an array"
+	}
+	return "an object"
+}
+
+// jsonKind names a value as json.UnmarshalTypeError reports it ("number
+// 1.5", "string", "array"): a number as itself, anything else by its kind.
+func jsonKind(value string) string {
+	if n, ok := strings.CutPrefix(value, "number "); ok {
+		return printable(n)
+	}
+	switch value {
+	case "array", "object":
+		return "an " + value
+	case "bool":
+		return "a boolean"
+	case "string":
+		return "a string"
+	case "null":
+		return "null"
+	}
+	return "a " + printable(value)
+}
+
+// jsonFields lists the JSON names of the fields of the struct v points to.
+func jsonFields(v any) []string {
+	t := reflect.TypeOf(v)
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	if t.Kind() != reflect.Struct {
+		return nil
+	}
+	var names []string
+	for i := range t.NumField() {
+		f := t.Field(i)
+		if !f.IsExported() {
+			continue
+		}
+		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		switch name {
+		case "-":
+			continue
+		case "":
+			name = f.Name
+		}
+		names = append(names, name)
+	}
+	return names
 }
 
 // printable escapes control characters: encoding/json quotes parts of

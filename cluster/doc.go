@@ -67,14 +67,16 @@
 //	GET  /v1/locks?prefix=P&limit=N                            -> {"locks":[...],"truncated"}
 //	GET  /v1/status                                            -> raft state, leader, indexes, peers, keys, version
 //	POST /v1/join           {"id","addr"[,"http"]}             -> {}
-//	POST /v1/leave          {"id"}                             -> {}
+//	POST /v1/leave          {"id"}                             -> {} (404 for an id that is no member)
 //	GET  /metrics, GET /healthz
 //
-// Every error is {"code","message"} with code invalid (400), unauthorized
-// (401), wrong_cluster (403), not_found (404), not_acquired (409, with
-// "holder_ttl_ms" when known), too_large (413), full (429) or unavailable
-// (503: no leader, no quorum, leadership moved, shutting down; safe to
-// retry elsewhere); one function, classify, maps errors to them.
+// Every error is {"code","message"} with code invalid (400, naming the
+// field or query parameter at fault), unauthorized (401), wrong_cluster
+// (403), not_found (404: no such lock, or leave of an unknown member),
+// not_acquired (409, with "holder_ttl_ms" when known), too_large (413),
+// full (429) or unavailable (503: no leader, no quorum, leadership moved,
+// shutting down; safe to retry elsewhere); one function, classify, maps
+// errors to them.
 //
 // # Security
 //

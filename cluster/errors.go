@@ -27,6 +27,8 @@ const (
 var (
 	errUnauthorized = errors.New("cluster: missing or wrong bearer token")
 	errNotFound     = errors.New("cluster: no such lock")
+	// errUnknownMember: leave of an id the cluster does not have (404).
+	errUnknownMember = errors.New("cluster: unknown member")
 )
 
 // conflictError is a 409 that can tell the holder's remaining TTL.
@@ -82,7 +84,7 @@ func classify(err error) (int, string) {
 		return http.StatusBadRequest, codeInvalid
 	case errors.Is(err, errUnauthorized):
 		return http.StatusUnauthorized, codeUnauthorized
-	case errors.Is(err, errNotFound):
+	case errors.Is(err, errNotFound), errors.Is(err, errUnknownMember):
 		return http.StatusNotFound, codeNotFound
 	case errors.Is(err, drivers.ErrNotAcquired):
 		return http.StatusConflict, codeNotAcquired

@@ -75,7 +75,10 @@ func (n *Node) addVoter(id raft.ServerID, addr raft.ServerAddress) error {
 	return nil
 }
 
-// handleLeave removes a server; removing an unknown id is not an error.
+// handleLeave removes a server. An id that is not in the raft
+// configuration is answered 404 (not_found), so that a typo is not taken
+// for a removal; a member entry left behind by an earlier leave that
+// stopped half-way is still cleaned up, and answered 200.
 func (n *Node) handleLeave(w http.ResponseWriter, r *http.Request, _ *leadership) {
 	var req leaveRequest
 	if err := decodeBody(w, r, &req); err != nil {
@@ -86,11 +89,29 @@ func (n *Node) handleLeave(w http.ResponseWriter, r *http.Request, _ *leadership
 		writeError(w, invalidf("id", "missing"))
 		return
 	}
-	if err := n.raft.RemoveServer(raft.ServerID(req.ID), 0, 0).Error(); err != nil {
-		writeError(w, applyErr("leave", err))
+	f := n.raft.GetConfiguration()
+	if err := f.Error(); err != nil {
+		writeError(w, unavailable("leave", err))
 		return
 	}
-	if _, ok := n.fsm.Member(req.ID); ok && req.ID != n.cfg.ID {
+	var ids []string
+	voter := false
+	for _, s := range f.Configuration().Servers {
+		ids = append(ids, string(s.ID))
+		voter = voter || string(s.ID) == req.ID
+	}
+	_, member := n.fsm.Member(req.ID)
+	if !voter && !member {
+		writeError(w, fmt.Errorf("%w %q: the members are %s", errUnknownMember, req.ID, strings.Join(ids, ", ")))
+		return
+	}
+	if voter {
+		if err := n.raft.RemoveServer(raft.ServerID(req.ID), 0, 0).Error(); err != nil {
+			writeError(w, applyErr("leave", err))
+			return
+		}
+	}
+	if member && req.ID != n.cfg.ID {
 		if _, err := n.apply(fsm.Entry{Type: fsm.TypeRemoveMember, ID: req.ID}); err != nil {
 			writeError(w, applyErr("leave", err))
 			return

@@ -60,9 +60,13 @@ func TestRun_EndToEnd(t *testing.T) {
 		if _, ok, err := cl.Acquire(ctx, "busy", "someone-else", time.Minute); err != nil || !ok {
 			t.Fatalf("setup: %v %v", ok, err)
 		}
-		code, stdout, stderr := lockRun(t, ctx, c, "--key", "busy", "--ttl", "5s", "--", "echo", "ran")
+		code, stdout, stderr := lockRun(t, ctx, c, "--key", "busy", "--ttl", "5s", "--no-wait", "--", "echo", "ran")
 		if code != 75 {
 			t.Fatalf("exit %d, want 75; stderr %q", code, stderr)
+		}
+		// The cluster tells how long the holder has left.
+		if !strings.Contains(stderr, `"busy" is held by another owner; did not wait (--no-wait); the holder's lease ends in `) {
+			t.Errorf("stderr %q does not say who holds the key for how long", stderr)
 		}
 		if strings.Contains(stdout, "ran") {
 			t.Fatal("the command ran without the lock")

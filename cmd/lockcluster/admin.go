@@ -9,60 +9,68 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/spf13/cobra"
+
 	"github.com/zerotal/lock/client"
 	"github.com/zerotal/lock/drivers"
 )
 
+// oldEndpointFlags are the names --endpoints had: --addr on the admin
+// commands, --addrs on run and bench. Both still work on every command
+// (hidden).
+var oldEndpointFlags = map[string]string{"addr": "endpoints", "addrs": "endpoints"}
+
 // adminFlags are the connection flags of status, locks, join and leave.
 type adminFlags struct {
 	clientTLSFlags
-	addrs   string
-	token   string
-	timeout time.Duration
-	json    bool
+	endpoints string
+	token     string
+	timeout   time.Duration
+	json      bool
 }
 
 // register adds the connection flags, and --json for the commands that
 // print a table (join and leave print one line and have no --json).
-func (a *adminFlags) register(fs *flagSet, e *env, table bool) {
-	fs.StringVar(&a.addrs, "addr", envOr(e, "", "LOCK_CLUSTER_ADDRS"),
-		"HTTP address(es) of any node(s), comma-separated (env LOCK_CLUSTER_ADDRS)")
-	fs.StringVar(&a.token, "token", "", "bearer token (default: env LOCK_CLUSTER_TOKEN or LOCKCLUSTER_TOKEN)")
-	fs.DurationVar(&a.timeout, "timeout", 10*time.Second, "give up after this long")
-	a.clientTLSFlags.register(fs, e)
+func (a *adminFlags) register(cmd *cobra.Command, table bool) {
+	fs := cmd.Flags()
+	fs.SortFlags = false
+	fs.StringVar(&a.endpoints, "endpoints", "", "HTTP `address`(es) of any node(s), comma-separated")
+	fs.StringVar(&a.token, "token", "", "bearer token the cluster requires (prefer the variable: flags show in the process list)")
+	durationVar(fs, &a.timeout, "timeout", 10*time.Second, "give up after this long")
+	a.clientTLSFlags.register(cmd)
 	if table {
 		fs.BoolVar(&a.json, "json", false, "print JSON instead of a table")
 	}
+	aliasFlags(cmd, oldEndpointFlags)
+	readsEnv(cmd, true)
 }
 
 // client builds the client from the flags.
-func (a *adminFlags) client(e *env, cmd string) (*client.Client, int) {
-	addrs := splitList(a.addrs)
+func (a *adminFlags) client() (*client.Client, error) {
+	addrs := splitList(a.endpoints)
 	if len(addrs) == 0 {
-		return nil, usageError(e, cmd, "no node address: pass --addr or set LOCK_CLUSTER_ADDRS")
+		return nil, usagef("no node address: pass --endpoints or set LOCKCLUSTER_ENDPOINTS")
 	}
-	token := a.token
-	if token == "" {
-		token = envOr(e, "", "LOCK_CLUSTER_TOKEN", "LOCKCLUSTER_TOKEN")
-	}
-	c, err := client.New(client.Config{Addrs: addrs, Token: token, Timeout: a.timeout,
+	c, err := client.New(client.Config{Addrs: addrs, Token: a.token, Timeout: a.timeout,
 		CAFile: a.ca, CertFile: a.cert, KeyFile: a.key, ClusterID: a.clusterID})
 	if err != nil {
-		return nil, usageError(e, cmd, "%v", err)
+		return nil, &usageError{msg: describe(err)}
 	}
-	return c, 0
+	return c, nil
 }
 
-// failure prints err and returns the matching exit status.
-func failure(e *env, cmd string, err error) int {
-	fmt.Fprintf(e.stderr, "lockcluster %s: %v\n", cmd, err)
-	switch {
-	case errors.Is(err, drivers.ErrUnavailable):
-		return exitUnavailable
-	case errors.Is(err, drivers.ErrInvalid):
-		return exitUsage
+// failed turns an error of a cluster call into what the command returns:
+// when the cluster is unavailable, the nodes are asked why, so that the
+// message says "no leader" rather than the last node's connection refused.
+func (a *adminFlags) failed(ctx context.Context, e *env, cmd *cobra.Command, c *client.Client, err error) error {
+	if errors.Is(err, drivers.ErrUnavailable) || errors.Is(err, context.DeadlineExceeded) {
+		pctx := context.WithoutCancel(ctx)
+		if msg, code, ok := explainUnavailable(pctx, c, splitList(a.endpoints)); ok {
+			fmt.Fprintf(e.stderr, "%s: %s\n", cmd.CommandPath(), msg)
+			return exitStatus(code)
+		}
 	}
-	return exitFailure
+	return err
 }
 
 func printJSON(w io.Writer, v any) {
@@ -71,22 +79,36 @@ func printJSON(w io.Writer, v any) {
 	_ = enc.Encode(v)
 }
 
-const statusExamples = `  lockcluster status --addr 127.0.0.1:7001,127.0.0.1:7002,127.0.0.1:7003
-  LOCK_CLUSTER_ADDRS=127.0.0.1:7001 lockcluster status --json
-`
+const statusExamples = `  lockcluster status --endpoints 127.0.0.1:7001,127.0.0.1:7002,127.0.0.1:7003
+  LOCKCLUSTER_ENDPOINTS=127.0.0.1:7001 lockcluster status --json`
 
-// runStatus asks every given node for its status: each node answers for
-// itself, so a table of all of them shows who leads and who lags.
-func runStatus(ctx context.Context, e *env, args []string) int {
+const statusNotes = `Each node answers for itself, so a table of all of them shows who leads and who lags.
+A node that refuses the token shows as "unauthorized", one that cannot be reached as
+"unreachable". Exit status: 0 when a node answers and knows a leader, 69 when none answers
+or none knows a leader (election in progress or no quorum), 77 when every node that
+answers refuses the token.`
+
+func newStatusCmd(e *env) *cobra.Command {
 	var a adminFlags
-	fs := newFlagSet(e, "status", "status [--addr A,B,C] [--json]", statusExamples)
-	a.register(fs, e, true)
-	if code, done := parse(fs, e, args); done {
-		return code
+	cmd := &cobra.Command{
+		Use:         "status [flags]",
+		Short:       "show every node's raft state and the leader",
+		Example:     statusExamples,
+		Annotations: map[string]string{annNotes: statusNotes},
+		Args:        noArgs,
 	}
-	c, code := a.client(e, "status")
-	if c == nil {
-		return code
+	a.register(cmd, true)
+	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
+		return runStatus(cmd.Context(), e, cmd, &a)
+	}
+	return cmd
+}
+
+// runStatus asks every given node for its status.
+func runStatus(ctx context.Context, e *env, cmd *cobra.Command, a *adminFlags) error {
+	c, err := a.client()
+	if err != nil {
+		return err
 	}
 	defer c.Close()
 	ctx, cancel := context.WithTimeout(ctx, a.timeout)
@@ -95,22 +117,37 @@ func runStatus(ctx context.Context, e *env, args []string) int {
 	type row struct {
 		Addr   string         `json:"addr"`
 		Status *client.Status `json:"status,omitempty"`
+		State  string         `json:"state,omitempty"` // when it did not answer: unauthorized, unreachable ...
 		Error  string         `json:"error,omitempty"`
 	}
 	var rows []row
 	var peers []client.Peer
-	reachable := 0
-	for _, addr := range splitList(a.addrs) {
-		st, err := c.NodeStatus(ctx, addr)
-		if err != nil {
-			rows = append(rows, row{Addr: addr, Error: err.Error()})
-			continue
+	answered, unauthorized, leader := 0, 0, ""
+	for _, p := range probeNodes(ctx, c, splitList(a.endpoints), a.timeout) {
+		switch {
+		case p.err == nil:
+			answered++
+			if p.st.LeaderID != "" {
+				leader = p.st.LeaderID
+			}
+			if len(p.st.Peers) > len(peers) {
+				peers = p.st.Peers
+			}
+			rows = append(rows, row{Addr: p.addr, Status: &p.st})
+		case errors.Is(p.err, client.ErrUnauthorized):
+			unauthorized++
+			rows = append(rows, row{Addr: p.addr, State: "unauthorized", Error: msgAuth})
+		case errors.Is(p.err, client.ErrWrongCluster):
+			rows = append(rows, row{Addr: p.addr, State: "wrong-cluster", Error: describe(p.err)})
+		case errors.Is(p.err, client.ErrTLS):
+			rows = append(rows, row{Addr: p.addr, State: "tls-error", Error: describe(p.err)})
+		default:
+			reason := describe(p.err)
+			if _, r, ok := transportFailure(p.err); ok {
+				reason = r
+			}
+			rows = append(rows, row{Addr: p.addr, State: "unreachable", Error: reason})
 		}
-		reachable++
-		if len(st.Peers) > len(peers) {
-			peers = st.Peers
-		}
-		rows = append(rows, row{Addr: addr, Status: &st})
 	}
 	if a.json {
 		printJSON(e.stdout, rows)
@@ -119,7 +156,7 @@ func runStatus(ctx context.Context, e *env, args []string) int {
 		fmt.Fprintln(tw, "ADDR\tID\tSTATE\tLEADER\tTERM\tCOMMIT\tAPPLIED\tKEYS")
 		for _, r := range rows {
 			if r.Status == nil {
-				fmt.Fprintf(tw, "%s\t-\tunreachable\t-\t-\t-\t-\t-\n", r.Addr)
+				fmt.Fprintf(tw, "%s\t-\t%s\t-\t-\t-\t-\t-\n", r.Addr, r.State)
 				continue
 			}
 			s := r.Status
@@ -136,15 +173,26 @@ func runStatus(ctx context.Context, e *env, args []string) int {
 			_ = tw.Flush()
 		}
 	}
+	name := cmd.CommandPath()
+	if unauthorized > 0 {
+		// Said once, not once per node: the fix is the same.
+		fmt.Fprintf(e.stderr, "%s: %s\n", name, msgAuth)
+	}
 	for _, r := range rows {
-		if r.Error != "" {
-			fmt.Fprintf(e.stderr, "lockcluster status: %s\n", r.Error)
+		if r.Error != "" && r.State != "unauthorized" {
+			fmt.Fprintf(e.stderr, "%s: %s: %s\n", name, r.Addr, r.Error)
 		}
 	}
-	if reachable == 0 {
-		return exitUnavailable
+	switch {
+	case answered == 0 && unauthorized > 0:
+		return exitStatus(exitNoPerm)
+	case answered == 0:
+		return exitStatus(exitUnavailable)
+	case leader == "":
+		fmt.Fprintf(e.stderr, "%s: %s\n", name, msgNoLeader)
+		return exitStatus(exitUnavailable)
 	}
-	return exitOK
+	return nil
 }
 
 func dash(s string) string {
@@ -154,37 +202,47 @@ func dash(s string) string {
 	return s
 }
 
-const locksExamples = `  lockcluster locks --addr 127.0.0.1:7001
-  lockcluster locks --prefix jobs/ --limit 50
-`
+const locksExamples = `  lockcluster locks --endpoints 127.0.0.1:7001
+  lockcluster locks --prefix jobs/ --limit 50`
+
+func newLocksCmd(e *env) *cobra.Command {
+	var a adminFlags
+	var prefix string
+	var limit int
+	cmd := &cobra.Command{
+		Use:     "locks [flags]",
+		Short:   "list held locks with owner, fence, expiry and waiters",
+		Example: locksExamples,
+		Args:    noArgs,
+	}
+	a.register(cmd, true)
+	cmd.Flags().StringVar(&prefix, "prefix", "", "only keys starting with this (keys are named as written: \"deploy\" from lockcluster run,\nthe HTTP API and the Go API is one lock)")
+	cmd.Flags().IntVar(&limit, "limit", 1000, "list at most this many keys")
+	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
+		if limit <= 0 {
+			return usagef("--limit must be positive")
+		}
+		return runLocks(cmd.Context(), e, cmd, &a, prefix, limit)
+	}
+	return cmd
+}
 
 // runLocks lists the held keys.
-func runLocks(ctx context.Context, e *env, args []string) int {
-	var a adminFlags
-	fs := newFlagSet(e, "locks", "locks [--addr A] [--prefix P] [--limit N] [--json]", locksExamples)
-	a.register(fs, e, true)
-	prefix := fs.String("prefix", "", "only keys starting with this (keys are named as written: \"deploy\" from lockcluster run, the HTTP API and the Go API is one lock)")
-	limit := fs.Int("limit", 1000, "list at most this many keys")
-	if code, done := parse(fs, e, args); done {
-		return code
-	}
-	if *limit <= 0 {
-		return usageError(e, "locks", "--limit must be positive")
-	}
-	c, code := a.client(e, "locks")
-	if c == nil {
-		return code
+func runLocks(ctx context.Context, e *env, cmd *cobra.Command, a *adminFlags, prefix string, limit int) error {
+	c, err := a.client()
+	if err != nil {
+		return err
 	}
 	defer c.Close()
 	ctx, cancel := context.WithTimeout(ctx, a.timeout)
 	defer cancel()
-	locks, truncated, err := c.List(ctx, *prefix, *limit)
+	locks, truncated, err := c.List(ctx, prefix, limit)
 	if err != nil {
-		return failure(e, "locks", err)
+		return a.failed(ctx, e, cmd, c, err)
 	}
 	if a.json {
 		printJSON(e.stdout, map[string]any{"locks": locks, "truncated": truncated})
-		return exitOK
+		return nil
 	}
 	tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "KEY\tOWNER\tFENCE\tEXPIRES IN\tWAITERS")
@@ -197,71 +255,87 @@ func runLocks(ctx context.Context, e *env, args []string) int {
 	}
 	_ = tw.Flush()
 	if truncated {
-		fmt.Fprintf(e.stdout, "(truncated at %d keys: use --prefix or --limit)\n", *limit)
+		fmt.Fprintf(e.stdout, "(truncated at %d keys: use --prefix or --limit)\n", limit)
 	}
 	if len(locks) == 0 {
 		fmt.Fprintln(e.stdout, "(no locks held)")
 	}
-	return exitOK
+	return nil
 }
 
 const joinExamples = `  # on the new node: lockcluster agent --id n4 --raft-addr 127.0.0.1:7104 --http-addr 127.0.0.1:7004 --data-dir /var/lib/lock/n4
-  lockcluster join --addr 127.0.0.1:7001 --id n4 --raft-addr 127.0.0.1:7104
-`
+  lockcluster join --endpoints 127.0.0.1:7001 --id n4 --raft-addr 127.0.0.1:7104`
 
-// runJoin adds a voter. The node itself can also ask at start with
-// "agent --join".
-func runJoin(ctx context.Context, e *env, args []string) int {
+func newJoinCmd(e *env) *cobra.Command {
 	var a adminFlags
-	fs := newFlagSet(e, "join", "join --addr A --id ID --raft-addr HOST:PORT", joinExamples)
-	a.register(fs, e, false)
-	id := fs.String("id", "", "id of the node to add (required)")
-	raftAddr := fs.String("raft-addr", "", "raft address of the node to add (required)")
-	if code, done := parse(fs, e, args); done {
-		return code
+	var id, raftAddr string
+	cmd := &cobra.Command{
+		Use:     "join --id ID --raft-addr HOST:PORT [flags]",
+		Short:   "add a node to the cluster",
+		Example: joinExamples,
+		Args:    noArgs,
 	}
-	if *id == "" || *raftAddr == "" {
-		return usageError(e, "join", "--id and --raft-addr are required")
+	a.register(cmd, false)
+	cmd.Flags().StringVar(&id, "id", "", "id of the node to add (required)")
+	cmd.Flags().StringVar(&raftAddr, "raft-addr", "", "raft address of the node to add (required)")
+	// LOCKCLUSTER_ID and LOCKCLUSTER_RAFT_ADDR configure an agent: a shell
+	// set up for one must not make join act on it unasked.
+	noEnv(cmd, "id", "it names the node to act on")
+	noEnv(cmd, "raft-addr", "it names the node to act on")
+	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
+		if id == "" || raftAddr == "" {
+			return usagef("--id and --raft-addr are required")
+		}
+		c, err := a.client()
+		if err != nil {
+			return err
+		}
+		defer c.Close()
+		ctx, cancel := context.WithTimeout(cmd.Context(), a.timeout)
+		defer cancel()
+		if err := c.Join(ctx, id, raftAddr); err != nil {
+			return a.failed(ctx, e, cmd, c, err)
+		}
+		fmt.Fprintf(e.stdout, "node %s (%s) is a member\n", id, raftAddr)
+		return nil
 	}
-	c, code := a.client(e, "join")
-	if c == nil {
-		return code
-	}
-	defer c.Close()
-	ctx, cancel := context.WithTimeout(ctx, a.timeout)
-	defer cancel()
-	if err := c.Join(ctx, *id, *raftAddr); err != nil {
-		return failure(e, "join", err)
-	}
-	fmt.Fprintf(e.stdout, "node %s (%s) is a member\n", *id, *raftAddr)
-	return exitOK
+	return cmd
 }
 
-const leaveExamples = `  lockcluster leave --addr 127.0.0.1:7001 --id n3
-`
+const leaveExamples = `  lockcluster leave --endpoints 127.0.0.1:7001 --id n3`
 
-// runLeave removes a node from the raft configuration.
-func runLeave(ctx context.Context, e *env, args []string) int {
+const leaveNotes = `An id that is no member of the cluster is an error (exit status 67), so a typo is not
+taken for a removal.`
+
+func newLeaveCmd(e *env) *cobra.Command {
 	var a adminFlags
-	fs := newFlagSet(e, "leave", "leave --addr A --id ID", leaveExamples)
-	a.register(fs, e, false)
-	id := fs.String("id", "", "id of the node to remove (required)")
-	if code, done := parse(fs, e, args); done {
-		return code
+	var id string
+	cmd := &cobra.Command{
+		Use:         "leave --id ID [flags]",
+		Short:       "remove a node from the cluster",
+		Example:     leaveExamples,
+		Annotations: map[string]string{annNotes: leaveNotes},
+		Args:        noArgs,
 	}
-	if *id == "" {
-		return usageError(e, "leave", "--id is required")
+	a.register(cmd, false)
+	cmd.Flags().StringVar(&id, "id", "", "id of the node to remove (required)")
+	noEnv(cmd, "id", "it names the node to act on")
+	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
+		if id == "" {
+			return usagef("--id is required")
+		}
+		c, err := a.client()
+		if err != nil {
+			return err
+		}
+		defer c.Close()
+		ctx, cancel := context.WithTimeout(cmd.Context(), a.timeout)
+		defer cancel()
+		if err := c.Leave(ctx, id); err != nil {
+			return a.failed(ctx, e, cmd, c, err)
+		}
+		fmt.Fprintf(e.stdout, "node %s removed\n", id)
+		return nil
 	}
-	c, code := a.client(e, "leave")
-	if c == nil {
-		return code
-	}
-	defer c.Close()
-	ctx, cancel := context.WithTimeout(ctx, a.timeout)
-	defer cancel()
-	if err := c.Leave(ctx, *id); err != nil {
-		return failure(e, "leave", err)
-	}
-	fmt.Fprintf(e.stdout, "node %s removed\n", *id)
-	return exitOK
+	return cmd
 }

@@ -6,7 +6,10 @@ import (
 	"strings"
 	"time"
 
+	"github.com/spf13/cobra"
+
 	"github.com/zerotal/lock/cluster"
+	"github.com/zerotal/lock/internal/buildinfo"
 )
 
 const agentExamples = `  # a new three-node cluster (run one line per machine; same --bootstrap and token everywhere;
@@ -27,15 +30,9 @@ const agentExamples = `  # a new three-node cluster (run one line per machine; s
 
   # TLS for the API and raft (mutual TLS between nodes), clients need a certificate too
   lockcluster agent --id n1 ... --cluster-id prod-locks \
-      --tls-cert n1.pem --tls-key n1-key.pem --tls-ca ca.pem --tls-client-auth
+      --tls-cert n1.pem --tls-key n1-key.pem --tls-ca ca.pem --tls-client-auth`
 
-Every flag can also come from the environment: LOCKCLUSTER_ID, LOCKCLUSTER_DATA_DIR,
-LOCKCLUSTER_RAFT_ADDR, LOCKCLUSTER_HTTP_ADDR, LOCKCLUSTER_BOOTSTRAP, LOCKCLUSTER_JOIN,
-LOCKCLUSTER_TOKEN, LOCKCLUSTER_RAFT_SECRET, LOCKCLUSTER_RAFT_INSECURE, LOCKCLUSTER_CLUSTER_ID,
-LOCKCLUSTER_TLS_CERT, LOCKCLUSTER_TLS_KEY, LOCKCLUSTER_TLS_CA, LOCKCLUSTER_TLS_CLIENT_AUTH,
-LOCKCLUSTER_LOG_LEVEL, LOCKCLUSTER_ELECTION_TIMEOUT, LOCKCLUSTER_MAX_KEYS, LOCKCLUSTER_MAX_WAITERS,
-LOCKCLUSTER_MAX_WAITS, LOCKCLUSTER_MAX_CONNS, LOCKCLUSTER_HTTP_READ_TIMEOUT,
-LOCKCLUSTER_SHUTDOWN_TIMEOUT. Flags win.
+const agentNotes = `Every flag can also come from the environment, as shown under each (the flag wins).
 Prefer LOCKCLUSTER_TOKEN and LOCKCLUSTER_RAFT_SECRET to --token and --raft-secret: flags are
 visible to every user in the process list.
 Raft is authenticated by TLS, or by the raft secret (the token when no raft secret is given),
@@ -43,133 +40,114 @@ or both. A node whose --raft-addr is not loopback refuses to start with none of 
 --raft-insecure says the network is trusted.
 With TLS, every node of the cluster uses TLS; node certificates must be valid for both
 server and client auth and name the node's raft and HTTP hosts.
-SIGINT or SIGTERM stops the node gracefully (a leader hands leadership over first).
-`
+SIGINT or SIGTERM stops the node gracefully (a leader hands leadership over first).`
+
+// agentOptions are agent's flags.
+type agentOptions struct {
+	id, dataDir, raftAddr, httpAddr, bootstrap, join string
+	token, raftSecret                                string
+	raftInsecure                                     bool
+	clusterID                                        string
+	tlsCert, tlsKey, tlsCA                           string
+	tlsClientAuth                                    bool
+	logLevel                                         string
+	election, stopTimeout, readTimeout               time.Duration
+	maxKeys, maxWaiters, maxWaits, maxConns          int
+}
+
+func newAgentCmd(e *env) *cobra.Command {
+	var o agentOptions
+	cmd := &cobra.Command{
+		Use:         "agent --id ID --data-dir DIR --raft-addr HOST:PORT --http-addr HOST:PORT [--bootstrap ...|--join ADDR] [flags]",
+		Short:       "run one cluster node",
+		Example:     agentExamples,
+		Annotations: map[string]string{annNotes: agentNotes},
+		Args:        noArgs,
+	}
+	fs := cmd.Flags()
+	fs.SortFlags = false
+	fs.StringVar(&o.id, "id", "", "node id, unique in the cluster (required)")
+	fs.StringVar(&o.dataDir, "data-dir", "", "`directory` for the raft log, stable store and snapshots (required)")
+	fs.StringVar(&o.raftAddr, "raft-addr", "127.0.0.1:7101", "`host:port` of the raft transport (bound and advertised)")
+	fs.StringVar(&o.httpAddr, "http-addr", "127.0.0.1:7001", "`host:port` of the HTTP API")
+	fs.StringVar(&o.bootstrap, "bootstrap", "", "start a NEW cluster with these voters: `id=raftaddr=httpaddr,...` (must include this node)")
+	fs.StringVar(&o.join, "join", "", "HTTP `address` of a member to ask to add this node")
+	fs.StringVar(&o.token, "token", "", "bearer token required on every request; also the raft secret when --raft-secret is not given")
+	fs.StringVar(&o.raftSecret, "raft-secret", "", fmt.Sprintf(
+		"secret both ends of every raft connection prove they know, without sending it; the same on every\nnode, at least %d bytes (default: the token)", cluster.MinRaftSecretLen))
+	fs.BoolVar(&o.raftInsecure, "raft-insecure", false, "allow raft on a non-loopback address with neither TLS nor a secret: anyone who reaches\nit can write the lock table")
+	fs.StringVar(&o.clusterID, "cluster-id", cluster.DefaultClusterID,
+		"the cluster's name: stored in the data dir; joins and raft peers of another cluster are refused")
+	fs.StringVar(&o.tlsCert, "tls-cert", "", "PEM certificate `file` of this node (server and client auth); turns TLS on for HTTP and raft")
+	fs.StringVar(&o.tlsKey, "tls-key", "", "PEM key `file` of --tls-cert")
+	fs.StringVar(&o.tlsCA, "tls-ca", "", "PEM CA `file` that signs the nodes' (and clients') certificates")
+	fs.BoolVar(&o.tlsClientAuth, "tls-client-auth", false, "require API clients to present a certificate signed by --tls-ca (mutual TLS)")
+	fs.StringVar(&o.logLevel, "log-level", "info", "trace, debug, info, warn, error or off")
+	durationVar(fs, &o.election, "election-timeout", 0, "raft election timeout; heartbeat = the same, leader lease = half (0: 500ms/500ms/250ms)")
+	fs.IntVar(&o.maxKeys, "max-keys", 0, fmt.Sprintf("refuse new keys beyond this many (0: %d, -1: unlimited); the same on every node", cluster.DefaultMaxKeys))
+	fs.IntVar(&o.maxWaiters, "max-waiters", 0, fmt.Sprintf("refuse waiters beyond this many per key (0: %d, -1: unlimited); the same on every node", cluster.DefaultMaxWaitersPerKey))
+	fs.IntVar(&o.maxWaits, "max-waits", 0, fmt.Sprintf("waiting acquires this node holds open at once (0: %d, -1: unlimited)", cluster.DefaultMaxWaits))
+	fs.IntVar(&o.maxConns, "max-conns", 0, fmt.Sprintf("HTTP connections this node holds open at once; more wait to be accepted (0: %d,\n-1: unlimited; above --max-waits)", cluster.DefaultMaxConns))
+	durationVar(fs, &o.readTimeout, "http-read-timeout", 0, fmt.Sprintf("time a client has to send a request's headers, and again its body; waits are not bound\nby it (0: %s)", cluster.DefaultHTTPReadTimeout))
+	durationVar(fs, &o.stopTimeout, "shutdown-timeout", 10*time.Second, "how long a graceful stop may take")
+	_ = cmd.RegisterFlagCompletionFunc("log-level", logLevels)
+	readsEnv(cmd, false)
+	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
+		return runAgent(cmd.Context(), e, &o)
+	}
+	return cmd
+}
 
 // runAgent runs one node until SIGINT/SIGTERM.
-func runAgent(ctx context.Context, e *env, args []string) int {
-	fs := newFlagSet(e, "agent", "agent --id ID --data-dir DIR --raft-addr HOST:PORT --http-addr HOST:PORT [--bootstrap ...|--join ADDR]", agentExamples)
-	id := fs.String("id", envOr(e, "", "LOCKCLUSTER_ID"), "node id, unique in the cluster (required)")
-	dataDir := fs.String("data-dir", envOr(e, "", "LOCKCLUSTER_DATA_DIR"), "directory for the raft log, stable store and snapshots (required)")
-	raftAddr := fs.String("raft-addr", envOr(e, "127.0.0.1:7101", "LOCKCLUSTER_RAFT_ADDR"), "host:port of the raft transport (bound and advertised)")
-	httpAddr := fs.String("http-addr", envOr(e, "127.0.0.1:7001", "LOCKCLUSTER_HTTP_ADDR"), "host:port of the HTTP API")
-	bootstrap := fs.String("bootstrap", envOr(e, "", "LOCKCLUSTER_BOOTSTRAP"), "start a NEW cluster with these voters: id=raftaddr=httpaddr,... (must include this node)")
-	join := fs.String("join", envOr(e, "", "LOCKCLUSTER_JOIN"), "HTTP address of a member to ask to add this node")
-	token := fs.String("token", "", "bearer token required on every request (default: env LOCKCLUSTER_TOKEN); also the raft secret when --raft-secret is not given")
-	raftSecret := fs.String("raft-secret", "", fmt.Sprintf(
-		"secret both ends of every raft connection prove they know, without sending it; the same on every node, at least %d bytes (default: env LOCKCLUSTER_RAFT_SECRET, else the token)", cluster.MinRaftSecretLen))
-	defRaftInsecure, err := envBool(e, false, "LOCKCLUSTER_RAFT_INSECURE")
+func runAgent(ctx context.Context, e *env, o *agentOptions) error {
+	if o.election < 0 || o.readTimeout < 0 || o.stopTimeout <= 0 {
+		return usagef("--election-timeout and --http-read-timeout must not be negative, and --shutdown-timeout must be positive")
+	}
+	peers, err := parsePeers(o.bootstrap)
 	if err != nil {
-		return usageError(e, "agent", "%v", err)
+		return usagef("--bootstrap: %v", err)
 	}
-	raftInsecure := fs.Bool("raft-insecure", defRaftInsecure, "allow raft on a non-loopback address with neither TLS nor a secret: anyone who reaches it can write the lock table")
-	clusterID := fs.String("cluster-id", envOr(e, cluster.DefaultClusterID, "LOCKCLUSTER_CLUSTER_ID"),
-		"the cluster's name: stored in the data dir; joins and raft peers of another cluster are refused")
-	tlsCert := fs.String("tls-cert", envOr(e, "", "LOCKCLUSTER_TLS_CERT"), "PEM certificate of this node (server and client auth); turns TLS on for HTTP and raft")
-	tlsKey := fs.String("tls-key", envOr(e, "", "LOCKCLUSTER_TLS_KEY"), "PEM key of --tls-cert")
-	tlsCA := fs.String("tls-ca", envOr(e, "", "LOCKCLUSTER_TLS_CA"), "PEM CA that signs the nodes' (and clients') certificates")
-	defClientAuth, err := envBool(e, false, "LOCKCLUSTER_TLS_CLIENT_AUTH")
+	logger, err := newLogger(e.stderr, "lockcluster", o.logLevel)
 	if err != nil {
-		return usageError(e, "agent", "%v", err)
-	}
-	tlsClientAuth := fs.Bool("tls-client-auth", defClientAuth, "require API clients to present a certificate signed by --tls-ca (mutual TLS)")
-	logLevel := fs.String("log-level", envOr(e, "info", "LOCKCLUSTER_LOG_LEVEL"), "trace, debug, info, warn, error or off")
-	defElection, err := envDuration(e, 0, "LOCKCLUSTER_ELECTION_TIMEOUT")
-	if err != nil {
-		return usageError(e, "agent", "%v", err)
-	}
-	election := fs.Duration("election-timeout", defElection, "raft election timeout; heartbeat = the same, leader lease = half (0: 500ms/500ms/250ms)")
-	defMaxKeys, err := envInt(e, 0, "LOCKCLUSTER_MAX_KEYS")
-	if err != nil {
-		return usageError(e, "agent", "%v", err)
-	}
-	maxKeys := fs.Int("max-keys", defMaxKeys, fmt.Sprintf("refuse new keys beyond this many (0: %d, -1: unlimited); the same on every node", cluster.DefaultMaxKeys))
-	defMaxWaiters, err := envInt(e, 0, "LOCKCLUSTER_MAX_WAITERS")
-	if err != nil {
-		return usageError(e, "agent", "%v", err)
-	}
-	maxWaiters := fs.Int("max-waiters", defMaxWaiters, fmt.Sprintf("refuse waiters beyond this many per key (0: %d, -1: unlimited); the same on every node", cluster.DefaultMaxWaitersPerKey))
-	defMaxWaits, err := envInt(e, 0, "LOCKCLUSTER_MAX_WAITS")
-	if err != nil {
-		return usageError(e, "agent", "%v", err)
-	}
-	maxWaits := fs.Int("max-waits", defMaxWaits, fmt.Sprintf("waiting acquires this node holds open at once (0: %d, -1: unlimited)", cluster.DefaultMaxWaits))
-	defStop, err := envDuration(e, 10*time.Second, "LOCKCLUSTER_SHUTDOWN_TIMEOUT")
-	if err != nil {
-		return usageError(e, "agent", "%v", err)
-	}
-	stopTimeout := fs.Duration("shutdown-timeout", defStop, "how long a graceful stop may take")
-	defMaxConns, err := envInt(e, 0, "LOCKCLUSTER_MAX_CONNS")
-	if err != nil {
-		return usageError(e, "agent", "%v", err)
-	}
-	maxConns := fs.Int("max-conns", defMaxConns, fmt.Sprintf("HTTP connections this node holds open at once; more wait to be accepted (0: %d, -1: unlimited; above --max-waits)", cluster.DefaultMaxConns))
-	defReadTimeout, err := envDuration(e, 0, "LOCKCLUSTER_HTTP_READ_TIMEOUT")
-	if err != nil {
-		return usageError(e, "agent", "%v", err)
-	}
-	readTimeout := fs.Duration("http-read-timeout", defReadTimeout, fmt.Sprintf("time a client has to send a request's headers, and again its body; waits are not bound by it (0: %s)", cluster.DefaultHTTPReadTimeout))
-	if code, done := parse(fs, e, args); done {
-		return code
-	}
-	if fs.NArg() > 0 {
-		return usageError(e, "agent", "unexpected argument %q", fs.Arg(0))
-	}
-	if *election < 0 || *readTimeout < 0 || *stopTimeout <= 0 {
-		return usageError(e, "agent", "--election-timeout and --http-read-timeout must not be negative, and --shutdown-timeout must be positive")
-	}
-	peers, err := parsePeers(*bootstrap)
-	if err != nil {
-		return usageError(e, "agent", "--bootstrap: %v", err)
-	}
-	if *token == "" {
-		*token = envOr(e, "", "LOCKCLUSTER_TOKEN")
-	}
-	if *raftSecret == "" {
-		*raftSecret = envOr(e, "", "LOCKCLUSTER_RAFT_SECRET")
-	}
-	logger, err := newLogger(e.stderr, "lockcluster", *logLevel)
-	if err != nil {
-		return usageError(e, "agent", "--log-level: %v", err)
+		return usagef("--log-level: %v", err)
 	}
 	cfg := cluster.Config{
-		ID: *id, DataDir: *dataDir, RaftAddr: *raftAddr, HTTPAddr: *httpAddr,
-		Bootstrap: peers, Join: *join, Token: *token,
-		RaftSecret: *raftSecret, RaftInsecure: *raftInsecure,
-		MaxConns: *maxConns, HTTPReadTimeout: *readTimeout,
-		Logger:             logger.Named(*id),
+		ID: o.id, DataDir: o.dataDir, RaftAddr: o.raftAddr, HTTPAddr: o.httpAddr,
+		Bootstrap: peers, Join: o.join, Token: o.token,
+		RaftSecret: o.raftSecret, RaftInsecure: o.raftInsecure,
+		MaxConns: o.maxConns, HTTPReadTimeout: o.readTimeout,
+		Logger:             logger.Named(o.id),
 		ElectionTimeout:    cluster.DefaultElectionTimeout,
 		HeartbeatTimeout:   cluster.DefaultHeartbeatTimeout,
 		LeaderLeaseTimeout: cluster.DefaultLeaderLeaseTimeout,
-		MaxKeys:            *maxKeys, MaxWaitersPerKey: *maxWaiters, MaxWaits: *maxWaits,
-		ClusterID: *clusterID,
-		TLS: cluster.TLSConfig{CertFile: *tlsCert, KeyFile: *tlsKey, CAFile: *tlsCA,
-			RequireClientCert: *tlsClientAuth},
+		MaxKeys:            o.maxKeys, MaxWaitersPerKey: o.maxWaiters, MaxWaits: o.maxWaits,
+		ClusterID: o.clusterID,
+		TLS: cluster.TLSConfig{CertFile: o.tlsCert, KeyFile: o.tlsKey, CAFile: o.tlsCA,
+			RequireClientCert: o.tlsClientAuth},
 	}
-	if *election > 0 {
-		cfg.ElectionTimeout = *election
-		cfg.HeartbeatTimeout = *election
-		cfg.LeaderLeaseTimeout = *election / 2
+	if o.election > 0 {
+		cfg.ElectionTimeout = o.election
+		cfg.HeartbeatTimeout = o.election
+		cfg.LeaderLeaseTimeout = o.election / 2
 	}
 	if err := cfg.Validate(); err != nil {
-		return usageError(e, "agent", "%v", err)
+		return &usageError{msg: strip(err.Error())}
 	}
 	node, err := cluster.NewNode(ctx, cfg)
 	if err != nil {
-		fmt.Fprintf(e.stderr, "lockcluster agent: %v\n", err)
-		return exitFailure
+		return err
 	}
-	logger.Info("node started", "id", *id, "http", node.HTTPAddr(), "raft", *raftAddr, "data_dir", *dataDir)
+	logger.Info("node started", "id", o.id, "http", node.HTTPAddr(), "raft", o.raftAddr, "data_dir", o.dataDir,
+		"version", buildinfo.Version())
 	<-ctx.Done()
-	logger.Info("stopping", "id", *id)
-	sctx, cancel := context.WithTimeout(context.Background(), *stopTimeout)
+	logger.Info("stopping", "id", o.id)
+	sctx, cancel := context.WithTimeout(context.Background(), o.stopTimeout)
 	defer cancel()
 	if err := node.Shutdown(sctx); err != nil {
-		fmt.Fprintf(e.stderr, "lockcluster agent: shutdown: %v\n", err)
-		return exitFailure
+		return fmt.Errorf("shutdown: %w", err)
 	}
-	logger.Info("stopped", "id", *id)
-	return exitOK
+	logger.Info("stopped", "id", o.id)
+	return nil
 }
 
 // parsePeers parses "id=raft[=http],..." into bootstrap peers.

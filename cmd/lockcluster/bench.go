@@ -9,21 +9,22 @@ import (
 	"sync"
 	"time"
 
+	"github.com/spf13/cobra"
+
 	"github.com/zerotal/lock"
 )
 
 const benchExamples = `  # 32 workers on distinct keys against a running cluster, 10 s
-  lockcluster bench --driver cluster --addrs 127.0.0.1:7001,127.0.0.1:7002,127.0.0.1:7003
+  lockcluster bench --driver cluster --endpoints 127.0.0.1:7001,127.0.0.1:7002,127.0.0.1:7003
 
   # 8 workers contending for one key (each waits until it gets it)
   lockcluster bench --workers 8 --keys 1
 
   # the same load on the in-process engine and on a SQLite file, for comparison
   lockcluster bench --driver memory
-  lockcluster bench --driver sqlite --sqlite-path /tmp/bench.db
+  lockcluster bench --driver sqlite --sqlite-path /tmp/bench.db`
 
-One operation = one successful acquire (waiting until the key is granted) then one release.
-`
+const benchNotes = `One operation = one successful acquire (waiting until the key is granted) then one release.`
 
 // benchResult is what one bench run measured.
 type benchResult struct {
@@ -35,44 +36,63 @@ type benchResult struct {
 	firstErr error
 }
 
+// benchOptions are bench's flags.
+type benchOptions struct {
+	driverFlags
+	workers, keys         int
+	duration, warmup, ttl time.Duration
+}
+
+func newBenchCmd(e *env) *cobra.Command {
+	var o benchOptions
+	cmd := &cobra.Command{
+		Use:         "bench [flags]",
+		Short:       "measure acquire/release cycles per second on any driver",
+		Example:     benchExamples,
+		Annotations: map[string]string{annNotes: benchNotes},
+		Args:        noArgs,
+	}
+	fs := cmd.Flags()
+	fs.SortFlags = false
+	fs.IntVar(&o.workers, "workers", 32, "concurrent workers")
+	fs.IntVar(&o.keys, "keys", 0, "number of keys the workers share (0: one key per worker; 1: one hot key)")
+	durationVar(fs, &o.duration, "duration", 10*time.Second, "how long to measure (after the warm-up)")
+	durationVar(fs, &o.warmup, "warmup", time.Second, "how long to run before measuring")
+	durationVar(fs, &o.ttl, "ttl", 10*time.Second, "TTL of every acquisition")
+	o.driverFlags.register(cmd, "cluster")
+	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
+		return runBench(cmd.Context(), e, &o)
+	}
+	return cmd
+}
+
 // runBench measures acquire/release cycles per second on any driver.
-func runBench(ctx context.Context, e *env, args []string) int {
-	fs := newFlagSet(e, "bench", "bench [--driver NAME] [--workers N] [--keys N] [--duration D] [--ttl D]", benchExamples)
-	var df driverFlags
-	df.register(fs, e, "cluster")
-	workers := fs.Int("workers", 32, "concurrent workers")
-	keys := fs.Int("keys", 0, "number of keys the workers share (0: one key per worker; 1: one hot key)")
-	duration := fs.Duration("duration", 10*time.Second, "how long to measure (after the warm-up)")
-	warmup := fs.Duration("warmup", time.Second, "how long to run before measuring")
-	ttl := fs.Duration("ttl", 10*time.Second, "TTL of every acquisition")
-	if code, done := parse(fs, e, args); done {
-		return code
+func runBench(ctx context.Context, e *env, o *benchOptions) error {
+	if o.workers <= 0 || o.workers > 4096 || o.keys < 0 || o.duration <= 0 || o.duration > time.Hour || o.warmup < 0 {
+		return usagef("need 1 <= --workers <= 4096, --keys >= 0, 0 < --duration <= 1h, --warmup >= 0")
 	}
-	if *workers <= 0 || *workers > 4096 || *keys < 0 || *duration <= 0 || *duration > time.Hour || *warmup < 0 {
-		return usageError(e, "bench", "need 1 <= --workers <= 4096, --keys >= 0, 0 < --duration <= 1h, --warmup >= 0")
-	}
-	nkeys := *keys
+	nkeys := o.keys
 	if nkeys == 0 {
-		nkeys = *workers
+		nkeys = o.workers
 	}
-	cfg := df.config(e)
+	cfg := o.config(e)
 	m, err := openManager(ctx, cfg)
 	if err != nil {
-		fmt.Fprintf(e.stderr, "lockcluster bench: %v\n", err)
-		return exitCodeFor(err)
+		fmt.Fprintf(e.stderr, "lockcluster bench: %s\n", describeConfig(err))
+		return exitStatus(exitCodeFor(err))
 	}
 	defer m.Close()
 	fmt.Fprintf(e.stdout, "driver=%s workers=%d keys=%d duration=%s warmup=%s ttl=%s\n",
-		cfg.Driver, *workers, nkeys, *duration, *warmup, *ttl)
-	res := benchRun(ctx, m, *workers, nkeys, *warmup, *duration, *ttl)
+		cfg.Driver, o.workers, nkeys, formatDuration(o.duration), formatDuration(o.warmup), formatDuration(o.ttl))
+	res := benchRun(ctx, m, o.workers, nkeys, o.warmup, o.duration, o.ttl)
 	printBench(e.stdout, res)
 	if res.firstErr != nil {
-		fmt.Fprintf(e.stderr, "lockcluster bench: first error: %v\n", res.firstErr)
+		fmt.Fprintf(e.stderr, "lockcluster bench: first error: %s\n", describe(res.firstErr))
 	}
 	if res.cycles == 0 {
-		return exitFailure
+		return exitStatus(exitFailure)
 	}
-	return exitOK
+	return nil
 }
 
 // benchRun runs workers for warmup+duration and records the cycles that

@@ -19,10 +19,15 @@ func runCLI(t *testing.T, vars map[string]string, args ...string) (code int, std
 		stdin: strings.NewReader(""), stdout: &out, stderr: &errb,
 		getenv:  func(k string) string { return vars[k] },
 		environ: []string{"PATH=" + os.Getenv("PATH")},
+		self:    "lockcluster",
 	}
 	code = dispatch(t.Context(), e, args)
 	return code, out.String(), errb.String()
 }
+
+// commandNames are the commands lockcluster has, besides help and
+// completion.
+var commandNames = []string{"agent", "dev", "status", "locks", "join", "leave", "run", "bench", "version"}
 
 func TestCLI_UsageAndHelp(t *testing.T) {
 	if code, _, stderr := runCLI(t, nil); code != exitUsage || !strings.Contains(stderr, "Commands:") {
@@ -34,14 +39,26 @@ func TestCLI_UsageAndHelp(t *testing.T) {
 	if code, stdout, _ := runCLI(t, nil, "help"); code != exitOK || !strings.Contains(stdout, "lockcluster run") {
 		t.Fatalf("help: code %d, stdout %q", code, stdout)
 	}
-	for _, c := range commands() {
-		code, stdout, _ := runCLI(t, nil, c.name, "--help")
-		if code != exitOK || !strings.Contains(stdout, "Usage: lockcluster "+c.name) || !strings.Contains(stdout, "Examples:") {
-			t.Errorf("%s --help: code %d, stdout %q", c.name, code, stdout)
+	if code, stdout, _ := runCLI(t, nil, "--help"); code != exitOK || !strings.Contains(stdout, "Commands:") {
+		t.Fatalf("--help: code %d, stdout %q", code, stdout)
+	}
+	for _, name := range commandNames {
+		code, stdout, _ := runCLI(t, nil, name, "--help")
+		if code != exitOK || !strings.Contains(stdout, "Usage: lockcluster "+name) {
+			t.Errorf("%s --help: code %d, stdout %q", name, code, stdout)
+		}
+		if name != "version" && !strings.Contains(stdout, "Examples:") {
+			t.Errorf("%s --help has no examples:\n%s", name, stdout)
+		}
+		if code, stdout2, _ := runCLI(t, nil, "help", name); code != exitOK || stdout2 != stdout {
+			t.Errorf("help %s: code %d, differs from %s --help", name, code, name)
 		}
 	}
 	if code, _, stderr := runCLI(t, nil, "status", "--bogus"); code != exitUsage || !strings.Contains(stderr, "--help") {
 		t.Fatalf("bad flag: code %d, stderr %q", code, stderr)
+	}
+	if code, _, stderr := runCLI(t, nil, "locks", "extra"); code != exitUsage || !strings.Contains(stderr, `unexpected argument "extra"`) {
+		t.Fatalf("stray argument: code %d, stderr %q", code, stderr)
 	}
 }
 
@@ -70,16 +87,16 @@ func TestCLI_HelpListsOnlyFlagsThatWork(t *testing.T) {
 func TestCLI_AdminCommandsNeedAnAddress(t *testing.T) {
 	for _, args := range [][]string{{"status"}, {"locks"}, {"join", "--id", "n4", "--raft-addr", "127.0.0.1:1"}, {"leave", "--id", "n4"}} {
 		code, _, stderr := runCLI(t, nil, args...)
-		if code != exitUsage || !strings.Contains(stderr, "LOCK_CLUSTER_ADDRS") {
+		if code != exitUsage || !strings.Contains(stderr, "--endpoints") || !strings.Contains(stderr, "LOCKCLUSTER_ENDPOINTS") {
 			t.Errorf("%v: code %d, stderr %q", args, code, stderr)
 		}
 	}
 }
 
 func TestCLI_StatusOfAnUnreachableClusterIsUnavailable(t *testing.T) {
-	code, stdout, _ := runCLI(t, map[string]string{"LOCK_CLUSTER_ADDRS": "127.0.0.1:1"}, "status", "--timeout", "2s")
-	if code != exitUnavailable || !strings.Contains(stdout, "unreachable") {
-		t.Fatalf("code %d, stdout %q", code, stdout)
+	code, stdout, stderr := runCLI(t, map[string]string{"LOCKCLUSTER_ENDPOINTS": "127.0.0.1:1"}, "status", "--timeout", "2s")
+	if code != exitUnavailable || !strings.Contains(stdout, "unreachable") || !strings.Contains(stderr, "127.0.0.1:1: connection refused") {
+		t.Fatalf("code %d, stdout %q, stderr %q", code, stdout, stderr)
 	}
 }
 
@@ -109,12 +126,12 @@ func TestRun_ExitCodes(t *testing.T) {
 		want int
 	}{
 		{"success", []string{"--key", "k", "--", "true"}, 0},
-		{"no command", []string{"--key", "k"}, exitUsage},
 		{"no key", []string{"--", "true"}, exitUsage},
 		{"bad ttl", []string{"--key", "k", "--ttl", "0s", "--", "true"}, exitUsage},
 		{"not found", []string{"--key", "k", "--", "/nonexistent/command"}, exitNotFound},
 		{"killed by signal", []string{"--key", "k", "--", "sh", "-c", "kill -TERM $$"}, 128 + 15},
-		{"unreachable cluster", []string{"--driver", "cluster", "--addrs", "127.0.0.1:1", "--key", "k", "--", "true"}, exitUnavailable},
+		{"unreachable cluster", []string{"--driver", "cluster", "--endpoints", "127.0.0.1:1", "--key", "k", "--", "true"}, exitUnavailable},
+		{"bare number for --ttl", []string{"--key", "k", "--ttl", "30", "--", "true"}, exitUsage},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -10,6 +10,9 @@ import (
 	"sync"
 	"time"
 
+	"github.com/hashicorp/go-hclog"
+	"github.com/spf13/cobra"
+
 	"github.com/zerotal/lock/cluster"
 	"github.com/zerotal/lock/internal/loopback"
 )
@@ -17,9 +20,9 @@ import (
 const devExamples = `  lockcluster dev                      # ports 7001-7003 (HTTP) and 7101-7103 (raft), data in a temp dir
   lockcluster dev --demo               # ... and show contention, hand-off, fencing, refresh and a lost lock
   lockcluster dev --base-port 0        # any free ports
-  lockcluster dev --data-dir ./devdata # keep the data: a restart (same --base-port) finds every lock again
-Ctrl-C stops the three nodes cleanly.
-`
+  lockcluster dev --data-dir ./devdata # keep the data: a restart (same --base-port) finds every lock again`
+
+const devNotes = `Ctrl-C stops the three nodes cleanly, and dev exits with status 0.`
 
 // devNode is one member of the development cluster.
 type devNode struct {
@@ -27,42 +30,69 @@ type devNode struct {
 	node                        *cluster.Node
 }
 
-// runDev runs three nodes in this process on loopback.
-func runDev(ctx context.Context, e *env, args []string) int {
-	fs := newFlagSet(e, "dev", "dev [--demo] [--base-port N] [--data-dir DIR] [--token T]", devExamples)
-	dataDir := fs.String("data-dir", "", "keep the nodes' data here (default: a temp dir removed on exit)")
-	basePort := fs.Int("base-port", 7001, "HTTP ports are N, N+1, N+2 and raft ports N+100.. (0: any free ports)")
-	token := fs.String("token", "", "require this bearer token (default: env LOCKCLUSTER_TOKEN; empty: no auth)")
-	demo := fs.Bool("demo", false, "run a short demo against the cluster once it is up")
-	exitAfterDemo := fs.Bool("exit-after-demo", false, "stop the cluster when the demo ends (implies --demo)")
-	logLevel := fs.String("log-level", "warn", "node log level: trace, debug, info, warn, error or off")
-	if code, done := parse(fs, e, args); done {
-		return code
+// devOptions are dev's flags.
+type devOptions struct {
+	dataDir, token, logLevel string
+	basePort                 int
+	demo, exitAfterDemo      bool
+}
+
+func newDevCmd(e *env) *cobra.Command {
+	var o devOptions
+	cmd := &cobra.Command{
+		Use:         "dev [--demo] [flags]",
+		Short:       "run a three-node cluster on loopback in this process",
+		Example:     devExamples,
+		Annotations: map[string]string{annNotes: devNotes},
+		Args:        noArgs,
 	}
-	if *basePort < 0 || *basePort > 65535-102 {
-		return usageError(e, "dev", "--base-port %d out of range", *basePort)
+	fs := cmd.Flags()
+	fs.SortFlags = false
+	fs.StringVar(&o.dataDir, "data-dir", "", "keep the nodes' data in this `directory` (default: a temp dir removed on exit)")
+	fs.IntVar(&o.basePort, "base-port", 7001, "HTTP ports are N, N+1, N+2 and raft ports N+100.. (0: any free ports)")
+	fs.StringVar(&o.token, "token", "", "require this bearer token (empty: no auth)")
+	fs.BoolVar(&o.demo, "demo", false, "run a short demo against the cluster once it is up")
+	fs.BoolVar(&o.exitAfterDemo, "exit-after-demo", false, "stop the cluster when the demo ends (implies --demo)")
+	fs.StringVar(&o.logLevel, "log-level", "warn", "node log level: trace, debug, info, warn, error or off (before the banner, only\nerrors unless given)")
+	_ = cmd.RegisterFlagCompletionFunc("log-level", logLevels)
+	readsEnv(cmd, false)
+	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
+		return runDev(cmd.Context(), e, &o, given(cmd, "log-level"))
 	}
-	if *token == "" {
-		*token = envOr(e, "", "LOCKCLUSTER_TOKEN")
+	return cmd
+}
+
+// runDev runs three nodes in this process on loopback until ctx ends
+// (Ctrl-C), and then stops them; an interrupted dev exits 0.
+//
+// The nodes log only errors until the banner is out, unless --log-level
+// was given: a fresh cluster's first election is logged by raft as a
+// warning ("heartbeat timeout reached, starting election"), which is
+// noise before anything was asked of it.
+func runDev(ctx context.Context, e *env, o *devOptions, levelGiven bool) error {
+	if o.basePort < 0 || o.basePort > 65535-102 {
+		return usagef("--base-port %d out of range", o.basePort)
 	}
-	logger, err := newLogger(e.stderr, "lockcluster", *logLevel)
+	logger, err := newLogger(e.stderr, "lockcluster", o.logLevel)
 	if err != nil {
-		return usageError(e, "dev", "--log-level: %v", err)
+		return usagef("--log-level: %v", err)
 	}
-	root := *dataDir
+	level := logger.GetLevel()
+	if !levelGiven {
+		logger.SetLevel(max(level, hclog.Error))
+	}
+	root := o.dataDir
 	if root == "" {
 		tmp, err := os.MkdirTemp("", "lockcluster-dev-")
 		if err != nil {
-			fmt.Fprintf(e.stderr, "lockcluster dev: %v\n", err)
-			return exitFailure
+			return err
 		}
 		defer os.RemoveAll(tmp)
 		root = tmp
 	}
-	nodes, err := devAddrs(root, *basePort)
+	nodes, err := devAddrs(root, o.basePort)
 	if err != nil {
-		fmt.Fprintf(e.stderr, "lockcluster dev: %v\n", err)
-		return exitFailure
+		return err
 	}
 	peers := make([]cluster.Peer, len(nodes))
 	for i, n := range nodes {
@@ -71,7 +101,7 @@ func runDev(ctx context.Context, e *env, args []string) int {
 	defer stopDev(e, nodes)
 	for _, n := range nodes {
 		cfg := cluster.Config{ID: n.id, DataDir: n.dir, RaftAddr: n.raftAddr, HTTPAddr: n.httpAddr,
-			Token: *token, Logger: logger.Named(n.id),
+			Token: o.token, Logger: logger.Named(n.id),
 			// All three stop together: a leadership transfer would have
 			// nobody to go to.
 			SkipLeadershipTransfer: true}
@@ -80,8 +110,10 @@ func runDev(ctx context.Context, e *env, args []string) int {
 		}
 		node, err := cluster.NewNode(ctx, cfg)
 		if err != nil {
-			fmt.Fprintf(e.stderr, "lockcluster dev: start %s: %v\n", n.id, err)
-			return exitFailure
+			if ctx.Err() != nil {
+				return nil // interrupted while starting
+			}
+			return fmt.Errorf("start %s: %w", n.id, err)
 		}
 		n.node = node
 	}
@@ -89,28 +121,32 @@ func runDev(ctx context.Context, e *env, args []string) int {
 	defer cancel()
 	for _, n := range nodes {
 		if err := n.node.WaitForLeader(wctx); err != nil {
-			fmt.Fprintf(e.stderr, "lockcluster dev: no leader: %v\n", err)
-			return exitFailure
+			if ctx.Err() != nil {
+				return nil
+			}
+			return fmt.Errorf("no leader: %w", err)
 		}
 	}
-	printDevBanner(e, nodes, root, *dataDir == "", *token)
-	if *demo || *exitAfterDemo {
+	printDevBanner(e, nodes, root, o.dataDir == "", o.token)
+	logger.SetLevel(level)
+	if o.demo || o.exitAfterDemo {
 		addrs := make([]string, len(nodes))
 		for i, n := range nodes {
 			addrs[i] = n.httpAddr
 		}
-		if err := runDemo(ctx, e.stdout, addrs, *token); err != nil && ctx.Err() == nil {
-			fmt.Fprintf(e.stderr, "lockcluster dev: demo: %v\n", err)
-			return exitFailure
+		if err := runDemo(ctx, e.stdout, addrs, o.token); err != nil && ctx.Err() == nil {
+			return fmt.Errorf("demo: %w", err)
 		}
-		if *exitAfterDemo {
-			return exitOK
+		if o.exitAfterDemo {
+			return nil
 		}
-		fmt.Fprintln(e.stdout, "\nThe cluster keeps running: Ctrl-C stops it.")
+		if ctx.Err() == nil {
+			fmt.Fprintln(e.stdout, "\nThe cluster keeps running: Ctrl-C stops it.")
+		}
 	}
 	<-ctx.Done()
 	fmt.Fprintln(e.stdout, "\nstopping the three nodes...")
-	return exitOK
+	return nil
 }
 
 // devAddrs lays out ids, directories and loopback addresses.
@@ -184,17 +220,23 @@ func printDevBanner(e *env, nodes []*devNode, root string, temp bool, token stri
 		}
 		fmt.Fprintf(w, "  %s  http %-16s raft %-16s %s\n", n.id, n.httpAddr, n.raftAddr, role)
 	}
-	list := strings.Join(addrs, ",")
+	self := e.self
+	if self == "" {
+		self = "lockcluster"
+	}
 	auth := ""
 	fmt.Fprintln(w, "\nTalk to it from another terminal:")
-	fmt.Fprintf(w, "  export LOCK_DRIVER=cluster LOCK_CLUSTER_ADDRS=%s\n", list)
+	fmt.Fprintf(w, "  export LOCKCLUSTER_ENDPOINTS=%s\n", strings.Join(addrs, ","))
 	if token != "" {
-		fmt.Fprintln(w, "  export LOCK_CLUSTER_TOKEN=... # the token you passed")
-		auth = ` -H "Authorization: Bearer $LOCK_CLUSTER_TOKEN"`
+		fmt.Fprintln(w, "  export LOCKCLUSTER_TOKEN=... # the token you passed")
+		auth = ` -H "Authorization: Bearer $LOCKCLUSTER_TOKEN"`
 	}
-	fmt.Fprintln(w, "  lockcluster status")
-	fmt.Fprintln(w, "  lockcluster locks")
-	fmt.Fprintln(w, `  lockcluster run --key demo --ttl 10s -- sh -c 'echo "holding $LOCK_KEY with fence $LOCK_FENCE"; sleep 5'`)
+	if strings.HasPrefix(self, "go run") {
+		fmt.Fprintln(w, "  # from the repository's root; or \"make build\", then bin/lockcluster instead of go run ./cmd/lockcluster")
+	}
+	fmt.Fprintf(w, "  %s status\n", self)
+	fmt.Fprintf(w, "  %s locks\n", self)
+	fmt.Fprintf(w, "  %s run --key demo --ttl 10s -- sh -c 'echo \"holding $LOCK_KEY with fence $LOCK_FENCE\"; sleep 5'\n", self)
 	fmt.Fprintf(w, "  curl -s%s -XPOST %s/v1/acquire -d '{\"key\":\"k\",\"owner\":\"me\",\"ttl_ms\":10000}'\n", auth, addrs[0])
 	fmt.Fprintf(w, "  curl -s%s '%s/v1/lock?key=k'\n", auth, addrs[0])
 	fmt.Fprintf(w, "  curl -s%s -XPOST %s/v1/release -d '{\"key\":\"k\",\"owner\":\"me\"}'\n", auth, addrs[0])

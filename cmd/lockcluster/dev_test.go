@@ -22,7 +22,7 @@ func TestDev_DemoRunsAgainstThreeNodes(t *testing.T) {
 	if code != exitOK {
 		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
 	}
-	for _, want := range []string{"LOCK_DRIVER=cluster LOCK_CLUSTER_ADDRS=127.0.0.1:", "leader", "curl", "demo done"} {
+	for _, want := range []string{"export LOCKCLUSTER_ENDPOINTS=127.0.0.1:", "lockcluster status", "leader", "curl", "demo done"} {
 		if !strings.Contains(stdout, want) {
 			t.Errorf("output lacks %q:\n%s", want, stdout)
 		}
@@ -57,29 +57,25 @@ func TestAgent_RejectsInconsistentConfig(t *testing.T) {
 	}
 }
 
-// "Every flag can also come from the environment", says agent --help: check
-// that the list names a variable for every flag, and that a malformed
-// variable is a usage error that names it.
+// Every flag can also come from the environment, and agent --help names
+// the variable under each flag; a malformed variable is a usage error that
+// names it.
 func TestAgent_EveryFlagHasAnEnvironmentVariable(t *testing.T) {
 	code, stdout, _ := runCLI(t, nil, "agent", "--help")
 	if code != exitOK {
 		t.Fatalf("agent --help: exit %d", code)
 	}
-	flags := 0
-	for _, line := range strings.Split(stdout, "\n") {
-		f, ok := strings.CutPrefix(line, "  -")
-		if !ok {
+	flags := helpFlags(stdout)
+	for name, block := range flags {
+		if name == "help" {
 			continue
 		}
-		name, _, _ := strings.Cut(f, " ")
-		flags++
-		v := "LOCKCLUSTER_" + strings.ToUpper(strings.ReplaceAll(name, "-", "_"))
-		if !strings.Contains(stdout, v) {
-			t.Errorf("agent --help names no environment variable for --%s (want %s)", name, v)
+		if v := envName(name); !strings.Contains(block, "env "+v) {
+			t.Errorf("agent --help names no environment variable for --%s (want %s):\n%s", name, v, block)
 		}
 	}
-	if flags < 10 {
-		t.Fatalf("found only %d flags in agent --help:\n%s", flags, stdout)
+	if len(flags) < 10 {
+		t.Fatalf("found only %d flags in agent --help:\n%s", len(flags), stdout)
 	}
 	for v, val := range map[string]string{
 		"LOCKCLUSTER_MAX_KEYS":         "many",
@@ -95,4 +91,26 @@ func TestAgent_EveryFlagHasAnEnvironmentVariable(t *testing.T) {
 	if code != exitUsage || !strings.Contains(stderr, "election-timeout") {
 		t.Errorf("negative --election-timeout: exit %d, stderr %q", code, stderr)
 	}
+}
+
+// helpFlags maps each flag that a --help output lists to its lines.
+func helpFlags(help string) map[string]string {
+	flags := map[string]string{}
+	name := ""
+	_, section, _ := strings.Cut(help, "\nFlags:\n")
+	section, _, _ = strings.Cut(section, "\n\n")
+	for _, line := range strings.Split(section, "\n") {
+		trimmed := strings.TrimLeft(line, " ")
+		switch {
+		case strings.HasPrefix(trimmed, "--") || strings.HasPrefix(trimmed, "-h, --"):
+			f := trimmed[strings.Index(trimmed, "--")+2:]
+			name, _, _ = strings.Cut(f, " ")
+			flags[name] = line
+		case name != "" && strings.HasPrefix(line, "        "):
+			flags[name] += "\n" + line
+		default:
+			name = ""
+		}
+	}
+	return flags
 }

@@ -1,8 +1,15 @@
 package main
 
 import (
+	"errors"
+	"os"
+	"os/exec"
+	"strings"
+	"syscall"
 	"testing"
 	"time"
+
+	"github.com/zerotal/lock/internal/syncbuf"
 )
 
 type timeDuration = time.Duration
@@ -17,4 +24,90 @@ func waitUntil(t *testing.T, cond func() bool) {
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
+}
+
+// proc is a lockcluster process: this test binary, running main.
+type proc struct {
+	cmd            *exec.Cmd
+	stdout, stderr *syncbuf.Buffer
+	done           chan struct{} // closed when it has exited
+	code           int           // its exit status, once done (-1: killed by a signal)
+}
+
+// startProc starts "lockcluster args..." with the variables env (and
+// PATH, nothing else). The test's end stops it, by its PID, if it still
+// runs.
+func startProc(t *testing.T, env []string, args ...string) *proc {
+	t.Helper()
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &proc{stdout: &syncbuf.Buffer{}, stderr: &syncbuf.Buffer{}, done: make(chan struct{})}
+	p.cmd = exec.Command(exe, args...)
+	p.cmd.Env = append([]string{beMainEnv + "=1", "PATH=" + os.Getenv("PATH")}, env...)
+	p.cmd.Stdout, p.cmd.Stderr = p.stdout, p.stderr
+	if err := p.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		err := p.cmd.Wait()
+		var ee *exec.ExitError
+		switch {
+		case err == nil:
+		case errors.As(err, &ee):
+			p.code = ee.ExitCode()
+		default:
+			p.code = -1
+		}
+		close(p.done)
+	}()
+	t.Cleanup(func() {
+		select {
+		case <-p.done:
+		default:
+			_ = p.cmd.Process.Signal(syscall.SIGTERM)
+			select {
+			case <-p.done:
+			case <-time.After(15 * time.Second):
+				_ = p.cmd.Process.Kill()
+				<-p.done
+			}
+		}
+		if t.Failed() {
+			t.Logf("lockcluster %s:\nstdout:\n%s\nstderr:\n%s", strings.Join(args, " "), p.stdout, p.stderr)
+		}
+	})
+	return p
+}
+
+// wait returns the exit status once the process has exited.
+func (p *proc) wait(t *testing.T) int {
+	t.Helper()
+	select {
+	case <-p.done:
+		return p.code
+	case <-time.After(60 * time.Second):
+		t.Fatalf("lockcluster did not exit; stdout:\n%s\nstderr:\n%s", p.stdout, p.stderr)
+		return 0
+	}
+}
+
+// exited reports whether the process has exited.
+func (p *proc) exited() bool {
+	select {
+	case <-p.done:
+		return true
+	default:
+		return false
+	}
+}
+
+// runBinary runs "lockcluster args..." to its end with the variables env
+// and returns its exit status and output.
+func runBinary(t *testing.T, env []string, args ...string) (code int, stdout, stderr string) {
+	t.Helper()
+	p := startProc(t, env, args...)
+	code = p.wait(t)
+	return code, p.stdout.String(), p.stderr.String()
 }

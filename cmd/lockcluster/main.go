@@ -1,17 +1,25 @@
 // Command lockcluster runs and talks to a zerotal lock cluster: a node
 // (agent), a three-node cluster on loopback for development (dev), the
 // admin commands (status, locks, join, leave), a command runner that holds
-// a lock while a program runs (run), and a load generator (bench).
+// a lock while a program runs, or holds it until interrupted (run), and a
+// load generator (bench).
 //
-// Run "lockcluster help" or "lockcluster COMMAND --help" for the details.
+// Every flag can also be set from the environment, as LOCKCLUSTER_ and the
+// flag's name ("--raft-secret": LOCKCLUSTER_RAFT_SECRET); the command line
+// wins. Run "lockcluster --help" or "lockcluster COMMAND --help" for the
+// details, and see docs/CLI.md.
 package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
+	"os/exec"
 	"os/signal"
+	"path/filepath"
+	"strings"
 	"syscall"
 )
 
@@ -22,9 +30,11 @@ const (
 	exitOK          = 0
 	exitFailure     = 1  // anything else that went wrong
 	exitUsage       = 64 // bad flags or arguments (EX_USAGE)
-	exitUnavailable = 69 // the backend could not be reached (EX_UNAVAILABLE)
+	exitNoMember    = 67 // leave: no member has that id (EX_NOUSER)
+	exitUnavailable = 69 // the backend could not be reached, or has no leader (EX_UNAVAILABLE)
 	exitNotAcquired = 75 // run: the lock is held by someone else (EX_TEMPFAIL)
-	exitLost        = 76 // run: the lock was lost while the command ran
+	exitLost        = 76 // run: the lock was lost while held
+	exitNoPerm      = 77 // the cluster refused the token (EX_NOPERM)
 	exitCannotExec  = 126
 	exitNotFound    = 127
 	exitInterrupted = 130 // 128+SIGINT, as shells report it
@@ -39,26 +49,9 @@ type env struct {
 	getenv func(string) string
 	// environ is the process environment handed to child processes.
 	environ []string
-}
-
-// command is one subcommand.
-type command struct {
-	name    string
-	summary string
-	run     func(ctx context.Context, e *env, args []string) int
-}
-
-func commands() []command {
-	return []command{
-		{"agent", "run one cluster node", runAgent},
-		{"dev", "run a three-node cluster on loopback in this process", runDev},
-		{"status", "show every node's raft state and the leader", runStatus},
-		{"locks", "list held locks with owner, fence, expiry and waiters", runLocks},
-		{"join", "add a node to the cluster", runJoin},
-		{"leave", "remove a node from the cluster", runLeave},
-		{"run", "hold a lock while a command runs", runRun},
-		{"bench", "measure acquire/release cycles per second on any driver", runBench},
-	}
+	// self is how a user runs this program from where they are (for the
+	// hints lockcluster prints): "lockcluster" when it is on the PATH.
+	self string
 }
 
 func main() {
@@ -74,7 +67,8 @@ func main() {
 		// catches them itself while its command runs, to pass them on.)
 		signal.Stop(sigs)
 	}()
-	e := &env{stdin: os.Stdin, stdout: os.Stdout, stderr: os.Stderr, getenv: os.Getenv, environ: os.Environ()}
+	e := &env{stdin: os.Stdin, stdout: os.Stdout, stderr: os.Stderr, getenv: os.Getenv,
+		environ: os.Environ(), self: selfName()}
 	code := dispatch(ctx, e, os.Args[1:])
 	signal.Stop(sigs)
 	os.Exit(code)
@@ -87,49 +81,66 @@ type interrupted struct{ sig os.Signal }
 
 func (i interrupted) Error() string { return i.sig.String() + " signal received" }
 
-// dispatch runs the subcommand named by args[0] and returns the exit status.
+// dispatch runs the command line args and returns the exit status. Every
+// error a command returns is printed here, once, with the command's name.
 func dispatch(ctx context.Context, e *env, args []string) int {
-	if len(args) == 0 {
-		usage(e.stderr)
-		return exitUsage
-	}
-	name := args[0]
-	switch name {
-	case "help", "-h", "-help", "--help":
-		if len(args) > 1 {
-			return dispatch(ctx, e, []string{args[1], "--help"})
-		}
-		usage(e.stdout)
+	root := newRootCmd(e)
+	root.SetArgs(singleDashFlags(root, args))
+	root.SetIn(e.stdin)
+	root.SetOut(e.stdout)
+	root.SetErr(e.stderr)
+	cmd, err := root.ExecuteContextC(ctx)
+	if err == nil {
 		return exitOK
 	}
-	for _, c := range commands() {
-		if c.name == name {
-			return c.run(ctx, e, args[1:])
-		}
+	var done exitStatus
+	if errors.As(err, &done) {
+		return int(done)
 	}
-	fmt.Fprintf(e.stderr, "lockcluster: unknown command %q\n\n", name)
-	usage(e.stderr)
-	return exitUsage
+	name := "lockcluster"
+	if cmd != nil {
+		name = cmd.CommandPath()
+	}
+	var usage *usageError
+	if errors.As(err, &usage) {
+		fmt.Fprintf(e.stderr, "%s: %s\n", name, strings.TrimRight(err.Error(), "\n"))
+		fmt.Fprintf(e.stderr, "Run \"%s --help\" for usage.\n", name)
+		return exitUsage
+	}
+	fmt.Fprintf(e.stderr, "%s: %s\n", name, describe(err))
+	return exitCodeFor(err)
 }
 
-func usage(w io.Writer) {
-	fmt.Fprint(w, `lockcluster: distributed locks on a three-node Raft cluster.
+// exitStatus ends a command that has already said what happened.
+type exitStatus int
 
-Usage:
-  lockcluster COMMAND [flags] [args]
+func (s exitStatus) Error() string { return fmt.Sprintf("exit status %d", int(s)) }
 
-Commands:
-`)
-	for _, c := range commands() {
-		fmt.Fprintf(w, "  %-7s %s\n", c.name, c.summary)
+// selfName is how a user runs this binary: "lockcluster" when the PATH
+// finds this very file, "go run ./cmd/lockcluster" for a binary "go run"
+// built, and else the path it was started by ("bin/lockcluster").
+func selfName() string {
+	exe, err := os.Executable()
+	if err != nil {
+		return "lockcluster"
 	}
-	fmt.Fprint(w, `
-Try it:
-  lockcluster dev --demo                        # three nodes on 127.0.0.1, with a short demo
-  export LOCK_CLUSTER_ADDRS=127.0.0.1:7001,127.0.0.1:7002,127.0.0.1:7003
-  lockcluster status
-  lockcluster run --key backup --ttl 30s -- ./backup.sh
+	if strings.Contains(exe, string(filepath.Separator)+"go-build") {
+		return "go run ./cmd/lockcluster"
+	}
+	if onPath, err := exec.LookPath("lockcluster"); err == nil {
+		if sameFile(onPath, exe) {
+			return "lockcluster"
+		}
+	}
+	if len(os.Args) > 0 && strings.ContainsRune(os.Args[0], filepath.Separator) {
+		return os.Args[0]
+	}
+	return "lockcluster"
+}
 
-Run "lockcluster COMMAND --help" for a command's flags and examples.
-`)
+// sameFile reports whether a and b name one existing file.
+func sameFile(a, b string) bool {
+	sa, errA := os.Stat(a)
+	sb, errB := os.Stat(b)
+	return errA == nil && errB == nil && os.SameFile(sa, sb)
 }

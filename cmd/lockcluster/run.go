@@ -8,24 +8,42 @@ import (
 	"os/exec"
 	"os/signal"
 	"strconv"
-	"syscall"
+	"strings"
+	"sync"
 	"time"
 
+	"github.com/spf13/cobra"
+
 	"github.com/zerotal/lock"
+	"github.com/zerotal/lock/client"
 )
 
-const runExamples = `  # run a backup unless another host is already running one (cluster from LOCK_CLUSTER_ADDRS)
+const runExamples = `  # run a backup; if another host runs one, wait until it is done (cluster from LOCKCLUSTER_ENDPOINTS)
   lockcluster run --key backup --ttl 30s -- ./backup.sh --full
 
-  # wait up to five minutes for the lock, on a SQLite file shared by the processes of this host
-  lockcluster run --driver sqlite --sqlite-path /var/lib/app/locks.db --key migrate --ttl 1m --wait 5m -- ./migrate
+  # run it only if nobody else does right now (cron: skip this round rather than queue up)
+  lockcluster run --key backup --no-wait -- ./backup.sh
+
+  # wait at most five minutes, on a SQLite file shared by the processes of this host
+  lockcluster run --driver sqlite --sqlite-path /var/lib/app/locks.db --key migrate --ttl 1m --timeout 5m -- ./migrate
 
   # the command sees the key and its fence
   lockcluster run --key report --ttl 10s -- sh -c 'echo "$LOCK_KEY fence $LOCK_FENCE"'
 
-The lock is refreshed every TTL/3 while the command runs, so the TTL only bounds how long
-a crashed holder blocks the key. The command's environment gets LOCK_KEY (the key without
-prefix) and LOCK_FENCE (strictly increasing per grant: pass it to what you protect).
+  # no command: hold the lock (refreshed) until Ctrl-C, SIGTERM or its loss, then release it
+  lockcluster run --key maintenance --ttl 1m`
+
+const runNotes = `Like flock(1), "etcdctl lock" and "consul lock", run waits for the lock by default;
+--timeout bounds the wait and --no-wait (or --timeout 0) fails at once when the lock is held.
+While it waits, run says so on stderr, with how long the holder's lease has left when the
+backend tells (the cluster does).
+
+The lock is refreshed every TTL/3 while it is held, so the TTL only bounds how long a crashed
+holder blocks the key. The command's environment gets LOCK_KEY (the key without prefix) and
+LOCK_FENCE (strictly increasing per grant: pass it to what you protect).
+
+Without a command, run acquires the lock, prints "key=K owner=O fence=F" on stdout, holds it
+until SIGINT or SIGTERM (then releases it and exits 0) or until it is lost (exit status 76).
 
 The command runs as the leader of a process group of its own, and run treats the group as
 one: SIGINT, SIGTERM, SIGQUIT, SIGHUP, SIGUSR1, SIGUSR2, SIGTSTP and SIGWINCH sent to run
@@ -43,72 +61,111 @@ driver without --sqlite-path, whose locks no other process sees.
 
 Exit status:
   the command's own status (128+N when it died of signal N), or
+  0   no command: the lock was held until SIGINT or SIGTERM, and released
   64  bad flags or arguments
-  69  the backend could not be reached
-  75  the lock is held by someone else (after --wait, if given)
-  76  the lock was lost while the command ran (or could not be refreshed before its lease
-      ran out)
+  69  the backend could not be reached, or the cluster has no leader
+  75  the lock is held by someone else (at once with --no-wait, else after --timeout)
+  76  the lock was lost while held (or could not be refreshed before its lease ran out)
+  77  the cluster refused the token
   126 the command could not be executed
   127 the command was not found
-  130 interrupted (SIGINT/SIGTERM) before the command ran
-`
+  130 interrupted (SIGINT/SIGTERM) before the command ran`
 
-// runRun holds a lock while a command runs.
-func runRun(ctx context.Context, e *env, args []string) int {
-	fs := newFlagSet(e, "run", "run --key K --ttl D [--wait D] [--driver NAME] -- COMMAND [ARGS...]", runExamples)
-	var df driverFlags
-	df.register(fs, e, "cluster")
-	fs.Lookup("driver").Usage = "backend shared by the processes to keep apart: cluster (env LOCK_DRIVER), redis (URL from env REDIS_URL)\nor sqlite with --sqlite-path; memory is refused"
-	key := fs.String("key", "", "the lock's key (required)")
-	ttl := fs.Duration("ttl", 30*time.Second, "lock TTL; refreshed every TTL/3 while the command runs")
-	wait := fs.Duration("wait", 0, "wait this long for the lock (0: fail at once when it is held)")
-	grace := fs.Duration("grace", defaultGrace, "after SIGTERM, how long the command's process group has before SIGKILL;\nat most a third of --ttl, which is also the default when shorter than 10s")
-	quiet := fs.Bool("quiet", false, "print nothing of lockcluster's own on stderr")
-	if code, done := parse(fs, e, args); done {
-		return code
+// runOptions are run's own flags.
+type runOptions struct {
+	driverFlags
+	key     string
+	ttl     time.Duration
+	timeout time.Duration
+	noWait  bool
+	grace   time.Duration
+	quiet   bool
+}
+
+func newRunCmd(e *env) *cobra.Command {
+	var o runOptions
+	cmd := &cobra.Command{
+		Use:   "run --key K [flags] [-- COMMAND [ARGS...]]",
+		Short: "hold a lock while a command runs, or until interrupted",
+		Long: `run holds a lock while a command runs, and releases it when the command exits; without
+a command, it holds the lock until it is interrupted.`,
+		Example:     runExamples,
+		Annotations: map[string]string{annNotes: runNotes, annFlagsFirst: "yes"},
+		Args:        cobra.ArbitraryArgs,
 	}
-	argv := fs.Args()
-	if len(argv) == 0 {
-		return usageError(e, "run", "no command given: lockcluster run --key K --ttl D -- COMMAND")
+	fs := cmd.Flags()
+	fs.SetInterspersed(false) // what follows the first argument is the command's
+	fs.SortFlags = false
+	fs.StringVar(&o.key, "key", "", "the lock's key (required)")
+	durationVar(fs, &o.ttl, "ttl", 30*time.Second, "lock TTL; refreshed every TTL/3 while held")
+	durationVar(fs, &o.timeout, "timeout", 0, "wait at most this long for the lock (default: as long as it takes; 0: do not wait)")
+	fs.BoolVar(&o.noWait, "no-wait", false, "fail at once (exit status 75) when the lock is held")
+	durationVar(fs, &o.grace, "grace", defaultGrace, "after SIGTERM, how long the command's process group has before SIGKILL;\nat most a third of --ttl, which is also the default when shorter than 10s")
+	fs.BoolVar(&o.quiet, "quiet", false, "print nothing of lockcluster's own on stderr")
+	o.driverFlags.register(cmd, "cluster")
+	fs.Lookup("driver").Usage = "backend shared by the processes to keep apart: cluster, redis (URL from the variable\nREDIS_URL) or sqlite with --sqlite-path; memory is refused"
+	aliasFlags(cmd, map[string]string{"addr": "endpoints", "addrs": "endpoints", "wait": "timeout"})
+	cmd.RunE = func(cmd *cobra.Command, args []string) error {
+		return runRun(cmd.Context(), e, cmd, &o, args)
 	}
-	if *key == "" {
-		return usageError(e, "run", "--key is required")
+	return cmd
+}
+
+// waitForever is the wait of a run without --timeout.
+const waitForever = 100 * 365 * 24 * time.Hour
+
+// runRun holds the lock while argv runs, or, without argv, until
+// interrupted.
+func runRun(ctx context.Context, e *env, cmd *cobra.Command, o *runOptions, argv []string) error {
+	if o.key == "" {
+		return usagef("--key is required")
 	}
-	if *wait < 0 || *grace < 0 {
-		return usageError(e, "run", "--wait and --grace must not be negative")
+	if o.timeout < 0 || o.grace < 0 {
+		return usagef("--timeout and --grace must not be negative")
 	}
-	cfg := df.config(e)
+	wait, err := o.waitLimit(cmd)
+	if err != nil {
+		return err
+	}
+	cfg := o.config(e)
 	if err := requireShared(cfg); err != nil {
-		return usageError(e, "run", "%v", err)
+		return &usageError{msg: err.Error()}
 	}
-	margin := *ttl / 6
-	if *ttl > 0 && *grace > maxGrace(*ttl) {
-		if fs.given("grace") {
-			return usageError(e, "run", "--grace %v is too long for --ttl %v: SIGKILL must go out %v (a sixth of the TTL) before the lease can run out, so the grace can be at most a third of the TTL, %v; give a shorter --grace or a longer --ttl",
-				*grace, *ttl, margin, maxGrace(*ttl))
+	margin := o.ttl / 6
+	if o.ttl > 0 && o.grace > maxGrace(o.ttl) {
+		if given(cmd, "grace") {
+			return usagef("--grace %v is too long for --ttl %v: SIGKILL must go out %v (a sixth of the TTL) before the lease can run out, so the grace can be at most a third of the TTL, %v; give a shorter --grace or a longer --ttl",
+				o.grace, o.ttl, margin, maxGrace(o.ttl))
 		}
-		*grace = maxGrace(*ttl)
+		o.grace = maxGrace(o.ttl)
 	}
 	say := func(format string, a ...any) {
-		if !*quiet {
+		if !o.quiet {
 			fmt.Fprintf(e.stderr, "lockcluster run: "+format+"\n", a...)
 		}
 	}
 
 	m, err := openManager(ctx, cfg)
 	if err != nil {
-		say("%v", err)
-		return exitCodeFor(err)
+		say("%s", describeConfig(err))
+		return exitStatus(exitCodeFor(err))
 	}
 	defer m.Close()
 
-	child := -1 // the command's exit status, once it ran
+	ran := false // the lock was granted and the callback ran
+	child := -1  // the command's exit status, once it ran
+	var note waitNote
 	fn := func(lctx context.Context, l *lock.Lock) error {
-		cmd := exec.Command(argv[0], argv[1:]...)
-		cmd.Stdin, cmd.Stdout, cmd.Stderr = e.stdin, e.stdout, e.stderr
-		cmd.Env = append(append([]string(nil), e.environ...),
-			"LOCK_KEY="+*key, "LOCK_FENCE="+strconv.FormatUint(l.Fence(), 10))
-		cmd.WaitDelay = pipeDrain
+		ran = true
+		note.granted()
+		if len(argv) == 0 {
+			return hold(lctx, e, l, say)
+		}
+		c := exec.Command(argv[0], argv[1:]...)
+		c.Stdin, c.Stdout, c.Stderr = e.stdin, e.stdout, e.stderr
+		c.Env = append(append([]string(nil), e.environ...),
+			"LOCK_KEY="+o.key, "LOCK_FENCE="+strconv.FormatUint(l.Fence(), 10))
+		c.WaitDelay = pipeDrain
 		// From here on run passes its signals on to the command's group
 		// instead of dying of them and leaving the group running.
 		sigs := make(chan os.Signal, 4)
@@ -117,43 +174,240 @@ func runRun(ctx context.Context, e *env, args []string) int {
 		if lctx.Err() != nil {
 			return context.Cause(lctx) // interrupted or lost before the start
 		}
-		g := &groupRun{cmd: cmd, grace: *grace, margin: margin, lease: l.ExpiresAt, signals: sigs, say: say}
+		g := &groupRun{cmd: c, grace: o.grace, margin: margin, lease: l.ExpiresAt, signals: sigs, say: say}
 		waitErr, cause, err := g.supervise(lctx)
 		if err != nil {
-			return err
+			return &startError{err: err}
 		}
-		child = statusOf(cmd, waitErr)
+		child = statusOf(c, waitErr)
 		if cause == stopLeaseEnding {
 			return errLeaseEnding
 		}
 		return nil
 	}
+
+	start := time.Now()
 	opts := []lock.Option{lock.WithRefresh()}
-	if *wait > 0 {
-		err = m.Block(ctx, *key, *ttl, fn, append(opts, lock.WithTimeout(*wait))...)
-	} else {
-		err = m.Try(ctx, *key, *ttl, fn, opts...)
+	switch {
+	case wait == 0:
+		err = m.Try(ctx, o.key, o.ttl, fn, opts...)
+	case wait == waitForever:
+		// Try first: a free lock is taken at once, and a backend that
+		// cannot be reached is reported without a wait's longer time
+		// budget.
+		err = m.Try(ctx, o.key, o.ttl, fn, opts...)
+		if errors.Is(err, lock.ErrNotAcquired) && !ran {
+			msg := fmt.Sprintf("%q is held by another owner", o.key)
+			if left, ok := holderLeft(ctx, m, o.key); ok {
+				msg += "; its lease " + leaseEnds(left)
+			}
+			say("%s; waiting", msg)
+			err = m.Block(ctx, o.key, o.ttl, fn, append(opts, lock.WithTimeout(wait))...)
+		}
+	default:
+		// The wait bounds the whole acquisition, so Block at once; say
+		// that run waits if the lock is not granted within a second.
+		stop := note.after(time.Second, func(nctx context.Context) string {
+			if left, ok := holderLeft(nctx, m, o.key); ok {
+				return fmt.Sprintf("waiting for %q, up to %s; it is held by another owner, whose lease %s", o.key, formatDuration(wait), leaseEnds(left))
+			}
+			return fmt.Sprintf("waiting for %q, up to %s", o.key, formatDuration(wait))
+		}, say)
+		err = m.Block(ctx, o.key, o.ttl, fn, append(opts, lock.WithTimeout(wait))...)
+		stop()
 	}
+	waited := time.Since(start)
 	switch {
 	case errors.Is(err, lock.ErrLost):
-		say("lost the lock on %q while the command ran: %v", *key, err)
-		return exitLost
+		say("%s", describe(err)) // lost "K" (fence F): why
+		return exitStatus(exitLost)
 	case errors.Is(err, errLeaseEnding):
-		say("stopped the command on %q: %v", *key, err)
-		return exitLost
-	case errors.Is(err, lock.ErrNotAcquired):
-		say("%q is held by another owner", *key)
-		return exitNotAcquired
+		say("stopped the command on %q: %v", o.key, err)
+		return exitStatus(exitLost)
+	case errors.Is(err, lock.ErrNotAcquired) && !ran:
+		// A wait that ran out may have failed to reach the cluster at all.
+		if msg, code, ok := explainManager(ctx, m, cfg); ok {
+			say("%s", msg)
+			return exitStatus(code)
+		}
+		say("%s", o.notAcquired(ctx, m, wait, waited))
+		return exitStatus(exitNotAcquired)
 	case child >= 0:
-		return child
-	case ctx.Err() != nil:
-		say("interrupted before the command ran")
-		return exitInterrupted
-	case err != nil:
-		say("%v", err)
-		return exitCodeFor(err)
+		return exitStatus(child)
+	case err == nil:
+		return nil
+	case ctx.Err() != nil && !ran:
+		say("interrupted while waiting for %q, after %s", o.key, formatDuration(waited.Round(time.Millisecond)))
+		return exitStatus(exitInterrupted)
+	case errors.Is(err, lock.ErrUnavailable):
+		if msg, code, ok := explainManager(ctx, m, cfg); ok {
+			say("%s", msg)
+			return exitStatus(code)
+		}
 	}
-	return exitOK
+	say("%s", describe(err))
+	return exitStatus(exitCodeFor(err))
+}
+
+// waitLimit is how long run waits for the lock: waitForever by default, 0
+// with --no-wait, else --timeout. A --timeout and a --no-wait from the same
+// source contradict each other; the command line wins over the
+// environment.
+func (o *runOptions) waitLimit(cmd *cobra.Command) (time.Duration, error) {
+	t, n := flagSource(cmd, "timeout"), flagSource(cmd, "no-wait")
+	switch {
+	case o.noWait && t != unset && t == n:
+		return 0, usagef("--no-wait and --timeout contradict each other: give one")
+	case o.noWait && n >= t:
+		return 0, nil
+	case t != unset:
+		return o.timeout, nil
+	}
+	return waitForever, nil
+}
+
+// notAcquired says that the lock was not acquired: how long run waited,
+// how long the holder has left when the backend tells, and how to wait
+// longer.
+func (o *runOptions) notAcquired(ctx context.Context, m *lock.Manager, wait, waited time.Duration) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%q is held by another owner", o.key)
+	switch {
+	case wait == 0 && o.noWait:
+		b.WriteString("; did not wait (--no-wait)")
+	case wait == 0:
+		b.WriteString("; did not wait (--timeout 0)")
+	default:
+		fmt.Fprintf(&b, "; gave up after waiting %s (--timeout %s)", formatDuration(waited.Round(time.Millisecond)), formatDuration(wait))
+	}
+	if left, ok := holderLeft(ctx, m, o.key); ok {
+		b.WriteString("; the holder's lease " + leaseEnds(left))
+	}
+	switch {
+	case wait == 0 && o.noWait:
+		b.WriteString("; to wait for it, leave out --no-wait, or give a --timeout")
+	case wait == 0:
+		b.WriteString("; to wait for it, give a longer --timeout, or none to wait as long as it takes")
+	default:
+		b.WriteString("; to wait longer, give a longer --timeout, or none to wait as long as it takes")
+	}
+	return b.String()
+}
+
+// waitNote says, once, that run waits for the lock, unless the lock is
+// granted first.
+type waitNote struct {
+	mu   sync.Mutex
+	done bool // granted, or said
+}
+
+// granted records that the lock was granted: nothing is said after it.
+func (n *waitNote) granted() {
+	n.mu.Lock()
+	n.done = true
+	n.mu.Unlock()
+}
+
+// after says msg() after d unless the lock was granted by then; msg's
+// context ends when the returned stop is called. stop returns once
+// nothing more can be said.
+func (n *waitNote) after(d time.Duration, msg func(context.Context) string, say func(string, ...any)) (stop func()) {
+	ctx, cancel := context.WithCancel(context.Background())
+	fired := make(chan struct{})
+	t := time.AfterFunc(d, func() {
+		defer close(fired)
+		text := msg(ctx) // may ask the backend: outside the lock
+		n.mu.Lock()
+		defer n.mu.Unlock()
+		if !n.done {
+			n.done = true
+			say("%s", text)
+		}
+	})
+	return func() {
+		n.granted() // the wait is over either way
+		cancel()
+		if !t.Stop() {
+			<-fired
+		}
+	}
+}
+
+// lockGetter reads a held key's holder and remaining time (a
+// *client.Client does).
+type lockGetter interface {
+	Get(ctx context.Context, key string) (client.LockInfo, bool, error)
+}
+
+// holderLeft is how long the holder of key has before its lease ends
+// unless refreshed, when the backend tells (the cluster does).
+func holderLeft(ctx context.Context, m *lock.Manager, key string) (time.Duration, bool) {
+	g, ok := m.Driver().(lockGetter)
+	if !ok {
+		return 0, false
+	}
+	gctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	info, found, err := g.Get(gctx, m.Prefix()+key)
+	if err != nil || !found {
+		return 0, false
+	}
+	return info.Remaining, true
+}
+
+// leaseEnds says when a lease of d ends: "ends in 17.6s unless it is
+// refreshed".
+func leaseEnds(d time.Duration) string {
+	return "ends in " + formatDuration(d.Round(100*time.Millisecond)) + " unless it is refreshed"
+}
+
+// hold is run without a command: it says what it holds on stdout, and
+// holds it until ctx ends. A signal ends it with a release (nil); a loss
+// comes back from Try or Block as the *LostError.
+func hold(ctx context.Context, e *env, l *lock.Lock, say func(string, ...any)) error {
+	fmt.Fprintf(e.stdout, "key=%s owner=%s fence=%d\n", quoteIfNeeded(l.Key()), l.Owner(), l.Fence())
+	say("holding %q until SIGINT or SIGTERM (refreshed every %s)", l.Key(), formatDuration((l.TTL() / 3).Round(time.Millisecond)))
+	<-ctx.Done()
+	var sig interrupted
+	if errors.As(context.Cause(ctx), &sig) {
+		say("%s: releasing %q", strings.ToLower(sig.sig.String()), l.Key())
+	}
+	return nil
+}
+
+// quoteIfNeeded quotes s when a shell's word splitting or a key=value
+// reader would not take it as it is.
+func quoteIfNeeded(s string) string {
+	if s == "" || strings.ContainsFunc(s, func(r rune) bool { return r <= ' ' || r == '"' || r == '=' || r == '\'' || r > '~' }) {
+		return strconv.Quote(s)
+	}
+	return s
+}
+
+// describeConfig is describe for the errors of lock.Open, naming the flag
+// of a field of lock.Config.
+func describeConfig(err error) string {
+	var inv *lock.InvalidError
+	if errors.As(err, &inv) {
+		if flag, ok := configFlags[inv.Field]; ok {
+			return flag + ": " + inv.Reason
+		}
+	}
+	return describe(err)
+}
+
+// configFlags are the flags (or variable) of the fields of lock.Config.
+var configFlags = map[string]string{
+	"Driver":                   "--driver",
+	"Prefix":                   "--prefix",
+	"SQLite.Path":              "--sqlite-path",
+	"Redis.URL":                "REDIS_URL",
+	"Cluster.Addrs":            "--endpoints",
+	"Cluster.CertFile/KeyFile": "--tls-cert/--tls-key",
+	// client.New's own (lock.Open makes the client)
+	"client config CAFile":           "--tls-ca",
+	"client config CertFile/KeyFile": "--tls-cert/--tls-key",
+	"client config Addrs":            "--endpoints",
 }
 
 // defaultGrace is --grace when not given (and a third of --ttl is longer).
@@ -164,22 +418,3 @@ const defaultGrace = 10 * time.Second
 // is merely slow: a healthy lock always has about two thirds of its TTL
 // left, since it is refreshed every third.
 func maxGrace(ttl time.Duration) time.Duration { return ttl / 3 }
-
-// exitCodeFor maps an error that stopped run before the command ran.
-func exitCodeFor(err error) int {
-	switch {
-	case errors.Is(err, exec.ErrNotFound), errors.Is(err, syscall.ENOENT):
-		return exitNotFound
-	case errors.Is(err, syscall.EACCES), errors.Is(err, syscall.ENOEXEC):
-		return exitCannotExec
-	case errors.Is(err, lock.ErrInvalid):
-		return exitUsage
-	case errors.Is(err, lock.ErrUnavailable):
-		return exitUnavailable
-	case errors.Is(err, lock.ErrNotAcquired):
-		return exitNotAcquired
-	case errors.Is(err, lock.ErrLost):
-		return exitLost
-	}
-	return exitFailure
-}

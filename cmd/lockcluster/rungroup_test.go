@@ -310,7 +310,8 @@ func TestRun_RefusesProcessPrivateBackends(t *testing.T) {
 		args []string
 	}{
 		{"memory", nil, []string{"--driver", "memory"}},
-		{"memory from LOCK_DRIVER", map[string]string{"LOCK_DRIVER": "memory"}, nil},
+		{"memory from LOCKCLUSTER_DRIVER", map[string]string{"LOCKCLUSTER_DRIVER": "memory"}, nil},
+		{"memory from the deprecated LOCK_DRIVER", map[string]string{"LOCK_DRIVER": "memory"}, nil},
 		{"sqlite without a path", nil, []string{"--driver", "sqlite"}},
 		{"sqlite in memory", nil, []string{"--driver", "sqlite", "--sqlite-path", ":memory:"}},
 	} {
@@ -323,7 +324,7 @@ func TestRun_RefusesProcessPrivateBackends(t *testing.T) {
 			if strings.Contains(stdout, "ran") {
 				t.Fatal("the command ran")
 			}
-			for _, want := range []string{"--addrs", "LOCK_CLUSTER_ADDRS", "REDIS_URL", "--sqlite-path"} {
+			for _, want := range []string{"--endpoints", "LOCKCLUSTER_ENDPOINTS", "REDIS_URL", "--sqlite-path"} {
 				if !strings.Contains(stderr, want) {
 					t.Errorf("the refusal does not name %s: %q", want, stderr)
 				}

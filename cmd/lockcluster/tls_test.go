@@ -71,6 +71,11 @@ func TestAgent_TLSProcess(t *testing.T) {
 		"--log-level", "warn")
 
 	vars := map[string]string{
+		"LOCKCLUSTER_ENDPOINTS": httpAddr, "LOCKCLUSTER_TOKEN": token,
+		"LOCKCLUSTER_TLS_CA": ca.File, "LOCKCLUSTER_TLS_CERT": app.CertFile, "LOCKCLUSTER_TLS_KEY": app.KeyFile,
+	}
+	// The deprecated names of the same variables.
+	oldVars := map[string]string{
 		"LOCK_CLUSTER_ADDRS": httpAddr, "LOCK_CLUSTER_TOKEN": token,
 		"LOCK_CLUSTER_CA": ca.File, "LOCK_CLUSTER_CERT": app.CertFile, "LOCK_CLUSTER_KEY": app.KeyFile,
 	}
@@ -87,6 +92,11 @@ func TestAgent_TLSProcess(t *testing.T) {
 		t.Fatalf("status over mutual TLS: exit %d\nstdout %s\nstderr %s", code, stdout, stderr)
 	}
 
+	code, stdout, stderr = runCLI(t, oldVars, "status", "--timeout", "2s")
+	if code != exitOK || !strings.Contains(stdout, " leader ") {
+		t.Fatalf("status over mutual TLS from the deprecated variables: exit %d\nstdout %s\nstderr %s", code, stdout, stderr)
+	}
+
 	code, stdout, stderr = runCLI(t, vars, "run", "--key", "tls-job", "--ttl", "5s", "--cluster-id", "prod-locks", "--",
 		"sh", "-c", `echo "fence=$LOCK_FENCE"`)
 	if code != exitOK || !strings.Contains(stdout, "fence=") {
@@ -95,15 +105,16 @@ func TestAgent_TLSProcess(t *testing.T) {
 
 	// The same commands without the CA, without a client certificate, or
 	// for another cluster are refused, and say why.
-	noCA := map[string]string{"LOCK_CLUSTER_TOKEN": token, "LOCK_CLUSTER_CERT": app.CertFile, "LOCK_CLUSTER_KEY": app.KeyFile}
-	code, _, stderr = runCLI(t, noCA, "locks", "--addr", "https://"+httpAddr, "--timeout", "3s")
-	if code == exitOK || !strings.Contains(stderr, "LOCK_CLUSTER_CA") {
+	noCA := map[string]string{"LOCKCLUSTER_TOKEN": token, "LOCKCLUSTER_TLS_CERT": app.CertFile, "LOCKCLUSTER_TLS_KEY": app.KeyFile}
+	code, _, stderr = runCLI(t, noCA, "locks", "--endpoints", "https://"+httpAddr, "--timeout", "3s")
+	if code == exitOK || !strings.Contains(stderr, "--tls-ca") || !strings.Contains(stderr, "LOCKCLUSTER_TLS_CA") {
 		t.Errorf("locks without the CA: exit %d, stderr %q", code, stderr)
 	}
-	code, _, stderr = runCLI(t, map[string]string{"LOCK_CLUSTER_TOKEN": token}, "locks", "--addr", httpAddr, "--tls-ca", ca.File, "--timeout", "3s")
-	if code == exitOK || !strings.Contains(stderr, "LOCK_CLUSTER_CERT") {
+	code, _, stderr = runCLI(t, map[string]string{"LOCKCLUSTER_TOKEN": token}, "locks", "--endpoints", httpAddr, "--tls-ca", ca.File, "--timeout", "3s")
+	if code == exitOK || !strings.Contains(stderr, "--tls-cert") || !strings.Contains(stderr, "LOCKCLUSTER_TLS_CERT") {
 		t.Errorf("locks without a client certificate: exit %d, stderr %q", code, stderr)
 	}
+	t.Logf("without a client certificate: %s", stderr)
 	code, _, stderr = runCLI(t, vars, "locks", "--cluster-id", "staging", "--timeout", "3s")
 	if code == exitOK || !strings.Contains(stderr, `"prod-locks"`) {
 		t.Errorf("locks for another cluster: exit %d, stderr %q", code, stderr)

@@ -1,0 +1,178 @@
+//go:build unix
+
+package main
+
+import (
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/zerotal/lock/internal/loopback"
+)
+
+// These tests run lockcluster against a real agent process.
+
+// startAgent starts a one-node cluster whose API wants token ("": none),
+// and returns its HTTP address once it has a leader.
+func startAgent(t *testing.T, token string) string {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("starts an agent process")
+	}
+	httpAddr, raftAddr := loopback.MustFreeAddr(t), loopback.MustFreeAddr(t)
+	startProc(t, []string{"LOCKCLUSTER_TOKEN=" + token}, "agent", "--id", "n1", "--data-dir", t.TempDir(),
+		"--raft-addr", raftAddr, "--http-addr", httpAddr, "--log-level", "warn")
+	vars := map[string]string{"LOCKCLUSTER_ENDPOINTS": httpAddr, "LOCKCLUSTER_TOKEN": token}
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		code, _, stderr := runCLI(t, vars, "status", "--timeout", "2s")
+		if code == exitOK {
+			return httpAddr
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the agent has no leader after 30s: exit %d, %s", code, stderr)
+		}
+	}
+}
+
+// A cluster that refuses the token: every command says "authentication
+// failed" once, names the flag and the variable, and exits 77; status
+// shows the nodes as unauthorized, not unreachable.
+func TestCLI_RefusedTokenIsAnAuthenticationFailure(t *testing.T) {
+	addr := startAgent(t, "the-right-token-0123456789")
+	const msg = "authentication failed (check --token / LOCKCLUSTER_TOKEN)"
+	for _, tc := range []struct {
+		name string
+		env  []string
+		args []string
+	}{
+		{"locks without a token", nil, []string{"locks"}},
+		{"locks with a wrong token", []string{"LOCKCLUSTER_TOKEN=wrong"}, []string{"locks"}},
+		{"status with a wrong token", nil, []string{"status", "--token", "wrong"}},
+		{"join with a wrong token", []string{"LOCK_CLUSTER_TOKEN=wrong"}, []string{"join", "--id", "n9", "--raft-addr", "127.0.0.1:1"}},
+		{"run with a wrong token", []string{"LOCKCLUSTER_TOKEN=wrong"}, []string{"run", "--key", "k", "--", "echo", "ran"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			code, stdout, stderr := runBinary(t, append(tc.env, "LOCKCLUSTER_ENDPOINTS="+addr), tc.args...)
+			if code != exitNoPerm {
+				t.Fatalf("exit %d, want %d; stderr %q", code, exitNoPerm, stderr)
+			}
+			if strings.Count(stderr, msg) != 1 || strings.Contains(stderr, "client:") || strings.Contains(stderr, "cluster:") {
+				t.Errorf("stderr %q, want %q once and no layer prefixes", stderr, msg)
+			}
+			if strings.Contains(stdout, "ran") || strings.Contains(stdout, "unreachable") {
+				t.Errorf("stdout %q", stdout)
+			}
+			if tc.args[0] == "status" && !strings.Contains(stdout, "unauthorized") {
+				t.Errorf("status does not show the node as unauthorized:\n%s", stdout)
+			}
+		})
+	}
+	code, stdout, stderr := runBinary(t, []string{"LOCKCLUSTER_ENDPOINTS=" + addr, "LOCKCLUSTER_TOKEN=the-right-token-0123456789"}, "status")
+	if code != exitOK || !strings.Contains(stdout, " leader ") {
+		t.Fatalf("status with the token: exit %d, stdout %q, stderr %q", code, stdout, stderr)
+	}
+}
+
+// leave of an id that is no member is an error (exit status 67) that
+// names the members, not "removed"; a request the cluster refuses as
+// invalid names the field without Go's type names.
+func TestCLI_LeaveOfAnUnknownIDAndInvalidRequests(t *testing.T) {
+	addr := startAgent(t, "")
+	env := []string{"LOCKCLUSTER_ENDPOINTS=" + addr}
+	code, stdout, stderr := runBinary(t, env, "leave", "--id", "nope")
+	if code != exitNoMember || stdout != "" || !strings.Contains(stderr, `lockcluster leave: unknown member "nope": the members are n1`) {
+		t.Fatalf("leave nope: exit %d, stdout %q, stderr %q", code, stdout, stderr)
+	}
+	code, _, stderr = runBinary(t, env, "join", "--id", "n9", "--raft-addr", "nonsense")
+	if code != exitUsage || !strings.Contains(stderr, "lockcluster join: invalid addr: ") {
+		t.Fatalf("join with a bad address: exit %d, stderr %q", code, stderr)
+	}
+	for _, goName := range []string{"Go ", "struct", "lock:", "client:", "cluster:"} {
+		if strings.Contains(stderr, goName) {
+			t.Errorf("stderr %q shows %q", stderr, goName)
+		}
+	}
+}
+
+// With no leader (two of three voters never started), the admin commands
+// and run say "no leader", not the last connection refused, and exit 69.
+func TestCLI_NoQuorumSaysNoLeader(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts an agent process")
+	}
+	var addrs []string
+	var peers []string
+	for i := 1; i <= 3; i++ {
+		h, r := loopback.MustFreeAddr(t), loopback.MustFreeAddr(t)
+		addrs = append(addrs, h)
+		peers = append(peers, "n"+string(rune('0'+i))+"="+r+"="+h)
+	}
+	n1 := strings.Split(peers[0], "=")
+	startProc(t, nil, "agent", "--id", "n1", "--data-dir", t.TempDir(), "--raft-addr", n1[1], "--http-addr", n1[2],
+		"--bootstrap", strings.Join(peers, ","), "--log-level", "off")
+	env := []string{"LOCKCLUSTER_ENDPOINTS=" + strings.Join(addrs, ",")}
+	// Wait until n1 answers (as a candidate).
+	waitUntil(t, func() bool {
+		_, stdout, _ := runCLI(t, map[string]string{"LOCKCLUSTER_ENDPOINTS": addrs[0]}, "status", "--timeout", "1s")
+		return strings.Contains(stdout, "n1")
+	})
+	for _, args := range [][]string{
+		{"locks", "--timeout", "2s"},
+		{"status", "--timeout", "2s"},
+		{"run", "--key", "k", "--timeout", "1s", "--", "echo", "ran"},
+	} {
+		code, stdout, stderr := runBinary(t, env, args...)
+		if code != exitUnavailable || !strings.Contains(stderr, "no leader (election in progress or no quorum)") {
+			t.Errorf("%v: exit %d, stderr %q; want %d and no leader", args, code, stderr, exitUnavailable)
+		}
+		if strings.Contains(stdout, "ran") {
+			t.Errorf("%v: the command ran", args)
+		}
+	}
+}
+
+// dev, as "make run" starts it: nothing on stderr before the banner (raft
+// warns of its first election), a banner that says how to run this very
+// program, and on Ctrl-C a clean stop with exit status 0 (make prints no
+// error).
+func TestDev_InterruptIsAQuietCleanStop(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a three-node cluster")
+	}
+	var p *proc
+	for range 3 {
+		p = startProc(t, nil, "dev", "--base-port", "0", "--data-dir", t.TempDir())
+		waitUntil(t, func() bool {
+			return p.exited() || strings.Contains(p.stdout.String(), "Ctrl-C stops all three nodes.")
+		})
+		// A free port picked by --base-port 0 can be taken by another
+		// process before the node binds it; pick again.
+		if !p.exited() || !strings.Contains(p.stderr.String(), "address already in use") {
+			break
+		}
+	}
+	if p.exited() {
+		t.Fatalf("dev exited with %d before its banner", p.code)
+	}
+	banner, before := p.stdout.String(), p.stderr.String()
+	if before != "" {
+		t.Errorf("dev printed on stderr before the banner:\n%s", before)
+	}
+	if !strings.Contains(banner, "export LOCKCLUSTER_ENDPOINTS=127.0.0.1:") || !strings.Contains(banner, " status\n") {
+		t.Errorf("banner:\n%s", banner)
+	}
+	if err := p.cmd.Process.Signal(syscall.SIGINT); err != nil {
+		t.Fatal(err)
+	}
+	if code := p.wait(t); code != exitOK {
+		t.Fatalf("exit %d after SIGINT, want 0", code)
+	}
+	if !strings.HasSuffix(p.stdout.String(), "stopping the three nodes...\n") {
+		t.Errorf("stdout does not end with the stop:\n%s", p.stdout)
+	}
+	if strings.Contains(p.stderr.String(), "[ERROR]") || strings.Contains(p.stderr.String(), "shutdown") {
+		t.Errorf("stderr after SIGINT:\n%s", p.stderr)
+	}
+}

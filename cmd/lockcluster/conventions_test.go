@@ -1,0 +1,270 @@
+package main
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/zerotal/lock/internal/buildinfo"
+)
+
+// These tests run the lockcluster binary (this test binary running main)
+// and check the conventions of its command line.
+
+// A mistyped command is a usage error that suggests the nearest ones.
+func TestCLI_SuggestsTheNearestCommand(t *testing.T) {
+	for typed, want := range map[string]string{
+		"stauts": "did you mean status?",
+		"lcoks":  "did you mean locks?",
+		"agnet":  "did you mean agent?",
+	} {
+		code, stdout, stderr := runBinary(t, nil, typed)
+		if code != exitUsage || stdout != "" {
+			t.Errorf("%s: exit %d, stdout %q; want %d and nothing on stdout", typed, code, stdout, exitUsage)
+		}
+		if !strings.Contains(stderr, `unknown command "`+typed+`"`) || !strings.Contains(stderr, want) {
+			t.Errorf("%s: stderr %q, want the unknown command and %q", typed, stderr, want)
+		}
+	}
+	if _, _, stderr := runBinary(t, nil, "xyzzy"); strings.Contains(stderr, "did you mean") {
+		t.Errorf("xyzzy: suggests something unrelated: %q", stderr)
+	}
+}
+
+// --version prints the build's version on one line; "version" adds the
+// commit and the Go version.
+func TestCLI_Version(t *testing.T) {
+	code, stdout, _ := runBinary(t, nil, "--version")
+	if want := "lockcluster " + buildinfo.Version() + "\n"; code != exitOK || stdout != want {
+		t.Fatalf("--version: exit %d, stdout %q, want %q", code, stdout, want)
+	}
+	code, stdout, _ = runBinary(t, nil, "version")
+	i := buildinfo.Get()
+	if code != exitOK || !strings.HasPrefix(stdout, "lockcluster "+i.Version+"\n") ||
+		!strings.Contains(stdout, "revision") || !strings.Contains(stdout, "go version  "+i.GoVersion) {
+		t.Fatalf("version: exit %d, stdout %q", code, stdout)
+	}
+}
+
+// Every flag of every command names its variable in --help: LOCKCLUSTER_
+// and the flag's name; the client commands name the deprecated variable
+// too where there was one. The flags that name a node to act on are
+// never read from the environment, and say so.
+func TestCLI_HelpNamesTheVariableOfEveryFlag(t *testing.T) {
+	for _, name := range commandNames {
+		code, stdout, _ := runCLI(t, nil, name, "--help")
+		if code != exitOK {
+			t.Fatalf("%s --help: exit %d", name, code)
+		}
+		for flag, block := range helpFlags(stdout) {
+			switch {
+			case flag == "help":
+			case (name == "join" || name == "leave") && (flag == "id" || flag == "raft-addr"):
+				if !strings.Contains(block, "not read from the environment") || strings.Contains(block, "env LOCKCLUSTER_") {
+					t.Errorf("%s --%s: the help does not say it is not read from the environment:\n%s", name, flag, block)
+				}
+			case !strings.Contains(block, "env "+envName(flag)):
+				t.Errorf("%s --%s: the help does not name %s:\n%s", name, flag, envName(flag), block)
+			}
+		}
+	}
+	_, stdout, _ := runCLI(t, nil, "status", "--help")
+	if !strings.Contains(stdout, "env LOCKCLUSTER_ENDPOINTS (or LOCK_CLUSTER_ADDRS, deprecated)") {
+		t.Errorf("status --help does not name the deprecated LOCK_CLUSTER_ADDRS:\n%s", stdout)
+	}
+	_, stdout, _ = runCLI(t, nil, "agent", "--help")
+	if strings.Contains(stdout, "deprecated") {
+		t.Errorf("agent --help names deprecated variables, which agent never read:\n%s", stdout)
+	}
+}
+
+// One family of variables sets every flag: LOCKCLUSTER_<FLAG>. The
+// earlier LOCK_CLUSTER_* names still work on the client commands; the new
+// name wins over the old, and the flag over both.
+func TestCLI_EnvironmentFamilyAndDeprecatedNames(t *testing.T) {
+	// status lists every address it was given, each unreachable here.
+	for _, tc := range []struct {
+		name string
+		env  []string
+		args []string
+		want string // the address status lists
+	}{
+		{"LOCKCLUSTER_ENDPOINTS", []string{"LOCKCLUSTER_ENDPOINTS=127.0.0.1:1"}, nil, "127.0.0.1:1"},
+		{"deprecated LOCK_CLUSTER_ADDRS", []string{"LOCK_CLUSTER_ADDRS=127.0.0.1:2"}, nil, "127.0.0.1:2"},
+		{"new name wins", []string{"LOCKCLUSTER_ENDPOINTS=127.0.0.1:1", "LOCK_CLUSTER_ADDRS=127.0.0.1:2"}, nil, "127.0.0.1:1"},
+		{"flag wins", []string{"LOCKCLUSTER_ENDPOINTS=127.0.0.1:1"}, []string{"--endpoints", "127.0.0.1:3"}, "127.0.0.1:3"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			code, stdout, stderr := runBinary(t, append(tc.env, "LOCKCLUSTER_TIMEOUT=2s"), append([]string{"status"}, tc.args...)...)
+			if code != exitUnavailable || !strings.Contains(stdout, tc.want+" ") {
+				t.Fatalf("exit %d, want %d and a row for %s; stdout %q stderr %q", code, exitUnavailable, tc.want, stdout, stderr)
+			}
+			for _, other := range []string{"127.0.0.1:1 ", "127.0.0.1:2 ", "127.0.0.1:3 "} {
+				if other != tc.want+" " && strings.Contains(stdout, other) {
+					t.Errorf("status also asked %s:\n%s", other, stdout)
+				}
+			}
+		})
+	}
+	// A value a flag refuses is a usage error naming the variable.
+	code, _, stderr := runBinary(t, []string{"LOCKCLUSTER_ENDPOINTS=127.0.0.1:1", "LOCKCLUSTER_TIMEOUT=30"}, "status")
+	if code != exitUsage || !strings.Contains(stderr, "LOCKCLUSTER_TIMEOUT: 30 has no unit") {
+		t.Errorf("LOCKCLUSTER_TIMEOUT=30: exit %d, stderr %q", code, stderr)
+	}
+	code, _, stderr = runBinary(t, []string{"LOCKCLUSTER_ENDPOINTS=127.0.0.1:1", "LOCKCLUSTER_JSON=maybe"}, "status")
+	if code != exitUsage || !strings.Contains(stderr, `LOCKCLUSTER_JSON: "maybe" is not true or false`) {
+		t.Errorf("LOCKCLUSTER_JSON=maybe: exit %d, stderr %q", code, stderr)
+	}
+	// A boolean from the environment.
+	code, stdout, _ := runBinary(t, []string{"LOCKCLUSTER_ENDPOINTS=127.0.0.1:1", "LOCKCLUSTER_TIMEOUT=2s", "LOCKCLUSTER_JSON=true"}, "status")
+	if code != exitUnavailable || !strings.HasPrefix(stdout, "[") || !strings.Contains(stdout, `"state": "unreachable"`) {
+		t.Errorf("LOCKCLUSTER_JSON=true: exit %d, stdout %q", code, stdout)
+	}
+	// join and leave never take the node to act on from the environment:
+	// LOCKCLUSTER_ID configures an agent.
+	code, _, stderr = runBinary(t, []string{"LOCKCLUSTER_ENDPOINTS=127.0.0.1:1", "LOCKCLUSTER_ID=n1"}, "leave")
+	if code != exitUsage || !strings.Contains(stderr, "--id is required") {
+		t.Errorf("leave with LOCKCLUSTER_ID set: exit %d, stderr %q", code, stderr)
+	}
+}
+
+// --endpoints is the one name of the node addresses on every command;
+// --addr (admin commands) and --addrs (run, bench) still work, hidden.
+// --flag=value works as well as --flag value.
+func TestCLI_EndpointsAndTheirOldNames(t *testing.T) {
+	for _, args := range [][]string{
+		{"status", "--endpoints", "127.0.0.1:1"},
+		{"status", "--endpoints=127.0.0.1:1"},
+		{"status", "--addr", "127.0.0.1:1"},
+		{"status", "--addr=127.0.0.1:1"},
+		{"locks", "--addr", "127.0.0.1:1"},
+		{"status", "--addrs", "127.0.0.1:1"},
+		{"status", "-endpoints", "127.0.0.1:1"}, // Go's single-dash form, as lockcluster once took it
+		{"status", "-addr=127.0.0.1:1"},
+	} {
+		code, stdout, stderr := runBinary(t, []string{"LOCKCLUSTER_TIMEOUT=2s"}, args...)
+		if code != exitUnavailable || !strings.Contains(stdout+stderr, "127.0.0.1:1") {
+			t.Errorf("%v: exit %d, want %d naming 127.0.0.1:1; stdout %q stderr %q", args, code, exitUnavailable, stdout, stderr)
+		}
+	}
+	// (A cluster that cannot be reached takes the client's whole time
+	// budget, 10s: one run is enough.)
+	args := []string{"run", "--driver", "cluster", "--addrs", "127.0.0.1:1", "--key", "k", "--no-wait", "--", "true"}
+	code, _, stderr := runBinary(t, nil, args...)
+	if code != exitUnavailable || !strings.Contains(stderr, "127.0.0.1:1: connection refused") {
+		t.Errorf("%v: exit %d, want %d; stderr %q", args, code, exitUnavailable, stderr)
+	}
+	for _, name := range []string{"status", "locks", "join", "leave", "run", "bench"} {
+		_, stdout, _ := runCLI(t, nil, name, "--help")
+		if !strings.Contains(stdout, "--endpoints") || strings.Contains(stdout, "--addr ") || strings.Contains(stdout, "--addrs") {
+			t.Errorf("%s --help: want --endpoints and neither --addr nor --addrs:\n%s", name, stdout)
+		}
+	}
+}
+
+// Rewriting the single-dash form stops where the command's own arguments
+// begin: they reach the command as they are.
+func TestCLI_SingleDashFormLeavesTheCommandAlone(t *testing.T) {
+	db := sqliteArgs(t)
+	code, stdout, stderr := runBinary(t, nil, append(append([]string{"run", "-key", "k", "-ttl", "5s"}, db...),
+		"echo", "-key", "-ttl")...)
+	if code != exitOK || stdout != "-key -ttl\n" {
+		t.Fatalf("exit %d, stdout %q (want the command's arguments untouched), stderr %q", code, stdout, stderr)
+	}
+}
+
+// Durations take days, and a bare number is refused with the units to
+// write.
+func TestCLI_Durations(t *testing.T) {
+	db := sqliteArgs(t)
+	for _, ttl := range []string{"7d", "1d12h", "90m", "1.5d"} {
+		code, _, stderr := runBinary(t, nil, append(append([]string{"run", "--key", "k", "--no-wait", "--ttl", ttl}, db...), "--", "true")...)
+		if code != exitOK {
+			t.Errorf("--ttl %s: exit %d, stderr %q", ttl, code, stderr)
+		}
+	}
+	code, stdout, stderr := runBinary(t, nil, append(append([]string{"run", "--key", "k", "--ttl", "30"}, db...), "--", "echo", "ran")...)
+	if code != exitUsage || stdout != "" || !strings.Contains(stderr, "--ttl: 30 has no unit; write 30s, 5m, 2h or 1d") {
+		t.Errorf("--ttl 30: exit %d, stdout %q, stderr %q", code, stdout, stderr)
+	}
+	code, _, stderr = runBinary(t, nil, "locks", "--endpoints", "127.0.0.1:1", "--timeout", "soon")
+	if code != exitUsage || !strings.Contains(stderr, `--timeout: "soon" is not a duration; write 30s, 5m, 2h or 1d`) {
+		t.Errorf("--timeout soon: exit %d, stderr %q", code, stderr)
+	}
+}
+
+func TestParseDuration(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		want time.Duration
+		err  string
+	}{
+		{"30s", 30 * time.Second, ""},
+		{"7d", 7 * 24 * time.Hour, ""},
+		{"1d12h", 36 * time.Hour, ""},
+		{"1.5d", 36 * time.Hour, ""},
+		{"2d30m", 48*time.Hour + 30*time.Minute, ""},
+		{"-1s", -time.Second, ""},
+		{"0", 0, ""},
+		{" 5m ", 5 * time.Minute, ""},
+		{"30", 0, "30 has no unit; write 30s, 5m, 2h or 1d"},
+		{"1.5", 0, "1.5 has no unit; write 30s, 5m, 2h or 1d"},
+		{"soon", 0, `"soon" is not a duration`},
+		{"d", 0, `"d" is not a duration`},
+		{"1d-2h", 0, `"1d-2h" is not a duration`},
+		{"", 0, "empty"},
+		{"999999999d", 0, "too long"},
+	} {
+		got, err := parseDuration(tc.in)
+		switch {
+		case tc.err == "" && (err != nil || got != tc.want):
+			t.Errorf("parseDuration(%q) = %v, %v; want %v", tc.in, got, err, tc.want)
+		case tc.err != "" && (err == nil || !strings.Contains(err.Error(), tc.err)):
+			t.Errorf("parseDuration(%q) = %v, %v; want an error with %q", tc.in, got, err, tc.err)
+		}
+	}
+	for d, want := range map[time.Duration]string{
+		0: "0s", 30 * time.Second: "30s", 10 * time.Minute: "10m", 90 * time.Minute: "1h30m", time.Hour: "1h",
+		7 * 24 * time.Hour: "7d", 36 * time.Hour: "1d12h", 1500 * time.Millisecond: "1.5s", -time.Minute: "-1m",
+		24*time.Hour + time.Second: "1d1s",
+	} {
+		if got := formatDuration(d); got != want {
+			t.Errorf("formatDuration(%v) = %q, want %q", d, got, want)
+		}
+		if back, err := parseDuration(formatDuration(d)); err != nil || back != d {
+			t.Errorf("parseDuration(formatDuration(%v)) = %v, %v", d, back, err)
+		}
+	}
+}
+
+// strip removes the layers' prefixes that the library's errors nest.
+func TestStrip(t *testing.T) {
+	for in, want := range map[string]string{
+		`lock: acquire "k": client: acquire: client: server answered 401 unauthorized: cluster: missing or wrong bearer token`: `acquire "k": acquire: server answered 401 unauthorized: missing or wrong bearer token`,
+		"client: list: client: list: x": "list: x",
+		"lock: invalid key: empty":      "invalid key: empty",
+		"plain":                         "plain",
+	} {
+		if got := strip(in); got != want {
+			t.Errorf("strip(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+// The shells' completion: a script per shell, and flag values completed.
+func TestCLI_Completion(t *testing.T) {
+	for _, shell := range []string{"bash", "zsh", "fish", "powershell"} {
+		code, stdout, stderr := runCLI(t, nil, "completion", shell)
+		if code != exitOK || !strings.Contains(stdout, "lockcluster") {
+			t.Errorf("completion %s: exit %d, stderr %q, %d bytes", shell, code, stderr, len(stdout))
+		}
+	}
+	code, stdout, _ := runCLI(t, nil, "__complete", "run", "--driver", "")
+	if code != exitOK || !strings.Contains(stdout, "cluster\nsqlite\nredis\nmemory\n") {
+		t.Errorf("completing --driver: exit %d, %q", code, stdout)
+	}
+	code, stdout, _ = runCLI(t, nil, "__complete", "st")
+	if code != exitOK || !strings.Contains(stdout, "status") {
+		t.Errorf("completing st: exit %d, %q", code, stdout)
+	}
+}

@@ -1,0 +1,227 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
+	"github.com/zerotal/lock/internal/buildinfo"
+)
+
+const rootLong = `lockcluster: distributed locks on a Raft cluster (three nodes on loopback with "dev"),
+and the commands to run it, look into it and hold its locks from the shell.`
+
+const rootNotes = `Every flag can also be set from the environment: LOCKCLUSTER_ and the flag's name in
+upper case with _ for - (--endpoints: LOCKCLUSTER_ENDPOINTS); the command line wins.
+
+Try it:
+  lockcluster dev --demo                        # three nodes on 127.0.0.1, with a short demo
+  export LOCKCLUSTER_ENDPOINTS=127.0.0.1:7001,127.0.0.1:7002,127.0.0.1:7003
+  lockcluster status
+  lockcluster run --key backup --ttl 30s -- ./backup.sh
+
+Run "lockcluster COMMAND --help" for a command's flags and examples; docs/CLI.md has it all.
+`
+
+// newRootCmd builds the command tree. Commands return errors; dispatch
+// prints them once and chooses the exit status.
+func newRootCmd(e *env) *cobra.Command {
+	cobra.EnableCommandSorting = false // the order below, most used first
+	root := &cobra.Command{
+		Use:     "lockcluster",
+		Short:   "distributed locks on a Raft cluster",
+		Long:    rootLong,
+		Version: buildinfo.Version(),
+		Args: func(cmd *cobra.Command, args []string) error {
+			if len(args) > 0 {
+				return unknownCommand(cmd, args[0])
+			}
+			return nil
+		},
+		RunE: func(cmd *cobra.Command, args []string) error {
+			renderHelp(e.stderr, cmd)
+			return exitStatus(exitUsage)
+		},
+		SilenceErrors:              true,
+		SilenceUsage:               true,
+		SuggestionsMinimumDistance: 2,
+		PersistentPreRunE: func(cmd *cobra.Command, args []string) error {
+			return applyEnv(cmd, e)
+		},
+	}
+	root.Annotations = map[string]string{annNotes: rootNotes}
+	root.Flags().Bool("version", false, "print the version and exit")
+	root.SetVersionTemplate("lockcluster {{.Version}}\n")
+	root.SetFlagErrorFunc(flagError)
+	root.SetHelpFunc(func(c *cobra.Command, _ []string) { renderHelp(c.OutOrStdout(), c) })
+	root.SetUsageFunc(func(c *cobra.Command) error { renderHelp(c.OutOrStderr(), c); return nil })
+	root.AddCommand(
+		newAgentCmd(e),
+		newDevCmd(e),
+		newStatusCmd(e),
+		newLocksCmd(e),
+		newJoinCmd(e),
+		newLeaveCmd(e),
+		newRunCmd(e),
+		newBenchCmd(e),
+		newVersionCmd(e),
+	)
+	return root
+}
+
+// unknownCommand is the error for a command name that is none of ours,
+// with the nearest names (cobra's suggestions) when there are some.
+func unknownCommand(cmd *cobra.Command, name string) error {
+	msg := fmt.Sprintf("unknown command %q", name)
+	if s := cmd.SuggestionsFor(name); len(s) > 0 {
+		msg += "; did you mean " + strings.Join(s, " or ") + "?"
+	}
+	return &usageError{msg: msg}
+}
+
+func newVersionCmd(e *env) *cobra.Command {
+	return &cobra.Command{
+		Use:   "version",
+		Short: "print the version, the commit and the Go version of this build",
+		Args:  noArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			i := buildinfo.Get()
+			rev := i.Revision
+			if rev == "" {
+				rev = "unknown"
+			}
+			fmt.Fprintf(e.stdout, "lockcluster %s\nrevision    %s\ngo version  %s\n", i.Version, rev, dash(i.GoVersion))
+			return nil
+		},
+	}
+}
+
+// usageError is a mistake on the command line: dispatch prints it with a
+// pointer to --help, and exits with exitUsage.
+type usageError struct{ msg string }
+
+func (u *usageError) Error() string { return u.msg }
+
+func usagef(format string, args ...any) error {
+	return &usageError{msg: fmt.Sprintf(format, args...)}
+}
+
+// noArgs refuses positional arguments.
+func noArgs(_ *cobra.Command, args []string) error {
+	if len(args) > 0 {
+		return usagef("unexpected argument %q", args[0])
+	}
+	return nil
+}
+
+// flagError turns pflag's parse errors into usage errors that say what is
+// wrong with a value in the flag's own terms.
+func flagError(_ *cobra.Command, err error) error {
+	var bad *pflag.InvalidValueError
+	if errors.As(err, &bad) {
+		f := bad.GetFlag()
+		return usagef("--%s: %s", f.Name, valueProblem(f, bad.GetValue(), bad.Unwrap()))
+	}
+	return &usageError{msg: err.Error()}
+}
+
+// Command annotations.
+const (
+	// annNotes is text shown after a command's examples.
+	annNotes = "lockcluster/notes"
+)
+
+// renderHelp prints a command's help: what it does, its usage line, its
+// subcommands, its flags each with its environment variable, its
+// examples and notes.
+func renderHelp(w io.Writer, c *cobra.Command) {
+	text := c.Long
+	if text == "" {
+		text = c.Short
+	}
+	fmt.Fprintln(w, strings.TrimRight(text, "\n"))
+	use := c.UseLine()
+	if c.HasAvailableSubCommands() {
+		use = c.CommandPath() + " COMMAND [flags]"
+	}
+	fmt.Fprintf(w, "\nUsage: %s\n", use)
+	if c.HasAvailableSubCommands() {
+		fmt.Fprintln(w, "\nCommands:")
+		for _, sc := range c.Commands() {
+			if sc.IsAvailableCommand() || sc.Name() == "help" {
+				fmt.Fprintf(w, "  %-*s %s\n", c.NamePadding(), sc.Name(), sc.Short)
+			}
+		}
+	}
+	if c.HasAvailableFlags() {
+		fmt.Fprintln(w, "\nFlags:")
+		writeFlags(w, c)
+	}
+	if c.HasExample() {
+		fmt.Fprintf(w, "\nExamples:\n%s\n", strings.TrimRight(c.Example, "\n"))
+	}
+	if notes := c.Annotations[annNotes]; notes != "" {
+		fmt.Fprintf(w, "\n%s\n", strings.TrimRight(notes, "\n"))
+	}
+}
+
+// writeFlags lists the visible flags of c, in the order they were
+// defined, each with its default and the variable that also sets it.
+func writeFlags(w io.Writer, c *cobra.Command) {
+	type row struct{ left, right string }
+	var rows []row
+	width := 0
+	add := func(f *pflag.Flag) {
+		if f.Hidden {
+			return
+		}
+		left := "      --" + f.Name
+		if f.Shorthand != "" {
+			left = "  -" + f.Shorthand + ", --" + f.Name
+		}
+		varname, usage := pflag.UnquoteUsage(f)
+		if varname != "" {
+			left += " " + varname
+		}
+		if showDefault(f) {
+			if f.Value.Type() == "string" {
+				usage += fmt.Sprintf(" (default %q)", f.DefValue)
+			} else {
+				usage += fmt.Sprintf(" (default %s)", f.DefValue)
+			}
+		}
+		if note := envNote(c, f); note != "" {
+			usage += "\n" + note
+		}
+		rows = append(rows, row{left, usage})
+		width = max(width, len(left))
+	}
+	c.LocalFlags().VisitAll(add)
+	c.InheritedFlags().VisitAll(add)
+	width = min(width, 30) + 3
+	for _, r := range rows {
+		lines := strings.Split(r.right, "\n")
+		if len(r.left)+2 > width {
+			fmt.Fprintln(w, r.left)
+			fmt.Fprintf(w, "%*s%s\n", width, "", lines[0])
+		} else {
+			fmt.Fprintf(w, "%-*s%s\n", width, r.left, lines[0])
+		}
+		for _, l := range lines[1:] {
+			fmt.Fprintf(w, "%*s%s\n", width, "", l)
+		}
+	}
+}
+
+// showDefault reports whether a flag's default is worth printing.
+func showDefault(f *pflag.Flag) bool {
+	switch f.DefValue {
+	case "", "0", "false", "0s", "[]":
+		return false
+	}
+	return true
+}
