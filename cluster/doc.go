@@ -52,6 +52,24 @@
 // a grant. A waiter that was granted just before the change keeps its
 // lock until it is released or its TTL ends.
 //
+// # Addresses
+//
+// A node listens on Config.RaftAddr and Config.HTTPAddr and tells the
+// others to dial Config.RaftAdvertise and Config.HTTPAdvertise, as etcd's
+// listen and advertise URLs or Consul's bind and advertise addresses:
+// behind NAT, in a container whose ports are mapped, or with a proxy
+// between the nodes, the two differ. The advertised raft address is the
+// one the raft configuration lists (a join sends it, and Bootstrap must
+// name it); the advertised HTTP address is the one the member map holds,
+// which followers forward requests to. A host name stays a name, resolved
+// by each peer when it dials. Without RaftAdvertise a node advertises
+// RaftAddr, which must then name a host: raft cannot advertise 0.0.0.0
+// or ::, and a node listening there refuses to start until told what to
+// advertise. Without HTTPAdvertise a node advertises its HTTP listener,
+// with an all-interfaces host replaced by the advertised raft host. The
+// check that refuses unauthenticated raft on a non-loopback address looks
+// at RaftAddr, the address that decides who can connect.
+//
 // # HTTP API
 //
 // JSON bodies, durations in milliseconds, keys in bodies or query
@@ -85,7 +103,8 @@
 // over https and runs raft over mutual TLS: a raft peer must present a
 // certificate signed by the CA whether or not API clients must. Node-to-node HTTP (join, forwarding) uses https and
 // presents the node's certificate, so node certificates are valid for
-// server and client auth and name the node's raft and HTTP hosts. Members
+// server and client auth and name the node's advertised raft and HTTP
+// hosts (a peer checks the name it dialled). Members
 // publish host:port only; every node of a cluster uses TLS or none. Use a
 // CA dedicated to the cluster: any certificate it signs is a valid peer.
 // A renewed node certificate (its files replaced) is used from the next
