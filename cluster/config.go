@@ -46,8 +46,9 @@ type Config struct {
 	// is a member already). Not allowed together with Bootstrap.
 	Join string
 
-	// Token is the bearer token every request (except /healthz) must carry;
-	// empty: no authentication. Every node of a cluster uses the same one.
+	// Token is the bearer token every request (except /healthz and
+	// /readyz) must carry; empty: no authentication. Every node of a
+	// cluster uses the same one.
 	Token string
 	// TLS turns on TLS for the HTTP API and the raft transport (see
 	// TLSConfig); the zero value is plain TCP. Every node of a cluster uses

@@ -10,7 +10,8 @@
 // records its own address when it takes over; a joining node sends its
 // address with the join). A forwarded request carries a header, and a
 // node that receives one while not leading answers 503 rather than
-// forwarding again. Status, /metrics and /healthz are answered locally.
+// forwarding again. Status, /metrics, /healthz and /readyz are answered
+// locally.
 //
 // Reads (GET /v1/lock, /v1/locks) are linearizable by ReadIndex: the
 // leader notes its commit index, confirms it still leads with a round of
@@ -75,7 +76,8 @@
 // JSON bodies, durations in milliseconds, keys in bodies or query
 // parameters (never in paths); bodies over 64 KiB are refused (413) and
 // unknown fields are an error (400). With Config.Token set, every request
-// but GET /healthz needs "Authorization: Bearer <token>" (401 otherwise).
+// but GET /healthz and GET /readyz needs "Authorization: Bearer <token>"
+// (401 otherwise).
 //
 //	POST /v1/acquire        {"key","owner","ttl_ms","wait_ms"} -> {"key","owner","fence","ttl_ms"}
 //	POST /v1/release        {"key","owner"}                    -> {"released"}
@@ -86,6 +88,7 @@
 //	GET  /v1/status                                            -> raft state, leader, indexes, peers, keys, version
 //	POST /v1/join           {"id","addr"[,"http"]}             -> {}
 //	POST /v1/leave          {"id"}                             -> {}
+//	GET  /readyz                                               -> {"ready","state","reason"} (200 or 503)
 //	GET  /metrics, GET /healthz
 //
 // Every error is {"code","message"} with code invalid (400), unauthorized
@@ -93,6 +96,31 @@
 // "holder_ttl_ms" when known), too_large (413), full (429) or unavailable
 // (503: no leader, no quorum, leadership moved, shutting down; safe to
 // retry elsewhere); one function, classify, maps errors to them.
+//
+// # Readiness
+//
+// GET /healthz answers 200 "ok" while the process serves HTTP: a liveness
+// probe. GET /readyz answers 200 when the node can serve requests now,
+// else 503, both with {"ready","state","reason"}:
+//
+//   - a leader is ready once its takeover is done. raft steps a leader
+//     down when it has not heard from a majority of the voters within
+//     LeaderLeaseTimeout (checked at least that often), so a leader has a
+//     reachable quorum, or stops being ready within about twice the lease.
+//   - a follower is ready when it knows a leader, heard from it within the
+//     last HeartbeatTimeout (a leader sends heartbeats ten times as often;
+//     raft itself starts an election after one to two timeouts of
+//     silence), and knows the leader's HTTP address to forward to. A
+//     leader in touch with a follower has its quorum, by the rule above.
+//   - a candidate, a node without a leader and a node shutting down are
+//     not ready.
+//
+// The reason says which: "no leader", "no leader: election in progress",
+// "leader n1 not heard from for 3.2s", "leader is still taking over",
+// "shutting down". Like /healthz it needs no token and checks no cluster
+// ID: load balancers and orchestrators' probes ask it. Route traffic by
+// /readyz, restart by /healthz: a node cut off with a minority is not
+// mended by a restart. zerotal_lock_ready exports the same answer.
 //
 // # Security
 //
