@@ -112,9 +112,11 @@ type Config struct {
 	MaxConns int
 
 	// Registry receives the node's metrics, labelled node=<ID>; nil: a new
-	// registry per node. /metrics serves it when it is also a
-	// prometheus.Gatherer (as *prometheus.Registry is), else the default
-	// gatherer.
+	// registry per node, which also holds the Go runtime and process
+	// collectors (a registry passed in gets neither: it is the caller's
+	// to equip, and the default one has both). /metrics serves it when it
+	// is also a prometheus.Gatherer (as *prometheus.Registry is), else the
+	// default gatherer.
 	Registry prometheus.Registerer
 
 	// Transport replaces the TCP transport (tests use raft.NewInmemTransport
