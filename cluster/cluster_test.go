@@ -147,6 +147,7 @@ func TestCluster_TokenIsRequired(t *testing.T) {
 		}
 		c.token = ""
 		mustStatus(t, c.do(n.HTTPAddr(), "GET", "/healthz", nil), http.StatusOK, "healthz needs no token")
+		mustStatus(t, c.do(n.HTTPAddr(), "GET", "/readyz", nil), http.StatusOK, "readyz needs no token")
 		c.token = "s3cret"
 		// With the token, also through a follower (the header is forwarded).
 		r := c.acquire(n.HTTPAddr(), "k-"+n.ID(), "o", time.Second, 0)

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"strconv"
 	"strings"
 	"time"
 
@@ -17,11 +18,21 @@ import (
 type Config struct {
 	ID       string // node id, unique in the cluster (required)
 	DataDir  string // raft-boltdb log and stable store, file snapshots (required)
-	RaftAddr string // host:port the raft TCP transport binds and advertises (required)
+	RaftAddr string // host:port the raft TCP transport listens on (required)
 	HTTPAddr string // host:port of the HTTP API (required; port 0 picks one, see Node.HTTPAddr)
+	// RaftAdvertise is the host:port other nodes dial to reach this
+	// node's raft transport, when that is not RaftAddr: behind NAT, in a
+	// container whose ports are mapped, or with a proxy between the nodes.
+	// It is what the raft configuration lists for this node (the join
+	// sends it; Bootstrap must list it). A host name stays a name, which
+	// each peer resolves when it dials. Empty: RaftAddr, which must then
+	// name a host (not 0.0.0.0, :: or nothing, which no peer can dial).
+	RaftAdvertise string
 	// HTTPAdvertise is the host:port other nodes use to reach this node's
-	// HTTP API (forwarding to the leader). Empty: the bound address, with
-	// an all-interfaces host (0.0.0.0, ::) replaced by RaftAddr's host.
+	// HTTP API (forwarding to the leader); the join sends it and the
+	// leader publishes it in the member map. Empty: the bound address,
+	// with an all-interfaces host (0.0.0.0, ::) replaced by the host of
+	// the advertised raft address.
 	HTTPAdvertise string
 
 	// Bootstrap starts a new cluster with these voters; it must list this
@@ -35,8 +46,9 @@ type Config struct {
 	// is a member already). Not allowed together with Bootstrap.
 	Join string
 
-	// Token is the bearer token every request (except /healthz) must carry;
-	// empty: no authentication. Every node of a cluster uses the same one.
+	// Token is the bearer token every request (except /healthz and
+	// /readyz) must carry; empty: no authentication. Every node of a
+	// cluster uses the same one.
 	Token string
 	// TLS turns on TLS for the HTTP API and the raft transport (see
 	// TLSConfig); the zero value is plain TCP. Every node of a cluster uses
@@ -100,9 +112,11 @@ type Config struct {
 	MaxConns int
 
 	// Registry receives the node's metrics, labelled node=<ID>; nil: a new
-	// registry per node. /metrics serves it when it is also a
-	// prometheus.Gatherer (as *prometheus.Registry is), else the default
-	// gatherer.
+	// registry per node, which also holds the Go runtime and process
+	// collectors (a registry passed in gets neither: it is the caller's
+	// to equip, and the default one has both). /metrics serves it when it
+	// is also a prometheus.Gatherer (as *prometheus.Registry is), else the
+	// default gatherer.
 	Registry prometheus.Registerer
 
 	// Transport replaces the TCP transport (tests use raft.NewInmemTransport
@@ -124,7 +138,8 @@ type Config struct {
 	SnapshotThreshold uint64
 }
 
-// Peer names a voter of a bootstrapped cluster.
+// Peer names a voter of a bootstrapped cluster: its ID and the raft and
+// HTTP addresses the other nodes reach it at (its advertised addresses).
 type Peer struct{ ID, RaftAddr, HTTPAddr string }
 
 // Default values.
@@ -245,11 +260,22 @@ func (c Config) Validate() error {
 	if c.Transport != nil && string(c.Transport.LocalAddr()) != c.RaftAddr {
 		bad("RaftAddr %q differs from the transport's address %q", c.RaftAddr, c.Transport.LocalAddr())
 	}
+	switch {
+	case c.RaftAdvertise != "" && c.Transport != nil:
+		bad("RaftAdvertise %q is set, but a custom Transport advertises its own address", c.RaftAdvertise)
+	case c.RaftAdvertise != "":
+		if err := checkAdvertise(c.RaftAdvertise); err != nil {
+			bad("RaftAdvertise: %v", err)
+		}
+	case c.Transport == nil && checkHostPort(c.RaftAddr) == nil && isAllInterfaces(c.RaftAddr):
+		bad("RaftAddr %q listens on all interfaces, an address no peer can dial: set RaftAdvertise "+
+			"(--raft-advertise) to the host:port the other nodes reach this node at", c.RaftAddr)
+	}
 	if err := checkHostPort(c.HTTPAddr); err != nil {
 		bad("HTTPAddr: %v", err)
 	}
 	if c.HTTPAdvertise != "" {
-		if err := checkHostPort(c.HTTPAdvertise); err != nil {
+		if err := checkAdvertise(c.HTTPAdvertise); err != nil {
 			bad("HTTPAdvertise: %v", err)
 		}
 	}
@@ -273,8 +299,8 @@ func (c Config) Validate() error {
 			ids[p.ID], addrs[p.RaftAddr] = true, true
 			if p.ID == c.ID {
 				self = true
-				if p.RaftAddr != c.RaftAddr {
-					bad("bootstrap lists this node (%q) at %q but RaftAddr is %q", c.ID, p.RaftAddr, c.RaftAddr)
+				if adv := c.advertisedRaftAddr(); p.RaftAddr != adv {
+					bad("bootstrap lists this node (%q) at %q but it advertises raft at %q (RaftAdvertise, else RaftAddr)", c.ID, p.RaftAddr, adv)
 				}
 			}
 		}
@@ -349,4 +375,44 @@ func checkHostPort(addr string) error {
 		return fmt.Errorf("%q has no port", addr)
 	}
 	return nil
+}
+
+// advertisedRaftAddr is the raft address this node gives its peers, as
+// configured: RaftAdvertise, else RaftAddr (whose port 0 the transport
+// replaces by the one it got).
+func (c Config) advertisedRaftAddr() string {
+	if c.RaftAdvertise != "" {
+		return c.RaftAdvertise
+	}
+	return c.RaftAddr
+}
+
+// checkAdvertise accepts an address a peer can dial: host:port with a
+// host that is not all interfaces and a port other than 0.
+func checkAdvertise(addr string) error {
+	if err := checkHostPort(addr); err != nil {
+		return err
+	}
+	if isAllInterfaces(addr) {
+		return fmt.Errorf("%q names all interfaces, which no peer can dial: give this node's host name or IP", addr)
+	}
+	_, port, _ := net.SplitHostPort(addr)
+	if strings.Trim(port, "0123456789") != "" {
+		return nil // a service name ("https"), looked up when dialled
+	}
+	if p, err := strconv.ParseUint(port, 10, 16); err != nil || p == 0 {
+		return fmt.Errorf("%q needs a port from 1 to 65535", addr)
+	}
+	return nil
+}
+
+// isAllInterfaces reports whether addr's host is empty, 0.0.0.0 or ::
+// (a listener on every interface).
+func isAllInterfaces(addr string) bool {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return false
+	}
+	ip := net.ParseIP(host)
+	return host == "" || (ip != nil && ip.IsUnspecified())
 }

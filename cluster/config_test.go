@@ -30,7 +30,18 @@ func TestConfig_RefusesInconsistentConfiguration(t *testing.T) {
 			c.Join = "127.0.0.1:8002"
 		}, "exclusive"},
 		{"bootstrap without self", func(c *Config) { c.Bootstrap = []Peer{{ID: "n2", RaftAddr: "127.0.0.1:7002"}} }, "do not include this node"},
-		{"bootstrap self elsewhere", func(c *Config) { c.Bootstrap = []Peer{{ID: "n1", RaftAddr: "127.0.0.1:7009"}} }, "but RaftAddr is"},
+		{"bootstrap self elsewhere", func(c *Config) { c.Bootstrap = []Peer{{ID: "n1", RaftAddr: "127.0.0.1:7009"}} }, "advertises raft at"},
+		{"bootstrap self at the bind address, not the advertised one", func(c *Config) {
+			c.RaftAdvertise = "127.0.0.1:9001"
+			c.Bootstrap = []Peer{{ID: "n1", RaftAddr: "127.0.0.1:7001"}}
+		}, `advertises raft at "127.0.0.1:9001"`},
+		{"raft on all interfaces, nothing advertised", func(c *Config) { c.RaftAddr, c.RaftInsecure = "0.0.0.0:7001", true }, "set RaftAdvertise"},
+		{"raft on all IPv6 interfaces, nothing advertised", func(c *Config) { c.RaftAddr, c.RaftInsecure = "[::]:7001", true }, "set RaftAdvertise"},
+		{"raft on an empty host, nothing advertised", func(c *Config) { c.RaftAddr, c.RaftInsecure = ":7001", true }, "set RaftAdvertise"},
+		{"raft advertises all interfaces", func(c *Config) { c.RaftAdvertise = "0.0.0.0:7001" }, "RaftAdvertise: \"0.0.0.0:7001\" names all interfaces"},
+		{"raft advertises port 0", func(c *Config) { c.RaftAdvertise = "127.0.0.1:0" }, "port from 1 to 65535"},
+		{"raft advertise without port", func(c *Config) { c.RaftAdvertise = "node1.example" }, "RaftAdvertise"},
+		{"http advertises all interfaces", func(c *Config) { c.HTTPAdvertise = "[::]:8001" }, "HTTPAdvertise"},
 		{"bootstrap duplicate id", func(c *Config) {
 			c.Bootstrap = []Peer{{ID: "n1", RaftAddr: "127.0.0.1:7001"}, {ID: "n1", RaftAddr: "127.0.0.1:7002"}}
 		}, "listed twice"},

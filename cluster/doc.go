@@ -10,7 +10,8 @@
 // records its own address when it takes over; a joining node sends its
 // address with the join). A forwarded request carries a header, and a
 // node that receives one while not leading answers 503 rather than
-// forwarding again. Status, /metrics and /healthz are answered locally.
+// forwarding again. Status, /metrics, /healthz and /readyz are answered
+// locally.
 //
 // Reads (GET /v1/lock, /v1/locks) are linearizable by ReadIndex: the
 // leader notes its commit index, confirms it still leads with a round of
@@ -52,12 +53,31 @@
 // a grant. A waiter that was granted just before the change keeps its
 // lock until it is released or its TTL ends.
 //
+// # Addresses
+//
+// A node listens on Config.RaftAddr and Config.HTTPAddr and tells the
+// others to dial Config.RaftAdvertise and Config.HTTPAdvertise, as etcd's
+// listen and advertise URLs or Consul's bind and advertise addresses:
+// behind NAT, in a container whose ports are mapped, or with a proxy
+// between the nodes, the two differ. The advertised raft address is the
+// one the raft configuration lists (a join sends it, and Bootstrap must
+// name it); the advertised HTTP address is the one the member map holds,
+// which followers forward requests to. A host name stays a name, resolved
+// by each peer when it dials. Without RaftAdvertise a node advertises
+// RaftAddr, which must then name a host: raft cannot advertise 0.0.0.0
+// or ::, and a node listening there refuses to start until told what to
+// advertise. Without HTTPAdvertise a node advertises its HTTP listener,
+// with an all-interfaces host replaced by the advertised raft host. The
+// check that refuses unauthenticated raft on a non-loopback address looks
+// at RaftAddr, the address that decides who can connect.
+//
 // # HTTP API
 //
 // JSON bodies, durations in milliseconds, keys in bodies or query
 // parameters (never in paths); bodies over 64 KiB are refused (413) and
 // unknown fields are an error (400). With Config.Token set, every request
-// but GET /healthz needs "Authorization: Bearer <token>" (401 otherwise).
+// but GET /healthz and GET /readyz needs "Authorization: Bearer <token>"
+// (401 otherwise).
 //
 //	POST /v1/acquire        {"key","owner","ttl_ms","wait_ms"} -> {"key","owner","fence","ttl_ms"}
 //	POST /v1/release        {"key","owner"}                    -> {"released"}
@@ -68,6 +88,7 @@
 //	GET  /v1/status                                            -> raft state, leader, indexes, peers, keys, version
 //	POST /v1/join           {"id","addr"[,"http"]}             -> {}
 //	POST /v1/leave          {"id"}                             -> {} (404 for an id that is no member)
+//	GET  /readyz                                               -> {"ready","state","reason"} (200 or 503)
 //	GET  /metrics, GET /healthz
 //
 // Every error is {"code","message"} with code invalid (400, naming the
@@ -78,6 +99,31 @@
 // shutting down; safe to retry elsewhere); one function, classify, maps
 // errors to them.
 //
+// # Readiness
+//
+// GET /healthz answers 200 "ok" while the process serves HTTP: a liveness
+// probe. GET /readyz answers 200 when the node can serve requests now,
+// else 503, both with {"ready","state","reason"}:
+//
+//   - a leader is ready once its takeover is done. raft steps a leader
+//     down when it has not heard from a majority of the voters within
+//     LeaderLeaseTimeout (checked at least that often), so a leader has a
+//     reachable quorum, or stops being ready within about twice the lease.
+//   - a follower is ready when it knows a leader, heard from it within the
+//     last HeartbeatTimeout (a leader sends heartbeats ten times as often;
+//     raft itself starts an election after one to two timeouts of
+//     silence), and knows the leader's HTTP address to forward to. A
+//     leader in touch with a follower has its quorum, by the rule above.
+//   - a candidate, a node without a leader and a node shutting down are
+//     not ready.
+//
+// The reason says which: "no leader", "no leader: election in progress",
+// "leader n1 not heard from for 3.2s", "leader is still taking over",
+// "shutting down". Like /healthz it needs no token and checks no cluster
+// ID: load balancers and orchestrators' probes ask it. Route traffic by
+// /readyz, restart by /healthz: a node cut off with a minority is not
+// mended by a restart. zerotal_lock_ready exports the same answer.
+//
 // # Security
 //
 // Config.Token is compared as SHA-256 digests in constant time. It, and
@@ -87,7 +133,8 @@
 // over https and runs raft over mutual TLS: a raft peer must present a
 // certificate signed by the CA whether or not API clients must. Node-to-node HTTP (join, forwarding) uses https and
 // presents the node's certificate, so node certificates are valid for
-// server and client auth and name the node's raft and HTTP hosts. Members
+// server and client auth and name the node's advertised raft and HTTP
+// hosts (a peer checks the name it dialled). Members
 // publish host:port only; every node of a cluster uses TLS or none. Use a
 // CA dedicated to the cluster: any certificate it signs is a valid peer.
 // A renewed node certificate (its files replaced) is used from the next
@@ -139,6 +186,21 @@
 // zerotal_lock_raft_state (0 follower, 1 candidate, 2 leader, 3 shutdown),
 // zerotal_lock_leadership_changes_total, and zerotal_lock_build_info, a
 // constant 1 labelled with the build's version, revision and goversion.
+//
+// Raft, read from the node's raft when scraped and labelled node=<ID>
+// too: zerotal_lock_raft_term, zerotal_lock_raft_last_log_index,
+// zerotal_lock_raft_commit_index, zerotal_lock_raft_applied_index,
+// zerotal_lock_raft_fsm_pending (committed batches queued for the FSM),
+// zerotal_lock_raft_last_snapshot_index, zerotal_lock_raft_voters,
+// zerotal_lock_raft_last_contact_seconds (since a follower last heard
+// from its leader; 0 on the leader) and zerotal_lock_ready (1 when
+// /readyz answers 200). raft's own go-metrics are not exported: their
+// sink is global to the process, where several nodes may run.
+//
+// With a registry of its own (Config.Registry nil) a node also serves the
+// Go runtime's go_* and the process's process_* series, unlabelled. A
+// registry passed in is the caller's to equip with those
+// (prometheus.DefaultRegisterer has them already).
 //
 // # Shutdown
 //

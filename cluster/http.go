@@ -20,6 +20,7 @@ func (n *Node) routes() http.Handler {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		_, _ = w.Write([]byte("ok"))
 	})
+	mux.HandleFunc("GET /readyz", n.handleReady)
 	mux.Handle("GET /metrics", n.auth(promhttp.HandlerFor(n.metrics.gatherer, promhttp.HandlerOpts{})))
 	mux.Handle("GET /v1/status", n.auth(http.HandlerFunc(n.handleStatus)))
 	mux.Handle("POST /v1/acquire", n.auth(n.limitWaits(n.onLeader(n.handleAcquire))))

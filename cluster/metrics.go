@@ -37,6 +37,9 @@ func newMetrics(n *Node) (*metrics, error) {
 	var gatherer prometheus.Gatherer = prometheus.DefaultGatherer
 	if reg == nil {
 		r := prometheus.NewRegistry()
+		if err := registerRuntimeCollectors(r); err != nil {
+			return nil, err
+		}
 		reg, gatherer = r, r
 	} else if g, ok := reg.(prometheus.Gatherer); ok {
 		gatherer = g
@@ -87,6 +90,7 @@ func newMetrics(n *Node) (*metrics, error) {
 			}
 			return float64(raft.Shutdown)
 		}),
+		newRaftCollector(n),
 	}
 	for i, c := range m.collectors {
 		if err := m.registerer.Register(c); err != nil {

@@ -175,7 +175,8 @@ func NewNode(ctx context.Context, cfg Config) (_ *Node, err error) {
 			return nil, err
 		}
 	}
-	n.log.Info("node started", "id", cfg.ID, "raft_addr", n.RaftAddr(), "http_addr", n.HTTPAddr())
+	n.log.Info("node started", "id", cfg.ID, "raft_addr", n.RaftAddr(), "raft_bind", cfg.RaftAddr,
+		"http_addr", n.HTTPAddr(), "http_advertise", n.AdvertisedHTTPAddr())
 	return n, nil
 }
 
@@ -220,8 +221,8 @@ func (n *Node) AdvertisedHTTPAddr() string {
 }
 
 // advertiseAddr is override when set, else bound with an all-interfaces
-// host replaced by the host of raftAddr (which raft requires to be
-// reachable).
+// host replaced by the host of raftAddr, the advertised raft address
+// (which peers must be able to dial).
 func advertiseAddr(override, bound, raftAddr string) string {
 	if override != "" {
 		return override
@@ -238,10 +239,12 @@ func advertiseAddr(override, bound, raftAddr string) string {
 	return bound
 }
 
-// RaftAddr is the address the raft transport advertises.
+// RaftAddr is the address the raft transport advertises: the one peers
+// dial and the raft configuration lists (Config.RaftAdvertise, else the
+// bound address).
 func (n *Node) RaftAddr() string {
 	if n.stores == nil || n.stores.transport == nil {
-		return n.cfg.RaftAddr
+		return n.cfg.advertisedRaftAddr()
 	}
 	return string(n.stores.transport.LocalAddr())
 }

@@ -27,7 +27,10 @@ func (c Config) raftKey() []byte {
 // checkRaftExposure refuses raft on an address other hosts can reach
 // when nothing authenticates its peers: whoever reaches that port could
 // append entries to the log, grant and release any lock, and depose the
-// leader by raising the term.
+// leader by raising the term. It looks at the address raft listens on
+// (RaftAddr), not the advertised one: who can connect depends on the
+// former; a forwarder that makes a loopback listener reachable from
+// elsewhere is set up, and secured, on purpose.
 func (c Config) checkRaftExposure() error {
 	if c.Transport != nil || c.RaftInsecure || c.TLS.Enabled() || len(c.raftKey()) > 0 {
 		return nil

@@ -100,13 +100,17 @@ func openStores(cfg Config, t *tlsSetup) (_ *stores, err error) {
 		s.transport = cfg.Transport
 		return s, nil
 	}
-	tcpAddr, err := net.ResolveTCPAddr("tcp", cfg.RaftAddr)
-	if err != nil {
-		return nil, fmt.Errorf("cluster: resolve RaftAddr %q: %w", cfg.RaftAddr, err)
-	}
-	var advertise net.Addr // nil (port 0): advertise the port the listener got
-	if tcpAddr.Port != 0 {
-		advertise = tcpAddr
+	var advertise net.Addr // nil (RaftAddr with port 0): the address the listener got
+	if cfg.RaftAdvertise != "" {
+		advertise = hostPort(cfg.RaftAdvertise)
+	} else {
+		tcpAddr, err := net.ResolveTCPAddr("tcp", cfg.RaftAddr)
+		if err != nil {
+			return nil, fmt.Errorf("cluster: resolve RaftAddr %q: %w", cfg.RaftAddr, err)
+		}
+		if tcpAddr.Port != 0 {
+			advertise = tcpAddr
+		}
 	}
 	// Assign only on success: a nil *NetworkTransport in the interface
 	// would not be a nil interface, and close would call through it.

@@ -35,8 +35,8 @@ type streamLayer struct {
 var _ raft.StreamLayer = (*streamLayer)(nil)
 
 // newStreamLayer listens on bind and advertises advertise (nil: the bound
-// address). serverTLS and clientTLS are both set or both nil; key is the
-// raft secret (nil: none).
+// address, which must then name an interface). serverTLS and clientTLS
+// are both set or both nil; key is the raft secret (nil: none).
 func newStreamLayer(bind string, advertise net.Addr, serverTLS, clientTLS *tls.Config, clusterID string, key []byte) (*streamLayer, error) {
 	ln, err := net.Listen("tcp", bind)
 	if err != nil {
@@ -46,12 +46,19 @@ func newStreamLayer(bind string, advertise net.Addr, serverTLS, clientTLS *tls.C
 		ln = tls.NewListener(ln, serverTLS)
 	}
 	s := &streamLayer{ln: ln, advertise: advertise, clientTLS: clientTLS, clusterID: clusterID, key: key}
-	if tcp, ok := s.Addr().(*net.TCPAddr); !ok || tcp.IP == nil || tcp.IP.IsUnspecified() {
+	if tcp, ok := s.Addr().(*net.TCPAddr); ok && (tcp.IP == nil || tcp.IP.IsUnspecified()) {
 		_ = ln.Close()
-		return nil, errors.New("the advertised raft address must be a concrete IP (not 0.0.0.0 or ::): set RaftAddr to the address peers dial")
+		return nil, errors.New("the advertised raft address must not be all interfaces (0.0.0.0 or ::): set RaftAdvertise to the address peers dial")
 	}
 	return s, nil
 }
+
+// hostPort is an advertised address as configured: a host name stays a
+// name, resolved by each peer when it dials.
+type hostPort string
+
+func (a hostPort) Network() string { return "tcp" }
+func (a hostPort) String() string  { return string(a) }
 
 // Accept waits for a peer's connection. Its handshake runs at the first
 // Read, in raft's goroutine for the connection, so that a slow or
@@ -67,7 +74,9 @@ func (s *streamLayer) Accept() (net.Conn, error) {
 // Close stops the listener.
 func (s *streamLayer) Close() error { return s.ln.Close() }
 
-// Addr is the address peers are told to dial.
+// Addr is the address peers are told to dial: the advertised one, which
+// need not be the one listened on (a NAT, a mapped port or a proxy may
+// lie between).
 func (s *streamLayer) Addr() net.Addr {
 	if s.advertise != nil {
 		return s.advertise
