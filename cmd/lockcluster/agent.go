@@ -45,6 +45,7 @@ SIGINT or SIGTERM stops the node gracefully (a leader hands leadership over firs
 // agentOptions are agent's flags.
 type agentOptions struct {
 	id, dataDir, raftAddr, httpAddr, bootstrap, join string
+	raftAdvertise, httpAdvertise                     string
 	token, raftSecret                                string
 	raftInsecure                                     bool
 	clusterID                                        string
@@ -68,8 +69,10 @@ func newAgentCmd(e *env) *cobra.Command {
 	fs.SortFlags = false
 	fs.StringVar(&o.id, "id", "", "node id, unique in the cluster (required)")
 	fs.StringVar(&o.dataDir, "data-dir", "", "`directory` for the raft log, stable store and snapshots (required)")
-	fs.StringVar(&o.raftAddr, "raft-addr", "127.0.0.1:7101", "`host:port` of the raft transport (bound and advertised)")
-	fs.StringVar(&o.httpAddr, "http-addr", "127.0.0.1:7001", "`host:port` of the HTTP API")
+	fs.StringVar(&o.raftAddr, "raft-addr", "127.0.0.1:7101", "`host:port` the raft transport listens on")
+	fs.StringVar(&o.httpAddr, "http-addr", "127.0.0.1:7001", "`host:port` the HTTP API listens on")
+	fs.StringVar(&o.raftAdvertise, "raft-advertise", "", "`host:port` other nodes dial for raft, when not --raft-addr (NAT, containers, a proxy);\nneeded when --raft-addr listens on all interfaces")
+	fs.StringVar(&o.httpAdvertise, "http-advertise", "", "`host:port` other nodes and clients are told to use for this node's HTTP API, when not\n--http-addr")
 	fs.StringVar(&o.bootstrap, "bootstrap", "", "start a NEW cluster with these voters: `id=raftaddr=httpaddr,...` (must include this node)")
 	fs.StringVar(&o.join, "join", "", "HTTP `address` of a member to ask to add this node")
 	fs.StringVar(&o.token, "token", "", "bearer token required on every request; also the raft secret when --raft-secret is not given")
@@ -113,6 +116,7 @@ func runAgent(ctx context.Context, e *env, o *agentOptions) error {
 	}
 	cfg := cluster.Config{
 		ID: o.id, DataDir: o.dataDir, RaftAddr: o.raftAddr, HTTPAddr: o.httpAddr,
+		RaftAdvertise: o.raftAdvertise, HTTPAdvertise: o.httpAdvertise,
 		Bootstrap: peers, Join: o.join, Token: o.token,
 		RaftSecret: o.raftSecret, RaftInsecure: o.raftInsecure,
 		MaxConns: o.maxConns, HTTPReadTimeout: o.readTimeout,
@@ -137,7 +141,7 @@ func runAgent(ctx context.Context, e *env, o *agentOptions) error {
 	if err != nil {
 		return err
 	}
-	logger.Info("node started", "id", o.id, "http", node.HTTPAddr(), "raft", o.raftAddr, "data_dir", o.dataDir,
+	logger.Info("node started", "id", o.id, "http", node.HTTPAddr(), "raft", o.raftAddr, "raft_advertise", node.RaftAddr(), "data_dir", o.dataDir,
 		"version", buildinfo.Version())
 	<-ctx.Done()
 	logger.Info("stopping", "id", o.id)

@@ -176,3 +176,32 @@ func TestDev_InterruptIsAQuietCleanStop(t *testing.T) {
 		t.Errorf("stderr after SIGINT:\n%s", p.stderr)
 	}
 }
+
+// agent --raft-advertise: the node listens on --raft-addr and publishes
+// the advertised address in the raft configuration; an all-interfaces
+// --raft-addr without it is refused with a message naming the flag.
+func TestAgent_RaftAdvertise(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts an agent process")
+	}
+	code, _, stderr := runBinary(t, nil, "agent", "--id", "n1", "--data-dir", t.TempDir(),
+		"--raft-addr", "0.0.0.0:"+strings.Split(loopback.MustFreeAddr(t), ":")[1], "--raft-insecure",
+		"--http-addr", loopback.MustFreeAddr(t))
+	if code != exitUsage || !strings.Contains(strings.ToLower(stderr), "advertise") {
+		t.Errorf("all-interfaces --raft-addr without --raft-advertise: exit %d, stderr %q; want %d naming the advertise setting", code, stderr, exitUsage)
+	}
+
+	httpAddr, raftAddr, advertised := loopback.MustFreeAddr(t), loopback.MustFreeAddr(t), loopback.MustFreeAddr(t)
+	startProc(t, nil, "agent", "--id", "n1", "--data-dir", t.TempDir(), "--raft-addr", raftAddr,
+		"--raft-advertise", advertised, "--http-addr", httpAddr, "--log-level", "off")
+	vars := map[string]string{"LOCKCLUSTER_ENDPOINTS": httpAddr}
+	var stdout string
+	waitUntil(t, func() bool {
+		var code int
+		code, stdout, _ = runCLI(t, vars, "status", "--json", "--timeout", "2s")
+		return code == exitOK
+	})
+	if !strings.Contains(stdout, advertised) || strings.Contains(stdout, raftAddr) {
+		t.Fatalf("status shows %s; want the advertised raft address %s, not the bound %s", stdout, advertised, raftAddr)
+	}
+}
