@@ -255,3 +255,42 @@ func TestClient_UnavailableTellsNeverSentFromOutcomeUnknown(t *testing.T) {
 		}
 	})
 }
+
+// TestClient_ReleaseRetriedAfterLostReply: the first attempt of a release
+// takes effect and its reply is lost; the retry finds the key not held by
+// the owner. Release must not answer false ("it was not mine"), since
+// this call released it: it says the outcome is unknown. Without a lost
+// reply a release of a key not held is a plain false.
+func TestClient_ReleaseRetriedAfterLostReply(t *testing.T) {
+	n := newFakeNode(t, "")
+	c := newTestClient(t, Config{Addrs: []string{n.addr()}})
+	ctx := t.Context()
+	if _, ok, err := c.Acquire(ctx, "k", "o", time.Minute); err != nil || !ok {
+		t.Fatalf("Acquire = %v, %v", ok, err)
+	}
+	n.dropReplies.Store(1)
+	rel, err := c.Release(ctx, "k", "o")
+	if !errors.Is(err, drivers.ErrOutcomeUnknown) || !errors.Is(err, drivers.ErrUnavailable) || rel {
+		t.Fatalf("Release after a lost reply = %v, %v; want false and ErrOutcomeUnknown", rel, err)
+	}
+	if got := n.hitCount("/v1/release"); got != 2 {
+		t.Fatalf("the node saw %d releases, want the lost one and the retry", got)
+	}
+	if _, found, err := c.Get(ctx, "k"); err != nil || found {
+		t.Fatalf("the key after the release: found=%v err=%v", found, err)
+	}
+
+	if rel, err := c.Release(ctx, "k", "o"); err != nil || rel {
+		t.Fatalf("Release of a key not held = %v, %v; want false, nil", rel, err)
+	}
+
+	// A lost reply whose retry finds the key still held by the owner
+	// answers what the retry did.
+	if _, ok, err := c.Acquire(ctx, "k2", "o", time.Minute); err != nil || !ok {
+		t.Fatalf("Acquire = %v, %v", ok, err)
+	}
+	n.dropReplies.Store(1)
+	if ext, err := c.Extend(ctx, "k2", "o", time.Minute); err != nil || !ext {
+		t.Fatalf("Extend after a lost reply = %v, %v; want true", ext, err)
+	}
+}
