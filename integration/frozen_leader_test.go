@@ -22,6 +22,12 @@ const (
 	// by default) for the cluster to elect a new leader, and the client's
 	// AttemptTimeout to leave the silent one.
 	frozenFirstOK = 1500 * time.Millisecond
+	// frozenFollow bounds the time from the new leader's election to the
+	// first success. It matters only when the election itself takes so
+	// long (on a loaded machine) that frozenFirstOK cannot be met by any
+	// client: the bound is then the election plus frozenFollow, and the
+	// test says so.
+	frozenFollow = 250 * time.Millisecond
 	// frozenMinRatio is the least share of the throughput before the
 	// freeze that the clients keep while the leader is frozen.
 	frozenMinRatio = 0.5
@@ -32,9 +38,10 @@ const (
 // configuration and a 2s deadline per call, take and release a key of
 // their own. The cluster elects a new leader within about a second; the
 // clients must follow it rather than wait for the frozen one: the first
-// call sent after the freeze succeeds within frozenFirstOK of it, and
-// while the leader stays frozen the clients make at least frozenMinRatio
-// of the calls per second they made before.
+// call sent after the freeze succeeds within frozenFirstOK of it (or
+// frozenFollow after a slower election), and while the leader stays
+// frozen the clients make at least frozenMinRatio of the calls per second
+// they made before.
 func TestCluster_FrozenLeaderStallsNoClient(t *testing.T) {
 	const (
 		workers  = 8
@@ -120,8 +127,14 @@ func TestCluster_FrozenLeaderStallsNoClient(t *testing.T) {
 	if before == 0 {
 		t.Fatal("no successful call before the freeze: the load did not run")
 	}
-	if d := first.Sub(freeze); d > frozenFirstOK {
-		t.Errorf("first success %v after the freeze, want within %v (%s)", d.Round(time.Millisecond), frozenFirstOK, election)
+	limit := frozenFirstOK
+	if !electedAt.IsZero() && electedAt.Sub(freeze)+frozenFollow > limit {
+		limit = electedAt.Sub(freeze) + frozenFollow
+		t.Logf("the election alone took %v: the bound is %v, the election plus %v, instead of the target %v",
+			electedAt.Sub(freeze).Round(time.Millisecond), limit.Round(time.Millisecond), frozenFollow, frozenFirstOK)
+	}
+	if d := first.Sub(freeze); d > limit {
+		t.Errorf("first success %v after the freeze, want within %v (%s)", d.Round(time.Millisecond), limit.Round(time.Millisecond), election)
 	}
 	if during < frozenMinRatio*before {
 		t.Errorf("%.0f calls/s while the leader was frozen, want at least %.0f%% of the %.0f calls/s before",
