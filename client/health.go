@@ -64,9 +64,9 @@ type health struct {
 	cancel context.CancelFunc
 
 	mu      sync.Mutex
-	probes  map[string]*probe    // the latest probe of each node
-	suspect map[string]time.Time // silent nodes, since when
-	changed chan struct{}        // closed and replaced when a probe ends
+	probes  map[string]*probe   // the latest probe of each node
+	suspect map[string]struct{} // nodes silent since they last answered
+	changed chan struct{}       // closed and replaced when a probe ends
 	closed  bool
 	running sync.WaitGroup // probes in flight
 	// nSuspect is len(suspect), read without the lock on every answer.
@@ -76,7 +76,7 @@ type health struct {
 func (h *health) init() {
 	h.ctx, h.cancel = context.WithCancel(context.Background())
 	h.probes = map[string]*probe{}
-	h.suspect = map[string]time.Time{}
+	h.suspect = map[string]struct{}{}
 	h.changed = make(chan struct{})
 }
 
@@ -160,7 +160,7 @@ func (c *Client) suspectNode(base string) {
 	h.mu.Lock()
 	_, was := h.suspect[base]
 	if !was {
-		h.suspect[base] = time.Now()
+		h.suspect[base] = struct{}{}
 		h.nSuspect.Add(1)
 	}
 	h.mu.Unlock()
