@@ -14,6 +14,11 @@ var (
 	// ErrUnavailable: the backend cannot be reached; never returned for
 	// plain contention.
 	ErrUnavailable = drivers.ErrUnavailable
+	// ErrOutcomeUnknown: a request that changes state may have reached the
+	// backend and got no usable answer, so it may or may not have taken
+	// effect. Errors that match it also match ErrUnavailable; an
+	// ErrUnavailable that does not match it reached no backend at all.
+	ErrOutcomeUnknown = drivers.ErrOutcomeUnknown
 	// ErrInvalid: the request was rejected before reaching the backend.
 	ErrInvalid = drivers.ErrInvalid
 	// ErrFull: the backend refuses new keys or waiters because a configured

@@ -58,7 +58,7 @@ func (c *Client) NodeStatus(ctx context.Context, addr string) (Status, error) {
 	}
 	var st Status
 	r := request{op: "status", method: http.MethodGet, path: "/v1/status"}
-	if err := c.attempt(ctx, ctx, base, r, nil, &st); err != nil {
+	if _, err := c.attempt(ctx, ctx, base, r, nil, &st, false); err != nil {
 		if ctx.Err() != nil {
 			return Status{}, fmt.Errorf("client: status: %w", ctx.Err())
 		}

@@ -8,8 +8,10 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/http/httptrace"
 	"net/url"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/zerotal/lock/drivers"
@@ -29,27 +31,47 @@ type request struct {
 }
 
 // maxRounds bounds how many times a call walks the list of nodes; the
-// time budget (Config.Timeout) normally ends the walk first, since the
-// pause between rounds grows to 500ms.
-const maxRounds = 64
+// time budget (Config.Timeout) ends the walk first unless the pause
+// between rounds (see pauseCap) is tiny.
+const maxRounds = 1024
+
+// pauseCap is the longest pause between two walks of the list of nodes,
+// which happen while the cluster elects a leader: a tenth of the
+// AttemptTimeout, so that calls resume soon after an election, and at
+// least the first pause (20ms).
+func (c *Client) pauseCap() time.Duration { return max(firstPause, c.cfg.AttemptTimeout/10) }
+
+// firstPause is the pause after the first walk of the list of nodes.
+const firstPause = 20 * time.Millisecond
 
 // maxRedirects bounds the 307 hops one call follows.
 const maxRedirects = 4
 
 // call sends r to the cluster, failing over across nodes on connection
-// errors and 503 answers, and decodes a 2xx body into out (nil: discard).
-// Other non-2xx answers come back as *APIError at once. When every try
-// failed, the error matches drivers.ErrUnavailable. If ctx ends, the error
-// wraps ctx.Err().
+// errors, silent nodes and 503 answers, and decodes a 2xx body into out
+// (nil: discard). Other non-2xx answers come back as *APIError at once.
+// When every try failed, the error matches drivers.ErrUnavailable, and
+// also drivers.ErrOutcomeUnknown when r changes state and some try may have
+// taken effect (see send). If ctx ends, the error wraps ctx.Err().
 func (c *Client) call(ctx context.Context, r request, out any) error {
+	_, err := c.send(ctx, r, out)
+	return err
+}
+
+// send is call, and reports whether a try before the one that answered
+// may have taken effect: it was sent and got no answer, or a 503, which
+// the server gives also when it lost its leadership after the request
+// entered its log (the request may then still commit). Only requests that
+// change state (POST) count.
+func (c *Client) send(ctx context.Context, r request, out any) (earlier bool, err error) {
 	if c.closed.Load() {
-		return fmt.Errorf("client: %s: %w", r.op, drivers.ErrClosed)
+		return false, fmt.Errorf("client: %s: %w", r.op, drivers.ErrClosed)
 	}
 	var body []byte
 	if r.body != nil {
 		b, err := json.Marshal(r.body)
 		if err != nil {
-			return fmt.Errorf("client: %s: encode request: %w", r.op, err)
+			return false, fmt.Errorf("client: %s: encode request: %w", r.op, err)
 		}
 		body = b
 	}
@@ -57,7 +79,7 @@ func (c *Client) call(ctx context.Context, r request, out any) error {
 	defer cancel()
 
 	var lastErr error
-	backoff := 20 * time.Millisecond
+	backoff := firstPause
 	redirects := 0
 	for round := 0; round < maxRounds; round++ {
 		if round > 0 {
@@ -66,13 +88,13 @@ func (c *Client) call(ctx context.Context, r request, out any) error {
 			if err := pause(budget, backoff); err != nil {
 				break
 			}
-			backoff = min(backoff*2, 500*time.Millisecond)
+			backoff = min(backoff*2, c.pauseCap())
 			c.stale.Store(true)
 		}
 		cands := c.candidates(budget)
 		for i := 0; i < len(cands); i++ {
 			base := cands[i]
-			err := c.attempt(ctx, budget, base, r, body, out)
+			sent, err := c.attempt(ctx, budget, base, r, body, out, true)
 			if err == nil {
 				if i > 0 || redirects > 0 {
 					// A node other than the preferred one answered: it may
@@ -80,10 +102,13 @@ func (c *Client) call(ctx context.Context, r request, out any) error {
 					c.preferred.Store(&base)
 					c.stale.Store(true)
 				}
-				return nil
+				return earlier, nil
+			}
+			if sent && r.method == http.MethodPost && mayHaveApplied(err) {
+				earlier = true
 			}
 			if ctx.Err() != nil {
-				return fmt.Errorf("client: %s: %w", r.op, ctx.Err())
+				return earlier, fmt.Errorf("client: %s: %w", r.op, ctx.Err())
 			}
 			var redir *redirectError
 			if errors.As(err, &redir) && redirects < maxRedirects {
@@ -92,7 +117,7 @@ func (c *Client) call(ctx context.Context, r request, out any) error {
 				continue
 			}
 			if !retryable(err) {
-				return fmt.Errorf("client: %s: %w", r.op, err)
+				return earlier, fmt.Errorf("client: %s: %w", r.op, err)
 			}
 			lastErr = err
 			c.log.Debug("request failed, trying another node", "op", r.op, "node", base, "error", err)
@@ -107,14 +132,35 @@ func (c *Client) call(ctx context.Context, r request, out any) error {
 	if lastErr == nil {
 		lastErr = errors.New("no node answered within the timeout")
 	}
-	return drivers.Unavailable(r.op, lastErr)
+	if earlier {
+		return true, drivers.OutcomeUnknown(r.op, lastErr)
+	}
+	return false, drivers.Unavailable(r.op, lastErr)
 }
 
-// attempt sends r once to base. The per-attempt timeout leaves time to try
-// another node when this one hangs.
-func (c *Client) attempt(ctx, budget context.Context, base string, r request, body []byte, out any) error {
-	actx, cancel := context.WithTimeout(budget, r.wait+max(c.cfg.Timeout/2, time.Second))
-	defer cancel()
+// mayHaveApplied reports whether a try that reached a node and failed
+// with err may still have taken effect there: no answer came, or a 503.
+func mayHaveApplied(err error) bool {
+	var te *transportError
+	var ae *APIError
+	return errors.As(err, &te) || (errors.As(err, &ae) && ae.retryElsewhere())
+}
+
+// attempt sends r once to base. sent reports whether the request was
+// written out whole, so that the node may have acted on it.
+//
+// With watched set (calls, as opposed to the client's own status probes),
+// a node that stays silent for Config.AttemptTimeout is given up (see
+// health.go) and left out of later calls until it answers again; so is
+// one the caller's ctx cut off after it had been silent that long, and
+// one cut off sooner is asked for its status in the background. A node
+// that shows it is alive gets up to half of Config.Timeout (plus r.wait)
+// to answer.
+func (c *Client) attempt(ctx, budget context.Context, base string, r request, body []byte, out any, watched bool) (sent bool, err error) {
+	tctx, cancelT := context.WithTimeout(budget, r.wait+max(c.cfg.Timeout/2, time.Second))
+	defer cancelT()
+	actx, cancel := context.WithCancelCause(tctx)
+	defer cancel(nil)
 	u := base + r.path
 	if len(r.query) > 0 {
 		u += "?" + r.query.Encode()
@@ -123,9 +169,27 @@ func (c *Client) attempt(ctx, budget context.Context, base string, r request, bo
 	if body != nil {
 		rd = bytes.NewReader(body)
 	}
-	req, err := http.NewRequestWithContext(actx, r.method, u, rd)
+	var w *watch
+	if watched {
+		w = c.watchRequest(base, cancel)
+		defer w.stop()
+	}
+	var wrote atomic.Bool
+	trace := &httptrace.ClientTrace{
+		WroteRequest: func(i httptrace.WroteRequestInfo) {
+			if i.Err == nil {
+				wrote.Store(true)
+			}
+		},
+		GotFirstResponseByte: func() {
+			if w != nil {
+				w.gotAnswer()
+			}
+		},
+	}
+	req, err := http.NewRequestWithContext(httptrace.WithClientTrace(actx, trace), r.method, u, rd)
 	if err != nil {
-		return fmt.Errorf("build request: %w", err)
+		return false, fmt.Errorf("build request: %w", err)
 	}
 	if body != nil {
 		req.Header.Set("Content-Type", "application/json")
@@ -138,14 +202,37 @@ func (c *Client) attempt(ctx, budget context.Context, base string, r request, bo
 		req.Header.Set(clusterIDHeader, c.cfg.ClusterID)
 	}
 	resp, err := c.http.Do(req)
+	if w != nil {
+		w.stop()
+	}
 	if err != nil {
 		if tlsErr := tlsFailure(base, err); tlsErr != nil {
-			return tlsErr
+			return wrote.Load(), tlsErr
 		}
-		if ctx.Err() == nil && actx.Err() != nil {
-			return &transportError{err: fmt.Errorf("%s %s: no answer in time", r.method, base)}
+		cause := context.Cause(actx)
+		switch {
+		case ctx.Err() != nil:
+			if w != nil {
+				// The caller gave up first; the node may still be silent.
+				if w.silentFor() >= c.cfg.AttemptTimeout {
+					c.suspectNode(base)
+				} else {
+					c.probe(base, w.sent)
+				}
+			}
+		case abandoned(cause):
+			c.stale.Store(true)
+			return wrote.Load(), &transportError{err: fmt.Errorf("%s %s: %w", r.method, base, cause)}
+		case tctx.Err() != nil:
+			c.stale.Store(true)
+			return wrote.Load(), &transportError{err: fmt.Errorf("%s %s: no answer in time", r.method, base)}
+		case watched:
+			c.suspectNode(base) // refused, reset: the node is down
 		}
-		return &transportError{err: err}
+		return wrote.Load(), &transportError{err: err}
+	}
+	if watched {
+		c.clearSuspect(base)
 	}
 	defer func() {
 		// Drain a little so the connection goes back to the pool.
@@ -155,20 +242,24 @@ func (c *Client) attempt(ctx, budget context.Context, base string, r request, bo
 	switch {
 	case resp.StatusCode >= 200 && resp.StatusCode < 300:
 		if out == nil {
-			return nil
+			return true, nil
 		}
 		if err := json.NewDecoder(io.LimitReader(resp.Body, 16<<20)).Decode(out); err != nil {
-			return fmt.Errorf("decode %s answer: %w", r.path, err)
+			if cause := context.Cause(actx); abandoned(cause) {
+				// Given up on just as the answer came: try elsewhere.
+				return true, &transportError{err: fmt.Errorf("%s %s: %w", r.method, base, cause)}
+			}
+			return true, fmt.Errorf("decode %s answer: %w", r.path, err)
 		}
-		return nil
+		return true, nil
 	case resp.StatusCode == http.StatusTemporaryRedirect || resp.StatusCode == http.StatusPermanentRedirect:
 		loc, err := resp.Location()
 		if err != nil {
-			return &APIError{StatusCode: resp.StatusCode, Code: "unavailable", Message: "redirect without a usable Location"}
+			return true, &APIError{StatusCode: resp.StatusCode, Code: "unavailable", Message: "redirect without a usable Location"}
 		}
-		return &redirectError{base: loc.Scheme + "://" + loc.Host}
+		return true, &redirectError{base: loc.Scheme + "://" + loc.Host}
 	}
-	return readAPIError(resp)
+	return true, readAPIError(resp)
 }
 
 // readAPIError decodes the {code, message} body of a non-2xx answer.

@@ -38,7 +38,11 @@ type Client struct {
 	// lastDiscovery is when the leader was last looked up (UnixNano).
 	lastDiscovery atomic.Int64
 	discoveryMu   sync.Mutex
-	closed        atomic.Bool
+	// term is the highest raft term a node reported.
+	term atomic.Uint64
+	// health tracks which nodes answer (health.go).
+	health health
+	closed atomic.Bool
 }
 
 // New checks cfg and returns a Client. It does not contact the cluster:
@@ -78,6 +82,7 @@ func New(cfg Config) (*Client, error) {
 		}
 		c.http = &http.Client{Transport: c.own, CheckRedirect: noRedirect}
 	}
+	c.health.init()
 	c.stale.Store(true) // look the leader up on first use
 	return c, nil
 }
@@ -102,13 +107,14 @@ func newTransport() *http.Transport {
 	}
 }
 
-// Close stops the client: idle connections are closed and every later call
-// returns drivers.ErrClosed. Calls in flight finish normally. Close is
-// idempotent and returns nil.
+// Close stops the client: idle connections are closed, status requests
+// of its own are stopped, and every later call returns drivers.ErrClosed.
+// Calls in flight finish normally. Close is idempotent and returns nil.
 func (c *Client) Close() error {
 	if c.closed.Swap(true) {
 		return nil
 	}
+	c.health.close()
 	if c.own != nil {
 		c.own.CloseIdleConnections()
 	}

@@ -49,6 +49,9 @@ func TestConfig_Validate(t *testing.T) {
 		{"credentials", Config{Addrs: []string{"http://u:secret@127.0.0.1:1"}}, false},
 		{"negative timeout", Config{Addrs: []string{"127.0.0.1:1"}, Timeout: -1}, false},
 		{"wait chunk too long", Config{Addrs: []string{"127.0.0.1:1"}, WaitChunk: time.Hour}, false},
+		{"attempt timeout", Config{Addrs: []string{"127.0.0.1:1"}, AttemptTimeout: 2 * time.Second}, true},
+		{"negative attempt timeout", Config{Addrs: []string{"127.0.0.1:1"}, AttemptTimeout: -time.Second}, false},
+		{"attempt timeout too short", Config{Addrs: []string{"127.0.0.1:1"}, AttemptTimeout: time.Millisecond}, false},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -71,7 +74,7 @@ func TestConfig_Validate(t *testing.T) {
 func TestNew_DoesNotChangeCallerConfig(t *testing.T) {
 	cfg := Config{Addrs: []string{"127.0.0.1:1"}}
 	c := newTestClient(t, cfg)
-	if cfg.Timeout != 0 || cfg.Logger != nil {
+	if cfg.Timeout != 0 || cfg.AttemptTimeout != 0 || cfg.Logger != nil {
 		t.Fatalf("New wrote defaults into the caller's config: %+v", cfg)
 	}
 	if got := c.Addrs(); len(got) != 1 || got[0] != "http://127.0.0.1:1" {

@@ -25,6 +25,14 @@ const (
 	// MaxWait is the longest wait_ms the client ever sends (the server caps
 	// it too).
 	MaxWait = 5 * time.Minute
+	// DefaultAttemptTimeout is how long a node may stay silent before a
+	// call moves on to another one: about one election timeout of a
+	// lockcluster with the default settings (500ms), after which a silent
+	// leader has most likely been replaced.
+	DefaultAttemptTimeout = 500 * time.Millisecond
+	// minAttemptTimeout is the least AttemptTimeout Validate accepts: below
+	// it the client would ask nodes for their status continually.
+	minAttemptTimeout = 10 * time.Millisecond
 )
 
 // Config configures a Client. New copies it and never writes back into it.
@@ -47,6 +55,19 @@ type Config struct {
 	// WaitChunk is the longest wait of one AcquireWait request when the
 	// context has no deadline. Zero: DefaultWaitChunk.
 	WaitChunk time.Duration
+	// AttemptTimeout is how long a node may stay silent before a call
+	// gives up on it and tries another. When a request has had no answer
+	// for half of it, the client asks the same node for its status; when
+	// that gets no answer within the other half, the node is taken to be
+	// down (stopped, or cut off with its connections left open): the
+	// request is abandoned, the node goes to the end of the list until it
+	// answers again, and the others are asked who leads. A node that
+	// answers its status is slow, not silent, and the request keeps
+	// waiting for it (up to half of Timeout). Waiting acquires are watched
+	// the same way for as long as the server holds them. Raise it on links
+	// whose round trip is a sizeable part of it. Zero:
+	// DefaultAttemptTimeout; otherwise at least 10ms.
+	AttemptTimeout time.Duration
 	// Logger receives debug lines about failovers. Nil: no logging.
 	Logger hclog.Logger
 
@@ -103,6 +124,9 @@ func (c Config) Validate() error {
 	if c.Timeout < 0 {
 		return configError("Timeout", "must not be negative")
 	}
+	if c.AttemptTimeout < 0 || (c.AttemptTimeout > 0 && c.AttemptTimeout < minAttemptTimeout) {
+		return configError("AttemptTimeout", fmt.Sprintf("must be zero (the default, %s) or at least %s", DefaultAttemptTimeout, minAttemptTimeout))
+	}
 	if c.WaitChunk < 0 || c.WaitChunk > MaxWait {
 		return configError("WaitChunk", fmt.Sprintf("must be within [0, %s]", MaxWait))
 	}
@@ -121,6 +145,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.WaitChunk == 0 {
 		c.WaitChunk = DefaultWaitChunk
+	}
+	if c.AttemptTimeout == 0 {
+		c.AttemptTimeout = DefaultAttemptTimeout
 	}
 	if c.Logger == nil {
 		c.Logger = hclog.NewNullLogger()

@@ -19,6 +19,34 @@
 // drivers.ErrFull and 401 matches ErrUnauthorized. The token never appears
 // in an error or a log line.
 //
+// # Silent nodes and unknown outcomes
+//
+// A node that is stopped, or cut off with its connections left open, does
+// not refuse anything: it just never answers. When a request has had no
+// answer for half of Config.AttemptTimeout (default 500ms, about one
+// election timeout of a lockcluster), the client asks the same node for
+// its status; when that gets no answer within the other half, or the node
+// is a follower that forwards to a leader that does not answer, the
+// request is abandoned and tried on another node. The silent node is left
+// out of later calls until it answers again (also when the caller's own
+// deadline cut the call short while it was silent), and the other nodes
+// are asked at once who leads, so a stopped leader costs calls about one
+// election, not as long as it stays stopped. A node that answers its
+// status is slow, not silent: the request keeps waiting for it, up to half
+// of Config.Timeout (a waiting acquire, which the server holds by design,
+// as long as its wait).
+//
+// An abandoned request may still take effect. When a call that changes
+// state fails after some attempt reached a node and got no answer (or a
+// 503, which a leader also gives when it loses its leadership with the
+// request already in its log), the error matches drivers.ErrOutcomeUnknown
+// as well as drivers.ErrUnavailable; drivers.ErrUnavailable alone means
+// that no attempt reached any node. A Release whose retry finds the key no
+// longer held, after an earlier attempt got no answer, returns such an
+// error instead of false: that earlier attempt may be the one that
+// released it. If ctx ends, the error wraps ctx.Err(), and a request
+// already sent may have taken effect all the same.
+//
 // # TLS
 //
 // For a cluster that serves https, give the CA that signs the nodes'

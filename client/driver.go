@@ -114,22 +114,41 @@ func (c *Client) releaseAbandoned(key, owner string) {
 }
 
 // Release deletes key if owner holds it and reports whether it did.
+//
+// A release is retried on another node when an attempt gets no answer.
+// When the retry finds the key not held by owner after an earlier attempt
+// may have taken effect, Release cannot tell "this call released it" from
+// "it was already gone", and returns an error matching
+// drivers.ErrOutcomeUnknown (and drivers.ErrUnavailable) instead of
+// false. Either way owner no longer holds the key.
 func (c *Client) Release(ctx context.Context, key, owner string) (bool, error) {
 	if err := checkKeyOwner(key, owner); err != nil {
 		return false, err
 	}
 	var out releaseResponse
-	if err := c.call(ctx, request{
+	earlier, err := c.send(ctx, request{
 		op: "release", method: http.MethodPost, path: "/v1/release",
 		body: releaseRequest{Key: key, Owner: owner},
-	}, &out); err != nil {
+	}, &out)
+	if err != nil {
 		return false, err
+	}
+	if !out.Released && earlier {
+		return false, drivers.OutcomeUnknown("release", errReleaseRetried)
 	}
 	return out.Released, nil
 }
 
+// errReleaseRetried is why a release answered "not held" may have worked.
+var errReleaseRetried = errors.New("an earlier attempt got no answer and may have released the key; the retry found it no longer held by the owner")
+
 // Extend sets key's deadline to now+ttl if owner holds it. It never
 // creates a lock: a lock that is gone gives false.
+//
+// Unlike Release, a retried Extend needs no such care: an earlier attempt
+// that took effect left the key held by owner, so the retry extends it
+// again and answers true; a false from the retry means the key is not
+// held by owner now, whatever the earlier attempt did.
 func (c *Client) Extend(ctx context.Context, key, owner string, ttl time.Duration) (bool, error) {
 	if err := checkKeyOwner(key, owner); err != nil {
 		return false, err

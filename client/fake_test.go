@@ -23,10 +23,22 @@ type fakeNode struct {
 	unavailable atomic.Bool
 	// redirect, when set, answers every write with a 307 to this base URL.
 	redirect atomic.Pointer[string]
-	// leaderHTTP is what /v1/status reports as leader_http.
+	// leaderHTTP is what /v1/status reports as leader_http; unset, the node
+	// reports itself as the leader.
 	leaderHTTP atomic.Pointer[string]
 	// fixed, when set, answers every /v1 request with this status and code.
 	fixed atomic.Pointer[fixedAnswer]
+	// frozen makes every request, status included, wait without an answer
+	// until the test ends, like a stopped process whose kernel still
+	// accepts connections.
+	frozen atomic.Bool
+	thaw   chan struct{} // closed when the test ends
+	// holdWrites makes POST requests wait like frozen, while reads and
+	// status answer: a follower forwarding writes to a stopped leader.
+	holdWrites atomic.Bool
+	// dropReplies is how many of the next POST requests are served and
+	// then answered by closing the connection: a lost reply.
+	dropReplies atomic.Int32
 
 	mu       sync.Mutex
 	locks    map[string]*fakeLock
@@ -35,6 +47,7 @@ type fakeNode struct {
 	hits     map[string]int
 	lastAuth string
 	maxWait  int64
+	waits    []int64 // wait_ms of every waiting acquire
 }
 
 type fixedAnswer struct {
@@ -50,7 +63,7 @@ type fakeLock struct {
 
 func newFakeNode(t testing.TB, token string) *fakeNode {
 	t.Helper()
-	f := &fakeNode{t: t, token: token, locks: map[string]*fakeLock{}, changed: make(chan struct{}), hits: map[string]int{}}
+	f := &fakeNode{t: t, token: token, locks: map[string]*fakeLock{}, changed: make(chan struct{}), hits: map[string]int{}, thaw: make(chan struct{})}
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /v1/acquire", f.acquire)
 	mux.HandleFunc("POST /v1/release", f.release)
@@ -66,6 +79,10 @@ func newFakeNode(t testing.TB, token string) *fakeNode {
 		f.hits[r.URL.Path]++
 		f.lastAuth = r.Header.Get("Authorization")
 		f.mu.Unlock()
+		if f.frozen.Load() || (f.holdWrites.Load() && r.Method == http.MethodPost) {
+			<-f.thaw
+			return
+		}
 		if f.token != "" && r.Header.Get("Authorization") != "Bearer "+f.token {
 			writeError(w, 401, "unauthorized", "missing or wrong token")
 			return
@@ -83,10 +100,31 @@ func newFakeNode(t testing.TB, token string) *fakeNode {
 			w.WriteHeader(http.StatusTemporaryRedirect)
 			return
 		}
+		if r.Method == http.MethodPost && f.takeDrop() {
+			mux.ServeHTTP(httptest.NewRecorder(), r)
+			if conn, _, err := http.NewResponseController(w).Hijack(); err == nil {
+				_ = conn.Close()
+			}
+			return
+		}
 		mux.ServeHTTP(w, r)
 	}))
 	t.Cleanup(f.srv.Close)
+	t.Cleanup(func() { close(f.thaw) }) // before Close, which waits for the frozen handlers
 	return f
+}
+
+// takeDrop reports whether this request's reply is to be lost.
+func (f *fakeNode) takeDrop() bool {
+	for {
+		n := f.dropReplies.Load()
+		if n <= 0 {
+			return false
+		}
+		if f.dropReplies.CompareAndSwap(n, n-1) {
+			return true
+		}
+	}
 }
 
 func (f *fakeNode) addr() string { return strings.TrimPrefix(f.srv.URL, "http://") }
@@ -144,6 +182,9 @@ func (f *fakeNode) acquire(w http.ResponseWriter, r *http.Request) {
 	deadline := time.Now().Add(time.Duration(in.WaitMS) * time.Millisecond)
 	f.mu.Lock()
 	f.maxWait = max(f.maxWait, in.WaitMS)
+	if in.WaitMS > 0 {
+		f.waits = append(f.waits, in.WaitMS)
+	}
 	for {
 		l := f.held(in.Key)
 		if l == nil || l.owner == in.Owner {
@@ -250,10 +291,9 @@ func (f *fakeNode) list(w http.ResponseWriter, r *http.Request) {
 }
 
 func (f *fakeNode) status(w http.ResponseWriter, _ *http.Request) {
-	st := Status{ID: "n1", State: "Follower", Term: 3}
-	if l := f.leaderHTTP.Load(); l != nil {
-		st.LeaderHTTP = *l
-		st.LeaderID = "leader"
+	st := Status{ID: "n1", State: "Leader", Term: 3, LeaderID: "n1", LeaderHTTP: f.addr()}
+	if l := f.leaderHTTP.Load(); l != nil && *l != f.addr() {
+		st.State, st.LeaderID, st.LeaderHTTP = "Follower", "leader", *l
 	}
 	writeJSON(w, 200, st)
 }

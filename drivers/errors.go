@@ -18,6 +18,12 @@ var (
 	// ErrUnavailable: the backend cannot be reached or has no quorum. It is
 	// never returned for plain contention.
 	ErrUnavailable = errors.New("lock: backend unavailable")
+	// ErrOutcomeUnknown: a request that changes state may have reached the
+	// backend, and no answer says what became of it: it may or may not
+	// have taken effect. Every error that matches it also matches
+	// ErrUnavailable; an ErrUnavailable that does not match it means that
+	// the request reached no backend at all.
+	ErrOutcomeUnknown = errors.New("lock: outcome unknown")
 	// ErrInvalid: the request was rejected before reaching the backend
 	// (empty or over-long key, TTL out of range, nil callback...).
 	ErrInvalid = errors.New("lock: invalid argument")
@@ -101,14 +107,30 @@ func Unavailable(op string, err error) error {
 	return &unavailableError{op: op, err: err}
 }
 
+// OutcomeUnknown wraps err so that it matches ErrOutcomeUnknown and
+// ErrUnavailable as well as itself: the backend gave no usable answer, and
+// the request may have taken effect all the same.
+func OutcomeUnknown(op string, err error) error {
+	if err == nil {
+		return nil
+	}
+	return &unavailableError{op: op, err: err, unknown: true}
+}
+
 type unavailableError struct {
-	op  string
-	err error
+	op      string
+	err     error
+	unknown bool // the request may have taken effect
 }
 
 func (e *unavailableError) Error() string {
+	if e.unknown {
+		return fmt.Sprintf("lock: backend unavailable, outcome unknown: %s: %v", e.op, e.err)
+	}
 	return fmt.Sprintf("lock: backend unavailable: %s: %v", e.op, e.err)
 }
-func (e *unavailableError) Is(target error) bool { return target == ErrUnavailable }
-func (e *unavailableError) Unwrap() error        { return e.err }
-func (e *unavailableError) HTTPStatus() int      { return http.StatusServiceUnavailable }
+func (e *unavailableError) Is(target error) bool {
+	return target == ErrUnavailable || (e.unknown && target == ErrOutcomeUnknown)
+}
+func (e *unavailableError) Unwrap() error   { return e.err }
+func (e *unavailableError) HTTPStatus() int { return http.StatusServiceUnavailable }
