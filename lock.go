@@ -310,7 +310,10 @@ func (l *Lock) releaseLocked(ctx context.Context) error {
 // releaseGrant releases the grant of owner, which the handle holds. l.op
 // must be held.
 func (l *Lock) releaseGrant(ctx context.Context, owner string) error {
-	if _, err := l.m.driver.Release(ctx, l.fullKey, owner); err != nil {
+	// A release retried after a lost reply may not know whether it was
+	// the one that freed the key, but it knows the owner holds it no
+	// more: that is all Release promises.
+	if _, err := l.m.driver.Release(ctx, l.fullKey, owner); err != nil && !errors.Is(err, drivers.ErrNoLongerHeld) {
 		return wrapOp("release", l.key, err)
 	}
 	l.mu.Lock()
@@ -335,7 +338,7 @@ func (l *Lock) releaseBounded(ctx context.Context, owner string) {
 	if l.m.closed.Load() {
 		return
 	}
-	if _, err := l.m.driver.Release(ctx, l.fullKey, owner); err != nil && !errors.Is(err, ErrClosed) && !errors.Is(err, context.Canceled) {
+	if _, err := l.m.driver.Release(ctx, l.fullKey, owner); err != nil && !errors.Is(err, ErrClosed) && !errors.Is(err, context.Canceled) && !errors.Is(err, drivers.ErrNoLongerHeld) {
 		l.m.logger.Warn("cleanup release failed", "key", l.key, "error", err)
 	}
 }

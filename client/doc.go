@@ -43,8 +43,9 @@
 // as well as drivers.ErrUnavailable; drivers.ErrUnavailable alone means
 // that no attempt reached any node. A Release whose retry finds the key no
 // longer held, after an earlier attempt got no answer, returns such an
-// error instead of false: that earlier attempt may be the one that
-// released it. If ctx ends, the error wraps ctx.Err(), and a request
+// error instead of false, which also matches drivers.ErrNoLongerHeld:
+// that earlier attempt may be the one that released it, and either way
+// the owner holds the key no more. If ctx ends, the error wraps ctx.Err(), and a request
 // already sent may have taken effect all the same.
 //
 // # TLS

@@ -140,7 +140,7 @@ func (c *Client) Release(ctx context.Context, key, owner string) (bool, error) {
 }
 
 // errReleaseRetried is why a release answered "not held" may have worked.
-var errReleaseRetried = errors.New("an earlier attempt got no answer and may have released the key; the retry found it no longer held by the owner")
+var errReleaseRetried = fmt.Errorf("an earlier attempt got no answer and may have released the key: %w", drivers.ErrNoLongerHeld)
 
 // Extend sets key's deadline to now+ttl if owner holds it. It never
 // creates a lock: a lock that is gone gives false.

@@ -270,8 +270,8 @@ func TestClient_ReleaseRetriedAfterLostReply(t *testing.T) {
 	}
 	n.dropReplies.Store(1)
 	rel, err := c.Release(ctx, "k", "o")
-	if !errors.Is(err, drivers.ErrOutcomeUnknown) || !errors.Is(err, drivers.ErrUnavailable) || rel {
-		t.Fatalf("Release after a lost reply = %v, %v; want false and ErrOutcomeUnknown", rel, err)
+	if !errors.Is(err, drivers.ErrOutcomeUnknown) || !errors.Is(err, drivers.ErrUnavailable) || !errors.Is(err, drivers.ErrNoLongerHeld) || rel {
+		t.Fatalf("Release after a lost reply = %v, %v; want false and ErrOutcomeUnknown with ErrNoLongerHeld", rel, err)
 	}
 	if got := n.hitCount("/v1/release"); got != 2 {
 		t.Fatalf("the node saw %d releases, want the lost one and the retry", got)

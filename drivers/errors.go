@@ -24,6 +24,12 @@ var (
 	// ErrUnavailable; an ErrUnavailable that does not match it means that
 	// the request reached no backend at all.
 	ErrOutcomeUnknown = errors.New("lock: outcome unknown")
+	// ErrNoLongerHeld comes with ErrOutcomeUnknown when a Release was
+	// retried after an attempt that got no answer and the retry found the
+	// key no longer held by the owner: the earlier attempt may have
+	// released it, or the grant ran out, but either way the owner does not
+	// hold the key now.
+	ErrNoLongerHeld = errors.New("lock: no longer held by the owner")
 	// ErrInvalid: the request was rejected before reaching the backend
 	// (empty or over-long key, TTL out of range, nil callback...).
 	ErrInvalid = errors.New("lock: invalid argument")
