@@ -93,8 +93,8 @@ func TestOpen_ClusterOverMutualTLSFromEnv(t *testing.T) {
 	}
 	defer m2.Close()
 	err = m2.Try(t.Context(), "tls-job", 5*time.Second, func(context.Context, *lock.Lock) error { return nil })
-	if !errors.Is(err, client.ErrTLS) || !strings.Contains(err.Error(), "LOCK_CLUSTER_CERT") {
-		t.Fatalf("without a client certificate: %v, want client.ErrTLS naming LOCK_CLUSTER_CERT", err)
+	if !errors.Is(err, client.ErrTLS) || !strings.Contains(err.Error(), "LOCKCLUSTER_TLS_CERT") {
+		t.Fatalf("without a client certificate: %v, want client.ErrTLS naming LOCKCLUSTER_TLS_CERT", err)
 	}
 }
 

@@ -276,7 +276,7 @@ func readAPIError(resp *http.Response) error {
 		}
 		if resp.StatusCode == http.StatusBadRequest && strings.Contains(e.Message, "HTTP request to an HTTPS server") {
 			// net/http's own answer on a TLS port: say what to change.
-			return fmt.Errorf("%w: the node serves https: use an https:// address or set CAFile (LOCK_CLUSTER_CA): %w", ErrTLS, e)
+			return fmt.Errorf("%w: the node serves https: use an https:// address or set CAFile (LOCKCLUSTER_TLS_CA): %w", ErrTLS, e)
 		}
 	}
 	return e

@@ -10,7 +10,7 @@ import (
 
 // ErrUnauthorized: the cluster rejected the request's token (missing or
 // wrong). It is never retried.
-var ErrUnauthorized = errors.New("client: unauthorized: missing or wrong token (set Token, LOCK_CLUSTER_TOKEN)")
+var ErrUnauthorized = errors.New("client: unauthorized: missing or wrong token (set Token, LOCKCLUSTER_TOKEN)")
 
 // ErrNotFound: GET of a key that nobody holds, or an unknown endpoint.
 var ErrNotFound = errors.New("client: not found")

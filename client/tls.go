@@ -56,7 +56,7 @@ func tlsFailure(base string, err error) error {
 	hint := ""
 	switch {
 	case errors.As(err, &unknownCA):
-		hint = "its certificate is not signed by a CA this client trusts (set CAFile, LOCK_CLUSTER_CA)"
+		hint = "its certificate is not signed by a CA this client trusts (set CAFile, LOCKCLUSTER_TLS_CA)"
 	case errors.As(err, &hostname):
 		hint = "its certificate does not name the address dialled"
 	case errors.As(err, &invalid), errors.As(err, &verify):
@@ -66,7 +66,7 @@ func tlsFailure(base string, err error) error {
 	case errors.As(err, &op) && op.Op == "remote error":
 		// A TLS alert from the node: it refused this client's handshake,
 		// most often for lack of a client certificate.
-		hint = "it refused this client's certificate (mutual TLS: set CertFile and KeyFile, LOCK_CLUSTER_CERT and LOCK_CLUSTER_KEY)"
+		hint = "it refused this client's certificate (mutual TLS: set CertFile and KeyFile, LOCKCLUSTER_TLS_CERT and LOCKCLUSTER_TLS_KEY)"
 	default:
 		return nil
 	}

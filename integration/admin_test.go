@@ -18,7 +18,7 @@ func cli(t *testing.T, c *testCluster, args ...string) (int, string) {
 	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, binary, args...)
-	cmd.Env = append(cmd.Environ(), "LOCK_CLUSTER_ADDRS="+strings.Join(c.addrs(), ","))
+	cmd.Env = append(cmd.Environ(), "LOCKCLUSTER_ENDPOINTS="+strings.Join(c.addrs(), ","))
 	out, err := cmd.CombinedOutput()
 	code := exitCode(err)
 	if code < 0 {
