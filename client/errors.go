@@ -39,7 +39,7 @@ func (e *APIError) Error() string {
 	if msg == "" {
 		msg = http.StatusText(e.StatusCode)
 	}
-	return fmt.Sprintf("client: server answered %d %s: %s", e.StatusCode, e.Code, msg)
+	return fmt.Sprintf("server answered %d %s: %s", e.StatusCode, e.Code, msg)
 }
 
 // Is makes errors.Is match the sentinel that corresponds to the code (or,
