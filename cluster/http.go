@@ -24,15 +24,15 @@ func (n *Node) routes() http.Handler {
 	})
 	mux.HandleFunc("GET /readyz", n.handleReady)
 	mux.Handle("GET /metrics", n.auth(promhttp.HandlerFor(n.metrics.gatherer, promhttp.HandlerOpts{})))
-	mux.Handle("GET /v1/status", n.auth(http.HandlerFunc(n.handleStatus)))
-	mux.Handle("POST /v1/acquire", n.auth(n.limitWaits(n.onLeader(n.handleAcquire))))
-	mux.Handle("POST /v1/release", n.auth(n.onLeader(n.handleRelease)))
-	mux.Handle("POST /v1/extend", n.auth(n.onLeader(n.handleExtend)))
-	mux.Handle("POST /v1/force-release", n.auth(n.onLeader(n.handleForceRelease)))
-	mux.Handle("GET /v1/lock", n.auth(n.onLeader(n.handleGetLock)))
-	mux.Handle("GET /v1/locks", n.auth(n.onLeader(n.handleListLocks)))
-	mux.Handle("POST /v1/join", n.auth(n.onLeader(n.handleJoin)))
-	mux.Handle("POST /v1/leave", n.auth(n.onLeader(n.handleLeave)))
+	mux.Handle("GET "+api.PathStatus, n.auth(http.HandlerFunc(n.handleStatus)))
+	mux.Handle("POST "+api.PathAcquire, n.auth(n.limitWaits(n.onLeader(n.handleAcquire))))
+	mux.Handle("POST "+api.PathRelease, n.auth(n.onLeader(n.handleRelease)))
+	mux.Handle("POST "+api.PathExtend, n.auth(n.onLeader(n.handleExtend)))
+	mux.Handle("POST "+api.PathForceRelease, n.auth(n.onLeader(n.handleForceRelease)))
+	mux.Handle("GET "+api.PathLock, n.auth(n.onLeader(n.handleGetLock)))
+	mux.Handle("GET "+api.PathLocks, n.auth(n.onLeader(n.handleListLocks)))
+	mux.Handle("POST "+api.PathJoin, n.auth(n.onLeader(n.handleJoin)))
+	mux.Handle("POST "+api.PathLeave, n.auth(n.onLeader(n.handleLeave)))
 	mux.Handle("/v1/", n.auth(http.HandlerFunc(noEndpoint)))
 	return n.readBody(mux)
 }
@@ -40,9 +40,9 @@ func (n *Node) routes() http.Handler {
 // endpointMethods lists the method of every /v1 path, so a wrong method
 // gets a JSON 405 and an unknown path a JSON 404.
 var endpointMethods = map[string]string{
-	"/v1/status": "GET", "/v1/lock": "GET", "/v1/locks": "GET",
-	"/v1/acquire": "POST", "/v1/release": "POST", "/v1/extend": "POST",
-	"/v1/force-release": "POST", "/v1/join": "POST", "/v1/leave": "POST",
+	api.PathStatus: "GET", api.PathLock: "GET", api.PathLocks: "GET",
+	api.PathAcquire: "POST", api.PathRelease: "POST", api.PathExtend: "POST",
+	api.PathForceRelease: "POST", api.PathJoin: "POST", api.PathLeave: "POST",
 }
 
 func noEndpoint(w http.ResponseWriter, r *http.Request) {

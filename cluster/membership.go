@@ -139,7 +139,7 @@ func (n *Node) joinCluster(ctx context.Context) error {
 	if !strings.Contains(target, "://") {
 		target = n.httpScheme() + "://" + target
 	}
-	target = strings.TrimSuffix(target, "/") + "/v1/join"
+	target = strings.TrimSuffix(target, "/") + api.PathJoin
 	body, err := json.Marshal(api.JoinRequest{ID: n.cfg.ID, Addr: n.RaftAddr(), HTTP: n.AdvertisedHTTPAddr()})
 	if err != nil {
 		return fmt.Errorf("cluster: join: %w", err)
