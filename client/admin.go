@@ -7,6 +7,7 @@ import (
 	"net/url"
 	"strconv"
 
+	"github.com/zerotal/lock/api"
 	"github.com/zerotal/lock/drivers"
 )
 
@@ -24,17 +25,13 @@ func (c *Client) List(ctx context.Context, prefix string, limit int) (locks []Lo
 	if limit > 0 {
 		q.Set("limit", strconv.Itoa(limit))
 	}
-	var w locksWire
-	if err := c.call(ctx, request{op: "list", method: http.MethodGet, path: "/v1/locks", query: q}, &w); err != nil {
+	var w api.LockList
+	if err := c.call(ctx, request{op: "list", method: http.MethodGet, path: api.PathLocks, query: q}, &w); err != nil {
 		return nil, false, err
 	}
 	locks = make([]LockInfo, 0, len(w.Locks))
 	for _, lw := range w.Locks {
-		li, err := lw.info()
-		if err != nil {
-			return nil, false, err
-		}
-		locks = append(locks, li)
+		locks = append(locks, lockInfo(lw))
 	}
 	return locks, w.Truncated, nil
 }
@@ -43,7 +40,7 @@ func (c *Client) List(ctx context.Context, prefix string, limit int) (locks []Lo
 // when known).
 func (c *Client) Status(ctx context.Context) (Status, error) {
 	var st Status
-	if err := c.call(ctx, request{op: "status", method: http.MethodGet, path: "/v1/status"}, &st); err != nil {
+	if err := c.call(ctx, request{op: "status", method: http.MethodGet, path: api.PathStatus}, &st); err != nil {
 		return Status{}, err
 	}
 	return st, nil
@@ -57,7 +54,7 @@ func (c *Client) NodeStatus(ctx context.Context, addr string) (Status, error) {
 		return Status{}, err
 	}
 	var st Status
-	r := request{op: "status", method: http.MethodGet, path: "/v1/status"}
+	r := request{op: "status", method: http.MethodGet, path: api.PathStatus}
 	if _, err := c.attempt(ctx, ctx, base, r, nil, &st, false); err != nil {
 		if ctx.Err() != nil {
 			return Status{}, fmt.Errorf("client: status: %w", ctx.Err())
@@ -72,16 +69,24 @@ func (c *Client) NodeStatus(ctx context.Context, addr string) (Status, error) {
 
 // Join asks the cluster to add the node id, whose Raft address is
 // raftAddr, as a voter. Joining again with the same id and address does
-// nothing.
+// nothing. The node records its own HTTP address when it becomes leader;
+// JoinWithHTTP publishes it at once.
 func (c *Client) Join(ctx context.Context, id, raftAddr string) error {
-	return c.call(ctx, request{op: "join", method: http.MethodPost, path: "/v1/join",
-		body: joinRequest{ID: id, Addr: raftAddr}}, nil)
+	return c.JoinWithHTTP(ctx, id, raftAddr, "")
+}
+
+// JoinWithHTTP is Join that also publishes the node's HTTP address
+// (host:port; "" for none) in the cluster's member map, which followers
+// forward requests to once the node leads.
+func (c *Client) JoinWithHTTP(ctx context.Context, id, raftAddr, httpAddr string) error {
+	return c.call(ctx, request{op: "join", method: http.MethodPost, path: api.PathJoin,
+		body: api.JoinRequest{ID: id, Addr: raftAddr, HTTP: httpAddr}}, nil)
 }
 
 // Leave asks the cluster to remove the node id.
 func (c *Client) Leave(ctx context.Context, id string) error {
-	return c.call(ctx, request{op: "leave", method: http.MethodPost, path: "/v1/leave",
-		body: leaveRequest{ID: id}}, nil)
+	return c.call(ctx, request{op: "leave", method: http.MethodPost, path: api.PathLeave,
+		body: api.LeaveRequest{ID: id}}, nil)
 }
 
 // nodeError names the node a NodeStatus failure came from.

@@ -10,6 +10,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/zerotal/lock/api"
 )
 
 // BenchmarkClient_AcquireRelease measures what the client adds on top of
@@ -29,8 +31,8 @@ func BenchmarkClient_AcquireRelease(b *testing.B) {
 		b.RunParallel(func(pb *testing.PB) {
 			key := fmt.Sprintf("raw-%d", next.Add(1))
 			for pb.Next() {
-				post(b, hc, n.srv.URL+"/v1/acquire", acquireRequest{Key: key, Owner: "o", TTLMS: 10000})
-				post(b, hc, n.srv.URL+"/v1/release", releaseRequest{Key: key, Owner: "o"})
+				post(b, hc, n.srv.URL+"/v1/acquire", api.AcquireRequest{Key: key, Owner: "o", TTLMillis: 10000})
+				post(b, hc, n.srv.URL+"/v1/release", api.ReleaseRequest{Key: key, Owner: "o"})
 			}
 		})
 		raw = float64(b.N) / time.Since(start).Seconds()

@@ -14,6 +14,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/zerotal/lock/api"
 	"github.com/zerotal/lock/drivers"
 )
 
@@ -25,6 +26,7 @@ type request struct {
 	path   string     // "/v1/acquire"
 	query  url.Values // GET parameters
 	body   any        // JSON body for POST
+	key    string     // the key of an acquire or extend, for a 409's error
 	// wait is how long the server may hold the request (wait_ms); it is
 	// added to the time budget of the call and of each attempt.
 	wait time.Duration
@@ -43,9 +45,6 @@ func (c *Client) pauseCap() time.Duration { return max(firstPause, c.cfg.Attempt
 
 // firstPause is the pause after the first walk of the list of nodes.
 const firstPause = 20 * time.Millisecond
-
-// maxRedirects bounds the 307 hops one call follows.
-const maxRedirects = 4
 
 // call sends r to the cluster, failing over across nodes on connection
 // errors, silent nodes and 503 answers, and decodes a 2xx body into out
@@ -80,7 +79,6 @@ func (c *Client) send(ctx context.Context, r request, out any) (earlier bool, er
 
 	var lastErr error
 	backoff := firstPause
-	redirects := 0
 	for round := 0; round < maxRounds; round++ {
 		if round > 0 {
 			// Every node failed: an election is probably under way.
@@ -91,12 +89,10 @@ func (c *Client) send(ctx context.Context, r request, out any) (earlier bool, er
 			backoff = min(backoff*2, c.pauseCap())
 			c.stale.Store(true)
 		}
-		cands := c.candidates(budget)
-		for i := 0; i < len(cands); i++ {
-			base := cands[i]
+		for i, base := range c.candidates(budget) {
 			sent, err := c.attempt(ctx, budget, base, r, body, out, true)
 			if err == nil {
-				if i > 0 || redirects > 0 {
+				if i > 0 {
 					// A node other than the preferred one answered: it may
 					// be a forwarding follower; look the leader up next time.
 					c.preferred.Store(&base)
@@ -109,12 +105,6 @@ func (c *Client) send(ctx context.Context, r request, out any) (earlier bool, er
 			}
 			if ctx.Err() != nil {
 				return earlier, fmt.Errorf("client: %s: %w", r.op, ctx.Err())
-			}
-			var redir *redirectError
-			if errors.As(err, &redir) && redirects < maxRedirects {
-				redirects++
-				cands = append(cands[:i+1], append([]string{redir.base}, cands[i+1:]...)...)
-				continue
 			}
 			if !retryable(err) {
 				return earlier, fmt.Errorf("client: %s: %w", r.op, err)
@@ -196,10 +186,10 @@ func (c *Client) attempt(ctx, budget context.Context, base string, r request, bo
 	}
 	req.Header.Set("Accept", "application/json")
 	if c.auth != "" {
-		req.Header.Set("Authorization", c.auth)
+		req.Header.Set(api.HeaderAuthorization, c.auth)
 	}
 	if c.cfg.ClusterID != "" {
-		req.Header.Set(clusterIDHeader, c.cfg.ClusterID)
+		req.Header.Set(api.HeaderClusterID, c.cfg.ClusterID)
 	}
 	resp, err := c.http.Do(req)
 	if w != nil {
@@ -239,8 +229,7 @@ func (c *Client) attempt(ctx, budget context.Context, base string, r request, bo
 		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
 		_ = resp.Body.Close()
 	}()
-	switch {
-	case resp.StatusCode >= 200 && resp.StatusCode < 300:
+	if resp.StatusCode >= 200 && resp.StatusCode < 300 {
 		if out == nil {
 			return true, nil
 		}
@@ -252,20 +241,17 @@ func (c *Client) attempt(ctx, budget context.Context, base string, r request, bo
 			return true, fmt.Errorf("decode %s answer: %w", r.path, err)
 		}
 		return true, nil
-	case resp.StatusCode == http.StatusTemporaryRedirect || resp.StatusCode == http.StatusPermanentRedirect:
-		loc, err := resp.Location()
-		if err != nil {
-			return true, &APIError{StatusCode: resp.StatusCode, Code: "unavailable", Message: "redirect without a usable Location"}
-		}
-		return true, &redirectError{base: loc.Scheme + "://" + loc.Host}
 	}
-	return true, readAPIError(resp)
+	// Nodes forward to the leader themselves and never redirect: a 3xx is
+	// an error like any other non-2xx answer.
+	return true, readAPIError(resp, r.key)
 }
 
-// readAPIError decodes the {code, message} body of a non-2xx answer.
-func readAPIError(resp *http.Response) error {
+// readAPIError decodes the {code, message} body of a non-2xx answer to a
+// request about key ("" for none).
+func readAPIError(resp *http.Response, key string) error {
 	e := &APIError{StatusCode: resp.StatusCode}
-	var eb errorBody
+	var eb api.ErrorBody
 	raw, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
 	if json.Unmarshal(raw, &eb) == nil {
 		e.Code, e.Message = eb.Code, eb.Message
@@ -279,6 +265,12 @@ func readAPIError(resp *http.Response) error {
 			return fmt.Errorf("%w: the node serves https: use an https:// address or set CAFile (LOCKCLUSTER_TLS_CA): %w", ErrTLS, e)
 		}
 	}
+	if e.kind() == api.CodeNotAcquired {
+		e.notAcquired = &drivers.NotAcquiredError{Key: key}
+		if eb.HolderTTLMillis != nil && *eb.HolderTTLMillis > 0 {
+			e.notAcquired.HolderTTL = api.Duration(*eb.HolderTTLMillis)
+		}
+	}
 	return e
 }
 
@@ -289,17 +281,10 @@ type transportError struct{ err error }
 func (e *transportError) Error() string { return e.err.Error() }
 func (e *transportError) Unwrap() error { return e.err }
 
-// redirectError carries a 307's target back to the failover loop.
-type redirectError struct{ base string }
-
-func (e *redirectError) Error() string { return "redirected to " + e.base }
-
-// retryable reports whether err may go better on another node (a
-// redirect is one only once too many were followed).
+// retryable reports whether err may go better on another node.
 func retryable(err error) bool {
 	var te *transportError
-	var re *redirectError
-	if errors.As(err, &te) || errors.As(err, &re) {
+	if errors.As(err, &te) {
 		return true
 	}
 	var ae *APIError

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-hclog"
+	"github.com/zerotal/lock/api"
 	"github.com/zerotal/lock/drivers"
 )
 
@@ -65,10 +66,10 @@ func New(cfg Config) (*Client, error) {
 		}
 	}
 	if cfg.Token != "" {
-		c.auth = "Bearer " + cfg.Token
+		c.auth = api.Bearer(cfg.Token)
 	}
 	if cfg.HTTPClient != nil {
-		hc := *cfg.HTTPClient // copy: redirects are handled here, not by net/http
+		hc := *cfg.HTTPClient // copy: redirects are not followed (see noRedirect)
 		hc.CheckRedirect = noRedirect
 		c.http = &hc
 	} else {
@@ -87,8 +88,9 @@ func New(cfg Config) (*Client, error) {
 	return c, nil
 }
 
-// noRedirect returns 307 answers to the caller, which re-sends the body to
-// the leader itself and remembers it.
+// noRedirect returns a 3xx answer as it is, an error like any non-2xx:
+// nodes forward requests to the leader themselves and never redirect, so a
+// redirect comes from something else in between and is not followed.
 func noRedirect(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
 
 // newTransport pools keep-alive connections generously: every concurrent

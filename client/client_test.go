@@ -3,12 +3,16 @@ package client
 import (
 	"context"
 	"errors"
+	"io"
 	"net"
+	"net/http"
+	"net/http/httptest"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/zerotal/lock/api"
 	"github.com/zerotal/lock/drivers"
 )
 
@@ -275,29 +279,6 @@ func TestClient_FindsLeaderFromStatus(t *testing.T) {
 	}
 }
 
-func TestClient_FollowsRedirectWithBodyAndToken(t *testing.T) {
-	const token = "tok"
-	leader := newFakeNode(t, token)
-	follower := newFakeNode(t, token)
-	to := leader.srv.URL
-	follower.redirect.Store(&to)
-	c := newTestClient(t, Config{Addrs: []string{follower.addr()}, Token: token})
-	fence, ok, err := c.Acquire(t.Context(), "k", "o", time.Second)
-	if err != nil || !ok || fence == 0 {
-		t.Fatalf("Acquire = %d, %v, %v", fence, ok, err)
-	}
-	if leader.hitCount("/v1/acquire") != 1 {
-		t.Fatalf("leader saw %d acquires", leader.hitCount("/v1/acquire"))
-	}
-	// The next call goes straight to the leader.
-	if _, err := c.Release(t.Context(), "k", "o"); err != nil {
-		t.Fatal(err)
-	}
-	if follower.hitCount("/v1/release") != 0 {
-		t.Fatalf("follower saw %d releases after the redirect", follower.hitCount("/v1/release"))
-	}
-}
-
 func TestClient_AllNodesDownIsUnavailableWithinTimeout(t *testing.T) {
 	c := newTestClient(t, Config{Addrs: []string{deadAddr(t), deadAddr(t)}, Timeout: 300 * time.Millisecond})
 	start := time.Now()
@@ -410,7 +391,7 @@ func TestClient_ListAndStatus(t *testing.T) {
 	if err != nil || truncated || len(locks) != 2 {
 		t.Fatalf("List = %+v, %v, %v", locks, truncated, err)
 	}
-	if locks[0].Waiters != 2 || len(locks[0].WaiterOwners) != 2 {
+	if locks[0].Waiters != 2 {
 		t.Fatalf("waiters not decoded: %+v", locks[0])
 	}
 	st, err := c.Status(ctx)
@@ -425,28 +406,6 @@ func TestClient_ListAndStatus(t *testing.T) {
 	}
 	if err := c.Leave(ctx, "n4"); err != nil {
 		t.Fatalf("Leave: %v", err)
-	}
-}
-
-func TestDecodeWaiters(t *testing.T) {
-	tests := []struct {
-		raw    string
-		n      int
-		owners int
-		ok     bool
-	}{
-		{``, 0, 0, true},
-		{`null`, 0, 0, true},
-		{`3`, 3, 0, true},
-		{`["a","b"]`, 2, 2, true},
-		{`[{"owner":"a","wait_ms":3}]`, 1, 1, true},
-		{`"x"`, 0, 0, false},
-	}
-	for _, tc := range tests {
-		n, owners, err := decodeWaiters([]byte(tc.raw))
-		if (err == nil) != tc.ok || n != tc.n || len(owners) != tc.owners {
-			t.Errorf("decodeWaiters(%s) = %d, %v, %v", tc.raw, n, owners, err)
-		}
 	}
 }
 
@@ -482,17 +441,55 @@ func TestClient_UnreachableLeaderFallsBackToForwardingNodes(t *testing.T) {
 	}
 }
 
-func TestClient_RedirectLoopEndsUnavailable(t *testing.T) {
-	a, b := newFakeNode(t, ""), newFakeNode(t, "")
-	toA, toB := a.srv.URL, b.srv.URL
-	a.redirect.Store(&toB)
-	b.redirect.Store(&toA)
-	c := newTestClient(t, Config{Addrs: []string{a.addr()}, Timeout: 300 * time.Millisecond})
+func TestClient_DoesNotFollowRedirects(t *testing.T) {
+	target := newFakeNode(t, "")
+	redirector := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, target.srv.URL+r.URL.Path, http.StatusTemporaryRedirect)
+	}))
+	t.Cleanup(redirector.Close)
+	c := newTestClient(t, Config{Addrs: []string{strings.TrimPrefix(redirector.URL, "http://")}, Timeout: 300 * time.Millisecond})
 	_, _, err := c.Acquire(t.Context(), "k", "o", time.Second)
-	if !errors.Is(err, drivers.ErrUnavailable) {
-		t.Fatalf("redirect loop: %v, want ErrUnavailable", err)
+	var ae *APIError
+	if !errors.As(err, &ae) || ae.StatusCode != http.StatusTemporaryRedirect {
+		t.Fatalf("Acquire through a redirect = %v, want the 307 as an *APIError", err)
 	}
-	if hops := a.hitCount("/v1/acquire") + b.hitCount("/v1/acquire"); hops > 200 {
-		t.Fatalf("%d requests for one call", hops)
+	if n := target.hitCount("/v1/acquire"); n != 0 {
+		t.Fatalf("the redirect was followed: %d acquires at its target", n)
+	}
+}
+
+// TestClient_NotAcquiredCarriesHolderTTL: a 409 with holder_ttl_ms is an
+// error that errors.As finds as a *drivers.NotAcquiredError naming the
+// key and the holder's remaining lease; without it, HolderTTL is 0.
+func TestClient_NotAcquiredCarriesHolderTTL(t *testing.T) {
+	for _, tc := range []struct {
+		body string
+		want time.Duration
+	}{
+		{`{"code":"not_acquired","message":"held","holder_ttl_ms":4200}`, 4200 * time.Millisecond},
+		{`{"code":"not_acquired","message":"held"}`, 0},
+		{`not json`, 0},
+	} {
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusConflict)
+			_, _ = io.WriteString(w, tc.body)
+		}))
+		c := newTestClient(t, Config{Addrs: []string{strings.TrimPrefix(srv.URL, "http://")}})
+		err := c.call(t.Context(), request{op: "acquire", method: http.MethodPost, path: api.PathAcquire, key: "jobs/1",
+			body: api.AcquireRequest{Key: "jobs/1", Owner: "o", TTLMillis: 1000}}, nil)
+		srv.Close()
+		var na *drivers.NotAcquiredError
+		if !errors.As(err, &na) || !errors.Is(err, drivers.ErrNotAcquired) {
+			t.Fatalf("body %s: %v, want a *drivers.NotAcquiredError", tc.body, err)
+		}
+		if na.Key != "jobs/1" || na.HolderTTL != tc.want {
+			t.Fatalf("body %s: %+v, want key jobs/1 and HolderTTL %v", tc.body, na, tc.want)
+		}
+	}
+	// Other errors unwrap to nothing.
+	var na *drivers.NotAcquiredError
+	if errors.As(&APIError{StatusCode: http.StatusServiceUnavailable, Code: api.CodeUnavailable}, &na) {
+		t.Fatal("a 503 unwraps to a NotAcquiredError")
 	}
 }

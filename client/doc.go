@@ -13,8 +13,13 @@
 // refresh, release and extend are owner-guarded, force-release, join and
 // leave are idempotent.
 //
+// The request and response bodies are the types of package api, which
+// the server shares.
+//
 // Errors map back to the sentinels of package drivers: 409 is a plain
-// "not acquired" (ok=false from Acquire), 503 and connection failures match
+// "not acquired" (ok=false from Acquire; as an error, an *APIError that
+// unwraps to a *drivers.NotAcquiredError with the holder's remaining
+// lease in HolderTTL), 503 and connection failures match
 // drivers.ErrUnavailable, 400 and 413 match drivers.ErrInvalid, 429 matches
 // drivers.ErrFull and 401 matches ErrUnauthorized. The token never appears
 // in an error or a log line.

@@ -8,6 +8,7 @@ import (
 	"net/url"
 	"time"
 
+	"github.com/zerotal/lock/api"
 	"github.com/zerotal/lock/drivers"
 )
 
@@ -26,10 +27,10 @@ func (c *Client) Acquire(ctx context.Context, key, owner string, ttl time.Durati
 	if err := checkKeyOwner(key, owner); err != nil {
 		return 0, false, err
 	}
-	var out acquireResponse
+	var out api.AcquireResponse
 	err := c.call(ctx, request{
-		op: "acquire", method: http.MethodPost, path: "/v1/acquire",
-		body: acquireRequest{Key: key, Owner: owner, TTLMS: durationMS(ttl)},
+		op: "acquire", method: http.MethodPost, path: api.PathAcquire, key: key,
+		body: api.AcquireRequest{Key: key, Owner: owner, TTLMillis: api.Millis(ttl)},
 	}, &out)
 	if errors.Is(err, drivers.ErrNotAcquired) {
 		return 0, false, nil
@@ -66,7 +67,7 @@ func (c *Client) AcquireWait(ctx context.Context, key, owner string, ttl time.Du
 			wait = min(wait, left-min(left/10, 50*time.Millisecond))
 		}
 		wait = min(wait, MaxWait)
-		var out acquireResponse
+		var out api.AcquireResponse
 		var err error
 		if wait < 2*time.Millisecond {
 			var ok bool
@@ -80,8 +81,8 @@ func (c *Client) AcquireWait(ctx context.Context, key, owner string, ttl time.Du
 			}
 		} else {
 			err = c.call(ctx, request{
-				op: "acquire", method: http.MethodPost, path: "/v1/acquire", wait: wait,
-				body: acquireRequest{Key: key, Owner: owner, TTLMS: durationMS(ttl), WaitMS: durationMS(wait)},
+				op: "acquire", method: http.MethodPost, path: api.PathAcquire, key: key, wait: wait,
+				body: api.AcquireRequest{Key: key, Owner: owner, TTLMillis: api.Millis(ttl), WaitMillis: api.Millis(wait)},
 			}, &out)
 			if err == nil {
 				return out.Fence, nil
@@ -125,10 +126,10 @@ func (c *Client) Release(ctx context.Context, key, owner string) (bool, error) {
 	if err := checkKeyOwner(key, owner); err != nil {
 		return false, err
 	}
-	var out releaseResponse
+	var out api.ReleaseResponse
 	earlier, err := c.send(ctx, request{
-		op: "release", method: http.MethodPost, path: "/v1/release",
-		body: releaseRequest{Key: key, Owner: owner},
+		op: "release", method: http.MethodPost, path: api.PathRelease,
+		body: api.ReleaseRequest{Key: key, Owner: owner},
 	}, &out)
 	if err != nil {
 		return false, err
@@ -153,10 +154,10 @@ func (c *Client) Extend(ctx context.Context, key, owner string, ttl time.Duratio
 	if err := checkKeyOwner(key, owner); err != nil {
 		return false, err
 	}
-	var out extendResponse
+	var out api.ExtendResponse
 	err := c.call(ctx, request{
-		op: "extend", method: http.MethodPost, path: "/v1/extend",
-		body: extendRequest{Key: key, Owner: owner, TTLMS: durationMS(ttl)},
+		op: "extend", method: http.MethodPost, path: api.PathExtend, key: key,
+		body: api.ExtendRequest{Key: key, Owner: owner, TTLMillis: api.Millis(ttl)},
 	}, &out)
 	if errors.Is(err, drivers.ErrNotAcquired) {
 		// Some servers answer 409 rather than extended=false.
@@ -174,9 +175,9 @@ func (c *Client) ForceRelease(ctx context.Context, key string) error {
 		return err
 	}
 	return c.call(ctx, request{
-		op: "force-release", method: http.MethodPost, path: "/v1/force-release",
-		body: forceReleaseRequest{Key: key},
-	}, &releaseResponse{})
+		op: "force-release", method: http.MethodPost, path: api.PathForceRelease,
+		body: api.ForceReleaseRequest{Key: key},
+	}, &api.ReleaseResponse{})
 }
 
 // Exists reports whether key is held.
@@ -190,9 +191,9 @@ func (c *Client) Get(ctx context.Context, key string) (info LockInfo, found bool
 	if err := checkText("key", key); err != nil {
 		return LockInfo{}, false, err
 	}
-	var w lockInfoWire
+	var w api.LockInfo
 	err = c.call(ctx, request{
-		op: "get", method: http.MethodGet, path: "/v1/lock", query: url.Values{"key": {key}},
+		op: "get", method: http.MethodGet, path: api.PathLock, query: url.Values{"key": {key}},
 	}, &w)
 	if errors.Is(err, ErrNotFound) {
 		return LockInfo{}, false, nil
@@ -200,9 +201,5 @@ func (c *Client) Get(ctx context.Context, key string) (info LockInfo, found bool
 	if err != nil {
 		return LockInfo{}, false, err
 	}
-	info, err = w.info()
-	if err != nil {
-		return LockInfo{}, false, err
-	}
-	return info, true, nil
+	return lockInfo(w), true, nil
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 
+	"github.com/zerotal/lock/api"
 	"github.com/zerotal/lock/drivers"
 )
 
@@ -19,19 +20,21 @@ var ErrNotFound = errors.New("client: not found")
 // Config.ClusterID names. It is never retried.
 var ErrWrongCluster = errors.New("client: the node belongs to another cluster")
 
-// clusterIDHeader carries Config.ClusterID (the server's name for it).
-const clusterIDHeader = "X-Lock-Cluster-Id"
-
 // APIError is a non-2xx answer of the cluster. errors.Is maps its code to
 // the sentinels of package drivers (and ErrUnauthorized, ErrNotFound).
+// For a 409 (not_acquired), errors.As also finds a
+// *drivers.NotAcquiredError that names the key and, when the cluster
+// told, the holder's remaining lease (HolderTTL).
 type APIError struct {
 	// StatusCode is the HTTP status.
 	StatusCode int
 	// Code is the machine-readable code of the error body ("invalid",
-	// "not_acquired", "unavailable" ...).
+	// "not_acquired", "unavailable" ...: the api.Code* constants).
 	Code string
 	// Message is the server's human-readable message.
 	Message string
+
+	notAcquired *drivers.NotAcquiredError // for a 409
 }
 
 func (e *APIError) Error() string {
@@ -46,22 +49,30 @@ func (e *APIError) Error() string {
 // when the body had no code, to the status).
 func (e *APIError) Is(target error) bool {
 	switch e.kind() {
-	case "invalid", "too_large":
+	case api.CodeInvalid, api.CodeTooLarge:
 		return target == drivers.ErrInvalid
-	case "not_acquired":
+	case api.CodeNotAcquired:
 		return target == drivers.ErrNotAcquired
-	case "full":
+	case api.CodeFull:
 		return target == drivers.ErrFull
-	case "unavailable":
+	case api.CodeUnavailable:
 		return target == drivers.ErrUnavailable
-	case "unauthorized":
+	case api.CodeUnauthorized:
 		return target == ErrUnauthorized
-	case "not_found":
+	case api.CodeNotFound:
 		return target == ErrNotFound
-	case "wrong_cluster":
+	case api.CodeWrongCluster:
 		return target == ErrWrongCluster
 	}
 	return false
+}
+
+// Unwrap returns the *drivers.NotAcquiredError of a 409, else nil.
+func (e *APIError) Unwrap() error {
+	if e.notAcquired == nil {
+		return nil
+	}
+	return e.notAcquired
 }
 
 // HTTPStatus returns the status the server answered.
@@ -73,25 +84,9 @@ func (e *APIError) kind() string {
 	if e.Code != "" {
 		return e.Code
 	}
-	switch e.StatusCode {
-	case http.StatusBadRequest:
-		return "invalid"
-	case http.StatusUnauthorized:
-		return "unauthorized"
-	case http.StatusNotFound:
-		return "not_found"
-	case http.StatusConflict:
-		return "not_acquired"
-	case http.StatusRequestEntityTooLarge:
-		return "too_large"
-	case http.StatusTooManyRequests:
-		return "full"
-	case http.StatusServiceUnavailable, http.StatusBadGateway, http.StatusGatewayTimeout:
-		return "unavailable"
-	}
-	return "internal"
+	return api.CodeOf(e.StatusCode)
 }
 
 // retryElsewhere reports whether another node may answer the same request
 // better: the node had no leader, no quorum or was shutting down.
-func (e *APIError) retryElsewhere() bool { return e.kind() == "unavailable" }
+func (e *APIError) retryElsewhere() bool { return e.kind() == api.CodeUnavailable }

@@ -9,6 +9,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/zerotal/lock/api"
 )
 
 // fakeNode is an in-memory stand-in for one cluster node, for unit tests
@@ -21,8 +23,6 @@ type fakeNode struct {
 	token string
 	// unavailable makes every /v1 request answer 503.
 	unavailable atomic.Bool
-	// redirect, when set, answers every write with a 307 to this base URL.
-	redirect atomic.Pointer[string]
 	// leaderHTTP is what /v1/status reports as leader_http; unset, the node
 	// reports itself as the leader.
 	leaderHTTP atomic.Pointer[string]
@@ -95,11 +95,6 @@ func newFakeNode(t testing.TB, token string) *fakeNode {
 			writeError(w, 503, "unavailable", "no leader")
 			return
 		}
-		if to := f.redirect.Load(); to != nil && r.Method == http.MethodPost {
-			w.Header().Set("Location", *to+r.URL.Path)
-			w.WriteHeader(http.StatusTemporaryRedirect)
-			return
-		}
 		if r.Method == http.MethodPost && f.takeDrop() {
 			mux.ServeHTTP(httptest.NewRecorder(), r)
 			if conn, _, err := http.NewResponseController(w).Hijack(); err == nil {
@@ -142,7 +137,7 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 }
 
 func writeError(w http.ResponseWriter, status int, code, msg string) {
-	writeJSON(w, status, errorBody{Code: code, Message: msg})
+	writeJSON(w, status, api.ErrorBody{Code: code, Message: msg})
 }
 
 func decode(w http.ResponseWriter, r *http.Request, v any) bool {
@@ -171,19 +166,19 @@ func (f *fakeNode) freed() {
 }
 
 func (f *fakeNode) acquire(w http.ResponseWriter, r *http.Request) {
-	var in acquireRequest
+	var in api.AcquireRequest
 	if !decode(w, r, &in) {
 		return
 	}
-	if in.Key == "" || in.Owner == "" || in.TTLMS <= 0 {
+	if in.Key == "" || in.Owner == "" || in.TTLMillis <= 0 {
 		writeError(w, 400, "invalid", "key, owner and ttl_ms are required")
 		return
 	}
-	deadline := time.Now().Add(time.Duration(in.WaitMS) * time.Millisecond)
+	deadline := time.Now().Add(time.Duration(in.WaitMillis) * time.Millisecond)
 	f.mu.Lock()
-	f.maxWait = max(f.maxWait, in.WaitMS)
-	if in.WaitMS > 0 {
-		f.waits = append(f.waits, in.WaitMS)
+	f.maxWait = max(f.maxWait, in.WaitMillis)
+	if in.WaitMillis > 0 {
+		f.waits = append(f.waits, in.WaitMillis)
 	}
 	for {
 		l := f.held(in.Key)
@@ -193,9 +188,9 @@ func (f *fakeNode) acquire(w http.ResponseWriter, r *http.Request) {
 				l = &fakeLock{owner: in.Owner, fence: f.fence}
 				f.locks[in.Key] = l
 			}
-			l.deadline = time.Now().Add(time.Duration(in.TTLMS) * time.Millisecond)
+			l.deadline = time.Now().Add(time.Duration(in.TTLMillis) * time.Millisecond)
 			f.mu.Unlock()
-			writeJSON(w, 200, acquireResponse{Key: in.Key, Owner: in.Owner, Fence: l.fence, TTLMS: in.TTLMS})
+			writeJSON(w, 200, api.AcquireResponse{Key: in.Key, Owner: in.Owner, Fence: l.fence, TTLMillis: in.TTLMillis})
 			return
 		}
 		left := time.Until(deadline)
@@ -218,7 +213,7 @@ func (f *fakeNode) acquire(w http.ResponseWriter, r *http.Request) {
 }
 
 func (f *fakeNode) release(w http.ResponseWriter, r *http.Request) {
-	var in releaseRequest
+	var in api.ReleaseRequest
 	if !decode(w, r, &in) {
 		return
 	}
@@ -230,11 +225,11 @@ func (f *fakeNode) release(w http.ResponseWriter, r *http.Request) {
 		delete(f.locks, in.Key)
 		f.freed()
 	}
-	writeJSON(w, 200, releaseResponse{Released: ok})
+	writeJSON(w, 200, api.ReleaseResponse{Released: ok})
 }
 
 func (f *fakeNode) extend(w http.ResponseWriter, r *http.Request) {
-	var in extendRequest
+	var in api.ExtendRequest
 	if !decode(w, r, &in) {
 		return
 	}
@@ -243,13 +238,13 @@ func (f *fakeNode) extend(w http.ResponseWriter, r *http.Request) {
 	l := f.held(in.Key)
 	ok := l != nil && l.owner == in.Owner
 	if ok {
-		l.deadline = time.Now().Add(time.Duration(in.TTLMS) * time.Millisecond)
+		l.deadline = time.Now().Add(time.Duration(in.TTLMillis) * time.Millisecond)
 	}
-	writeJSON(w, 200, extendResponse{Extended: ok, TTLMS: in.TTLMS})
+	writeJSON(w, 200, api.ExtendResponse{Extended: ok, TTLMillis: in.TTLMillis})
 }
 
 func (f *fakeNode) force(w http.ResponseWriter, r *http.Request) {
-	var in forceReleaseRequest
+	var in api.ForceReleaseRequest
 	if !decode(w, r, &in) {
 		return
 	}
@@ -260,7 +255,7 @@ func (f *fakeNode) force(w http.ResponseWriter, r *http.Request) {
 	if ok {
 		f.freed()
 	}
-	writeJSON(w, 200, releaseResponse{Released: ok})
+	writeJSON(w, 200, api.ReleaseResponse{Released: ok})
 }
 
 func (f *fakeNode) get(w http.ResponseWriter, r *http.Request) {
@@ -284,7 +279,7 @@ func (f *fakeNode) list(w http.ResponseWriter, r *http.Request) {
 	for k := range f.locks {
 		if l := f.held(k); l != nil && strings.HasPrefix(k, prefix) {
 			out = append(out, map[string]any{"key": k, "owner": l.owner, "fence": l.fence,
-				"remaining_ms": time.Until(l.deadline).Milliseconds(), "waiters": []string{"w1", "w2"}})
+				"remaining_ms": time.Until(l.deadline).Milliseconds(), "waiters": 2})
 		}
 	}
 	writeJSON(w, 200, map[string]any{"locks": out, "truncated": false})

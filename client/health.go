@@ -8,6 +8,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/zerotal/lock/api"
 )
 
 // A node is silent when it answers nothing at all: its process is stopped
@@ -151,7 +153,7 @@ func (c *Client) runProbe(p *probe) {
 }
 
 // statusRequest is GET /v1/status.
-var statusRequest = request{op: "status", method: http.MethodGet, path: "/v1/status"}
+var statusRequest = request{op: "status", method: http.MethodGet, path: api.PathStatus}
 
 // suspectNode records that base did not answer: calls leave it out, and,
 // when that is news, the next one asks the cluster who leads.

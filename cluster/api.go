@@ -14,6 +14,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/zerotal/lock/api"
 	"github.com/zerotal/lock/drivers"
 )
 
@@ -23,85 +24,8 @@ const maxBodyBytes = 64 << 10
 // maxOwnerLen bounds owner tokens (the engine and log format accept this).
 const maxOwnerLen = 1024
 
-// Request and response bodies of the /v1 API (see the package doc).
-type (
-	acquireRequest struct {
-		Key    string `json:"key"`
-		Owner  string `json:"owner"`
-		TTLms  int64  `json:"ttl_ms"`
-		WaitMs int64  `json:"wait_ms"`
-	}
-	acquireResponse struct {
-		Key   string `json:"key"`
-		Owner string `json:"owner"`
-		Fence uint64 `json:"fence"`
-		TTLms int64  `json:"ttl_ms"`
-	}
-	releaseRequest struct {
-		Key   string `json:"key"`
-		Owner string `json:"owner"`
-	}
-	releaseResponse struct {
-		Released bool `json:"released"`
-	}
-	extendRequest struct {
-		Key   string `json:"key"`
-		Owner string `json:"owner"`
-		TTLms int64  `json:"ttl_ms"`
-	}
-	extendResponse struct {
-		Extended bool  `json:"extended"`
-		TTLms    int64 `json:"ttl_ms"`
-	}
-	forceReleaseRequest struct {
-		Key string `json:"key"`
-	}
-	lockInfo struct {
-		Key         string `json:"key"`
-		Owner       string `json:"owner"`
-		Fence       uint64 `json:"fence"`
-		RemainingMs int64  `json:"remaining_ms"`
-		Waiters     int    `json:"waiters"`
-	}
-	locksResponse struct {
-		Locks     []lockInfo `json:"locks"`
-		Truncated bool       `json:"truncated"`
-	}
-	peerInfo struct {
-		ID       string `json:"id"`
-		Addr     string `json:"addr"`
-		Suffrage string `json:"suffrage"`
-	}
-	statusResponse struct {
-		ID           string     `json:"id"`
-		State        string     `json:"state"`
-		LeaderID     string     `json:"leader_id"`
-		LeaderAddr   string     `json:"leader_addr"`
-		LeaderHTTP   string     `json:"leader_http"`
-		Term         uint64     `json:"term"`
-		CommitIndex  uint64     `json:"commit_index"`
-		AppliedIndex uint64     `json:"applied_index"`
-		LastIndex    uint64     `json:"last_index"`
-		Peers        []peerInfo `json:"peers"`
-		Keys         int        `json:"keys"`
-		// Version is the node's build (buildinfo.Version): "v1.2.3",
-		// or "devel (<revision>)" for a build from a checkout.
-		Version string `json:"version"`
-	}
-	// joinRequest: Addr is the raft address of the new node. HTTP, its HTTP
-	// address, is optional; a node records its own when it becomes leader.
-	joinRequest struct {
-		ID   string `json:"id"`
-		Addr string `json:"addr"`
-		HTTP string `json:"http,omitempty"`
-	}
-	leaveRequest struct {
-		ID string `json:"id"`
-	}
-)
-
-// decodeBody reads one JSON object into v: size-limited, unknown fields
-// and trailing data rejected.
+// decodeBody reads one JSON object into v (a pointer to one of the api
+// request types): size-limited, unknown fields and trailing data rejected.
 func decodeBody(w http.ResponseWriter, r *http.Request, v any) error {
 	raw, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxBodyBytes))
 	if err != nil {
@@ -129,15 +53,12 @@ func decodeBody(w http.ResponseWriter, r *http.Request, v any) error {
 	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
 		return invalidf("body", "unexpected data after the JSON object")
 	}
-	if c, ok := v.(checker); ok {
-		return c.check()
-	}
 	return nil
 }
 
 // bodyError turns a decoding error into a 400 that names the field at
 // fault in the API's terms: encoding/json's own messages name Go types
-// ("Go struct field acquireRequest.ttl_ms of type int64"), which mean
+// ("Go struct field AcquireRequest.ttl_ms of type int64"), which mean
 // nothing to a client.
 func bodyError(err error, v any) error {
 	var typeErr *json.UnmarshalTypeError
@@ -254,9 +175,6 @@ func printable(s string) string {
 	return b.String()
 }
 
-// checker is a request body with rules of its own, checked by decodeBody.
-type checker interface{ check() error }
-
 // loneSurrogate returns the offset of the first \uXXXX escape in a JSON
 // text that is half of a UTF-16 surrogate pair without its other half,
 // or -1. Backslashes only occur inside strings in valid JSON, so the scan
@@ -310,11 +228,10 @@ const (
 	maxMemberAddrLen = 256
 )
 
-func (r *joinRequest) check() error {
+// checkJoin refuses a join whose fields are too long to record.
+func checkJoin(r *api.JoinRequest) error {
 	return errors.Join(checkMemberID(r.ID), checkMemberAddr("addr", r.Addr), checkMemberAddr("http", r.HTTP))
 }
-
-func (r *leaveRequest) check() error { return checkMemberID(r.ID) }
 
 // checkMemberID refuses ids a node could not be configured with; an
 // empty id is left to the handler ("missing").

@@ -4,6 +4,8 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+
+	"github.com/zerotal/lock/api"
 )
 
 // A 400 names the field or the query parameter at fault in the API's own
@@ -33,7 +35,7 @@ func TestAPI_BadRequestsNameTheFieldNotGoTypes(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := c.do(addr, tc.method, tc.path, tc.body)
-			if r.Status != http.StatusBadRequest || r.str("code") != codeInvalid {
+			if r.Status != http.StatusBadRequest || r.str("code") != api.CodeInvalid {
 				t.Fatalf("status %d code %q, want 400 invalid; body %s", r.Status, r.str("code"), r.Raw)
 			}
 			msg := r.str("message")
@@ -55,7 +57,7 @@ func TestNode_LeaveOfAnUnknownIDIsNotFound(t *testing.T) {
 	n := startCluster(t, 1, nil)[0]
 	c := newClient(t)
 	r := c.do(n.HTTPAddr(), "POST", "/v1/leave", map[string]any{"id": "n9"})
-	if r.Status != http.StatusNotFound || r.str("code") != codeNotFound {
+	if r.Status != http.StatusNotFound || r.str("code") != api.CodeNotFound {
 		t.Fatalf("leave n9: status %d code %q, want 404 not_found; body %s", r.Status, r.str("code"), r.Raw)
 	}
 	if msg := r.str("message"); !strings.Contains(msg, `unknown member "n9"`) || !strings.Contains(msg, "n1") {

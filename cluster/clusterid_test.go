@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/hashicorp/raft"
+
+	"github.com/zerotal/lock/api"
 )
 
 // A node configured for another cluster is refused at join, with both IDs
@@ -98,7 +100,7 @@ func TestClusterID_RequestForAnotherClusterIs403(t *testing.T) {
 			t.Fatal(err)
 		}
 		if tc.id != "" {
-			req.Header.Set(clusterIDHeader, tc.id)
+			req.Header.Set(api.HeaderClusterID, tc.id)
 		}
 		resp, err := http.DefaultClient.Do(req)
 		if err != nil {
@@ -110,7 +112,7 @@ func TestClusterID_RequestForAnotherClusterIs403(t *testing.T) {
 		if resp.StatusCode != tc.status {
 			t.Fatalf("cluster id %q: status %d, want %d (%s)", tc.id, resp.StatusCode, tc.status, body.String())
 		}
-		if tc.status == http.StatusForbidden && (!strings.Contains(body.String(), codeWrongCluster) || !strings.Contains(body.String(), "staging")) {
+		if tc.status == http.StatusForbidden && (!strings.Contains(body.String(), api.CodeWrongCluster) || !strings.Contains(body.String(), "staging")) {
 			t.Fatalf("403 body %s lacks the code or the ID", body.String())
 		}
 	}

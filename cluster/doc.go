@@ -73,11 +73,12 @@
 //
 // # HTTP API
 //
-// JSON bodies, durations in milliseconds, keys in bodies or query
-// parameters (never in paths); bodies over 64 KiB are refused (413) and
-// unknown fields are an error (400). With Config.Token set, every request
-// but GET /healthz and GET /readyz needs "Authorization: Bearer <token>"
-// (401 otherwise).
+// JSON bodies (the types of package api, which the Go client shares),
+// durations in milliseconds, keys in bodies or query parameters (never in
+// paths); a missing wait_ms means no wait. Bodies over 64 KiB are refused
+// (413) and unknown fields are an error (400). With Config.Token set,
+// every request but GET /healthz and GET /readyz needs "Authorization:
+// Bearer <token>" (401 otherwise).
 //
 //	POST /v1/acquire        {"key","owner","ttl_ms","wait_ms"} -> {"key","owner","fence","ttl_ms"}
 //	POST /v1/release        {"key","owner"}                    -> {"released"}

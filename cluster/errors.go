@@ -6,22 +6,12 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"time"
 
 	"github.com/hashicorp/raft"
 
+	"github.com/zerotal/lock/api"
 	"github.com/zerotal/lock/drivers"
-)
-
-// Error codes of the HTTP API.
-const (
-	codeInvalid      = "invalid"
-	codeUnauthorized = "unauthorized"
-	codeNotFound     = "not_found"
-	codeNotAcquired  = "not_acquired"
-	codeTooLarge     = "too_large"
-	codeFull         = "full"
-	codeUnavailable  = "unavailable"
-	codeInternal     = "internal"
 )
 
 var (
@@ -30,25 +20,6 @@ var (
 	// errUnknownMember: leave of an id the cluster does not have (404).
 	errUnknownMember = errors.New("cluster: unknown member")
 )
-
-// conflictError is a 409 that can tell the holder's remaining TTL.
-type conflictError struct {
-	key         string
-	holderTTLms int64 // < 0: unknown
-}
-
-func (e *conflictError) Error() string {
-	return (&drivers.NotAcquiredError{Key: e.key}).Error()
-}
-
-func (e *conflictError) Is(target error) bool { return target == drivers.ErrNotAcquired }
-
-// errorBody is the JSON of every non-2xx answer.
-type errorBody struct {
-	Code        string `json:"code"`
-	Message     string `json:"message"`
-	HolderTTLms *int64 `json:"holder_ttl_ms,omitempty"`
-}
 
 // isRaftUnavailable reports raft errors that mean "no leader here now":
 // the client may retry, on this node or another.
@@ -73,37 +44,41 @@ func isRaftUnavailable(err error) bool {
 		errors.Is(err, raft.ErrAbortedByRestore)
 }
 
-// classify maps an error to its HTTP status and API code. It is the one
-// place where errors become statuses.
-func classify(err error) (int, string) {
+// classify maps an error to its API code (and so, by api.StatusOf, to
+// its HTTP status). It is the one place where errors become statuses.
+func classify(err error) string {
 	var maxBytes *http.MaxBytesError
 	switch {
 	case errors.As(err, &maxBytes):
-		return http.StatusRequestEntityTooLarge, codeTooLarge
+		return api.CodeTooLarge
 	case errors.Is(err, drivers.ErrInvalid):
-		return http.StatusBadRequest, codeInvalid
+		return api.CodeInvalid
 	case errors.Is(err, errUnauthorized):
-		return http.StatusUnauthorized, codeUnauthorized
+		return api.CodeUnauthorized
 	case errors.Is(err, errNotFound), errors.Is(err, errUnknownMember):
-		return http.StatusNotFound, codeNotFound
+		return api.CodeNotFound
 	case errors.Is(err, drivers.ErrNotAcquired):
-		return http.StatusConflict, codeNotAcquired
+		return api.CodeNotAcquired
 	case errors.Is(err, drivers.ErrFull):
-		return http.StatusTooManyRequests, codeFull
+		return api.CodeFull
 	case errors.Is(err, drivers.ErrUnavailable), errors.Is(err, drivers.ErrClosed),
 		isRaftUnavailable(err), errors.Is(err, context.DeadlineExceeded):
-		return http.StatusServiceUnavailable, codeUnavailable
+		return api.CodeUnavailable
 	}
-	return http.StatusInternalServerError, codeInternal
+	return api.CodeInternal
 }
 
-// writeError answers with the status and JSON body for err.
+// writeError answers with the status and JSON body for err. A
+// *drivers.NotAcquiredError that knows the holder's remaining lease
+// (HolderTTL > 0) sends it as holder_ttl_ms, in whole milliseconds.
 func writeError(w http.ResponseWriter, err error) {
-	status, code := classify(err)
-	body := errorBody{Code: code, Message: err.Error()}
-	var c *conflictError
-	if errors.As(err, &c) && c.holderTTLms >= 0 {
-		body.HolderTTLms = &c.holderTTLms
+	code := classify(err)
+	status := api.StatusOf(code)
+	body := api.ErrorBody{Code: code, Message: err.Error()}
+	var na *drivers.NotAcquiredError
+	if errors.As(err, &na) && na.HolderTTL > 0 {
+		ms := int64(na.HolderTTL / time.Millisecond)
+		body.HolderTTLMillis = &ms
 	}
 	if status == http.StatusServiceUnavailable {
 		w.Header().Set("Retry-After", "1")

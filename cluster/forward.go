@@ -10,13 +10,9 @@ import (
 	"net/url"
 	"time"
 
+	"github.com/zerotal/lock/api"
 	"github.com/zerotal/lock/drivers"
 )
-
-// forwardedHeader marks a request a follower passed to the leader; a node
-// that receives it while not leading answers 503 instead of forwarding
-// again, so a request makes at most one hop.
-const forwardedHeader = "X-Lock-Forwarded-By"
 
 // leaderHTTP returns the leader's HTTP address from the replicated member
 // map.
@@ -41,7 +37,7 @@ func (n *Node) forward(w http.ResponseWriter, r *http.Request, addr string) {
 		Rewrite: func(pr *httputil.ProxyRequest) {
 			pr.SetURL(target)
 			pr.Out.Host = r.Host
-			pr.Out.Header.Set(forwardedHeader, n.cfg.ID)
+			pr.Out.Header.Set(api.HeaderForwardedBy, n.cfg.ID)
 		},
 		Transport: n.proxy,
 		ErrorHandler: func(w http.ResponseWriter, _ *http.Request, err error) {

@@ -24,6 +24,7 @@ import (
 	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
 	"go.etcd.io/bbolt"
 
+	"github.com/zerotal/lock/api"
 	"github.com/zerotal/lock/drivers"
 	"github.com/zerotal/lock/fsm"
 )
@@ -99,11 +100,11 @@ func (fn *fuzzNode) keysHeld(t *testing.T, want int, in []byte) {
 
 // errorStatuses are the documented error answers and their codes.
 var errorStatuses = map[int]string{
-	http.StatusBadRequest:            codeInvalid,
-	http.StatusNotFound:              codeNotFound,
-	http.StatusConflict:              codeNotAcquired,
-	http.StatusRequestEntityTooLarge: codeTooLarge,
-	http.StatusTooManyRequests:       codeFull,
+	http.StatusBadRequest:            api.CodeInvalid,
+	http.StatusNotFound:              api.CodeNotFound,
+	http.StatusConflict:              api.CodeNotAcquired,
+	http.StatusRequestEntityTooLarge: api.CodeTooLarge,
+	http.StatusTooManyRequests:       api.CodeFull,
 }
 
 // checkAnswer checks the shape of an answer: JSON, a documented status, an
@@ -126,7 +127,7 @@ func checkAnswer(t *testing.T, rec *httptest.ResponseRecorder, ok any, fields ..
 	if !documented {
 		t.Fatalf("undocumented status %d, body %q", rec.Code, raw)
 	}
-	var body errorBody
+	var body api.ErrorBody
 	if err := strictJSON(raw, &body); err != nil {
 		t.Fatalf("error body %q is not {code, message}: %v", raw, err)
 	}
@@ -236,24 +237,24 @@ func expectStatus(t *testing.T, rec *httptest.ResponseRecorder, want int, in []b
 func FuzzAcquire(f *testing.F) {
 	fn := startFuzzNode(f)
 	f.Fuzz(func(t *testing.T, body []byte) {
-		var req acquireRequest
+		var req api.AcquireRequest
 		want := bodyVerdict(body, &req)
-		if want == 0 && !(validKey(req.Key) && validOwner(req.Owner) && validTTL(req.TTLms) && req.WaitMs >= 0) {
+		if want == 0 && !(validKey(req.Key) && validOwner(req.Owner) && validTTL(req.TTLMillis) && req.WaitMillis >= 0) {
 			want = http.StatusBadRequest
 		}
 		rec := fn.post("/v1/acquire", body)
 		expectStatus(t, rec, want, body)
-		var resp acquireResponse
+		var resp api.AcquireResponse
 		checkAnswer(t, rec, &resp, "body", "key", "owner", "ttl_ms", "wait_ms")
 		if rec.Code == http.StatusOK {
-			if resp.Key != req.Key || resp.Owner != req.Owner || resp.Fence == 0 || resp.TTLms != req.TTLms {
+			if resp.Key != req.Key || resp.Owner != req.Owner || resp.Fence == 0 || resp.TTLMillis != req.TTLMillis {
 				t.Fatalf("grant %+v does not match request %+v", resp, req)
 			}
 			// Free the key again, so every input finds an empty table. A
 			// short TTL may run out first: then the expiry frees it.
-			rel := fn.post("/v1/release", mustJSON(t, releaseRequest{Key: req.Key, Owner: req.Owner}))
+			rel := fn.post("/v1/release", mustJSON(t, api.ReleaseRequest{Key: req.Key, Owner: req.Owner}))
 			released := strings.Contains(rel.Body.String(), `"released":true`)
-			if rel.Code != http.StatusOK || (!released && req.TTLms >= 5000) {
+			if rel.Code != http.StatusOK || (!released && req.TTLMillis >= 5000) {
 				t.Fatalf("release of the grant = %d %s", rel.Code, rel.Body)
 			}
 			if !released {
@@ -268,14 +269,14 @@ func FuzzAcquire(f *testing.F) {
 func FuzzRelease(f *testing.F) {
 	fn := startFuzzNode(f)
 	f.Fuzz(func(t *testing.T, body []byte) {
-		var req releaseRequest
+		var req api.ReleaseRequest
 		want := bodyVerdict(body, &req)
 		if want == 0 && !(validKey(req.Key) && validOwner(req.Owner)) {
 			want = http.StatusBadRequest
 		}
 		rec := fn.post("/v1/release", body)
 		expectStatus(t, rec, want, body)
-		var resp releaseResponse
+		var resp api.ReleaseResponse
 		checkAnswer(t, rec, &resp, "body", "key", "owner")
 		if rec.Code == http.StatusOK && resp.Released {
 			t.Fatalf("released %+v, which nobody held", req)
@@ -288,14 +289,14 @@ func FuzzRelease(f *testing.F) {
 func FuzzExtend(f *testing.F) {
 	fn := startFuzzNode(f)
 	f.Fuzz(func(t *testing.T, body []byte) {
-		var req extendRequest
+		var req api.ExtendRequest
 		want := bodyVerdict(body, &req)
-		if want == 0 && !(validKey(req.Key) && validOwner(req.Owner) && validTTL(req.TTLms)) {
+		if want == 0 && !(validKey(req.Key) && validOwner(req.Owner) && validTTL(req.TTLMillis)) {
 			want = http.StatusBadRequest
 		}
 		rec := fn.post("/v1/extend", body)
 		expectStatus(t, rec, want, body)
-		var resp extendResponse
+		var resp api.ExtendResponse
 		checkAnswer(t, rec, &resp, "body", "key", "owner", "ttl_ms")
 		if rec.Code == http.StatusOK && resp.Extended {
 			t.Fatalf("extended %+v, which nobody held", req)
@@ -308,14 +309,14 @@ func FuzzExtend(f *testing.F) {
 func FuzzForceRelease(f *testing.F) {
 	fn := startFuzzNode(f)
 	f.Fuzz(func(t *testing.T, body []byte) {
-		var req forceReleaseRequest
+		var req api.ForceReleaseRequest
 		want := bodyVerdict(body, &req)
 		if want == 0 && !validKey(req.Key) {
 			want = http.StatusBadRequest
 		}
 		rec := fn.post("/v1/force-release", body)
 		expectStatus(t, rec, want, body)
-		var resp releaseResponse
+		var resp api.ReleaseResponse
 		checkAnswer(t, rec, &resp, "body", "key")
 		if rec.Code == http.StatusOK && resp.Released {
 			t.Fatalf("force-released %+v, which nobody held", req)
@@ -343,7 +344,7 @@ func FuzzJoin(f *testing.F) {
 	fn := startFuzzNode(f)
 	self, selfAddr := fn.n.ID(), fn.n.RaftAddr()
 	f.Fuzz(func(t *testing.T, body []byte) {
-		var req joinRequest
+		var req api.JoinRequest
 		want := bodyVerdict(body, &req)
 		if want == 0 && !(validMemberID(req.ID) && validHostPort(req.Addr) && (req.HTTP == "" || validHostPort(req.HTTP))) {
 			want = http.StatusBadRequest
@@ -367,7 +368,7 @@ func FuzzJoin(f *testing.F) {
 func FuzzLeave(f *testing.F) {
 	fn := startFuzzNode(f)
 	f.Fuzz(func(t *testing.T, body []byte) {
-		var req leaveRequest
+		var req api.LeaveRequest
 		want := bodyVerdict(body, &req)
 		if want == 0 && !validMemberID(req.ID) {
 			want = http.StatusBadRequest
@@ -421,7 +422,7 @@ func FuzzGetLock(f *testing.F) {
 		}
 		rec := fn.serve(req)
 		expectStatus(t, rec, want, []byte(rawQuery))
-		var resp lockInfo
+		var resp api.LockInfo
 		checkAnswer(t, rec, &resp, "key", "query")
 		if rec.Code == http.StatusOK && (resp.Key != "held" || resp.Owner != "o" || resp.Fence == 0) {
 			t.Fatalf("lock info %+v, want the held key", resp)
@@ -435,7 +436,7 @@ func FuzzGetLock(f *testing.F) {
 func FuzzListLocks(f *testing.F) {
 	fn := startFuzzNode(f)
 	for _, k := range []string{"a/1", "a/2", "b/1"} {
-		rec := fn.post("/v1/acquire", mustJSON(f, acquireRequest{Key: k, Owner: "o", TTLms: 3600000}))
+		rec := fn.post("/v1/acquire", mustJSON(f, api.AcquireRequest{Key: k, Owner: "o", TTLMillis: 3600000}))
 		if rec.Code != http.StatusOK {
 			f.Fatalf("acquire %s: %d %s", k, rec.Code, rec.Body)
 		}
@@ -458,7 +459,7 @@ func FuzzListLocks(f *testing.F) {
 		}
 		rec := fn.serve(req)
 		expectStatus(t, rec, want, []byte(rawQuery))
-		var resp locksResponse
+		var resp api.LockList
 		checkAnswer(t, rec, &resp, "limit", "query")
 		if rec.Code != http.StatusOK {
 			return

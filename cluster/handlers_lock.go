@@ -7,6 +7,8 @@ import (
 
 	"github.com/hashicorp/raft"
 
+	"github.com/zerotal/lock/api"
+	"github.com/zerotal/lock/drivers"
 	"github.com/zerotal/lock/fsm"
 )
 
@@ -20,23 +22,23 @@ func applyErr(op string, err error) error {
 }
 
 func (n *Node) handleAcquire(w http.ResponseWriter, r *http.Request, l *leadership) {
-	var req acquireRequest
+	var req api.AcquireRequest
 	if err := decodeBody(w, r, &req); err != nil {
 		writeError(w, err)
 		return
 	}
-	ttl, err := checkTTL(req.TTLms)
+	ttl, err := checkTTL(req.TTLMillis)
 	if err == nil {
 		err = errors.Join(checkKey(req.Key), checkOwner(req.Owner))
 	}
-	if err == nil && req.WaitMs < 0 {
-		err = invalidf("wait_ms", "%d is negative", req.WaitMs)
+	if err == nil && req.WaitMillis < 0 {
+		err = invalidf("wait_ms", "%d is negative", req.WaitMillis)
 	}
 	if err != nil {
 		writeError(w, err)
 		return
 	}
-	wait := min(time.Duration(req.WaitMs)*time.Millisecond, n.cfg.MaxWait)
+	wait := min(api.Duration(req.WaitMillis), n.cfg.MaxWait)
 	start := time.Now()
 	fence, err := n.acquire(r, l, req.Key, req.Owner, ttl, wait)
 	if err != nil {
@@ -47,12 +49,18 @@ func (n *Node) handleAcquire(w http.ResponseWriter, r *http.Request, l *leadersh
 		return
 	}
 	n.metrics.acquireWait.Observe(time.Since(start).Seconds())
-	writeJSON(w, http.StatusOK, acquireResponse{Key: req.Key, Owner: req.Owner, Fence: fence, TTLms: req.TTLms})
+	writeJSON(w, http.StatusOK, api.AcquireResponse{Key: req.Key, Owner: req.Owner, Fence: fence, TTLMillis: req.TTLMillis})
 }
 
 func isConflict(err error) bool {
-	var c *conflictError
-	return errors.As(err, &c)
+	var na *drivers.NotAcquiredError
+	return errors.As(err, &na)
+}
+
+// heldBy is the 409 for key, held by a grant with deadline at now (both
+// in the FSM's clock, nanoseconds): it tells the holder's remaining lease.
+func heldBy(key string, deadline, now int64) error {
+	return &drivers.NotAcquiredError{Key: key, HolderTTL: time.Duration(max(deadline-now, 0))}
 }
 
 func (n *Node) acquireNow(r *http.Request, l *leadership, key, owner string, ttl time.Duration) (uint64, error) {
@@ -62,7 +70,7 @@ func (n *Node) acquireNow(r *http.Request, l *leadership, key, owner string, ttl
 		return 0, applyErr("acquire", err)
 	}
 	if !resp.Result.OK {
-		return 0, &conflictError{key: key, holderTTLms: remainingMs(resp.Result.Grant.Deadline, now)}
+		return 0, heldBy(key, resp.Result.Grant.Deadline, now)
 	}
 	return resp.Result.Grant.Fence, nil
 }
@@ -160,7 +168,7 @@ func (n *Node) acquireWait(r *http.Request, l *leadership, q *request, ttl, wait
 			return resp.Result.Grant.Fence, nil
 		}
 		if !resp.Result.Queued {
-			return 0, &conflictError{key: key, holderTTLms: remainingMs(resp.Result.Grant.Deadline, now)}
+			return 0, heldBy(key, resp.Result.Grant.Deadline, now)
 		}
 	}
 	timer := time.NewTimer(wait)
@@ -177,7 +185,7 @@ func (n *Node) acquireWait(r *http.Request, l *leadership, q *request, ttl, wait
 		// The client went away, or this node is shutting down.
 		return 0, unavailable("acquire", err)
 	}
-	return 0, &conflictError{key: key, holderTTLms: -1}
+	return 0, &drivers.NotAcquiredError{Key: key} // holder's lease unknown
 }
 
 // applyWhileLeading proposes e (stamped with l's clock) until it commits
@@ -208,7 +216,7 @@ func (n *Node) applyWhileLeading(l *leadership, e fsm.Entry) (*fsm.Response, err
 }
 
 func (n *Node) handleRelease(w http.ResponseWriter, r *http.Request, l *leadership) {
-	var req releaseRequest
+	var req api.ReleaseRequest
 	if err := decodeBody(w, r, &req); err != nil {
 		writeError(w, err)
 		return
@@ -222,16 +230,16 @@ func (n *Node) handleRelease(w http.ResponseWriter, r *http.Request, l *leadersh
 		writeError(w, applyErr("release", err))
 		return
 	}
-	writeJSON(w, http.StatusOK, releaseResponse{Released: resp.Result.OK})
+	writeJSON(w, http.StatusOK, api.ReleaseResponse{Released: resp.Result.OK})
 }
 
 func (n *Node) handleExtend(w http.ResponseWriter, r *http.Request, l *leadership) {
-	var req extendRequest
+	var req api.ExtendRequest
 	if err := decodeBody(w, r, &req); err != nil {
 		writeError(w, err)
 		return
 	}
-	ttl, err := checkTTL(req.TTLms)
+	ttl, err := checkTTL(req.TTLMillis)
 	if err == nil {
 		err = errors.Join(checkKey(req.Key), checkOwner(req.Owner))
 	}
@@ -244,11 +252,11 @@ func (n *Node) handleExtend(w http.ResponseWriter, r *http.Request, l *leadershi
 		writeError(w, applyErr("extend", err))
 		return
 	}
-	writeJSON(w, http.StatusOK, extendResponse{Extended: resp.Result.OK, TTLms: req.TTLms})
+	writeJSON(w, http.StatusOK, api.ExtendResponse{Extended: resp.Result.OK, TTLMillis: req.TTLMillis})
 }
 
 func (n *Node) handleForceRelease(w http.ResponseWriter, r *http.Request, l *leadership) {
-	var req forceReleaseRequest
+	var req api.ForceReleaseRequest
 	if err := decodeBody(w, r, &req); err != nil {
 		writeError(w, err)
 		return
@@ -262,5 +270,5 @@ func (n *Node) handleForceRelease(w http.ResponseWriter, r *http.Request, l *lea
 		writeError(w, applyErr("force-release", err))
 		return
 	}
-	writeJSON(w, http.StatusOK, releaseResponse{Released: resp.Result.OK})
+	writeJSON(w, http.StatusOK, api.ReleaseResponse{Released: resp.Result.OK})
 }

@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/zerotal/lock/api"
 	"github.com/zerotal/lock/internal/buildinfo"
 )
 
@@ -78,8 +79,8 @@ func (n *Node) handleGetLock(w http.ResponseWriter, r *http.Request, l *leadersh
 		writeError(w, errNotFound)
 		return
 	}
-	writeJSON(w, http.StatusOK, lockInfo{Key: info.Key, Owner: info.Owner, Fence: info.Fence,
-		RemainingMs: remainingMs(info.Deadline, now), Waiters: info.Waiters})
+	writeJSON(w, http.StatusOK, api.LockInfo{Key: info.Key, Owner: info.Owner, Fence: info.Fence,
+		RemainingMillis: remainingMs(info.Deadline, now), Waiters: info.Waiters})
 }
 
 func (n *Node) handleListLocks(w http.ResponseWriter, r *http.Request, l *leadership) {
@@ -106,7 +107,7 @@ func (n *Node) handleListLocks(w http.ResponseWriter, r *http.Request, l *leader
 		writeError(w, unavailable("list", err))
 		return
 	}
-	resp := locksResponse{Locks: []lockInfo{}, Truncated: len(infos) > limit}
+	resp := api.LockList{Locks: []api.LockInfo{}, Truncated: len(infos) > limit}
 	if resp.Truncated {
 		infos = infos[:limit]
 	}
@@ -115,15 +116,15 @@ func (n *Node) handleListLocks(w http.ResponseWriter, r *http.Request, l *leader
 		if in.Deadline <= now {
 			continue
 		}
-		resp.Locks = append(resp.Locks, lockInfo{Key: in.Key, Owner: in.Owner, Fence: in.Fence,
-			RemainingMs: remainingMs(in.Deadline, now), Waiters: in.Waiters})
+		resp.Locks = append(resp.Locks, api.LockInfo{Key: in.Key, Owner: in.Owner, Fence: in.Fence,
+			RemainingMillis: remainingMs(in.Deadline, now), Waiters: in.Waiters})
 	}
 	writeJSON(w, http.StatusOK, resp)
 }
 
 func (n *Node) handleStatus(w http.ResponseWriter, _ *http.Request) {
 	leaderAddr, leaderID := n.raft.LeaderWithID()
-	st := statusResponse{
+	st := api.Status{
 		ID:           n.cfg.ID,
 		State:        strings.ToLower(n.raft.State().String()),
 		LeaderID:     string(leaderID),
@@ -132,7 +133,7 @@ func (n *Node) handleStatus(w http.ResponseWriter, _ *http.Request) {
 		CommitIndex:  n.raft.CommitIndex(),
 		AppliedIndex: n.fsm.AppliedIndex(),
 		LastIndex:    n.raft.LastIndex(),
-		Peers:        []peerInfo{},
+		Peers:        []api.Peer{},
 		Keys:         n.fsm.Engine().Len(),
 		Version:      buildinfo.Version(),
 	}
@@ -141,7 +142,7 @@ func (n *Node) handleStatus(w http.ResponseWriter, _ *http.Request) {
 	}
 	if f := n.raft.GetConfiguration(); f.Error() == nil {
 		for _, s := range f.Configuration().Servers {
-			st.Peers = append(st.Peers, peerInfo{ID: string(s.ID), Addr: string(s.Address), Suffrage: strings.ToLower(s.Suffrage.String())})
+			st.Peers = append(st.Peers, api.Peer{ID: string(s.ID), Addr: string(s.Address), Suffrage: strings.ToLower(s.Suffrage.String())})
 		}
 	}
 	writeJSON(w, http.StatusOK, st)

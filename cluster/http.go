@@ -9,6 +9,8 @@ import (
 
 	"github.com/hashicorp/raft"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/zerotal/lock/api"
 )
 
 // leaderHandler serves a request on the leader, with its leadership.
@@ -22,15 +24,15 @@ func (n *Node) routes() http.Handler {
 	})
 	mux.HandleFunc("GET /readyz", n.handleReady)
 	mux.Handle("GET /metrics", n.auth(promhttp.HandlerFor(n.metrics.gatherer, promhttp.HandlerOpts{})))
-	mux.Handle("GET /v1/status", n.auth(http.HandlerFunc(n.handleStatus)))
-	mux.Handle("POST /v1/acquire", n.auth(n.limitWaits(n.onLeader(n.handleAcquire))))
-	mux.Handle("POST /v1/release", n.auth(n.onLeader(n.handleRelease)))
-	mux.Handle("POST /v1/extend", n.auth(n.onLeader(n.handleExtend)))
-	mux.Handle("POST /v1/force-release", n.auth(n.onLeader(n.handleForceRelease)))
-	mux.Handle("GET /v1/lock", n.auth(n.onLeader(n.handleGetLock)))
-	mux.Handle("GET /v1/locks", n.auth(n.onLeader(n.handleListLocks)))
-	mux.Handle("POST /v1/join", n.auth(n.onLeader(n.handleJoin)))
-	mux.Handle("POST /v1/leave", n.auth(n.onLeader(n.handleLeave)))
+	mux.Handle("GET "+api.PathStatus, n.auth(http.HandlerFunc(n.handleStatus)))
+	mux.Handle("POST "+api.PathAcquire, n.auth(n.limitWaits(n.onLeader(n.handleAcquire))))
+	mux.Handle("POST "+api.PathRelease, n.auth(n.onLeader(n.handleRelease)))
+	mux.Handle("POST "+api.PathExtend, n.auth(n.onLeader(n.handleExtend)))
+	mux.Handle("POST "+api.PathForceRelease, n.auth(n.onLeader(n.handleForceRelease)))
+	mux.Handle("GET "+api.PathLock, n.auth(n.onLeader(n.handleGetLock)))
+	mux.Handle("GET "+api.PathLocks, n.auth(n.onLeader(n.handleListLocks)))
+	mux.Handle("POST "+api.PathJoin, n.auth(n.onLeader(n.handleJoin)))
+	mux.Handle("POST "+api.PathLeave, n.auth(n.onLeader(n.handleLeave)))
 	mux.Handle("/v1/", n.auth(http.HandlerFunc(noEndpoint)))
 	return n.readBody(mux)
 }
@@ -38,23 +40,23 @@ func (n *Node) routes() http.Handler {
 // endpointMethods lists the method of every /v1 path, so a wrong method
 // gets a JSON 405 and an unknown path a JSON 404.
 var endpointMethods = map[string]string{
-	"/v1/status": "GET", "/v1/lock": "GET", "/v1/locks": "GET",
-	"/v1/acquire": "POST", "/v1/release": "POST", "/v1/extend": "POST",
-	"/v1/force-release": "POST", "/v1/join": "POST", "/v1/leave": "POST",
+	api.PathStatus: "GET", api.PathLock: "GET", api.PathLocks: "GET",
+	api.PathAcquire: "POST", api.PathRelease: "POST", api.PathExtend: "POST",
+	api.PathForceRelease: "POST", api.PathJoin: "POST", api.PathLeave: "POST",
 }
 
 func noEndpoint(w http.ResponseWriter, r *http.Request) {
 	if m, ok := endpointMethods[r.URL.Path]; ok {
 		w.Header().Set("Allow", m)
-		writeJSON(w, http.StatusMethodNotAllowed, errorBody{Code: codeInvalid,
+		writeJSON(w, http.StatusMethodNotAllowed, api.ErrorBody{Code: api.CodeInvalid,
 			Message: fmt.Sprintf("cluster: %s takes %s, not %s", r.URL.Path, m, r.Method)})
 		return
 	}
-	writeJSON(w, http.StatusNotFound, errorBody{Code: codeNotFound, Message: "cluster: no endpoint " + r.URL.Path})
+	writeJSON(w, http.StatusNotFound, api.ErrorBody{Code: api.CodeNotFound, Message: "cluster: no endpoint " + r.URL.Path})
 }
 
 // auth checks the bearer token when one is configured, then the cluster
-// ID a request may name (clusterIDHeader). The token is compared as
+// ID a request may name (api.HeaderClusterID). The token is compared as
 // SHA-256 digests, so the time taken depends neither on where the first
 // wrong byte is nor on the token's length.
 func (n *Node) auth(h http.Handler) http.Handler {
@@ -62,9 +64,9 @@ func (n *Node) auth(h http.Handler) http.Handler {
 	if n.cfg.Token == "" {
 		return h
 	}
-	want := sha256.Sum256([]byte("Bearer " + n.cfg.Token))
+	want := sha256.Sum256([]byte(api.Bearer(n.cfg.Token)))
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		got := sha256.Sum256([]byte(r.Header.Get("Authorization")))
+		got := sha256.Sum256([]byte(r.Header.Get(api.HeaderAuthorization)))
 		if subtle.ConstantTimeCompare(got[:], want[:]) != 1 {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="lockcluster"`)
 			writeError(w, errUnauthorized)
@@ -74,19 +76,11 @@ func (n *Node) auth(h http.Handler) http.Handler {
 	})
 }
 
-// clusterIDHeader names the cluster a request is meant for. Nodes send it
-// with their join; a client may send it to make sure it reached the
-// cluster it was configured for. Absent: not checked.
-const clusterIDHeader = "X-Lock-Cluster-Id"
-
-// codeWrongCluster is the error code of a request for another cluster.
-const codeWrongCluster = "wrong_cluster"
-
 // checkClusterID answers 403 to a request that names another cluster.
 func (n *Node) checkClusterID(h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if id := r.Header.Get(clusterIDHeader); id != "" && id != n.cfg.ClusterID {
-			writeJSON(w, http.StatusForbidden, errorBody{Code: codeWrongCluster, Message: fmt.Sprintf(
+		if id := r.Header.Get(api.HeaderClusterID); id != "" && id != n.cfg.ClusterID {
+			writeJSON(w, http.StatusForbidden, api.ErrorBody{Code: api.CodeWrongCluster, Message: fmt.Sprintf(
 				"cluster: this node (%s) is in cluster %q; the request is for cluster %q", n.cfg.ID, n.cfg.ClusterID, id)})
 			return
 		}
@@ -116,7 +110,7 @@ func (n *Node) onLeader(h leaderHandler) http.Handler {
 			writeError(w, unavailable("serve", errors.New("leader is still taking over; retry")))
 			return
 		}
-		if by := r.Header.Get(forwardedHeader); by != "" {
+		if by := r.Header.Get(api.HeaderForwardedBy); by != "" {
 			writeError(w, unavailable("forward", errors.New("request forwarded by "+by+" reached a node that is not the leader")))
 			return
 		}

@@ -9,6 +9,8 @@ import (
 	"net/http"
 	"sync"
 	"time"
+
+	"github.com/zerotal/lock/api"
 )
 
 // What a client may hold on the HTTP API before it has proved anything:
@@ -63,7 +65,7 @@ func (n *Node) readBody(h http.Handler) http.Handler {
 			w.Header().Set("Connection", "close")
 			var ne net.Error
 			if errors.As(err, &ne) && ne.Timeout() {
-				writeJSON(w, http.StatusRequestTimeout, errorBody{Code: codeInvalid,
+				writeJSON(w, http.StatusRequestTimeout, api.ErrorBody{Code: api.CodeInvalid,
 					Message: fmt.Sprintf("cluster: request body not received within %s", timeout)})
 				return
 			}

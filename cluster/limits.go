@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"sync/atomic"
 
+	"github.com/zerotal/lock/api"
 	"github.com/zerotal/lock/drivers"
 )
 
@@ -52,8 +53,6 @@ func (n *Node) limitWaits(h http.Handler) http.Handler {
 // so no byte search will do). A body that does not parse does not wait:
 // the handler refuses it.
 func waits(body []byte) bool {
-	var req struct {
-		WaitMs int64 `json:"wait_ms"`
-	}
-	return json.Unmarshal(body, &req) == nil && req.WaitMs > 0
+	var req api.AcquireRequest
+	return json.Unmarshal(body, &req) == nil && req.WaitMillis > 0
 }

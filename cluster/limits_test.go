@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/zerotal/lock/api"
 	"github.com/zerotal/lock/client"
 	"github.com/zerotal/lock/drivers"
 )
@@ -50,7 +51,7 @@ func postRaw(ctx context.Context, hc *http.Client, addr, path, body string) answ
 	}
 	defer resp.Body.Close()
 	raw, _ := io.ReadAll(resp.Body)
-	var eb errorBody
+	var eb api.ErrorBody
 	_ = json.Unmarshal(raw, &eb)
 	return answer{status: resp.StatusCode, code: eb.Code, msg: eb.Message, retryAfter: resp.Header.Get("Retry-After")}
 }
@@ -89,7 +90,7 @@ func TestLimits_WaitCapAnswers429(t *testing.T) {
 	waitFor(t, 10*time.Second, "four queued waiters", func() bool { return c.get(addr, "hot").num("waiters") == 4 })
 
 	a := postAcquire(ctx, hc, addr, "other", "w5", time.Minute, 30*time.Second)
-	if a.status != http.StatusTooManyRequests || a.code != codeFull || !strings.Contains(a.msg, "MaxWaits") || a.retryAfter == "" {
+	if a.status != http.StatusTooManyRequests || a.code != api.CodeFull || !strings.Contains(a.msg, "MaxWaits") || a.retryAfter == "" {
 		t.Fatalf("fifth wait: %+v, want 429 full naming MaxWaits with Retry-After", a)
 	}
 	if a := postAcquire(ctx, hc, addr, "other", "quick", time.Minute, 0); a.status != http.StatusOK {
@@ -97,7 +98,7 @@ func TestLimits_WaitCapAnswers429(t *testing.T) {
 	}
 	// An oversized body that asks to wait still gets the plain 413.
 	huge := fmt.Sprintf(`{"wait_ms":1000,"key":%q}`, strings.Repeat("x", maxBodyBytes))
-	if a := postRaw(ctx, hc, addr, "/v1/acquire", huge); a.status != http.StatusRequestEntityTooLarge || a.code != codeTooLarge {
+	if a := postRaw(ctx, hc, addr, "/v1/acquire", huge); a.status != http.StatusRequestEntityTooLarge || a.code != api.CodeTooLarge {
 		t.Fatalf("oversized waiting acquire: %+v, want 413", a)
 	}
 	// The first waiter gets the key; its slot frees.
@@ -146,7 +147,7 @@ func TestLimits_DistinctKeyFloodIsBounded(t *testing.T) {
 					switch {
 					case a.status == http.StatusOK:
 						atomic.AddInt64(&ok, 1)
-					case a.status == http.StatusTooManyRequests && a.code == codeFull:
+					case a.status == http.StatusTooManyRequests && a.code == api.CodeFull:
 						atomic.AddInt64(&full, 1)
 					default:
 						failed.Store(fmt.Sprintf("key %d: %+v", i, a))
@@ -233,7 +234,7 @@ func TestLimits_WaiterFloodOnOneKeyIsBounded(t *testing.T) {
 			defer wg.Done()
 			a := postAcquire(waitCtx, hc, addr, "hot", fmt.Sprintf("waiter-%d", i), time.Minute, time.Minute)
 			switch {
-			case a.status == http.StatusTooManyRequests && a.code == codeFull:
+			case a.status == http.StatusTooManyRequests && a.code == api.CodeFull:
 				refused.Add(1)
 			case waitCtx.Err() != nil:
 				// cancelled at the end of the test
@@ -277,7 +278,7 @@ func TestLimits_WaiterFloodOnOneKeyIsBounded(t *testing.T) {
 func BenchmarkLimitWaits(b *testing.B) {
 	body := `{"key":"orders/12345","owner":"3f2a9c0e1b7d4a6f","ttl_ms":30000,"wait_ms":5000}`
 	decode := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		var req acquireRequest
+		var req api.AcquireRequest
 		if err := decodeBody(w, r, &req); err != nil {
 			b.Fatal(err)
 		}
@@ -337,7 +338,7 @@ func TestLimits_InputBoundariesOverHTTP(t *testing.T) {
 			if a.status != tc.status {
 				t.Fatalf("status %d, want %d: %+v", a.status, tc.status, a)
 			}
-			if tc.status != http.StatusOK && (a.code != codeInvalid || !strings.Contains(a.msg, tc.field) || !strings.Contains(a.msg, tc.more)) {
+			if tc.status != http.StatusOK && (a.code != api.CodeInvalid || !strings.Contains(a.msg, tc.field) || !strings.Contains(a.msg, tc.more)) {
 				t.Fatalf("answer %+v: want code invalid naming %q and %q", a, tc.field, tc.more)
 			}
 		})
@@ -351,7 +352,7 @@ func TestLimits_InputBoundariesOverHTTP(t *testing.T) {
 	if a := postRaw(ctx, hc, addr, "/v1/acquire", pad(maxBodyBytes)); a.status != http.StatusBadRequest || !strings.Contains(a.msg, "pad") {
 		t.Fatalf("body at the limit: %+v, want 400 for the unknown field", a)
 	}
-	if a := postRaw(ctx, hc, addr, "/v1/acquire", pad(maxBodyBytes+1)); a.status != http.StatusRequestEntityTooLarge || a.code != codeTooLarge {
+	if a := postRaw(ctx, hc, addr, "/v1/acquire", pad(maxBodyBytes+1)); a.status != http.StatusRequestEntityTooLarge || a.code != api.CodeTooLarge {
 		t.Fatalf("body one byte over: %+v, want 413", a)
 	}
 }

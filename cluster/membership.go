@@ -13,6 +13,7 @@ import (
 
 	"github.com/hashicorp/raft"
 
+	"github.com/zerotal/lock/api"
 	"github.com/zerotal/lock/fsm"
 )
 
@@ -20,8 +21,12 @@ import (
 // change nothing; a known id with a new address, or a known address under
 // another id, is removed first.
 func (n *Node) handleJoin(w http.ResponseWriter, r *http.Request, _ *leadership) {
-	var req joinRequest
+	var req api.JoinRequest
 	if err := decodeBody(w, r, &req); err != nil {
+		writeError(w, err)
+		return
+	}
+	if err := checkJoin(&req); err != nil {
 		writeError(w, err)
 		return
 	}
@@ -80,8 +85,12 @@ func (n *Node) addVoter(id raft.ServerID, addr raft.ServerAddress) error {
 // for a removal; a member entry left behind by an earlier leave that
 // stopped half-way is still cleaned up, and answered 200.
 func (n *Node) handleLeave(w http.ResponseWriter, r *http.Request, _ *leadership) {
-	var req leaveRequest
+	var req api.LeaveRequest
 	if err := decodeBody(w, r, &req); err != nil {
+		writeError(w, err)
+		return
+	}
+	if err := checkMemberID(req.ID); err != nil {
 		writeError(w, err)
 		return
 	}
@@ -130,8 +139,8 @@ func (n *Node) joinCluster(ctx context.Context) error {
 	if !strings.Contains(target, "://") {
 		target = n.httpScheme() + "://" + target
 	}
-	target = strings.TrimSuffix(target, "/") + "/v1/join"
-	body, err := json.Marshal(joinRequest{ID: n.cfg.ID, Addr: n.RaftAddr(), HTTP: n.AdvertisedHTTPAddr()})
+	target = strings.TrimSuffix(target, "/") + api.PathJoin
+	body, err := json.Marshal(api.JoinRequest{ID: n.cfg.ID, Addr: n.RaftAddr(), HTTP: n.AdvertisedHTTPAddr()})
 	if err != nil {
 		return fmt.Errorf("cluster: join: %w", err)
 	}
@@ -167,9 +176,9 @@ func (n *Node) joinOnce(ctx context.Context, client *http.Client, target string,
 		return &permanentError{msg: err.Error()}
 	}
 	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set(clusterIDHeader, n.cfg.ClusterID)
+	req.Header.Set(api.HeaderClusterID, n.cfg.ClusterID)
 	if n.cfg.Token != "" {
-		req.Header.Set("Authorization", "Bearer "+n.cfg.Token)
+		req.Header.Set(api.HeaderAuthorization, api.Bearer(n.cfg.Token))
 	}
 	resp, err := client.Do(req)
 	if err != nil {
@@ -178,14 +187,14 @@ func (n *Node) joinOnce(ctx context.Context, client *http.Client, target string,
 	defer resp.Body.Close()
 	raw, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
 	msg := string(bytes.TrimSpace(raw))
-	var eb errorBody
+	var eb api.ErrorBody
 	if json.Unmarshal(raw, &eb) == nil && eb.Message != "" {
 		msg = eb.Message
 	}
 	switch {
 	case resp.StatusCode == http.StatusOK:
 		return nil
-	case resp.StatusCode == http.StatusForbidden && eb.Code == codeWrongCluster:
+	case resp.StatusCode == http.StatusForbidden && eb.Code == api.CodeWrongCluster:
 		return &permanentError{msg: fmt.Sprintf("refused: this node is configured for cluster %q, which the member does not belong to (%s)", n.cfg.ClusterID, msg)}
 	case resp.StatusCode >= 400 && resp.StatusCode < 500 && resp.StatusCode != http.StatusTooManyRequests:
 		return &permanentError{msg: fmt.Sprintf("status %d: %s", resp.StatusCode, msg)}

@@ -7,16 +7,9 @@ import (
 	"time"
 
 	"github.com/hashicorp/raft"
-)
 
-// readyResponse is the body of GET /readyz, 200 or 503 alike.
-type readyResponse struct {
-	Ready bool `json:"ready"`
-	// State is raft's: follower, candidate, leader or shutdown.
-	State string `json:"state"`
-	// Reason says why the node is not ready; empty when it is.
-	Reason string `json:"reason,omitempty"`
-}
+	"github.com/zerotal/lock/api"
+)
 
 // readyInput is what the readiness rule looks at, read from raft and the
 // node at one moment.
@@ -74,7 +67,7 @@ func roundSilence(d time.Duration) time.Duration {
 
 // readiness reads the state of the node and of its raft r and applies
 // the rule.
-func (n *Node) readiness(r *raft.Raft) readyResponse {
+func (n *Node) readiness(r *raft.Raft) api.Ready {
 	in := readyInput{state: r.State(), leading: n.IsLeader(), silence: -1, maxSilence: n.cfg.HeartbeatTimeout}
 	select {
 	case <-n.closing:
@@ -89,7 +82,7 @@ func (n *Node) readiness(r *raft.Raft) readyResponse {
 		in.silence = time.Since(last)
 	}
 	reason := notReady(in)
-	return readyResponse{Ready: reason == "", State: strings.ToLower(in.state.String()), Reason: reason}
+	return api.Ready{Ready: reason == "", State: strings.ToLower(in.state.String()), Reason: reason}
 }
 
 // handleReady answers GET /readyz: 200 when the node can serve requests,

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"time"
 )
 
 // Sentinel errors, declared once here and aliased by package lock. Compare
@@ -42,6 +43,10 @@ var (
 // ErrNotAcquired with errors.Is and reports HTTP status 409.
 type NotAcquiredError struct {
 	Key string
+	// HolderTTL is how long the holder's lease had left when the backend
+	// answered, unless the holder refreshes it; 0 when unknown (a backend
+	// that does not tell, or a wait that timed out).
+	HolderTTL time.Duration
 }
 
 func (e *NotAcquiredError) Error() string {

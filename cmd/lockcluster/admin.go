@@ -247,11 +247,7 @@ func runLocks(ctx context.Context, e *env, cmd *cobra.Command, a *adminFlags, pr
 	tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "KEY\tOWNER\tFENCE\tEXPIRES IN\tWAITERS")
 	for _, l := range locks {
-		waiters := fmt.Sprint(l.Waiters)
-		if len(l.WaiterOwners) > 0 {
-			waiters = fmt.Sprintf("%d %v", l.Waiters, l.WaiterOwners)
-		}
-		fmt.Fprintf(tw, "%q\t%s\t%d\t%s\t%s\n", l.Key, l.Owner, l.Fence, l.Remaining.Round(time.Millisecond), waiters)
+		fmt.Fprintf(tw, "%q\t%s\t%d\t%s\t%d\n", l.Key, l.Owner, l.Fence, l.Remaining.Round(time.Millisecond), l.Waiters)
 	}
 	_ = tw.Flush()
 	if truncated {

@@ -1,0 +1,136 @@
+package api
+
+// AcquireRequest is the body of POST /v1/acquire. It takes Key for Owner
+// for TTLMillis, or refreshes it when Owner already holds it. WaitMillis >
+// 0 queues the request until the key is granted or the wait passes (409);
+// missing or 0, a held key is answered 409 at once.
+type AcquireRequest struct {
+	Key        string `json:"key"`
+	Owner      string `json:"owner"`
+	TTLMillis  int64  `json:"ttl_ms"`
+	WaitMillis int64  `json:"wait_ms,omitempty"`
+}
+
+// AcquireResponse is the answer to a granted acquire.
+type AcquireResponse struct {
+	Key       string `json:"key"`
+	Owner     string `json:"owner"`
+	Fence     uint64 `json:"fence"`
+	TTLMillis int64  `json:"ttl_ms"`
+}
+
+// ReleaseRequest is the body of POST /v1/release.
+type ReleaseRequest struct {
+	Key   string `json:"key"`
+	Owner string `json:"owner"`
+}
+
+// ReleaseResponse answers a release and a force-release: Released is
+// false when there was nothing to delete (for a release: Owner did not
+// hold the key).
+type ReleaseResponse struct {
+	Released bool `json:"released"`
+}
+
+// ExtendRequest is the body of POST /v1/extend.
+type ExtendRequest struct {
+	Key       string `json:"key"`
+	Owner     string `json:"owner"`
+	TTLMillis int64  `json:"ttl_ms"`
+}
+
+// ExtendResponse answers an extend: Extended is false when Owner does not
+// hold the key.
+type ExtendResponse struct {
+	Extended  bool  `json:"extended"`
+	TTLMillis int64 `json:"ttl_ms"`
+}
+
+// ForceReleaseRequest is the body of POST /v1/force-release.
+type ForceReleaseRequest struct {
+	Key string `json:"key"`
+}
+
+// LockInfo describes one held key (GET /v1/lock, and each element of
+// GET /v1/locks).
+type LockInfo struct {
+	Key             string `json:"key"`
+	Owner           string `json:"owner"`
+	Fence           uint64 `json:"fence"`
+	RemainingMillis int64  `json:"remaining_ms"`
+	// Waiters is the number of requests queued for the key.
+	Waiters int `json:"waiters"`
+}
+
+// LockList is the answer of GET /v1/locks: the held keys, sorted by key.
+// Truncated is true when more keys matched than the limit let through.
+type LockList struct {
+	Locks     []LockInfo `json:"locks"`
+	Truncated bool       `json:"truncated"`
+}
+
+// Status is one node's view of the cluster (GET /v1/status).
+type Status struct {
+	ID string `json:"id"`
+	// State is raft's, in lower case: follower, candidate, leader or
+	// shutdown.
+	State      string `json:"state"`
+	LeaderID   string `json:"leader_id"`
+	LeaderAddr string `json:"leader_addr"`
+	// LeaderHTTP is the leader's HTTP address (host:port) from the member
+	// map; empty while unknown.
+	LeaderHTTP   string `json:"leader_http"`
+	Term         uint64 `json:"term"`
+	CommitIndex  uint64 `json:"commit_index"`
+	AppliedIndex uint64 `json:"applied_index"`
+	LastIndex    uint64 `json:"last_index"`
+	Peers        []Peer `json:"peers"`
+	Keys         int    `json:"keys"`
+	// Version is the node's build: "v1.2.3", or "devel (<revision>)" for
+	// a build from a checkout; empty from a node that does not report it.
+	Version string `json:"version"`
+}
+
+// Peer is one member of the raft configuration.
+type Peer struct {
+	ID   string `json:"id"`
+	Addr string `json:"addr"`
+	// Suffrage is raft's, in lower case: voter, nonvoter or staging.
+	Suffrage string `json:"suffrage"`
+}
+
+// JoinRequest is the body of POST /v1/join. Addr is the raft address of
+// the new node. HTTP, its HTTP address (host:port), is optional: it goes
+// into the member map, which followers forward to once the node leads; a
+// node records its own when it becomes leader.
+type JoinRequest struct {
+	ID   string `json:"id"`
+	Addr string `json:"addr"`
+	HTTP string `json:"http,omitempty"`
+}
+
+// LeaveRequest is the body of POST /v1/leave.
+type LeaveRequest struct {
+	ID string `json:"id"`
+}
+
+// Ready is the body of GET /readyz, 200 and 503 alike.
+type Ready struct {
+	Ready bool `json:"ready"`
+	// State is raft's: follower, candidate, leader or shutdown.
+	State string `json:"state"`
+	// Reason says why the node is not ready; empty when it is.
+	Reason string `json:"reason,omitempty"`
+}
+
+// ErrorBody is the body of every error answer.
+type ErrorBody struct {
+	// Code is one of the Code* constants.
+	Code    string `json:"code"`
+	Message string `json:"message"`
+	// HolderTTLMillis comes with CodeNotAcquired when the server knows
+	// it: the whole milliseconds left of the holder's lease, unless the
+	// holder refreshes it. Nil (absent) when unknown, as after a wait that
+	// timed out.
+	HolderTTLMillis *int64 `json:"holder_ttl_ms,omitempty"`
+}

@@ -1,0 +1,16 @@
+package client
+
+import (
+	"context"
+	"net/http"
+	"time"
+
+	"github.com/zerotal/lock/api"
+)
+
+// AcquireError sends one acquire without a wait and returns the error as
+// the client builds it, where Acquire turns a 409 into ok=false.
+func (c *Client) AcquireError(ctx context.Context, key, owner string, ttl time.Duration) error {
+	return c.call(ctx, request{op: "acquire", method: http.MethodPost, path: api.PathAcquire, key: key,
+		body: api.AcquireRequest{Key: key, Owner: owner, TTLMillis: api.Millis(ttl)}}, nil)
+}
