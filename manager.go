@@ -2,11 +2,10 @@ package lock
 
 import (
 	"context"
+	"log/slog"
 	"sync"
 	"sync/atomic"
 	"time"
-
-	"github.com/hashicorp/go-hclog"
 
 	"github.com/zerotal/lock/drivers"
 )
@@ -29,7 +28,7 @@ type Manager struct {
 	driver    drivers.Driver
 	prefix    string
 	prefixSet bool // WithPrefix was given
-	logger    hclog.Logger
+	logger    *slog.Logger
 
 	closed    atomic.Bool
 	closeOnce sync.Once
@@ -57,7 +56,7 @@ func WithPrefix(p string) ManagerOption {
 // WithLogger sets the logger for events nobody else would see: a lock lost
 // in the background, a release that failed after the callback returned. The
 // default discards everything.
-func WithLogger(l hclog.Logger) ManagerOption {
+func WithLogger(l *slog.Logger) ManagerOption {
 	return func(m *Manager) {
 		if l != nil {
 			m.logger = l
@@ -74,7 +73,7 @@ func New(d drivers.Driver, opts ...ManagerOption) *Manager {
 	m := &Manager{
 		driver: d,
 		prefix: DefaultPrefix,
-		logger: hclog.NewNullLogger(),
+		logger: slog.New(slog.DiscardHandler),
 	}
 	m.bg, m.cancelBg = context.WithCancel(context.Background())
 	for _, opt := range opts {

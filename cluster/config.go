@@ -3,12 +3,12 @@ package cluster
 import (
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
 	"strconv"
 	"strings"
 	"time"
 
-	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/raft"
 	"github.com/prometheus/client_golang/prometheus"
 )
@@ -73,7 +73,7 @@ type Config struct {
 	RaftInsecure bool
 	// Logger receives the node's logs; raft logs under Named("raft"). nil:
 	// a null logger.
-	Logger hclog.Logger
+	Logger *slog.Logger
 
 	// Raft timing. Defaults are tuned for a LAN: 500ms, 500ms, 250ms. The
 	// constraints are raft's: each >= 5ms, LeaderLeaseTimeout <=
@@ -199,7 +199,7 @@ func (c Config) withDefaults() Config {
 		c.ApplyTimeout = DefaultApplyTimeout
 	}
 	if c.Logger == nil {
-		c.Logger = hclog.NewNullLogger()
+		c.Logger = slog.New(slog.DiscardHandler)
 	}
 	if c.ClusterID == "" {
 		c.ClusterID = DefaultClusterID

@@ -110,7 +110,7 @@ func runAgent(ctx context.Context, e *env, o *agentOptions) error {
 	if err != nil {
 		return usagef("--bootstrap: %v", err)
 	}
-	logger, err := newLogger(e.stderr, "lockcluster", o.logLevel)
+	logger, _, err := newLogger(e.stderr, o.logLevel)
 	if err != nil {
 		return usagef("--log-level: %v", err)
 	}
@@ -120,7 +120,7 @@ func runAgent(ctx context.Context, e *env, o *agentOptions) error {
 		Bootstrap: peers, Join: o.join, Token: o.token,
 		RaftSecret: o.raftSecret, RaftInsecure: o.raftInsecure,
 		MaxConns: o.maxConns, HTTPReadTimeout: o.readTimeout,
-		Logger:             logger.Named(o.id),
+		Logger:             logger.With("node", o.id),
 		ElectionTimeout:    cluster.DefaultElectionTimeout,
 		HeartbeatTimeout:   cluster.DefaultHeartbeatTimeout,
 		LeaderLeaseTimeout: cluster.DefaultLeaderLeaseTimeout,

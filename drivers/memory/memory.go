@@ -151,3 +151,11 @@ func (d *Driver) Close() error {
 	}
 	return d.e.Close()
 }
+
+// Importing the package registers the "memory" driver of lock.Open (package
+// lock imports it: it is always there).
+func init() {
+	drivers.Register("memory", func(context.Context, drivers.OpenOptions) (drivers.Driver, error) {
+		return New(Config{})
+	})
+}
