@@ -71,8 +71,10 @@ type Config struct {
 	// refuses to start: anyone who reaches that port could write the log.
 	// Set it only on a network where every host is trusted.
 	RaftInsecure bool
-	// Logger receives the node's logs; raft logs under Named("raft"). nil:
-	// a null logger.
+	// Logger receives the node's logs; nil discards them. Raft, its
+	// transport and snapshot store log through it too, with the attribute
+	// logger=raft (logger=transport, logger=snapshot); the node's own
+	// subsystems add logger=fsm, logger=http, logger=tls.
 	Logger *slog.Logger
 
 	// Raft timing. Defaults are tuned for a LAN: 500ms, 500ms, 250ms. The

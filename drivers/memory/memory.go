@@ -5,6 +5,9 @@
 // single-instance services. Waiting is pushed and FIFO: a blocked acquirer
 // is handed the lock inside the engine when the holder releases it or it
 // expires, without polling.
+//
+// It is lock.Open's default driver, registered when the package is
+// initialised; package lock imports it, so every program has it.
 package memory
 
 import (

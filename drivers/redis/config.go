@@ -45,8 +45,9 @@ type Config struct {
 	// does not create it unless asked to.
 	PipelineAt int
 
-	// Logger receives the driver's few messages (subscription trouble).
-	// Nil means no logging.
+	// Logger receives the driver's few messages (subscription trouble),
+	// and go-redis's own (see the package documentation, "Logging"). Nil
+	// means no logging.
 	Logger *slog.Logger
 }
 
