@@ -21,8 +21,8 @@ type OpenOptions struct {
 	RedisURL string
 	// Cluster configures the "cluster" driver.
 	Cluster ClusterOptions
-	// Logger receives the driver's logs; never nil (it discards by
-	// default).
+	// Logger receives the driver's logs; nil discards them (lock.Open
+	// always passes one).
 	Logger *slog.Logger
 }
 

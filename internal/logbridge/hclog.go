@@ -7,6 +7,7 @@ package logbridge
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"io"
 	"log"
 	"log/slog"
@@ -70,10 +71,37 @@ func (a *adapter) log(level slog.Level, msg string, args []any) {
 	if !a.l.Enabled(ctx, level) {
 		return
 	}
+	out := make([]any, 0, len(args)+2)
 	if a.name != "" {
-		args = append([]any{NameKey, a.name}, args...)
+		out = append(out, NameKey, a.name)
 	}
-	a.l.Log(ctx, level, msg, args...)
+	for _, v := range args {
+		out = append(out, value(v))
+	}
+	a.l.Log(ctx, level, msg, out...)
+}
+
+// value renders hclog's formatting wrappers as hclog would; other values
+// are left to the handler.
+func value(v any) any {
+	switch v := v.(type) {
+	case hclog.Format:
+		if len(v) > 0 {
+			if format, ok := v[0].(string); ok {
+				return fmt.Sprintf(format, v[1:]...)
+			}
+		}
+		return fmt.Sprint([]any(v)...)
+	case hclog.Hex:
+		return fmt.Sprintf("0x%x", int(v))
+	case hclog.Octal:
+		return fmt.Sprintf("0%o", int(v))
+	case hclog.Binary:
+		return fmt.Sprintf("0b%b", int(v))
+	case hclog.Quote:
+		return fmt.Sprintf("%q", string(v))
+	}
+	return v
 }
 
 func (a *adapter) Trace(msg string, args ...any) { a.log(LevelTrace, msg, args) }

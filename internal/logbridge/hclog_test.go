@@ -166,6 +166,11 @@ func TestHCLog_TextOutput(t *testing.T) {
 	if got := buf.String(); !strings.Contains(got, `level=WARN msg="heartbeat timeout reached, starting election" logger=raft last-leader-addr=""`) {
 		t.Errorf("text output = %q", got)
 	}
+	buf.Reset()
+	HCLog(l, "raft").Info("initial configuration", "servers", hclog.Fmt("%+v", []int{1, 2}), "id", hclog.Hex(255))
+	if got := buf.String(); !strings.Contains(got, `servers="[1 2]" id=0xff`) {
+		t.Errorf("hclog.Fmt and hclog.Hex rendered as %q", got)
+	}
 	var nilLogger *slog.Logger
 	HCLog(nilLogger, "x").Error("discarded") // a nil logger discards
 }
