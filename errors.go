@@ -45,8 +45,8 @@ const (
 	// before the TTL; the *LostError's Cause (reachable with errors.Is and
 	// errors.Unwrap) is the last refresh error.
 	ErrLostUnreachable = drivers.ErrLostUnreachable
-	// ErrLostClosed: the Manager was closed while the callback ran. It
-	// also matches ErrClosed.
+	// ErrLostClosed: the Manager was closed or shut down (Close,
+	// Shutdown) while the callback ran. It also matches ErrClosed.
 	ErrLostClosed = drivers.ErrLostClosed
 )
 
