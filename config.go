@@ -2,12 +2,11 @@ package lock
 
 import (
 	"fmt"
+	"log/slog"
 	"net/url"
 	"slices"
 	"strings"
 	"unicode/utf8"
-
-	"github.com/hashicorp/go-hclog"
 
 	"github.com/zerotal/lock/drivers"
 )
@@ -26,7 +25,10 @@ const (
 // both believe they are alone.
 type Config struct {
 	// Driver is "memory" (default; one process), "sqlite" (every process
-	// on one host), "redis" or "cluster" (many hosts).
+	// on one host), "redis" or "cluster" (many hosts). Every driver but
+	// memory is linked into the program by importing its package for its
+	// side effect: import _ "github.com/zerotal/lock/drivers/sqlite" (or
+	// drivers/redis, drivers/cluster).
 	Driver string
 	// Prefix is prepended to every key. Empty means the driver's default:
 	// none on "cluster", whose HTTP API and lockcluster commands name keys
@@ -40,7 +42,7 @@ type Config struct {
 	// Cluster configures the "cluster" driver.
 	Cluster ClusterConfig
 	// Logger receives the Manager's and the driver's logs; nil discards them.
-	Logger hclog.Logger
+	Logger *slog.Logger
 }
 
 // SQLiteConfig configures the "sqlite" driver.
@@ -126,19 +128,19 @@ func (c Config) withDefaults() Config {
 	}
 	c.Cluster.Addrs = slices.Clone(c.Cluster.Addrs)
 	if c.Logger == nil {
-		c.Logger = hclog.NewNullLogger()
+		c.Logger = slog.New(slog.DiscardHandler)
 	}
 	return c
 }
 
 // Validate reports a configuration Open would reject, with unset fields
-// taken at their defaults. Only the selected driver's section is checked.
-// Errors match ErrInvalid and never contain the Redis URL or the token.
+// taken at their defaults: also a driver whose package the program does
+// not import (a *NotLinkedError). Only the selected driver's section is
+// checked. Errors match ErrInvalid and never contain the Redis URL or the token.
 func (c Config) Validate() error {
 	c = c.withDefaults()
-	if _, ok := openers[c.Driver]; !ok {
-		return &InvalidError{Field: "Driver", Reason: fmt.Sprintf("unknown driver %q; valid drivers: %s",
-			c.Driver, strings.Join(driverNames(), ", "))}
+	if _, err := drivers.Lookup(c.Driver); err != nil {
+		return err
 	}
 	if !utf8.ValidString(c.Prefix) {
 		return &InvalidError{Field: "Prefix", Reason: "must be valid UTF-8"}

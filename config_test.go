@@ -10,6 +10,7 @@ import (
 
 	"github.com/zerotal/lock"
 	"github.com/zerotal/lock/drivers/memory"
+	"github.com/zerotal/lock/internal/loopback"
 )
 
 const secret = "s3cr3t-pass"
@@ -132,13 +133,15 @@ func TestConfigFromEnv_ClusterAddrsAloneSelectTheCluster(t *testing.T) {
 	if cfg.Driver != "cluster" {
 		t.Fatalf("LOCKCLUSTER_ENDPOINTS without LOCKCLUSTER_DRIVER gives driver %q, want cluster", cfg.Driver)
 	}
-	m, err := lock.Open(t.Context(), cfg) // the client contacts nobody yet
-	if err != nil {
+	// Open goes to the cluster: nobody listens there, and it says so
+	// rather than locking in memory.
+	t.Setenv("LOCKCLUSTER_ENDPOINTS", loopback.MustFreeAddr(t))
+	if cfg, err = lock.ConfigFromEnv(); err != nil {
 		t.Fatal(err)
 	}
-	defer m.Close()
-	if _, ok := m.Driver().(*memory.Driver); ok {
-		t.Fatal("Open chose the memory driver")
+	m, err := lock.Open(t.Context(), cfg)
+	if m != nil || !errors.Is(err, lock.ErrUnavailable) {
+		t.Fatalf("Open of a cluster nobody runs = %v, %v; want ErrUnavailable", m, err)
 	}
 
 	// An explicit LOCKCLUSTER_DRIVER still wins.

@@ -17,6 +17,33 @@
 //		// someone else is processing invoice 123
 //	}
 //
+// # Drivers: import the one you use
+//
+// The memory driver is always there. The others register themselves with
+// Open when their package is imported, as database/sql drivers do, so that
+// a program links only the backends it uses (a program on the memory
+// driver carries no SQLite, Redis client, cluster client or Raft):
+//
+//	import (
+//		"github.com/zerotal/lock"
+//		_ "github.com/zerotal/lock/drivers/sqlite" // or drivers/redis, drivers/cluster
+//	)
+//
+//	m, err := lock.Open(ctx, lock.Config{Driver: "sqlite", SQLite: lock.SQLiteConfig{Path: "/var/lib/app/locks.db"}})
+//
+// Opening a driver that is not imported fails with a *NotLinkedError that
+// names the missing import (it matches ErrNotLinked and ErrInvalid). The
+// redis and cluster drivers contact their backend within Open's context
+// and fail with ErrUnavailable when it does not answer.
+//
+// # Logging
+//
+// Config.Logger (and WithLogger for New) takes a *slog.Logger; nil
+// discards everything. The Manager logs only what nobody else would see: a
+// lock lost in the background, a release that failed after its callback
+// returned. The redis driver also routes go-redis's own messages through
+// it (see package drivers/redis).
+//
 // # TTL, refresh and the lost-lock signal
 //
 // Every lock has a TTL: the backend frees it on its own after that long, so
@@ -90,11 +117,18 @@
 //
 // # Closing
 //
-// Manager.Close stops every refresher, cancels the context of every callback
+// Manager.Shutdown is the graceful way out, like http.Server.Shutdown: it
+// refuses new locks (ErrClosed), cancels the context of every callback
 // still running (with a *LostError whose reason is ErrLostClosed, which
-// matches ErrClosed) and closes the driver; calls made
-// afterwards return ErrClosed. Close a Manager once its work is done, so that
-// nothing outlives it.
+// matches ErrClosed), waits within its context for the callbacks to return
+// and release their locks, and then closes the driver. When its context
+// ends first it returns that context's error and closes nothing.
+//
+// Manager.Close does the same at once, without waiting: a callback still
+// running when the driver closes cannot release its lock, which then stays
+// held on a shared backend until its TTL runs out. Calls made afterwards
+// return ErrClosed. Shut down or close a Manager once its work is done, so
+// that nothing outlives it.
 //
 // # Choosing a backend
 //
@@ -102,5 +136,6 @@
 // switch at run time: two processes holding one key on two different
 // backends would both believe they are alone. "memory" coordinates one
 // process, "sqlite" with a file path every process on one host, and
-// "cluster" (or "redis") many hosts.
+// "cluster" (or "redis") many hosts. Each but memory is linked by importing
+// its package (see above).
 package lock

@@ -24,6 +24,9 @@ var (
 	// ErrFull: the backend refuses new keys or waiters because a configured
 	// limit is reached.
 	ErrFull = drivers.ErrFull
+	// ErrNotLinked: Open was asked for a driver whose package the program
+	// does not import. It comes with ErrInvalid.
+	ErrNotLinked = drivers.ErrNotLinked
 )
 
 // Why a held lock was lost: the Reason of a *LostError, which errors.Is
@@ -42,8 +45,8 @@ const (
 	// before the TTL; the *LostError's Cause (reachable with errors.Is and
 	// errors.Unwrap) is the last refresh error.
 	ErrLostUnreachable = drivers.ErrLostUnreachable
-	// ErrLostClosed: the Manager was closed while the callback ran. It
-	// also matches ErrClosed.
+	// ErrLostClosed: the Manager was closed or shut down (Close,
+	// Shutdown) while the callback ran. It also matches ErrClosed.
 	ErrLostClosed = drivers.ErrLostClosed
 )
 
@@ -69,3 +72,8 @@ type LostReason = drivers.LostReason
 // InvalidError describes input rejected before any backend call. It matches
 // ErrInvalid.
 type InvalidError = drivers.InvalidError
+
+// NotLinkedError names the import that links a driver into the program
+// (import _ "github.com/zerotal/lock/drivers/redis"). It matches
+// ErrNotLinked and ErrInvalid.
+type NotLinkedError = drivers.NotLinkedError

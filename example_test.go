@@ -70,6 +70,39 @@ func ExampleManager_Block() {
 	// done: <nil>
 }
 
+// Shutdown lets the running callbacks stop and release their locks before
+// the Manager closes; new work is refused meanwhile.
+func ExampleManager_Shutdown() {
+	ctx := context.Background()
+	m, err := lock.Open(ctx, lock.Config{})
+	if err != nil {
+		panic(err)
+	}
+
+	working := make(chan struct{})
+	done := make(chan error, 1)
+	go func() {
+		done <- m.Try(ctx, "import:daily", time.Minute, func(ctx context.Context, _ *lock.Lock) error {
+			close(working)
+			<-ctx.Done() // a long job that checks its context
+			fmt.Println("job stopping:", errors.Is(context.Cause(ctx), lock.ErrClosed))
+			return ctx.Err()
+		})
+	}()
+	<-working
+
+	sctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	fmt.Println("shutdown:", m.Shutdown(sctx))
+	fmt.Println("job:", errors.Is(<-done, lock.ErrLostClosed))
+	fmt.Println("new work:", m.Try(ctx, "import:daily", time.Minute, func(context.Context, *lock.Lock) error { return nil }))
+	// Output:
+	// job stopping: true
+	// shutdown: <nil>
+	// job: true
+	// new work: lock: closed
+}
+
 // Make returns a handle for flows that acquire and release by hand.
 func ExampleManager_Make() {
 	ctx := context.Background()

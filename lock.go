@@ -97,8 +97,10 @@ func (l *Lock) Owner() string {
 // Acquire tries once to take the lock and reports whether it did; false with
 // a nil error means another owner holds it. On a handle that already holds
 // the lock, Acquire is Refresh.
+//
+// Once Shutdown has begun, Acquire returns ErrClosed.
 func (l *Lock) Acquire(ctx context.Context) (bool, error) {
-	if err := l.usable(); err != nil {
+	if err := l.usableToAcquire(); err != nil {
 		return false, err
 	}
 	l.op.Lock()
@@ -117,8 +119,9 @@ func (l *Lock) Acquire(ctx context.Context) (bool, error) {
 // retry delay (WithRetryDelay). WithTimeout, the refresh options and
 // WithSafetyMargin do not apply here: timeout is the argument. On a handle that already holds the
 // lock, Block refreshes it, and waits for a new grant only if it was lost.
+// Once Shutdown has begun, Block returns ErrClosed.
 func (l *Lock) Block(ctx context.Context, timeout time.Duration, opts ...Option) error {
-	if err := l.usable(); err != nil {
+	if err := l.usableToAcquire(); err != nil {
 		return err
 	}
 	if timeout < 0 {
@@ -199,6 +202,18 @@ func (l *Lock) usable() error {
 		return l.invalid
 	}
 	if l.m.closed.Load() {
+		return ErrClosed
+	}
+	return nil
+}
+
+// usableToAcquire is usable for the calls that take a lock, which
+// Shutdown refuses while Release and Refresh still work.
+func (l *Lock) usableToAcquire() error {
+	if err := l.usable(); err != nil {
+		return err
+	}
+	if l.m.stopping.Load() {
 		return ErrClosed
 	}
 	return nil

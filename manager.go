@@ -2,11 +2,10 @@ package lock
 
 import (
 	"context"
+	"log/slog"
 	"sync"
 	"sync/atomic"
 	"time"
-
-	"github.com/hashicorp/go-hclog"
 
 	"github.com/zerotal/lock/drivers"
 )
@@ -29,9 +28,10 @@ type Manager struct {
 	driver    drivers.Driver
 	prefix    string
 	prefixSet bool // WithPrefix was given
-	logger    hclog.Logger
+	logger    *slog.Logger
 
 	closed    atomic.Bool
+	stopping  atomic.Bool // Shutdown or Close began: no new lock is taken
 	closeOnce sync.Once
 	closeErr  error
 	runs      registry       // callbacks running under Try or Block
@@ -42,6 +42,15 @@ type Manager struct {
 	// a backend that does not answer never holds Close up.
 	bg       context.Context
 	cancelBg context.CancelFunc
+
+	// quit ends every Block still waiting; Shutdown and Close cancel it.
+	quit       context.Context
+	cancelQuit context.CancelFunc
+
+	// idle is signalled when a callback returns during Shutdown;
+	// shutdownSem lets one Shutdown wait for it at a time.
+	idle        chan struct{}
+	shutdownSem chan struct{}
 }
 
 // ManagerOption configures a Manager built with New.
@@ -57,7 +66,7 @@ func WithPrefix(p string) ManagerOption {
 // WithLogger sets the logger for events nobody else would see: a lock lost
 // in the background, a release that failed after the callback returned. The
 // default discards everything.
-func WithLogger(l hclog.Logger) ManagerOption {
+func WithLogger(l *slog.Logger) ManagerOption {
 	return func(m *Manager) {
 		if l != nil {
 			m.logger = l
@@ -74,9 +83,11 @@ func New(d drivers.Driver, opts ...ManagerOption) *Manager {
 	m := &Manager{
 		driver: d,
 		prefix: DefaultPrefix,
-		logger: hclog.NewNullLogger(),
+		logger: slog.New(slog.DiscardHandler),
 	}
 	m.bg, m.cancelBg = context.WithCancel(context.Background())
+	m.quit, m.cancelQuit = context.WithCancel(context.Background())
+	m.idle, m.shutdownSem = make(chan struct{}, 1), make(chan struct{}, 1)
 	for _, opt := range opts {
 		if opt != nil {
 			opt(m)
@@ -105,8 +116,8 @@ func (m *Manager) Prefix() string { return m.prefix }
 // Close does not wait for those callbacks: a callback still running when
 // the driver closes cannot release its lock, which then stays held on a
 // shared backend (sqlite, redis, cluster) until its TTL runs out. To free
-// every lock at once on shutdown, cancel the callbacks' contexts and let
-// Try and Block return before calling Close.
+// every lock on the way out, call Shutdown instead: it does the same after
+// letting the callbacks return and release their locks.
 //
 // Close is idempotent: later calls return nil. Every other call made on the
 // Manager or its locks afterwards returns ErrClosed.
@@ -115,6 +126,8 @@ func (m *Manager) Close() error {
 	m.closeOnce.Do(func() {
 		first = true
 		m.closed.Store(true)
+		m.stopping.Store(true)
+		m.cancelQuit()
 		for _, r := range m.runs.drain() {
 			r.closeByManager()
 		}
@@ -175,14 +188,14 @@ func cleanupContext(ctx context.Context) (context.Context, context.CancelFunc) {
 // starts its refresher. It reports false when the Manager is closed.
 func (m *Manager) register(r *run) bool {
 	if !r.refresh {
-		return m.runs.add(r, &m.closed)
+		return m.runs.add(r, &m.stopping)
 	}
 	// The refresher is counted in wg under startMu, which Close takes
 	// before it waits: a refresher is either counted before the wait or
 	// never started.
 	m.startMu.RLock()
 	defer m.startMu.RUnlock()
-	if !m.runs.add(r, &m.closed) {
+	if !m.runs.add(r, &m.stopping) {
 		return false
 	}
 	m.wg.Add(1)
@@ -190,7 +203,19 @@ func (m *Manager) register(r *run) bool {
 	return true
 }
 
-func (m *Manager) unregister(r *run) { m.runs.remove(r) }
+// unregister forgets r, whose lock is released; during Shutdown it tells
+// Shutdown to look again. (Shutdown sets stopping before it looks, and r is
+// removed before stopping is read here: either Shutdown's look misses r,
+// or r's removal sees stopping and signals.)
+func (m *Manager) unregister(r *run) {
+	m.runs.remove(r)
+	if m.stopping.Load() {
+		select {
+		case m.idle <- struct{}{}:
+		default:
+		}
+	}
+}
 
 // background runs fn in a goroutine that Close waits for (after cancelling
 // fn's ctx), unless the Manager is closed already.

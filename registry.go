@@ -28,10 +28,11 @@ type registry struct {
 	expiry expiryWatch  // tells runs without refresh when their TTL runs out
 }
 
-// add records r unless closed is set. Close sets closed before it drains,
-// and add checks closed after publishing r, so a run is either drained,
-// or refused, or both (then it is refused, and cancelling it is harmless);
-// never missed. A run with a deadline is watched from then on.
+// add records r unless closed is set. Close and Shutdown set closed (the
+// Manager's stopping flag) before they drain, and add checks closed after
+// publishing r, so a run is either drained, or refused, or both (then it
+// is refused, and cancelling it is harmless); never missed. A run with a
+// deadline is watched from then on.
 func (g *registry) add(r *run, closed *atomic.Bool) bool {
 	r.slot = -1
 	start := rand.IntN(registrySlots)
@@ -68,6 +69,18 @@ func (g *registry) remove(r *run) {
 	g.mu.Lock()
 	delete(g.overflow, r)
 	g.mu.Unlock()
+}
+
+// empty reports whether no run is registered.
+func (g *registry) empty() bool {
+	for i := range g.slots {
+		if g.slots[i].Load() != nil {
+			return false
+		}
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return len(g.overflow) == 0
 }
 
 // drain stops the expiry timer and returns every run registered; closed

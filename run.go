@@ -88,8 +88,11 @@ func (r *run) stop() {
 	}
 }
 
-// closeByManager is Close's way of ending the run. The grant is left to its
-// TTL: the driver is about to close.
+// closeByManager is Close's and Shutdown's way of ending the run: the
+// callback's context is cancelled with ErrLostClosed and refreshes stop.
+// The handle still holds the grant, so that finish releases it when the
+// callback returns (after Shutdown; after Close the driver is closed, and
+// the grant is left to its TTL).
 func (r *run) closeByManager() {
 	r.mu.Lock()
 	if r.finished || r.lostErr != nil {

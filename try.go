@@ -90,7 +90,7 @@ func (m *Manager) prepare(key string, ttl time.Duration, fn Func, opts []Option)
 	if err != nil {
 		return nil, options{}, err
 	}
-	if m.closed.Load() {
+	if m.stopping.Load() {
 		return nil, options{}, ErrClosed
 	}
 	c := &call{}
@@ -127,7 +127,8 @@ func (m *Manager) run(ctx context.Context, c *call, fn Func, o *options) (err er
 	return r.result(fnErr, relErr)
 }
 
-// finish stops watching r's lock and releases it.
+// finish stops watching r's lock and releases it. r stays registered
+// until then, so that Shutdown waits for the release too.
 //
 // The release goes out on the caller's context while that is still live
 // (creating a timer per call is a large share of a Try on a fast backend);
@@ -136,7 +137,7 @@ func (m *Manager) run(ctx context.Context, c *call, fn Func, o *options) (err er
 // Releases are owner-guarded, so the second attempt is always safe.
 func (m *Manager) finish(ctx context.Context, r *run) error {
 	r.stop()
-	m.unregister(r)
+	defer m.unregister(r)
 	if m.closed.Load() {
 		return nil
 	}

@@ -5,12 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"strings"
 	"sync"
 	"testing"
 	"time"
-
-	"github.com/hashicorp/go-hclog"
 
 	"github.com/zerotal/lock"
 )
@@ -300,7 +299,7 @@ func TestManager_ReleaseFailureAfterSuccessIsLoggedNotReturned(t *testing.T) {
 	f := newFake()
 	var logs strings.Builder
 	var mu sync.Mutex
-	logger := hclog.New(&hclog.LoggerOptions{Output: lockedWriter{&mu, &logs}, Level: hclog.Warn})
+	logger := slog.New(slog.NewTextHandler(lockedWriter{&mu, &logs}, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	m := newManager(t, f, lock.WithLogger(logger))
 	err := m.Try(t.Context(), "k", time.Minute, func(context.Context, *lock.Lock) error {
 		f.failing.Store(true) // the backend goes away while the work finishes

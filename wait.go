@@ -17,10 +17,11 @@ func (l *Lock) waitLocked(ctx context.Context, timeout, retryDelay time.Duration
 	}
 	waitCtx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	// Manager.Close ends the wait at once: not every driver's Close
-	// interrupts a wait in flight (a handle on a shared engine, an HTTP
-	// request to the cluster), and nobody should wait on a closed Manager.
-	stop := context.AfterFunc(l.m.bg, cancel)
+	// Manager.Close and Shutdown end the wait at once: not every driver's
+	// Close interrupts a wait in flight (a handle on a shared engine, an
+	// HTTP request to the cluster), and nobody should wait on a Manager
+	// that takes no more locks.
+	stop := context.AfterFunc(l.m.quit, cancel)
 	defer stop()
 	if w, ok := l.m.driver.(drivers.Waiter); ok {
 		return l.waitPushed(ctx, waitCtx, w, retryDelay)
@@ -94,7 +95,7 @@ func (l *Lock) waitFailed(ctx, waitCtx context.Context, op string, err error) er
 	switch {
 	case ctx.Err() != nil:
 		return l.waitCancelled(ctx)
-	case l.m.closed.Load():
+	case l.m.stopping.Load():
 		return fmt.Errorf("lock: waiting for %q: %w", l.key, ErrClosed)
 	case waitCtx.Err() != nil:
 		return &NotAcquiredError{Key: l.key}

@@ -1,13 +1,13 @@
 package client
 
 import (
+	"log/slog"
 	"net"
 	"net/http"
 	"sync"
 	"sync/atomic"
 	"time"
 
-	"github.com/hashicorp/go-hclog"
 	"github.com/zerotal/lock/api"
 	"github.com/zerotal/lock/drivers"
 )
@@ -29,7 +29,7 @@ type Client struct {
 	// supplied HTTPClient.
 	own  *http.Transport
 	auth string // "Bearer <token>" or ""
-	log  hclog.Logger
+	log  *slog.Logger
 
 	// preferred is the base URL tried first: the leader when known.
 	preferred atomic.Pointer[string]

@@ -3,12 +3,11 @@ package client
 import (
 	"crypto/tls"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"net/url"
 	"strings"
 	"time"
-
-	"github.com/hashicorp/go-hclog"
 
 	"github.com/zerotal/lock/drivers"
 )
@@ -69,7 +68,7 @@ type Config struct {
 	// DefaultAttemptTimeout; otherwise at least 10ms.
 	AttemptTimeout time.Duration
 	// Logger receives debug lines about failovers. Nil: no logging.
-	Logger hclog.Logger
+	Logger *slog.Logger
 
 	// TLS is the base TLS configuration for https nodes (New uses a copy).
 	// Nil: Go's defaults (the system's roots).
@@ -150,7 +149,7 @@ func (c Config) withDefaults() Config {
 		c.AttemptTimeout = DefaultAttemptTimeout
 	}
 	if c.Logger == nil {
-		c.Logger = hclog.NewNullLogger()
+		c.Logger = slog.New(slog.DiscardHandler)
 	}
 	c.Addrs = append([]string(nil), c.Addrs...)
 	return c

@@ -3,11 +3,10 @@ package client_test
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"path/filepath"
 	"testing"
 	"time"
-
-	"github.com/hashicorp/go-hclog"
 
 	"github.com/zerotal/lock/client"
 	"github.com/zerotal/lock/cluster"
@@ -41,7 +40,7 @@ func startClusterWith(t *testing.T, mod func(*cluster.Config)) ([]string, []*clu
 		cfg := cluster.Config{
 			ID: p.ID, DataDir: filepath.Join(dir, p.ID), RaftAddr: p.RaftAddr, HTTPAddr: p.HTTPAddr,
 			Bootstrap: peers,
-			Logger:    hclog.New(&hclog.LoggerOptions{Name: p.ID, Level: hclog.Warn, Output: testWriter{t}}),
+			Logger:    slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelWarn})).With("node", p.ID),
 		}
 		if mod != nil {
 			mod(&cfg)

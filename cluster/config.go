@@ -3,12 +3,12 @@ package cluster
 import (
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
 	"strconv"
 	"strings"
 	"time"
 
-	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/raft"
 	"github.com/prometheus/client_golang/prometheus"
 )
@@ -71,9 +71,11 @@ type Config struct {
 	// refuses to start: anyone who reaches that port could write the log.
 	// Set it only on a network where every host is trusted.
 	RaftInsecure bool
-	// Logger receives the node's logs; raft logs under Named("raft"). nil:
-	// a null logger.
-	Logger hclog.Logger
+	// Logger receives the node's logs; nil discards them. Raft, its
+	// transport and snapshot store log through it too, with the attribute
+	// logger=raft (logger=transport, logger=snapshot); the node's own
+	// subsystems add logger=fsm, logger=http, logger=tls.
+	Logger *slog.Logger
 
 	// Raft timing. Defaults are tuned for a LAN: 500ms, 500ms, 250ms. The
 	// constraints are raft's: each >= 5ms, LeaderLeaseTimeout <=
@@ -199,7 +201,7 @@ func (c Config) withDefaults() Config {
 		c.ApplyTimeout = DefaultApplyTimeout
 	}
 	if c.Logger == nil {
-		c.Logger = hclog.NewNullLogger()
+		c.Logger = slog.New(slog.DiscardHandler)
 	}
 	if c.ClusterID == "" {
 		c.ClusterID = DefaultClusterID

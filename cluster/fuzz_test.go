@@ -52,7 +52,7 @@ func startFuzzNode(f *testing.F) *fuzzNode {
 	// bounds an acquire with wait_ms.
 	cfg.ElectionTimeout, cfg.HeartbeatTimeout, cfg.LeaderLeaseTimeout = 50*time.Millisecond, 50*time.Millisecond, 50*time.Millisecond
 	cfg.MaxWait = 20 * time.Millisecond
-	cfg.Logger = testLogger(f, "n1").Named("fuzz")
+	cfg.Logger = testLogger(f, "n1").With("logger", "fuzz")
 	n := startNode(f, cfg)
 	waitLeader(f, []*Node{n})
 	return &fuzzNode{n: n, h: n.Handler()}

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/url"
 	"os"
@@ -14,7 +15,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hashicorp/go-hclog"
 	"go.uber.org/goleak"
 )
 
@@ -45,14 +45,14 @@ func (w *testWriter) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-func testLogger(t testing.TB, name string) hclog.Logger {
+func testLogger(t testing.TB, name string) *slog.Logger {
 	w := &testWriter{t: t}
 	t.Cleanup(func() { w.mu.Lock(); w.done = true; w.mu.Unlock() })
-	level := hclog.Warn
+	level := slog.LevelWarn
 	if os.Getenv("CLUSTER_TEST_DEBUG") != "" {
-		level = hclog.Debug
+		level = slog.LevelDebug
 	}
-	return hclog.New(&hclog.LoggerOptions{Name: name, Output: w, Level: level})
+	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: level})).With("node", name)
 }
 
 func testConfig(t testing.TB, id string) Config {

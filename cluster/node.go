@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"math"
 	"net"
 	"net/http"
@@ -16,13 +17,14 @@ import (
 
 	"github.com/zerotal/lock/drivers"
 	"github.com/zerotal/lock/fsm"
+	"github.com/zerotal/lock/internal/logbridge"
 )
 
 // Node is one member of a lock cluster: a raft server with the lock FSM,
 // and the HTTP API in front of it.
 type Node struct {
 	cfg     Config
-	log     hclog.Logger
+	log     *slog.Logger
 	fsm     *fsm.FSM
 	raft    *raft.Raft
 	stores  *stores
@@ -99,7 +101,7 @@ func NewNode(ctx context.Context, cfg Config) (_ *Node, err error) {
 	n.fsm, err = fsm.New(fsm.Config{
 		MaxKeys:          engineLimit(cfg.MaxKeys),
 		MaxWaitersPerKey: engineLimit(cfg.MaxWaitersPerKey),
-		Logger:           cfg.Logger.Named("fsm"),
+		Logger:           cfg.Logger.With(logbridge.NameKey, "fsm"),
 		OnApply:          n.onApply,
 	})
 	if err != nil {
@@ -151,7 +153,7 @@ func NewNode(ctx context.Context, cfg Config) (_ *Node, err error) {
 		MaxHeaderBytes:    maxHeaderBytes,
 		IdleTimeout:       httpIdleTimeout,
 		BaseContext:       func(net.Listener) context.Context { return n.baseCtx },
-		ErrorLog:          cfg.Logger.Named("http").StandardLogger(&hclog.StandardLoggerOptions{InferLevels: true}),
+		ErrorLog:          logbridge.HCLog(cfg.Logger, "http").StandardLogger(&hclog.StandardLoggerOptions{InferLevels: true}),
 	}
 	n.wg.Add(2)
 	go func() {

@@ -2,16 +2,17 @@ package cluster
 
 import (
 	"errors"
+	"log/slog"
 	"net"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/raft"
 
 	"github.com/zerotal/lock/fsm"
+	"github.com/zerotal/lock/internal/logbridge"
 	"github.com/zerotal/lock/internal/loopback"
 	"github.com/zerotal/lock/internal/syncbuf"
 )
@@ -30,7 +31,7 @@ func newAttacker(t *testing.T, clusterID, secret string) *raft.NetworkTransport 
 		t.Fatal(err)
 	}
 	tr := raft.NewNetworkTransportWithConfig(&raft.NetworkTransportConfig{
-		Stream: sl, MaxPool: 1, Timeout: 5 * time.Second, Logger: testLogger(t, "attacker"),
+		Stream: sl, MaxPool: 1, Timeout: 5 * time.Second, Logger: logbridge.HCLog(testLogger(t, "attacker"), "transport"),
 	})
 	t.Cleanup(func() {
 		tr.CloseStreams()
@@ -275,7 +276,7 @@ func TestRaftAuth_WrongSecretCannotJoinTheCluster(t *testing.T) {
 		if p.ID == "n3" {
 			cfg.RaftSecret = wrong
 		}
-		cfg.Logger = hclog.New(&hclog.LoggerOptions{Name: p.ID, Level: hclog.Trace, Output: logs})
+		cfg.Logger = slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: logbridge.LevelTrace})).With("node", p.ID)
 		nodes = append(nodes, startNode(t, cfg))
 	}
 	n3 := nodes[2]

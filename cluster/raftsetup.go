@@ -12,6 +12,7 @@ import (
 
 	"github.com/hashicorp/raft"
 	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
+	"github.com/zerotal/lock/internal/logbridge"
 	"go.etcd.io/bbolt"
 )
 
@@ -89,7 +90,7 @@ func openStores(cfg Config, t *tlsSetup) (_ *stores, err error) {
 	if err != nil {
 		return nil, fmt.Errorf("cluster: log cache: %w", err)
 	}
-	s.snaps, err = raft.NewFileSnapshotStoreWithLogger(cfg.DataDir, 2, cfg.Logger.Named("snapshot"))
+	s.snaps, err = raft.NewFileSnapshotStoreWithLogger(cfg.DataDir, 2, logbridge.HCLog(cfg.Logger, "snapshot"))
 	if err != nil {
 		return nil, fmt.Errorf("cluster: open snapshot store: %w", err)
 	}
@@ -118,7 +119,7 @@ func openStores(cfg Config, t *tlsSetup) (_ *stores, err error) {
 	if t != nil {
 		serverTLS, clientTLS = t.peerServer, t.peerClient
 	}
-	nt, err := newNetworkTransport(cfg, advertise, serverTLS, clientTLS, cfg.Logger.Named("transport"))
+	nt, err := newNetworkTransport(cfg, advertise, serverTLS, clientTLS, logbridge.HCLog(cfg.Logger, "transport"))
 	if err != nil {
 		return nil, err
 	}
@@ -140,6 +141,6 @@ func raftConfig(cfg Config) *raft.Config {
 	if cfg.SnapshotThreshold > 0 {
 		rc.SnapshotThreshold = cfg.SnapshotThreshold
 	}
-	rc.Logger = cfg.Logger.Named("raft")
+	rc.Logger = logbridge.HCLog(cfg.Logger, "raft")
 	return rc
 }

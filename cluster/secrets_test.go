@@ -5,14 +5,15 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
+	"log/slog"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/raft"
 
 	"github.com/zerotal/lock/client"
+	"github.com/zerotal/lock/internal/logbridge"
 	"github.com/zerotal/lock/internal/syncbuf"
 )
 
@@ -32,8 +33,8 @@ func secret(t *testing.T, name string) string {
 func TestSecrets_NeverInLogsOrErrors(t *testing.T) {
 	token, wrongToken, password := secret(t, "token"), secret(t, "wrong"), secret(t, "password")
 	logs := &syncbuf.Buffer{}
-	logger := func(name string) hclog.Logger {
-		return hclog.New(&hclog.LoggerOptions{Name: name, Level: hclog.Trace, Output: logs})
+	logger := func(name string) *slog.Logger {
+		return slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: logbridge.LevelTrace})).With("node", name)
 	}
 	nodes := startCluster(t, 2, func(c *Config) {
 		c.Token = token
@@ -62,7 +63,7 @@ func TestSecrets_NeverInLogsOrErrors(t *testing.T) {
 	}
 	note("join with a wrong token", err)
 
-	clientLogs := hclog.New(&hclog.LoggerOptions{Name: "client", Level: hclog.Trace, Output: logs})
+	clientLogs := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: logbridge.LevelTrace})).With("node", "client")
 	for _, addr := range []string{leader.HTTPAddr(), follower.HTTPAddr()} {
 		c, err := client.New(client.Config{Addrs: []string{addr}, Token: wrongToken, Logger: clientLogs, Timeout: 3 * time.Second})
 		if err != nil {

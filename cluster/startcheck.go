@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"sort"
@@ -12,7 +13,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/raft"
 	"go.etcd.io/bbolt"
 
@@ -109,7 +109,7 @@ type snapshotInfo struct {
 }
 
 // checkRaftState runs once the stores are open and before raft starts.
-func checkRaftState(dataDir string, s *stores, log hclog.Logger) error {
+func checkRaftState(dataDir string, s *stores, log *slog.Logger) error {
 	dbPath := filepath.Join(dataDir, raftDBFile)
 	first, err := s.bolt.FirstIndex()
 	if err != nil {

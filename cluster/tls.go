@@ -5,10 +5,11 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
 	"os"
 
-	"github.com/hashicorp/go-hclog"
+	"github.com/zerotal/lock/internal/logbridge"
 )
 
 // TLSConfig turns on TLS for a node's HTTP API, for the node-to-node HTTP
@@ -72,7 +73,7 @@ func (n *Node) setupTLS() error {
 	if !n.cfg.TLS.Enabled() {
 		return nil
 	}
-	s, err := loadTLS(n.cfg.TLS, n.log.Named("tls"))
+	s, err := loadTLS(n.cfg.TLS, n.log.With(logbridge.NameKey, "tls"))
 	if err != nil {
 		return err
 	}
@@ -83,7 +84,7 @@ func (n *Node) setupTLS() error {
 
 // loadTLS reads the files of an enabled c. The node's certificate is
 // reloaded when its files change; the CA is read once.
-func loadTLS(c TLSConfig, log hclog.Logger) (*tlsSetup, error) {
+func loadTLS(c TLSConfig, log *slog.Logger) (*tlsSetup, error) {
 	if err := c.Validate(); err != nil {
 		return nil, err
 	}

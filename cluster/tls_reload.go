@@ -3,11 +3,10 @@ package cluster
 import (
 	"crypto/tls"
 	"fmt"
+	"log/slog"
 	"os"
 	"sync"
 	"time"
-
-	"github.com/hashicorp/go-hclog"
 )
 
 // certReloadInterval is how often, at most, the certificate file is
@@ -20,7 +19,7 @@ const certReloadInterval = time.Second
 // previous certificate in service (and is logged).
 type certReloader struct {
 	certFile, keyFile string
-	log               hclog.Logger
+	log               *slog.Logger
 
 	mu      sync.Mutex
 	cert    *tls.Certificate
@@ -28,7 +27,7 @@ type certReloader struct {
 	checked time.Time
 }
 
-func newCertReloader(certFile, keyFile string, log hclog.Logger) (*certReloader, error) {
+func newCertReloader(certFile, keyFile string, log *slog.Logger) (*certReloader, error) {
 	r := &certReloader{certFile: certFile, keyFile: keyFile, log: log}
 	st, err := os.Stat(certFile)
 	if err != nil {

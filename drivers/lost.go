@@ -21,8 +21,8 @@ const (
 	// too slow to answer) until the safety margin before the TTL. The
 	// LostError's Cause is the last refresh error.
 	ErrLostUnreachable
-	// ErrLostClosed: the Manager was closed while the lock was held. It
-	// also matches ErrClosed.
+	// ErrLostClosed: the Manager was closed or shut down while the lock
+	// was held. It also matches ErrClosed.
 	ErrLostClosed
 )
 
@@ -41,7 +41,7 @@ func (r LostReason) text() string {
 	case ErrLostUnreachable:
 		return "backend unreachable: refreshes failed until the safety margin before the ttl"
 	case ErrLostClosed:
-		return "manager closed while the lock was held"
+		return "manager closed or shut down while the lock was held"
 	default:
 		return "no longer held by this owner"
 	}

@@ -5,10 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"sort"
 	"sync"
 
-	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/raft"
 
 	"github.com/zerotal/lock/engine"
@@ -21,7 +21,7 @@ var _ raft.BatchingFSM = (*FSM)(nil)
 type Config struct {
 	MaxKeys          int          // 0: unlimited
 	MaxWaitersPerKey int          // 0: unlimited
-	Logger           hclog.Logger // nil: null logger
+	Logger           *slog.Logger // nil: null logger
 
 	// OnApply, when set, is called in the apply goroutine once for every
 	// applied lock entry, in log order, after its batch went through the
@@ -52,7 +52,7 @@ type Response struct {
 // Waiters, AppliedIndex, Engine) are safe from any goroutine.
 type FSM struct {
 	eng     *engine.Engine
-	log     hclog.Logger
+	log     *slog.Logger
 	onApply func(Applied)
 
 	// Reused by ApplyBatch (single goroutine) so a batch allocates little.
@@ -91,7 +91,7 @@ func New(cfg Config) (*FSM, error) {
 	}
 	lg := cfg.Logger
 	if lg == nil {
-		lg = hclog.NewNullLogger()
+		lg = slog.New(slog.DiscardHandler)
 	}
 	return &FSM{
 		eng:       eng,

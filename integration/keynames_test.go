@@ -14,6 +14,7 @@ import (
 	"time"
 
 	lock "github.com/zerotal/lock"
+	_ "github.com/zerotal/lock/drivers/cluster" // lock.Open of the "cluster" driver
 	"github.com/zerotal/lock/internal/syncbuf"
 )
 

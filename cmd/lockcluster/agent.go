@@ -72,7 +72,7 @@ func newAgentCmd(e *env) *cobra.Command {
 	fs.StringVar(&o.raftAddr, "raft-addr", "127.0.0.1:7101", "`host:port` the raft transport listens on")
 	fs.StringVar(&o.httpAddr, "http-addr", "127.0.0.1:7001", "`host:port` the HTTP API listens on")
 	fs.StringVar(&o.raftAdvertise, "raft-advertise", "", "`host:port` other nodes dial for raft, when not --raft-addr (NAT, containers, a proxy);\nneeded when --raft-addr listens on all interfaces")
-	fs.StringVar(&o.httpAdvertise, "http-advertise", "", "`host:port` other nodes and clients are told to use for this node's HTTP API (default:\nthe --http-addr)")
+	fs.StringVar(&o.httpAdvertise, "http-advertise", "", "`host:port` other nodes and clients are told to use for this node's HTTP\nAPI, when not --http-addr")
 	fs.StringVar(&o.bootstrap, "bootstrap", "", "start a NEW cluster with these voters: `id=raftaddr=httpaddr,...` (must include this node)")
 	fs.StringVar(&o.join, "join", "", "HTTP `address` of a member to ask to add this node")
 	fs.StringVar(&o.token, "token", "", "bearer token required on every request; also the raft secret when --raft-secret is not given")
@@ -110,7 +110,7 @@ func runAgent(ctx context.Context, e *env, o *agentOptions) error {
 	if err != nil {
 		return usagef("--bootstrap: %v", err)
 	}
-	logger, err := newLogger(e.stderr, "lockcluster", o.logLevel)
+	logger, _, err := newLogger(e.stderr, o.logLevel)
 	if err != nil {
 		return usagef("--log-level: %v", err)
 	}
@@ -120,7 +120,7 @@ func runAgent(ctx context.Context, e *env, o *agentOptions) error {
 		Bootstrap: peers, Join: o.join, Token: o.token,
 		RaftSecret: o.raftSecret, RaftInsecure: o.raftInsecure,
 		MaxConns: o.maxConns, HTTPReadTimeout: o.readTimeout,
-		Logger:             logger.Named(o.id),
+		Logger:             logger.With("node", o.id),
 		ElectionTimeout:    cluster.DefaultElectionTimeout,
 		HeartbeatTimeout:   cluster.DefaultHeartbeatTimeout,
 		LeaderLeaseTimeout: cluster.DefaultLeaderLeaseTimeout,

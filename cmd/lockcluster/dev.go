@@ -4,13 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
 	"sync"
 	"time"
 
-	"github.com/hashicorp/go-hclog"
 	"github.com/spf13/cobra"
 
 	"github.com/zerotal/lock/cluster"
@@ -73,13 +73,13 @@ func runDev(ctx context.Context, e *env, o *devOptions, levelGiven bool) error {
 	if o.basePort < 0 || o.basePort > 65535-102 {
 		return usagef("--base-port %d out of range", o.basePort)
 	}
-	logger, err := newLogger(e.stderr, "lockcluster", o.logLevel)
+	logger, levelVar, err := newLogger(e.stderr, o.logLevel)
 	if err != nil {
 		return usagef("--log-level: %v", err)
 	}
-	level := logger.GetLevel()
+	level := levelVar.Level()
 	if !levelGiven {
-		logger.SetLevel(max(level, hclog.Error))
+		levelVar.Set(max(level, slog.LevelError))
 	}
 	root := o.dataDir
 	if root == "" {
@@ -101,7 +101,7 @@ func runDev(ctx context.Context, e *env, o *devOptions, levelGiven bool) error {
 	defer stopDev(e, nodes)
 	for _, n := range nodes {
 		cfg := cluster.Config{ID: n.id, DataDir: n.dir, RaftAddr: n.raftAddr, HTTPAddr: n.httpAddr,
-			Token: o.token, Logger: logger.Named(n.id),
+			Token: o.token, Logger: logger.With("node", n.id),
 			// All three stop together: a leadership transfer would have
 			// nobody to go to.
 			SkipLeadershipTransfer: true}
@@ -128,7 +128,7 @@ func runDev(ctx context.Context, e *env, o *devOptions, levelGiven bool) error {
 		}
 	}
 	printDevBanner(e, nodes, root, o.dataDir == "", o.token)
-	logger.SetLevel(level)
+	levelVar.Set(level)
 	if o.demo || o.exitAfterDemo {
 		addrs := make([]string, len(nodes))
 		for i, n := range nodes {

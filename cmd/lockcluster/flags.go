@@ -4,16 +4,17 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"math"
 	"strconv"
 	"strings"
 	"time"
 
-	"github.com/hashicorp/go-hclog"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
 	"github.com/zerotal/lock"
+	"github.com/zerotal/lock/internal/logbridge"
 )
 
 // The environment: every flag of a command can also be set by the variable
@@ -364,14 +365,32 @@ func splitList(s string) []string {
 	return out
 }
 
-// newLogger returns the root logger at level ("trace", "debug", "info",
-// "warn", "error", "off").
-func newLogger(w io.Writer, name, level string) (hclog.Logger, error) {
-	lvl := hclog.LevelFromString(level)
-	if lvl == hclog.NoLevel {
-		return nil, fmt.Errorf("unknown log level %q (trace, debug, info, warn, error, off)", level)
+// levelOff is above every level a logger uses: --log-level off.
+const levelOff = slog.Level(1 << 20)
+
+// logLevelNames maps --log-level to slog levels; trace is raft's.
+var logLevelNames = map[string]slog.Level{
+	"trace": logbridge.LevelTrace, "debug": slog.LevelDebug, "info": slog.LevelInfo,
+	"warn": slog.LevelWarn, "error": slog.LevelError, "off": levelOff,
+}
+
+// newLogger returns the root logger, text lines on w at level ("trace",
+// "debug", "info", "warn", "error", "off"), and the level it reads, which
+// the caller may change while it runs.
+func newLogger(w io.Writer, level string) (*slog.Logger, *slog.LevelVar, error) {
+	lvl, ok := logLevelNames[strings.ToLower(strings.TrimSpace(level))]
+	if !ok {
+		return nil, nil, fmt.Errorf("unknown log level %q (trace, debug, info, warn, error, off)", level)
 	}
-	return hclog.New(&hclog.LoggerOptions{Name: name, Level: lvl, Output: w}), nil
+	v := new(slog.LevelVar)
+	v.Set(lvl)
+	h := slog.NewTextHandler(w, &slog.HandlerOptions{Level: v, ReplaceAttr: func(_ []string, a slog.Attr) slog.Attr {
+		if a.Key == slog.LevelKey && a.Value.Any() == logbridge.LevelTrace {
+			a.Value = slog.StringValue("TRACE")
+		}
+		return a
+	}})
+	return slog.New(h), v, nil
 }
 
 // logLevels completes --log-level.

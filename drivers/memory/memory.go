@@ -5,6 +5,9 @@
 // single-instance services. Waiting is pushed and FIFO: a blocked acquirer
 // is handed the lock inside the engine when the holder releases it or it
 // expires, without polling.
+//
+// It is lock.Open's default driver, registered when the package is
+// initialised; package lock imports it, so every program has it.
 package memory
 
 import (
@@ -150,4 +153,12 @@ func (d *Driver) Close() error {
 		return nil
 	}
 	return d.e.Close()
+}
+
+// Importing the package registers the "memory" driver of lock.Open (package
+// lock imports it: it is always there).
+func init() {
+	drivers.Register("memory", func(context.Context, drivers.OpenOptions) (drivers.Driver, error) {
+		return New(Config{})
+	})
 }

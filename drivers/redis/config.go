@@ -1,9 +1,9 @@
 package redis
 
 import (
+	"log/slog"
 	"time"
 
-	"github.com/hashicorp/go-hclog"
 	goredis "github.com/redis/go-redis/v9"
 
 	"github.com/zerotal/lock/drivers"
@@ -45,9 +45,10 @@ type Config struct {
 	// does not create it unless asked to.
 	PipelineAt int
 
-	// Logger receives the driver's few messages (subscription trouble).
-	// Nil means no logging.
-	Logger hclog.Logger
+	// Logger receives the driver's few messages (subscription trouble),
+	// and go-redis's own (see the package documentation, "Logging"). Nil
+	// means no logging.
+	Logger *slog.Logger
 }
 
 // Validate reports a configuration that cannot work, before any
@@ -71,7 +72,7 @@ func (c Config) withDefaults() Config {
 		c.PollInterval = DefaultPollInterval
 	}
 	if c.Logger == nil {
-		c.Logger = hclog.NewNullLogger()
+		c.Logger = slog.New(slog.DiscardHandler)
 	}
 	return c
 }
@@ -90,6 +91,6 @@ func WithPipelineAt(n int) Option {
 }
 
 // WithLogger sets Config.Logger.
-func WithLogger(l hclog.Logger) Option {
+func WithLogger(l *slog.Logger) Option {
 	return func(c *Config) { c.Logger = l }
 }

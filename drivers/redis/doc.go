@@ -8,6 +8,23 @@
 //	d, err := redis.Open(ctx, redis.Config{URL: "redis://:secret@localhost:6379/0"})
 //	m := lock.New(d)
 //
+// Importing the package also registers the "redis" driver of lock.Open:
+//
+//	import _ "github.com/zerotal/lock/drivers/redis"
+//
+// # Logging
+//
+// go-redis prints its own messages (a pool that cannot dial, a connection
+// with unread data) through one logger per process, on stderr by default,
+// whatever the application configured. This package replaces that logger
+// when it is initialised with one that forwards each message, at
+// slog.LevelWarn with the attribute logger=go-redis, to the Config.Logger
+// of the Driver opened last (Open and New); with no Logger, messages are
+// discarded. One logger per process cannot tell clients apart, so with
+// several Drivers every message goes to one of the loggers the application
+// gave, never to stderr behind its back. An application that calls
+// redis.SetLogger itself afterwards keeps its own logger.
+//
 // # What runs on the server
 //
 // Every operation is one Lua script, which Redis runs atomically: acquire

@@ -48,6 +48,7 @@ func Open(ctx context.Context, cfg Config) (*Driver, error) {
 		return nil, err
 	}
 	cfg = cfg.withDefaults()
+	goredisLog.Store(cfg.Logger)
 	if cfg.Client != nil {
 		return newDriver(cfg.Client, false, cfg), nil
 	}

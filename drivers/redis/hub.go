@@ -2,10 +2,10 @@ package redis
 
 import (
 	"context"
+	"log/slog"
 	"sync"
 	"time"
 
-	"github.com/hashicorp/go-hclog"
 	goredis "github.com/redis/go-redis/v9"
 
 	"github.com/zerotal/lock/drivers"
@@ -25,7 +25,7 @@ const idleUnsubscribe = 30 * time.Second
 type hub struct {
 	client goredis.UniversalClient
 	poll   time.Duration
-	log    hclog.Logger
+	log    *slog.Logger
 	// maxHandoffs bounds consecutive direct hand-offs of a key; 0 means
 	// no bound (see handoff.go).
 	maxHandoffs int
@@ -42,7 +42,7 @@ type hub struct {
 	wg     sync.WaitGroup // the dispatcher
 }
 
-func newHub(client goredis.UniversalClient, poll time.Duration, log hclog.Logger) *hub {
+func newHub(client goredis.UniversalClient, poll time.Duration, log *slog.Logger) *hub {
 	h := &hub{client: client, poll: poll, log: log, queues: make(map[string]*queue)}
 	if _, cluster := client.(*goredis.ClusterClient); cluster {
 		h.maxHandoffs = clusterMaxHandoffs

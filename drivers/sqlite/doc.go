@@ -2,6 +2,10 @@
 // the same database file shares one lock table, kept in SQLite through
 // modernc.org/sqlite (pure Go, no cgo).
 //
+// Importing the package registers the "sqlite" driver of lock.Open:
+//
+//	import _ "github.com/zerotal/lock/drivers/sqlite"
+//
 // # Guarantees
 //
 // Every operation is one SQL statement, so it is atomic at the database:

@@ -15,6 +15,8 @@ import (
 	_ "modernc.org/sqlite" // registers the "sqlite" database/sql driver
 
 	sqlite3 "modernc.org/sqlite/lib"
+
+	"github.com/zerotal/lock/drivers"
 )
 
 // readConns is the size of the pool that serves Exists and the waiters'
@@ -215,4 +217,11 @@ func dsnParams(readOnly, durable bool) string {
 		p += "&_query_only=1"
 	}
 	return p
+}
+
+// Importing the package registers the "sqlite" driver of lock.Open.
+func init() {
+	drivers.Register("sqlite", func(ctx context.Context, o drivers.OpenOptions) (drivers.Driver, error) {
+		return Open(ctx, Config{Path: o.SQLitePath})
+	})
 }

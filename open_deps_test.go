@@ -1,0 +1,56 @@
+package lock_test
+
+import (
+	"os/exec"
+	"strings"
+	"testing"
+)
+
+// A program that opens the memory driver only must not link the other
+// backends: drivers register themselves when imported, and package lock
+// imports none but memory.
+func TestOpen_MemoryOnlyProgramLinksNoOtherBackend(t *testing.T) {
+	t.Parallel()
+	goBin, err := exec.LookPath("go")
+	if err != nil {
+		t.Fatalf("the go command is needed to list a program's dependencies: %v", err)
+	}
+	out, err := exec.CommandContext(t.Context(), goBin, "list", "-deps", "./testdata/memonly").CombinedOutput()
+	if err != nil {
+		t.Fatalf("go list -deps: %v\n%s", err, out)
+	}
+	deps := strings.Fields(string(out))
+	if len(deps) == 0 || !strings.Contains(string(out), "github.com/zerotal/lock/drivers/memory") {
+		t.Fatalf("go list -deps listed no memory driver:\n%s", out)
+	}
+	for _, dep := range deps {
+		for _, banned := range []string{
+			"modernc.org/sqlite",
+			"github.com/redis/go-redis",
+			"github.com/zerotal/lock/client",
+			"github.com/hashicorp/raft",
+			"github.com/zerotal/lock/drivers/sqlite",
+			"github.com/zerotal/lock/drivers/redis",
+			"github.com/zerotal/lock/drivers/cluster",
+		} {
+			if dep == banned || strings.HasPrefix(dep, banned+"/") {
+				t.Errorf("a memory-only program links %s", dep)
+			}
+		}
+	}
+
+	// The same program asks for redis without importing it: the error
+	// names the import.
+	out, err = exec.CommandContext(t.Context(), goBin, "run", "./testdata/memonly").CombinedOutput()
+	if err != nil {
+		t.Fatalf("go run: %v\n%s", err, out)
+	}
+	for _, want := range []string{
+		"try: <nil>",
+		`redis: lock: driver "redis" is not linked into this program: add import _ "github.com/zerotal/lock/drivers/redis"`,
+	} {
+		if !strings.Contains(string(out), want) {
+			t.Errorf("memonly printed:\n%s\nwant a line %q", out, want)
+		}
+	}
+}

@@ -1,0 +1,27 @@
+// Command memonly is a program that uses the memory driver only. The test
+// TestOpen_MemoryOnlyProgramLinksNoOtherBackend lists its dependencies: it
+// must not link SQLite, Redis, the cluster client or raft.
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/zerotal/lock"
+)
+
+func main() {
+	ctx := context.Background()
+	m, err := lock.Open(ctx, lock.Config{})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	defer m.Close()
+	err = m.Try(ctx, "job", time.Second, func(context.Context, *lock.Lock) error { return nil })
+	fmt.Println("try:", err)
+	_, err = lock.Open(ctx, lock.Config{Driver: "redis", Redis: lock.RedisConfig{URL: "redis://127.0.0.1:1"}})
+	fmt.Println("redis:", err)
+}
