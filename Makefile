@@ -11,9 +11,10 @@ all: build
 build: bin/lockcluster
 	$(GO) build $(PKGS)
 
-# Phony: go's own cache decides what to rebuild.
+# Phony: go's own cache decides what to rebuild. -buildvcs=auto stamps the commit
+# (lockcluster version) even where GOFLAGS turns it off.
 bin/lockcluster:
-	$(GO) build -o bin/lockcluster ./cmd/lockcluster
+	$(GO) build -buildvcs=auto -o bin/lockcluster ./cmd/lockcluster
 
 ## test: every test, with the race detector (integration tests start real
 ## processes); installs redis-server first when it is missing.
