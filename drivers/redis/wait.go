@@ -13,9 +13,11 @@ import (
 // up while a grant to it may have been under way.
 const cleanupTimeout = time.Second
 
-// maxWaitFailures is how many attempts in a row a waiter lets fail with an
-// unavailable backend before it gives up (see wait).
-const maxWaitFailures = 3
+// waitOutage is how long a waiter rides out an unavailable backend, trying
+// again with growing pauses, before it reports it (see wait): long enough
+// for a restart of Redis or the discarding of the pool's dead connections,
+// short enough that an outage is reported while it lasts.
+const waitOutage = 2 * time.Second
 
 // AcquireWait blocks until key is granted to owner, ctx ends or the driver
 // is closed.
@@ -73,7 +75,8 @@ func (d *Driver) AcquireWait(ctx context.Context, key, owner string, ttl time.Du
 func (d *Driver) wait(ctx context.Context, key string, w *waiter, holderTTL time.Duration) (uint64, error) {
 	timer := time.NewTimer(d.nextTry(holderTTL))
 	defer timer.Stop()
-	failures := 0
+	var failingSince time.Time // start of the current run of failed attempts
+	var pause time.Duration    // before the next attempt while they fail
 	for {
 		select {
 		case <-ctx.Done():
@@ -109,18 +112,24 @@ func (d *Driver) wait(ctx context.Context, key string, w *waiter, holderTTL time
 				d.releaseAbandoned(ctx, key, w.owner)
 				return 0, err
 			}
-			// Right after Redis restarts, the pool still holds connections
-			// to the old process: the first commands on them fail once and
-			// are discarded. A waiter that has waited through an outage
-			// gives the fresh connections a few quick tries before it
-			// reports the backend unavailable.
-			if failures++; errors.Is(err, drivers.ErrUnavailable) && failures <= maxWaitFailures {
-				timer.Reset(time.Duration(failures) * 10 * time.Millisecond)
-				continue
+			// A waiter can wake during an outage (the subscription drops
+			// when Redis goes away), and right after Redis restarts the
+			// pool still holds connections to the old process, whose first
+			// commands fail once and are discarded. A waiter rides that out
+			// for waitOutage before it reports the backend unavailable.
+			if errors.Is(err, drivers.ErrUnavailable) {
+				if failingSince.IsZero() {
+					failingSince = time.Now()
+				}
+				if time.Since(failingSince) < waitOutage {
+					pause = min(max(2*pause, 10*time.Millisecond), 200*time.Millisecond)
+					timer.Reset(pause)
+					continue
+				}
 			}
 			return 0, err
 		}
-		failures = 0
+		failingSince, pause = time.Time{}, 0
 		if ok {
 			d.hub.leave(w, true)
 			return fence, nil
