@@ -50,18 +50,7 @@ func startProc(t *testing.T, env []string, args ...string) *proc {
 	if err := p.cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	go func() {
-		err := p.cmd.Wait()
-		var ee *exec.ExitError
-		switch {
-		case err == nil:
-		case errors.As(err, &ee):
-			p.code = ee.ExitCode()
-		default:
-			p.code = -1
-		}
-		close(p.done)
-	}()
+	waitExit(p.cmd, &p.code, p.done)
 	t.Cleanup(func() {
 		select {
 		case <-p.done:
@@ -110,4 +99,21 @@ func runBinary(t *testing.T, env []string, args ...string) (code int, stdout, st
 	p := startProc(t, env, args...)
 	code = p.wait(t)
 	return code, p.stdout.String(), p.stderr.String()
+}
+
+// waitExit waits for cmd in the background: it stores cmd's exit status in
+// *code (-1 when a signal ended it), then closes done.
+func waitExit(cmd *exec.Cmd, code *int, done chan struct{}) {
+	go func() {
+		err := cmd.Wait()
+		var ee *exec.ExitError
+		switch {
+		case err == nil:
+		case errors.As(err, &ee):
+			*code = ee.ExitCode()
+		default:
+			*code = -1
+		}
+		close(done)
+	}()
 }

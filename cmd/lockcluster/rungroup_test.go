@@ -4,7 +4,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -58,18 +57,7 @@ func startRunProcess(t *testing.T, args ...string) *runProc {
 	if err := p.cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	go func() {
-		err := p.cmd.Wait()
-		var ee *exec.ExitError
-		switch {
-		case err == nil:
-		case errors.As(err, &ee):
-			p.code = ee.ExitCode()
-		default:
-			p.code = -1
-		}
-		close(p.done)
-	}()
+	waitExit(p.cmd, &p.code, p.done)
 	t.Cleanup(func() {
 		select {
 		case <-p.done:
