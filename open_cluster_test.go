@@ -17,10 +17,17 @@ import (
 // HTTP address once it leads.
 func startNode(t *testing.T, token string) string {
 	t.Helper()
-	n, err := cluster.NewNode(t.Context(), cluster.Config{
-		ID: "n1", DataDir: filepath.Join(t.TempDir(), "n1"), RaftAddr: loopback.MustFreeAddr(t), HTTPAddr: "127.0.0.1:0",
-		Token: token,
-	})
+	return startOneNode(t, cluster.Config{Token: token})
+}
+
+// startOneNode starts a one-node cluster n1 configured by cfg (the ID, the
+// data directory and the addresses are filled in), stopped at the test's
+// end, and returns its HTTP address once it leads.
+func startOneNode(t *testing.T, cfg cluster.Config) string {
+	t.Helper()
+	cfg.ID, cfg.DataDir = "n1", filepath.Join(t.TempDir(), "n1")
+	cfg.RaftAddr, cfg.HTTPAddr = loopback.MustFreeAddr(t), "127.0.0.1:0"
+	n, err := cluster.NewNode(t.Context(), cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

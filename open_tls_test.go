@@ -3,7 +3,6 @@ package lock_test
 import (
 	"context"
 	"errors"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -11,7 +10,6 @@ import (
 	"github.com/zerotal/lock"
 	"github.com/zerotal/lock/client"
 	"github.com/zerotal/lock/cluster"
-	"github.com/zerotal/lock/internal/loopback"
 	"github.com/zerotal/lock/internal/testtls"
 )
 
@@ -21,31 +19,11 @@ func startTLSNode(t *testing.T) (string, *testtls.CA) {
 	t.Helper()
 	ca := testtls.NewCA(t, "cluster")
 	pair := ca.Issue(t, "n1")
-	raftAddr, err := loopback.FreeAddr()
-	if err != nil {
-		t.Fatal(err)
-	}
-	n, err := cluster.NewNode(t.Context(), cluster.Config{
-		ID: "n1", DataDir: filepath.Join(t.TempDir(), "n1"), RaftAddr: raftAddr, HTTPAddr: "127.0.0.1:0",
+	addr := startOneNode(t, cluster.Config{
 		ClusterID: "tls-test",
 		TLS:       cluster.TLSConfig{CertFile: pair.CertFile, KeyFile: pair.KeyFile, CAFile: ca.File, RequireClientCert: true},
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		if err := n.Shutdown(ctx); err != nil {
-			t.Errorf("shutdown: %v", err)
-		}
-	})
-	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
-	defer cancel()
-	if err := n.WaitForLeader(ctx); err != nil {
-		t.Fatal(err)
-	}
-	return n.HTTPAddr(), ca
+	return addr, ca
 }
 
 // lock.Open reaches a mutual-TLS cluster from the environment alone:
