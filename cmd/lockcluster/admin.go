@@ -59,6 +59,23 @@ func (a *adminFlags) client() (*client.Client, error) {
 	return c, nil
 }
 
+// call runs fn with a client built from the flags and a context bounded
+// by --timeout, and turns its error into what the command returns (see
+// failed).
+func (a *adminFlags) call(ctx context.Context, e *env, cmd *cobra.Command, fn func(context.Context, *client.Client) error) error {
+	c, err := a.client()
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	ctx, cancel := context.WithTimeout(ctx, a.timeout)
+	defer cancel()
+	if err := fn(ctx, c); err != nil {
+		return a.failed(ctx, e, cmd, c, err)
+	}
+	return nil
+}
+
 // failed turns an error of a cluster call into what the command returns:
 // when the cluster is unavailable, the nodes are asked why, so that the
 // message says "no leader" rather than the last node's connection refused.
@@ -229,16 +246,14 @@ func newLocksCmd(e *env) *cobra.Command {
 
 // runLocks lists the held keys.
 func runLocks(ctx context.Context, e *env, cmd *cobra.Command, a *adminFlags, prefix string, limit int) error {
-	c, err := a.client()
+	var locks []client.LockInfo
+	var truncated bool
+	err := a.call(ctx, e, cmd, func(ctx context.Context, c *client.Client) (err error) {
+		locks, truncated, err = c.List(ctx, prefix, limit)
+		return err
+	})
 	if err != nil {
 		return err
-	}
-	defer c.Close()
-	ctx, cancel := context.WithTimeout(ctx, a.timeout)
-	defer cancel()
-	locks, truncated, err := c.List(ctx, prefix, limit)
-	if err != nil {
-		return a.failed(ctx, e, cmd, c, err)
 	}
 	if a.json {
 		printJSON(e.stdout, map[string]any{"locks": locks, "truncated": truncated})
@@ -282,15 +297,11 @@ func newJoinCmd(e *env) *cobra.Command {
 		if id == "" || raftAddr == "" {
 			return usagef("--id and --raft-addr are required")
 		}
-		c, err := a.client()
+		err := a.call(cmd.Context(), e, cmd, func(ctx context.Context, c *client.Client) error {
+			return c.Join(ctx, id, raftAddr)
+		})
 		if err != nil {
 			return err
-		}
-		defer c.Close()
-		ctx, cancel := context.WithTimeout(cmd.Context(), a.timeout)
-		defer cancel()
-		if err := c.Join(ctx, id, raftAddr); err != nil {
-			return a.failed(ctx, e, cmd, c, err)
 		}
 		fmt.Fprintf(e.stdout, "node %s (%s) is a member\n", id, raftAddr)
 		return nil
@@ -320,15 +331,11 @@ func newLeaveCmd(e *env) *cobra.Command {
 		if id == "" {
 			return usagef("--id is required")
 		}
-		c, err := a.client()
+		err := a.call(cmd.Context(), e, cmd, func(ctx context.Context, c *client.Client) error {
+			return c.Leave(ctx, id)
+		})
 		if err != nil {
 			return err
-		}
-		defer c.Close()
-		ctx, cancel := context.WithTimeout(cmd.Context(), a.timeout)
-		defer cancel()
-		if err := c.Leave(ctx, id); err != nil {
-			return a.failed(ctx, e, cmd, c, err)
 		}
 		fmt.Fprintf(e.stdout, "node %s removed\n", id)
 		return nil
