@@ -197,24 +197,3 @@ func (r *liveRequests) unlistenLocked(q *request) {
 	}
 	q.ch = nil
 }
-
-// pending is the number of requests listening for a hand-off.
-func (r *liveRequests) pending() int {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	n := 0
-	for _, c := range r.m {
-		n += len(c.waiting)
-	}
-	return n
-}
-
-// live is the number of live requests of owner for key.
-func (r *liveRequests) live(key, owner string) int {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if c := r.m[fsm.Waiter{Key: key, Owner: owner}]; c != nil {
-		return c.live
-	}
-	return 0
-}

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/zerotal/lock/engine"
+	"github.com/zerotal/lock/fsm"
 )
 
 // The record's rules, without raft: only the owner's last live request
@@ -83,4 +84,27 @@ func TestLiveRequests_NonWaitingRequestLeavingLastCleansUp(t *testing.T) {
 	if len(r.m) != 0 {
 		t.Fatalf("%d claims left", len(r.m))
 	}
+}
+
+// The record as tests read it.
+
+// pending is the number of requests listening for a hand-off.
+func (r *liveRequests) pending() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	n := 0
+	for _, c := range r.m {
+		n += len(c.waiting)
+	}
+	return n
+}
+
+// live is the number of live requests of owner for key.
+func (r *liveRequests) live(key, owner string) int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if c := r.m[fsm.Waiter{Key: key, Owner: owner}]; c != nil {
+		return c.live
+	}
+	return 0
 }
