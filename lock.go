@@ -325,10 +325,7 @@ func (l *Lock) releaseLocked(ctx context.Context) error {
 // releaseGrant releases the grant of owner, which the handle holds. l.op
 // must be held.
 func (l *Lock) releaseGrant(ctx context.Context, owner string) error {
-	// A release retried after a lost reply may not know whether it was
-	// the one that freed the key, but it knows the owner holds it no
-	// more: that is all Release promises.
-	if _, err := l.m.driver.Release(ctx, l.fullKey, owner); err != nil && !errors.Is(err, drivers.ErrNoLongerHeld) {
+	if err := l.releaseAtBackend(ctx, owner); err != nil {
 		return wrapOp("release", l.key, err)
 	}
 	l.mu.Lock()
@@ -336,6 +333,17 @@ func (l *Lock) releaseGrant(ctx context.Context, owner string) error {
 		l.held = false
 	}
 	l.mu.Unlock()
+	return nil
+}
+
+// releaseAtBackend asks the driver to release owner's grant. A release
+// retried after a lost reply may not know whether it was the one that
+// freed the key, but it knows the owner holds it no more: that is all a
+// release is for, so ErrNoLongerHeld counts as done.
+func (l *Lock) releaseAtBackend(ctx context.Context, owner string) error {
+	if _, err := l.m.driver.Release(ctx, l.fullKey, owner); err != nil && !errors.Is(err, drivers.ErrNoLongerHeld) {
+		return err
+	}
 	return nil
 }
 
@@ -353,7 +361,7 @@ func (l *Lock) releaseBounded(ctx context.Context, owner string) {
 	if l.m.closed.Load() {
 		return
 	}
-	if _, err := l.m.driver.Release(ctx, l.fullKey, owner); err != nil && !errors.Is(err, ErrClosed) && !errors.Is(err, context.Canceled) && !errors.Is(err, drivers.ErrNoLongerHeld) {
+	if err := l.releaseAtBackend(ctx, owner); err != nil && !errors.Is(err, ErrClosed) && !errors.Is(err, context.Canceled) {
 		l.m.logger.Warn("cleanup release failed", "key", l.key, "error", err)
 	}
 }
