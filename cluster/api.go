@@ -21,9 +21,6 @@ import (
 // maxBodyBytes bounds every request body (larger: 413).
 const maxBodyBytes = 64 << 10
 
-// maxOwnerLen bounds owner tokens (the engine and log format accept this).
-const maxOwnerLen = 1024
-
 // decodeBody reads one JSON object into v (a pointer to one of the api
 // request types): size-limited, unknown fields and trailing data rejected.
 func decodeBody(w http.ResponseWriter, r *http.Request, v any) error {
@@ -221,13 +218,6 @@ func loneSurrogate(raw []byte) int {
 	return pendingHigh
 }
 
-// maxMemberIDLen and maxMemberAddrLen bound the fields of join and leave:
-// they go into the replicated member map.
-const (
-	maxMemberIDLen   = 128 // as Config.Validate
-	maxMemberAddrLen = 256
-)
-
 // checkJoin refuses a join whose fields are too long to record.
 func checkJoin(r *api.JoinRequest) error {
 	return errors.Join(checkMemberID(r.ID), checkMemberAddr("addr", r.Addr), checkMemberAddr("http", r.HTTP))
@@ -237,8 +227,8 @@ func checkJoin(r *api.JoinRequest) error {
 // empty id is left to the handler ("missing").
 func checkMemberID(id string) error {
 	switch {
-	case len(id) > maxMemberIDLen:
-		return invalidf("id", "%d bytes, the limit is %d", len(id), maxMemberIDLen)
+	case len(id) > drivers.MaxMemberIDLen:
+		return invalidf("id", "%d bytes, the limit is %d", len(id), drivers.MaxMemberIDLen)
 	case !utf8.ValidString(id):
 		return invalidf("id", "not valid UTF-8")
 	case strings.ContainsFunc(id, unicode.IsSpace):
@@ -248,8 +238,8 @@ func checkMemberID(id string) error {
 }
 
 func checkMemberAddr(field, addr string) error {
-	if len(addr) > maxMemberAddrLen {
-		return invalidf(field, "%d bytes, the limit is %d", len(addr), maxMemberAddrLen)
+	if len(addr) > drivers.MaxMemberAddrLen {
+		return invalidf(field, "%d bytes, the limit is %d", len(addr), drivers.MaxMemberAddrLen)
 	}
 	return nil
 }
@@ -270,8 +260,8 @@ func checkOwner(owner string) error {
 	switch {
 	case owner == "":
 		return invalidf("owner", "missing")
-	case len(owner) > maxOwnerLen:
-		return invalidf("owner", "%d bytes, the limit is %d", len(owner), maxOwnerLen)
+	case len(owner) > drivers.MaxOwnerLen:
+		return invalidf("owner", "%d bytes, the limit is %d", len(owner), drivers.MaxOwnerLen)
 	case !utf8.ValidString(owner):
 		return invalidf("owner", "not valid UTF-8")
 	}

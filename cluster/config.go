@@ -11,6 +11,8 @@ import (
 
 	"github.com/hashicorp/raft"
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/zerotal/lock/drivers"
 )
 
 // Config configures a Node. NewNode copies it, fills the defaults in the
@@ -91,14 +93,14 @@ type Config struct {
 
 	// Engine limits; every node must use the same values, since the
 	// replicated table applies them. 0: the default (DefaultMaxKeys,
-	// DefaultMaxWaitersPerKey); -1: unlimited. An acquire beyond them is
+	// DefaultMaxWaitersPerKey); drivers.Unlimited (-1): no limit. An acquire beyond them is
 	// answered 429 with code "full" (drivers.ErrFull).
 	MaxKeys          int
 	MaxWaitersPerKey int
 	// MaxWaits caps the waiting acquires (wait_ms > 0) this node holds open
 	// at once, forwarded ones included: each holds a goroutine and a
 	// connection. Beyond it a waiting acquire is answered 429, code "full".
-	// 0: DefaultMaxWaits; -1: unlimited. Node-local, may differ per node.
+	// 0: DefaultMaxWaits; drivers.Unlimited (-1): no limit. Node-local, may differ per node.
 	MaxWaits int
 
 	// HTTPReadTimeout bounds reading a request's headers and, from when
@@ -110,7 +112,7 @@ type Config struct {
 	// beyond it new connections wait in the kernel's accept queue until one
 	// closes. Every waiting acquire holds one (two on the node it was sent
 	// to, when forwarded), so keep it above MaxWaits. 0: DefaultMaxConns;
-	// -1: unlimited. Node-local.
+	// drivers.Unlimited (-1): no limit. Node-local.
 	MaxConns int
 
 	// Registry receives the node's metrics, labelled node=<ID>; nil: a new
@@ -177,10 +179,6 @@ const (
 	DefaultMaxConns = 2 * DefaultMaxWaits
 )
 
-// unlimited is the value of MaxKeys, MaxWaitersPerKey and MaxWaits that
-// turns the limit off.
-const unlimited = -1
-
 func (c Config) withDefaults() Config {
 	if c.ElectionTimeout == 0 {
 		c.ElectionTimeout = DefaultElectionTimeout
@@ -225,14 +223,6 @@ func (c Config) withDefaults() Config {
 	return c
 }
 
-// engineLimit maps a limit of Config to the engine's (0: unlimited).
-func engineLimit(v int) int {
-	if v == unlimited {
-		return 0
-	}
-	return v
-}
-
 // orDefault is v, or def when v is 0.
 func orDefault(v, def int) int {
 	if v == 0 {
@@ -250,8 +240,8 @@ func (c Config) Validate() error {
 	}
 	if c.ID == "" {
 		bad("ID is required")
-	} else if strings.ContainsAny(c.ID, " \t\r\n") || len(c.ID) > 128 {
-		bad("ID %q must be at most 128 bytes without spaces", c.ID)
+	} else if strings.ContainsAny(c.ID, " \t\r\n") || len(c.ID) > drivers.MaxMemberIDLen {
+		bad("ID %q must be at most %d bytes without spaces", c.ID, drivers.MaxMemberIDLen)
 	}
 	if c.DataDir == "" {
 		bad("DataDir is required")
@@ -320,13 +310,13 @@ func (c Config) Validate() error {
 	if c.HeartbeatTimeout > c.ElectionTimeout {
 		bad("HeartbeatTimeout (%s) must not exceed ElectionTimeout (%s)", c.HeartbeatTimeout, c.ElectionTimeout)
 	}
-	if c.MaxKeys < unlimited || c.MaxWaitersPerKey < unlimited || c.MaxWaits < unlimited {
-		bad("MaxKeys (%d), MaxWaitersPerKey (%d) and MaxWaits (%d) must be positive, 0 (default) or -1 (unlimited)",
+	if c.MaxKeys < drivers.Unlimited || c.MaxWaitersPerKey < drivers.Unlimited || c.MaxWaits < drivers.Unlimited {
+		bad("MaxKeys (%d), MaxWaitersPerKey (%d) and MaxWaits (%d) must be positive, 0 (default) or drivers.Unlimited (-1)",
 			c.MaxKeys, c.MaxWaitersPerKey, c.MaxWaits)
 	}
-	if c.MaxConns < unlimited {
-		bad("MaxConns (%d) must be positive, 0 (default) or -1 (unlimited)", c.MaxConns)
-	} else if conns, waits := orDefault(c.MaxConns, DefaultMaxConns), orDefault(c.MaxWaits, DefaultMaxWaits); conns != unlimited && waits != unlimited && conns <= waits {
+	if c.MaxConns < drivers.Unlimited {
+		bad("MaxConns (%d) must be positive, 0 (default) or drivers.Unlimited (-1)", c.MaxConns)
+	} else if conns, waits := orDefault(c.MaxConns, DefaultMaxConns), orDefault(c.MaxWaits, DefaultMaxWaits); conns != drivers.Unlimited && waits != drivers.Unlimited && conns <= waits {
 		bad("MaxConns (%d) must exceed MaxWaits (%d): every waiting acquire holds a connection, and the other requests need some too",
 			conns, waits)
 	}

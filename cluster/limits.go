@@ -19,7 +19,7 @@ import (
 // bound. Acquires without a wait pass untouched: they end quickly, and a
 // release must always get through to free the waiters.
 func (n *Node) limitWaits(h http.Handler) http.Handler {
-	if n.cfg.MaxWaits == unlimited {
+	if n.cfg.MaxWaits == drivers.Unlimited {
 		return h
 	}
 	limit := int64(n.cfg.MaxWaits)

@@ -326,8 +326,8 @@ func TestLimits_InputBoundariesOverHTTP(t *testing.T) {
 	}{
 		{"longest key", strings.Repeat("k", drivers.MaxKeyLen), "o", time.Second, http.StatusOK, "", ""},
 		{"key one byte over", strings.Repeat("k", drivers.MaxKeyLen+1), "o", time.Second, http.StatusBadRequest, "key", "1024"},
-		{"longest owner", "owner-limit", strings.Repeat("o", maxOwnerLen), time.Second, http.StatusOK, "", ""},
-		{"owner one byte over", "owner-limit-2", strings.Repeat("o", maxOwnerLen+1), time.Second, http.StatusBadRequest, "owner", "1024"},
+		{"longest owner", "owner-limit", strings.Repeat("o", drivers.MaxOwnerLen), time.Second, http.StatusOK, "", ""},
+		{"owner one byte over", "owner-limit-2", strings.Repeat("o", drivers.MaxOwnerLen+1), time.Second, http.StatusBadRequest, "owner", "1024"},
 		{"shortest ttl", "ttl-1", "o", time.Millisecond, http.StatusOK, "", ""},
 		{"longest ttl", "ttl-2", "o", week, http.StatusOK, "", ""},
 		{"ttl one ms over", "ttl-3", "o", week + time.Millisecond, http.StatusBadRequest, "ttl_ms", "out of range"},

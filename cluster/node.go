@@ -99,8 +99,8 @@ func NewNode(ctx context.Context, cfg Config) (_ *Node, err error) {
 		return nil, err
 	}
 	n.fsm, err = fsm.New(fsm.Config{
-		MaxKeys:          engineLimit(cfg.MaxKeys),
-		MaxWaitersPerKey: engineLimit(cfg.MaxWaitersPerKey),
+		MaxKeys:          cfg.MaxKeys,
+		MaxWaitersPerKey: cfg.MaxWaitersPerKey,
 		Logger:           cfg.Logger.With(logbridge.NameKey, "fsm"),
 		OnApply:          n.onApply,
 	})
@@ -117,7 +117,7 @@ func NewNode(ctx context.Context, cfg Config) (_ *Node, err error) {
 	if err != nil {
 		return nil, fmt.Errorf("cluster: listen HTTP on %s: %w", cfg.HTTPAddr, err)
 	}
-	if cfg.MaxConns != unlimited {
+	if cfg.MaxConns != drivers.Unlimited {
 		n.listener = newLimitListener(n.listener, cfg.MaxConns)
 	}
 	// Damaged files refuse the start with an error naming them, before

@@ -7,6 +7,9 @@ import "time"
 const (
 	// MaxKeyLen is the longest key, in bytes, after the prefix is applied.
 	MaxKeyLen = 1024
+	// MaxOwnerLen is the longest owner token, in bytes. The replicated log
+	// format accepts no longer one.
+	MaxOwnerLen = 1024
 	// MinTTL is the shortest TTL a backend is asked for (Redis counts in
 	// milliseconds).
 	MinTTL = time.Millisecond
@@ -14,3 +17,18 @@ const (
 	// mistake rather than a crash guard.
 	MaxTTL = 7 * 24 * time.Hour
 )
+
+// Limits of cluster membership: a member's id and address go into the
+// replicated member map.
+const (
+	// MaxMemberIDLen is the longest node id, in bytes.
+	MaxMemberIDLen = 128
+	// MaxMemberAddrLen is the longest advertised address, in bytes.
+	MaxMemberAddrLen = 256
+)
+
+// Unlimited, given as a count limit (keys, waiters per key, waiting
+// requests, connections), lifts it. Every count limit in this module
+// follows one convention: 0 means the package's default, which its
+// documentation names, and Unlimited means no limit at all.
+const Unlimited = -1

@@ -129,8 +129,8 @@ func TestEngine_ModeChecks(t *testing.T) {
 	if _, err := live.Apply(ctx, []Command{acq("k", "a", 1, 1)}); !errors.Is(err, drivers.ErrInvalid) {
 		t.Fatalf("Apply on a live engine: %v", err)
 	}
-	if _, err := New(Config{MaxKeys: -1}); !errors.Is(err, drivers.ErrInvalid) {
-		t.Fatalf("New with MaxKeys -1: %v", err)
+	if _, err := New(Config{MaxKeys: -2}); !errors.Is(err, drivers.ErrInvalid) {
+		t.Fatalf("New with MaxKeys -2: %v", err)
 	}
 	if _, err := New(Config{MaxWaitersPerKey: -1}); !errors.Is(err, drivers.ErrInvalid) {
 		t.Fatalf("New with MaxWaitersPerKey -1: %v", err)

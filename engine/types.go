@@ -18,20 +18,22 @@ type Config struct {
 	// mutating calls (Acquire, AcquireWait, Release, Extend, ForceRelease)
 	// are refused in this mode.
 	Replicated bool
-	// MaxKeys caps the number of keys; 0 means unlimited. A new key beyond
+	// MaxKeys caps the number of keys; 0 (the default) and
+	// drivers.Unlimited mean no cap. A new key beyond
 	// it is refused with an error matching drivers.ErrFull.
 	MaxKeys int
-	// MaxWaitersPerKey caps each key's queue; 0 means unlimited.
+	// MaxWaitersPerKey caps each key's queue; 0 (the default) and
+	// drivers.Unlimited mean no cap.
 	MaxWaitersPerKey int
 }
 
 // Validate reports a configuration that cannot work.
 func (c Config) Validate() error {
-	if c.MaxKeys < 0 {
-		return invalid("MaxKeys", "must not be negative")
+	if c.MaxKeys < drivers.Unlimited {
+		return invalid("MaxKeys", "must be positive, 0 (the default: no cap) or drivers.Unlimited")
 	}
-	if c.MaxWaitersPerKey < 0 {
-		return invalid("MaxWaitersPerKey", "must not be negative")
+	if c.MaxWaitersPerKey < drivers.Unlimited {
+		return invalid("MaxWaitersPerKey", "must be positive, 0 (the default: no cap) or drivers.Unlimited")
 	}
 	return nil
 }

@@ -44,7 +44,7 @@ const payloadVersion = 1
 // decoder allocate gigabytes.
 const (
 	maxKeyLen    = drivers.MaxKeyLen
-	maxOwnerLen  = 1024
+	maxOwnerLen  = drivers.MaxOwnerLen
 	maxMemberLen = 512
 )
 

@@ -11,6 +11,7 @@ import (
 
 	"github.com/hashicorp/raft"
 
+	"github.com/zerotal/lock/drivers"
 	"github.com/zerotal/lock/engine"
 )
 
@@ -19,8 +20,8 @@ var _ raft.BatchingFSM = (*FSM)(nil)
 // Config configures an FSM. Every node of a cluster must use the same
 // limits: they decide results, and results must be identical everywhere.
 type Config struct {
-	MaxKeys          int          // 0: unlimited
-	MaxWaitersPerKey int          // 0: unlimited
+	MaxKeys          int          // 0 (default) or drivers.Unlimited: no cap
+	MaxWaitersPerKey int          // 0 (default) or drivers.Unlimited: no cap
 	Logger           *slog.Logger // nil: null logger
 
 	// OnApply, when set, is called in the apply goroutine once for every
@@ -78,8 +79,8 @@ type Waiter struct{ Key, Owner string }
 
 // New starts an engine in replicated mode and returns the FSM around it.
 func New(cfg Config) (*FSM, error) {
-	if cfg.MaxKeys < 0 || cfg.MaxWaitersPerKey < 0 {
-		return nil, fmt.Errorf("fsm: MaxKeys (%d) and MaxWaitersPerKey (%d) must not be negative", cfg.MaxKeys, cfg.MaxWaitersPerKey)
+	if cfg.MaxKeys < drivers.Unlimited || cfg.MaxWaitersPerKey < drivers.Unlimited {
+		return nil, fmt.Errorf("fsm: MaxKeys (%d) and MaxWaitersPerKey (%d) must be positive, 0 (default: no cap) or drivers.Unlimited", cfg.MaxKeys, cfg.MaxWaitersPerKey)
 	}
 	eng, err := engine.New(engine.Config{
 		Replicated:       true,

@@ -24,20 +24,22 @@ type Config struct {
 	// Clock drives TTL expiry; nil means the system clock. Tests inject an
 	// engine.FakeClock to make time explicit.
 	Clock engine.Clock
-	// MaxKeys caps the number of held keys; 0 means no cap. When the cap
+	// MaxKeys caps the number of held keys; 0 (the default) and
+	// drivers.Unlimited mean no cap. When the cap
 	// is reached, new keys are refused with an error matching drivers.ErrFull.
 	MaxKeys int
-	// MaxWaitersPerKey caps the waiters queued on one key; 0 means no cap.
+	// MaxWaitersPerKey caps the waiters queued on one key; 0 (the default)
+	// and drivers.Unlimited mean no cap.
 	MaxWaitersPerKey int
 }
 
 // Validate reports a configuration that cannot work.
 func (c Config) Validate() error {
-	if c.MaxKeys < 0 {
-		return &drivers.InvalidError{Field: "MaxKeys", Reason: "must be >= 0"}
+	if c.MaxKeys < drivers.Unlimited {
+		return &drivers.InvalidError{Field: "MaxKeys", Reason: "must be positive, 0 (the default: no cap) or drivers.Unlimited"}
 	}
-	if c.MaxWaitersPerKey < 0 {
-		return &drivers.InvalidError{Field: "MaxWaitersPerKey", Reason: "must be >= 0"}
+	if c.MaxWaitersPerKey < drivers.Unlimited {
+		return &drivers.InvalidError{Field: "MaxWaitersPerKey", Reason: "must be positive, 0 (the default: no cap) or drivers.Unlimited"}
 	}
 	return nil
 }

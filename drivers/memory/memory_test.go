@@ -2,6 +2,7 @@ package memory_test
 
 import (
 	"context"
+	"fmt"
 	"testing"
 
 	"go.uber.org/goleak"
@@ -44,8 +45,21 @@ func TestOwningDriverClosesItsEngine(t *testing.T) {
 	}
 }
 
-func TestConfigRejectsNegativeLimits(t *testing.T) {
-	if _, err := memory.New(memory.Config{MaxKeys: -1}); err == nil {
-		t.Fatal("MaxKeys -1 accepted")
+func TestConfigLimits(t *testing.T) {
+	if _, err := memory.New(memory.Config{MaxKeys: -2}); err == nil {
+		t.Fatal("MaxKeys -2 accepted")
+	}
+	if _, err := memory.New(memory.Config{MaxWaitersPerKey: -2}); err == nil {
+		t.Fatal("MaxWaitersPerKey -2 accepted")
+	}
+	d, err := memory.New(memory.Config{MaxKeys: drivers.Unlimited, MaxWaitersPerKey: drivers.Unlimited})
+	if err != nil {
+		t.Fatalf("drivers.Unlimited refused: %v", err)
+	}
+	defer d.Close()
+	for i := range 100 {
+		if _, ok, err := d.Engine().Acquire(t.Context(), fmt.Sprint("k", i), "o", 1e9); err != nil || !ok {
+			t.Fatalf("acquire %d with no key cap: ok=%v err=%v", i, ok, err)
+		}
 	}
 }
