@@ -132,8 +132,8 @@ func TestEngine_ModeChecks(t *testing.T) {
 	if _, err := New(Config{MaxKeys: -2}); !errors.Is(err, drivers.ErrInvalid) {
 		t.Fatalf("New with MaxKeys -2: %v", err)
 	}
-	if _, err := New(Config{MaxWaitersPerKey: -1}); !errors.Is(err, drivers.ErrInvalid) {
-		t.Fatalf("New with MaxWaitersPerKey -1: %v", err)
+	if _, err := New(Config{MaxWaitersPerKey: -2}); !errors.Is(err, drivers.ErrInvalid) {
+		t.Fatalf("New with MaxWaitersPerKey -2: %v", err)
 	}
 }
 
