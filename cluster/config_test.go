@@ -57,7 +57,7 @@ func TestConfig_RefusesInconsistentConfiguration(t *testing.T) {
 			c.HeartbeatTimeout = 200 * time.Millisecond
 		}, "HeartbeatTimeout"},
 		{"tiny timeouts", func(c *Config) { c.ElectionTimeout = time.Millisecond }, "at least 5ms"},
-		{"negative limits", func(c *Config) { c.MaxKeys = -2 }, "-1 (unlimited)"},
+		{"negative limits", func(c *Config) { c.MaxKeys = -2 }, "MaxKeys (-2)"},
 		{"partial TLS", func(c *Config) { c.TLS.CertFile = "node.pem" }, "KeyFile"},
 		{"cluster ID with a space", func(c *Config) { c.ClusterID = "my cluster" }, "printable ASCII"},
 		{"negative connection cap", func(c *Config) { c.MaxConns = -2 }, "MaxConns (-2)"},

@@ -3,52 +3,76 @@ package cluster
 import (
 	"context"
 	"math"
+	"sync/atomic"
 	"time"
 
-	"github.com/hashicorp/raft"
-
+	"github.com/zerotal/lock/engine"
 	"github.com/zerotal/lock/fsm"
 )
 
-// expireBatch bounds how many expiries one round proposes.
+// expireBatch bounds how many expiries one pass proposes.
 const expireBatch = 256
 
-// runExpiry is the leader's expiry loop. It sleeps until the earliest
-// deadline (or a kick from a new grant), proposes an expire entry for every
-// grant due at the leader's clock, and commits a time-only tick every
-// TickInterval while locks are held. The FSM re-checks each expiry against
-// replicated state, so a proposal that turns stale on the way is a no-op.
-func (n *Node) runExpiry(stop <-chan struct{}, clock *logicalClock) {
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	go func() {
-		select {
-		case <-stop:
-		case <-ctx.Done():
-		}
-		cancel()
-	}()
+// expiry is the leader's expiry loop and the state it shares with the
+// FSM's apply hook. It sleeps until the earliest deadline (or a kick from
+// a new grant), proposes an expire entry for every grant due at the
+// leader's clock, and commits a time-only tick every tick interval while
+// locks are held. The FSM re-checks each expiry against replicated state,
+// so a proposal that turns stale on the way is a no-op.
+type expiry struct {
+	eng     *engine.Engine
+	propose func(fsm.Entry) *proposal
+	tick    time.Duration // Config.TickInterval
 
-	eng := n.fsm.Engine()
+	// kick wakes the loop when a new deadline may be earlier.
+	kick chan struct{}
+	// wake is the FSM time the loop sleeps until: a grant due earlier
+	// kicks it. MaxInt64 while it is not sleeping (kick on every grant).
+	wake atomic.Int64
+	// paused stops the loop from proposing (tests only).
+	paused atomic.Bool
+}
+
+func newExpiry(eng *engine.Engine, propose func(fsm.Entry) *proposal, tick time.Duration) *expiry {
+	x := &expiry{eng: eng, propose: propose, tick: tick, kick: make(chan struct{}, 1)}
+	x.wake.Store(math.MaxInt64)
+	return x
+}
+
+// granted tells the loop about a grant with the given deadline (FSM
+// time), made or handed off by an applied entry. It runs in the FSM's
+// apply hook and never blocks.
+func (x *expiry) granted(deadline int64) {
+	if deadline < x.wake.Load() {
+		select {
+		case x.kick <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// run is the loop of one leadership term; it returns when ctx ends or a
+// proposal finds leadership gone.
+func (x *expiry) run(ctx context.Context, clock *logicalClock) {
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
 	lastTick := time.Now()
-	defer n.expiryWake.Store(math.MaxInt64)
+	defer x.wake.Store(math.MaxInt64)
 	for {
 		// From here until the loop sleeps, every new grant kicks it: one
 		// applied after NextDeadline is read must not be missed.
-		n.expiryWake.Store(math.MaxInt64)
+		x.wake.Store(math.MaxInt64)
 		now := clock.now()
-		next, ok, err := eng.NextDeadline(ctx)
+		next, ok, err := x.eng.NextDeadline(ctx)
 		if err != nil {
 			return
 		}
-		wait := n.cfg.TickInterval
-		if n.pauseExpiry.Load() {
+		wait := x.tick
+		if x.paused.Load() {
 			ok = false
 		}
 		if ok && next <= now {
-			expired, err := n.expireDue(ctx, now)
+			expired, err := x.expireDue(ctx, now)
 			if err != nil {
 				return // leadership lost or shutting down
 			}
@@ -66,19 +90,19 @@ func (n *Node) runExpiry(stop <-chan struct{}, clock *logicalClock) {
 		// The clock may stand still (grace) while real time passes, so the
 		// FSM time at wake-up is at most now+wait: a kick for any grant due
 		// before that is never missed.
-		if !n.pauseExpiry.Load() {
-			n.expiryWake.Store(now + int64(wait))
+		if !x.paused.Load() {
+			x.wake.Store(now + int64(wait))
 		}
 		timer.Reset(wait)
 		select {
-		case <-stop:
+		case <-ctx.Done():
 			return
-		case <-n.kick: // Reset above discards a pending fire (Go 1.23 timers)
+		case <-x.kick: // Reset above discards a pending fire (Go 1.23 timers)
 		case <-timer.C:
 		}
-		if time.Since(lastTick) >= n.cfg.TickInterval && eng.Len() > 0 {
+		if time.Since(lastTick) >= x.tick && x.eng.Len() > 0 {
 			lastTick = time.Now()
-			if _, err := fsm.Await(n.propose(fsm.Entry{Type: fsm.TypeTick, Now: clock.now()})); err != nil && isRaftUnavailable(err) {
+			if _, err := x.propose(fsm.Entry{Type: fsm.TypeTick, Now: clock.now()}).wait(); err != nil && isRaftUnavailable(err) {
 				return
 			}
 		}
@@ -87,20 +111,20 @@ func (n *Node) runExpiry(stop <-chan struct{}, clock *logicalClock) {
 
 // expireDue proposes an expiry for every grant due at now and reports how
 // many applied.
-func (n *Node) expireDue(ctx context.Context, now int64) (int, error) {
-	due, err := n.fsm.Engine().Due(ctx, now, expireBatch)
+func (x *expiry) expireDue(ctx context.Context, now int64) (int, error) {
+	due, err := x.eng.Due(ctx, now, expireBatch)
 	if err != nil {
 		return 0, err
 	}
 	// Propose them all before waiting on any: raft commits them together.
-	futures := make([]raft.ApplyFuture, len(due))
+	pending := make([]*proposal, len(due))
 	for i, g := range due {
-		futures[i] = n.propose(fsm.Entry{Type: fsm.TypeExpire, Key: g.Key, Owner: g.Owner, ExpectFence: g.Fence, Now: now})
+		pending[i] = x.propose(fsm.Entry{Type: fsm.TypeExpire, Key: g.Key, Owner: g.Owner, ExpectFence: g.Fence, Now: now})
 	}
 	applied := 0
 	var firstErr error
-	for _, f := range futures {
-		resp, err := fsm.Await(f)
+	for _, p := range pending {
+		resp, err := p.wait()
 		switch {
 		case err != nil && firstErr == nil && isRaftUnavailable(err):
 			firstErr = err

@@ -110,7 +110,7 @@ func (n *Node) proposeAcquire(r *http.Request, e fsm.Entry) (*fsm.Response, erro
 func (n *Node) acquire(r *http.Request, l *leadership, key, owner string, ttl, wait time.Duration) (fence uint64, err error) {
 	q := n.waits.enter(key, owner)
 	defer func() { n.leave(l, q, fence) }()
-	if err := n.waits.settle(r.Context(), l.done, q); err != nil {
+	if err := n.waits.settle(r.Context(), l.ctx.Done(), q); err != nil {
 		return 0, unavailable("acquire", err)
 	}
 	if wait > 0 {
@@ -176,7 +176,7 @@ func (n *Node) acquireWait(r *http.Request, l *leadership, q *request, ttl, wait
 	select {
 	case g := <-ch:
 		return g.Fence, nil
-	case <-l.done:
+	case <-l.ctx.Done():
 		return 0, unavailable("acquire", errLeadershipChanged)
 	case <-timer.C:
 	case <-r.Context().Done():
@@ -203,7 +203,7 @@ func (n *Node) applyWhileLeading(l *leadership, e fsm.Entry) (*fsm.Response, err
 		n.log.Warn("cleanup proposal failed; retrying", "type", e.Type, "error", err)
 		t := time.NewTimer(backoff)
 		select {
-		case <-l.done:
+		case <-l.ctx.Done():
 			t.Stop()
 			return nil, errLeadershipChanged
 		case <-n.closing:

@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"context"
 	"errors"
 	"sync"
 	"time"
@@ -13,9 +14,9 @@ import (
 // leadership is one term of this node as leader, after its takeover.
 type leadership struct {
 	clock *logicalClock
-	// done is closed when leadership ends; requests waiting on this
-	// leader then answer 503.
-	done chan struct{}
+	// ctx ends when the term does: requests waiting on this leader then
+	// answer 503, and the term's loops stop.
+	ctx context.Context
 }
 
 // logicalClock stamps Now into the commands this leader proposes. It is
@@ -48,27 +49,24 @@ func (c *logicalClock) untilRunning() time.Duration {
 }
 
 // watchLeadership follows raft's leader channel: on gaining leadership it
-// starts a takeover and the leader loops; on losing it (or on shutdown) it
-// stops them and fails the requests waiting on this leader.
+// starts a term (takeover, then the expiry loop); on losing it, or on
+// shutdown, it ends the term, whose context then fails the requests
+// waiting on this leader.
 func (n *Node) watchLeadership() {
 	var (
-		stop chan struct{}
-		wg   sync.WaitGroup
+		endTerm context.CancelFunc
+		wg      sync.WaitGroup
 	)
 	stepDown := func() {
-		if stop == nil {
+		if endTerm == nil {
 			return
 		}
-		close(stop)
-		if l := n.lead.Swap(nil); l != nil {
-			close(l.done)
-		}
+		endTerm()
+		n.lead.Store(nil)
 		wg.Wait()
-		// The takeover goroutine may have published just before stop.
-		if l := n.lead.Swap(nil); l != nil {
-			close(l.done)
-		}
-		stop = nil
+		// The term's goroutine may have published just before it ended.
+		n.lead.Store(nil)
+		endTerm = nil
 	}
 	defer stepDown()
 	for {
@@ -83,39 +81,34 @@ func (n *Node) watchLeadership() {
 				continue
 			}
 			n.log.Info("gained leadership, taking over")
-			stop = make(chan struct{})
+			ctx, cancel := context.WithCancel(n.baseCtx)
+			endTerm = cancel // called by stepDown, also on return
 			wg.Add(1)
-			go func(stop chan struct{}) {
+			go func() {
 				defer wg.Done()
-				n.serveLeadership(stop)
-			}(stop)
+				n.serveLeadership(ctx)
+			}()
 		}
 	}
 }
 
-// serveLeadership runs one leadership term: takeover, then the expiry loop until
-// stop is closed.
-func (n *Node) serveLeadership(stop chan struct{}) {
-	clock, ok := n.takeover(stop)
-	if !ok {
+// serveLeadership runs one leadership term until ctx ends: takeover, then
+// the expiry loop.
+func (n *Node) serveLeadership(ctx context.Context) {
+	clock, ok := n.takeover(ctx)
+	if !ok || ctx.Err() != nil {
 		return
 	}
-	l := &leadership{clock: clock, done: make(chan struct{})}
-	select {
-	case <-stop:
-		return
-	default:
-	}
-	n.lead.Store(l)
+	n.lead.Store(&leadership{clock: clock, ctx: ctx})
 	n.log.Info("leader ready", "fsm_time", clock.t0, "grace", clock.grace)
-	n.runExpiry(stop, clock)
+	n.expiry.run(ctx, clock)
 }
 
 // takeover makes the new leader safe to serve: a barrier so every entry of
 // earlier terms is applied, the clock from the FSM time, a sweep of queued
 // waiters nobody waits for (their requests were on the old leader, which
 // answered them 503), and this node's HTTP address in the member map.
-func (n *Node) takeover(stop chan struct{}) (*logicalClock, bool) {
+func (n *Node) takeover(ctx context.Context) (*logicalClock, bool) {
 	for {
 		err := n.barrier()
 		if err == nil {
@@ -125,10 +118,12 @@ func (n *Node) takeover(stop chan struct{}) (*logicalClock, bool) {
 		if errors.Is(err, raft.ErrNotLeader) || errors.Is(err, raft.ErrLeadershipLost) || errors.Is(err, raft.ErrRaftShutdown) {
 			return nil, false
 		}
+		t := time.NewTimer(50 * time.Millisecond)
 		select {
-		case <-stop:
+		case <-ctx.Done():
+			t.Stop()
 			return nil, false
-		case <-time.After(50 * time.Millisecond):
+		case <-t.C:
 		}
 	}
 	t0 := n.fsm.Time()
@@ -140,27 +135,25 @@ func (n *Node) takeover(stop chan struct{}) (*logicalClock, bool) {
 	}
 	clock := &logicalClock{t0: t0, m0: time.Now(), grace: n.cfg.ElectionTimeout + n.cfg.LeaderLeaseTimeout}
 
-	var futures []raft.ApplyFuture
+	var pending []*proposal
 	for _, w := range n.fsm.Waiters() {
-		futures = append(futures, n.propose(fsm.Entry{Type: fsm.TypeCancelWait, Key: w.Key, Owner: w.Owner, Now: clock.now()}))
+		pending = append(pending, n.propose(fsm.Entry{Type: fsm.TypeCancelWait, Key: w.Key, Owner: w.Owner, Now: clock.now()}))
 	}
 	self := n.AdvertisedHTTPAddr()
 	if cur, ok := n.fsm.Member(n.cfg.ID); !ok || cur != self {
-		futures = append(futures, n.propose(fsm.Entry{Type: fsm.TypeSetMember, ID: n.cfg.ID, HTTPAddr: self}))
+		pending = append(pending, n.propose(fsm.Entry{Type: fsm.TypeSetMember, ID: n.cfg.ID, HTTPAddr: self}))
 	}
 	for _, p := range n.cfg.Bootstrap {
 		if _, ok := n.fsm.Member(p.ID); !ok && p.HTTPAddr != "" && p.ID != n.cfg.ID {
-			futures = append(futures, n.propose(fsm.Entry{Type: fsm.TypeSetMember, ID: p.ID, HTTPAddr: p.HTTPAddr}))
+			pending = append(pending, n.propose(fsm.Entry{Type: fsm.TypeSetMember, ID: p.ID, HTTPAddr: p.HTTPAddr}))
 		}
 	}
 	// The tick also proves this term can commit (the barrier did too)
 	// and moves the FSM time to the new clock's origin.
-	futures = append(futures, n.propose(fsm.Entry{Type: fsm.TypeTick, Now: clock.now()}))
+	pending = append(pending, n.propose(fsm.Entry{Type: fsm.TypeTick, Now: clock.now()}))
 	failed := false
-	for _, f := range futures {
-		// Await every future, also after a failure: each one is counted by
-		// the shutdown gate until awaited.
-		if _, err := fsm.Await(f); err != nil {
+	for _, p := range pending {
+		if _, err := p.wait(); err != nil {
 			n.log.Warn("takeover proposal failed", "error", err)
 			failed = failed || isRaftUnavailable(err)
 		}

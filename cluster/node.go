@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"math"
 	"net"
 	"net/http"
 	"sync"
@@ -30,8 +29,8 @@ type Node struct {
 	stores  *stores
 	metrics *metrics
 	waits   *liveRequests
-	rounds  *rounds
-	gate    gate
+	rounds  *rounds // nil until raft runs
+	expiry  *expiry
 
 	httpSrv  *http.Server
 	listener net.Listener
@@ -42,17 +41,9 @@ type Node struct {
 	// lead is set while this node is a leader that finished its takeover
 	// (barrier, clock, sweep); nil otherwise.
 	lead atomic.Pointer[leadership]
-	// kick wakes the expiry loop when a new deadline may be earlier.
-	kick chan struct{}
-	// expiryWake is the FSM time the expiry loop sleeps until: a grant
-	// due earlier kicks it. MaxInt64 while it is not sleeping (kick on
-	// every grant).
-	expiryWake atomic.Int64
 	// raftForMetrics publishes n.raft to metric callbacks, which a shared
 	// registry may run while NewNode is still starting.
 	raftForMetrics atomic.Pointer[raft.Raft]
-	// pauseExpiry stops the expiry loop from proposing (tests only).
-	pauseExpiry atomic.Bool
 	// proposeHook, when set, sees every entry this node proposes before it
 	// enters raft and may hold it there, or fail it with the error it
 	// returns (tests only: it forces the interleavings of retried waits).
@@ -81,11 +72,9 @@ func NewNode(ctx context.Context, cfg Config) (_ *Node, err error) {
 		cfg:     cfg,
 		log:     cfg.Logger,
 		waits:   newLiveRequests(),
-		kick:    make(chan struct{}, 1),
 		closing: make(chan struct{}),
 		proxy:   newProxyTransport(),
 	}
-	n.expiryWake.Store(math.MaxInt64)
 	n.baseCtx, n.cancelBase = context.WithCancel(context.Background())
 	// Everything started below is undone by Shutdown, which copes with a
 	// partly built node.
@@ -107,6 +96,7 @@ func NewNode(ctx context.Context, cfg Config) (_ *Node, err error) {
 	if err != nil {
 		return nil, err
 	}
+	n.expiry = newExpiry(n.fsm.Engine(), n.propose, cfg.TickInterval)
 	n.metrics, err = newMetrics(n)
 	if err != nil {
 		return nil, err
@@ -309,8 +299,10 @@ func (n *Node) shutdown(ctx context.Context) error {
 	} else if n.listener != nil {
 		_ = n.listener.Close()
 	}
-	if err := n.gate.closeAndWait(ctx); err != nil {
-		errs = append(errs, err)
+	if n.rounds != nil {
+		if err := n.rounds.close(ctx); err != nil {
+			errs = append(errs, err)
+		}
 	}
 	if n.raft != nil {
 		if err := n.raft.Shutdown().Error(); err != nil {

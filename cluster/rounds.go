@@ -1,6 +1,8 @@
 package cluster
 
 import (
+	"context"
+	"fmt"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -25,21 +27,28 @@ const lazyLinger = 3 * time.Millisecond
 
 // rounds paces proposals into raft in rounds, with at most depth rounds
 // in flight; the proposals that arrive meanwhile wait and go in together
-// as the next round.
+// as the next round. It also counts the proposals raft has not answered,
+// for Shutdown (close).
 //
-// Why: raft's leader loop writes a batch to disk and processes commits in
-// one goroutine. Fed freely under load, it writes many small batches, and
-// each write holds up the commit of the batch before it; the followers
-// likewise sync one small batch after another, all on the same disks.
-// Rounds make the batches large, so fsyncs are shared by many requests
-// and a commit seldom waits behind a write. With nothing in flight a
-// proposal goes straight in, so a lone request pays nothing.
+// Why rounds: raft's leader loop writes a batch to disk and processes
+// commits in one goroutine. Fed freely under load, it writes many small
+// batches, and each write holds up the commit of the batch before it; the
+// followers likewise sync one small batch after another, all on the same
+// disks. Rounds make the batches large, so fsyncs are shared by many
+// requests and a commit seldom waits behind a write. With nothing in
+// flight a proposal goes straight in, so a lone request pays nothing.
 //
 // A lazy proposal (an acquire that will only join a key's queue) does not
 // start a round of its own: it rides with the next one, or goes alone
 // after lazyLinger. On a contended key the holder's release usually
 // follows within a moment, and the two then share one commit instead of
 // the release waiting behind the queueing.
+//
+// Why the count: raft does not answer a future still queued in its
+// (batched) apply channel when it shuts down, so Shutdown closes the
+// rounds, which then refuse new proposals, and waits until raft has
+// answered every pending one before it stops raft. While raft runs, each
+// one ends (committed, or failed when leadership is lost).
 type rounds struct {
 	apply   func(data []byte, timeout time.Duration) raft.ApplyFuture // raft.Apply
 	timeout time.Duration
@@ -48,44 +57,25 @@ type rounds struct {
 	stall   time.Duration // roundStall
 
 	mu       sync.Mutex
+	closed   bool           // close was called: refuse new proposals
+	pending  sync.WaitGroup // proposals and barriers raft has not answered
 	inflight int
-	queue    []*queuedProposal // in arrival order
-	eager    int               // proposals in queue that are not lazy
-	linger   *time.Timer       // armed while only lazy proposals wait
-}
-
-// queuedProposal is a proposal that may still wait for its round. It is
-// an ApplyFuture answered by its round's await (raft's own futures must
-// not be waited on by two goroutines).
-type queuedProposal struct {
-	data []byte
-	lazy bool
-	done chan struct{} // closed once the fields below are set
-	err  error
-	resp interface{}
-	idx  uint64
-}
-
-func (p *queuedProposal) Error() error {
-	<-p.done
-	return p.err
-}
-
-func (p *queuedProposal) Response() interface{} {
-	<-p.done
-	return p.resp
-}
-
-func (p *queuedProposal) Index() uint64 {
-	<-p.done
-	return p.idx
+	queue    []*proposal // in arrival order
+	eager    int         // proposals in queue that are not lazy
+	linger   *time.Timer // armed while only lazy proposals wait
 }
 
 // propose queues data and starts a round when one is free (unless lazy).
-// Proposals of one goroutine enter raft in the order made.
-func (r *rounds) propose(data []byte, lazy bool) raft.ApplyFuture {
-	p := &queuedProposal{data: data, lazy: lazy, done: make(chan struct{})}
+// Proposals of one goroutine enter raft in the order made. After close it
+// returns a proposal failed with raft.ErrRaftShutdown.
+func (r *rounds) propose(data []byte, lazy bool) *proposal {
+	p := newProposal(data, lazy)
 	r.mu.Lock()
+	if r.closed {
+		r.mu.Unlock()
+		return failedProposal(raft.ErrRaftShutdown)
+	}
+	r.pending.Add(1)
 	r.queue = append(r.queue, p)
 	if !lazy {
 		r.eager++
@@ -103,6 +93,40 @@ func (r *rounds) propose(data []byte, lazy bool) raft.ApplyFuture {
 	r.mu.Unlock()
 	r.run(round)
 	return p
+}
+
+// counted runs op (a raft call that must end before raft stops, such as
+// a barrier), counted like a pending proposal; after close it returns
+// raft.ErrRaftShutdown without running op.
+func (r *rounds) counted(op func() error) error {
+	r.mu.Lock()
+	if r.closed {
+		r.mu.Unlock()
+		return raft.ErrRaftShutdown
+	}
+	r.pending.Add(1)
+	r.mu.Unlock()
+	defer r.pending.Done()
+	return op()
+}
+
+// close refuses new proposals and waits until raft has answered every
+// pending one, or ctx ends.
+func (r *rounds) close(ctx context.Context) error {
+	r.mu.Lock()
+	r.closed = true
+	r.mu.Unlock()
+	done := make(chan struct{})
+	go func() {
+		r.pending.Wait()
+		close(done)
+	}()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("cluster: waiting for pending raft operations: %w", ctx.Err())
+	}
 }
 
 // startIdle starts a round for proposals left waiting, when a round is free.
@@ -126,7 +150,7 @@ func (r *rounds) armLocked() {
 }
 
 // takeLocked takes the queue as a new round.
-func (r *rounds) takeLocked() []*queuedProposal {
+func (r *rounds) takeLocked() []*proposal {
 	round := r.queue
 	r.queue, r.eager = nil, 0
 	r.inflight++
@@ -138,14 +162,13 @@ func (r *rounds) takeLocked() []*queuedProposal {
 }
 
 // run hands a round to raft, in order, and answers it in the background.
-func (r *rounds) run(round []*queuedProposal) {
-	futures := r.submit(round, nil)
-	go r.await(round, futures)
+func (r *rounds) run(round []*proposal) {
+	go r.await(round, r.submit(round))
 }
 
-// submit hands the proposals of a round to raft, reusing futures' room.
-func (r *rounds) submit(round []*queuedProposal, futures []raft.ApplyFuture) []raft.ApplyFuture {
-	futures = futures[:0]
+// submit hands the proposals of a round to raft.
+func (r *rounds) submit(round []*proposal) []raft.ApplyFuture {
+	futures := make([]raft.ApplyFuture, 0, len(round))
 	for _, p := range round {
 		futures = append(futures, r.apply(p.data, r.timeout))
 	}
@@ -155,7 +178,7 @@ func (r *rounds) submit(round []*queuedProposal, futures []raft.ApplyFuture) []r
 // await answers every proposal of a round (raft answers each future, also
 // when leadership is lost), then runs the proposals queued meanwhile as
 // the next round, until no eager one is left.
-func (r *rounds) await(round []*queuedProposal, futures []raft.ApplyFuture) {
+func (r *rounds) await(round []*proposal, futures []raft.ApplyFuture) {
 	for {
 		// freed is set by whoever gives up the round's slot first: this
 		// goroutine when the round ends, or the stall timer.
@@ -166,12 +189,8 @@ func (r *rounds) await(round []*queuedProposal, futures []raft.ApplyFuture) {
 			}
 		})
 		for i, f := range futures {
-			p := round[i]
-			p.err = f.Error()
-			if p.err == nil {
-				p.resp, p.idx = f.Response(), f.Index()
-			}
-			close(p.done)
+			round[i].answer(f)
+			r.pending.Done()
 		}
 		stall.Stop()
 		if !freed.CompareAndSwap(false, true) {
@@ -184,7 +203,7 @@ func (r *rounds) await(round []*queuedProposal, futures []raft.ApplyFuture) {
 			return
 		}
 		round = next
-		futures = r.submit(round, nil)
+		futures = r.submit(round)
 	}
 }
 
@@ -202,7 +221,7 @@ func (r *rounds) endRound() {
 // finishLocked gives up one round's slot and, when an eager proposal
 // waits, takes the queue as the next round. With nothing, or only lazy
 // proposals, waiting, those keep waiting for a companion, within r.wait.
-func (r *rounds) finishLocked() ([]*queuedProposal, bool) {
+func (r *rounds) finishLocked() ([]*proposal, bool) {
 	r.inflight--
 	if r.eager == 0 {
 		if len(r.queue) > 0 {
