@@ -25,6 +25,8 @@ const (
 	kApply
 	kDue
 	kNext
+	kWaiters
+	kIsWaiting
 )
 
 // request is one command to the loop. Its reply channel has room for one
@@ -50,6 +52,7 @@ type request struct {
 	data     []byte
 	results  []Result
 	grants   []Grant
+	waiters  []Waiter
 	deadline int64
 	err      error
 }
@@ -220,6 +223,11 @@ func (e *Engine) handle(r *request) {
 		r.grants = t.due(r.now, r.limit)
 	case kNext:
 		r.deadline, r.ok = t.nextDeadline()
+	case kWaiters:
+		r.waiters = t.waiterList()
+	case kIsWaiting:
+		en := t.entries[r.key]
+		r.ok = en != nil && en.waiterIndex(r.owner) >= 0
 	}
 	e.answer(r)
 }

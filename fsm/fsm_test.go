@@ -302,7 +302,7 @@ func TestFSM_HandoffFenceIsEntryIndex(t *testing.T) {
 		t.Fatalf("waiting acquire = %+v, want queued", r.Result)
 	}
 	apply1(t, f, 12, Entry{Type: TypeAcquire, Key: "k", Owner: "c", TTL: time.Minute, Now: 2 * sec, Wait: true})
-	if got := f.Waiters(); !reflect.DeepEqual(got, []Waiter{{"k", "b"}, {"k", "c"}}) {
+	if got := f.Waiters(); !reflect.DeepEqual(got, []Waiter{{Key: "k", Owner: "b"}, {Key: "k", Owner: "c"}}) {
 		t.Fatalf("waiters = %v", got)
 	}
 	// Several entries in one batch: each hand-off gets its own entry's index.

@@ -25,7 +25,7 @@ func FuzzDecodeSnapshot(f *testing.F) {
 			}
 			return
 		}
-		st2, eng2, err := decodeSnapshot(encodeSnapshot(&st, eng))
+		st2, eng2, err := decodeSnapshot(encodeSnapshot(&st, nil, eng))
 		if err != nil {
 			t.Fatalf("re-encoded snapshot does not decode: %v", err)
 		}
@@ -112,7 +112,7 @@ func snapshotSeeds() [][]byte {
 	empty := newState()
 	return [][]byte{
 		busy,
-		encodeSnapshot(&empty, nil),
+		encodeSnapshot(&empty, nil, nil),
 		busy[:len(busy)/2],
 		{snapshotVersion, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01},
 	}
