@@ -67,8 +67,8 @@ type FSM struct {
 // state is what the FSM keeps beside the engine table. It is replicated
 // (derived only from the log) and part of every snapshot.
 type state struct {
-	applied uint64              // index of the last applied entry
-	now     int64               // largest leader-stamped time applied: the FSM clock
+	applied uint64            // index of the last applied entry
+	now     int64             // largest leader-stamped time applied: the FSM clock
 	members map[string]string // raft server id -> HTTP address
 }
 
