@@ -16,6 +16,7 @@ import (
 	"github.com/hashicorp/raft"
 	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
 
+	"github.com/zerotal/lock/engine"
 	"github.com/zerotal/lock/fsm"
 )
 
@@ -187,7 +188,7 @@ func BenchmarkCluster_CommitLatency(b *testing.B) {
 	b.ResetTimer()
 	for i := 0; i < n; i++ {
 		start := time.Now()
-		if _, err := leader.apply(fsm.Entry{Type: fsm.TypeTick, Now: 1}); err != nil {
+		if _, err := leader.apply(fsm.Entry{Op: engine.OpTick, Now: 1}); err != nil {
 			b.Fatal(err)
 		}
 		commitLats = append(commitLats, time.Since(start))

@@ -26,6 +26,7 @@ import (
 
 	"github.com/zerotal/lock/api"
 	"github.com/zerotal/lock/drivers"
+	"github.com/zerotal/lock/engine"
 	"github.com/zerotal/lock/fsm"
 )
 
@@ -585,7 +586,7 @@ func raftDBBytes(tb testing.TB) []byte {
 	}
 	var logs []*raft.Log
 	for i := uint64(1); i <= 300; i++ {
-		data, err := fsm.Encode(fsm.Entry{Type: fsm.TypeAcquire, Key: fmt.Sprintf("key-%d", i), Owner: "owner", TTL: time.Second, Now: int64(i)})
+		data, err := fsm.Encode(fsm.Entry{Op: engine.OpAcquire, Key: fmt.Sprintf("key-%d", i), Owner: "owner", TTL: time.Second, Now: int64(i)})
 		if err != nil {
 			tb.Fatal(err)
 		}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/hashicorp/raft"
 
+	"github.com/zerotal/lock/engine"
 	"github.com/zerotal/lock/fsm"
 )
 
@@ -137,20 +138,20 @@ func (n *Node) takeover(ctx context.Context) (*logicalClock, bool) {
 
 	var pending []*proposal
 	for _, w := range n.fsm.Waiters() {
-		pending = append(pending, n.propose(fsm.Entry{Type: fsm.TypeCancelWait, Key: w.Key, Owner: w.Owner, Now: clock.now()}))
+		pending = append(pending, n.propose(fsm.Entry{Op: engine.OpCancelWait, Key: w.Key, Owner: w.Owner, Now: clock.now()}))
 	}
 	self := n.AdvertisedHTTPAddr()
 	if cur, ok := n.fsm.Member(n.cfg.ID); !ok || cur != self {
-		pending = append(pending, n.propose(fsm.Entry{Type: fsm.TypeSetMember, ID: n.cfg.ID, HTTPAddr: self}))
+		pending = append(pending, n.propose(fsm.Entry{Member: fsm.SetMember, ID: n.cfg.ID, HTTPAddr: self}))
 	}
 	for _, p := range n.cfg.Bootstrap {
 		if _, ok := n.fsm.Member(p.ID); !ok && p.HTTPAddr != "" && p.ID != n.cfg.ID {
-			pending = append(pending, n.propose(fsm.Entry{Type: fsm.TypeSetMember, ID: p.ID, HTTPAddr: p.HTTPAddr}))
+			pending = append(pending, n.propose(fsm.Entry{Member: fsm.SetMember, ID: p.ID, HTTPAddr: p.HTTPAddr}))
 		}
 	}
 	// The tick also proves this term can commit (the barrier did too)
 	// and moves the FSM time to the new clock's origin.
-	pending = append(pending, n.propose(fsm.Entry{Type: fsm.TypeTick, Now: clock.now()}))
+	pending = append(pending, n.propose(fsm.Entry{Op: engine.OpTick, Now: clock.now()}))
 	failed := false
 	for _, p := range pending {
 		if _, err := p.wait(); err != nil {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/hashicorp/raft"
 
+	"github.com/zerotal/lock/engine"
 	"github.com/zerotal/lock/fsm"
 	"github.com/zerotal/lock/internal/logbridge"
 	"github.com/zerotal/lock/internal/loopback"
@@ -77,8 +78,8 @@ func forgedAppend(t *testing.T, n *Node, key string) *raft.AppendEntriesRequest 
 	now := time.Now().UnixNano()
 	var entries []*raft.Log
 	for i, e := range []fsm.Entry{
-		{Type: fsm.TypeForceRelease, Key: key, Now: now},
-		{Type: fsm.TypeAcquire, Key: key, Owner: "mallory", TTL: time.Hour, Now: now},
+		{Op: engine.OpForceRelease, Key: key, Now: now},
+		{Op: engine.OpAcquire, Key: key, Owner: "mallory", TTL: time.Hour, Now: now},
 	} {
 		data, err := fsm.Encode(e)
 		if err != nil {

@@ -18,7 +18,7 @@ import (
 	"github.com/hashicorp/raft"
 	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
 
-	"github.com/zerotal/lock/fsm"
+	"github.com/zerotal/lock/engine"
 	"github.com/zerotal/lock/internal/loopback"
 )
 
@@ -350,7 +350,7 @@ func TestStartup_UndecodableLogEntryIsRefused(t *testing.T) {
 		if err := s.GetLog(i, &l); err != nil {
 			t.Fatal(err)
 		}
-		if l.Type == raft.LogCommand && len(l.Data) > 0 && fsm.EntryType(l.Data[0]) == fsm.TypeAcquire {
+		if l.Type == raft.LogCommand && len(l.Data) > 0 && engine.Op(l.Data[0]) == engine.OpAcquire {
 			l.Data = l.Data[:len(l.Data)-1]
 			if err := s.StoreLog(&l); err != nil {
 				t.Fatal(err)

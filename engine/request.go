@@ -9,6 +9,9 @@ import (
 	"github.com/zerotal/lock/drivers"
 )
 
+// reqKind is what a request asks of the loop: one of the live calls, a
+// read, or kApply, which carries replicated Commands (those are named by
+// their Op, the same numbers from the raft log to the table).
 type reqKind uint8
 
 const (

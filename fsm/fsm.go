@@ -136,22 +136,22 @@ func (f *FSM) ApplyBatch(logs []*raft.Log) []interface{} {
 			continue // configuration entries: raft keeps membership itself
 		}
 		e := entries[i]
-		if !e.Type.known() {
-			f.log.Warn("skipping ignorable log entry of unknown type", "index", l.Index, "type", uint8(e.Type))
-			resps[i] = &Response{Index: l.Index, Type: e.Type}
+		if !e.Type().known() {
+			f.log.Warn("skipping ignorable log entry of unknown type", "index", l.Index, "type", l.Data[0])
+			resps[i] = &Response{Index: l.Index, Type: EntryType(l.Data[0])}
 			continue
 		}
 		if e.Now > f.st.now {
 			f.st.now = e.Now
 		}
-		switch e.Type {
-		case TypeSetMember:
+		switch e.Member {
+		case SetMember:
 			f.st.members[e.ID] = e.HTTPAddr
-			resps[i] = &Response{Index: l.Index, Type: e.Type, Result: engine.Result{OK: true}}
-		case TypeRemoveMember:
+			resps[i] = &Response{Index: l.Index, Type: e.Member, Result: engine.Result{OK: true}}
+		case RemoveMember:
 			_, ok := f.st.members[e.ID]
 			delete(f.st.members, e.ID)
-			resps[i] = &Response{Index: l.Index, Type: e.Type, Result: engine.Result{OK: ok}}
+			resps[i] = &Response{Index: l.Index, Type: e.Member, Result: engine.Result{OK: ok}}
 		default:
 			f.cmds = append(f.cmds, toCommand(e, l.Index))
 			f.pos = append(f.pos, i)
@@ -175,7 +175,7 @@ func (f *FSM) ApplyBatch(logs []*raft.Log) []interface{} {
 	f.mu.Lock()
 	for j, i := range f.pos {
 		l, e := logs[i], entries[i]
-		r := &Response{Index: l.Index, Type: e.Type}
+		r := &Response{Index: l.Index, Type: e.Type()}
 		if applyErr != nil {
 			r.Err = applyErr
 		} else {
@@ -218,9 +218,11 @@ func (f *FSM) decodeBatch(logs []*raft.Log) []Entry {
 	return entries
 }
 
-// toCommand turns a lock entry into the engine command it stands for.
+// toCommand turns a lock entry into the engine command it carries; its
+// raft index is the fence of any grant it makes.
 func toCommand(e Entry, index uint64) engine.Command {
-	c := engine.Command{
+	return engine.Command{
+		Op:          e.Op,
 		Key:         e.Key,
 		Owner:       e.Owner,
 		TTL:         e.TTL,
@@ -229,23 +231,6 @@ func toCommand(e Entry, index uint64) engine.Command {
 		ExpectFence: e.ExpectFence,
 		Wait:        e.Wait,
 	}
-	switch e.Type {
-	case TypeAcquire:
-		c.Op = engine.OpAcquire
-	case TypeRelease:
-		c.Op = engine.OpRelease
-	case TypeExtend:
-		c.Op = engine.OpExtend
-	case TypeForceRelease:
-		c.Op = engine.OpForceRelease
-	case TypeExpire:
-		c.Op = engine.OpExpire
-	case TypeCancelWait:
-		c.Op = engine.OpCancelWait
-	case TypeTick:
-		c.Op = engine.OpTick
-	}
-	return c
 }
 
 // Time is the FSM clock: the largest leader-stamped time applied so far

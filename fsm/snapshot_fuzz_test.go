@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/hashicorp/raft"
+
+	"github.com/zerotal/lock/engine"
 )
 
 // FuzzDecodeSnapshot: no input makes the snapshot decoder panic, and
@@ -88,10 +90,10 @@ func snapshotSeeds() [][]byte {
 	sec := int64(time.Second)
 	var ls []Entry
 	ls = append(ls,
-		Entry{Type: TypeSetMember, ID: "n1", HTTPAddr: "127.0.0.1:8080"},
-		Entry{Type: TypeAcquire, Key: "a", Owner: "x", TTL: time.Minute, Now: sec},
-		Entry{Type: TypeAcquire, Key: "b", Owner: "y", TTL: time.Minute, Now: sec},
-		Entry{Type: TypeAcquire, Key: "b", Owner: "z", TTL: time.Minute, Now: sec, Wait: true},
+		Entry{Member: SetMember, ID: "n1", HTTPAddr: "127.0.0.1:8080"},
+		Entry{Op: engine.OpAcquire, Key: "a", Owner: "x", TTL: time.Minute, Now: sec},
+		Entry{Op: engine.OpAcquire, Key: "b", Owner: "y", TTL: time.Minute, Now: sec},
+		Entry{Op: engine.OpAcquire, Key: "b", Owner: "z", TTL: time.Minute, Now: sec, Wait: true},
 	)
 	for i, e := range ls {
 		b, err := Encode(e)
