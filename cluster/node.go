@@ -73,7 +73,7 @@ func NewNode(ctx context.Context, cfg Config) (_ *Node, err error) {
 		log:     cfg.Logger,
 		waits:   newLiveRequests(),
 		closing: make(chan struct{}),
-		proxy:   newProxyTransport(),
+		proxy:   newProxyTransport(cfg.dialAddr),
 	}
 	n.baseCtx, n.cancelBase = context.WithCancel(context.Background())
 	// Everything started below is undone by Shutdown, which copes with a

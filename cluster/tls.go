@@ -128,7 +128,7 @@ func loadCAPool(path string) (*x509.CertPool, error) {
 }
 
 // forHost returns cfg set to verify the server as host (the host of addr),
-// whatever address is actually dialled: the fault-injection build may
+// whatever address is actually dialled: Config.DialAddr may
 // route a connection through a proxy.
 func forHost(cfg *tls.Config, addr string) *tls.Config {
 	host, _, err := net.SplitHostPort(addr)

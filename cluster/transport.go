@@ -14,7 +14,7 @@ import (
 // streamLayer is raft's network: a TCP listener for the peers' connections
 // and a dialer for this node's, both optionally wrapped in TLS. raft's own
 // TCP transport cannot do TLS, and its dialer cannot be pointed elsewhere
-// by the fault-injection build (faultDialAddr).
+// by a test (Config.DialAddr).
 //
 // Every connection starts with a handshake naming the cluster ID and,
 // with a secret, authenticating both ends: a node of another cluster (a
@@ -30,6 +30,8 @@ type streamLayer struct {
 	// key is the raft secret both ends prove they know (see
 	// transport_handshake.go); nil: the handshake checks the cluster ID only.
 	key []byte
+	// redirect rewrites the address dialled (Config.DialAddr); nil: none.
+	redirect func(string) string
 }
 
 var _ raft.StreamLayer = (*streamLayer)(nil)
@@ -88,7 +90,10 @@ func (s *streamLayer) Addr() net.Addr {
 // ends are authenticated.
 func (s *streamLayer) Dial(address raft.ServerAddress, timeout time.Duration) (net.Conn, error) {
 	d := &net.Dialer{Timeout: timeout}
-	addr := faultDialAddr(string(address))
+	addr := string(address)
+	if s.redirect != nil {
+		addr = s.redirect(addr)
+	}
 	var (
 		c   net.Conn
 		err error
@@ -117,6 +122,7 @@ func newNetworkTransport(cfg Config, advertise net.Addr, serverTLS, clientTLS *t
 	if err != nil {
 		return nil, fmt.Errorf("cluster: raft transport on %s: %w", cfg.RaftAddr, err)
 	}
+	sl.redirect = cfg.DialAddr
 	return raft.NewNetworkTransportWithConfig(&raft.NetworkTransportConfig{
 		Stream:  sl,
 		MaxPool: 3,
