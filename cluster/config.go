@@ -12,6 +12,7 @@ import (
 	"github.com/hashicorp/raft"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/zerotal/lock/cluster/peer"
 	"github.com/zerotal/lock/drivers"
 )
 
@@ -358,8 +359,8 @@ func (c Config) Validate() error {
 // checkClusterID allows printable ASCII without spaces, up to 128 bytes:
 // the ID travels in an HTTP header and in the raft handshake.
 func checkClusterID(id string) error {
-	if len(id) > maxClusterIDLen {
-		return fmt.Errorf("%d bytes, the limit is %d", len(id), maxClusterIDLen)
+	if len(id) > peer.MaxClusterIDLen {
+		return fmt.Errorf("%d bytes, the limit is %d", len(id), peer.MaxClusterIDLen)
 	}
 	for _, r := range id {
 		if r <= ' ' || r > '~' {

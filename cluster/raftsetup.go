@@ -1,7 +1,6 @@
 package cluster
 
 import (
-	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -12,6 +11,8 @@ import (
 
 	"github.com/hashicorp/raft"
 	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
+
+	"github.com/zerotal/lock/cluster/peer"
 	"github.com/zerotal/lock/internal/logbridge"
 	"go.etcd.io/bbolt"
 )
@@ -103,7 +104,7 @@ func openStores(cfg Config, t *tlsSetup) (_ *stores, err error) {
 	}
 	var advertise net.Addr // nil (RaftAddr with port 0): the address the listener got
 	if cfg.RaftAdvertise != "" {
-		advertise = hostPort(cfg.RaftAdvertise)
+		advertise = peer.HostPort(cfg.RaftAdvertise)
 	} else {
 		tcpAddr, err := net.ResolveTCPAddr("tcp", cfg.RaftAddr)
 		if err != nil {
@@ -115,11 +116,11 @@ func openStores(cfg Config, t *tlsSetup) (_ *stores, err error) {
 	}
 	// Assign only on success: a nil *NetworkTransport in the interface
 	// would not be a nil interface, and close would call through it.
-	var serverTLS, clientTLS *tls.Config
+	pc := peer.Config{Bind: cfg.RaftAddr, Advertise: advertise, ClusterID: cfg.ClusterID, Key: cfg.raftKey(), DialAddr: cfg.DialAddr}
 	if t != nil {
-		serverTLS, clientTLS = t.peerServer, t.peerClient
+		pc.ServerTLS, pc.ClientTLS = t.peerServer, t.peerClient
 	}
-	nt, err := newNetworkTransport(cfg, advertise, serverTLS, clientTLS, logbridge.HCLog(cfg.Logger, "transport"))
+	nt, err := peer.NewTransport(pc, logbridge.HCLog(cfg.Logger, "transport"))
 	if err != nil {
 		return nil, err
 	}
