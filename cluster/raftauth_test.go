@@ -69,7 +69,7 @@ func forgedAppend(t *testing.T, n *Node, key string) *raft.AppendEntriesRequest 
 	t.Helper()
 	last := n.raft.LastIndex()
 	var prev raft.Log
-	if err := n.stores.logs.GetLog(last, &prev); err != nil {
+	if err := n.stores.LogStore.GetLog(last, &prev); err != nil {
 		t.Fatal(err)
 	}
 	term := n.raft.CurrentTerm() + 10
