@@ -16,6 +16,7 @@ import (
 	"github.com/hashicorp/raft"
 	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
 
+	"github.com/zerotal/lock/cluster/raftstore"
 	"github.com/zerotal/lock/engine"
 	"github.com/zerotal/lock/fsm"
 )
@@ -164,7 +165,7 @@ func BenchmarkCluster_GroupCommit(b *testing.B) {
 // top of the disk.
 func BenchmarkCluster_CommitLatency(b *testing.B) {
 	n := max(b.N, 64)
-	store, err := raftboltdb.New(boltStoreOptions(filepath.Join(b.TempDir(), "raft.db")))
+	store, err := raftboltdb.New(raftstore.BoltOptions(filepath.Join(b.TempDir(), "raft.db")))
 	if err != nil {
 		b.Fatal(err)
 	}

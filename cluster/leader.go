@@ -30,10 +30,11 @@ type logicalClock struct {
 	t0    int64
 	m0    time.Time // carries Go's monotonic reading
 	grace time.Duration
+	since func(time.Time) time.Duration // Config.Clock's Since
 }
 
 func (c *logicalClock) now() int64 {
-	el := faultSince(c.m0) - c.grace
+	el := c.since(c.m0) - c.grace
 	if el < 0 {
 		el = 0
 	}
@@ -42,7 +43,7 @@ func (c *logicalClock) now() int64 {
 
 // untilRunning is how long time still stands still.
 func (c *logicalClock) untilRunning() time.Duration {
-	d := c.grace - faultSince(c.m0)
+	d := c.grace - c.since(c.m0)
 	if d < 0 {
 		return 0
 	}
@@ -132,9 +133,9 @@ func (n *Node) takeover(ctx context.Context) (*logicalClock, bool) {
 		// A brand-new cluster has no time yet: start from this node's wall
 		// clock so deadlines read as unix times. Only the origin is taken
 		// from it; it never moves time later.
-		t0 = faultNow().UnixNano()
+		t0 = n.cfg.clock().Now().UnixNano()
 	}
-	clock := &logicalClock{t0: t0, m0: time.Now(), grace: n.cfg.ElectionTimeout + n.cfg.LeaderLeaseTimeout}
+	clock := &logicalClock{t0: t0, m0: time.Now(), grace: n.cfg.ElectionTimeout + n.cfg.LeaderLeaseTimeout, since: n.cfg.clock().Since}
 
 	var pending []*proposal
 	for _, w := range n.fsm.Waiters() {

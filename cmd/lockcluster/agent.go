@@ -137,6 +137,7 @@ func runAgent(ctx context.Context, e *env, o *agentOptions) error {
 	if err := cfg.Validate(); err != nil {
 		return &usageError{msg: strip(err.Error())}
 	}
+	injectFaults(&cfg)
 	node, err := cluster.NewNode(ctx, cfg)
 	if err != nil {
 		return err

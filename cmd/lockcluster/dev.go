@@ -108,6 +108,7 @@ func runDev(ctx context.Context, e *env, o *devOptions, levelGiven bool) error {
 		if !hasRaftState(n.dir) {
 			cfg.Bootstrap = peers
 		}
+		injectFaults(&cfg)
 		node, err := cluster.NewNode(ctx, cfg)
 		if err != nil {
 			if ctx.Err() != nil {

@@ -1,4 +1,4 @@
-package cluster
+package peer
 
 import (
 	"crypto/hmac"
@@ -14,8 +14,9 @@ import (
 
 // Every raft connection opens with a handshake, before raft reads or
 // writes a byte of it. It names the cluster, and when the nodes have a
-// secret (Config.RaftSecret, else Config.Token) both ends prove they know
-// it without sending it: each sends a fresh random nonce, then each sends
+// secret (Config.Key: the node's raft secret, else its token) both ends
+// prove they know it without sending it: each sends a fresh random
+// nonce, then each sends
 // HMAC-SHA256(secret, role | cluster ID | dialer's nonce | acceptor's
 // nonce). The role differs per direction, so an answer reflected back to
 // the node that made it does not verify; the nonces are fresh per
@@ -38,8 +39,9 @@ import (
 // magic (ZLR1 had no response and no secret).
 const handshakeMagic = "ZLR2"
 
-// maxClusterIDLen fits the handshake's length byte.
-const maxClusterIDLen = 128
+// MaxClusterIDLen is the longest cluster ID: it fits the handshake's
+// length byte.
+const MaxClusterIDLen = 128
 
 const (
 	nonceLen = 32
@@ -68,11 +70,11 @@ const (
 )
 
 var (
-	// errWrongCluster marks a peer that belongs to another cluster.
-	errWrongCluster = errors.New("cluster: peer belongs to another cluster")
-	// errRaftAuth marks a peer that did not prove it knows the raft
+	// ErrWrongCluster marks a peer that belongs to another cluster.
+	ErrWrongCluster = errors.New("cluster: peer belongs to another cluster")
+	// ErrRaftAuth marks a peer that did not prove it knows the raft
 	// secret, or that refused this node's proof.
-	errRaftAuth = errors.New("cluster: raft peer authentication failed")
+	ErrRaftAuth = errors.New("cluster: raft peer authentication failed")
 )
 
 // handshakeTimeout bounds the TLS handshake and the cluster handshake of
@@ -159,7 +161,7 @@ func dialHandshake(c net.Conn, clusterID string, key []byte, timeout time.Durati
 			return err
 		}
 		if !hmac.Equal(proof[1:], handshakeMAC(key, labelAcceptor, clusterID, nonceD, nonceA)) {
-			return fmt.Errorf("%w: the peer did not prove it knows the raft secret (the nodes have different raft secrets or tokens)", errRaftAuth)
+			return fmt.Errorf("%w: the peer did not prove it knows the raft secret (the nodes have different raft secrets or tokens)", ErrRaftAuth)
 		}
 		return nil
 	})
@@ -171,14 +173,14 @@ func refusal(status byte, clusterID string, mode byte) error {
 	case statusOK:
 		return nil
 	case statusWrongCluster:
-		return fmt.Errorf("%w: the peer is not in cluster %q", errWrongCluster, clusterID)
+		return fmt.Errorf("%w: the peer is not in cluster %q", ErrWrongCluster, clusterID)
 	case statusModeMismatch:
 		if mode == modeSecret {
-			return fmt.Errorf("%w: this node has a raft secret (or token) and the peer has none", errRaftAuth)
+			return fmt.Errorf("%w: this node has a raft secret (or token) and the peer has none", ErrRaftAuth)
 		}
-		return fmt.Errorf("%w: the peer requires a raft secret (or token) and this node has none", errRaftAuth)
+		return fmt.Errorf("%w: the peer requires a raft secret (or token) and this node has none", ErrRaftAuth)
 	case statusBadProof:
-		return fmt.Errorf("%w: the peer refused this node's proof (the nodes have different raft secrets or tokens)", errRaftAuth)
+		return fmt.Errorf("%w: the peer refused this node's proof (the nodes have different raft secrets or tokens)", ErrRaftAuth)
 	}
 	return fmt.Errorf("cluster: raft handshake: unknown answer %d from the peer", status)
 }
@@ -200,14 +202,14 @@ func acceptHandshake(c net.Conn, clusterID string, key []byte) error {
 		id, mode, nonceD := rest[:len(rest)-1-nonceLen], rest[len(rest)-1-nonceLen], rest[len(rest)-nonceLen:]
 		if string(id) != clusterID {
 			writeStatus(c, statusWrongCluster)
-			return fmt.Errorf("%w: it is in cluster %q, this node in %q", errWrongCluster, id, clusterID)
+			return fmt.Errorf("%w: it is in cluster %q, this node in %q", ErrWrongCluster, id, clusterID)
 		}
 		if mine := modeOf(key); mode != mine {
 			writeStatus(c, statusModeMismatch)
 			if mine == modeSecret {
-				return fmt.Errorf("%w: the peer sent no proof of the raft secret (it has no raft secret or token)", errRaftAuth)
+				return fmt.Errorf("%w: the peer sent no proof of the raft secret (it has no raft secret or token)", ErrRaftAuth)
 			}
-			return fmt.Errorf("%w: the peer has a raft secret (or token) and this node has none", errRaftAuth)
+			return fmt.Errorf("%w: the peer has a raft secret (or token) and this node has none", ErrRaftAuth)
 		}
 		nonceA, err := newNonce()
 		if err != nil {
@@ -225,7 +227,7 @@ func acceptHandshake(c net.Conn, clusterID string, key []byte) error {
 		}
 		if !hmac.Equal(macD, handshakeMAC(key, labelDialer, clusterID, nonceD, nonceA)) {
 			writeStatus(c, statusBadProof)
-			return fmt.Errorf("%w: the peer did not prove it knows the raft secret (a different raft secret or token, or not a member)", errRaftAuth)
+			return fmt.Errorf("%w: the peer did not prove it knows the raft secret (a different raft secret or token, or not a member)", ErrRaftAuth)
 		}
 		_, err = c.Write(append([]byte{statusOK}, handshakeMAC(key, labelAcceptor, clusterID, nonceD, nonceA)...))
 		return err

@@ -1,11 +1,11 @@
-package cluster
+package raftstore
 
 import (
 	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"log/slog"
+	"io"
 	"os"
 	"path/filepath"
 	"sort"
@@ -15,8 +15,6 @@ import (
 
 	"github.com/hashicorp/raft"
 	"go.etcd.io/bbolt"
-
-	"github.com/zerotal/lock/fsm"
 )
 
 // A node must never start with less than it had: a lock table that
@@ -36,7 +34,7 @@ import (
 //   - a log that does not reach back to the snapshot it continues (raft
 //     would stop with "log not found" when applying);
 //   - a log entry, after the snapshot, that does not decode (the FSM
-//     would stop at it, see fsm.CorruptEntryError).
+//     would stop at it; Options.CheckCommand decodes).
 //
 // A damaged snapshot that an older snapshot and the log fully replace is
 // only logged: raft falls back to them, and the table is complete.
@@ -65,10 +63,10 @@ func (e *dataError) Error() string {
 
 const replaceHint = "replace this node's data directory from a backup, or empty it and join the node to the cluster again so that it catches up from the leader"
 
-// checkDataDirFiles runs before the raft store is opened, on the files as
-// they are: bbolt would turn an empty raft.db into a new log, and crash
-// on a truncated or damaged one.
-func checkDataDirFiles(dataDir string) error {
+// CheckFiles runs before the raft store is opened (Open), on the files
+// of dataDir as they are: bbolt would turn an empty raft.db into a new
+// log, and crash on a truncated or damaged one.
+func CheckFiles(dataDir string) error {
 	path := filepath.Join(dataDir, raftDBFile)
 	info, err := os.Stat(path)
 	switch {
@@ -84,7 +82,7 @@ func checkDataDirFiles(dataDir string) error {
 	}
 	if err := checkBoltFile(path); err != nil {
 		if inUse(path) {
-			return nil // another node is writing it: openStores says so
+			return nil // another node is writing it: Open says so
 		}
 		return &dataError{path: path, problem: err.Error(), hint: replaceHint}
 	}
@@ -108,8 +106,10 @@ type snapshotInfo struct {
 	err   error // nil: raft can restore it
 }
 
-// checkRaftState runs once the stores are open and before raft starts.
-func checkRaftState(dataDir string, s *stores, log *slog.Logger) error {
+// Check runs once the stores are open and before raft starts: it reads
+// the log and the snapshots as raft will (see the top of this file).
+func (s *Stores) Check() error {
+	dataDir, log := s.dir, s.opts.Logger
 	dbPath := filepath.Join(dataDir, raftDBFile)
 	first, err := s.bolt.FirstIndex()
 	if err != nil {
@@ -119,7 +119,7 @@ func checkRaftState(dataDir string, s *stores, log *slog.Logger) error {
 	if err != nil {
 		return &dataError{path: dbPath, problem: "read the last log index: " + err.Error(), hint: replaceHint}
 	}
-	snaps := readSnapshots(dataDir, s.snaps)
+	snaps := readSnapshots(dataDir, s.SnapshotStore, s.opts.CheckSnapshot)
 	if _, err := s.bolt.GetUint64([]byte("CurrentTerm")); err != nil && (last > 0 || len(snaps) > 0) {
 		return &dataError{path: dbPath, problem: "holds no current term although the node has state: the file was replaced or lost", hint: replaceHint}
 	}
@@ -162,7 +162,7 @@ func checkRaftState(dataDir string, s *stores, log *slog.Logger) error {
 		return &dataError{path: dbPath, problem: fmt.Sprintf("the log starts at entry %d, but the newest usable snapshot ends at entry %d: entries %d..%d are missing",
 			first, from, from+1, first-1), hint: replaceHint}
 	}
-	return checkLogEntries(dbPath, s.bolt, max(first, from+1), last)
+	return checkLogEntries(dbPath, s.bolt, s.opts.CheckCommand, max(first, from+1), last)
 }
 
 func describeLog(first, last uint64) string {
@@ -201,8 +201,8 @@ var errSnapshotMeta = errors.New(snapMetaFile + " is unreadable, so raft would s
 
 // readSnapshots lists every snapshot directory, newest first, and checks
 // each as raft will read it: meta.json, then state.bin against the
-// checksum in meta.json, then its decoding.
-func readSnapshots(dataDir string, store raft.SnapshotStore) []snapshotInfo {
+// checksum in meta.json, then its decoding (Options.CheckSnapshot).
+func readSnapshots(dataDir string, store raft.SnapshotStore, checkState func(io.Reader) error) []snapshotInfo {
 	var out []snapshotInfo
 	for _, name := range snapshotDirNames(dataDir) {
 		si := snapshotInfo{dir: filepath.Join(dataDir, snapshotsDir, name), index: indexFromSnapshotName(name)}
@@ -210,7 +210,7 @@ func readSnapshots(dataDir string, store raft.SnapshotStore) []snapshotInfo {
 			si.err = fmt.Errorf("%w: %v", errSnapshotMeta, err)
 		} else {
 			si.index = index
-			si.err = checkSnapshotFile(store, name)
+			si.err = checkSnapshotFile(store, name, checkState)
 		}
 		out = append(out, si)
 	}
@@ -235,13 +235,16 @@ func readSnapshotMeta(dir string) (uint64, error) {
 	return m.Index, nil
 }
 
-func checkSnapshotFile(store raft.SnapshotStore, id string) error {
+func checkSnapshotFile(store raft.SnapshotStore, id string, checkState func(io.Reader) error) error {
 	_, rc, err := store.Open(id) // verifies state.bin against the CRC in meta.json
 	if err != nil {
 		return fmt.Errorf("%s: %w (truncated or damaged)", snapStateFile, err)
 	}
 	defer rc.Close()
-	if err := fsm.CheckSnapshot(rc); err != nil {
+	if checkState == nil {
+		return nil
+	}
+	if err := checkState(rc); err != nil {
 		return fmt.Errorf("%s: %w", snapStateFile, err)
 	}
 	return nil
@@ -275,8 +278,8 @@ func indexFromSnapshotName(name string) uint64 {
 }
 
 // checkLogEntries reads the entries from..to, which raft will apply,
-// and decodes the commands among them.
-func checkLogEntries(dbPath string, logs raft.LogStore, from, to uint64) (err error) {
+// and decodes the commands among them with checkCommand (nil: none).
+func checkLogEntries(dbPath string, logs raft.LogStore, checkCommand func([]byte) error, from, to uint64) (err error) {
 	defer func() {
 		// bbolt panics on some damage that the page walk cannot see.
 		if r := recover(); r != nil {
@@ -291,10 +294,10 @@ func checkLogEntries(dbPath string, logs raft.LogStore, from, to uint64) (err er
 		if l.Index != i {
 			return &dataError{path: dbPath, problem: fmt.Sprintf("log entry %d is stored as entry %d", i, l.Index), hint: replaceHint}
 		}
-		if l.Type != raft.LogCommand {
+		if l.Type != raft.LogCommand || checkCommand == nil {
 			continue
 		}
-		if _, err := fsm.Decode(l.Data); err != nil {
+		if err := checkCommand(l.Data); err != nil {
 			return &dataError{path: dbPath, problem: fmt.Sprintf("log entry %d does not decode: %v", i, err), hint: replaceHint}
 		}
 	}

@@ -1,6 +1,6 @@
 //go:build faults
 
-package cluster
+package main
 
 import (
 	"fmt"
@@ -9,20 +9,24 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/zerotal/lock/cluster"
 )
 
 // The fault-injection build. It is compiled only with `-tags faults` and
 // is steered by the environment of the process, so that a test can run
 // real lockcluster processes with skewed clocks and with their outbound
-// connections going through proxies it controls:
+// connections going through proxies it controls. It fills the hooks of
+// every node's cluster.Config (Clock, DialAddr); one skewed clock serves
+// every node of the process (lockcluster dev runs three).
 //
 //	LOCKCLUSTER_FAULT_DIAL="127.0.0.1:A=127.0.0.1:B,..."
 //	    dial B whenever the node would dial A (raft peers and members'
 //	    HTTP APIs alike).
 //	LOCKCLUSTER_FAULT_CLOCK_OFFSET="+2h"
-//	    added to the wall clock (faultNow).
+//	    added to the wall clock (Clock.Now).
 //	LOCKCLUSTER_FAULT_CLOCK_RATE="0.9"
-//	    how fast the node's monotonic clock runs (faultSince) compared to
+//	    how fast the node's monotonic clock runs (Clock.Since) compared to
 //	    the host's.
 //	LOCKCLUSTER_FAULT_CLOCK_FILE="/path"
 //	    a file holding "offset=+2h rate=0.9" (either field optional); the
@@ -40,6 +44,13 @@ import (
 // limit, but no test expects safety under it.
 
 var faults = loadFaults()
+
+// injectFaults points cfg's clock and dialler at the faults the
+// environment asks for.
+func injectFaults(cfg *cluster.Config) {
+	cfg.Clock = faults
+	cfg.DialAddr = faults.dialAddr
+}
 
 type faultState struct {
 	dial map[string]string
@@ -148,28 +159,28 @@ func (f *faultState) virtLocked(t time.Time) time.Duration {
 	return s.virt + time.Duration(float64(t.Sub(s.start))*s.rate)
 }
 
-// faultNow is the node's wall clock, moved by the configured offset.
-func faultNow() time.Time {
+// Now is the node's wall clock, moved by the configured offset.
+func (f *faultState) Now() time.Time {
 	now := time.Now()
-	faults.mu.Lock()
-	defer faults.mu.Unlock()
-	faults.refresh(now)
-	return now.Add(faults.offset)
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.refresh(now)
+	return now.Add(f.offset)
 }
 
-// faultSince is the node's monotonic time elapsed since t, at the
-// configured rate.
-func faultSince(t time.Time) time.Duration {
+// Since is the node's monotonic time elapsed since t, at the configured
+// rate.
+func (f *faultState) Since(t time.Time) time.Duration {
 	now := time.Now()
-	faults.mu.Lock()
-	defer faults.mu.Unlock()
-	faults.refresh(now)
-	return faults.virtLocked(now) - faults.virtLocked(t)
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.refresh(now)
+	return f.virtLocked(now) - f.virtLocked(t)
 }
 
-// faultDialAddr is the address actually dialled to reach addr.
-func faultDialAddr(addr string) string {
-	if to, ok := faults.dial[addr]; ok {
+// dialAddr is the address actually dialled to reach addr.
+func (f *faultState) dialAddr(addr string) string {
+	if to, ok := f.dial[addr]; ok {
 		return to
 	}
 	return addr

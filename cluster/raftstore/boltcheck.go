@@ -1,4 +1,4 @@
-package cluster
+package raftstore
 
 import (
 	"encoding/binary"
