@@ -8,6 +8,7 @@ import (
 
 	"github.com/zerotal/lock"
 	"github.com/zerotal/lock/drivers"
+	"github.com/zerotal/lock/internal/poll"
 )
 
 func TestLock_MakeDoesNotAcquire(t *testing.T) {
@@ -94,7 +95,7 @@ func TestLock_AcquireWhileHeldRefreshes(t *testing.T) {
 			t.Fatalf("Acquire = %v, %v", ok, err)
 		}
 		fence, exp := l.Fence(), l.ExpiresAt()
-		waitFor(t, "the clock to move", time.Second, func() bool { return time.Now().After(exp.Add(-time.Minute)) })
+		poll.Until(t, time.Second, "the clock to move", func() bool { return time.Now().After(exp.Add(-time.Minute)) })
 		if ok, err := l.Acquire(t.Context()); err != nil || !ok {
 			t.Fatalf("second Acquire = %v, %v", ok, err)
 		}
@@ -162,7 +163,7 @@ func TestLock_RefreshNeverRegrantsExpiredLock(t *testing.T) {
 		if ok, _ := l.Acquire(t.Context()); !ok {
 			t.Fatal("not acquired")
 		}
-		waitFor(t, "the lock to expire", 5*time.Second, func() bool { return !exists(t, m, "short") })
+		poll.Until(t, 5*time.Second, "the lock to expire", func() bool { return !exists(t, m, "short") })
 		ok, err := l.Refresh(t.Context())
 		if err != nil || ok {
 			t.Fatalf("Refresh of an expired lock = %v, %v, want false", ok, err)
@@ -179,7 +180,7 @@ func TestLock_RefreshTakenOverByAnother(t *testing.T) {
 		if ok, _ := a.Acquire(t.Context()); !ok {
 			t.Fatal("a: not acquired")
 		}
-		waitFor(t, "b to take the expired lock", 5*time.Second, func() bool {
+		poll.Until(t, 5*time.Second, "b to take the expired lock", func() bool {
 			ok, err := b.Acquire(t.Context())
 			return err == nil && ok
 		})

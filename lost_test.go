@@ -12,6 +12,7 @@ import (
 
 	"github.com/zerotal/lock"
 	"github.com/zerotal/lock/drivers"
+	"github.com/zerotal/lock/internal/poll"
 )
 
 // Timing bounds of the tests below. The lower bound is exact (a timer never
@@ -214,7 +215,7 @@ func TestManager_LossAfterRefreshErrorReleasesGrant(t *testing.T) {
 			if err == nil {
 				t.Fatal("Try = nil, want the lock lost")
 			}
-			waitFor(t, "the lost grant's release", 2*time.Second, func() bool { return d.freed.Load() > 0 })
+			poll.Until(t, 2*time.Second, "the lost grant's release", func() bool { return d.freed.Load() > 0 })
 			if exists(t, m, "k") {
 				t.Error("the key is still held after the release")
 			}
@@ -243,7 +244,7 @@ func TestManager_ReleaseAfterOutageEndsWithClose(t *testing.T) {
 	if d := time.Since(told); d > time.Second {
 		t.Errorf("Try returned %v after the callback: the release must not hold it up", d)
 	}
-	waitFor(t, "the background release to reach the backend", 5*time.Second, func() bool { return d.releases.Load() > 0 })
+	poll.Until(t, 5*time.Second, "the background release to reach the backend", func() bool { return d.releases.Load() > 0 })
 	closing := time.Now()
 	if err := m.Close(); err != nil {
 		t.Fatal(err)

@@ -9,6 +9,7 @@ import (
 
 	"github.com/zerotal/lock"
 	"github.com/zerotal/lock/drivers"
+	"github.com/zerotal/lock/internal/poll"
 )
 
 func TestManager_RefreshKeepsLockPastTTL(t *testing.T) {
@@ -201,10 +202,10 @@ func TestManager_TransientBackendErrorIsSurvived(t *testing.T) {
 	err := m.Try(t.Context(), "k", ttl, func(ctx context.Context, l *lock.Lock) error {
 		f.failing.Store(true)
 		before := f.extends.Load()
-		waitFor(t, "a failed refresh", 5*time.Second, func() bool { return f.extends.Load() > before })
+		poll.Until(t, 5*time.Second, "a failed refresh", func() bool { return f.extends.Load() > before })
 		f.failing.Store(false)
 		after := f.extends.Load()
-		waitFor(t, "a successful refresh", 5*time.Second, func() bool { return f.extends.Load() > after })
+		poll.Until(t, 5*time.Second, "a successful refresh", func() bool { return f.extends.Load() > after })
 		return context.Cause(ctx)
 	}, lock.WithRefreshEvery(40*time.Millisecond))
 	if err != nil {
@@ -260,9 +261,9 @@ func TestManager_BlockUsesWaiterOrPolls(t *testing.T) {
 			got <- c.m.Block(t.Context(), "k", time.Minute, noop, lock.WithTimeout(10*time.Second), lock.WithRetryDelay(2*time.Millisecond))
 		}()
 		if c.pushed {
-			waitFor(t, "the waiter to queue", 5*time.Second, func() bool { return c.f.waits.Load() == 1 })
+			poll.Until(t, 5*time.Second, "the waiter to queue", func() bool { return c.f.waits.Load() == 1 })
 		} else {
-			waitFor(t, "several polls", 5*time.Second, func() bool { return c.f.acquires.Load() >= acquires+3 })
+			poll.Until(t, 5*time.Second, "several polls", func() bool { return c.f.acquires.Load() >= acquires+3 })
 		}
 		if err := release(); err != nil {
 			t.Fatal(err)

@@ -6,7 +6,9 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/zerotal/lock/internal/poll"
 	"github.com/zerotal/lock/internal/syncbuf"
 )
 
@@ -165,7 +167,7 @@ func TestRun_StopsTheCommandWhenCancelled(t *testing.T) {
 			"sh", "-c", `trap 'echo got-term; exit 9' TERM; echo ready; while :; do sleep 0.05; done`)
 		done <- dispatch(ctx, e, args)
 	}()
-	waitUntil(t, func() bool { return strings.Contains(out.String(), "ready") })
+	poll.Until(t, 10*time.Second, `"ready" in the output`, func() bool { return strings.Contains(out.String(), "ready") })
 	cancel()
 	code := <-done
 	if code != 9 {
@@ -188,9 +190,9 @@ func TestBench_MemoryDriverShortRun(t *testing.T) {
 
 func TestPercentile(t *testing.T) {
 	ds := []int{5, 1, 4, 2, 3, 10, 9, 8, 7, 6}
-	var durs []timeDuration
+	var durs []time.Duration
 	for _, d := range ds {
-		durs = append(durs, timeDuration(d))
+		durs = append(durs, time.Duration(d))
 	}
 	if got := percentile(durs, 50); got != 5 {
 		t.Fatalf("p50 = %d, want 5", got)

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/zerotal/lock/internal/loopback"
+	"github.com/zerotal/lock/internal/poll"
 )
 
 // These tests run lockcluster against a real agent process.
@@ -114,7 +115,7 @@ func TestCLI_NoQuorumSaysNoLeader(t *testing.T) {
 		"--bootstrap", strings.Join(peers, ","), "--log-level", "off")
 	env := []string{"LOCKCLUSTER_ENDPOINTS=" + strings.Join(addrs, ",")}
 	// Wait until n1 answers (as a candidate).
-	waitUntil(t, func() bool {
+	poll.Until(t, 10*time.Second, "status to list n1", func() bool {
 		_, stdout, _ := runCLI(t, map[string]string{"LOCKCLUSTER_ENDPOINTS": addrs[0]}, "status", "--timeout", "1s")
 		return strings.Contains(stdout, "n1")
 	})
@@ -144,7 +145,7 @@ func TestDev_InterruptIsAQuietCleanStop(t *testing.T) {
 	var p *proc
 	for range 3 {
 		p = startProc(t, nil, "dev", "--base-port", "0", "--data-dir", t.TempDir())
-		waitUntil(t, func() bool {
+		poll.Until(t, 10*time.Second, "the cluster to start or exit", func() bool {
 			return p.exited() || strings.Contains(p.stdout.String(), "Ctrl-C stops all three nodes.")
 		})
 		// A free port picked by --base-port 0 can be taken by another
@@ -196,7 +197,7 @@ func TestAgent_RaftAdvertise(t *testing.T) {
 		"--raft-advertise", advertised, "--http-addr", httpAddr, "--log-level", "off")
 	vars := map[string]string{"LOCKCLUSTER_ENDPOINTS": httpAddr}
 	var stdout string
-	waitUntil(t, func() bool {
+	poll.Until(t, 10*time.Second, "status to succeed", func() bool {
 		var code int
 		code, stdout, _ = runCLI(t, vars, "status", "--json", "--timeout", "2s")
 		return code == exitOK
