@@ -187,20 +187,3 @@ func TestBench_MemoryDriverShortRun(t *testing.T) {
 		}
 	}
 }
-
-func TestPercentile(t *testing.T) {
-	ds := []int{5, 1, 4, 2, 3, 10, 9, 8, 7, 6}
-	var durs []time.Duration
-	for _, d := range ds {
-		durs = append(durs, time.Duration(d))
-	}
-	if got := percentile(durs, 50); got != 5 {
-		t.Fatalf("p50 = %d, want 5", got)
-	}
-	if got := percentile(durs, 99); got != 10 {
-		t.Fatalf("p99 = %d, want 10", got)
-	}
-	if got := percentile(nil, 50); got != 0 {
-		t.Fatalf("p50 of nothing = %d", got)
-	}
-}
