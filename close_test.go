@@ -72,7 +72,7 @@ func TestManager_CloseStopsEverything(t *testing.T) {
 					t.Errorf("%s after Close = %v, want ErrClosed", name, err)
 				}
 			}
-			if f, ok := d.(*fakeDriver); ok && !f.isClosed() {
+			if f, ok := d.(*fakeDriver); ok && !f.ref.Closed() {
 				t.Error("Close did not close the driver")
 			}
 			goleak.VerifyNone(t, ignore)

@@ -246,7 +246,7 @@ func TestLock_BackendErrorIsUnavailableNotContention(t *testing.T) {
 	f := newFake()
 	m := newManager(t, f)
 	l := m.Make("k", time.Minute)
-	f.failing.Store(true)
+	f.setDown(true)
 	ok, err := l.Acquire(t.Context())
 	if ok || !errors.Is(err, lock.ErrUnavailable) || errors.Is(err, lock.ErrNotAcquired) {
 		t.Fatalf("Acquire on a down backend = %v, %v, want ErrUnavailable", ok, err)
@@ -287,7 +287,7 @@ func TestLock_CancelledAcquireLeavesNoGrantBehind(t *testing.T) {
 	if !errors.Is(err, context.Canceled) {
 		t.Fatalf("Try = %v, want context.Canceled", err)
 	}
-	if _, _, held := f.held(lock.DefaultPrefix + "k"); held {
+	if _, _, held := f.ref.Held(lock.DefaultPrefix + "k"); held {
 		t.Fatal("the grant made as the caller gave up was left behind until its TTL")
 	}
 }
@@ -347,7 +347,7 @@ func TestLock_UnavailableAcquireLeavesNoGrantBehind(t *testing.T) {
 			}
 			deadline := time.Now().Add(5 * time.Second)
 			for {
-				_, _, held := f.held(lock.DefaultPrefix + "k")
+				_, _, held := f.ref.Held(lock.DefaultPrefix + "k")
 				if !held {
 					break
 				}

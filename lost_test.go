@@ -99,8 +99,8 @@ func TestManager_FailingRefreshToldSafetyMarginBeforeTTL(t *testing.T) {
 			f := newFake()
 			m := newManager(t, fakeExtender{f})
 			opts := append([]lock.Option{lock.WithRefresh()}, c.opts...)
-			expires, told, err := toldAt(t, m, "k", func() { f.failing.Store(true) }, opts...)
-			f.failing.Store(false)
+			expires, told, err := toldAt(t, m, "k", func() { f.setDown(true) }, opts...)
+			f.setDown(false)
 			if !errors.Is(err, lock.ErrLostUnreachable) || !errors.Is(err, lock.ErrUnavailable) {
 				t.Fatalf("Try = %v, want ErrLostUnreachable caused by ErrUnavailable", err)
 			}
@@ -140,7 +140,7 @@ func TestManager_LostReasons(t *testing.T) {
 				}
 			}},
 		{lock.ErrLostUnreachable, []lock.Option{lock.WithRefresh()},
-			func(_ *testing.T, _ *lock.Manager, f *fakeDriver) { f.failing.Store(true) }},
+			func(_ *testing.T, _ *lock.Manager, f *fakeDriver) { f.setDown(true) }},
 		{lock.ErrLostClosed, []lock.Option{lock.WithRefresh()},
 			func(t *testing.T, m *lock.Manager, _ *fakeDriver) {
 				go func() { _ = m.Close() }() // Close does not wait for the callback
@@ -157,7 +157,7 @@ func TestManager_LostReasons(t *testing.T) {
 				cause = context.Cause(ctx)
 				return ctx.Err()
 			}, c.opts...)
-			f.failing.Store(false)
+			f.setDown(false)
 			var lost *lock.LostError
 			if !errors.As(err, &lost) {
 				t.Fatalf("Try = %v, want a *LostError", err)
