@@ -345,16 +345,8 @@ func TestLock_UnavailableAcquireLeavesNoGrantBehind(t *testing.T) {
 			if err := tc.call(t.Context(), m); !errors.Is(err, lock.ErrUnavailable) {
 				t.Fatalf("err = %v, want ErrUnavailable", err)
 			}
-			deadline := time.Now().Add(5 * time.Second)
-			for {
-				_, _, held := f.ref.Held(lock.DefaultPrefix + "k")
-				if !held {
-					break
-				}
-				if time.Now().After(deadline) {
-					t.Fatal("the grant whose answer was lost is still held: the key is blocked for its whole TTL")
-				}
-				time.Sleep(time.Millisecond) // polling interval, not synchronisation
+			if !poll.Wait(5*time.Second, func() bool { _, _, held := f.ref.Held(lock.DefaultPrefix + "k"); return !held }) {
+				t.Fatal("the grant whose answer was lost is still held: the key is blocked for its whole TTL")
 			}
 		})
 	}

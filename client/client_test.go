@@ -250,10 +250,7 @@ func TestClient_RetriesUntilQuorumReturns(t *testing.T) {
 	c := newTestClient(t, Config{Addrs: []string{n.addr()}, Timeout: 5 * time.Second})
 	// Bring the node back once it has been asked a few times.
 	go func() {
-		deadline := time.Now().Add(5 * time.Second)
-		for n.hitCount("/v1/acquire") < 3 && time.Now().Before(deadline) {
-			time.Sleep(time.Millisecond) // polling a counter in a helper, not synchronising the test
-		}
+		poll.Wait(5*time.Second, func() bool { return n.hitCount("/v1/acquire") >= 3 })
 		n.unavailable.Store(false)
 	}()
 	if _, ok, err := c.Acquire(t.Context(), "k", "o", time.Second); err != nil || !ok {

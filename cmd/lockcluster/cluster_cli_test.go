@@ -25,16 +25,15 @@ func startAgent(t *testing.T, token string) string {
 	startProc(t, []string{"LOCKCLUSTER_TOKEN=" + token}, "agent", "--id", "n1", "--data-dir", t.TempDir(),
 		"--raft-addr", raftAddr, "--http-addr", httpAddr, "--log-level", "warn")
 	vars := map[string]string{"LOCKCLUSTER_ENDPOINTS": httpAddr, "LOCKCLUSTER_TOKEN": token}
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		code, _, stderr := runCLI(t, vars, "status", "--timeout", "2s")
-		if code == exitOK {
-			return httpAddr
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the agent has no leader after 30s: exit %d, %s", code, stderr)
-		}
+	var code int
+	var stderr string
+	if !poll.Wait(30*time.Second, func() bool {
+		code, _, stderr = runCLI(t, vars, "status", "--timeout", "2s")
+		return code == exitOK
+	}) {
+		t.Fatalf("the agent has no leader after 30s: exit %d, %s", code, stderr)
 	}
+	return httpAddr
 }
 
 // A cluster that refuses the token: every command says "authentication
