@@ -12,6 +12,7 @@ import (
 	"github.com/zerotal/lock/drivers"
 	"github.com/zerotal/lock/drivers/memory"
 	"github.com/zerotal/lock/engine"
+	"github.com/zerotal/lock/internal/poll"
 )
 
 // Not parallel: goleak.VerifyNone must see this test's goroutines only.
@@ -72,7 +73,7 @@ func TestManager_CloseStopsEverything(t *testing.T) {
 					t.Errorf("%s after Close = %v, want ErrClosed", name, err)
 				}
 			}
-			if f, ok := d.(*fakeDriver); ok && !f.isClosed() {
+			if f, ok := d.(*fakeDriver); ok && !f.ref.Closed() {
 				t.Error("Close did not close the driver")
 			}
 			goleak.VerifyNone(t, ignore)
@@ -111,19 +112,15 @@ func TestManager_CloseEndsBlockedWaits(t *testing.T) {
 			// a shared engine, make sure it is queued, which is the case a
 			// driver's own Close does not end.
 			if w, ok := d.(*memory.Driver); ok && b.name == "memory-shared-engine" {
-				deadline := time.Now().Add(5 * time.Second)
-				for {
+				queued := poll.Wait(5*time.Second, func() bool {
 					info, _, err := w.Engine().Get(t.Context(), lock.DefaultPrefix+"busy")
 					if err != nil {
 						t.Fatal(err)
 					}
-					if info.Waiters == 1 {
-						break
-					}
-					if time.Now().After(deadline) {
-						t.Fatal("Block never queued on the engine")
-					}
-					time.Sleep(time.Millisecond) // polling interval, not synchronisation
+					return info.Waiters == 1
+				})
+				if !queued {
+					t.Fatal("Block never queued on the engine")
 				}
 			}
 			select {

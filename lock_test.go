@@ -8,6 +8,7 @@ import (
 
 	"github.com/zerotal/lock"
 	"github.com/zerotal/lock/drivers"
+	"github.com/zerotal/lock/internal/poll"
 )
 
 func TestLock_MakeDoesNotAcquire(t *testing.T) {
@@ -94,7 +95,7 @@ func TestLock_AcquireWhileHeldRefreshes(t *testing.T) {
 			t.Fatalf("Acquire = %v, %v", ok, err)
 		}
 		fence, exp := l.Fence(), l.ExpiresAt()
-		waitFor(t, "the clock to move", time.Second, func() bool { return time.Now().After(exp.Add(-time.Minute)) })
+		poll.Until(t, time.Second, "the clock to move", func() bool { return time.Now().After(exp.Add(-time.Minute)) })
 		if ok, err := l.Acquire(t.Context()); err != nil || !ok {
 			t.Fatalf("second Acquire = %v, %v", ok, err)
 		}
@@ -162,7 +163,7 @@ func TestLock_RefreshNeverRegrantsExpiredLock(t *testing.T) {
 		if ok, _ := l.Acquire(t.Context()); !ok {
 			t.Fatal("not acquired")
 		}
-		waitFor(t, "the lock to expire", 5*time.Second, func() bool { return !exists(t, m, "short") })
+		poll.Until(t, 5*time.Second, "the lock to expire", func() bool { return !exists(t, m, "short") })
 		ok, err := l.Refresh(t.Context())
 		if err != nil || ok {
 			t.Fatalf("Refresh of an expired lock = %v, %v, want false", ok, err)
@@ -179,7 +180,7 @@ func TestLock_RefreshTakenOverByAnother(t *testing.T) {
 		if ok, _ := a.Acquire(t.Context()); !ok {
 			t.Fatal("a: not acquired")
 		}
-		waitFor(t, "b to take the expired lock", 5*time.Second, func() bool {
+		poll.Until(t, 5*time.Second, "b to take the expired lock", func() bool {
 			ok, err := b.Acquire(t.Context())
 			return err == nil && ok
 		})
@@ -245,7 +246,7 @@ func TestLock_BackendErrorIsUnavailableNotContention(t *testing.T) {
 	f := newFake()
 	m := newManager(t, f)
 	l := m.Make("k", time.Minute)
-	f.failing.Store(true)
+	f.setDown(true)
 	ok, err := l.Acquire(t.Context())
 	if ok || !errors.Is(err, lock.ErrUnavailable) || errors.Is(err, lock.ErrNotAcquired) {
 		t.Fatalf("Acquire on a down backend = %v, %v, want ErrUnavailable", ok, err)
@@ -286,7 +287,7 @@ func TestLock_CancelledAcquireLeavesNoGrantBehind(t *testing.T) {
 	if !errors.Is(err, context.Canceled) {
 		t.Fatalf("Try = %v, want context.Canceled", err)
 	}
-	if _, _, held := f.held(lock.DefaultPrefix + "k"); held {
+	if _, _, held := f.ref.Held(lock.DefaultPrefix + "k"); held {
 		t.Fatal("the grant made as the caller gave up was left behind until its TTL")
 	}
 }
@@ -344,16 +345,8 @@ func TestLock_UnavailableAcquireLeavesNoGrantBehind(t *testing.T) {
 			if err := tc.call(t.Context(), m); !errors.Is(err, lock.ErrUnavailable) {
 				t.Fatalf("err = %v, want ErrUnavailable", err)
 			}
-			deadline := time.Now().Add(5 * time.Second)
-			for {
-				_, _, held := f.held(lock.DefaultPrefix + "k")
-				if !held {
-					break
-				}
-				if time.Now().After(deadline) {
-					t.Fatal("the grant whose answer was lost is still held: the key is blocked for its whole TTL")
-				}
-				time.Sleep(time.Millisecond) // polling interval, not synchronisation
+			if !poll.Wait(5*time.Second, func() bool { _, _, held := f.ref.Held(lock.DefaultPrefix + "k"); return !held }) {
+				t.Fatal("the grant whose answer was lost is still held: the key is blocked for its whole TTL")
 			}
 		})
 	}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/zerotal/lock"
 	"github.com/zerotal/lock/drivers"
+	"github.com/zerotal/lock/internal/poll"
 )
 
 // Timing bounds of the tests below. The lower bound is exact (a timer never
@@ -98,8 +99,8 @@ func TestManager_FailingRefreshToldSafetyMarginBeforeTTL(t *testing.T) {
 			f := newFake()
 			m := newManager(t, fakeExtender{f})
 			opts := append([]lock.Option{lock.WithRefresh()}, c.opts...)
-			expires, told, err := toldAt(t, m, "k", func() { f.failing.Store(true) }, opts...)
-			f.failing.Store(false)
+			expires, told, err := toldAt(t, m, "k", func() { f.setDown(true) }, opts...)
+			f.setDown(false)
 			if !errors.Is(err, lock.ErrLostUnreachable) || !errors.Is(err, lock.ErrUnavailable) {
 				t.Fatalf("Try = %v, want ErrLostUnreachable caused by ErrUnavailable", err)
 			}
@@ -139,7 +140,7 @@ func TestManager_LostReasons(t *testing.T) {
 				}
 			}},
 		{lock.ErrLostUnreachable, []lock.Option{lock.WithRefresh()},
-			func(_ *testing.T, _ *lock.Manager, f *fakeDriver) { f.failing.Store(true) }},
+			func(_ *testing.T, _ *lock.Manager, f *fakeDriver) { f.setDown(true) }},
 		{lock.ErrLostClosed, []lock.Option{lock.WithRefresh()},
 			func(t *testing.T, m *lock.Manager, _ *fakeDriver) {
 				go func() { _ = m.Close() }() // Close does not wait for the callback
@@ -156,7 +157,7 @@ func TestManager_LostReasons(t *testing.T) {
 				cause = context.Cause(ctx)
 				return ctx.Err()
 			}, c.opts...)
-			f.failing.Store(false)
+			f.setDown(false)
 			var lost *lock.LostError
 			if !errors.As(err, &lost) {
 				t.Fatalf("Try = %v, want a *LostError", err)
@@ -214,7 +215,7 @@ func TestManager_LossAfterRefreshErrorReleasesGrant(t *testing.T) {
 			if err == nil {
 				t.Fatal("Try = nil, want the lock lost")
 			}
-			waitFor(t, "the lost grant's release", 2*time.Second, func() bool { return d.freed.Load() > 0 })
+			poll.Until(t, 2*time.Second, "the lost grant's release", func() bool { return d.freed.Load() > 0 })
 			if exists(t, m, "k") {
 				t.Error("the key is still held after the release")
 			}
@@ -243,7 +244,7 @@ func TestManager_ReleaseAfterOutageEndsWithClose(t *testing.T) {
 	if d := time.Since(told); d > time.Second {
 		t.Errorf("Try returned %v after the callback: the release must not hold it up", d)
 	}
-	waitFor(t, "the background release to reach the backend", 5*time.Second, func() bool { return d.releases.Load() > 0 })
+	poll.Until(t, 5*time.Second, "the background release to reach the backend", func() bool { return d.releases.Load() > 0 })
 	closing := time.Now()
 	if err := m.Close(); err != nil {
 		t.Fatal(err)

@@ -68,20 +68,6 @@ func eachBackend(t *testing.T, fn func(t *testing.T, b backend, m *lock.Manager)
 // noop is a callback that does nothing.
 func noop(context.Context, *lock.Lock) error { return nil }
 
-// waitFor polls cond until it holds or the deadline passes.
-func waitFor(t *testing.T, what string, within time.Duration, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(within)
-	tick := time.NewTicker(time.Millisecond)
-	defer tick.Stop()
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %v waiting for %s", within, what)
-		}
-		<-tick.C
-	}
-}
-
 // exists asks the backend directly whether key is held.
 func exists(t *testing.T, m *lock.Manager, key string) bool {
 	t.Helper()

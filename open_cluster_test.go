@@ -3,13 +3,13 @@ package lock_test
 import (
 	"context"
 	"errors"
-	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/zerotal/lock"
 	"github.com/zerotal/lock/client"
 	"github.com/zerotal/lock/cluster"
+	"github.com/zerotal/lock/cluster/clustertest"
 	"github.com/zerotal/lock/internal/loopback"
 )
 
@@ -17,33 +17,7 @@ import (
 // HTTP address once it leads.
 func startNode(t *testing.T, token string) string {
 	t.Helper()
-	return startOneNode(t, cluster.Config{Token: token})
-}
-
-// startOneNode starts a one-node cluster n1 configured by cfg (the ID, the
-// data directory and the addresses are filled in), stopped at the test's
-// end, and returns its HTTP address once it leads.
-func startOneNode(t *testing.T, cfg cluster.Config) string {
-	t.Helper()
-	cfg.ID, cfg.DataDir = "n1", filepath.Join(t.TempDir(), "n1")
-	cfg.RaftAddr, cfg.HTTPAddr = loopback.MustFreeAddr(t), "127.0.0.1:0"
-	n, err := cluster.NewNode(t.Context(), cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		if err := n.Shutdown(ctx); err != nil {
-			t.Errorf("shutdown: %v", err)
-		}
-	})
-	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
-	defer cancel()
-	if err := n.WaitForLeader(ctx); err != nil {
-		t.Fatal(err)
-	}
-	return n.HTTPAddr()
+	return clustertest.Start(t, 1, func(c *cluster.Config) { c.Token = token }).Addrs()[0]
 }
 
 // Open of the cluster driver contacts the cluster: with nobody listening it

@@ -10,6 +10,7 @@ import (
 	"github.com/zerotal/lock"
 	"github.com/zerotal/lock/client"
 	"github.com/zerotal/lock/cluster"
+	"github.com/zerotal/lock/cluster/clustertest"
 	"github.com/zerotal/lock/internal/testtls"
 )
 
@@ -19,11 +20,11 @@ func startTLSNode(t *testing.T) (string, *testtls.CA) {
 	t.Helper()
 	ca := testtls.NewCA(t, "cluster")
 	pair := ca.Issue(t, "n1")
-	addr := startOneNode(t, cluster.Config{
-		ClusterID: "tls-test",
-		TLS:       cluster.TLSConfig{CertFile: pair.CertFile, KeyFile: pair.KeyFile, CAFile: ca.File, RequireClientCert: true},
+	c := clustertest.Start(t, 1, func(c *cluster.Config) {
+		c.ClusterID = "tls-test"
+		c.TLS = cluster.TLSConfig{CertFile: pair.CertFile, KeyFile: pair.KeyFile, CAFile: ca.File, RequireClientCert: true}
 	})
-	return addr, ca
+	return c.Addrs()[0], ca
 }
 
 // lock.Open reaches a mutual-TLS cluster from the environment alone:

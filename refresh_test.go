@@ -9,6 +9,8 @@ import (
 
 	"github.com/zerotal/lock"
 	"github.com/zerotal/lock/drivers"
+	"github.com/zerotal/lock/drivers/driverstest"
+	"github.com/zerotal/lock/internal/poll"
 )
 
 func TestManager_RefreshKeepsLockPastTTL(t *testing.T) {
@@ -176,12 +178,12 @@ func TestManager_BackendDownUntilTTLIsLost(t *testing.T) {
 			var expires, told time.Time
 			err := m.Try(t.Context(), "k", ttl, func(ctx context.Context, l *lock.Lock) error {
 				expires = l.ExpiresAt()
-				f.failing.Store(true)
+				f.setDown(true)
 				<-ctx.Done()
 				told = time.Now()
 				return ctx.Err()
 			}, lock.WithRefresh())
-			f.failing.Store(false)
+			f.setDown(false)
 			var lost *lock.LostError
 			if !errors.As(err, &lost) || !errors.Is(err, lock.ErrUnavailable) || lost.Reason != lock.ErrLostUnreachable {
 				t.Fatalf("Try = %v, want *LostError for an unreachable backend, caused by ErrUnavailable", err)
@@ -199,12 +201,12 @@ func TestManager_TransientBackendErrorIsSurvived(t *testing.T) {
 	m := newManager(t, fakeExtender{f})
 	const ttl = time.Second
 	err := m.Try(t.Context(), "k", ttl, func(ctx context.Context, l *lock.Lock) error {
-		f.failing.Store(true)
-		before := f.extends.Load()
-		waitFor(t, "a failed refresh", 5*time.Second, func() bool { return f.extends.Load() > before })
-		f.failing.Store(false)
-		after := f.extends.Load()
-		waitFor(t, "a successful refresh", 5*time.Second, func() bool { return f.extends.Load() > after })
+		f.setDown(true)
+		before := f.faults.Calls(driverstest.OpExtend)
+		poll.Until(t, 5*time.Second, "a failed refresh", func() bool { return f.faults.Calls(driverstest.OpExtend) > before })
+		f.setDown(false)
+		after := f.faults.Calls(driverstest.OpExtend)
+		poll.Until(t, 5*time.Second, "a successful refresh", func() bool { return f.faults.Calls(driverstest.OpExtend) > after })
 		return context.Cause(ctx)
 	}, lock.WithRefreshEvery(40*time.Millisecond))
 	if err != nil {
@@ -228,14 +230,14 @@ func TestManager_RefreshUsesExtenderOrFallback(t *testing.T) {
 		if ok, _ := l.Acquire(t.Context()); !ok {
 			t.Fatal("not acquired")
 		}
-		acquires := c.f.acquires.Load()
+		acquires := c.f.faults.Calls(driverstest.OpAcquire)
 		if ok, err := l.Refresh(t.Context()); err != nil || !ok {
 			t.Fatalf("%s: Refresh = %v, %v", c.name, ok, err)
 		}
-		if got := c.f.extends.Load() == 1; got != c.extended {
+		if got := c.f.faults.Calls(driverstest.OpExtend) == 1; got != c.extended {
 			t.Errorf("%s: Extend used = %v", c.name, got)
 		}
-		if got := c.f.acquires.Load() > acquires; got == c.extended {
+		if got := c.f.faults.Calls(driverstest.OpAcquire) > acquires; got == c.extended {
 			t.Errorf("%s: Acquire used for the refresh = %v", c.name, got)
 		}
 	}
@@ -254,15 +256,15 @@ func TestManager_BlockUsesWaiterOrPolls(t *testing.T) {
 		{"polling", plain, newManager(t, plain), false},
 	} {
 		release := hold(t, c.m, "k", time.Minute)
-		acquires := c.f.acquires.Load()
+		acquires := c.f.faults.Calls(driverstest.OpAcquire)
 		got := make(chan error, 1)
 		go func() {
 			got <- c.m.Block(t.Context(), "k", time.Minute, noop, lock.WithTimeout(10*time.Second), lock.WithRetryDelay(2*time.Millisecond))
 		}()
 		if c.pushed {
-			waitFor(t, "the waiter to queue", 5*time.Second, func() bool { return c.f.waits.Load() == 1 })
+			poll.Until(t, 5*time.Second, "the waiter to queue", func() bool { return c.f.faults.Calls(driverstest.OpAcquireWait) == 1 })
 		} else {
-			waitFor(t, "several polls", 5*time.Second, func() bool { return c.f.acquires.Load() >= acquires+3 })
+			poll.Until(t, 5*time.Second, "several polls", func() bool { return c.f.faults.Calls(driverstest.OpAcquire) >= acquires+3 })
 		}
 		if err := release(); err != nil {
 			t.Fatal(err)
@@ -270,10 +272,10 @@ func TestManager_BlockUsesWaiterOrPolls(t *testing.T) {
 		if err := <-got; err != nil {
 			t.Fatalf("%s: Block: %v", c.name, err)
 		}
-		if c.pushed && c.f.waits.Load() != 1 {
-			t.Errorf("%s: AcquireWait called %d times", c.name, c.f.waits.Load())
+		if c.pushed && c.f.faults.Calls(driverstest.OpAcquireWait) != 1 {
+			t.Errorf("%s: AcquireWait called %d times", c.name, c.f.faults.Calls(driverstest.OpAcquireWait))
 		}
-		if !c.pushed && c.f.waits.Load() != 0 {
+		if !c.pushed && c.f.faults.Calls(driverstest.OpAcquireWait) != 0 {
 			t.Errorf("%s: AcquireWait used on a polling driver", c.name)
 		}
 	}

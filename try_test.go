@@ -263,7 +263,7 @@ func TestManager_PrefixAppliedOnceAndHiddenFromCaller(t *testing.T) {
 	if !errors.As(err, &na) || na.Key != "k" {
 		t.Fatalf("Try = %v, want NotAcquiredError with the caller's key", err)
 	}
-	for _, key := range f.seenKeys() {
+	for _, key := range f.faults.Keys() {
 		if key != "app:k" {
 			t.Errorf("driver saw key %q, want app:k", key)
 		}
@@ -302,10 +302,10 @@ func TestManager_ReleaseFailureAfterSuccessIsLoggedNotReturned(t *testing.T) {
 	logger := slog.New(slog.NewTextHandler(lockedWriter{&mu, &logs}, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	m := newManager(t, f, lock.WithLogger(logger))
 	err := m.Try(t.Context(), "k", time.Minute, func(context.Context, *lock.Lock) error {
-		f.failing.Store(true) // the backend goes away while the work finishes
+		f.setDown(true) // the backend goes away while the work finishes
 		return nil
 	})
-	f.failing.Store(false)
+	f.setDown(false)
 	if err != nil {
 		t.Fatalf("Try = %v: the work succeeded, a failed release must not undo that", err)
 	}

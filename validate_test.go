@@ -61,7 +61,7 @@ func TestManager_RejectsBadInputBeforeBackend(t *testing.T) {
 					t.Errorf("%s: field %q reason %q, want field %q", name, inv.Field, inv.Reason, c.field)
 				}
 			}
-			if n := f.calls.Load(); n != 0 {
+			if n := f.faults.Calls(); n != 0 {
 				t.Errorf("%d backend calls for invalid input", n)
 			}
 		})
@@ -101,7 +101,7 @@ func TestLock_InvalidHandleReportsOnEveryCall(t *testing.T) {
 	if _, err := m.Exists(ctx, ""); !errors.Is(err, lock.ErrInvalid) {
 		t.Errorf("Exists(\"\") = %v", err)
 	}
-	if n := f.calls.Load(); n != 0 {
+	if n := f.faults.Calls(); n != 0 {
 		t.Errorf("%d backend calls for invalid handles", n)
 	}
 }

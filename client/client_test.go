@@ -14,6 +14,7 @@ import (
 
 	"github.com/zerotal/lock/api"
 	"github.com/zerotal/lock/drivers"
+	"github.com/zerotal/lock/internal/poll"
 )
 
 func newTestClient(t *testing.T, cfg Config) *Client {
@@ -249,10 +250,7 @@ func TestClient_RetriesUntilQuorumReturns(t *testing.T) {
 	c := newTestClient(t, Config{Addrs: []string{n.addr()}, Timeout: 5 * time.Second})
 	// Bring the node back once it has been asked a few times.
 	go func() {
-		deadline := time.Now().Add(5 * time.Second)
-		for n.hitCount("/v1/acquire") < 3 && time.Now().Before(deadline) {
-			time.Sleep(time.Millisecond) // polling a counter in a helper, not synchronising the test
-		}
+		poll.Wait(5*time.Second, func() bool { return n.hitCount("/v1/acquire") >= 3 })
 		n.unavailable.Store(false)
 	}()
 	if _, ok, err := c.Acquire(t.Context(), "k", "o", time.Second); err != nil || !ok {
@@ -335,7 +333,7 @@ func TestClient_AcquireWaitGetsKeyWhenReleased(t *testing.T) {
 		got <- err
 	}()
 	// Release once the waiter is queued at the node.
-	waitFor(t, func() bool { return n.hitCount("/v1/acquire") >= 2 })
+	poll.Until(t, 5*time.Second, "a second acquire", func() bool { return n.hitCount("/v1/acquire") >= 2 })
 	if _, err := c.Release(ctx, "k", "holder"); err != nil {
 		t.Fatal(err)
 	}
@@ -406,18 +404,6 @@ func TestClient_ListAndStatus(t *testing.T) {
 	}
 	if err := c.Leave(ctx, "n4"); err != nil {
 		t.Fatalf("Leave: %v", err)
-	}
-}
-
-// waitFor polls cond until it holds or 5 s pass.
-func waitFor(t *testing.T, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatal("condition not met within 5s")
-		}
-		time.Sleep(2 * time.Millisecond)
 	}
 }
 

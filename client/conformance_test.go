@@ -3,16 +3,14 @@ package client_test
 import (
 	"context"
 	"fmt"
-	"log/slog"
-	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/zerotal/lock/client"
 	"github.com/zerotal/lock/cluster"
+	"github.com/zerotal/lock/cluster/clustertest"
 	"github.com/zerotal/lock/drivers"
 	"github.com/zerotal/lock/drivers/driverstest"
-	"github.com/zerotal/lock/internal/loopback"
 )
 
 // startCluster starts three real nodes in this process on loopback ports
@@ -29,52 +27,8 @@ func startClusterWith(t *testing.T, mod func(*cluster.Config)) ([]string, []*clu
 	if testing.Short() {
 		t.Skip("starts a three-node cluster")
 	}
-	peers := make([]cluster.Peer, 3)
-	for i := range peers {
-		peers[i] = cluster.Peer{ID: fmt.Sprintf("n%d", i+1), RaftAddr: loopback.MustFreeAddr(t), HTTPAddr: loopback.MustFreeAddr(t)}
-	}
-	nodes := make([]*cluster.Node, 3)
-	addrs := make([]string, 3)
-	dir := t.TempDir()
-	for i, p := range peers {
-		cfg := cluster.Config{
-			ID: p.ID, DataDir: filepath.Join(dir, p.ID), RaftAddr: p.RaftAddr, HTTPAddr: p.HTTPAddr,
-			Bootstrap: peers,
-			Logger:    slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelWarn})).With("node", p.ID),
-		}
-		if mod != nil {
-			mod(&cfg)
-		}
-		n, err := cluster.NewNode(t.Context(), cfg)
-		if err != nil {
-			t.Fatalf("start %s: %v", p.ID, err)
-		}
-		nodes[i], addrs[i] = n, n.HTTPAddr()
-		t.Cleanup(func() {
-			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-			defer cancel()
-			if err := n.Shutdown(ctx); err != nil {
-				t.Errorf("shutdown %s: %v", p.ID, err)
-			}
-		})
-	}
-	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
-	defer cancel()
-	for _, n := range nodes {
-		if err := n.WaitForLeader(ctx); err != nil {
-			t.Fatalf("no leader: %v", err)
-		}
-	}
-	return addrs, nodes
-}
-
-// testWriter sends node logs to t.Log, so they show only on failure.
-type testWriter struct{ t *testing.T }
-
-func (w testWriter) Write(p []byte) (int, error) {
-	w.t.Helper()
-	w.t.Log(string(p))
-	return len(p), nil
+	c := clustertest.Start(t, 3, mod)
+	return c.Addrs(), c.Nodes
 }
 
 type harness struct{ addrs []string }

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/zerotal/lock/drivers"
+	"github.com/zerotal/lock/internal/poll"
 )
 
 // leaderAndFollower returns a node that leads and one that names it as
@@ -130,7 +131,7 @@ func TestClient_CallerDeadlineMarksSilentNode(t *testing.T) {
 	if !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("Acquire on the silent leader = %v, want the deadline", err)
 	}
-	waitFor(t, func() bool { return c.isSuspect(leader.srv.URL) })
+	poll.Until(t, 5*time.Second, "the leader to be suspect", func() bool { return c.isSuspect(leader.srv.URL) })
 
 	ctx, cancel = context.WithTimeout(t.Context(), deadline)
 	defer cancel()
@@ -204,7 +205,7 @@ func TestClient_DiscoveryIsNotDelayedBySilentNode(t *testing.T) {
 	if got := silent.hitCount("/v1/acquire") + follower.hitCount("/v1/acquire"); got != 0 {
 		t.Errorf("%d acquires went to nodes other than the leader", got)
 	}
-	waitFor(t, func() bool { return silent.hitCount("/v1/status") == 1 }) // the look-up asked it too
+	poll.Until(t, 5*time.Second, "the silent node to be asked for status", func() bool { return silent.hitCount("/v1/status") == 1 }) // the look-up asked it too
 }
 
 // TestClient_UnavailableTellsNeverSentFromOutcomeUnknown: when nothing

@@ -16,6 +16,8 @@ import (
 	"time"
 
 	"go.uber.org/goleak"
+
+	"github.com/zerotal/lock/internal/poll"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -150,18 +152,10 @@ func followers(nodes []*Node, leader *Node) []*Node {
 	return out
 }
 
-// waitFor polls cond every 10ms until it holds or the timeout passes.
+// waitFor polls cond until it holds or the timeout passes (poll.Until).
 func waitFor(t testing.TB, timeout time.Duration, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
-	tick := time.NewTicker(10 * time.Millisecond)
-	defer tick.Stop()
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %s waiting for %s", timeout, what)
-		}
-		<-tick.C
-	}
+	poll.Until(t, timeout, what, cond)
 }
 
 // apiClient calls the HTTP API of a node.

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/zerotal/lock/drivers"
+	"github.com/zerotal/lock/internal/poll"
 )
 
 // The hand-off reaches a waiter at the very moment its caller gives up:
@@ -28,7 +29,7 @@ func TestEngine_CancelCrossingHandOffReleasesTheGrant(t *testing.T) {
 	if err := e.send(ctx, w1); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "w1 queued", func() bool { return waiters(t, e, "k") == 1 })
+	poll.Until(t, 5*time.Second, "w1 queued", func() bool { return waiters(t, e, "k") == 1 })
 	out := make(chan waitResult, 1)
 	startWaiter(t, ctx, e, "k", "w2", time.Minute, out)
 
@@ -107,7 +108,7 @@ func TestEngine_CancellationRaceLeavesNoOrphanGrant(t *testing.T) {
 	if wins == 0 || cancels == 0 {
 		t.Logf("wins %d, cancels %d: the race was not exercised both ways", wins, cancels)
 	}
-	waitFor(t, "empty table", func() bool {
+	poll.Until(t, 5*time.Second, "empty table", func() bool {
 		_, ok, _ := e.Get(ctx, "hot")
 		return !ok
 	})
@@ -152,7 +153,7 @@ func TestEngine_CloseUnderLoadAnswersEveryCall(t *testing.T) {
 		}()
 	}
 	<-started
-	waitFor(t, "some traffic", func() bool { return e.Len() > 0 })
+	poll.Until(t, 5*time.Second, "some traffic", func() bool { return e.Len() > 0 })
 	if err := e.Close(); err != nil {
 		t.Fatal(err)
 	}

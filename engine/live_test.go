@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/zerotal/lock/drivers"
+	"github.com/zerotal/lock/internal/poll"
 )
 
 var epoch = time.Unix(1_700_000_000, 0)
@@ -23,18 +24,6 @@ func newLive(t *testing.T, cfg Config) (*Engine, *FakeClock) {
 	}
 	t.Cleanup(func() { _ = e.Close() })
 	return e, clock
-}
-
-// waitFor polls cond until it holds or a deadline passes.
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(time.Millisecond)
-	}
 }
 
 // waiters returns the number of owners queued for key.
@@ -64,7 +53,7 @@ func startWaiter(t *testing.T, ctx context.Context, e *Engine, key, owner string
 		g, err := e.AcquireWait(ctx, key, owner, ttl)
 		out <- waitResult{owner: owner, grant: g, err: err}
 	}()
-	waitFor(t, owner+" queued", func() bool { return waiters(t, e, key) == before+1 })
+	poll.Until(t, 5*time.Second, owner+" queued", func() bool { return waiters(t, e, key) == before+1 })
 }
 
 func TestEngine_AcquireReleaseRefresh(t *testing.T) {
@@ -160,7 +149,7 @@ func TestEngine_ExpiryHandsOffWithFakeClock(t *testing.T) {
 	}
 	// The new holder expires in turn and the key is purged.
 	clock.Advance(2 * time.Second)
-	waitFor(t, "purge", func() bool { return e.Len() == 0 })
+	poll.Until(t, 5*time.Second, "purge", func() bool { return e.Len() == 0 })
 }
 
 func TestEngine_CancelledWaiterIsWithdrawn(t *testing.T) {
@@ -177,7 +166,7 @@ func TestEngine_CancelledWaiterIsWithdrawn(t *testing.T) {
 	if !errors.Is(r.err, context.Canceled) {
 		t.Fatalf("err = %v", r.err)
 	}
-	waitFor(t, "withdrawal", func() bool { return waiters(t, e, "k") == 0 })
+	poll.Until(t, 5*time.Second, "withdrawal", func() bool { return waiters(t, e, "k") == 0 })
 	if ok, err := e.Release(ctx, "k", "holder"); !ok || err != nil {
 		t.Fatalf("Release: %v %v", ok, err)
 	}

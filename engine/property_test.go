@@ -10,6 +10,8 @@ import (
 	"slices"
 	"testing"
 	"time"
+
+	"github.com/zerotal/lock/internal/poll"
 )
 
 var (
@@ -241,7 +243,7 @@ func TestProperty_LiveMatchesModel(t *testing.T) {
 					}()
 					if want.Queued {
 						waiting[[2]string{key, owner}] = w
-						waitFor(t, "queued", func() bool {
+						poll.Until(t, 5*time.Second, "queued", func() bool {
 							info, _, _ := e.Get(ctx, key)
 							return info.Waiters == len(m.locks[key].waiters)
 						})

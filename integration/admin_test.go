@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/zerotal/lock/internal/loopback"
+	"github.com/zerotal/lock/internal/poll"
 )
 
 // cli runs a lockcluster admin command against c and returns its status
@@ -56,7 +57,7 @@ func TestAdmin_StatusLocksJoinLeave(t *testing.T) {
 	n4.logPath = filepath.Join(t.TempDir(), "n4.log")
 	c.nodes = append(c.nodes, n4) // stopped and logged with the others
 	c.start(n4)
-	waitFor(t, 30*time.Second, func() bool {
+	poll.Until(t, 30*time.Second, "four nodes each listing four voters", func() bool {
 		_, out := cli(t, c, "status", "--json")
 		return strings.Count(out, `"suffrage": "voter"`) >= 4*4 // four nodes each list four voters
 	})
@@ -67,7 +68,7 @@ func TestAdmin_StatusLocksJoinLeave(t *testing.T) {
 	}
 	n4.stop(t)
 	c.nodes = c.nodes[:3]
-	waitFor(t, 30*time.Second, func() bool {
+	poll.Until(t, 30*time.Second, "status listing three voters", func() bool {
 		code, out := cli(t, c, "status")
 		return code == 0 && strings.Count(out, "voter") == 3
 	})
@@ -80,18 +81,6 @@ func TestAdmin_StatusLocksJoinLeave(t *testing.T) {
 	code, out = cli(t, c, "leave", "--id", "n5")
 	if code != 0 {
 		t.Fatalf("leave n5: exit %d\n%s", code, out)
-	}
-}
-
-// waitFor polls cond until it holds or timeout passes.
-func waitFor(t *testing.T, timeout time.Duration, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("condition not met within %v", timeout)
-		}
-		time.Sleep(100 * time.Millisecond)
 	}
 }
 

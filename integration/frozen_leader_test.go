@@ -13,6 +13,7 @@ import (
 
 	"github.com/zerotal/lock/client"
 	"github.com/zerotal/lock/drivers"
+	"github.com/zerotal/lock/internal/poll"
 )
 
 // What the frozen-leader test asks of clients with the default settings.
@@ -83,7 +84,7 @@ func TestCluster_FrozenLeaderStallsNoClient(t *testing.T) {
 		})
 	}
 	// Every worker has had a success: connections are up, the leader known.
-	waitFor(t, 15*time.Second, func() bool { return rec.workersOK() == workers })
+	poll.Until(t, 15*time.Second, "every worker to succeed", func() bool { return rec.workersOK() == workers })
 
 	baseFrom := time.Now()
 	sleepCtx(ctx, baseline) // the measuring window: the load runs meanwhile

@@ -15,6 +15,7 @@ import (
 
 	lock "github.com/zerotal/lock"
 	_ "github.com/zerotal/lock/drivers/cluster" // lock.Open of the "cluster" driver
+	"github.com/zerotal/lock/internal/poll"
 	"github.com/zerotal/lock/internal/syncbuf"
 )
 
@@ -95,7 +96,7 @@ func TestKeyNames_OneLockThroughEveryEntryPoint(t *testing.T) {
 		}
 		done := make(chan error, 1)
 		go func() { done <- cmd.Wait() }()
-		waitFor(t, 30*time.Second, func() bool {
+		poll.Until(t, 30*time.Second, "the child to start", func() bool {
 			_, err := os.Stat(started)
 			return err == nil
 		})

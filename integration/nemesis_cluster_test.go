@@ -15,6 +15,7 @@ import (
 
 	"github.com/zerotal/lock/client"
 	"github.com/zerotal/lock/internal/loopback"
+	"github.com/zerotal/lock/internal/tcpproxy"
 )
 
 // faultsBuild is the lockcluster binary built with -tags faults, made
@@ -50,7 +51,7 @@ func faultsBinary(t *testing.T) string {
 type faultCluster struct {
 	*testCluster
 	// links[i][j] carries node i's connections to node j (raft, http).
-	links     [3][3][]*linkProxy
+	links     [3][3][]*tcpproxy.Proxy
 	clockFile [3]string
 	// offset is each node's wall-clock offset, hours apart, for the whole
 	// run: only the origin of a new cluster's time comes from a wall
@@ -98,7 +99,7 @@ func newFaultCluster(t *testing.T) *faultCluster {
 				continue
 			}
 			for _, target := range []string{m.raftAddr, m.httpAddr} {
-				p, err := newLinkProxy(fmt.Sprintf("%s->%s", n.id, m.id), target)
+				p, err := tcpproxy.Start(target, tcpproxy.Blackhole)
 				if err != nil {
 					t.Fatal(err)
 				}

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"time"
+
+	"github.com/zerotal/lock/internal/tcpproxy"
 )
 
 // faultKind names one fault the nemesis injects.
@@ -218,7 +220,7 @@ func (n *nemesis) holdUntilFailover(ctx context.Context, old int, hold time.Dura
 // flapForwarding cuts and heals the followers' HTTP forwarding links to
 // leader l at random intervals for hold; they end healed.
 func (n *nemesis) flapForwarding(ctx context.Context, l int, hold time.Duration) {
-	var links []*linkProxy
+	var links []*tcpproxy.Proxy
 	for _, f := range others(l) {
 		links = append(links, n.c.links[f][l][1]) // [0] is raft, [1] HTTP
 	}

@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/zerotal/lock/client"
+	"github.com/zerotal/lock/internal/poll"
 	"github.com/zerotal/lock/internal/syncbuf"
 )
 
@@ -87,16 +89,14 @@ func TestRun_EndToEnd(t *testing.T) {
 			done <- result{code, stdout, stderr}
 		}()
 		// Release once the run is queued behind the holder.
-		deadline := time.Now().Add(20 * time.Second)
-		for {
-			info, found, err := cl.Get(ctx, "queue")
-			if err == nil && found && info.Waiters > 0 {
-				break
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("run never queued: %+v found=%v err=%v", info, found, err)
-			}
-			time.Sleep(20 * time.Millisecond)
+		var info client.LockInfo
+		var found bool
+		var err error
+		if !poll.Wait(20*time.Second, func() bool {
+			info, found, err = cl.Get(ctx, "queue")
+			return err == nil && found && info.Waiters > 0
+		}) {
+			t.Fatalf("run never queued: %+v found=%v err=%v", info, found, err)
 		}
 		if rel, err := cl.Release(ctx, "queue", "first"); err != nil || !rel {
 			t.Fatalf("release: %v %v", rel, err)
@@ -119,15 +119,11 @@ func TestRun_EndToEnd(t *testing.T) {
 			code, _, stderr := lockRun(t, ctx, c, "--key", "doomed", "--ttl", "3s", "--grace", "1s", "--", "sleep", "60")
 			done <- result{code, stderr, time.Since(start)}
 		}()
-		deadline := time.Now().Add(20 * time.Second)
-		for {
-			if _, found, err := cl.Get(ctx, "doomed"); err == nil && found {
-				break
-			}
-			if time.Now().After(deadline) {
-				t.Fatal("run never took the lock")
-			}
-			time.Sleep(20 * time.Millisecond)
+		if !poll.Wait(20*time.Second, func() bool {
+			_, found, err := cl.Get(ctx, "doomed")
+			return err == nil && found
+		}) {
+			t.Fatal("run never took the lock")
 		}
 		if err := cl.ForceRelease(ctx, "doomed"); err != nil {
 			t.Fatal(err)

@@ -9,6 +9,8 @@ import (
 	"syscall"
 	"text/tabwriter"
 	"time"
+
+	"github.com/zerotal/lock/bench/load"
 )
 
 // targets are the ratios lockcluster must reach against etcd.
@@ -88,29 +90,29 @@ func benchMain(ctx context.Context, duration, warmup time.Duration, etcdBin, rep
 				fmt.Fprintf(os.Stderr, "%s %s: %v\n", sc.name, sys.name, err)
 				return 1
 			}
-			if r.firstErr != nil {
-				fmt.Fprintf(os.Stderr, "%s %s: %d errors, first: %v\n", sc.name, sys.name, r.errors, r.firstErr)
+			if r.FirstErr != nil {
+				fmt.Fprintf(os.Stderr, "%s %s: %d errors, first: %v\n", sc.name, sys.name, r.Errors, r.FirstErr)
 			}
 			ratio, target := "", ""
 			if sys.name == "etcd" {
-				base = r.perSecond()
+				base = r.PerSecond()
 			} else if base > 0 {
-				x := r.perSecond() / base
+				x := r.PerSecond() / base
 				ratio = fmt.Sprintf("%.1fx", x)
 				want := targets[sc.name]
 				ok := x >= want
 				cond := fmt.Sprintf(">= %.0fx", want)
 				if sc.name == "hot" {
-					ok = ok && percentile(r.acquire, 50) <= 10*time.Millisecond
+					ok = ok && load.Percentile(r.Acquire, 50) <= 10*time.Millisecond
 					cond += ", p50 <= 10ms"
 				}
 				target = cond + map[bool]string{true: " ok", false: " MISSED"}[ok]
 				failed = failed || !ok
 			}
-			fmt.Fprintf(os.Stderr, "%s %s: %.0f cycles/s\n", sc.name, sys.name, r.perSecond())
-			fmt.Fprintf(tw, "%s\t%s\t%.0f\t%s\t%s\t%s\t%s\t%d\t%s\t%s\t\n", sc.name, sys.name, r.perSecond(),
-				fmtDur(percentile(r.acquire, 50)), fmtDur(percentile(r.acquire, 99)),
-				fmtDur(percentile(r.release, 50)), fmtDur(percentile(r.release, 99)), r.errors, ratio, target)
+			fmt.Fprintf(os.Stderr, "%s %s: %.0f cycles/s\n", sc.name, sys.name, r.PerSecond())
+			fmt.Fprintf(tw, "%s\t%s\t%.0f\t%s\t%s\t%s\t%s\t%d\t%s\t%s\t\n", sc.name, sys.name, r.PerSecond(),
+				fmtDur(load.Percentile(r.Acquire, 50)), fmtDur(load.Percentile(r.Acquire, 99)),
+				fmtDur(load.Percentile(r.Release, 50)), fmtDur(load.Percentile(r.Release, 99)), r.Errors, ratio, target)
 		}
 	}
 	_ = tw.Flush()

@@ -3,9 +3,9 @@ package main
 import (
 	"context"
 	"fmt"
-	"slices"
-	"sync"
 	"time"
+
+	"github.com/zerotal/lock/bench/load"
 )
 
 // locker is one system under test.
@@ -34,22 +34,10 @@ var scenarios = []scenario{
 	{"serial", 1, func(int) string { return "serial" }},
 }
 
-// result is what one scenario measured on one system.
-type result struct {
-	cycles   int
-	errors   int
-	elapsed  time.Duration
-	acquire  []time.Duration
-	release  []time.Duration
-	firstErr error
-}
-
-func (r result) perSecond() float64 { return float64(r.cycles) / r.elapsed.Seconds() }
-
 // run drives sc on l for warmup+duration and records the cycles that
-// started after the warm-up and ended before the end. Every loop is
-// bounded by the deadline.
-func run(ctx context.Context, l locker, sc scenario, warmup, duration time.Duration) (result, error) {
+// started after the warm-up and ended before the end (load.Run). Every
+// loop is bounded by the deadline.
+func run(ctx context.Context, l locker, sc scenario, warmup, duration time.Duration) (load.Result, error) {
 	ws := make([]workerLocker, sc.workers)
 	for i := range ws {
 		w, err := l.newWorker(ctx)
@@ -57,7 +45,7 @@ func run(ctx context.Context, l locker, sc scenario, warmup, duration time.Durat
 			for _, w := range ws[:i] {
 				w.close()
 			}
-			return result{}, err
+			return load.Result{}, err
 		}
 		ws[i] = w
 	}
@@ -66,74 +54,10 @@ func run(ctx context.Context, l locker, sc scenario, warmup, duration time.Durat
 			w.close()
 		}
 	}()
-	start := time.Now()
-	from, end := start.Add(warmup), start.Add(warmup+duration)
-	ctx, cancel := context.WithDeadline(ctx, end)
-	defer cancel()
-
-	var mu sync.Mutex
-	var total result
-	var wg sync.WaitGroup
-	for i, w := range ws {
-		wg.Go(func() {
-			key := sc.keyFor(i)
-			var r result
-			for ctx.Err() == nil {
-				t0 := time.Now()
-				release, err := w.acquire(ctx, key)
-				t1 := time.Now()
-				if err != nil {
-					if ctx.Err() == nil {
-						r.errors++
-						if r.firstErr == nil {
-							r.firstErr = err
-						}
-					}
-					continue
-				}
-				// The last cycle still releases after the deadline.
-				rctx, rcancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
-				err = release(rctx)
-				rcancel()
-				t2 := time.Now()
-				if err != nil {
-					r.errors++
-					if r.firstErr == nil {
-						r.firstErr = err
-					}
-					continue
-				}
-				if t0.After(from) && t2.Before(end) {
-					r.cycles++
-					r.acquire = append(r.acquire, t1.Sub(t0))
-					r.release = append(r.release, t2.Sub(t1))
-				}
-			}
-			mu.Lock()
-			defer mu.Unlock()
-			total.cycles += r.cycles
-			total.errors += r.errors
-			total.acquire = append(total.acquire, r.acquire...)
-			total.release = append(total.release, r.release...)
-			if total.firstErr == nil {
-				total.firstErr = r.firstErr
-			}
-		})
-	}
-	wg.Wait()
-	total.elapsed = duration
-	slices.Sort(total.acquire)
-	slices.Sort(total.release)
-	return total, nil
-}
-
-// percentile returns the p-th percentile (nearest rank) of sorted ds.
-func percentile(ds []time.Duration, p float64) time.Duration {
-	if len(ds) == 0 {
-		return 0
-	}
-	i := int(float64(len(ds))*p/100+0.5) - 1
-	return ds[min(max(i, 0), len(ds)-1)]
+	o := load.Options{Workers: sc.workers, Warmup: warmup, Duration: duration}
+	return load.Run(ctx, o, func(ctx context.Context, i int) (func(context.Context) error, error) {
+		return ws[i].acquire(ctx, sc.keyFor(i))
+	}), nil
 }
 
 func fmtDur(d time.Duration) string {

@@ -5,13 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"slices"
-	"sync"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/zerotal/lock"
+	"github.com/zerotal/lock/bench/load"
 )
 
 const benchExamples = `  # 32 workers on distinct keys against a running cluster, 10 s
@@ -25,16 +24,6 @@ const benchExamples = `  # 32 workers on distinct keys against a running cluster
   lockcluster bench --driver sqlite --sqlite-path /tmp/bench.db`
 
 const benchNotes = `One operation = one successful acquire (waiting until the key is granted) then one release.`
-
-// benchResult is what one bench run measured.
-type benchResult struct {
-	cycles   int
-	errors   int
-	elapsed  time.Duration
-	acquire  []time.Duration
-	release  []time.Duration
-	firstErr error
-}
 
 // benchOptions are bench's flags.
 type benchOptions struct {
@@ -86,101 +75,39 @@ func runBench(ctx context.Context, e *env, o *benchOptions) error {
 		cfg.Driver, o.workers, nkeys, formatDuration(o.duration), formatDuration(o.warmup), formatDuration(o.ttl))
 	res := benchRun(ctx, m, o.workers, nkeys, o.warmup, o.duration, o.ttl)
 	printBench(e.stdout, res)
-	if res.firstErr != nil {
-		fmt.Fprintf(e.stderr, "lockcluster bench: first error: %s\n", describe(res.firstErr))
+	if res.FirstErr != nil {
+		fmt.Fprintf(e.stderr, "lockcluster bench: first error: %s\n", describe(res.FirstErr))
 	}
-	if res.cycles == 0 {
+	if res.Cycles == 0 {
 		return exitStatus(exitFailure)
 	}
 	return nil
 }
 
-// benchRun runs workers for warmup+duration and records the cycles that
-// started after the warm-up.
-func benchRun(ctx context.Context, m *lock.Manager, workers, nkeys int, warmup, duration, ttl time.Duration) benchResult {
-	start := time.Now()
-	measureFrom := start.Add(warmup)
-	end := measureFrom.Add(duration)
-	ctx, cancel := context.WithDeadline(ctx, end)
-	defer cancel()
-
-	var mu sync.Mutex
-	var total benchResult
-	var wg sync.WaitGroup
-	for w := range workers {
-		wg.Go(func() {
-			key := fmt.Sprintf("bench:%d", w%nkeys)
-			var r benchResult
-			for ctx.Err() == nil {
-				left := time.Until(end)
-				if left <= 0 {
-					break
-				}
-				l := m.Make(key, ttl)
-				t0 := time.Now()
-				err := l.Block(ctx, left)
-				t1 := time.Now()
-				if err != nil {
-					if ctx.Err() == nil && !errors.Is(err, lock.ErrNotAcquired) {
-						r.errors++
-						if r.firstErr == nil {
-							r.firstErr = err
-						}
-					}
-					continue
-				}
-				// Release on a context of its own: the last cycle still frees its key.
-				rctx, rcancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
-				err = l.Release(rctx)
-				rcancel()
-				t2 := time.Now()
-				if err != nil {
-					r.errors++
-					if r.firstErr == nil {
-						r.firstErr = err
-					}
-					continue
-				}
-				if t0.After(measureFrom) && t2.Before(end) {
-					r.cycles++
-					r.acquire = append(r.acquire, t1.Sub(t0))
-					r.release = append(r.release, t2.Sub(t1))
-				}
-			}
-			mu.Lock()
-			total.cycles += r.cycles
-			total.errors += r.errors
-			total.acquire = append(total.acquire, r.acquire...)
-			total.release = append(total.release, r.release...)
-			if total.firstErr == nil {
-				total.firstErr = r.firstErr
-			}
-			mu.Unlock()
-		})
+// benchRun runs workers for warmup+duration, each on key bench:<worker
+// mod nkeys>, and records the cycles that started after the warm-up.
+func benchRun(ctx context.Context, m *lock.Manager, workers, nkeys int, warmup, duration, ttl time.Duration) load.Result {
+	keys := make([]string, workers)
+	for w := range keys {
+		keys[w] = fmt.Sprintf("bench:%d", w%nkeys)
 	}
-	wg.Wait()
-	total.elapsed = duration
-	if now := time.Now(); now.Before(end) { // cut short by the caller
-		total.elapsed = max(now.Sub(measureFrom), time.Millisecond)
-	}
-	return total
+	o := load.Options{Workers: workers, Warmup: warmup, Duration: duration,
+		Ignore: func(err error) bool { return errors.Is(err, lock.ErrNotAcquired) }}
+	return load.Run(ctx, o, func(ctx context.Context, w int) (func(context.Context) error, error) {
+		l := m.Make(keys[w], ttl)
+		end, _ := ctx.Deadline()
+		if err := l.Block(ctx, time.Until(end)); err != nil {
+			return nil, err
+		}
+		return l.Release, nil
+	})
 }
 
-func printBench(w io.Writer, r benchResult) {
-	fmt.Fprintf(w, "cycles    %d in %s = %.1f/s\n", r.cycles, r.elapsed.Round(time.Millisecond), float64(r.cycles)/r.elapsed.Seconds())
-	fmt.Fprintf(w, "acquire   p50 %s  p99 %s\n", fmtDur(percentile(r.acquire, 50)), fmtDur(percentile(r.acquire, 99)))
-	fmt.Fprintf(w, "release   p50 %s  p99 %s\n", fmtDur(percentile(r.release, 50)), fmtDur(percentile(r.release, 99)))
-	fmt.Fprintf(w, "errors    %d\n", r.errors)
-}
-
-// percentile returns the p-th percentile (nearest rank) of ds; it sorts ds.
-func percentile(ds []time.Duration, p float64) time.Duration {
-	if len(ds) == 0 {
-		return 0
-	}
-	slices.Sort(ds)
-	i := int(float64(len(ds))*p/100+0.5) - 1
-	return ds[min(max(i, 0), len(ds)-1)]
+func printBench(w io.Writer, r load.Result) {
+	fmt.Fprintf(w, "cycles    %d in %s = %.1f/s\n", r.Cycles, r.Elapsed.Round(time.Millisecond), r.PerSecond())
+	fmt.Fprintf(w, "acquire   p50 %s  p99 %s\n", fmtDur(load.Percentile(r.Acquire, 50)), fmtDur(load.Percentile(r.Acquire, 99)))
+	fmt.Fprintf(w, "release   p50 %s  p99 %s\n", fmtDur(load.Percentile(r.Release, 50)), fmtDur(load.Percentile(r.Release, 99)))
+	fmt.Fprintf(w, "errors    %d\n", r.Errors)
 }
 
 func fmtDur(d time.Duration) string {

@@ -6,7 +6,9 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/zerotal/lock/internal/poll"
 	"github.com/zerotal/lock/internal/syncbuf"
 )
 
@@ -165,7 +167,7 @@ func TestRun_StopsTheCommandWhenCancelled(t *testing.T) {
 			"sh", "-c", `trap 'echo got-term; exit 9' TERM; echo ready; while :; do sleep 0.05; done`)
 		done <- dispatch(ctx, e, args)
 	}()
-	waitUntil(t, func() bool { return strings.Contains(out.String(), "ready") })
+	poll.Until(t, 10*time.Second, `"ready" in the output`, func() bool { return strings.Contains(out.String(), "ready") })
 	cancel()
 	code := <-done
 	if code != 9 {
@@ -183,22 +185,5 @@ func TestBench_MemoryDriverShortRun(t *testing.T) {
 		if !strings.Contains(stdout, want) {
 			t.Errorf("bench output lacks %q:\n%s", want, stdout)
 		}
-	}
-}
-
-func TestPercentile(t *testing.T) {
-	ds := []int{5, 1, 4, 2, 3, 10, 9, 8, 7, 6}
-	var durs []timeDuration
-	for _, d := range ds {
-		durs = append(durs, timeDuration(d))
-	}
-	if got := percentile(durs, 50); got != 5 {
-		t.Fatalf("p50 = %d, want 5", got)
-	}
-	if got := percentile(durs, 99); got != 10 {
-		t.Fatalf("p99 = %d, want 10", got)
-	}
-	if got := percentile(nil, 50); got != 0 {
-		t.Fatalf("p50 of nothing = %d", got)
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/zerotal/lock/internal/loopback"
+	"github.com/zerotal/lock/internal/poll"
 )
 
 // These tests run lockcluster against a real agent process.
@@ -24,16 +25,15 @@ func startAgent(t *testing.T, token string) string {
 	startProc(t, []string{"LOCKCLUSTER_TOKEN=" + token}, "agent", "--id", "n1", "--data-dir", t.TempDir(),
 		"--raft-addr", raftAddr, "--http-addr", httpAddr, "--log-level", "warn")
 	vars := map[string]string{"LOCKCLUSTER_ENDPOINTS": httpAddr, "LOCKCLUSTER_TOKEN": token}
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		code, _, stderr := runCLI(t, vars, "status", "--timeout", "2s")
-		if code == exitOK {
-			return httpAddr
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the agent has no leader after 30s: exit %d, %s", code, stderr)
-		}
+	var code int
+	var stderr string
+	if !poll.Wait(30*time.Second, func() bool {
+		code, _, stderr = runCLI(t, vars, "status", "--timeout", "2s")
+		return code == exitOK
+	}) {
+		t.Fatalf("the agent has no leader after 30s: exit %d, %s", code, stderr)
 	}
+	return httpAddr
 }
 
 // A cluster that refuses the token: every command says "authentication
@@ -114,7 +114,7 @@ func TestCLI_NoQuorumSaysNoLeader(t *testing.T) {
 		"--bootstrap", strings.Join(peers, ","), "--log-level", "off")
 	env := []string{"LOCKCLUSTER_ENDPOINTS=" + strings.Join(addrs, ",")}
 	// Wait until n1 answers (as a candidate).
-	waitUntil(t, func() bool {
+	poll.Until(t, 10*time.Second, "status to list n1", func() bool {
 		_, stdout, _ := runCLI(t, map[string]string{"LOCKCLUSTER_ENDPOINTS": addrs[0]}, "status", "--timeout", "1s")
 		return strings.Contains(stdout, "n1")
 	})
@@ -144,7 +144,7 @@ func TestDev_InterruptIsAQuietCleanStop(t *testing.T) {
 	var p *proc
 	for range 3 {
 		p = startProc(t, nil, "dev", "--base-port", "0", "--data-dir", t.TempDir())
-		waitUntil(t, func() bool {
+		poll.Until(t, 10*time.Second, "the cluster to start or exit", func() bool {
 			return p.exited() || strings.Contains(p.stdout.String(), "Ctrl-C stops all three nodes.")
 		})
 		// A free port picked by --base-port 0 can be taken by another
@@ -196,7 +196,7 @@ func TestAgent_RaftAdvertise(t *testing.T) {
 		"--raft-advertise", advertised, "--http-addr", httpAddr, "--log-level", "off")
 	vars := map[string]string{"LOCKCLUSTER_ENDPOINTS": httpAddr}
 	var stdout string
-	waitUntil(t, func() bool {
+	poll.Until(t, 10*time.Second, "status to succeed", func() bool {
 		var code int
 		code, stdout, _ = runCLI(t, vars, "status", "--json", "--timeout", "2s")
 		return code == exitOK

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/zerotal/lock"
+	"github.com/zerotal/lock/internal/poll"
 )
 
 // These tests run "lockcluster run" as a real process (this test binary
@@ -89,7 +90,7 @@ func (p *runProc) wait(t *testing.T) int {
 func readPID(t *testing.T, file string) int {
 	t.Helper()
 	var pid int
-	waitUntil(t, func() bool {
+	poll.Until(t, 10*time.Second, "a PID in "+file, func() bool {
 		b, err := os.ReadFile(file)
 		if err != nil || !strings.HasSuffix(string(b), "\n") {
 			return false
@@ -377,7 +378,7 @@ while :; do sleep 0.05; done
 	if err := p.cmd.Process.Signal(syscall.SIGTSTP); err != nil {
 		t.Fatal(err)
 	}
-	waitUntil(t, func() bool { return state(pid) == "T" })
+	poll.Until(t, 10*time.Second, "the child to be stopped", func() bool { return state(pid) == "T" })
 	if s := state(p.cmd.Process.Pid); s == "T" || s == "" {
 		t.Fatalf("run itself is in state %q after SIGTSTP; it must keep running to keep the lock", s)
 	}

@@ -8,6 +8,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/zerotal/lock/internal/poll"
 )
 
 // These tests run "lockcluster run" as a real process on a SQLite file
@@ -36,7 +38,7 @@ func heldSQLite(t *testing.T, key string, ttl time.Duration) (args []string, rel
 func TestRun_WaitsForTheLockByDefault(t *testing.T) {
 	db, release := heldSQLite(t, "k", time.Minute)
 	p := startProc(t, nil, append(append([]string{"run", "--key", "k"}, db...), "--", "echo", "ran")...)
-	waitUntil(t, func() bool { return strings.Contains(p.stderr.String(), `"k" is held by another owner; waiting`) })
+	poll.Until(t, 10*time.Second, "run to report it is waiting", func() bool { return strings.Contains(p.stderr.String(), `"k" is held by another owner; waiting`) })
 	if p.exited() || strings.Contains(p.stdout.String(), "ran") {
 		t.Fatalf("run did not wait: exited %v, stdout %q", p.exited(), p.stdout)
 	}
@@ -98,7 +100,7 @@ func TestRun_HoldsWithoutACommand(t *testing.T) {
 			db := filepath.Join(t.TempDir(), "locks.db")
 			const ttl = 900 * time.Millisecond
 			p := startProc(t, nil, "run", "--key", "maint", "--ttl", "900ms", "--driver", "sqlite", "--sqlite-path", db)
-			waitUntil(t, func() bool { return strings.HasSuffix(p.stdout.String(), "\n") })
+			poll.Until(t, 10*time.Second, "run's line on stdout", func() bool { return strings.HasSuffix(p.stdout.String(), "\n") })
 			held := time.Now()
 			line := p.stdout.String()
 			if !strings.HasPrefix(line, "key=maint owner=") || !strings.Contains(line, " fence=1\n") {
@@ -108,7 +110,7 @@ func TestRun_HoldsWithoutACommand(t *testing.T) {
 			m := openSQLite(t, db)
 			other := m.Make("maint", time.Minute)
 			// Past the TTL, the lock is still held: run refreshes it.
-			waitUntil(t, func() bool { return time.Since(held) > ttl+300*time.Millisecond })
+			poll.Until(t, 10*time.Second, "the TTL and a margin to pass", func() bool { return time.Since(held) > ttl+300*time.Millisecond })
 			if ok, err := other.Acquire(t.Context()); err != nil || ok {
 				t.Fatalf("another handle took the lock run holds: %v %v", ok, err)
 			}
@@ -135,7 +137,7 @@ func TestRun_HoldsWithoutACommand(t *testing.T) {
 func TestRun_HoldEndsWhenTheLockIsLost(t *testing.T) {
 	db := filepath.Join(t.TempDir(), "locks.db")
 	p := startProc(t, nil, "run", "--key", "maint", "--ttl", "3s", "--driver", "sqlite", "--sqlite-path", db)
-	waitUntil(t, func() bool { return strings.HasSuffix(p.stdout.String(), "\n") })
+	poll.Until(t, 10*time.Second, "run's line on stdout", func() bool { return strings.HasSuffix(p.stdout.String(), "\n") })
 	m := openSQLite(t, db)
 	if err := m.Make("maint", time.Second).ForceRelease(t.Context()); err != nil {
 		t.Fatal(err)

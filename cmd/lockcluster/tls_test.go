@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/zerotal/lock/internal/loopback"
+	"github.com/zerotal/lock/internal/poll"
 	"github.com/zerotal/lock/internal/syncbuf"
 	"github.com/zerotal/lock/internal/testtls"
 )
@@ -81,13 +82,10 @@ func TestAgent_TLSProcess(t *testing.T) {
 	}
 	var code int
 	var stdout, stderr string
-	deadline := time.Now().Add(20 * time.Second)
-	for {
+	poll.Wait(20*time.Second, func() bool {
 		code, stdout, stderr = runCLI(t, vars, "status", "--timeout", "2s")
-		if code == exitOK && strings.Contains(stdout, " leader ") || time.Now().After(deadline) {
-			break
-		}
-	}
+		return code == exitOK && strings.Contains(stdout, " leader ")
+	})
 	if code != exitOK || !strings.Contains(stdout, " leader ") {
 		t.Fatalf("status over mutual TLS: exit %d\nstdout %s\nstderr %s", code, stdout, stderr)
 	}
@@ -154,11 +152,7 @@ func TestAgent_RefusesDataDirOfAnotherCluster(t *testing.T) {
 
 func waitUntilOutput(t *testing.T, out *syncbuf.Buffer, s string) {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for !strings.Contains(out.String(), s) {
-		if time.Now().After(deadline) {
-			t.Fatalf("no %q in the agent's output:\n%s", s, out.String())
-		}
-		time.Sleep(10 * time.Millisecond) // polling the child's output
+	if !poll.Wait(20*time.Second, func() bool { return strings.Contains(out.String(), s) }) {
+		t.Fatalf("no %q in the agent's output:\n%s", s, out.String())
 	}
 }

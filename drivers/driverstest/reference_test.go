@@ -2,7 +2,8 @@ package driverstest_test
 
 import (
 	"context"
-	"sync"
+	"errors"
+	"slices"
 	"testing"
 	"time"
 
@@ -14,151 +15,99 @@ import (
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
-// refBackend is the simplest correct backend: a mutex and a map. It exists
-// to show that the suite passes a correct driver.
-type refBackend struct {
-	mu    sync.Mutex
-	locks map[string]refEntry
-	fence uint64
-}
+// refHarness opens handles on one Reference backend.
+type refHarness struct{ r *driverstest.Reference }
 
-type refEntry struct {
-	owner    string
-	fence    uint64
-	deadline time.Time
-}
+func (h refHarness) NewDriver(context.Context) (drivers.Driver, error) { return h.r.Handle(), nil }
 
-type refDriver struct {
-	b      *refBackend
-	mu     sync.Mutex
-	closed bool
-}
-
-func (d *refDriver) check(ctx context.Context) error {
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	if d.closed {
-		return drivers.ErrClosed
-	}
-	return nil
-}
-
-func (b *refBackend) live(key string, now time.Time) (refEntry, bool) {
-	e, ok := b.locks[key]
-	if ok && !now.Before(e.deadline) {
-		delete(b.locks, key)
-		return refEntry{}, false
-	}
-	return e, ok
-}
-
-func (d *refDriver) Acquire(ctx context.Context, key, owner string, ttl time.Duration) (uint64, bool, error) {
-	if err := d.check(ctx); err != nil {
-		return 0, false, err
-	}
-	b := d.b
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	now := time.Now()
-	e, held := b.live(key, now)
-	switch {
-	case held && e.owner != owner:
-		return 0, false, nil
-	case held:
-		e.deadline = now.Add(ttl)
-	default:
-		b.fence++
-		e = refEntry{owner: owner, fence: b.fence, deadline: now.Add(ttl)}
-	}
-	b.locks[key] = e
-	return e.fence, true, nil
-}
-
-func (d *refDriver) Release(ctx context.Context, key, owner string) (bool, error) {
-	if err := d.check(ctx); err != nil {
-		return false, err
-	}
-	b := d.b
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if e, held := b.live(key, time.Now()); held && e.owner == owner {
-		delete(b.locks, key)
-		return true, nil
-	}
-	return false, nil
-}
-
-func (d *refDriver) ForceRelease(ctx context.Context, key string) error {
-	if err := d.check(ctx); err != nil {
-		return err
-	}
-	d.b.mu.Lock()
-	defer d.b.mu.Unlock()
-	delete(d.b.locks, key)
-	return nil
-}
-
-func (d *refDriver) Exists(ctx context.Context, key string) (bool, error) {
-	if err := d.check(ctx); err != nil {
-		return false, err
-	}
-	d.b.mu.Lock()
-	defer d.b.mu.Unlock()
-	_, held := d.b.live(key, time.Now())
-	return held, nil
-}
-
-func (d *refDriver) Extend(ctx context.Context, key, owner string, ttl time.Duration) (bool, error) {
-	if err := d.check(ctx); err != nil {
-		return false, err
-	}
-	b := d.b
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	now := time.Now()
-	e, held := b.live(key, now)
-	if !held || e.owner != owner {
-		return false, nil
-	}
-	e.deadline = now.Add(ttl)
-	b.locks[key] = e
-	return true, nil
-}
-
-// AcquireWait polls: the reference is about correctness, not speed.
-func (d *refDriver) AcquireWait(ctx context.Context, key, owner string, ttl time.Duration, opts drivers.WaitOptions) (uint64, error) {
-	t := time.NewTicker(opts.RetryDelay)
-	defer t.Stop()
-	for {
-		fence, ok, err := d.Acquire(ctx, key, owner, ttl)
-		if err != nil || ok {
-			return fence, err
-		}
-		select {
-		case <-ctx.Done():
-			return 0, ctx.Err()
-		case <-t.C:
-		}
-	}
-}
-
-func (d *refDriver) Close() error {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	d.closed = true
-	return nil
-}
-
-type refHarness struct{ b *refBackend }
-
-func (h refHarness) NewDriver(context.Context) (drivers.Driver, error) {
-	return &refDriver{b: h.b}, nil
-}
-
+// The reference passes the suite, which shows that the suite passes a
+// correct driver.
 func TestReferenceDriverPassesSuite(t *testing.T) {
-	b := &refBackend{locks: map[string]refEntry{}}
-	driverstest.Run(t, func(t *testing.T) driverstest.Harness { return refHarness{b: b} })
+	r := driverstest.NewReference()
+	driverstest.Run(t, func(t *testing.T) driverstest.Harness { return refHarness{r: r} })
+}
+
+// faultyHarness opens handles on one Reference backend, each behind
+// Faulty with no fault set.
+type faultyHarness struct{ r *driverstest.Reference }
+
+func (h faultyHarness) NewDriver(context.Context) (drivers.Driver, error) {
+	d, _ := driverstest.Faulty(h.r.Handle())
+	return d, nil
+}
+
+// With no fault set, Faulty changes nothing: the suite passes through it.
+func TestFaultyWithoutFaultsPassesSuite(t *testing.T) {
+	r := driverstest.NewReference()
+	driverstest.Run(t, func(t *testing.T) driverstest.Harness { return faultyHarness{r: r} })
+}
+
+// plain hides the optional capabilities of a driver.
+type plain struct{ drivers.Driver }
+
+func TestFaulty_KeepsTheCapabilitiesOfTheDriver(t *testing.T) {
+	full, _ := driverstest.Faulty(driverstest.NewReference())
+	if _, ok := full.(drivers.Extender); !ok {
+		t.Error("Faulty(Reference) is no Extender")
+	}
+	if _, ok := full.(drivers.Waiter); !ok {
+		t.Error("Faulty(Reference) is no Waiter")
+	}
+	bare, _ := driverstest.Faulty(plain{driverstest.NewReference()})
+	if _, ok := bare.(drivers.Extender); ok {
+		t.Error("Faulty of a plain driver is an Extender")
+	}
+	if _, ok := bare.(drivers.Waiter); ok {
+		t.Error("Faulty of a plain driver is a Waiter")
+	}
+}
+
+func TestFaulty_FailLoseDelayAndCount(t *testing.T) {
+	ref := driverstest.NewReference()
+	d, f := driverstest.Faulty(ref)
+	ctx := t.Context()
+	errDown := errors.New("down")
+
+	f.Fail(errDown, driverstest.OpAcquire)
+	if _, _, err := d.Acquire(ctx, "a", "o", time.Minute); err != errDown {
+		t.Fatalf("failing Acquire = %v, want %v", err, errDown)
+	}
+	if _, _, held := ref.Held("a"); held {
+		t.Fatal("a failing Acquire reached the driver")
+	}
+	if _, err := d.Exists(ctx, "a"); err != nil {
+		t.Fatalf("Exists, not chosen to fail: %v", err)
+	}
+	f.Fail(nil)
+	if _, ok, err := d.Acquire(ctx, "a", "o", time.Minute); !ok || err != nil {
+		t.Fatalf("Acquire after the failure ended = %v, %v", ok, err)
+	}
+
+	f.Lose(errDown, driverstest.OpRelease)
+	if _, err := d.Release(ctx, "a", "o"); err != errDown {
+		t.Fatalf("Release with its answer lost = %v, want %v", err, errDown)
+	}
+	if _, _, held := ref.Held("a"); held {
+		t.Fatal("a Release whose answer was lost did not take effect")
+	}
+	f.Lose(nil)
+
+	f.Delay(driverstest.Forever, driverstest.OpExtend)
+	hctx, cancel := context.WithTimeout(ctx, 20*time.Millisecond)
+	_, err := d.(drivers.Extender).Extend(hctx, "a", "o", time.Minute)
+	cancel()
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("hanging Extend = %v, want its context's error", err)
+	}
+	f.Delay(0)
+
+	if n := f.Calls(driverstest.OpAcquire); n != 2 {
+		t.Errorf("Calls(OpAcquire) = %d, want 2", n)
+	}
+	if n := f.Calls(); n != 5 {
+		t.Errorf("Calls() = %d, want 5", n)
+	}
+	if keys := f.Keys(); !slices.Equal(keys, []string{"a", "a", "a", "a", "a"}) {
+		t.Errorf("Keys() = %q", keys)
+	}
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/zerotal/lock/drivers"
 	"github.com/zerotal/lock/drivers/redis"
 	"github.com/zerotal/lock/drivers/redis/redistest"
+	"github.com/zerotal/lock/internal/poll"
 )
 
 // open opens a driver on srv and closes it when the test ends.
@@ -62,7 +63,7 @@ func startWait(t *testing.T, ctx context.Context, d *redis.Driver, key, owner st
 		f, err := d.AcquireWait(ctx, key, owner, ttl, drivers.WaitOptions{})
 		done <- waitResult{fence: f, err: err, at: time.Now()}
 	}()
-	eventually(t, 10*time.Second, "waiter queued and subscribed", func() bool {
+	poll.Until(t, 10*time.Second, "waiter queued and subscribed", func() bool {
 		return redis.Waiters(d, key) > before && redis.Subscribed(d, key)
 	})
 	return done
@@ -77,20 +78,6 @@ func receive(t *testing.T, done <-chan waitResult, within time.Duration) waitRes
 	case <-time.After(within):
 		t.Fatalf("AcquireWait did not return within %v", within)
 		return waitResult{}
-	}
-}
-
-// eventually polls cond until it holds or the deadline passes.
-func eventually(t *testing.T, within time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(within)
-	tick := time.NewTicker(5 * time.Millisecond)
-	defer tick.Stop()
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not true within %v", what, within)
-		}
-		<-tick.C
 	}
 }
 

@@ -9,6 +9,7 @@ import (
 
 	"github.com/zerotal/lock/drivers/redis"
 	"github.com/zerotal/lock/drivers/redis/redistest"
+	"github.com/zerotal/lock/internal/poll"
 )
 
 // lockedBuffer is a log destination safe for the driver's goroutines.
@@ -48,7 +49,7 @@ func TestLogger_GoRedisMessagesGoThroughSlog(t *testing.T) {
 	if err == nil {
 		t.Fatal("Acquire on a stopped Redis succeeded")
 	}
-	eventually(t, 5*time.Second, "go-redis's dial failure in the driver's log", func() bool {
+	poll.Until(t, 5*time.Second, "go-redis's dial failure in the driver's log", func() bool {
 		return strings.Contains(buf.String(), "logger=go-redis")
 	})
 	if got := buf.String(); !strings.Contains(got, "level=WARN") || !strings.Contains(got, "failed to dial") {

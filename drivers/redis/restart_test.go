@@ -9,6 +9,7 @@ import (
 	"github.com/zerotal/lock/drivers"
 	"github.com/zerotal/lock/drivers/redis"
 	"github.com/zerotal/lock/drivers/redis/redistest"
+	"github.com/zerotal/lock/internal/poll"
 )
 
 // TestServerKilled_UnavailableThenRecovers kills the server under a driver
@@ -49,7 +50,7 @@ func TestServerKilled_UnavailableThenRecovers(t *testing.T) {
 
 	srv.Restart()
 	var extended bool
-	eventually(t, 10*time.Second, "driver reconnects", func() bool {
+	poll.Until(t, 10*time.Second, "driver reconnects", func() bool {
 		extended, err = d.Extend(ctx, key, owner, time.Hour)
 		return err == nil
 	})
@@ -127,7 +128,7 @@ func TestFenceSurvivesExpiry(t *testing.T) {
 	d := open(t, srv)
 	key := newKey("fence-expiry")
 	f1 := mustAcquire(t, d, key, token(), 50*time.Millisecond)
-	eventually(t, 5*time.Second, "lock expires", func() bool {
+	poll.Until(t, 5*time.Second, "lock expires", func() bool {
 		held, err := d.Exists(t.Context(), key)
 		return err == nil && !held
 	})

@@ -10,6 +10,7 @@ import (
 	"github.com/zerotal/lock/drivers"
 	"github.com/zerotal/lock/drivers/redis"
 	"github.com/zerotal/lock/drivers/redis/redistest"
+	"github.com/zerotal/lock/internal/poll"
 )
 
 // noPoll makes the fallback poll too slow to matter within a test, so a
@@ -202,7 +203,7 @@ func TestAcquireWait_LocalWaitersInArrivalOrder(t *testing.T) {
 				t.Errorf("waiter %d release: %v, %v", i, ok, err)
 			}
 		}()
-		eventually(t, 10*time.Second, "waiter queued", func() bool { return redis.Waiters(d, key) > before })
+		poll.Until(t, 10*time.Second, "waiter queued", func() bool { return redis.Waiters(d, key) > before })
 	}
 	if ok, err := d.Release(t.Context(), key, first); !ok || err != nil {
 		t.Fatalf("Release: %v, %v", ok, err)
@@ -245,7 +246,7 @@ func TestAcquireWait_OtherProcessesAreNotShutOut(t *testing.T) {
 		}()
 	}
 	defer func() { stop(); wg.Wait() }()
-	eventually(t, 10*time.Second, "busy driver has waiters", func() bool { return redis.Waiters(busy, key) > 0 })
+	poll.Until(t, 10*time.Second, "busy driver has waiters", func() bool { return redis.Waiters(busy, key) > 0 })
 
 	start := time.Now()
 	fence, err := other.AcquireWait(ctxWithin(t, 5*time.Second), key, token(), time.Hour, drivers.WaitOptions{})

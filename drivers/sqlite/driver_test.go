@@ -9,19 +9,8 @@ import (
 
 	"github.com/zerotal/lock/drivers"
 	"github.com/zerotal/lock/drivers/sqlite"
+	"github.com/zerotal/lock/internal/poll"
 )
-
-// waitUntil polls cond until it holds, failing the test after within.
-func waitUntil(t *testing.T, within time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(within)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not true within %v", what, within)
-		}
-		time.Sleep(2 * time.Millisecond) // polling interval, not synchronisation
-	}
-}
 
 func TestDriver_BusyDatabaseIsRetriedThenUnavailable(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "locks.db")
@@ -81,7 +70,7 @@ func TestDriver_SameOwnerAfterExpiryIsANewGrant(t *testing.T) {
 	if err != nil || !ok {
 		t.Fatalf("Acquire = %v, %v", ok, err)
 	}
-	waitUntil(t, 5*time.Second, "lock expired", func() bool {
+	poll.Until(t, 5*time.Second, "lock expired", func() bool {
 		held, err := d.Exists(ctx, "k")
 		return err == nil && !held
 	})
@@ -104,7 +93,7 @@ func TestDriver_ReleaseOfExpiredLockIsFalseAndClearsTheRow(t *testing.T) {
 	if _, ok, err := d.Acquire(ctx, "k", "o", 10*time.Millisecond); err != nil || !ok {
 		t.Fatalf("Acquire = %v, %v", ok, err)
 	}
-	waitUntil(t, 5*time.Second, "lock expired", func() bool {
+	poll.Until(t, 5*time.Second, "lock expired", func() bool {
 		held, err := d.Exists(ctx, "k")
 		return err == nil && !held
 	})
@@ -138,7 +127,7 @@ func TestDriver_NewHandleSweepsExpiredRows(t *testing.T) {
 		}
 		return n
 	}
-	waitUntil(t, 5*time.Second, "short locks expired", func() bool {
+	poll.Until(t, 5*time.Second, "short locks expired", func() bool {
 		held, err := a.Exists(ctx, "dead-2")
 		return err == nil && !held
 	})

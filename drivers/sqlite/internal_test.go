@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/zerotal/lock/drivers"
+	"github.com/zerotal/lock/internal/poll"
 )
 
 func TestJitter_StaysWithinHalfAndWhole(t *testing.T) {
@@ -102,12 +103,8 @@ func TestDriver_WaitersOfOneHandleAreServedInArrivalOrder(t *testing.T) {
 			errs <- err
 		}()
 		// Let waiter i line up before waiter i+1 arrives.
-		deadline := time.Now().Add(10 * time.Second)
-		for d.queues.waiting("k") != i+1 {
-			if time.Now().After(deadline) {
-				t.Fatalf("waiter %d never lined up", i)
-			}
-			time.Sleep(time.Millisecond) // polling interval, not synchronisation
+		if !poll.Wait(10*time.Second, func() bool { return d.queues.waiting("k") == i+1 }) {
+			t.Fatalf("waiter %d never lined up", i)
 		}
 	}
 	if _, err := d.Release(ctx, "k", "holder"); err != nil {
@@ -147,12 +144,8 @@ func TestDriver_PollerStopsWhenIdleAndOnClose(t *testing.T) {
 	if !running() {
 		t.Fatal("no poller after a wait")
 	}
-	deadline := time.Now().Add(10 * time.Second)
-	for running() {
-		if time.Now().After(deadline) {
-			t.Fatal("poller still running long after the last waiter left")
-		}
-		time.Sleep(20 * time.Millisecond) // polling interval, not synchronisation
+	if !poll.Wait(10*time.Second, func() bool { return !running() }) {
+		t.Fatal("poller still running long after the last waiter left")
 	}
 	// A new wait restarts it; Close stops it (goleak checks the goroutine).
 	if _, err := d.AcquireWait(ctx, "k2", "waiter", time.Minute, drivers.WaitOptions{}); err != nil {
@@ -200,12 +193,8 @@ func TestDriver_CloseWakesWaiters(t *testing.T) {
 			done <- err
 		}()
 	}
-	deadline := time.Now().Add(10 * time.Second)
-	for d.queues.waiting("k") != 2 {
-		if time.Now().After(deadline) {
-			t.Fatal("waiters never lined up")
-		}
-		time.Sleep(time.Millisecond) // polling interval, not synchronisation
+	if !poll.Wait(10*time.Second, func() bool { return d.queues.waiting("k") == 2 }) {
+		t.Fatal("waiters never lined up")
 	}
 	if err := d.Close(); err != nil {
 		t.Fatal(err)

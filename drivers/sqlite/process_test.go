@@ -14,6 +14,7 @@ import (
 
 	"github.com/zerotal/lock/drivers"
 	"github.com/zerotal/lock/drivers/sqlite"
+	"github.com/zerotal/lock/internal/poll"
 )
 
 // hold is one journal line: a critical section as its process saw it.
@@ -189,12 +190,8 @@ func TestProcesses_HammerSurvivesAKilledProcess(t *testing.T) {
 		survivors = append(survivors, startChild(t, helperCmd(t, "hammer", hammerEnv(path, journal, 2, 3, 40, ttl)...)))
 	}
 	// Kill the victim once it has done some work, most likely holding a key.
-	deadline := time.Now().Add(60 * time.Second)
-	for victimHolds(t, journal, victim.pid()) < 20 {
-		if time.Now().After(deadline) {
-			t.Fatalf("victim made fewer than 20 holds in 60s; stderr:\n%s", victim.stderr.String())
-		}
-		time.Sleep(10 * time.Millisecond) // polling interval, not synchronisation
+	if !poll.Wait(60*time.Second, func() bool { return victimHolds(t, journal, victim.pid()) >= 20 }) {
+		t.Fatalf("victim made fewer than 20 holds in 60s; stderr:\n%s", victim.stderr.String())
 	}
 	victim.kill()
 	for _, c := range survivors {

@@ -1,4 +1,4 @@
-package integration
+package tcpproxy
 
 import (
 	"bufio"
@@ -56,11 +56,11 @@ func roundTrip(c net.Conn, d time.Duration) (string, error) {
 	return bufio.NewReader(c).ReadString('\n')
 }
 
-func TestLinkProxy_CutBlackholesAndHealRestores(t *testing.T) {
+func TestProxy_BlackholeCutBlackholesAndHealRestores(t *testing.T) {
 	// Registered first, so it runs after every other cleanup.
 	ignore := goleak.IgnoreCurrent()
 	t.Cleanup(func() { goleak.VerifyNone(t, ignore) })
-	p, err := newLinkProxy("a->b", echoServer(t))
+	p, err := Start(echoServer(t), Blackhole)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -104,5 +104,61 @@ func TestLinkProxy_CutBlackholesAndHealRestores(t *testing.T) {
 	defer again.Close()
 	if got, err := roundTrip(again, 5*time.Second); err != nil || got != "ping\n" {
 		t.Fatalf("after the heal: %q, %v", got, err)
+	}
+}
+
+func TestProxy_RefuseCutClosesAndHealRestores(t *testing.T) {
+	ignore := goleak.IgnoreCurrent()
+	t.Cleanup(func() { goleak.VerifyNone(t, ignore) })
+	target := echoServer(t)
+	p, err := Start(target, Refuse)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	if p.Target() != target {
+		t.Fatalf("Target() = %s, want %s", p.Target(), target)
+	}
+
+	live, err := net.Dial("tcp", p.Addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer live.Close()
+	if got, err := roundTrip(live, 5*time.Second); err != nil || got != "ping\n" {
+		t.Fatalf("through the proxy: %q, %v", got, err)
+	}
+	if n := p.Carried(); n != 1 {
+		t.Fatalf("Carried() = %d after one connection, want 1", n)
+	}
+
+	p.Cut()
+	if _, err := roundTrip(live, 5*time.Second); err == nil {
+		t.Fatal("a connection survived the cut")
+	}
+	// A new connection is closed at once, not left hanging.
+	refused, err := net.Dial("tcp", p.Addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer refused.Close()
+	if _, err := roundTrip(refused, 5*time.Second); err == nil || errors.Is(err, os.ErrDeadlineExceeded) {
+		t.Fatalf("a connection during the cut got %v, want closed", err)
+	}
+	if n := p.Carried(); n != 1 {
+		t.Fatalf("Carried() = %d after a refused connection, want still 1", n)
+	}
+
+	p.Heal()
+	again, err := net.Dial("tcp", p.Addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer again.Close()
+	if got, err := roundTrip(again, 5*time.Second); err != nil || got != "ping\n" {
+		t.Fatalf("after the heal: %q, %v", got, err)
+	}
+	if n := p.Carried(); n != 2 {
+		t.Fatalf("Carried() = %d after the heal, want 2", n)
 	}
 }
