@@ -237,20 +237,6 @@ func TestParseDuration(t *testing.T) {
 	}
 }
 
-// strip removes the layers' prefixes that the library's errors nest.
-func TestStrip(t *testing.T) {
-	for in, want := range map[string]string{
-		`lock: acquire "k": client: acquire: client: server answered 401 unauthorized: cluster: missing or wrong bearer token`: `acquire "k": acquire: server answered 401 unauthorized: missing or wrong bearer token`,
-		"client: list: client: list: x": "list: x",
-		"lock: invalid key: empty":      "invalid key: empty",
-		"plain":                         "plain",
-	} {
-		if got := strip(in); got != want {
-			t.Errorf("strip(%q) = %q, want %q", in, got, want)
-		}
-	}
-}
-
 // The shells' completion: a script per shell, and flag values completed.
 func TestCLI_Completion(t *testing.T) {
 	for _, shell := range []string{"bash", "zsh", "fish", "powershell"} {
