@@ -14,6 +14,7 @@ import (
 	"github.com/zerotal/lock/client"
 	"github.com/zerotal/lock/drivers"
 	"github.com/zerotal/lock/internal/cliexplain"
+	"github.com/zerotal/lock/internal/cliflags"
 )
 
 // oldEndpointFlags are the names --endpoints had: --addr on the admin
@@ -42,7 +43,7 @@ func (a *adminFlags) register(cmd *cobra.Command, table bool) {
 	if table {
 		fs.BoolVar(&a.json, "json", false, "print JSON instead of a table")
 	}
-	aliasFlags(cmd, oldEndpointFlags)
+	cliflags.Alias(cmd, oldEndpointFlags)
 	readsEnv(cmd, true)
 }
 
@@ -292,8 +293,8 @@ func newJoinCmd(e *env) *cobra.Command {
 	cmd.Flags().StringVar(&raftAddr, "raft-addr", "", "raft address of the node to add (required)")
 	// LOCKCLUSTER_ID and LOCKCLUSTER_RAFT_ADDR configure an agent: a shell
 	// set up for one must not make join act on it unasked.
-	noEnv(cmd, "id", "it names the node to act on")
-	noEnv(cmd, "raft-addr", "it names the node to act on")
+	cliflags.NoEnv(cmd, "id", "it names the node to act on")
+	cliflags.NoEnv(cmd, "raft-addr", "it names the node to act on")
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
 		if id == "" || raftAddr == "" {
 			return usagef("--id and --raft-addr are required")
@@ -327,7 +328,7 @@ func newLeaveCmd(e *env) *cobra.Command {
 	}
 	a.register(cmd, false)
 	cmd.Flags().StringVar(&id, "id", "", "id of the node to remove (required)")
-	noEnv(cmd, "id", "it names the node to act on")
+	cliflags.NoEnv(cmd, "id", "it names the node to act on")
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
 		if id == "" {
 			return usagef("--id is required")

@@ -23,6 +23,7 @@ import (
 	"syscall"
 
 	"github.com/zerotal/lock/internal/cliexplain"
+	"github.com/zerotal/lock/internal/cliflags"
 	"github.com/zerotal/lock/internal/supervise"
 )
 
@@ -81,7 +82,7 @@ func main() {
 // error a command returns is printed here, once, with the command's name.
 func dispatch(ctx context.Context, e *env, args []string) int {
 	root := newRootCmd(e)
-	root.SetArgs(singleDashFlags(root, args))
+	root.SetArgs(cliflags.SingleDash(root, args))
 	root.SetIn(e.stdin)
 	root.SetOut(e.stdout)
 	root.SetErr(e.stderr)

@@ -9,6 +9,7 @@ import (
 
 	"github.com/zerotal/lock"
 	"github.com/zerotal/lock/internal/cliexplain"
+	"github.com/zerotal/lock/internal/cliflags"
 )
 
 // driverFlags select and configure the backend of run and bench: the
@@ -34,7 +35,7 @@ func (d *driverFlags) register(cmd *cobra.Command, defDriver string) {
 	_ = cmd.RegisterFlagCompletionFunc("driver", func(*cobra.Command, []string, string) ([]cobra.Completion, cobra.ShellCompDirective) {
 		return []cobra.Completion{"cluster", "sqlite", "redis", "memory"}, cobra.ShellCompDirectiveNoFileComp
 	})
-	aliasFlags(cmd, oldEndpointFlags)
+	cliflags.Alias(cmd, oldEndpointFlags)
 	readsEnv(cmd, true)
 }
 

@@ -17,6 +17,7 @@ import (
 	"github.com/zerotal/lock"
 	"github.com/zerotal/lock/client"
 	"github.com/zerotal/lock/internal/cliexplain"
+	"github.com/zerotal/lock/internal/cliflags"
 	"github.com/zerotal/lock/internal/supervise"
 )
 
@@ -106,7 +107,7 @@ a command, it holds the lock until it is interrupted.`,
 	fs.BoolVar(&o.quiet, "quiet", false, "print nothing of lockcluster's own on stderr")
 	o.driverFlags.register(cmd, "cluster")
 	fs.Lookup("driver").Usage = "backend shared by the processes to keep apart: cluster, redis (URL from the variable\nREDIS_URL) or sqlite with --sqlite-path; memory is refused"
-	aliasFlags(cmd, map[string]string{"addr": "endpoints", "addrs": "endpoints", "wait": "timeout"})
+	cliflags.Alias(cmd, map[string]string{"addr": "endpoints", "addrs": "endpoints", "wait": "timeout"})
 	cmd.RunE = func(cmd *cobra.Command, args []string) error {
 		return runRun(cmd.Context(), e, cmd, &o, args)
 	}
@@ -260,13 +261,13 @@ func runRun(ctx context.Context, e *env, cmd *cobra.Command, o *runOptions, argv
 // source contradict each other; the command line wins over the
 // environment.
 func (o *runOptions) waitLimit(cmd *cobra.Command) (time.Duration, error) {
-	t, n := flagSource(cmd, "timeout"), flagSource(cmd, "no-wait")
+	t, n := cliflags.FlagSource(cmd, "timeout"), cliflags.FlagSource(cmd, "no-wait")
 	switch {
-	case o.noWait && t != unset && t == n:
+	case o.noWait && t != cliflags.Unset && t == n:
 		return 0, usagef("--no-wait and --timeout contradict each other: give one")
 	case o.noWait && n >= t:
 		return 0, nil
-	case t != unset:
+	case t != cliflags.Unset:
 		return o.timeout, nil
 	}
 	return waitForever, nil
