@@ -1,4 +1,7 @@
-package main
+// Package demo is what "lockcluster dev --demo" shows on a fresh
+// cluster: each step exercises one guarantee of the lock library and
+// checks it, so the demo doubles as a smoke test.
+package demo
 
 import (
 	"context"
@@ -12,21 +15,21 @@ import (
 	"github.com/zerotal/lock/client"
 )
 
-// runDemo walks through what the cluster guarantees, printing as it goes:
+// Run walks through what the cluster guarantees, printing as it goes:
 // contention, a FIFO hand-off, fencing, refresh past the TTL and the
 // lost-lock signal. Each step checks what it shows and fails otherwise.
-func runDemo(ctx context.Context, w io.Writer, addrs []string, token string) error {
+func Run(ctx context.Context, w io.Writer, addrs []string, token string) error {
 	c, err := client.New(client.Config{Addrs: addrs, Token: token})
 	if err != nil {
 		return err
 	}
 	m := lock.New(c, lock.WithPrefix("demo:"))
 	defer m.Close()
-	return demoSteps(ctx, w, m)
+	return Steps(ctx, w, m)
 }
 
-// demoSteps runs the demo on any Manager.
-func demoSteps(ctx context.Context, w io.Writer, m *lock.Manager) error {
+// Steps runs the demo on any Manager.
+func Steps(ctx context.Context, w io.Writer, m *lock.Manager) error {
 	say := func(format string, a ...any) { fmt.Fprintf(w, format+"\n", a...) }
 	steps := []struct {
 		title string

@@ -1,6 +1,6 @@
 //go:build unix
 
-package main
+package supervise
 
 import (
 	"errors"
@@ -58,12 +58,12 @@ const (
 	sigCont = syscall.SIGCONT
 )
 
-// runSignals are the signals run catches while its command runs and passes
+// Signals are the signals run catches while its command runs and passes
 // on to the command's group: those whose default action would end or stop
 // run and leave the group working without a refreshed lock (SIGTSTP, from
 // Ctrl-Z, pauses the group while run keeps the lock), and SIGWINCH, which a
 // terminal sends only to run's group.
-var runSignals = []os.Signal{
+var Signals = []os.Signal{
 	syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT,
 	syscall.SIGUSR1, syscall.SIGUSR2, syscall.SIGTSTP, syscall.SIGWINCH,
 }

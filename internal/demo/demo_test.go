@@ -1,4 +1,4 @@
-package main
+package demo
 
 import (
 	"bytes"
@@ -15,7 +15,7 @@ func TestDemo_RunsOnTheMemoryDriver(t *testing.T) {
 	}
 	defer m.Close()
 	var out bytes.Buffer
-	if err := demoSteps(t.Context(), &out, m); err != nil {
+	if err := Steps(t.Context(), &out, m); err != nil {
 		t.Fatalf("demo: %v\n%s", err, out.String())
 	}
 	for _, want := range []string{"not acquired", "fence", "refused", "lost", "demo done"} {

@@ -1,4 +1,4 @@
-package main
+package supervise
 
 import (
 	"errors"
@@ -24,4 +24,6 @@ const (
 	sigCont = syscall.Signal(0x12)
 )
 
-var runSignals = []os.Signal{os.Interrupt}
+// Signals are the signals run catches while its command runs: only the
+// interrupt exists here.
+var Signals = []os.Signal{os.Interrupt}
