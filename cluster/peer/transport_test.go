@@ -1,0 +1,98 @@
+package peer
+
+import (
+	"crypto/x509"
+	"errors"
+	"log/slog"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/raft"
+
+	"github.com/zerotal/lock/internal/testtls"
+)
+
+// loadT loads the TLS material of a certificate of ca for hosts.
+func loadT(t *testing.T, ca *testtls.CA, name string, hosts ...string) *TLS {
+	t.Helper()
+	p := ca.Issue(t, name, hosts...)
+	m, err := LoadTLS(TLSConfig{CertFile: p.CertFile, KeyFile: p.KeyFile, CAFile: ca.File}, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+// Config.DialAddr sends a connection elsewhere (a test's proxy), and TLS
+// still verifies the peer under the address raft dialled: a certificate
+// for peer.test serves peer.test:7000 whatever socket carries it, and
+// not other.test:7000.
+func TestStreamLayer_DialAddrRedirectsAndTLSVerifiesThePeer(t *testing.T) {
+	ca := testtls.NewCA(t, "cluster")
+	acceptorTLS := loadT(t, ca, "acceptor", "peer.test")
+	a, err := NewStreamLayer(Config{Bind: "127.0.0.1:0", ServerTLS: acceptorTLS.PeerServer, ClientTLS: acceptorTLS.PeerClient, ClusterID: "c"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	target := a.Addr().String()
+	var dialled []string
+	dialerTLS := loadT(t, ca, "dialer")
+	d, err := NewStreamLayer(Config{Bind: "127.0.0.1:0", ServerTLS: dialerTLS.PeerServer, ClientTLS: dialerTLS.PeerClient, ClusterID: "c",
+		DialAddr: func(addr string) string {
+			dialled = append(dialled, addr)
+			return target
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+
+	dial := func(addr string) (acceptErr, dialErr error) {
+		accepted := make(chan error, 1)
+		go func() {
+			in, err := a.Accept()
+			if err != nil {
+				accepted <- err
+				return
+			}
+			defer in.Close()
+			_, err = in.Read(make([]byte, 2))
+			accepted <- err
+		}()
+		out, dialErr := d.Dial(raft.ServerAddress(addr), 5*time.Second)
+		if dialErr == nil {
+			defer out.Close()
+			if _, err := out.Write([]byte("ok")); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return <-accepted, dialErr
+	}
+	if aErr, dErr := dial("peer.test:7000"); aErr != nil || dErr != nil {
+		t.Fatalf("peer.test through the redirect: acceptor %v, dialer %v", aErr, dErr)
+	}
+	_, dErr := dial("other.test:7000")
+	var hostErr x509.HostnameError
+	if !errors.As(dErr, &hostErr) {
+		t.Fatalf("other.test through the redirect: dialer %v, want a certificate name mismatch", dErr)
+	}
+	if strings.Join(dialled, " ") != "peer.test:7000 other.test:7000" {
+		t.Fatalf("DialAddr saw %q", dialled)
+	}
+}
+
+// Raft on an address others can reach, with nothing to authenticate its
+// peers, is refused; loopback is not.
+func TestCheckExposure(t *testing.T) {
+	for addr, ok := range map[string]bool{
+		"127.0.0.1:7101": true, "[::1]:7101": true, "localhost:7101": true, "LOCALHOST:7101": true,
+		"10.0.0.1:7101": false, "n1.internal:7101": false, ":7101": false, "0.0.0.0:7101": false,
+	} {
+		err := CheckExposure(addr)
+		if ok != (err == nil) {
+			t.Errorf("%s: %v", addr, err)
+		}
+	}
+}
