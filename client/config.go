@@ -43,8 +43,9 @@ type Config struct {
 	Addrs []string
 	// Token is the bearer token, empty when the cluster has none.
 	Token string
-	// HTTPClient is used for every request when set (the client never
-	// follows redirects with it itself: it handles 307 answers). Nil: a
+	// HTTPClient is used for every request when set; its redirects are
+	// not followed (the server sends none, and a 3xx answer is returned
+	// as an *APIError). Nil: a
 	// client with pooled keep-alive connections sized for many concurrent
 	// callers.
 	HTTPClient *http.Client
