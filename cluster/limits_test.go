@@ -16,6 +16,7 @@ import (
 
 	"github.com/zerotal/lock/api"
 	"github.com/zerotal/lock/client"
+	"github.com/zerotal/lock/cluster/httpapi"
 	"github.com/zerotal/lock/drivers"
 )
 
@@ -97,7 +98,7 @@ func TestLimits_WaitCapAnswers429(t *testing.T) {
 		t.Fatalf("acquire without a wait while waits are full: %+v", a)
 	}
 	// An oversized body that asks to wait still gets the plain 413.
-	huge := fmt.Sprintf(`{"wait_ms":1000,"key":%q}`, strings.Repeat("x", maxBodyBytes))
+	huge := fmt.Sprintf(`{"wait_ms":1000,"key":%q}`, strings.Repeat("x", httpapi.MaxBodyBytes))
 	if a := postRaw(ctx, hc, addr, "/v1/acquire", huge); a.status != http.StatusRequestEntityTooLarge || a.code != api.CodeTooLarge {
 		t.Fatalf("oversized waiting acquire: %+v, want 413", a)
 	}
@@ -272,42 +273,6 @@ func TestLimits_WaiterFloodOnOneKeyIsBounded(t *testing.T) {
 	})
 }
 
-// BenchmarkLimitWaits measures what the wait cap adds to an acquire's body
-// handling: "bare" decodes the body as the handler does, "gated" first
-// passes the limiter (which reads and parses the body once more).
-func BenchmarkLimitWaits(b *testing.B) {
-	body := `{"key":"orders/12345","owner":"3f2a9c0e1b7d4a6f","ttl_ms":30000,"wait_ms":5000}`
-	decode := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		var req api.AcquireRequest
-		if err := decodeBody(w, r, &req); err != nil {
-			b.Fatal(err)
-		}
-	})
-	n := &Node{cfg: Config{ID: "n1", MaxWaits: 1 << 20}}
-	for _, bc := range []struct {
-		name string
-		h    http.Handler
-	}{{"bare", decode}, {"gated", n.limitWaits(decode)}} {
-		b.Run(bc.name, func(b *testing.B) {
-			b.ReportAllocs()
-			for b.Loop() {
-				r, err := http.NewRequest(http.MethodPost, "/v1/acquire", strings.NewReader(body))
-				if err != nil {
-					b.Fatal(err)
-				}
-				bc.h.ServeHTTP(discardWriter{}, r)
-			}
-		})
-	}
-}
-
-// discardWriter is a ResponseWriter that keeps nothing.
-type discardWriter struct{}
-
-func (discardWriter) Header() http.Header         { return http.Header{} }
-func (discardWriter) Write(p []byte) (int, error) { return len(p), nil }
-func (discardWriter) WriteHeader(int)             {}
-
 // Each input limit holds at its boundary over HTTP: the largest allowed
 // value is served, one more is refused with a message naming the field
 // and the limit.
@@ -349,10 +314,10 @@ func TestLimits_InputBoundariesOverHTTP(t *testing.T) {
 		head := `{"key":"k","owner":"o","ttl_ms":1000,"pad":"`
 		return head + strings.Repeat("x", n-len(head)-2) + `"}`
 	}
-	if a := postRaw(ctx, hc, addr, "/v1/acquire", pad(maxBodyBytes)); a.status != http.StatusBadRequest || !strings.Contains(a.msg, "pad") {
+	if a := postRaw(ctx, hc, addr, "/v1/acquire", pad(httpapi.MaxBodyBytes)); a.status != http.StatusBadRequest || !strings.Contains(a.msg, "pad") {
 		t.Fatalf("body at the limit: %+v, want 400 for the unknown field", a)
 	}
-	if a := postRaw(ctx, hc, addr, "/v1/acquire", pad(maxBodyBytes+1)); a.status != http.StatusRequestEntityTooLarge || a.code != api.CodeTooLarge {
+	if a := postRaw(ctx, hc, addr, "/v1/acquire", pad(httpapi.MaxBodyBytes+1)); a.status != http.StatusRequestEntityTooLarge || a.code != api.CodeTooLarge {
 		t.Fatalf("body one byte over: %+v, want 413", a)
 	}
 }
