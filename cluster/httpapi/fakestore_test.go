@@ -30,6 +30,8 @@ type fakeStore struct {
 	// acquired, when set, is called by Acquire before it answers (a test
 	// holds a request there).
 	acquired func()
+	// fail, when set, is what Release answers.
+	fail error
 }
 
 func newFakeStore(members ...string) *fakeStore {
@@ -41,6 +43,13 @@ func newFakeStore(members ...string) *fakeStore {
 }
 
 var _ httpapi.Store = (*fakeStore)(nil)
+
+// setLeader sets what Leader answers.
+func (s *fakeStore) setLeader(addr string, err error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.leader, s.leaderErr = addr, err
+}
 
 func (s *fakeStore) Leader(context.Context) (string, error) {
 	s.mu.Lock()
@@ -69,6 +78,9 @@ func (s *fakeStore) Acquire(_ context.Context, key, owner string, ttl, _ time.Du
 func (s *fakeStore) Release(_ context.Context, key, owner string) (bool, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.fail != nil {
+		return false, s.fail
+	}
 	if l, ok := s.locks[key]; ok && l.Owner == owner {
 		delete(s.locks, key)
 		return true, nil
