@@ -22,14 +22,14 @@ import (
 //   - idle keep-alive connections: IdleTimeout;
 //   - connections: a cap (LimitListener).
 //
-// The server that serves New's handler sets the first, second and last
-// of those (package cluster does, from its Config).
+// The handler New builds sets the body's; the server that serves it sets
+// the others (package cluster does, from its Config).
 //
 // The server has no WriteTimeout and no ReadTimeout, on purpose. A waiting
 // acquire (wait_ms up to MaxWait) runs in its handler after its body is
 // read, and answers at its end. WriteTimeout runs from the end of the
 // headers: the answer of every wait longer than it would fail
-// (TestHTTP_TricklingClientsAreCut sees it). ReadTimeout runs from the
+// (cluster's TestHTTP_TricklingClientsAreCut sees it). ReadTimeout runs from the
 // request's first byte and stays on the connection while the handler runs;
 // only an undocumented step of today's net/http (the background read it
 // starts once the body is consumed clears the deadline) keeps it from
