@@ -116,6 +116,33 @@ func TestLimits_WaitCapAnswers429(t *testing.T) {
 	wg.Wait()
 }
 
+// A follower counts the waiting acquires it forwards against its own
+// MaxWaits: past it, the follower itself answers 429 (naming itself),
+// without a hop to the leader.
+func TestLimits_WaitCapCountsOnAFollower(t *testing.T) {
+	nodes := startCluster(t, 3, func(c *Config) { c.MaxWaits = 1 })
+	leader := waitLeader(t, nodes)
+	follower := followers(nodes, leader)[0]
+	hc := floodClient(t)
+	ctx := t.Context()
+	if a := postAcquire(ctx, hc, leader.HTTPAddr(), "hot", "holder", time.Minute, 0); a.status != http.StatusOK {
+		t.Fatalf("holder: %+v", a)
+	}
+	waitCtx, cancelWait := context.WithCancel(ctx)
+	waited := make(chan answer, 1)
+	go func() {
+		waited <- postAcquire(waitCtx, hc, follower.HTTPAddr(), "hot", "w1", time.Minute, 30*time.Second)
+	}()
+	c := newClient(t)
+	waitFor(t, 10*time.Second, "the forwarded waiter to queue", func() bool { return c.get(leader.HTTPAddr(), "hot").num("waiters") == 1 })
+	a := postAcquire(ctx, hc, follower.HTTPAddr(), "other", "w2", time.Minute, 30*time.Second)
+	if a.status != http.StatusTooManyRequests || a.code != api.CodeFull || !strings.Contains(a.msg, "node "+follower.ID()+" ") {
+		t.Fatalf("second wait at the follower: %+v, want 429 full from %s itself", a, follower.ID())
+	}
+	cancelWait()
+	<-waited
+}
+
 // A flood of distinct keys fills the table to MaxKeys and no further: the
 // rest are refused with a clear ErrFull, the node keeps serving, and the
 // heap stops growing at the limit.
