@@ -43,8 +43,10 @@ FUZZTIME ?= 30s
 FUZZ_TARGETS := \
 	./fsm:FuzzDecode ./fsm:FuzzEncode ./fsm:FuzzDecodeSnapshot ./fsm:FuzzRestore \
 	./engine:FuzzDecodeSnapshot ./engine:FuzzRestore \
-	./cluster:FuzzAcquire ./cluster:FuzzRelease ./cluster:FuzzExtend ./cluster:FuzzForceRelease \
-	./cluster:FuzzJoin ./cluster:FuzzLeave ./cluster:FuzzGetLock ./cluster:FuzzListLocks \
+	./cluster/httpapi:FuzzAcquire ./cluster/httpapi:FuzzRelease ./cluster/httpapi:FuzzExtend \
+	./cluster/httpapi:FuzzForceRelease ./cluster/httpapi:FuzzJoin ./cluster/httpapi:FuzzLeave \
+	./cluster/httpapi:FuzzGetLock ./cluster/httpapi:FuzzListLocks \
+	./cluster:FuzzNodeAcquire ./cluster:FuzzNodeLeave ./cluster:FuzzNodeGetLock \
 	./cluster/raftstore:FuzzCheckBolt
 fuzz:
 	@set -e; for t in $(FUZZ_TARGETS); do \

@@ -11,7 +11,10 @@
 // address with the join). A forwarded request carries a header, and a
 // node that receives one while not leading answers 503 rather than
 // forwarding again. Status, /metrics, /healthz and /readyz are answered
-// locally.
+// locally. The HTTP layer is package httpapi, over the node's lock
+// operations (store.go): every node, follower or leader, decodes and
+// checks a request once before it serves or forwards it, so a bad request
+// is refused without a hop.
 //
 // Reads (GET /v1/lock, /v1/locks) are linearizable by ReadIndex: the
 // leader notes its commit index, confirms it still leads with a round of
@@ -97,8 +100,8 @@
 // (403), not_found (404: no such lock, or leave of an unknown member),
 // not_acquired (409, with "holder_ttl_ms" when known), too_large (413),
 // full (429) or unavailable (503: no leader, no quorum, leadership moved,
-// shutting down; safe to retry elsewhere); one function, classify, maps
-// errors to them.
+// shutting down; safe to retry elsewhere); one function, classify in
+// package httpapi, maps errors to them.
 //
 // # Readiness
 //

@@ -1,28 +1,13 @@
 package cluster
 
 import (
-	"context"
-	"encoding/json"
 	"errors"
-	"fmt"
-	"net/http"
-	"time"
 
 	"github.com/hashicorp/raft"
 
-	"github.com/zerotal/lock/api"
 	"github.com/zerotal/lock/drivers"
 )
 
-var (
-	errUnauthorized = errors.New("cluster: missing or wrong bearer token")
-	errNotFound     = errors.New("cluster: no such lock")
-	// errUnknownMember: leave of an id the cluster does not have (404).
-	errUnknownMember = errors.New("cluster: unknown member")
-)
-
-// isRaftUnavailable reports raft errors that mean "no leader here now":
-// the client may retry, on this node or another.
 // errLeadershipChanged ends requests served by a leader that stepped down.
 var errLeadershipChanged = errors.New("leadership changed; retry")
 
@@ -35,6 +20,8 @@ func leadershipEnded(err error) bool {
 		errors.Is(err, errLeadershipChanged)
 }
 
+// isRaftUnavailable reports raft errors that mean "no leader here now":
+// the client may retry, on this node or another.
 func isRaftUnavailable(err error) bool {
 	return errors.Is(err, raft.ErrNotLeader) ||
 		errors.Is(err, raft.ErrLeadershipLost) ||
@@ -44,61 +31,8 @@ func isRaftUnavailable(err error) bool {
 		errors.Is(err, raft.ErrAbortedByRestore)
 }
 
-// classify maps an error to its API code (and so, by api.StatusOf, to
-// its HTTP status). It is the one place where errors become statuses.
-func classify(err error) string {
-	var maxBytes *http.MaxBytesError
-	switch {
-	case errors.As(err, &maxBytes):
-		return api.CodeTooLarge
-	case errors.Is(err, drivers.ErrInvalid):
-		return api.CodeInvalid
-	case errors.Is(err, errUnauthorized):
-		return api.CodeUnauthorized
-	case errors.Is(err, errNotFound), errors.Is(err, errUnknownMember):
-		return api.CodeNotFound
-	case errors.Is(err, drivers.ErrNotAcquired):
-		return api.CodeNotAcquired
-	case errors.Is(err, drivers.ErrFull):
-		return api.CodeFull
-	case errors.Is(err, drivers.ErrUnavailable), errors.Is(err, drivers.ErrClosed),
-		isRaftUnavailable(err), errors.Is(err, context.DeadlineExceeded):
-		return api.CodeUnavailable
-	}
-	return api.CodeInternal
-}
-
-// writeError answers with the status and JSON body for err. A
-// *drivers.NotAcquiredError that knows the holder's remaining lease
-// (HolderTTL > 0) sends it as holder_ttl_ms, in whole milliseconds.
-func writeError(w http.ResponseWriter, err error) {
-	code := classify(err)
-	status := api.StatusOf(code)
-	body := api.ErrorBody{Code: code, Message: err.Error()}
-	var na *drivers.NotAcquiredError
-	if errors.As(err, &na) && na.HolderTTL > 0 {
-		ms := int64(na.HolderTTL / time.Millisecond)
-		body.HolderTTLMillis = &ms
-	}
-	if status == http.StatusServiceUnavailable {
-		w.Header().Set("Retry-After", "1")
-	}
-	writeJSON(w, status, body)
-}
-
-func writeJSON(w http.ResponseWriter, status int, v any) {
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(status)
-	_ = json.NewEncoder(w).Encode(v)
-}
-
 // unavailable wraps err (typically a raft error) so it matches
 // drivers.ErrUnavailable and reads well.
 func unavailable(op string, err error) error {
 	return drivers.Unavailable(op, err)
-}
-
-// invalidf builds a 400 error.
-func invalidf(field, format string, args ...any) error {
-	return &drivers.InvalidError{Field: field, Reason: fmt.Sprintf(format, args...)}
 }

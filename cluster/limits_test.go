@@ -16,6 +16,7 @@ import (
 
 	"github.com/zerotal/lock/api"
 	"github.com/zerotal/lock/client"
+	"github.com/zerotal/lock/cluster/httpapi"
 	"github.com/zerotal/lock/drivers"
 )
 
@@ -97,7 +98,7 @@ func TestLimits_WaitCapAnswers429(t *testing.T) {
 		t.Fatalf("acquire without a wait while waits are full: %+v", a)
 	}
 	// An oversized body that asks to wait still gets the plain 413.
-	huge := fmt.Sprintf(`{"wait_ms":1000,"key":%q}`, strings.Repeat("x", maxBodyBytes))
+	huge := fmt.Sprintf(`{"wait_ms":1000,"key":%q}`, strings.Repeat("x", httpapi.MaxBodyBytes))
 	if a := postRaw(ctx, hc, addr, "/v1/acquire", huge); a.status != http.StatusRequestEntityTooLarge || a.code != api.CodeTooLarge {
 		t.Fatalf("oversized waiting acquire: %+v, want 413", a)
 	}
@@ -113,6 +114,33 @@ func TestLimits_WaitCapAnswers429(t *testing.T) {
 	}
 	cancelWaits()
 	wg.Wait()
+}
+
+// A follower counts the waiting acquires it forwards against its own
+// MaxWaits: past it, the follower itself answers 429 (naming itself),
+// without a hop to the leader.
+func TestLimits_WaitCapCountsOnAFollower(t *testing.T) {
+	nodes := startCluster(t, 3, func(c *Config) { c.MaxWaits = 1 })
+	leader := waitLeader(t, nodes)
+	follower := followers(nodes, leader)[0]
+	hc := floodClient(t)
+	ctx := t.Context()
+	if a := postAcquire(ctx, hc, leader.HTTPAddr(), "hot", "holder", time.Minute, 0); a.status != http.StatusOK {
+		t.Fatalf("holder: %+v", a)
+	}
+	waitCtx, cancelWait := context.WithCancel(ctx)
+	waited := make(chan answer, 1)
+	go func() {
+		waited <- postAcquire(waitCtx, hc, follower.HTTPAddr(), "hot", "w1", time.Minute, 30*time.Second)
+	}()
+	c := newClient(t)
+	waitFor(t, 10*time.Second, "the forwarded waiter to queue", func() bool { return c.get(leader.HTTPAddr(), "hot").num("waiters") == 1 })
+	a := postAcquire(ctx, hc, follower.HTTPAddr(), "other", "w2", time.Minute, 30*time.Second)
+	if a.status != http.StatusTooManyRequests || a.code != api.CodeFull || !strings.Contains(a.msg, "node "+follower.ID()+" ") {
+		t.Fatalf("second wait at the follower: %+v, want 429 full from %s itself", a, follower.ID())
+	}
+	cancelWait()
+	<-waited
 }
 
 // A flood of distinct keys fills the table to MaxKeys and no further: the
@@ -272,42 +300,6 @@ func TestLimits_WaiterFloodOnOneKeyIsBounded(t *testing.T) {
 	})
 }
 
-// BenchmarkLimitWaits measures what the wait cap adds to an acquire's body
-// handling: "bare" decodes the body as the handler does, "gated" first
-// passes the limiter (which reads and parses the body once more).
-func BenchmarkLimitWaits(b *testing.B) {
-	body := `{"key":"orders/12345","owner":"3f2a9c0e1b7d4a6f","ttl_ms":30000,"wait_ms":5000}`
-	decode := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		var req api.AcquireRequest
-		if err := decodeBody(w, r, &req); err != nil {
-			b.Fatal(err)
-		}
-	})
-	n := &Node{cfg: Config{ID: "n1", MaxWaits: 1 << 20}}
-	for _, bc := range []struct {
-		name string
-		h    http.Handler
-	}{{"bare", decode}, {"gated", n.limitWaits(decode)}} {
-		b.Run(bc.name, func(b *testing.B) {
-			b.ReportAllocs()
-			for b.Loop() {
-				r, err := http.NewRequest(http.MethodPost, "/v1/acquire", strings.NewReader(body))
-				if err != nil {
-					b.Fatal(err)
-				}
-				bc.h.ServeHTTP(discardWriter{}, r)
-			}
-		})
-	}
-}
-
-// discardWriter is a ResponseWriter that keeps nothing.
-type discardWriter struct{}
-
-func (discardWriter) Header() http.Header         { return http.Header{} }
-func (discardWriter) Write(p []byte) (int, error) { return len(p), nil }
-func (discardWriter) WriteHeader(int)             {}
-
 // Each input limit holds at its boundary over HTTP: the largest allowed
 // value is served, one more is refused with a message naming the field
 // and the limit.
@@ -349,10 +341,10 @@ func TestLimits_InputBoundariesOverHTTP(t *testing.T) {
 		head := `{"key":"k","owner":"o","ttl_ms":1000,"pad":"`
 		return head + strings.Repeat("x", n-len(head)-2) + `"}`
 	}
-	if a := postRaw(ctx, hc, addr, "/v1/acquire", pad(maxBodyBytes)); a.status != http.StatusBadRequest || !strings.Contains(a.msg, "pad") {
+	if a := postRaw(ctx, hc, addr, "/v1/acquire", pad(httpapi.MaxBodyBytes)); a.status != http.StatusBadRequest || !strings.Contains(a.msg, "pad") {
 		t.Fatalf("body at the limit: %+v, want 400 for the unknown field", a)
 	}
-	if a := postRaw(ctx, hc, addr, "/v1/acquire", pad(maxBodyBytes+1)); a.status != http.StatusRequestEntityTooLarge || a.code != api.CodeTooLarge {
+	if a := postRaw(ctx, hc, addr, "/v1/acquire", pad(httpapi.MaxBodyBytes+1)); a.status != http.StatusRequestEntityTooLarge || a.code != api.CodeTooLarge {
 		t.Fatalf("body one byte over: %+v, want 413", a)
 	}
 }

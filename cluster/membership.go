@@ -14,49 +14,27 @@ import (
 	"github.com/hashicorp/raft"
 
 	"github.com/zerotal/lock/api"
+	"github.com/zerotal/lock/cluster/httpapi"
 	"github.com/zerotal/lock/fsm"
 )
 
-// handleJoin adds a voter. It is idempotent: the same id and address
-// change nothing; a known id with a new address, or a known address under
-// another id, is removed first.
-func (n *Node) handleJoin(w http.ResponseWriter, r *http.Request, _ *leadership) {
-	var req api.JoinRequest
-	if err := decodeBody(w, r, &req); err != nil {
-		writeError(w, err)
-		return
+// addMember adds a voter, checked by the API (a non-empty id, host:port
+// addresses). It is idempotent: the same id and address change nothing;
+// a known id with a new address, or a known address under another id, is
+// removed first.
+func (n *Node) addMember(id, addr, httpAddr string) error {
+	if err := n.addVoter(raft.ServerID(id), raft.ServerAddress(addr)); err != nil {
+		return err
 	}
-	if err := checkJoin(&req); err != nil {
-		writeError(w, err)
-		return
-	}
-	var err error
-	switch {
-	case req.ID == "":
-		err = invalidf("id", "missing")
-	case checkHostPort(req.Addr) != nil:
-		err = invalidf("addr", "%v", checkHostPort(req.Addr))
-	case req.HTTP != "" && checkHostPort(req.HTTP) != nil:
-		err = invalidf("http", "%v", checkHostPort(req.HTTP))
-	}
-	if err != nil {
-		writeError(w, err)
-		return
-	}
-	if err := n.addVoter(raft.ServerID(req.ID), raft.ServerAddress(req.Addr)); err != nil {
-		writeError(w, err)
-		return
-	}
-	if req.HTTP != "" {
-		if cur, ok := n.fsm.Member(req.ID); !ok || cur != req.HTTP {
-			if _, err := n.apply(fsm.Entry{Member: fsm.SetMember, ID: req.ID, HTTPAddr: req.HTTP}); err != nil {
-				writeError(w, applyErr("join", err))
-				return
+	if httpAddr != "" {
+		if cur, ok := n.fsm.Member(id); !ok || cur != httpAddr {
+			if _, err := n.apply(fsm.Entry{Member: fsm.SetMember, ID: id, HTTPAddr: httpAddr}); err != nil {
+				return applyErr("join", err)
 			}
 		}
 	}
-	n.log.Info("node joined", "id", req.ID, "addr", req.Addr, "http", req.HTTP)
-	writeJSON(w, http.StatusOK, struct{}{})
+	n.log.Info("node joined", "id", id, "addr", addr, "http", httpAddr)
+	return nil
 }
 
 func (n *Node) addVoter(id raft.ServerID, addr raft.ServerAddress) error {
@@ -80,54 +58,37 @@ func (n *Node) addVoter(id raft.ServerID, addr raft.ServerAddress) error {
 	return nil
 }
 
-// handleLeave removes a server. An id that is not in the raft
-// configuration is answered 404 (not_found), so that a typo is not taken
-// for a removal; a member entry left behind by an earlier leave that
-// stopped half-way is still cleaned up, and answered 200.
-func (n *Node) handleLeave(w http.ResponseWriter, r *http.Request, _ *leadership) {
-	var req api.LeaveRequest
-	if err := decodeBody(w, r, &req); err != nil {
-		writeError(w, err)
-		return
-	}
-	if err := checkMemberID(req.ID); err != nil {
-		writeError(w, err)
-		return
-	}
-	if req.ID == "" {
-		writeError(w, invalidf("id", "missing"))
-		return
-	}
+// removeMember removes a server. An id that is not in the raft configuration
+// is an error wrapping httpapi.ErrUnknownMember (404), so that a typo is
+// not taken for a removal; a member entry left behind by an earlier leave
+// that stopped half-way is still cleaned up, and answered 200.
+func (n *Node) removeMember(id string) error {
 	f := n.raft.GetConfiguration()
 	if err := f.Error(); err != nil {
-		writeError(w, unavailable("leave", err))
-		return
+		return unavailable("leave", err)
 	}
 	var ids []string
 	voter := false
 	for _, s := range f.Configuration().Servers {
 		ids = append(ids, string(s.ID))
-		voter = voter || string(s.ID) == req.ID
+		voter = voter || string(s.ID) == id
 	}
-	_, member := n.fsm.Member(req.ID)
+	_, member := n.fsm.Member(id)
 	if !voter && !member {
-		writeError(w, fmt.Errorf("%w %q: the members are %s", errUnknownMember, req.ID, strings.Join(ids, ", ")))
-		return
+		return fmt.Errorf("%w %q: the members are %s", httpapi.ErrUnknownMember, id, strings.Join(ids, ", "))
 	}
 	if voter {
-		if err := n.raft.RemoveServer(raft.ServerID(req.ID), 0, 0).Error(); err != nil {
-			writeError(w, applyErr("leave", err))
-			return
+		if err := n.raft.RemoveServer(raft.ServerID(id), 0, 0).Error(); err != nil {
+			return applyErr("leave", err)
 		}
 	}
-	if member && req.ID != n.cfg.ID {
-		if _, err := n.apply(fsm.Entry{Member: fsm.RemoveMember, ID: req.ID}); err != nil {
-			writeError(w, applyErr("leave", err))
-			return
+	if member && id != n.cfg.ID {
+		if _, err := n.apply(fsm.Entry{Member: fsm.RemoveMember, ID: id}); err != nil {
+			return applyErr("leave", err)
 		}
 	}
-	n.log.Info("node left", "id", req.ID)
-	writeJSON(w, http.StatusOK, struct{}{})
+	n.log.Info("node left", "id", id)
+	return nil
 }
 
 // joinCluster asks the member at Config.Join to add this node, retrying

@@ -13,7 +13,9 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/raft"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/zerotal/lock/cluster/httpapi"
 	"github.com/zerotal/lock/cluster/raftstore"
 	"github.com/zerotal/lock/drivers"
 	"github.com/zerotal/lock/fsm"
@@ -109,7 +111,7 @@ func NewNode(ctx context.Context, cfg Config) (_ *Node, err error) {
 		return nil, fmt.Errorf("cluster: listen HTTP on %s: %w", cfg.HTTPAddr, err)
 	}
 	if cfg.MaxConns != drivers.Unlimited {
-		n.listener = newLimitListener(n.listener, cfg.MaxConns)
+		n.listener = httpapi.LimitListener(n.listener, cfg.MaxConns)
 	}
 	// Damaged files refuse the start with an error naming them, before
 	// bbolt or raft can crash on them or start without their content.
@@ -137,12 +139,21 @@ func NewNode(ctx context.Context, cfg Config) (_ *Node, err error) {
 		return nil, err
 	}
 
-	n.handler = n.routes()
+	n.handler = httpapi.New(apiStore{n}, httpapi.Options{
+		NodeID:      cfg.ID,
+		ClusterID:   cfg.ClusterID,
+		Token:       cfg.Token,
+		ReadTimeout: cfg.HTTPReadTimeout,
+		MaxWaits:    cfg.MaxWaits,
+		Metrics:     promhttp.HandlerFor(n.metrics.gatherer, promhttp.HandlerOpts{}),
+		Transport:   n.proxy,
+		Scheme:      n.httpScheme(),
+	})
 	n.httpSrv = &http.Server{
 		Handler:           n.handler,
-		ReadHeaderTimeout: cfg.HTTPReadTimeout, // no ReadTimeout: see httplimits.go
-		MaxHeaderBytes:    maxHeaderBytes,
-		IdleTimeout:       httpIdleTimeout,
+		ReadHeaderTimeout: cfg.HTTPReadTimeout, // no ReadTimeout: see httpapi/readbody.go
+		MaxHeaderBytes:    httpapi.MaxHeaderBytes,
+		IdleTimeout:       httpapi.IdleTimeout,
 		BaseContext:       func(net.Listener) context.Context { return n.baseCtx },
 		ErrorLog:          logbridge.HCLog(cfg.Logger, "http").StandardLogger(&hclog.StandardLoggerOptions{InferLevels: true}),
 	}
@@ -171,6 +182,16 @@ func NewNode(ctx context.Context, cfg Config) (_ *Node, err error) {
 	n.log.Info("node started", "id", cfg.ID, "raft_addr", n.RaftAddr(), "raft_bind", cfg.RaftAddr,
 		"http_addr", n.HTTPAddr(), "http_advertise", n.AdvertisedHTTPAddr())
 	return n, nil
+}
+
+// serveHTTP serves the API on the node's listener, over TLS when
+// configured (HTTP/2 offered, as ServeTLS does).
+func (n *Node) serveHTTP() error {
+	if n.tls == nil {
+		return n.httpSrv.Serve(n.listener)
+	}
+	n.httpSrv.TLSConfig = n.tls.httpServer.Clone()
+	return n.httpSrv.ServeTLS(n.listener, "", "")
 }
 
 // bootstrap starts a new cluster when the data dir holds no raft state and

@@ -2,7 +2,6 @@ package cluster
 
 import (
 	"fmt"
-	"net/http"
 	"strings"
 	"time"
 
@@ -83,16 +82,4 @@ func (n *Node) readiness(r *raft.Raft) api.Ready {
 	}
 	reason := notReady(in)
 	return api.Ready{Ready: reason == "", State: strings.ToLower(in.state.String()), Reason: reason}
-}
-
-// handleReady answers GET /readyz: 200 when the node can serve requests,
-// 503 with the reason when not. Like /healthz it needs no token: a load
-// balancer or an orchestrator's probe asks it.
-func (n *Node) handleReady(w http.ResponseWriter, _ *http.Request) {
-	ready := n.readiness(n.raft)
-	status := http.StatusOK
-	if !ready.Ready {
-		status = http.StatusServiceUnavailable
-	}
-	writeJSON(w, status, ready)
 }

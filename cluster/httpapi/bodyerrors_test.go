@@ -1,22 +1,22 @@
-package cluster
+package httpapi_test
 
 import (
+	"encoding/json"
 	"net/http"
 	"strings"
 	"testing"
 
 	"github.com/zerotal/lock/api"
+	"github.com/zerotal/lock/cluster/httpapi"
 )
 
 // A 400 names the field or the query parameter at fault in the API's own
 // terms, and never a Go type or struct name.
 func TestAPI_BadRequestsNameTheFieldNotGoTypes(t *testing.T) {
-	n := startCluster(t, 1, nil)[0]
-	c := newClient(t)
-	addr := n.HTTPAddr()
+	h := newHandler(newFakeStore("n1"), httpapi.Options{})
 	for _, tc := range []struct {
 		name, method, path string
-		body               any
+		body               string
 		want               string
 	}{
 		{"ttl as a string", "POST", "/v1/acquire", `{"key":"k","owner":"o","ttl_ms":"10s"}`, "lock: invalid ttl_ms: must be a number, not a string"},
@@ -28,17 +28,19 @@ func TestAPI_BadRequestsNameTheFieldNotGoTypes(t *testing.T) {
 		{"not JSON", "POST", "/v1/acquire", `key=k`, "lock: invalid body: not valid JSON at byte 1: invalid character 'k' looking for beginning of value"},
 		{"missing key", "POST", "/v1/acquire", `{"owner":"o","ttl_ms":1000}`, "lock: invalid key: empty"},
 		{"missing ttl", "POST", "/v1/acquire", `{"key":"k","owner":"o"}`, "lock: invalid ttl_ms: "},
-		{"missing query parameter", "GET", "/v1/lock", nil, "lock: invalid key: empty"},
-		{"bad limit", "GET", "/v1/locks?limit=x", nil, `lock: invalid limit: "x" is not an integer`},
+		{"missing query parameter", "GET", "/v1/lock", "", "lock: invalid key: empty"},
+		{"bad limit", "GET", "/v1/locks?limit=x", "", `lock: invalid limit: "x" is not an integer`},
 		{"leave without id", "POST", "/v1/leave", `{}`, "lock: invalid id: missing"},
 		{"join with a numeric id", "POST", "/v1/join", `{"id":4,"addr":"127.0.0.1:1"}`, "lock: invalid id: must be a string, not a number"},
+		{"join without a port", "POST", "/v1/join", `{"id":"n4","addr":"127.0.0.1"}`, `lock: invalid addr: "127.0.0.1" is not host:port`},
+		{"leave with a space", "POST", "/v1/leave", `{"id":"n 4"}`, "lock: invalid id: contains white space"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			r := c.do(addr, tc.method, tc.path, tc.body)
-			if r.Status != http.StatusBadRequest || r.str("code") != api.CodeInvalid {
-				t.Fatalf("status %d code %q, want 400 invalid; body %s", r.Status, r.str("code"), r.Raw)
+			r := do(h, tc.method, tc.path, tc.body)
+			if r.status != http.StatusBadRequest || r.err.Code != api.CodeInvalid {
+				t.Fatalf("status %d code %q, want 400 invalid; body %s", r.status, r.err.Code, r.raw)
 			}
-			msg := r.str("message")
+			msg := r.err.Message
 			if !strings.HasPrefix(msg, tc.want) {
 				t.Errorf("message %q, want it to start with %q", msg, tc.want)
 			}
@@ -51,20 +53,17 @@ func TestAPI_BadRequestsNameTheFieldNotGoTypes(t *testing.T) {
 	}
 }
 
-// Leave of an id the cluster does not have is a 404 not_found that names
-// the members, not a success: a typo must not read as a removal.
-func TestNode_LeaveOfAnUnknownIDIsNotFound(t *testing.T) {
-	n := startCluster(t, 1, nil)[0]
-	c := newClient(t)
-	r := c.do(n.HTTPAddr(), "POST", "/v1/leave", map[string]any{"id": "n9"})
-	if r.Status != http.StatusNotFound || r.str("code") != api.CodeNotFound {
-		t.Fatalf("leave n9: status %d code %q, want 404 not_found; body %s", r.Status, r.str("code"), r.Raw)
+// A lone surrogate in a key is refused with a 400 that says so: decoded,
+// it would become U+FFFD, and two different keys would name one lock.
+func TestAPI_LoneSurrogateKeyRefused(t *testing.T) {
+	h := newHandler(newFakeStore(), httpapi.Options{})
+	r := do(h, "POST", "/v1/acquire", `{"key":"a\udcff","owner":"o","ttl_ms":1000}`)
+	if r.status != http.StatusBadRequest || !strings.Contains(r.err.Message, "surrogate") {
+		t.Fatalf("acquire with a lone surrogate: %d %s, want a 400 naming the surrogate", r.status, r.raw)
 	}
-	if msg := r.str("message"); !strings.Contains(msg, `unknown member "n9"`) || !strings.Contains(msg, "n1") {
-		t.Fatalf("message %q does not name the unknown id and the members", msg)
-	}
-	st := c.do(n.HTTPAddr(), "GET", "/v1/status", nil)
-	if peers, _ := st.Body["peers"].([]any); len(peers) != 1 {
-		t.Fatalf("peers after a refused leave = %s", st.Raw)
+	r = do(h, "POST", "/v1/acquire", `{"key":"a\ud83d\ude00","owner":"o","ttl_ms":1000}`)
+	var grant api.AcquireResponse
+	if r.status != http.StatusOK || json.Unmarshal(r.raw, &grant) != nil || grant.Key != "a\U0001F600" {
+		t.Fatalf("acquire with a surrogate pair: %d %s", r.status, r.raw)
 	}
 }

@@ -1,17 +1,20 @@
 package cluster
 
 import (
+	"context"
 	"errors"
-	"net/http"
 	"time"
 
 	"github.com/hashicorp/raft"
 
-	"github.com/zerotal/lock/api"
 	"github.com/zerotal/lock/drivers"
 	"github.com/zerotal/lock/engine"
 	"github.com/zerotal/lock/fsm"
 )
+
+// The lock operations a leader serves, with plain arguments already
+// checked by the API (package httpapi) and drivers-typed errors; store.go
+// hands them to the API.
 
 // applyErr turns a proposal error into an API error: raft's "no leader
 // here" family becomes unavailable; engine errors (full, invalid) stay.
@@ -22,35 +25,20 @@ func applyErr(op string, err error) error {
 	return err
 }
 
-func (n *Node) handleAcquire(w http.ResponseWriter, r *http.Request, l *leadership) {
-	var req api.AcquireRequest
-	if err := decodeBody(w, r, &req); err != nil {
-		writeError(w, err)
-		return
-	}
-	ttl, err := checkTTL(req.TTLMillis)
-	if err == nil {
-		err = errors.Join(checkKey(req.Key), checkOwner(req.Owner))
-	}
-	if err == nil && req.WaitMillis < 0 {
-		err = invalidf("wait_ms", "%d is negative", req.WaitMillis)
-	}
-	if err != nil {
-		writeError(w, err)
-		return
-	}
-	wait := min(api.Duration(req.WaitMillis), n.cfg.MaxWait)
+// acquireLock serves an acquire on the leader l: it caps wait at
+// Config.MaxWait and records the contention and wait metrics.
+func (n *Node) acquireLock(ctx context.Context, l *leadership, key, owner string, ttl, wait time.Duration) (uint64, error) {
+	wait = min(wait, n.cfg.MaxWait)
 	start := time.Now()
-	fence, err := n.acquire(r, l, req.Key, req.Owner, ttl, wait)
+	fence, err := n.acquire(ctx, l, key, owner, ttl, wait)
 	if err != nil {
 		if isConflict(err) {
 			n.metrics.contention.Inc()
 		}
-		writeError(w, err)
-		return
+		return 0, err
 	}
 	n.metrics.acquireWait.Observe(time.Since(start).Seconds())
-	writeJSON(w, http.StatusOK, api.AcquireResponse{Key: req.Key, Owner: req.Owner, Fence: fence, TTLMillis: req.TTLMillis})
+	return fence, nil
 }
 
 func isConflict(err error) bool {
@@ -64,9 +52,9 @@ func heldBy(key string, deadline, now int64) error {
 	return &drivers.NotAcquiredError{Key: key, HolderTTL: time.Duration(max(deadline-now, 0))}
 }
 
-func (n *Node) acquireNow(r *http.Request, l *leadership, key, owner string, ttl time.Duration) (uint64, error) {
+func (n *Node) acquireNow(ctx context.Context, l *leadership, key, owner string, ttl time.Duration) (uint64, error) {
 	now := l.clock.now()
-	resp, err := n.proposeAcquire(r, fsm.Entry{Op: engine.OpAcquire, Key: key, Owner: owner, TTL: ttl, Now: now})
+	resp, err := n.proposeAcquire(ctx, fsm.Entry{Op: engine.OpAcquire, Key: key, Owner: owner, TTL: ttl, Now: now})
 	if err != nil {
 		return 0, applyErr("acquire", err)
 	}
@@ -83,13 +71,13 @@ func (n *Node) acquireNow(r *http.Request, l *leadership, key, owner string, ttl
 // entries enter raft in order from this goroutine, so this costs no extra
 // round trip. A waiting acquire of a key someone else holds only joins
 // the queue: it is proposed lazily (see rounds).
-func (n *Node) proposeAcquire(r *http.Request, e fsm.Entry) (*fsm.Response, error) {
+func (n *Node) proposeAcquire(ctx context.Context, e fsm.Entry) (*fsm.Response, error) {
 	var expire raft.ApplyFuture
 	lazy := false
 	// The table is read only when it can matter: for a wait, or when some
 	// key has waiters. A stale read is harmless: the FSM decides.
 	if e.Wait || n.fsm.WaiterCount() > 0 {
-		info, ok, err := n.fsm.Engine().Get(r.Context(), e.Key)
+		info, ok, err := n.fsm.Engine().Get(ctx, e.Key)
 		switch {
 		case err != nil || !ok:
 		case info.Deadline <= e.Now && info.Waiters > 0:
@@ -107,17 +95,18 @@ func (n *Node) proposeAcquire(r *http.Request, e fsm.Entry) (*fsm.Response, erro
 
 // acquire serves one acquire request as a live request of (key, owner):
 // see liveRequests for how it stays out of the way of the owner's other
-// requests, abandoned or retried.
-func (n *Node) acquire(r *http.Request, l *leadership, key, owner string, ttl, wait time.Duration) (fence uint64, err error) {
+// requests, abandoned or retried. ctx is the request's: it ends when the
+// client goes away or the node shuts down.
+func (n *Node) acquire(ctx context.Context, l *leadership, key, owner string, ttl, wait time.Duration) (fence uint64, err error) {
 	q := n.waits.enter(key, owner)
 	defer func() { n.leave(l, q, fence) }()
-	if err := n.waits.settle(r.Context(), l.ctx.Done(), q); err != nil {
+	if err := n.waits.settle(ctx, l.ctx.Done(), q); err != nil {
 		return 0, unavailable("acquire", err)
 	}
 	if wait > 0 {
-		return n.acquireWait(r, l, q, ttl, wait)
+		return n.acquireWait(ctx, l, q, ttl, wait)
 	}
-	return n.acquireNow(r, l, key, owner, ttl)
+	return n.acquireNow(ctx, l, key, owner, ttl)
 }
 
 // leave ends q. When it is its owner's last live request it cleans up
@@ -152,7 +141,7 @@ func (n *Node) leave(l *leadership, q *request, fence uint64) {
 // the hand-off. On timeout or client cancellation it just returns: the
 // owner's last live request removes the queue entry when it leaves (and
 // releases a grant that raced with that).
-func (n *Node) acquireWait(r *http.Request, l *leadership, q *request, ttl, wait time.Duration) (uint64, error) {
+func (n *Node) acquireWait(ctx context.Context, l *leadership, q *request, ttl, wait time.Duration) (uint64, error) {
 	key, owner := q.w.Key, q.w.Owner
 	ch := n.waits.listen(q)
 	// A retry of a request already queued (after a client timeout, say)
@@ -161,7 +150,7 @@ func (n *Node) acquireWait(r *http.Request, l *leadership, q *request, ttl, wait
 	// while this request lives. Its TTL stays the one first asked for.
 	if !n.fsm.IsWaiter(key, owner) {
 		now := l.clock.now()
-		resp, err := n.proposeAcquire(r, fsm.Entry{Op: engine.OpAcquire, Key: key, Owner: owner, TTL: ttl, Now: now, Wait: true})
+		resp, err := n.proposeAcquire(ctx, fsm.Entry{Op: engine.OpAcquire, Key: key, Owner: owner, TTL: ttl, Now: now, Wait: true})
 		if err != nil {
 			return 0, applyErr("acquire", err)
 		}
@@ -180,9 +169,9 @@ func (n *Node) acquireWait(r *http.Request, l *leadership, q *request, ttl, wait
 	case <-l.ctx.Done():
 		return 0, unavailable("acquire", errLeadershipChanged)
 	case <-timer.C:
-	case <-r.Context().Done():
+	case <-ctx.Done():
 	}
-	if err := r.Context().Err(); err != nil {
+	if err := ctx.Err(); err != nil {
 		// The client went away, or this node is shutting down.
 		return 0, unavailable("acquire", err)
 	}
@@ -201,7 +190,7 @@ func (n *Node) applyWhileLeading(l *leadership, e fsm.Entry) (*fsm.Response, err
 		if err == nil || leadershipEnded(err) {
 			return resp, err
 		}
-		n.log.Warn("cleanup proposal failed; retrying", "op", e.Op, "error", err)
+		n.log.Warn("cleanup proposal failed; retrying", "type", e.Type, "error", err)
 		t := time.NewTimer(backoff)
 		select {
 		case <-l.ctx.Done():
@@ -216,60 +205,29 @@ func (n *Node) applyWhileLeading(l *leadership, e fsm.Entry) (*fsm.Response, err
 	}
 }
 
-func (n *Node) handleRelease(w http.ResponseWriter, r *http.Request, l *leadership) {
-	var req api.ReleaseRequest
-	if err := decodeBody(w, r, &req); err != nil {
-		writeError(w, err)
-		return
-	}
-	if err := errors.Join(checkKey(req.Key), checkOwner(req.Owner)); err != nil {
-		writeError(w, err)
-		return
-	}
-	resp, err := n.apply(fsm.Entry{Op: engine.OpRelease, Key: req.Key, Owner: req.Owner, Now: l.clock.now()})
+// release frees key if owner holds it.
+func (n *Node) release(l *leadership, key, owner string) (bool, error) {
+	resp, err := n.apply(fsm.Entry{Op: engine.OpRelease, Key: key, Owner: owner, Now: l.clock.now()})
 	if err != nil {
-		writeError(w, applyErr("release", err))
-		return
+		return false, applyErr("release", err)
 	}
-	writeJSON(w, http.StatusOK, api.ReleaseResponse{Released: resp.Result.OK})
+	return resp.Result.OK, nil
 }
 
-func (n *Node) handleExtend(w http.ResponseWriter, r *http.Request, l *leadership) {
-	var req api.ExtendRequest
-	if err := decodeBody(w, r, &req); err != nil {
-		writeError(w, err)
-		return
-	}
-	ttl, err := checkTTL(req.TTLMillis)
-	if err == nil {
-		err = errors.Join(checkKey(req.Key), checkOwner(req.Owner))
-	}
+// extend sets owner's grant of key to end ttl from now.
+func (n *Node) extend(l *leadership, key, owner string, ttl time.Duration) (bool, error) {
+	resp, err := n.apply(fsm.Entry{Op: engine.OpExtend, Key: key, Owner: owner, TTL: ttl, Now: l.clock.now()})
 	if err != nil {
-		writeError(w, err)
-		return
+		return false, applyErr("extend", err)
 	}
-	resp, err := n.apply(fsm.Entry{Op: engine.OpExtend, Key: req.Key, Owner: req.Owner, TTL: ttl, Now: l.clock.now()})
-	if err != nil {
-		writeError(w, applyErr("extend", err))
-		return
-	}
-	writeJSON(w, http.StatusOK, api.ExtendResponse{Extended: resp.Result.OK, TTLMillis: req.TTLMillis})
+	return resp.Result.OK, nil
 }
 
-func (n *Node) handleForceRelease(w http.ResponseWriter, r *http.Request, l *leadership) {
-	var req api.ForceReleaseRequest
-	if err := decodeBody(w, r, &req); err != nil {
-		writeError(w, err)
-		return
-	}
-	if err := checkKey(req.Key); err != nil {
-		writeError(w, err)
-		return
-	}
-	resp, err := n.apply(fsm.Entry{Op: engine.OpForceRelease, Key: req.Key, Now: l.clock.now()})
+// forceRelease frees key whoever holds it.
+func (n *Node) forceRelease(l *leadership, key string) (bool, error) {
+	resp, err := n.apply(fsm.Entry{Op: engine.OpForceRelease, Key: key, Now: l.clock.now()})
 	if err != nil {
-		writeError(w, applyErr("force-release", err))
-		return
+		return false, applyErr("force-release", err)
 	}
-	writeJSON(w, http.StatusOK, api.ReleaseResponse{Released: resp.Result.OK})
+	return resp.Result.OK, nil
 }

@@ -1,4 +1,4 @@
-package cluster
+package httpapi
 
 import (
 	"bytes"
@@ -10,47 +10,46 @@ import (
 	"reflect"
 	"strconv"
 	"strings"
-	"time"
 	"unicode"
 	"unicode/utf8"
-
-	"github.com/zerotal/lock/api"
-	"github.com/zerotal/lock/drivers"
 )
 
-// maxBodyBytes bounds every request body (larger: 413).
-const maxBodyBytes = 64 << 10
+// MaxBodyBytes bounds every request body (larger: 413).
+const MaxBodyBytes = 64 << 10
 
 // decodeBody reads one JSON object into v (a pointer to one of the api
 // request types): size-limited, unknown fields and trailing data rejected.
-func decodeBody(w http.ResponseWriter, r *http.Request, v any) error {
-	raw, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxBodyBytes))
+// It is the only decode of a body on this node: it returns the raw bytes
+// so that a follower forwards exactly what it was sent, and the wait cap
+// reads the decoded request instead of parsing the body a second time.
+func decodeBody(w http.ResponseWriter, r *http.Request, v any) ([]byte, error) {
+	raw, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxBodyBytes))
 	if err != nil {
 		var maxBytes *http.MaxBytesError
 		if errors.As(err, &maxBytes) {
-			return fmt.Errorf("cluster: request body over %d bytes: %w", maxBodyBytes, err)
+			return nil, fmt.Errorf("cluster: request body over %d bytes: %w", MaxBodyBytes, err)
 		}
-		return invalidf("body", "%s", printable(err.Error()))
+		return nil, invalidf("body", "%s", printable(err.Error()))
 	}
 	// encoding/json would turn invalid bytes into U+FFFD, so "a\xff" and
 	// "a\xfe" would name one lock: refuse them instead.
 	if !utf8.Valid(raw) {
-		return invalidf("body", "not valid UTF-8")
+		return nil, invalidf("body", "not valid UTF-8")
 	}
 	// encoding/json also turns an escaped lone surrogate ("\ud800") into
 	// U+FFFD: refuse those for the same reason.
 	if at := loneSurrogate(raw); at >= 0 {
-		return invalidf("body", "lone UTF-16 surrogate escape %q at byte %d is not Unicode text", raw[at:at+6], at)
+		return nil, invalidf("body", "lone UTF-16 surrogate escape %q at byte %d is not Unicode text", raw[at:at+6], at)
 	}
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
-		return bodyError(err, v)
+		return nil, bodyError(err, v)
 	}
 	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
-		return invalidf("body", "unexpected data after the JSON object")
+		return nil, invalidf("body", "unexpected data after the JSON object")
 	}
-	return nil
+	return raw, nil
 }
 
 // bodyError turns a decoding error into a 400 that names the field at
@@ -216,70 +215,4 @@ func loneSurrogate(raw []byte) int {
 		i += 5
 	}
 	return pendingHigh
-}
-
-// checkJoin refuses a join whose fields are too long to record.
-func checkJoin(r *api.JoinRequest) error {
-	return errors.Join(checkMemberID(r.ID), checkMemberAddr("addr", r.Addr), checkMemberAddr("http", r.HTTP))
-}
-
-// checkMemberID refuses ids a node could not be configured with; an
-// empty id is left to the handler ("missing").
-func checkMemberID(id string) error {
-	switch {
-	case len(id) > drivers.MaxMemberIDLen:
-		return invalidf("id", "%d bytes, the limit is %d", len(id), drivers.MaxMemberIDLen)
-	case !utf8.ValidString(id):
-		return invalidf("id", "not valid UTF-8")
-	case strings.ContainsFunc(id, unicode.IsSpace):
-		return invalidf("id", "contains white space")
-	}
-	return nil
-}
-
-func checkMemberAddr(field, addr string) error {
-	if len(addr) > drivers.MaxMemberAddrLen {
-		return invalidf(field, "%d bytes, the limit is %d", len(addr), drivers.MaxMemberAddrLen)
-	}
-	return nil
-}
-
-func checkKey(key string) error {
-	switch {
-	case key == "":
-		return invalidf("key", "empty")
-	case len(key) > drivers.MaxKeyLen:
-		return invalidf("key", "%d bytes, the limit is %d", len(key), drivers.MaxKeyLen)
-	case !utf8.ValidString(key):
-		return invalidf("key", "not valid UTF-8")
-	}
-	return nil
-}
-
-func checkOwner(owner string) error {
-	switch {
-	case owner == "":
-		return invalidf("owner", "missing")
-	case len(owner) > drivers.MaxOwnerLen:
-		return invalidf("owner", "%d bytes, the limit is %d", len(owner), drivers.MaxOwnerLen)
-	case !utf8.ValidString(owner):
-		return invalidf("owner", "not valid UTF-8")
-	}
-	return nil
-}
-
-func checkTTL(ms int64) (time.Duration, error) {
-	ttl := time.Duration(ms) * time.Millisecond
-	if ms < 1 || ms > int64(drivers.MaxTTL/time.Millisecond) {
-		return 0, invalidf("ttl_ms", "%d is out of range [%d, %d]", ms, drivers.MinTTL.Milliseconds(), drivers.MaxTTL.Milliseconds())
-	}
-	return ttl, nil
-}
-
-// remainingMs is the whole milliseconds from now to deadline, never negative.
-func remainingMs(deadline, now int64) int64 {
-	if deadline <= now {
-		return 0
-	}
-	return (deadline - now) / int64(time.Millisecond)
 }

@@ -1,0 +1,77 @@
+package httpapi
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"time"
+
+	"github.com/zerotal/lock/api"
+	"github.com/zerotal/lock/drivers"
+)
+
+var (
+	errUnauthorized = errors.New("cluster: missing or wrong bearer token")
+	errNotFound     = errors.New("cluster: no such lock")
+)
+
+// ErrUnknownMember is what a Store's Leave wraps for an id the cluster
+// does not have: a 404, so that a typo is not taken for a removal.
+var ErrUnknownMember = errors.New("cluster: unknown member")
+
+// classify maps an error to its API code (and so, by api.StatusOf, to
+// its HTTP status). It is the one place where errors become statuses. A
+// Store reports "no leader here now" as drivers.ErrUnavailable: this
+// package does not know the consensus library's errors.
+func classify(err error) string {
+	var maxBytes *http.MaxBytesError
+	switch {
+	case errors.As(err, &maxBytes):
+		return api.CodeTooLarge
+	case errors.Is(err, drivers.ErrInvalid):
+		return api.CodeInvalid
+	case errors.Is(err, errUnauthorized):
+		return api.CodeUnauthorized
+	case errors.Is(err, errNotFound), errors.Is(err, ErrUnknownMember):
+		return api.CodeNotFound
+	case errors.Is(err, drivers.ErrNotAcquired):
+		return api.CodeNotAcquired
+	case errors.Is(err, drivers.ErrFull):
+		return api.CodeFull
+	case errors.Is(err, drivers.ErrUnavailable), errors.Is(err, drivers.ErrClosed),
+		errors.Is(err, context.DeadlineExceeded):
+		return api.CodeUnavailable
+	}
+	return api.CodeInternal
+}
+
+// writeError answers with the status and JSON body for err. A
+// *drivers.NotAcquiredError that knows the holder's remaining lease
+// (HolderTTL > 0) sends it as holder_ttl_ms, in whole milliseconds.
+func writeError(w http.ResponseWriter, err error) {
+	code := classify(err)
+	status := api.StatusOf(code)
+	body := api.ErrorBody{Code: code, Message: err.Error()}
+	var na *drivers.NotAcquiredError
+	if errors.As(err, &na) && na.HolderTTL > 0 {
+		ms := int64(na.HolderTTL / time.Millisecond)
+		body.HolderTTLMillis = &ms
+	}
+	if status == http.StatusServiceUnavailable {
+		w.Header().Set("Retry-After", "1")
+	}
+	writeJSON(w, status, body)
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(v)
+}
+
+// invalidf builds a 400 error.
+func invalidf(field, format string, args ...any) error {
+	return &drivers.InvalidError{Field: field, Reason: fmt.Sprintf(format, args...)}
+}

@@ -1,0 +1,87 @@
+package httpapi
+
+import (
+	"net/http"
+	"strconv"
+
+	"github.com/zerotal/lock/api"
+)
+
+// The bounds of GET /v1/locks.
+const (
+	// DefaultListLimit is the limit of a list that names none.
+	DefaultListLimit = 1000
+	// MaxListLimit is the largest limit a list may name.
+	MaxListLimit = 10000
+)
+
+func (h *handler) getLock(w http.ResponseWriter, r *http.Request) {
+	q, err := parseQuery(r, "key")
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	key := q.Get("key")
+	if err := checkKey(key); err != nil {
+		writeError(w, err)
+		return
+	}
+	h.onLeader(w, r, nil, func() {
+		l, ok, err := h.store.Get(r.Context(), key)
+		if err != nil {
+			writeError(w, err)
+			return
+		}
+		if !ok {
+			writeError(w, errNotFound)
+			return
+		}
+		writeJSON(w, http.StatusOK, l.info())
+	})
+}
+
+func (h *handler) listLocks(w http.ResponseWriter, r *http.Request) {
+	q, err := parseQuery(r, "prefix", "limit")
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	limit := DefaultListLimit
+	if s := q.Get("limit"); s != "" {
+		v, err := strconv.Atoi(s)
+		if err != nil || v < 1 || v > MaxListLimit {
+			writeError(w, invalidf("limit", "%q is not an integer in [1, %d]", s, MaxListLimit))
+			return
+		}
+		limit = v
+	}
+	h.onLeader(w, r, nil, func() {
+		locks, truncated, err := h.store.List(r.Context(), q.Get("prefix"), limit)
+		if err != nil {
+			writeError(w, err)
+			return
+		}
+		resp := api.LockList{Locks: make([]api.LockInfo, 0, len(locks)), Truncated: truncated}
+		for _, l := range locks {
+			resp.Locks = append(resp.Locks, l.info())
+		}
+		writeJSON(w, http.StatusOK, resp)
+	})
+}
+
+// status answers GET /v1/status from this node, leader or not.
+func (h *handler) status(w http.ResponseWriter, r *http.Request) {
+	writeJSON(w, http.StatusOK, h.store.Status(r.Context()))
+}
+
+// ready answers GET /readyz: 200 when the node can serve requests, 503
+// with the reason when not. Like /healthz it needs no token: a load
+// balancer or an orchestrator's probe asks it.
+func (h *handler) ready(w http.ResponseWriter, r *http.Request) {
+	ready := h.store.Ready(r.Context())
+	status := http.StatusOK
+	if !ready.Ready {
+		status = http.StatusServiceUnavailable
+	}
+	writeJSON(w, status, ready)
+}

@@ -1,0 +1,77 @@
+package httpapi
+
+import (
+	"context"
+	"time"
+
+	"github.com/zerotal/lock/api"
+)
+
+// Store is what the API serves: the lock operations of one node, with
+// plain arguments the handler has already decoded and checked (a valid
+// key and owner, a TTL in range, a non-negative wait, a member id without
+// white space and host:port addresses).
+//
+// The lock operations, Get, List, Join and Leave are called only when
+// Leader reported that this node serves them. Their errors are mapped to
+// statuses by kind: drivers.ErrInvalid 400, drivers.ErrNotAcquired 409
+// (a *drivers.NotAcquiredError with HolderTTL sends holder_ttl_ms),
+// drivers.ErrFull 429, drivers.ErrUnavailable or drivers.ErrClosed 503
+// (so a Store turns "not the leader any more" into an unavailable error),
+// ErrUnknownMember 404, anything else 500.
+type Store interface {
+	// Leader says where requests that need the leader are served: "" and
+	// no error when this node serves them, else the leader's HTTP address
+	// (host:port) to forward them to. An error (no leader known, a leader
+	// still taking over) is answered as it is, typically 503.
+	Leader(ctx context.Context) (addr string, err error)
+
+	// Acquire takes key for owner for ttl, or refreshes owner's grant.
+	// With wait > 0 it waits up to wait (the Store may cap it) for the
+	// key to be handed over. It returns the grant's fence.
+	Acquire(ctx context.Context, key, owner string, ttl, wait time.Duration) (fence uint64, err error)
+	// Release frees key if owner holds it; released reports whether it did.
+	Release(ctx context.Context, key, owner string) (released bool, err error)
+	// Extend sets owner's grant of key to end ttl from now.
+	Extend(ctx context.Context, key, owner string, ttl time.Duration) (extended bool, err error)
+	// ForceRelease frees key whoever holds it.
+	ForceRelease(ctx context.Context, key string) (released bool, err error)
+
+	// Get reads key linearizably; ok is false when it is free (an expired
+	// grant counts as free).
+	Get(ctx context.Context, key string) (l Lock, ok bool, err error)
+	// List reads up to limit held keys under prefix, in key order;
+	// truncated reports that more were held.
+	List(ctx context.Context, prefix string, limit int) (locks []Lock, truncated bool, err error)
+
+	// Status describes this node and its view of the cluster.
+	Status(ctx context.Context) api.Status
+	// Ready tells whether this node can serve requests now, and why not.
+	Ready(ctx context.Context) api.Ready
+
+	// Join adds (or re-adds under a new address) the member id, reached
+	// by its peers at raftAddr and serving its API at httpAddr (may be
+	// empty). It is idempotent.
+	Join(ctx context.Context, id, raftAddr, httpAddr string) error
+	// Leave removes the member id; an id the cluster does not have is an
+	// error wrapping ErrUnknownMember.
+	Leave(ctx context.Context, id string) error
+}
+
+// Lock is one held key, as Get and List report it.
+type Lock struct {
+	Key   string
+	Owner string
+	Fence uint64
+	// Remaining is the time left on the grant (positive).
+	Remaining time.Duration
+	// Waiters is the number of requests queued for the key.
+	Waiters int
+}
+
+// info is l on the wire: the remaining lease in whole milliseconds,
+// rounded down.
+func (l Lock) info() api.LockInfo {
+	return api.LockInfo{Key: l.Key, Owner: l.Owner, Fence: l.Fence,
+		RemainingMillis: max(int64(l.Remaining/time.Millisecond), 0), Waiters: l.Waiters}
+}

@@ -1,0 +1,33 @@
+package httpapi
+
+import (
+	"fmt"
+	"sync/atomic"
+
+	"github.com/zerotal/lock/drivers"
+)
+
+// waitCap caps the waiting acquires (wait_ms > 0) in progress on this
+// node. Each one holds a goroutine and a connection for up to the longest
+// wait, on the node that received it and on the leader it was forwarded
+// to, so without a cap a flood of them grows memory without bound. It is
+// taken after the body's one decode (a body that does not decode waits
+// for nothing) and before the request is served or forwarded, so it
+// counts on a follower too. Acquires without a wait pass untouched: they
+// end quickly, and a release must always get through to free the waiters.
+type waitCap struct {
+	node     string
+	limit    int64
+	inFlight atomic.Int64
+}
+
+// take takes a slot, or answers why not (drivers.ErrFull); done gives
+// the slot back.
+func (c *waitCap) take() (done func(), err error) {
+	if c.inFlight.Add(1) > c.limit {
+		c.inFlight.Add(-1)
+		return nil, fmt.Errorf("cluster: node %s already holds %d waiting acquires (its MaxWaits); retry later or acquire without waiting: %w",
+			c.node, c.limit, drivers.ErrFull)
+	}
+	return func() { c.inFlight.Add(-1) }, nil
+}

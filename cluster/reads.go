@@ -1,0 +1,104 @@
+package cluster
+
+import (
+	"context"
+	"strings"
+	"time"
+
+	"github.com/zerotal/lock/api"
+	"github.com/zerotal/lock/cluster/httpapi"
+	"github.com/zerotal/lock/engine"
+	"github.com/zerotal/lock/internal/buildinfo"
+)
+
+// readIndex makes the leader's next local read linearizable (the ReadIndex
+// of the Raft thesis): note the commit index, confirm leadership with a
+// heartbeat round, then wait until the FSM has applied that index. The
+// takeover barrier already committed an entry of this term.
+func (n *Node) readIndex(ctx context.Context) error {
+	ci := n.raft.CommitIndex()
+	if err := n.raft.VerifyLeader().Error(); err != nil {
+		return unavailable("verify leader", err)
+	}
+	if err := n.fsm.WaitApplied(ctx, ci); err != nil {
+		return unavailable("read", err)
+	}
+	return nil
+}
+
+// getLock reads key on the leader l, linearizably. A grant past its
+// deadline is free to acquire even before the expiry entry commits, so it
+// is reported as free (ok false).
+func (n *Node) getLock(ctx context.Context, l *leadership, key string) (httpapi.Lock, bool, error) {
+	if err := n.readIndex(ctx); err != nil {
+		return httpapi.Lock{}, false, err
+	}
+	info, ok, err := n.fsm.Engine().Get(ctx, key)
+	if err != nil {
+		return httpapi.Lock{}, false, unavailable("get", err)
+	}
+	now := l.clock.now()
+	if !ok || info.Deadline <= now {
+		return httpapi.Lock{}, false, nil
+	}
+	return heldLock(info, now), true, nil
+}
+
+// listLocks reads up to limit keys under prefix on the leader l,
+// linearizably, leaving out grants past their deadline.
+func (n *Node) listLocks(ctx context.Context, l *leadership, prefix string, limit int) ([]httpapi.Lock, bool, error) {
+	if err := n.readIndex(ctx); err != nil {
+		return nil, false, err
+	}
+	infos, err := n.fsm.Engine().List(ctx, prefix, limit+1)
+	if err != nil {
+		return nil, false, unavailable("list", err)
+	}
+	truncated := len(infos) > limit
+	if truncated {
+		infos = infos[:limit]
+	}
+	now := l.clock.now()
+	locks := make([]httpapi.Lock, 0, len(infos))
+	for _, in := range infos {
+		if in.Deadline <= now {
+			continue
+		}
+		locks = append(locks, heldLock(in, now))
+	}
+	return locks, truncated, nil
+}
+
+// heldLock is the engine's record of a held key at now (the FSM's clock,
+// nanoseconds) as the API reports it.
+func heldLock(in engine.Info, now int64) httpapi.Lock {
+	return httpapi.Lock{Key: in.Key, Owner: in.Owner, Fence: in.Fence,
+		Remaining: time.Duration(in.Deadline - now), Waiters: in.Waiters}
+}
+
+// status describes this node and its view of the cluster, leader or not.
+func (n *Node) status() api.Status {
+	leaderAddr, leaderID := n.raft.LeaderWithID()
+	st := api.Status{
+		ID:           n.cfg.ID,
+		State:        strings.ToLower(n.raft.State().String()),
+		LeaderID:     string(leaderID),
+		LeaderAddr:   string(leaderAddr),
+		Term:         n.raft.CurrentTerm(),
+		CommitIndex:  n.raft.CommitIndex(),
+		AppliedIndex: n.fsm.AppliedIndex(),
+		LastIndex:    n.raft.LastIndex(),
+		Peers:        []api.Peer{},
+		Keys:         n.fsm.Engine().Len(),
+		Version:      buildinfo.Version(),
+	}
+	if leaderID != "" {
+		st.LeaderHTTP, _ = n.fsm.Member(string(leaderID))
+	}
+	if f := n.raft.GetConfiguration(); f.Error() == nil {
+		for _, s := range f.Configuration().Servers {
+			st.Peers = append(st.Peers, api.Peer{ID: string(s.ID), Addr: string(s.Address), Suffrage: strings.ToLower(s.Suffrage.String())})
+		}
+	}
+	return st
+}
