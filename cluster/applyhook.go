@@ -30,6 +30,6 @@ func (n *Node) onApply(a fsm.Applied) {
 		n.expiry.granted(deadline)
 	}
 	if n.metrics != nil {
-		n.metrics.observeApplied(a)
+		n.metrics.ObserveApplied(a)
 	}
 }

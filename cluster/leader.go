@@ -77,7 +77,7 @@ func (n *Node) watchLeadership() {
 			return
 		case isLeader := <-n.raft.LeaderCh():
 			stepDown()
-			n.metrics.leaderChanges.Inc()
+			n.metrics.LeaderChanges.Inc()
 			if !isLeader {
 				n.log.Info("lost leadership")
 				continue

@@ -33,11 +33,11 @@ func (n *Node) acquireLock(ctx context.Context, l *leadership, key, owner string
 	fence, err := n.acquire(ctx, l, key, owner, ttl, wait)
 	if err != nil {
 		if isConflict(err) {
-			n.metrics.contention.Inc()
+			n.metrics.Contention.Inc()
 		}
 		return 0, err
 	}
-	n.metrics.acquireWait.Observe(time.Since(start).Seconds())
+	n.metrics.AcquireWait.Observe(time.Since(start).Seconds())
 	return fence, nil
 }
 

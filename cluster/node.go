@@ -16,6 +16,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/zerotal/lock/cluster/httpapi"
+	"github.com/zerotal/lock/cluster/metrics"
 	"github.com/zerotal/lock/cluster/raftstore"
 	"github.com/zerotal/lock/drivers"
 	"github.com/zerotal/lock/fsm"
@@ -30,7 +31,7 @@ type Node struct {
 	fsm     *fsm.FSM
 	raft    *raft.Raft
 	stores  *stores
-	metrics *metrics
+	metrics *metrics.Metrics
 	waits   *liveRequests
 	rounds  *rounds // nil until raft runs
 	expiry  *expiry
@@ -100,7 +101,14 @@ func NewNode(ctx context.Context, cfg Config) (_ *Node, err error) {
 		return nil, err
 	}
 	n.expiry = newExpiry(n.fsm.Engine(), n.propose, cfg.TickInterval)
-	n.metrics, err = newMetrics(n)
+	n.metrics, err = metrics.New(metrics.Sources{
+		ID:       cfg.ID,
+		Registry: cfg.Registry,
+		Raft:     n.raftForMetrics.Load,
+		Waiters:  n.fsm.WaiterCount,
+		Keys:     n.fsm.Engine().Len,
+		Ready:    func(r *raft.Raft) bool { return n.readiness(r).Ready },
+	})
 	if err != nil {
 		return nil, err
 	}
@@ -145,7 +153,7 @@ func NewNode(ctx context.Context, cfg Config) (_ *Node, err error) {
 		Token:       cfg.Token,
 		ReadTimeout: cfg.HTTPReadTimeout,
 		MaxWaits:    cfg.MaxWaits,
-		Metrics:     promhttp.HandlerFor(n.metrics.gatherer, promhttp.HandlerOpts{}),
+		Metrics:     promhttp.HandlerFor(n.metrics.Gatherer, promhttp.HandlerOpts{}),
 		Transport:   n.proxy,
 		Scheme:      n.httpScheme(),
 	})
@@ -340,7 +348,7 @@ func (n *Node) shutdown(ctx context.Context) error {
 		errs = append(errs, n.fsm.Close())
 	}
 	if n.metrics != nil {
-		n.metrics.unregister()
+		n.metrics.Unregister()
 	}
 	return errors.Join(errs...)
 }

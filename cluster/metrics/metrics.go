@@ -1,4 +1,9 @@
-package cluster
+// Package metrics is a lock cluster node's Prometheus series, labelled
+// node=<ID>: the lock table's (waiters, keys, hold times, expiries), the
+// requests' (acquire wait, contention), and raft's, read from raft when
+// scraped. The series and what they mean are listed in package cluster's
+// documentation.
+package metrics
 
 import (
 	"time"
@@ -11,17 +16,36 @@ import (
 	"github.com/zerotal/lock/internal/buildinfo"
 )
 
-// metrics are the node's Prometheus series, labelled node=<ID>.
-type metrics struct {
-	gatherer   prometheus.Gatherer
+// Sources are what the series read when scraped. The funcs may be called
+// from any goroutine, also before the node has finished starting.
+type Sources struct {
+	// ID labels every series node=<ID>.
+	ID string
+	// Registry receives the series; nil: a registry of its own, with the
+	// Go runtime and process collectors (unlabelled).
+	Registry prometheus.Registerer
+	// Raft is the node's raft, nil until it runs.
+	Raft func() *raft.Raft
+	// Waiters and Keys count the replicated table's queued waiters and keys.
+	Waiters, Keys func() int
+	// Ready reports what /readyz would answer.
+	Ready func(*raft.Raft) bool
+}
+
+// Metrics are one node's series. The request metrics are observed by the
+// node's lock operations; ObserveApplied feeds the table's from the log.
+type Metrics struct {
+	// Gatherer serves /metrics.
+	Gatherer prometheus.Gatherer
+
+	AcquireWait   prometheus.Histogram // request to grant, on the leader
+	Contention    prometheus.Counter   // acquires answered 409
+	LeaderChanges prometheus.Counter
+
 	registerer prometheus.Registerer
 	collectors []prometheus.Collector
-
-	acquireWait   prometheus.Histogram // request to grant, on the leader
-	holdTime      prometheus.Histogram // grant to release/expiry, in FSM time
-	contention    prometheus.Counter   // acquires answered 409
-	expired       prometheus.Counter   // expiries applied
-	leaderChanges prometheus.Counter
+	holdTime   prometheus.Histogram // grant to release/expiry, in FSM time
+	expired    prometheus.Counter   // expiries applied
 
 	// grants remembers when each held key was granted, for holdTime. Only
 	// the FSM goroutine touches it.
@@ -33,8 +57,9 @@ type grantStart struct {
 	at    int64
 }
 
-func newMetrics(n *Node) (*metrics, error) {
-	var reg prometheus.Registerer = n.cfg.Registry
+// New registers a node's series.
+func New(src Sources) (*Metrics, error) {
+	var reg prometheus.Registerer = src.Registry
 	var gatherer prometheus.Gatherer = prometheus.DefaultGatherer
 	if reg == nil {
 		r := prometheus.NewRegistry()
@@ -45,25 +70,25 @@ func newMetrics(n *Node) (*metrics, error) {
 	} else if g, ok := reg.(prometheus.Gatherer); ok {
 		gatherer = g
 	}
-	m := &metrics{
-		gatherer:   gatherer,
-		registerer: prometheus.WrapRegistererWith(prometheus.Labels{"node": n.cfg.ID}, reg),
+	m := &Metrics{
+		Gatherer:   gatherer,
+		registerer: prometheus.WrapRegistererWith(prometheus.Labels{"node": src.ID}, reg),
 		grants:     map[string]grantStart{},
 	}
 	buckets := []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60, 300}
-	m.acquireWait = prometheus.NewHistogram(prometheus.HistogramOpts{
+	m.AcquireWait = prometheus.NewHistogram(prometheus.HistogramOpts{
 		Name: "zerotal_lock_acquire_wait_seconds", Help: "Time from an acquire request reaching the leader to its grant.", Buckets: buckets,
 	})
 	m.holdTime = prometheus.NewHistogram(prometheus.HistogramOpts{
 		Name: "zerotal_lock_hold_seconds", Help: "Time a lock was held, grant to release or expiry, in replicated time.", Buckets: buckets,
 	})
-	m.contention = prometheus.NewCounter(prometheus.CounterOpts{
+	m.Contention = prometheus.NewCounter(prometheus.CounterOpts{
 		Name: "zerotal_lock_contention_total", Help: "Acquires answered 409 because another owner held the key.",
 	})
 	m.expired = prometheus.NewCounter(prometheus.CounterOpts{
 		Name: "zerotal_lock_expired_total", Help: "Locks lost by their holder because their TTL ran out (expiries applied).",
 	})
-	m.leaderChanges = prometheus.NewCounter(prometheus.CounterOpts{
+	m.LeaderChanges = prometheus.NewCounter(prometheus.CounterOpts{
 		Name: "zerotal_lock_leadership_changes_total", Help: "Times this node gained or lost leadership.",
 	})
 	bi := buildinfo.Get()
@@ -74,24 +99,24 @@ func newMetrics(n *Node) (*metrics, error) {
 			Name: "zerotal_lock_build_info", Help: "The node's build: version, VCS revision and Go version; always 1.",
 			ConstLabels: prometheus.Labels{"version": bi.Version, "revision": bi.Revision, "goversion": bi.GoVersion},
 		}, func() float64 { return 1 }),
-		m.acquireWait, m.holdTime, m.contention, m.expired, m.leaderChanges,
+		m.AcquireWait, m.holdTime, m.Contention, m.expired, m.LeaderChanges,
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "zerotal_lock_waiters", Help: "Acquires queued in the replicated wait queues.",
-		}, func() float64 { return float64(n.fsm.WaiterCount()) }),
+		}, func() float64 { return float64(src.Waiters()) }),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "zerotal_lock_keys", Help: "Keys in the lock table.",
-		}, func() float64 { return float64(n.fsm.Engine().Len()) }),
+		}, func() float64 { return float64(src.Keys()) }),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "zerotal_lock_raft_state", Help: "Raft state: 0 follower, 1 candidate, 2 leader, 3 shutdown.",
 		}, func() float64 {
-			// Read through an atomic: a shared registry may be scraped
-			// while NewNode is still starting raft.
-			if r := n.raftForMetrics.Load(); r != nil {
+			// A shared registry may be scraped while the node is still
+			// starting raft.
+			if r := src.Raft(); r != nil {
 				return float64(r.State())
 			}
 			return float64(raft.Shutdown)
 		}),
-		newRaftCollector(n),
+		newRaftCollector(src),
 	}
 	for i, c := range m.collectors {
 		if err := m.registerer.Register(c); err != nil {
@@ -104,14 +129,16 @@ func newMetrics(n *Node) (*metrics, error) {
 	return m, nil
 }
 
-func (m *metrics) unregister() {
+// Unregister removes the node's series from the registry.
+func (m *Metrics) Unregister() {
 	for _, c := range m.collectors {
 		m.registerer.Unregister(c)
 	}
 }
 
-// observeApplied records hold times and expiries from the applied log.
-func (m *metrics) observeApplied(a fsm.Applied) {
+// ObserveApplied records hold times and expiries from the applied log. It
+// runs on the FSM goroutine only.
+func (m *Metrics) ObserveApplied(a fsm.Applied) {
 	e, r := a.Entry, a.Result
 	switch e.Op {
 	case engine.OpAcquire:

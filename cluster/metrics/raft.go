@@ -1,4 +1,4 @@
-package cluster
+package metrics
 
 import (
 	"strconv"
@@ -14,7 +14,7 @@ import (
 // which cannot tell the nodes of one process apart; this collector
 // belongs to its node and is labelled with it like every node series.
 type raftCollector struct {
-	n *Node
+	src Sources
 
 	term, lastLogIndex, commitIndex, appliedIndex, fsmPending *prometheus.Desc
 	lastSnapshotIndex, voters, lastContact, ready             *prometheus.Desc
@@ -22,12 +22,12 @@ type raftCollector struct {
 
 var _ prometheus.Collector = (*raftCollector)(nil)
 
-func newRaftCollector(n *Node) *raftCollector {
+func newRaftCollector(src Sources) *raftCollector {
 	d := func(name, help string) *prometheus.Desc {
 		return prometheus.NewDesc("zerotal_lock_raft_"+name, help, nil, nil)
 	}
 	return &raftCollector{
-		n:                 n,
+		src:               src,
 		term:              d("term", "Raft's current term."),
 		lastLogIndex:      d("last_log_index", "Index of the last entry in this node's raft log."),
 		commitIndex:       d("commit_index", "Highest raft log index this node knows to be committed."),
@@ -53,9 +53,9 @@ func (c *raftCollector) Describe(ch chan<- *prometheus.Desc) {
 // atomics only (none waits for raft's main loop), so a scrape never
 // blocks on a busy or stuck raft.
 func (c *raftCollector) Collect(ch chan<- prometheus.Metric) {
-	// Read through an atomic: a shared registry may be scraped while
-	// NewNode is still starting raft.
-	r := c.n.raftForMetrics.Load()
+	// A shared registry may be scraped while the node is still starting
+	// raft.
+	r := c.src.Raft()
 	if r == nil {
 		return
 	}
@@ -86,7 +86,7 @@ func (c *raftCollector) Collect(ch chan<- prometheus.Metric) {
 		gauge(c.lastContact, time.Since(last).Seconds())
 	}
 	ready := 0.0
-	if c.n.readiness(r).Ready {
+	if c.src.Ready(r) {
 		ready = 1
 	}
 	gauge(c.ready, ready)
