@@ -6,6 +6,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/zerotal/lock/cluster/rounds"
 	"github.com/zerotal/lock/engine"
 	"github.com/zerotal/lock/fsm"
 )
@@ -21,7 +22,7 @@ const expireBatch = 256
 // so a proposal that turns stale on the way is a no-op.
 type expiry struct {
 	eng     *engine.Engine
-	propose func(fsm.Entry) *proposal
+	propose func(fsm.Entry) *rounds.Proposal
 	tick    time.Duration // Config.TickInterval
 
 	// kick wakes the loop when a new deadline may be earlier.
@@ -33,7 +34,7 @@ type expiry struct {
 	paused atomic.Bool
 }
 
-func newExpiry(eng *engine.Engine, propose func(fsm.Entry) *proposal, tick time.Duration) *expiry {
+func newExpiry(eng *engine.Engine, propose func(fsm.Entry) *rounds.Proposal, tick time.Duration) *expiry {
 	x := &expiry{eng: eng, propose: propose, tick: tick, kick: make(chan struct{}, 1)}
 	x.wake.Store(math.MaxInt64)
 	return x
@@ -102,7 +103,7 @@ func (x *expiry) run(ctx context.Context, clock *logicalClock) {
 		}
 		if time.Since(lastTick) >= x.tick && x.eng.Len() > 0 {
 			lastTick = time.Now()
-			if _, err := x.propose(fsm.Entry{Op: engine.OpTick, Now: clock.now()}).wait(); err != nil && isRaftUnavailable(err) {
+			if _, err := x.propose(fsm.Entry{Op: engine.OpTick, Now: clock.now()}).Wait(); err != nil && isRaftUnavailable(err) {
 				return
 			}
 		}
@@ -117,14 +118,14 @@ func (x *expiry) expireDue(ctx context.Context, now int64) (int, error) {
 		return 0, err
 	}
 	// Propose them all before waiting on any: raft commits them together.
-	pending := make([]*proposal, len(due))
+	pending := make([]*rounds.Proposal, len(due))
 	for i, g := range due {
 		pending[i] = x.propose(fsm.Entry{Op: engine.OpExpire, Key: g.Key, Owner: g.Owner, ExpectFence: g.Fence, Now: now})
 	}
 	applied := 0
 	var firstErr error
 	for _, p := range pending {
-		resp, err := p.wait()
+		resp, err := p.Wait()
 		switch {
 		case err != nil && firstErr == nil && isRaftUnavailable(err):
 			firstErr = err

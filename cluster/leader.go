@@ -8,6 +8,7 @@ import (
 
 	"github.com/hashicorp/raft"
 
+	"github.com/zerotal/lock/cluster/rounds"
 	"github.com/zerotal/lock/engine"
 	"github.com/zerotal/lock/fsm"
 )
@@ -137,7 +138,7 @@ func (n *Node) takeover(ctx context.Context) (*logicalClock, bool) {
 	}
 	clock := &logicalClock{t0: t0, m0: time.Now(), grace: n.cfg.ElectionTimeout + n.cfg.LeaderLeaseTimeout, since: n.cfg.clock().Since}
 
-	var pending []*proposal
+	var pending []*rounds.Proposal
 	for _, w := range n.fsm.Waiters() {
 		pending = append(pending, n.propose(fsm.Entry{Op: engine.OpCancelWait, Key: w.Key, Owner: w.Owner, Now: clock.now()}))
 	}
@@ -155,7 +156,7 @@ func (n *Node) takeover(ctx context.Context) (*logicalClock, bool) {
 	pending = append(pending, n.propose(fsm.Entry{Op: engine.OpTick, Now: clock.now()}))
 	failed := false
 	for _, p := range pending {
-		if _, err := p.wait(); err != nil {
+		if _, err := p.Wait(); err != nil {
 			n.log.Warn("takeover proposal failed", "error", err)
 			failed = failed || isRaftUnavailable(err)
 		}

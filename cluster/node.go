@@ -18,6 +18,7 @@ import (
 	"github.com/zerotal/lock/cluster/httpapi"
 	"github.com/zerotal/lock/cluster/metrics"
 	"github.com/zerotal/lock/cluster/raftstore"
+	"github.com/zerotal/lock/cluster/rounds"
 	"github.com/zerotal/lock/drivers"
 	"github.com/zerotal/lock/fsm"
 	"github.com/zerotal/lock/internal/logbridge"
@@ -33,7 +34,7 @@ type Node struct {
 	stores  *stores
 	metrics *metrics.Metrics
 	waits   *liveRequests
-	rounds  *rounds // nil until raft runs
+	rounds  *rounds.Rounds // nil until raft runs
 	expiry  *expiry
 
 	httpSrv  *http.Server
@@ -142,7 +143,7 @@ func NewNode(ctx context.Context, cfg Config) (_ *Node, err error) {
 		return nil, fmt.Errorf("cluster: start raft: %w", err)
 	}
 	n.raftForMetrics.Store(n.raft)
-	n.rounds = &rounds{apply: n.raft.Apply, timeout: cfg.ApplyTimeout, depth: roundsInFlight, wait: lazyLinger, stall: roundStall}
+	n.rounds = rounds.New(rounds.Config{Apply: n.raft.Apply, Timeout: cfg.ApplyTimeout})
 	if err := n.bootstrap(existing); err != nil {
 		return nil, err
 	}
@@ -330,7 +331,7 @@ func (n *Node) shutdown(ctx context.Context) error {
 		_ = n.listener.Close()
 	}
 	if n.rounds != nil {
-		if err := n.rounds.close(ctx); err != nil {
+		if err := n.rounds.Close(ctx); err != nil {
 			errs = append(errs, err)
 		}
 	}

@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"github.com/zerotal/lock/cluster/rounds"
 	"github.com/zerotal/lock/fsm"
 )
 
@@ -12,29 +13,29 @@ import (
 // propose encodes e and hands it to raft without waiting; the proposal's
 // wait collects the outcome. Encoding only fails for an unknown type, a
 // programming error reported through the proposal.
-func (n *Node) propose(e fsm.Entry) *proposal { return n.submit(e, false) }
+func (n *Node) propose(e fsm.Entry) *rounds.Proposal { return n.submit(e, false) }
 
 // submit is propose, lazily when lazy is set (see rounds).
-func (n *Node) submit(e fsm.Entry, lazy bool) *proposal {
+func (n *Node) submit(e fsm.Entry, lazy bool) *rounds.Proposal {
 	if hook := n.proposeHook.Load(); hook != nil {
 		if err := (*hook)(e); err != nil {
-			return failedProposal(err)
+			return rounds.Failed(err)
 		}
 	}
 	b, err := fsm.Encode(e)
 	if err != nil {
-		return failedProposal(err)
+		return rounds.Failed(err)
 	}
-	return n.rounds.propose(b, lazy)
+	return n.rounds.Propose(b, lazy)
 }
 
 // apply proposes e and waits for its result.
 func (n *Node) apply(e fsm.Entry) (*fsm.Response, error) {
-	return n.propose(e).wait()
+	return n.propose(e).Wait()
 }
 
 // barrier runs raft's Barrier, counted like a proposal so Shutdown waits
 // for it.
 func (n *Node) barrier() error {
-	return n.rounds.counted(func() error { return n.raft.Barrier(n.cfg.ApplyTimeout).Error() })
+	return n.rounds.Counted(func() error { return n.raft.Barrier(n.cfg.ApplyTimeout).Error() })
 }

@@ -1,4 +1,8 @@
-package cluster
+// Package rounds is a node's one path into raft: it paces proposals into
+// raft's apply channel in rounds, answers each through one future type,
+// Proposal, and counts what raft has not answered yet so that a node's
+// shutdown can wait for it.
+package rounds
 
 import (
 	"context"
@@ -10,25 +14,38 @@ import (
 	"github.com/hashicorp/raft"
 )
 
-// roundsInFlight is how many rounds may be in raft at once. One keeps the
-// leader loop free to process a commit the moment it arrives; measured on
-// three nodes sharing one disk it beat two and unbounded.
-const roundsInFlight = 1
+// Defaults of Config.
+const (
+	// DefaultDepth is how many rounds may be in raft at once. One keeps
+	// the leader loop free to process a commit the moment it arrives;
+	// measured on three nodes sharing one disk it beat two and unbounded.
+	DefaultDepth = 1
+	// DefaultStall is how long a round may hold its slot. raft answers
+	// every future while it runs, normally within milliseconds; should
+	// one take this long anyway (a stalled disk), the next round goes in
+	// regardless rather than the node stalling with it. Rounds only pace
+	// proposals: any number of them in flight is correct.
+	DefaultStall = time.Second
+	// DefaultLinger bounds how long a lazy proposal waits for a round to
+	// join.
+	DefaultLinger = 3 * time.Millisecond
+)
 
-// roundStall is how long a round may hold its slot. raft answers every
-// future while it runs, normally within milliseconds; should one take
-// this long anyway (a stalled disk), the next round goes in regardless
-// rather than the node stalling with it. Rounds only pace proposals: any
-// number of them in flight is correct.
-const roundStall = time.Second
+// Config configures Rounds; zero durations and depth take the defaults.
+type Config struct {
+	// Apply hands one entry to raft: raft.Raft.Apply.
+	Apply func(data []byte, timeout time.Duration) raft.ApplyFuture
+	// Timeout is passed to Apply (0: none).
+	Timeout time.Duration
+	Depth   int
+	Linger  time.Duration
+	Stall   time.Duration
+}
 
-// lazyLinger bounds how long a lazy proposal waits for a round to join.
-const lazyLinger = 3 * time.Millisecond
-
-// rounds paces proposals into raft in rounds, with at most depth rounds
+// Rounds paces proposals into raft in rounds, with at most depth rounds
 // in flight; the proposals that arrive meanwhile wait and go in together
 // as the next round. It also counts the proposals raft has not answered,
-// for Shutdown (close).
+// for a node's shutdown (Close).
 //
 // Why rounds: raft's leader loop writes a batch to disk and processes
 // commits in one goroutine. Fed freely under load, it writes many small
@@ -40,40 +57,55 @@ const lazyLinger = 3 * time.Millisecond
 //
 // A lazy proposal (an acquire that will only join a key's queue) does not
 // start a round of its own: it rides with the next one, or goes alone
-// after lazyLinger. On a contended key the holder's release usually
+// after Config.Linger. On a contended key the holder's release usually
 // follows within a moment, and the two then share one commit instead of
 // the release waiting behind the queueing.
 //
 // Why the count: raft does not answer a future still queued in its
 // (batched) apply channel when it shuts down, so Shutdown closes the
-// rounds, which then refuse new proposals, and waits until raft has
+// Rounds, which then refuse new proposals, and waits until raft has
 // answered every pending one before it stops raft. While raft runs, each
 // one ends (committed, or failed when leadership is lost).
-type rounds struct {
-	apply   func(data []byte, timeout time.Duration) raft.ApplyFuture // raft.Apply
+type Rounds struct {
+	apply   func(data []byte, timeout time.Duration) raft.ApplyFuture
 	timeout time.Duration
 	depth   int
-	wait    time.Duration // how long lazy proposals wait: lazyLinger
-	stall   time.Duration // roundStall
+	wait    time.Duration // how long lazy proposals wait
+	stall   time.Duration
 
 	mu       sync.Mutex
 	closed   bool           // close was called: refuse new proposals
 	pending  sync.WaitGroup // proposals and barriers raft has not answered
 	inflight int
-	queue    []*proposal // in arrival order
+	queue    []*Proposal // in arrival order
 	eager    int         // proposals in queue that are not lazy
 	linger   *time.Timer // armed while only lazy proposals wait
 }
 
-// propose queues data and starts a round when one is free (unless lazy).
-// Proposals of one goroutine enter raft in the order made. After close it
+// New returns Rounds that hand entries to cfg.Apply.
+func New(cfg Config) *Rounds {
+	r := &Rounds{apply: cfg.Apply, timeout: cfg.Timeout, depth: cfg.Depth, wait: cfg.Linger, stall: cfg.Stall}
+	if r.depth <= 0 {
+		r.depth = DefaultDepth
+	}
+	if r.wait <= 0 {
+		r.wait = DefaultLinger
+	}
+	if r.stall <= 0 {
+		r.stall = DefaultStall
+	}
+	return r
+}
+
+// Propose queues data and starts a round when one is free (unless lazy).
+// Proposals of one goroutine enter raft in the order made. After Close it
 // returns a proposal failed with raft.ErrRaftShutdown.
-func (r *rounds) propose(data []byte, lazy bool) *proposal {
+func (r *Rounds) Propose(data []byte, lazy bool) *Proposal {
 	p := newProposal(data, lazy)
 	r.mu.Lock()
 	if r.closed {
 		r.mu.Unlock()
-		return failedProposal(raft.ErrRaftShutdown)
+		return Failed(raft.ErrRaftShutdown)
 	}
 	r.pending.Add(1)
 	r.queue = append(r.queue, p)
@@ -95,10 +127,10 @@ func (r *rounds) propose(data []byte, lazy bool) *proposal {
 	return p
 }
 
-// counted runs op (a raft call that must end before raft stops, such as
-// a barrier), counted like a pending proposal; after close it returns
+// Counted runs op (a raft call that must end before raft stops, such as
+// a barrier), counted like a pending proposal; after Close it returns
 // raft.ErrRaftShutdown without running op.
-func (r *rounds) counted(op func() error) error {
+func (r *Rounds) Counted(op func() error) error {
 	r.mu.Lock()
 	if r.closed {
 		r.mu.Unlock()
@@ -110,9 +142,9 @@ func (r *rounds) counted(op func() error) error {
 	return op()
 }
 
-// close refuses new proposals and waits until raft has answered every
+// Close refuses new proposals and waits until raft has answered every
 // pending one, or ctx ends.
-func (r *rounds) close(ctx context.Context) error {
+func (r *Rounds) Close(ctx context.Context) error {
 	r.mu.Lock()
 	r.closed = true
 	r.mu.Unlock()
@@ -125,12 +157,12 @@ func (r *rounds) close(ctx context.Context) error {
 	case <-done:
 		return nil
 	case <-ctx.Done():
-		return fmt.Errorf("cluster: waiting for pending raft operations: %w", ctx.Err())
+		return fmt.Errorf("rounds: waiting for pending raft operations: %w", ctx.Err())
 	}
 }
 
 // startIdle starts a round for proposals left waiting, when a round is free.
-func (r *rounds) startIdle() {
+func (r *Rounds) startIdle() {
 	r.mu.Lock()
 	r.linger = nil
 	if r.inflight >= r.depth || len(r.queue) == 0 {
@@ -143,14 +175,14 @@ func (r *rounds) startIdle() {
 }
 
 // armLocked makes sure lazy proposals left waiting go within r.wait.
-func (r *rounds) armLocked() {
+func (r *Rounds) armLocked() {
 	if r.linger == nil {
 		r.linger = time.AfterFunc(r.wait, r.startIdle)
 	}
 }
 
 // takeLocked takes the queue as a new round.
-func (r *rounds) takeLocked() []*proposal {
+func (r *Rounds) takeLocked() []*Proposal {
 	round := r.queue
 	r.queue, r.eager = nil, 0
 	r.inflight++
@@ -162,12 +194,12 @@ func (r *rounds) takeLocked() []*proposal {
 }
 
 // run hands a round to raft, in order, and answers it in the background.
-func (r *rounds) run(round []*proposal) {
+func (r *Rounds) run(round []*Proposal) {
 	go r.await(round, r.submit(round))
 }
 
 // submit hands the proposals of a round to raft.
-func (r *rounds) submit(round []*proposal) []raft.ApplyFuture {
+func (r *Rounds) submit(round []*Proposal) []raft.ApplyFuture {
 	futures := make([]raft.ApplyFuture, 0, len(round))
 	for _, p := range round {
 		futures = append(futures, r.apply(p.data, r.timeout))
@@ -178,7 +210,7 @@ func (r *rounds) submit(round []*proposal) []raft.ApplyFuture {
 // await answers every proposal of a round (raft answers each future, also
 // when leadership is lost), then runs the proposals queued meanwhile as
 // the next round, until no eager one is left.
-func (r *rounds) await(round []*proposal, futures []raft.ApplyFuture) {
+func (r *Rounds) await(round []*Proposal, futures []raft.ApplyFuture) {
 	for {
 		// freed is set by whoever gives up the round's slot first: this
 		// goroutine when the round ends, or the stall timer.
@@ -209,7 +241,7 @@ func (r *rounds) await(round []*proposal, futures []raft.ApplyFuture) {
 
 // endRound gives up a stalled round's slot and starts the next round if
 // eager proposals wait.
-func (r *rounds) endRound() {
+func (r *Rounds) endRound() {
 	r.mu.Lock()
 	round, ok := r.finishLocked()
 	r.mu.Unlock()
@@ -221,7 +253,7 @@ func (r *rounds) endRound() {
 // finishLocked gives up one round's slot and, when an eager proposal
 // waits, takes the queue as the next round. With nothing, or only lazy
 // proposals, waiting, those keep waiting for a companion, within r.wait.
-func (r *rounds) finishLocked() ([]*proposal, bool) {
+func (r *Rounds) finishLocked() ([]*Proposal, bool) {
 	r.inflight--
 	if r.eager == 0 {
 		if len(r.queue) > 0 {

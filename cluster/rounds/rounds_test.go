@@ -1,4 +1,4 @@
-package cluster
+package rounds
 
 import (
 	"errors"
@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/hashicorp/raft"
+
+	"github.com/zerotal/lock/internal/poll"
 )
 
 // fakeRaft records what is applied and answers each future when told.
@@ -63,22 +65,22 @@ func (r *fakeRaft) inRaft() int {
 	return len(r.pending)
 }
 
-func newTestRounds() (*rounds, *fakeRaft) {
+func newTestRounds() (*Rounds, *fakeRaft) {
 	fr := &fakeRaft{}
-	return &rounds{apply: fr.apply, timeout: time.Second, depth: 1, wait: lazyLinger, stall: roundStall}, fr
+	return New(Config{Apply: fr.apply, Timeout: time.Second}), fr
 }
 
 // While a round is in flight, proposals wait and then go in together, in
 // order; each is answered with its own future's outcome.
 func TestRounds_QueuedProposalsFormTheNextRound(t *testing.T) {
 	r, fr := newTestRounds()
-	first := r.propose([]byte("a"), false)
+	first := r.Propose([]byte("a"), false)
 	if got := fr.inRaft(); got != 1 {
 		t.Fatalf("%d proposals in raft, want the first at once", got)
 	}
 	var later []raft.ApplyFuture
 	for _, d := range []string{"b", "c", "d"} {
-		later = append(later, r.propose([]byte(d), false))
+		later = append(later, r.Propose([]byte(d), false))
 	}
 	if got := fr.inRaft(); got != 1 {
 		t.Fatalf("%d proposals in raft while a round is in flight, want 1", got)
@@ -87,7 +89,7 @@ func TestRounds_QueuedProposalsFormTheNextRound(t *testing.T) {
 	if err := first.Error(); err != nil || first.Response() != "a" || first.Index() != 1 {
 		t.Fatalf("first = %v %v %d", err, first.Response(), first.Index())
 	}
-	waitFor(t, 5*time.Second, "the next round", func() bool { return fr.inRaft() == 3 })
+	poll.Until(t, 5*time.Second, "the next round", func() bool { return fr.inRaft() == 3 })
 	boom := errors.New("leadership lost")
 	fr.commit(boom)
 	for i, f := range later {
@@ -101,15 +103,15 @@ func TestRounds_QueuedProposalsFormTheNextRound(t *testing.T) {
 }
 
 // A lazy proposal does not start a round: it rides with the next eager
-// one, ahead of it, or goes alone after lazyLinger.
+// one, ahead of it, or goes alone after DefaultLinger.
 func TestRounds_LazyProposalRidesWithTheNextRound(t *testing.T) {
 	r, fr := newTestRounds()
 	r.wait = time.Hour // the companion comes first; the timer is stopped then
-	lazy := r.propose([]byte("queue-me"), true)
+	lazy := r.Propose([]byte("queue-me"), true)
 	if got := fr.inRaft(); got != 0 {
 		t.Fatalf("a lazy proposal went in alone at once")
 	}
-	eager := r.propose([]byte("release"), false)
+	eager := r.Propose([]byte("release"), false)
 	if got := fmt.Sprint(fr.log()); got != "[queue-me release]" {
 		t.Fatalf("raft got %s, want both in one round, lazy first", got)
 	}
@@ -119,13 +121,13 @@ func TestRounds_LazyProposalRidesWithTheNextRound(t *testing.T) {
 	}
 
 	r.mu.Lock()
-	r.wait = lazyLinger
+	r.wait = DefaultLinger
 	r.mu.Unlock()
 	start := time.Now()
-	alone := r.propose([]byte("alone"), true)
-	waitFor(t, 5*time.Second, "the lazy proposal to go alone", func() bool { return fr.inRaft() == 1 })
-	if waited := time.Since(start); waited < lazyLinger {
-		t.Fatalf("went after %s, before lazyLinger", waited)
+	alone := r.Propose([]byte("alone"), true)
+	poll.Until(t, 5*time.Second, "the lazy proposal to go alone", func() bool { return fr.inRaft() == 1 })
+	if waited := time.Since(start); waited < DefaultLinger {
+		t.Fatalf("went after %s, before DefaultLinger", waited)
 	}
 	fr.commit(nil)
 	if err := alone.Error(); err != nil {
@@ -138,10 +140,10 @@ func TestRounds_LazyProposalRidesWithTheNextRound(t *testing.T) {
 func TestRounds_LazyOnlyQueueWaitsForACompanion(t *testing.T) {
 	r, fr := newTestRounds()
 	r.wait = time.Hour // the companion comes first; the timer is stopped then
-	r.propose([]byte("a"), false)
-	lazy := r.propose([]byte("lazy"), true)
+	r.Propose([]byte("a"), false)
+	lazy := r.Propose([]byte("lazy"), true)
 	fr.commit(nil)
-	waitFor(t, 5*time.Second, "the round to end", func() bool {
+	poll.Until(t, 5*time.Second, "the round to end", func() bool {
 		r.mu.Lock()
 		defer r.mu.Unlock()
 		return r.inflight == 0
@@ -149,7 +151,7 @@ func TestRounds_LazyOnlyQueueWaitsForACompanion(t *testing.T) {
 	if got := fr.inRaft(); got != 0 {
 		t.Fatalf("%d in raft: the lazy proposal formed a round of its own", got)
 	}
-	eager := r.propose([]byte("b"), false)
+	eager := r.Propose([]byte("b"), false)
 	if got := fmt.Sprint(fr.log()); got != "[a lazy b]" {
 		t.Fatalf("raft got %s", got)
 	}
@@ -189,7 +191,7 @@ func TestRounds_ConcurrentProposersKeepTheirOrder(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			for i := 0; i < each; i++ {
-				f := r.propose([]byte(fmt.Sprintf("%d/%03d", w, i)), i%3 == 0)
+				f := r.Propose([]byte(fmt.Sprintf("%d/%03d", w, i)), i%3 == 0)
 				if err := f.Error(); err != nil {
 					t.Error(err)
 					return
@@ -219,9 +221,9 @@ func TestRounds_ConcurrentProposersKeepTheirOrder(t *testing.T) {
 func TestRounds_StalledRoundDoesNotHoldUpTheNext(t *testing.T) {
 	r, fr := newTestRounds()
 	r.stall = 50 * time.Millisecond
-	stuck := r.propose([]byte("stuck"), false)
-	next := r.propose([]byte("next"), false)
-	waitFor(t, 5*time.Second, "the next round despite the stall", func() bool { return len(fr.log()) == 2 })
+	stuck := r.Propose([]byte("stuck"), false)
+	next := r.Propose([]byte("next"), false)
+	poll.Until(t, 5*time.Second, "the next round despite the stall", func() bool { return len(fr.log()) == 2 })
 	if got := fmt.Sprint(fr.log()); got != "[stuck next]" {
 		t.Fatalf("raft got %s", got)
 	}
@@ -230,12 +232,12 @@ func TestRounds_StalledRoundDoesNotHoldUpTheNext(t *testing.T) {
 		t.Fatal("not answered")
 	}
 	// The slot count is right again: a new proposal goes straight in.
-	waitFor(t, 5*time.Second, "no round in flight", func() bool {
+	poll.Until(t, 5*time.Second, "no round in flight", func() bool {
 		r.mu.Lock()
 		defer r.mu.Unlock()
 		return r.inflight == 0
 	})
-	r.propose([]byte("after"), false)
+	r.Propose([]byte("after"), false)
 	if got := fr.inRaft(); got != 1 {
 		t.Fatalf("%d in raft, want the new proposal at once", got)
 	}
