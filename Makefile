@@ -45,7 +45,7 @@ FUZZ_TARGETS := \
 	./engine:FuzzDecodeSnapshot ./engine:FuzzRestore \
 	./cluster:FuzzAcquire ./cluster:FuzzRelease ./cluster:FuzzExtend ./cluster:FuzzForceRelease \
 	./cluster:FuzzJoin ./cluster:FuzzLeave ./cluster:FuzzGetLock ./cluster:FuzzListLocks \
-	./cluster:FuzzCheckBolt
+	./cluster/raftstore:FuzzCheckBolt
 fuzz:
 	@set -e; for t in $(FUZZ_TARGETS); do \
 		pkg=$${t%%:*}; name=$${t##*:}; echo "== $$name ($$pkg, $(FUZZTIME))"; \

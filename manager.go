@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/zerotal/lock/drivers"
+	"github.com/zerotal/lock/internal/heldwatch"
 )
 
 // DefaultPrefix is prepended to every key unless configured otherwise, on
@@ -34,9 +35,9 @@ type Manager struct {
 	stopping  atomic.Bool // Shutdown or Close began: no new lock is taken
 	closeOnce sync.Once
 	closeErr  error
-	runs      registry       // callbacks running under Try or Block
-	startMu   sync.RWMutex   // orders goroutine starts before Close's wait
-	wg        sync.WaitGroup // refresher and background cleanup goroutines
+	watches   heldwatch.Registry // the locks held for callbacks of Try or Block
+	startMu   sync.RWMutex       // orders goroutine starts before Close's wait
+	wg        sync.WaitGroup     // refresher and background cleanup goroutines
 
 	// bg is the context of background cleanups; Close cancels it, so that
 	// a backend that does not answer never holds Close up.
@@ -128,8 +129,8 @@ func (m *Manager) Close() error {
 		m.closed.Store(true)
 		m.stopping.Store(true)
 		m.cancelQuit()
-		for _, r := range m.runs.drain() {
-			r.closeByManager()
+		for _, w := range m.watches.Drain() {
+			w.Close()
 		}
 		m.cancelBg()
 		m.startMu.Lock() // no goroutine starts after this
@@ -184,31 +185,32 @@ func cleanupContext(ctx context.Context) (context.Context, context.CancelFunc) {
 	return context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
 }
 
-// register records a running callback so that Close can cancel it, and
-// starts its refresher. It reports false when the Manager is closed.
-func (m *Manager) register(r *run) bool {
-	if !r.refresh {
-		return m.runs.add(r, &m.stopping)
+// register records the watch of a running callback so that Close can
+// cancel it, and starts its refresher. It reports false when the Manager
+// is closed.
+func (m *Manager) register(h *heldWatch) bool {
+	if !h.w.Refreshes() {
+		return m.watches.Add(&h.w, &m.stopping)
 	}
 	// The refresher is counted in wg under startMu, which Close takes
 	// before it waits: a refresher is either counted before the wait or
 	// never started.
 	m.startMu.RLock()
 	defer m.startMu.RUnlock()
-	if !m.runs.add(r, &m.stopping) {
+	if !m.watches.Add(&h.w, &m.stopping) {
 		return false
 	}
 	m.wg.Add(1)
-	go r.refreshWhileHeld()
+	go h.refreshWhileHeld()
 	return true
 }
 
-// unregister forgets r, whose lock is released; during Shutdown it tells
-// Shutdown to look again. (Shutdown sets stopping before it looks, and r is
-// removed before stopping is read here: either Shutdown's look misses r,
-// or r's removal sees stopping and signals.)
-func (m *Manager) unregister(r *run) {
-	m.runs.remove(r)
+// unregister forgets h, whose lock is released; during Shutdown it tells
+// Shutdown to look again. (Shutdown sets stopping before it looks, and h is
+// removed before stopping is read here: either Shutdown's look misses h,
+// or h's removal sees stopping and signals.)
+func (m *Manager) unregister(h *heldWatch) {
+	m.watches.Remove(&h.w)
 	if m.stopping.Load() {
 		select {
 		case m.idle <- struct{}{}:

@@ -47,10 +47,10 @@ func (m *Manager) Shutdown(ctx context.Context) error {
 	case <-ctx.Done():
 		return ctx.Err()
 	}
-	for _, r := range m.runs.drain() {
-		r.closeByManager()
+	for _, w := range m.watches.Drain() {
+		w.Close()
 	}
-	for !m.runs.empty() {
+	for !m.watches.Empty() {
 		select {
 		case <-m.idle:
 		case <-ctx.Done():

@@ -44,7 +44,7 @@ func (m *Manager) Try(ctx context.Context, key string, ttl time.Duration, fn Fun
 	if !ok {
 		return &NotAcquiredError{Key: key}
 	}
-	return m.run(ctx, c, fn, &o)
+	return m.callWhileHeld(ctx, c, fn, &o)
 }
 
 // Block waits for key up to the WithTimeout duration (default: the TTL),
@@ -66,13 +66,13 @@ func (m *Manager) Block(ctx context.Context, key string, ttl time.Duration, fn F
 	if err != nil {
 		return err
 	}
-	return m.run(ctx, c, fn, &o)
+	return m.callWhileHeld(ctx, c, fn, &o)
 }
 
 // call is the state of one Try or Block, allocated at once.
 type call struct {
 	l Lock
-	r run
+	h heldWatch
 }
 
 // prepare validates everything before any backend call.
@@ -98,19 +98,17 @@ func (m *Manager) prepare(key string, ttl time.Duration, fn Func, opts []Option)
 	return c, o, nil
 }
 
-// run calls fn while l is held, watches the lock meanwhile, and releases it
-// afterwards whatever happens.
-func (m *Manager) run(ctx context.Context, c *call, fn Func, o *options) (err error) {
-	l, r := &c.l, &c.r
+// callWhileHeld calls fn while l is held, watches the lock meanwhile, and
+// releases it afterwards whatever happens.
+func (m *Manager) callWhileHeld(ctx context.Context, c *call, fn Func, o *options) (err error) {
+	l, h := &c.l, &c.h
 	owner, fence, expiresAt, _ := l.current()
 	fnCtx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
-	r.init(l, owner, fence, cancel, o)
-	r.watch(ctx, expiresAt)
-	if !m.register(r) {
-		if r.loop != nil {
-			r.loop.cancel()
-		}
+	h.init(l, owner, fence, cancel, o)
+	h.w.Arm(ctx, expiresAt)
+	if !m.register(h) {
+		h.w.Abandon()
 		l.releaseOwner(ctx, owner)
 		return ErrClosed
 	}
@@ -118,16 +116,16 @@ func (m *Manager) run(ctx context.Context, c *call, fn Func, o *options) (err er
 	returned := false
 	defer func() {
 		if !returned { // fn panicked or called runtime.Goexit: release, then let it go on
-			m.finish(ctx, r)
+			m.finish(ctx, h)
 		}
 	}()
 	fnErr := fn(fnCtx, l)
 	returned = true
-	relErr := m.finish(ctx, r)
-	return r.result(fnErr, relErr)
+	relErr := m.finish(ctx, h)
+	return h.result(fnErr, relErr)
 }
 
-// finish stops watching r's lock and releases it. r stays registered
+// finish stops watching h's lock and releases it. h stays registered
 // until then, so that Shutdown waits for the release too.
 //
 // The release goes out on the caller's context while that is still live
@@ -135,17 +133,17 @@ func (m *Manager) run(ctx context.Context, c *call, fn Func, o *options) (err er
 // when the caller's context has ended, before or during that attempt, the
 // release is made again on a fresh context bounded by cleanupTimeout.
 // Releases are owner-guarded, so the second attempt is always safe.
-func (m *Manager) finish(ctx context.Context, r *run) error {
-	r.stop()
-	defer m.unregister(r)
+func (m *Manager) finish(ctx context.Context, h *heldWatch) error {
+	h.w.Stop()
+	defer m.unregister(h)
 	if m.closed.Load() {
 		return nil
 	}
-	l := r.l
+	l := h.l
 	l.op.Lock()
 	defer l.op.Unlock()
-	if r.lostErr != nil {
-		m.releaseLost(ctx, r)
+	if lost := h.w.Err(); lost != nil {
+		m.releaseLost(ctx, h, lost)
 	}
 	owner, _, _, held := l.current()
 	if !held {
@@ -161,7 +159,7 @@ func (m *Manager) finish(ctx context.Context, r *run) error {
 	return l.releaseGrant(ctx, owner)
 }
 
-// releaseLost releases the grant that r reported lost, when the backend may
+// releaseLost releases the grant that h reported lost, when the backend may
 // still hold it for r's owner: the estimate errs early (ErrLostExpired),
 // and a refresh whose answer was lost (a timeout here) may still have been
 // applied there and extended the grant (ErrLostUnreachable). Either way the
@@ -172,33 +170,33 @@ func (m *Manager) finish(ctx context.Context, r *run) error {
 // made before Try or Block returns; after an outage it runs in the
 // background, so that the caller learns of the loss at once. Close cancels
 // it and waits for it.
-func (m *Manager) releaseLost(ctx context.Context, r *run) {
-	l := r.l
-	switch r.lostErr.Reason {
+func (m *Manager) releaseLost(ctx context.Context, h *heldWatch, lost *LostError) {
+	l := h.l
+	switch lost.Reason {
 	case ErrLostExpired:
-		l.releaseOwner(ctx, r.owner)
+		l.releaseOwner(ctx, h.owner)
 	case ErrLostUnreachable:
 		m.background(func(bg context.Context) {
 			ctx, cancel := context.WithTimeout(bg, cleanupTimeout)
 			defer cancel()
-			l.releaseBounded(ctx, r.owner)
+			l.releaseBounded(ctx, h.owner)
 		})
 	}
 }
 
 // result decides what Try and Block return.
-func (r *run) result(fnErr, relErr error) error {
-	if r.lostErr != nil {
+func (h *heldWatch) result(fnErr, relErr error) error {
+	if lost := h.w.Err(); lost != nil {
 		if fnErr == nil || errors.Is(fnErr, context.Canceled) || errors.Is(fnErr, ErrLost) {
-			return r.lostErr
+			return lost
 		}
-		return errors.Join(r.lostErr, fnErr)
+		return errors.Join(lost, fnErr)
 	}
 	if fnErr != nil {
 		return fnErr
 	}
 	if relErr != nil {
-		r.l.m.logger.Warn("release after callback failed", "key", r.l.key, "error", relErr)
+		h.l.m.logger.Warn("release after callback failed", "key", h.l.key, "error", relErr)
 	}
 	return nil
 }

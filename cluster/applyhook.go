@@ -3,6 +3,7 @@ package cluster
 import (
 	"math"
 
+	"github.com/zerotal/lock/engine"
 	"github.com/zerotal/lock/fsm"
 )
 
@@ -20,7 +21,7 @@ func (n *Node) onApply(a fsm.Applied) {
 	switch {
 	case a.Result.Handoff != nil:
 		deadline = a.Result.Handoff.Deadline
-	case a.Entry.Type == fsm.TypeAcquire && a.Result.OK:
+	case a.Entry.Op == engine.OpAcquire && a.Result.OK:
 		deadline = a.Result.Grant.Deadline
 	default:
 		deadline = math.MaxInt64

@@ -16,6 +16,8 @@ import (
 	"github.com/hashicorp/raft"
 	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
 
+	"github.com/zerotal/lock/cluster/raftstore"
+	"github.com/zerotal/lock/engine"
 	"github.com/zerotal/lock/fsm"
 )
 
@@ -163,7 +165,7 @@ func BenchmarkCluster_GroupCommit(b *testing.B) {
 // top of the disk.
 func BenchmarkCluster_CommitLatency(b *testing.B) {
 	n := max(b.N, 64)
-	store, err := raftboltdb.New(boltStoreOptions(filepath.Join(b.TempDir(), "raft.db")))
+	store, err := raftboltdb.New(raftstore.BoltOptions(filepath.Join(b.TempDir(), "raft.db")))
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -187,7 +189,7 @@ func BenchmarkCluster_CommitLatency(b *testing.B) {
 	b.ResetTimer()
 	for i := 0; i < n; i++ {
 		start := time.Now()
-		if _, err := leader.apply(fsm.Entry{Type: fsm.TypeTick, Now: 1}); err != nil {
+		if _, err := leader.apply(fsm.Entry{Op: engine.OpTick, Now: 1}); err != nil {
 			b.Fatal(err)
 		}
 		commitLats = append(commitLats, time.Since(start))

@@ -4,13 +4,10 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"net"
 	"net/http"
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/hashicorp/raft"
 
 	"github.com/zerotal/lock/api"
 )
@@ -117,64 +114,4 @@ func TestClusterID_RequestForAnotherClusterIs403(t *testing.T) {
 		}
 	}
 	http.DefaultClient.CloseIdleConnections()
-}
-
-// The raft handshake refuses connections from another cluster and from
-// anything that is not a lockcluster node.
-func TestClusterID_RaftHandshake(t *testing.T) {
-	a, err := newStreamLayer("127.0.0.1:0", nil, nil, nil, "alpha", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer a.Close()
-	b, err := newStreamLayer("127.0.0.1:0", nil, nil, nil, "beta", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer b.Close()
-	same, err := newStreamLayer("127.0.0.1:0", nil, nil, nil, "alpha", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer same.Close()
-
-	// read dials a with dial and returns what a's side of the connection
-	// reads (after the handshake) and the dialer's error.
-	read := func(dial func() (net.Conn, error)) (acceptErr, dialErr error) {
-		t.Helper()
-		accepted := make(chan error, 1)
-		go func() {
-			in, err := a.Accept()
-			if err != nil {
-				accepted <- err
-				return
-			}
-			defer in.Close()
-			buf := make([]byte, 1)
-			_, err = in.Read(buf)
-			accepted <- err
-		}()
-		out, dialErr := dial()
-		if dialErr == nil {
-			defer out.Close()
-			if _, err := out.Write([]byte("hello, world")); err != nil {
-				t.Fatal(err)
-			}
-		}
-		return <-accepted, dialErr
-	}
-	if aErr, dErr := read(func() (net.Conn, error) { return same.Dial(raft.ServerAddress(a.Addr().String()), time.Second) }); aErr != nil || dErr != nil {
-		t.Fatalf("same cluster refused: %v / %v", aErr, dErr)
-	}
-	aErr, dErr := read(func() (net.Conn, error) { return b.Dial(raft.ServerAddress(a.Addr().String()), time.Second) })
-	if !errors.Is(aErr, errWrongCluster) || !strings.Contains(aErr.Error(), `"beta"`) || !strings.Contains(aErr.Error(), `"alpha"`) {
-		t.Fatalf("other cluster: err %v, want errWrongCluster naming both IDs", aErr)
-	}
-	if !errors.Is(dErr, errWrongCluster) {
-		t.Fatalf("other cluster: the dialer got %v, want errWrongCluster", dErr)
-	}
-	aErr, _ = read(func() (net.Conn, error) { return net.Dial("tcp", a.Addr().String()) })
-	if aErr == nil || !strings.Contains(aErr.Error(), "handshake") {
-		t.Fatalf("a raw connection: err %v, want a handshake error", aErr)
-	}
 }

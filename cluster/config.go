@@ -12,6 +12,7 @@ import (
 	"github.com/hashicorp/raft"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/zerotal/lock/cluster/peer"
 	"github.com/zerotal/lock/drivers"
 )
 
@@ -140,6 +141,20 @@ type Config struct {
 	// SnapshotThreshold is the number of new log entries that triggers a
 	// snapshot (default raft's 8192).
 	SnapshotThreshold uint64
+
+	// Clock and DialAddr are test and fault-injection hooks (lockcluster
+	// built with -tags faults sets them from its environment); leave them
+	// nil in production.
+	//
+	// Clock replaces the clock a leader stamps into its proposals: the
+	// wall clock that gives a new cluster its time origin (Now) and the
+	// monotonic time that advances it (Since). nil: the host's clock.
+	Clock Clock
+	// DialAddr rewrites the address of every outbound connection to a
+	// peer (raft, and the HTTP calls to members' APIs), so that a test can
+	// route it through a proxy it controls; TLS still verifies the peer
+	// under its own address. nil: dial the address as it is.
+	DialAddr func(addr string) string
 }
 
 // Peer names a voter of a bootstrapped cluster: its ID and the raft and
@@ -344,8 +359,8 @@ func (c Config) Validate() error {
 // checkClusterID allows printable ASCII without spaces, up to 128 bytes:
 // the ID travels in an HTTP header and in the raft handshake.
 func checkClusterID(id string) error {
-	if len(id) > maxClusterIDLen {
-		return fmt.Errorf("%d bytes, the limit is %d", len(id), maxClusterIDLen)
+	if len(id) > peer.MaxClusterIDLen {
+		return fmt.Errorf("%d bytes, the limit is %d", len(id), peer.MaxClusterIDLen)
 	}
 	for _, r := range id {
 		if r <= ' ' || r > '~' {

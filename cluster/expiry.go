@@ -102,7 +102,7 @@ func (x *expiry) run(ctx context.Context, clock *logicalClock) {
 		}
 		if time.Since(lastTick) >= x.tick && x.eng.Len() > 0 {
 			lastTick = time.Now()
-			if _, err := x.propose(fsm.Entry{Type: fsm.TypeTick, Now: clock.now()}).wait(); err != nil && isRaftUnavailable(err) {
+			if _, err := x.propose(fsm.Entry{Op: engine.OpTick, Now: clock.now()}).wait(); err != nil && isRaftUnavailable(err) {
 				return
 			}
 		}
@@ -119,7 +119,7 @@ func (x *expiry) expireDue(ctx context.Context, now int64) (int, error) {
 	// Propose them all before waiting on any: raft commits them together.
 	pending := make([]*proposal, len(due))
 	for i, g := range due {
-		pending[i] = x.propose(fsm.Entry{Type: fsm.TypeExpire, Key: g.Key, Owner: g.Owner, ExpectFence: g.Fence, Now: now})
+		pending[i] = x.propose(fsm.Entry{Op: engine.OpExpire, Key: g.Key, Owner: g.Owner, ExpectFence: g.Fence, Now: now})
 	}
 	applied := 0
 	var firstErr error

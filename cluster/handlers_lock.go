@@ -9,6 +9,7 @@ import (
 
 	"github.com/zerotal/lock/api"
 	"github.com/zerotal/lock/drivers"
+	"github.com/zerotal/lock/engine"
 	"github.com/zerotal/lock/fsm"
 )
 
@@ -65,7 +66,7 @@ func heldBy(key string, deadline, now int64) error {
 
 func (n *Node) acquireNow(r *http.Request, l *leadership, key, owner string, ttl time.Duration) (uint64, error) {
 	now := l.clock.now()
-	resp, err := n.proposeAcquire(r, fsm.Entry{Type: fsm.TypeAcquire, Key: key, Owner: owner, TTL: ttl, Now: now})
+	resp, err := n.proposeAcquire(r, fsm.Entry{Op: engine.OpAcquire, Key: key, Owner: owner, TTL: ttl, Now: now})
 	if err != nil {
 		return 0, applyErr("acquire", err)
 	}
@@ -92,7 +93,7 @@ func (n *Node) proposeAcquire(r *http.Request, e fsm.Entry) (*fsm.Response, erro
 		switch {
 		case err != nil || !ok:
 		case info.Deadline <= e.Now && info.Waiters > 0:
-			expire = n.propose(fsm.Entry{Type: fsm.TypeExpire, Key: e.Key, Owner: info.Owner, ExpectFence: info.Fence, Now: e.Now})
+			expire = n.propose(fsm.Entry{Op: engine.OpExpire, Key: e.Key, Owner: info.Owner, ExpectFence: info.Fence, Now: e.Now})
 		case e.Wait && info.Owner != e.Owner && info.Deadline > e.Now:
 			lazy = true
 		}
@@ -133,14 +134,14 @@ func (n *Node) leave(l *leadership, q *request, fence uint64) {
 	// Read outside the registry's lock: the FSM delivers hand-offs into
 	// the registry while it holds its own.
 	if n.fsm.IsWaiter(key, owner) {
-		e := fsm.Entry{Type: fsm.TypeCancelWait, Key: key, Owner: owner}
+		e := fsm.Entry{Op: engine.OpCancelWait, Key: key, Owner: owner}
 		if _, err := n.applyWhileLeading(l, e); err != nil {
 			n.log.Warn("cancel wait failed", "error", err)
 			return
 		}
 	}
 	if lost := n.waits.unreturned(q); lost != 0 {
-		e := fsm.Entry{Type: fsm.TypeRelease, Key: key, Owner: owner}
+		e := fsm.Entry{Op: engine.OpRelease, Key: key, Owner: owner}
 		if _, err := n.applyWhileLeading(l, e); err != nil {
 			n.log.Warn("release of a grant no request returned failed", "fence", lost, "error", err)
 		}
@@ -160,7 +161,7 @@ func (n *Node) acquireWait(r *http.Request, l *leadership, q *request, ttl, wait
 	// while this request lives. Its TTL stays the one first asked for.
 	if !n.fsm.IsWaiter(key, owner) {
 		now := l.clock.now()
-		resp, err := n.proposeAcquire(r, fsm.Entry{Type: fsm.TypeAcquire, Key: key, Owner: owner, TTL: ttl, Now: now, Wait: true})
+		resp, err := n.proposeAcquire(r, fsm.Entry{Op: engine.OpAcquire, Key: key, Owner: owner, TTL: ttl, Now: now, Wait: true})
 		if err != nil {
 			return 0, applyErr("acquire", err)
 		}
@@ -200,7 +201,7 @@ func (n *Node) applyWhileLeading(l *leadership, e fsm.Entry) (*fsm.Response, err
 		if err == nil || leadershipEnded(err) {
 			return resp, err
 		}
-		n.log.Warn("cleanup proposal failed; retrying", "type", e.Type, "error", err)
+		n.log.Warn("cleanup proposal failed; retrying", "op", e.Op, "error", err)
 		t := time.NewTimer(backoff)
 		select {
 		case <-l.ctx.Done():
@@ -225,7 +226,7 @@ func (n *Node) handleRelease(w http.ResponseWriter, r *http.Request, l *leadersh
 		writeError(w, err)
 		return
 	}
-	resp, err := n.apply(fsm.Entry{Type: fsm.TypeRelease, Key: req.Key, Owner: req.Owner, Now: l.clock.now()})
+	resp, err := n.apply(fsm.Entry{Op: engine.OpRelease, Key: req.Key, Owner: req.Owner, Now: l.clock.now()})
 	if err != nil {
 		writeError(w, applyErr("release", err))
 		return
@@ -247,7 +248,7 @@ func (n *Node) handleExtend(w http.ResponseWriter, r *http.Request, l *leadershi
 		writeError(w, err)
 		return
 	}
-	resp, err := n.apply(fsm.Entry{Type: fsm.TypeExtend, Key: req.Key, Owner: req.Owner, TTL: ttl, Now: l.clock.now()})
+	resp, err := n.apply(fsm.Entry{Op: engine.OpExtend, Key: req.Key, Owner: req.Owner, TTL: ttl, Now: l.clock.now()})
 	if err != nil {
 		writeError(w, applyErr("extend", err))
 		return
@@ -265,7 +266,7 @@ func (n *Node) handleForceRelease(w http.ResponseWriter, r *http.Request, l *lea
 		writeError(w, err)
 		return
 	}
-	resp, err := n.apply(fsm.Entry{Type: fsm.TypeForceRelease, Key: req.Key, Now: l.clock.now()})
+	resp, err := n.apply(fsm.Entry{Op: engine.OpForceRelease, Key: req.Key, Now: l.clock.now()})
 	if err != nil {
 		writeError(w, applyErr("force-release", err))
 		return

@@ -8,6 +8,7 @@ import (
 
 	"github.com/hashicorp/raft"
 
+	"github.com/zerotal/lock/engine"
 	"github.com/zerotal/lock/fsm"
 )
 
@@ -29,10 +30,11 @@ type logicalClock struct {
 	t0    int64
 	m0    time.Time // carries Go's monotonic reading
 	grace time.Duration
+	since func(time.Time) time.Duration // Config.Clock's Since
 }
 
 func (c *logicalClock) now() int64 {
-	el := faultSince(c.m0) - c.grace
+	el := c.since(c.m0) - c.grace
 	if el < 0 {
 		el = 0
 	}
@@ -41,7 +43,7 @@ func (c *logicalClock) now() int64 {
 
 // untilRunning is how long time still stands still.
 func (c *logicalClock) untilRunning() time.Duration {
-	d := c.grace - faultSince(c.m0)
+	d := c.grace - c.since(c.m0)
 	if d < 0 {
 		return 0
 	}
@@ -131,26 +133,26 @@ func (n *Node) takeover(ctx context.Context) (*logicalClock, bool) {
 		// A brand-new cluster has no time yet: start from this node's wall
 		// clock so deadlines read as unix times. Only the origin is taken
 		// from it; it never moves time later.
-		t0 = faultNow().UnixNano()
+		t0 = n.cfg.clock().Now().UnixNano()
 	}
-	clock := &logicalClock{t0: t0, m0: time.Now(), grace: n.cfg.ElectionTimeout + n.cfg.LeaderLeaseTimeout}
+	clock := &logicalClock{t0: t0, m0: time.Now(), grace: n.cfg.ElectionTimeout + n.cfg.LeaderLeaseTimeout, since: n.cfg.clock().Since}
 
 	var pending []*proposal
 	for _, w := range n.fsm.Waiters() {
-		pending = append(pending, n.propose(fsm.Entry{Type: fsm.TypeCancelWait, Key: w.Key, Owner: w.Owner, Now: clock.now()}))
+		pending = append(pending, n.propose(fsm.Entry{Op: engine.OpCancelWait, Key: w.Key, Owner: w.Owner, Now: clock.now()}))
 	}
 	self := n.AdvertisedHTTPAddr()
 	if cur, ok := n.fsm.Member(n.cfg.ID); !ok || cur != self {
-		pending = append(pending, n.propose(fsm.Entry{Type: fsm.TypeSetMember, ID: n.cfg.ID, HTTPAddr: self}))
+		pending = append(pending, n.propose(fsm.Entry{Member: fsm.SetMember, ID: n.cfg.ID, HTTPAddr: self}))
 	}
 	for _, p := range n.cfg.Bootstrap {
 		if _, ok := n.fsm.Member(p.ID); !ok && p.HTTPAddr != "" && p.ID != n.cfg.ID {
-			pending = append(pending, n.propose(fsm.Entry{Type: fsm.TypeSetMember, ID: p.ID, HTTPAddr: p.HTTPAddr}))
+			pending = append(pending, n.propose(fsm.Entry{Member: fsm.SetMember, ID: p.ID, HTTPAddr: p.HTTPAddr}))
 		}
 	}
 	// The tick also proves this term can commit (the barrier did too)
 	// and moves the FSM time to the new clock's origin.
-	pending = append(pending, n.propose(fsm.Entry{Type: fsm.TypeTick, Now: clock.now()}))
+	pending = append(pending, n.propose(fsm.Entry{Op: engine.OpTick, Now: clock.now()}))
 	failed := false
 	for _, p := range pending {
 		if _, err := p.wait(); err != nil {

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/zerotal/lock/engine"
 	"github.com/zerotal/lock/fsm"
 )
 
@@ -81,7 +82,7 @@ func TestCluster_StaleLeaderExpireIsNoOp(t *testing.T) {
 		t.Fatal("leader lost its leadership")
 	}
 	// Stamped past the original deadline, naming the very same grant.
-	stale := fsm.Entry{Type: fsm.TypeExpire, Key: "k", Owner: "a", ExpectFence: fence, Now: l.clock.now() + int64(3*time.Second)}
+	stale := fsm.Entry{Op: engine.OpExpire, Key: "k", Owner: "a", ExpectFence: fence, Now: l.clock.now() + int64(3*time.Second)}
 	resp, err := leader.apply(stale)
 	if err != nil {
 		t.Fatal(err)

@@ -49,7 +49,7 @@ func (n *Node) handleJoin(w http.ResponseWriter, r *http.Request, _ *leadership)
 	}
 	if req.HTTP != "" {
 		if cur, ok := n.fsm.Member(req.ID); !ok || cur != req.HTTP {
-			if _, err := n.apply(fsm.Entry{Type: fsm.TypeSetMember, ID: req.ID, HTTPAddr: req.HTTP}); err != nil {
+			if _, err := n.apply(fsm.Entry{Member: fsm.SetMember, ID: req.ID, HTTPAddr: req.HTTP}); err != nil {
 				writeError(w, applyErr("join", err))
 				return
 			}
@@ -121,7 +121,7 @@ func (n *Node) handleLeave(w http.ResponseWriter, r *http.Request, _ *leadership
 		}
 	}
 	if member && req.ID != n.cfg.ID {
-		if _, err := n.apply(fsm.Entry{Type: fsm.TypeRemoveMember, ID: req.ID}); err != nil {
+		if _, err := n.apply(fsm.Entry{Member: fsm.RemoveMember, ID: req.ID}); err != nil {
 			writeError(w, applyErr("leave", err))
 			return
 		}

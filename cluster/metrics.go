@@ -6,6 +6,7 @@ import (
 	"github.com/hashicorp/raft"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/zerotal/lock/engine"
 	"github.com/zerotal/lock/fsm"
 	"github.com/zerotal/lock/internal/buildinfo"
 )
@@ -112,20 +113,20 @@ func (m *metrics) unregister() {
 // observeApplied records hold times and expiries from the applied log.
 func (m *metrics) observeApplied(a fsm.Applied) {
 	e, r := a.Entry, a.Result
-	switch e.Type {
-	case fsm.TypeAcquire:
+	switch e.Op {
+	case engine.OpAcquire:
 		if r.OK {
 			if g, ok := m.grants[e.Key]; !ok || g.fence != r.Grant.Fence {
 				m.grants[e.Key] = grantStart{fence: r.Grant.Fence, at: e.Now}
 			}
 		}
-	case fsm.TypeRelease, fsm.TypeForceRelease, fsm.TypeExpire:
+	case engine.OpRelease, engine.OpForceRelease, engine.OpExpire:
 		if r.OK {
 			if g, ok := m.grants[e.Key]; ok {
 				m.holdTime.Observe(time.Duration(e.Now - g.at).Seconds())
 				delete(m.grants, e.Key)
 			}
-			if e.Type == fsm.TypeExpire {
+			if e.Op == engine.OpExpire {
 				m.expired.Inc()
 			}
 		}

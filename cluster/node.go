@@ -14,6 +14,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/raft"
 
+	"github.com/zerotal/lock/cluster/raftstore"
 	"github.com/zerotal/lock/drivers"
 	"github.com/zerotal/lock/fsm"
 	"github.com/zerotal/lock/internal/logbridge"
@@ -73,7 +74,7 @@ func NewNode(ctx context.Context, cfg Config) (_ *Node, err error) {
 		log:     cfg.Logger,
 		waits:   newLiveRequests(),
 		closing: make(chan struct{}),
-		proxy:   newProxyTransport(),
+		proxy:   newProxyTransport(cfg.dialAddr),
 	}
 	n.baseCtx, n.cancelBase = context.WithCancel(context.Background())
 	// Everything started below is undone by Shutdown, which copes with a
@@ -112,21 +113,21 @@ func NewNode(ctx context.Context, cfg Config) (_ *Node, err error) {
 	}
 	// Damaged files refuse the start with an error naming them, before
 	// bbolt or raft can crash on them or start without their content.
-	if err := checkDataDirFiles(cfg.DataDir); err != nil {
+	if err := raftstore.CheckFiles(cfg.DataDir); err != nil {
 		return nil, err
 	}
 	n.stores, err = openStores(cfg, n.tls)
 	if err != nil {
 		return nil, err
 	}
-	if err := checkRaftState(cfg.DataDir, n.stores, n.log); err != nil {
+	if err := n.stores.Check(); err != nil {
 		return nil, err
 	}
-	existing, err := raft.HasExistingState(n.stores.bolt, n.stores.bolt, n.stores.snaps)
+	existing, err := n.stores.HasExistingState()
 	if err != nil {
 		return nil, fmt.Errorf("cluster: read raft state in %s: %w", cfg.DataDir, err)
 	}
-	n.raft, err = raft.NewRaft(raftConfig(cfg), n.fsm, n.stores.logs, n.stores.bolt, n.stores.snaps, n.stores.transport)
+	n.raft, err = raft.NewRaft(raftConfig(cfg), n.fsm, n.stores.LogStore, n.stores.StableStore, n.stores.SnapshotStore, n.stores.transport)
 	if err != nil {
 		return nil, fmt.Errorf("cluster: start raft: %w", err)
 	}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/hashicorp/raft"
 
+	"github.com/zerotal/lock/engine"
 	"github.com/zerotal/lock/fsm"
 	"github.com/zerotal/lock/internal/loopback"
 )
@@ -106,7 +107,7 @@ func TestCluster_PartitionedLeaderCannotExpireRefreshedLock(t *testing.T) {
 	isolate(oldTrans, trans)
 	// Besides whatever its expiry loop proposes, the cut-off leader
 	// proposes an expiry stamped well past the deadline.
-	stale := old.propose(fsm.Entry{Type: fsm.TypeExpire, Key: "k", Owner: "a", ExpectFence: uint64(fence), Now: l.clock.now() + int64(time.Second)})
+	stale := old.propose(fsm.Entry{Op: engine.OpExpire, Key: "k", Owner: "a", ExpectFence: uint64(fence), Now: l.clock.now() + int64(time.Second)})
 	newLeader := waitLeader(t, rest)
 	// The holder refreshes through the new leader (as a client retrying on
 	// another node would); the grace keeps its lock alive until then.

@@ -1,9 +1,7 @@
 package cluster
 
 import (
-	"errors"
 	"log/slog"
-	"net"
 	"strconv"
 	"strings"
 	"testing"
@@ -11,6 +9,8 @@ import (
 
 	"github.com/hashicorp/raft"
 
+	"github.com/zerotal/lock/cluster/peer"
+	"github.com/zerotal/lock/engine"
 	"github.com/zerotal/lock/fsm"
 	"github.com/zerotal/lock/internal/logbridge"
 	"github.com/zerotal/lock/internal/loopback"
@@ -26,7 +26,7 @@ func newAttacker(t *testing.T, clusterID, secret string) *raft.NetworkTransport 
 	if secret != "" {
 		key = []byte(secret)
 	}
-	sl, err := newStreamLayer("127.0.0.1:0", nil, nil, nil, clusterID, key)
+	sl, err := peer.NewStreamLayer(peer.Config{Bind: "127.0.0.1:0", ClusterID: clusterID, Key: key})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -70,15 +70,15 @@ func forgedAppend(t *testing.T, n *Node, key string) *raft.AppendEntriesRequest 
 	t.Helper()
 	last := n.raft.LastIndex()
 	var prev raft.Log
-	if err := n.stores.logs.GetLog(last, &prev); err != nil {
+	if err := n.stores.LogStore.GetLog(last, &prev); err != nil {
 		t.Fatal(err)
 	}
 	term := n.raft.CurrentTerm() + 10
 	now := time.Now().UnixNano()
 	var entries []*raft.Log
 	for i, e := range []fsm.Entry{
-		{Type: fsm.TypeForceRelease, Key: key, Now: now},
-		{Type: fsm.TypeAcquire, Key: key, Owner: "mallory", TTL: time.Hour, Now: now},
+		{Op: engine.OpForceRelease, Key: key, Now: now},
+		{Op: engine.OpAcquire, Key: key, Owner: "mallory", TTL: time.Hour, Now: now},
 	} {
 		data, err := fsm.Encode(e)
 		if err != nil {
@@ -134,124 +134,6 @@ func TestRaftAuth_OutsiderCannotWriteTheLog(t *testing.T) {
 				t.Fatal("the node lost its leadership")
 			}
 		})
-	}
-}
-
-// Every pairing of the two ends' secrets: equal secrets connect, anything
-// else is refused at both ends with errRaftAuth, and no error holds a
-// secret.
-func TestRaftAuth_HandshakePairings(t *testing.T) {
-	const s1, s2 = "first-raft-secret-0123456789", "second-raft-secret-0123456789"
-	for _, tc := range []struct {
-		name           string
-		acceptor, dial string
-		ok             bool
-	}{
-		{"both without a secret", "", "", true},
-		{"same secret", s1, s1, true},
-		{"different secrets", s1, s2, false},
-		{"dialer without a secret", s1, "", false},
-		{"acceptor without a secret", "", s1, false},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			key := func(s string) []byte {
-				if s == "" {
-					return nil
-				}
-				return []byte(s)
-			}
-			a, err := newStreamLayer("127.0.0.1:0", nil, nil, nil, "c", key(tc.acceptor))
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer a.Close()
-			d, err := newStreamLayer("127.0.0.1:0", nil, nil, nil, "c", key(tc.dial))
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer d.Close()
-			accepted := make(chan error, 1)
-			go func() {
-				in, err := a.Accept()
-				if err != nil {
-					accepted <- err
-					return
-				}
-				defer in.Close()
-				buf := make([]byte, 2)
-				_, err = in.Read(buf)
-				accepted <- err
-			}()
-			out, dialErr := d.Dial(raft.ServerAddress(a.Addr().String()), 5*time.Second)
-			if dialErr == nil {
-				defer out.Close()
-				if _, err := out.Write([]byte("ok")); err != nil {
-					t.Fatal(err)
-				}
-			}
-			acceptErr := <-accepted
-			if tc.ok {
-				if dialErr != nil || acceptErr != nil {
-					t.Fatalf("refused: dialer %v, acceptor %v", dialErr, acceptErr)
-				}
-				return
-			}
-			if !errors.Is(dialErr, errRaftAuth) || !errors.Is(acceptErr, errRaftAuth) {
-				t.Fatalf("dialer %v, acceptor %v: want errRaftAuth at both ends", dialErr, acceptErr)
-			}
-			for _, e := range []error{dialErr, acceptErr} {
-				if strings.Contains(e.Error(), s1) || strings.Contains(e.Error(), s2) {
-					t.Fatalf("an error holds a secret: %v", e)
-				}
-			}
-			t.Logf("dialer: %v\nacceptor: %v", dialErr, acceptErr)
-		})
-	}
-}
-
-// A dialer that answers the challenge with a proof made for the other
-// direction (what reflecting a node's own answer back would give) is
-// refused: the direction is part of what is signed.
-func TestRaftAuth_ReflectedProofIsRefused(t *testing.T) {
-	const secretValue = "reflection-raft-secret-0123456789"
-	a, err := newStreamLayer("127.0.0.1:0", nil, nil, nil, "c", []byte(secretValue))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer a.Close()
-	accepted := make(chan error, 1)
-	go func() {
-		in, err := a.Accept()
-		if err != nil {
-			accepted <- err
-			return
-		}
-		defer in.Close()
-		_, err = in.Read(make([]byte, 1))
-		accepted <- err
-	}()
-	c, err := net.Dial("tcp", a.Addr().String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	nonceD := make([]byte, nonceLen)
-	hello := append(append([]byte(handshakeMagic), 1, 'c', modeSecret), nonceD...)
-	if _, err := c.Write(hello); err != nil {
-		t.Fatal(err)
-	}
-	answer := make([]byte, 1+nonceLen)
-	if _, err := c.Read(answer); err != nil {
-		t.Fatal(err)
-	}
-	// The attacker cannot compute this without the secret; the test can,
-	// to show that even a MAC of the secret in the wrong role fails.
-	reflected := handshakeMAC([]byte(secretValue), labelAcceptor, "c", nonceD, answer[1:])
-	if _, err := c.Write(reflected); err != nil {
-		t.Fatal(err)
-	}
-	if err := <-accepted; !errors.Is(err, errRaftAuth) {
-		t.Fatalf("a proof for the acceptor's direction was accepted from a dialer: %v", err)
 	}
 }
 

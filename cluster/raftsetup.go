@@ -1,30 +1,23 @@
 package cluster
 
 import (
-	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
 	"net"
-	"os"
-	"path/filepath"
-	"time"
 
 	"github.com/hashicorp/raft"
-	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
+
+	"github.com/zerotal/lock/cluster/peer"
+	"github.com/zerotal/lock/cluster/raftstore"
+	"github.com/zerotal/lock/fsm"
 	"github.com/zerotal/lock/internal/logbridge"
-	"go.etcd.io/bbolt"
 )
 
-// logCacheSize is how many recent log entries stay in memory: more than
-// one full replication batch (MaxAppendEntries).
-const logCacheSize = 1024
-
-// stores are the raft pieces a node opens and must close.
+// stores are the raft pieces a node opens and must close: its
+// raftstore.Stores and the transport.
 type stores struct {
-	bolt      *raftboltdb.BoltStore
-	logs      raft.LogStore // what raft writes its log to: bolt, wrapped
-	snaps     raft.SnapshotStore
+	*raftstore.Stores
 	transport raft.Transport
 }
 
@@ -38,63 +31,32 @@ func (s *stores) close() error {
 	if c, ok := s.transport.(io.Closer); ok && c != nil {
 		errs = append(errs, c.Close())
 	}
-	if s.bolt != nil {
-		errs = append(errs, s.bolt.Close())
+	if s.Stores != nil {
+		errs = append(errs, s.Stores.Close())
 	}
 	return errors.Join(errs...)
 }
 
-// boltStoreOptions configures the raft log and stable store at path.
-func boltStoreOptions(path string) raftboltdb.Options {
-	return raftboltdb.Options{
-		Path: path,
-		BoltOptions: &bbolt.Options{
-			// bbolt waits forever for its file lock by default; a second
-			// node on the same directory must fail with a clear error.
-			Timeout: 2 * time.Second,
-			// The free-page list is rebuilt by a scan when the file is
-			// opened instead of being written by every transaction: less
-			// to write per commit. Durability of the log is unchanged
-			// (data pages, then the meta page, are still synced).
-			NoFreelistSync: true,
-			FreelistType:   bbolt.FreelistMapType,
-			// Map room for a long log up front, so that growing the file
-			// rarely has to remap (which waits for every reader).
-			InitialMmapSize: 64 << 20,
-		},
-		NoSync: false, // fsync every commit: acknowledged grants survive a crash
-	}
-}
-
-// openStores opens the log/stable store, the snapshot store and the
-// transport (over TLS when t is set), and checks that the data dir belongs
-// to cfg.ClusterID. On error everything opened so far is closed.
+// openStores opens the log/stable store and the snapshot store (checking
+// that the data dir belongs to cfg.ClusterID), then the transport (over
+// TLS when t is set). On error everything opened so far is closed.
 func openStores(cfg Config, t *tlsSetup) (_ *stores, err error) {
-	if err := os.MkdirAll(cfg.DataDir, 0o750); err != nil {
-		return nil, fmt.Errorf("cluster: create data dir: %w", err)
-	}
 	s := &stores{}
 	defer func() {
 		if err != nil {
 			_ = s.close()
 		}
 	}()
-	s.bolt, err = raftboltdb.New(boltStoreOptions(filepath.Join(cfg.DataDir, "raft.db")))
+	s.Stores, err = raftstore.Open(cfg.DataDir, raftstore.Options{
+		ClusterID:     cfg.ClusterID,
+		Logger:        cfg.Logger,
+		CheckSnapshot: fsm.CheckSnapshot,
+		CheckCommand: func(b []byte) error {
+			_, err := fsm.Decode(b)
+			return err
+		},
+	})
 	if err != nil {
-		return nil, fmt.Errorf("cluster: open raft store in %s (is another node using this data dir?): %w", cfg.DataDir, err)
-	}
-	// Raft reads back entries it has just written: the leader to replicate
-	// them, every node to apply them. A cache of the latest entries spares
-	// a bolt read transaction and a decode for each.
-	s.logs, err = raft.NewLogCache(logCacheSize, s.bolt)
-	if err != nil {
-		return nil, fmt.Errorf("cluster: log cache: %w", err)
-	}
-	s.snaps, err = raft.NewFileSnapshotStoreWithLogger(cfg.DataDir, 2, logbridge.HCLog(cfg.Logger, "snapshot"))
-	if err != nil {
-		return nil, fmt.Errorf("cluster: open snapshot store: %w", err)
-	}
-	if err := checkStoredClusterID(s, cfg); err != nil {
 		return nil, err
 	}
 	if cfg.Transport != nil {
@@ -103,7 +65,7 @@ func openStores(cfg Config, t *tlsSetup) (_ *stores, err error) {
 	}
 	var advertise net.Addr // nil (RaftAddr with port 0): the address the listener got
 	if cfg.RaftAdvertise != "" {
-		advertise = hostPort(cfg.RaftAdvertise)
+		advertise = peer.HostPort(cfg.RaftAdvertise)
 	} else {
 		tcpAddr, err := net.ResolveTCPAddr("tcp", cfg.RaftAddr)
 		if err != nil {
@@ -115,11 +77,11 @@ func openStores(cfg Config, t *tlsSetup) (_ *stores, err error) {
 	}
 	// Assign only on success: a nil *NetworkTransport in the interface
 	// would not be a nil interface, and close would call through it.
-	var serverTLS, clientTLS *tls.Config
+	pc := peer.Config{Bind: cfg.RaftAddr, Advertise: advertise, ClusterID: cfg.ClusterID, Key: cfg.raftKey(), DialAddr: cfg.DialAddr}
 	if t != nil {
-		serverTLS, clientTLS = t.peerServer, t.peerClient
+		pc.ServerTLS, pc.ClientTLS = t.peerServer, t.peerClient
 	}
-	nt, err := newNetworkTransport(cfg, advertise, serverTLS, clientTLS, logbridge.HCLog(cfg.Logger, "transport"))
+	nt, err := peer.NewTransport(pc, logbridge.HCLog(cfg.Logger, "transport"))
 	if err != nil {
 		return nil, err
 	}

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/zerotal/lock/engine"
 	"github.com/zerotal/lock/fsm"
 )
 
@@ -31,7 +32,7 @@ type cancelGate struct {
 func holdCancels(t *testing.T, n *Node, key, owner string) *cancelGate {
 	g := &cancelGate{key: key, owner: owner, held: make(chan struct{}), open: make(chan struct{})}
 	hook := func(e fsm.Entry) error {
-		if e.Type == fsm.TypeCancelWait && e.Key == key && e.Owner == owner {
+		if e.Op == engine.OpCancelWait && e.Key == key && e.Owner == owner {
 			g.once.Do(func() { close(g.held) })
 			<-g.open
 		}
@@ -171,7 +172,7 @@ func TestCluster_FailedCancelWaitIsRetried(t *testing.T) {
 	var mu sync.Mutex
 	failures := 0
 	hook := func(e fsm.Entry) error {
-		if e.Type != fsm.TypeCancelWait {
+		if e.Op != engine.OpCancelWait {
 			return nil
 		}
 		mu.Lock()
@@ -223,7 +224,7 @@ func TestCluster_AbandonedWaitBesideNonWaitingAcquire(t *testing.T) {
 	held, open := make(chan struct{}), make(chan struct{})
 	var once, openOnce sync.Once
 	hook := func(e fsm.Entry) error {
-		if e.Type == fsm.TypeAcquire && !e.Wait && e.Key == "k" && e.Owner == "b" {
+		if e.Op == engine.OpAcquire && !e.Wait && e.Key == "k" && e.Owner == "b" {
 			once.Do(func() { close(held) })
 			<-open
 		}

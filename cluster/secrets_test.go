@@ -13,6 +13,7 @@ import (
 	"github.com/hashicorp/raft"
 
 	"github.com/zerotal/lock/client"
+	"github.com/zerotal/lock/cluster/peer"
 	"github.com/zerotal/lock/internal/logbridge"
 	"github.com/zerotal/lock/internal/syncbuf"
 )
@@ -102,11 +103,11 @@ func TestSecrets_NeverInLogsOrErrors(t *testing.T) {
 	// handshake, and a node whose raft secret is too short.
 	raftSecret, wrongRaftSecret := secret(t, "raft"), secret(t, "wrongraft")
 	for _, pair := range [][2]string{{raftSecret, wrongRaftSecret}, {wrongRaftSecret, raftSecret}} {
-		a, err := newStreamLayer("127.0.0.1:0", nil, nil, nil, "c", []byte(pair[0]))
+		a, err := peer.NewStreamLayer(peer.Config{Bind: "127.0.0.1:0", ClusterID: "c", Key: []byte(pair[0])})
 		if err != nil {
 			t.Fatal(err)
 		}
-		d, err := newStreamLayer("127.0.0.1:0", nil, nil, nil, "c", []byte(pair[1]))
+		d, err := peer.NewStreamLayer(peer.Config{Bind: "127.0.0.1:0", ClusterID: "c", Key: []byte(pair[1])})
 		if err != nil {
 			t.Fatal(err)
 		}

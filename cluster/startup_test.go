@@ -18,7 +18,8 @@ import (
 	"github.com/hashicorp/raft"
 	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
 
-	"github.com/zerotal/lock/fsm"
+	"github.com/zerotal/lock/cluster/raftstore"
+	"github.com/zerotal/lock/engine"
 	"github.com/zerotal/lock/internal/loopback"
 )
 
@@ -73,7 +74,7 @@ func dataDirWithLocks(t *testing.T, snapshots int, compact bool) (Config, map[st
 // compactLog deletes the log entries up to index.
 func compactLog(t *testing.T, dir string, index uint64) {
 	t.Helper()
-	s, err := raftboltdb.New(boltStoreOptions(filepath.Join(dir, "raft.db")))
+	s, err := raftboltdb.New(raftstore.BoltOptions(filepath.Join(dir, "raft.db")))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -284,10 +285,7 @@ func TestStartup_TruncatedRaftDBIsRefused(t *testing.T) {
 	cfg, _ := dataDirWithLocks(t, 0, false)
 	path := filepath.Join(cfg.DataDir, "raft.db")
 	rewrite(t, path, func(b []byte) []byte {
-		m, err := readBoltMeta(bytes.NewReader(b), int64(len(b)))
-		if err != nil {
-			t.Fatal(err)
-		}
+		m := readBoltMeta(t, b)
 		return b[:int(m.highWater-1)*int(m.pageSize)]
 	})
 	mustRefuse(t, cfg, path, "truncated")
@@ -307,10 +305,7 @@ func TestStartup_RaftDBGarbagePagesAreRefused(t *testing.T) {
 	path := filepath.Join(cfg.DataDir, "raft.db")
 	damaged := 0
 	rewrite(t, path, func(b []byte) []byte {
-		m, err := readBoltMeta(bytes.NewReader(b), int64(len(b)))
-		if err != nil {
-			t.Fatal(err)
-		}
+		m := readBoltMeta(t, b)
 		ps := int(m.pageSize)
 		for id := 2; (id+1)*ps <= len(b); id++ {
 			p := b[id*ps:]
@@ -336,7 +331,7 @@ func TestStartup_RaftDBGarbagePagesAreRefused(t *testing.T) {
 func TestStartup_UndecodableLogEntryIsRefused(t *testing.T) {
 	cfg, _ := dataDirWithLocks(t, 1, false)
 	path := filepath.Join(cfg.DataDir, "raft.db")
-	s, err := raftboltdb.New(boltStoreOptions(path))
+	s, err := raftboltdb.New(raftstore.BoltOptions(path))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -350,7 +345,7 @@ func TestStartup_UndecodableLogEntryIsRefused(t *testing.T) {
 		if err := s.GetLog(i, &l); err != nil {
 			t.Fatal(err)
 		}
-		if l.Type == raft.LogCommand && len(l.Data) > 0 && fsm.EntryType(l.Data[0]) == fsm.TypeAcquire {
+		if l.Type == raft.LogCommand && len(l.Data) > 0 && engine.Op(l.Data[0]) == engine.OpAcquire {
 			l.Data = l.Data[:len(l.Data)-1]
 			if err := s.StoreLog(&l); err != nil {
 				t.Fatal(err)
@@ -383,7 +378,7 @@ func TestStartup_ReplacedRaftDBIsRefused(t *testing.T) {
 	if err := os.Remove(path); err != nil {
 		t.Fatal(err)
 	}
-	s, err := raftboltdb.New(boltStoreOptions(path))
+	s, err := raftboltdb.New(raftstore.BoltOptions(path))
 	if err != nil {
 		t.Fatal(err)
 	}

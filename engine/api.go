@@ -254,6 +254,29 @@ func (e *Engine) Due(ctx context.Context, now int64, limit int) ([]Grant, error)
 	return grants, nil
 }
 
+// Waiters returns every queued waiter, sorted by key then owner.
+func (e *Engine) Waiters(ctx context.Context) ([]Waiter, error) {
+	r := getReq(kWaiters)
+	if err := e.roundTrip(ctx, r); err != nil {
+		return nil, err
+	}
+	ws, err := r.waiters, r.err
+	putReq(r)
+	return ws, err
+}
+
+// IsWaiting reports whether owner is queued for key.
+func (e *Engine) IsWaiting(ctx context.Context, key, owner string) (bool, error) {
+	r := getReq(kIsWaiting)
+	r.key, r.owner = key, owner
+	if err := e.roundTrip(ctx, r); err != nil {
+		return false, err
+	}
+	ok, err := r.ok, r.err
+	putReq(r)
+	return ok, err
+}
+
 // NextDeadline returns the earliest deadline in the table; ok is false
 // when the table is empty.
 func (e *Engine) NextDeadline(ctx context.Context) (int64, bool, error) {

@@ -33,6 +33,7 @@ type Engine struct {
 	_        [64]byte
 	stopping atomic.Bool // tells a signal from Close apart from the timer's
 	keys     atomic.Int64
+	waiting  atomic.Int64
 
 	// Owned by the loop goroutine.
 	t        *table
@@ -86,6 +87,11 @@ func (e *Engine) Close() error {
 // Len returns the number of keys in the table as of the last batch. It is
 // cheap (an atomic load), for metrics.
 func (e *Engine) Len() int { return int(e.keys.Load()) }
+
+// WaiterCount is the number of queued waiters over all keys, as of the
+// last batch the loop finished (no round trip: cheap enough for every
+// request).
+func (e *Engine) WaiterCount() int { return int(e.waiting.Load()) }
 
 // poke nudges the loop without ever blocking; it runs on the timer's
 // goroutine or in Close. A pending nudge is enough for both.
@@ -189,6 +195,9 @@ func (e *Engine) process(batch []*request) {
 	}
 	if n := int64(len(e.t.entries)); n != e.keys.Load() {
 		e.keys.Store(n)
+	}
+	if n := int64(e.t.waiting); n != e.waiting.Load() {
+		e.waiting.Store(n)
 	}
 	for i, r := range e.replies {
 		r.reply <- struct{}{}

@@ -2,10 +2,12 @@ package engine
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"testing"
 	"time"
 
@@ -118,6 +120,22 @@ func checkAgainstModel(t *testing.T, e *Engine, m *model, dueAt int) {
 	}
 	if want := m.due(int64(dueAt), 2); fmt.Sprint(due) != fmt.Sprint(want) && !(len(due) == 0 && len(want) == 0) {
 		t.Fatalf("Due = %v, model %v", due, want)
+	}
+	var want []Waiter
+	for k, l := range m.locks {
+		for _, w := range l.waiters {
+			want = append(want, Waiter{Key: k, Owner: w.owner})
+		}
+	}
+	slices.SortFunc(want, func(a, b Waiter) int { return cmp.Or(cmp.Compare(a.Key, b.Key), cmp.Compare(a.Owner, b.Owner)) })
+	ws, err := e.Waiters(ctx)
+	if err != nil || fmt.Sprint(ws) != fmt.Sprint(want) || e.WaiterCount() != len(want) {
+		t.Fatalf("Waiters = %v %v (count %d), model %v", ws, err, e.WaiterCount(), want)
+	}
+	for _, w := range want {
+		if ok, err := e.IsWaiting(ctx, w.Key, w.Owner); !ok || err != nil {
+			t.Fatalf("IsWaiting(%q, %q) = %v %v, model queues it", w.Key, w.Owner, ok, err)
+		}
 	}
 	if e.Len() != len(m.locks) {
 		t.Fatalf("Len = %d, model %d", e.Len(), len(m.locks))

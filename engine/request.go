@@ -9,6 +9,9 @@ import (
 	"github.com/zerotal/lock/drivers"
 )
 
+// reqKind is what a request asks of the loop: one of the live calls, a
+// read, or kApply, which carries replicated Commands (those are named by
+// their Op, the same numbers from the raft log to the table).
 type reqKind uint8
 
 const (
@@ -25,6 +28,8 @@ const (
 	kApply
 	kDue
 	kNext
+	kWaiters
+	kIsWaiting
 )
 
 // request is one command to the loop. Its reply channel has room for one
@@ -50,6 +55,7 @@ type request struct {
 	data     []byte
 	results  []Result
 	grants   []Grant
+	waiters  []Waiter
 	deadline int64
 	err      error
 }
@@ -220,6 +226,11 @@ func (e *Engine) handle(r *request) {
 		r.grants = t.due(r.now, r.limit)
 	case kNext:
 		r.deadline, r.ok = t.nextDeadline()
+	case kWaiters:
+		r.waiters = t.waiterList()
+	case kIsWaiting:
+		en := t.entries[r.key]
+		r.ok = en != nil && en.waiterIndex(r.owner) >= 0
 	}
 	e.answer(r)
 }

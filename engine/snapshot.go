@@ -140,6 +140,7 @@ func decodeTable(b []byte) (*table, error) {
 		if d.err == nil {
 			t.entries[e.key] = e
 			t.heapPush(e)
+			t.waiting += e.waiters()
 		}
 	}
 	if d.err == nil && len(d.b) != 0 {

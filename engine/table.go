@@ -3,6 +3,7 @@ package engine
 import (
 	"fmt"
 	"math"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -22,6 +23,7 @@ type table struct {
 	entries map[string]*entry
 	heap    []*entry // every entry, ordered by (deadline, key)
 	counter uint64   // the last fence issued
+	waiting int      // queued waiters over all keys
 	now     int64    // engine time, unix nanoseconds; never goes backwards
 
 	maxKeys    int
@@ -208,6 +210,7 @@ func (t *table) contend(e *entry, key, owner string, ttl time.Duration, wait boo
 		e.queue = &waitQueue{}
 	}
 	e.queue.items = append(e.queue.items, waiter{owner: owner, ttl: ttl, tag: tag})
+	t.waiting++
 	out.queued = true
 	return out
 }
@@ -280,10 +283,11 @@ func (t *table) expire(key, owner string, expectFence, fence uint64) outcome {
 // cancelWait removes owner from key's queue; false when it is not queued.
 func (t *table) cancelWait(key, owner string) bool {
 	e := t.entries[key]
-	if e == nil {
+	if e == nil || !e.removeWaiter(owner) {
 		return false
 	}
-	return e.removeWaiter(owner)
+	t.waiting--
+	return true
 }
 
 // cancelTag removes the waiter carrying tag from key's queue.
@@ -295,6 +299,7 @@ func (t *table) cancelTag(key string, tag *request) bool {
 	for i := range e.queue.items {
 		if e.queue.items[i].tag == tag {
 			e.dropWaiter(i)
+			t.waiting--
 			return true
 		}
 	}
@@ -343,6 +348,7 @@ func (t *table) handOn(e *entry, want uint64, out *outcome) {
 	if e.queue != nil && len(e.queue.items) > 0 {
 		w := e.queue.items[0]
 		e.queue.remove(0)
+		t.waiting--
 		if len(e.queue.items) == 0 {
 			e.queue = nil
 		}
@@ -419,6 +425,26 @@ func (t *table) list(prefix string, limit int) []Info {
 		e := t.entries[k]
 		out[i] = Info{Grant: e.grant(), Waiters: e.waiters()}
 	}
+	return out
+}
+
+// waiterList returns every queued (key, owner), sorted by key then owner.
+func (t *table) waiterList() []Waiter {
+	out := make([]Waiter, 0, t.waiting)
+	for k, e := range t.entries {
+		if e.queue == nil {
+			continue
+		}
+		for _, w := range e.queue.items {
+			out = append(out, Waiter{Key: k, Owner: w.owner})
+		}
+	}
+	slices.SortFunc(out, func(a, b Waiter) int {
+		if c := strings.Compare(a.Key, b.Key); c != 0 {
+			return c
+		}
+		return strings.Compare(a.Owner, b.Owner)
+	})
 	return out
 }
 

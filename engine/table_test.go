@@ -400,7 +400,14 @@ func checkTable(t *testing.T, tb *table) {
 			t.Fatalf("heap order broken at %d", i)
 		}
 	}
+	queued := 0
+	defer func() {
+		if queued != tb.waiting {
+			t.Fatalf("waiting = %d, the queues hold %d", tb.waiting, queued)
+		}
+	}()
 	for k, e := range tb.entries {
+		queued += e.waiters()
 		if e.key != k || e.owner == "" || e.fence == 0 || e.fence > tb.counter {
 			t.Fatalf("bad entry %q: %+v (counter %d)", k, *e, tb.counter)
 		}

@@ -63,6 +63,9 @@ type Info struct {
 	Waiters int
 }
 
+// Waiter is an owner queued for a key.
+type Waiter struct{ Key, Owner string }
+
 // Op is the kind of a replicated Command. The numbers are part of the
 // replicated log format: never renumber or reuse them.
 type Op uint8

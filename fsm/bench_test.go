@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/hashicorp/raft"
+
+	"github.com/zerotal/lock/engine"
 )
 
 // BenchmarkFSM_ApplyBatch compares applying committed entries one per call
@@ -17,9 +19,9 @@ func BenchmarkFSM_ApplyBatch(b *testing.B) {
 	var all []*raft.Log
 	for i := 0; i < 2*keys; i++ {
 		k := fmt.Sprintf("key/%d", i%keys)
-		e := Entry{Type: TypeAcquire, Key: k, Owner: "o", TTL: time.Minute, Now: int64(i)}
+		e := Entry{Op: engine.OpAcquire, Key: k, Owner: "o", TTL: time.Minute, Now: int64(i)}
 		if i >= keys {
-			e = Entry{Type: TypeRelease, Key: k, Owner: "o", Now: int64(i)}
+			e = Entry{Op: engine.OpRelease, Key: k, Owner: "o", Now: int64(i)}
 		}
 		data, err := Encode(e)
 		if err != nil {

@@ -9,25 +9,23 @@ import (
 	"unicode/utf8"
 
 	"github.com/zerotal/lock/drivers"
+	"github.com/zerotal/lock/engine"
 )
 
 // EntryType is the first byte of every log entry this package writes. The
 // numbers are part of the on-disk format: they are explicit, and a number is
 // never reused for another meaning once released.
+//
+// A lock entry's type is the number of the engine.Op it carries (1 to 7),
+// so a lock operation has one name from the log to the engine. The
+// member-map entries, which keep the id -> HTTP address map that followers
+// use to forward requests, have types of their own.
 type EntryType uint8
 
-// Entry types. Lock operations mirror engine.Op; membership entries keep the
-// id -> HTTP address map that followers use to forward requests.
+// Member-map entry types.
 const (
-	TypeAcquire      EntryType = 1
-	TypeRelease      EntryType = 2
-	TypeExtend       EntryType = 3
-	TypeForceRelease EntryType = 4
-	TypeExpire       EntryType = 5
-	TypeCancelWait   EntryType = 6
-	TypeTick         EntryType = 7
-	TypeSetMember    EntryType = 16
-	TypeRemoveMember EntryType = 17
+	SetMember    EntryType = 16
+	RemoveMember EntryType = 17
 
 	// IgnorableFlag marks a type that a node which does not know it may skip.
 	// A newer version sets it on entries that only add optional state; an
@@ -60,10 +58,12 @@ var (
 	ErrCorruptSnapshot = errors.New("fsm: corrupt snapshot")
 )
 
-// Entry is one decoded log entry. Which fields are meaningful depends on
-// Type; the others are zero.
+// Entry is one decoded log entry: a lock command for the engine (Op set)
+// or a change to the member map (Member set). Which other fields are
+// meaningful depends on which; the others are zero.
 type Entry struct {
-	Type        EntryType
+	Op          engine.Op     // lock entries: the engine operation
+	Member      EntryType     // member entries: SetMember or RemoveMember
 	Key         string        // lock entries
 	Owner       string        // acquire, release, extend, expire, cancel-wait
 	TTL         time.Duration // acquire, extend
@@ -74,11 +74,30 @@ type Entry struct {
 	HTTPAddr    string        // set-member: host:port of the node's HTTP API
 }
 
+// Type is e's first byte in the log: its Op's number for a lock entry, its
+// Member type otherwise (0 when neither is set: not an entry to encode).
+func (e Entry) Type() EntryType {
+	if e.Op != 0 {
+		return EntryType(e.Op)
+	}
+	return e.Member
+}
+
+// entryOfType is the empty entry of type t: a lock entry below
+// SetMember's number, a member entry from it on.
+func entryOfType(t EntryType) Entry {
+	if t < SetMember {
+		return Entry{Op: engine.Op(t)}
+	}
+	return Entry{Member: t}
+}
+
 // known reports whether this version knows how to apply t.
 func (t EntryType) known() bool {
-	switch t {
-	case TypeAcquire, TypeRelease, TypeExtend, TypeForceRelease, TypeExpire,
-		TypeCancelWait, TypeTick, TypeSetMember, TypeRemoveMember:
+	switch {
+	case t >= EntryType(engine.OpAcquire) && t <= EntryType(engine.OpTick):
+		return true
+	case t == SetMember || t == RemoveMember:
 		return true
 	}
 	return false
@@ -89,25 +108,13 @@ func (t EntryType) Ignorable() bool { return t&IgnorableFlag != 0 }
 
 // String names the type for logs and errors.
 func (t EntryType) String() string {
-	switch t {
-	case TypeAcquire:
-		return "acquire"
-	case TypeRelease:
-		return "release"
-	case TypeExtend:
-		return "extend"
-	case TypeForceRelease:
-		return "force_release"
-	case TypeExpire:
-		return "expire"
-	case TypeCancelWait:
-		return "cancel_wait"
-	case TypeTick:
-		return "tick"
-	case TypeSetMember:
+	switch {
+	case t == SetMember:
 		return "set_member"
-	case TypeRemoveMember:
+	case t == RemoveMember:
 		return "remove_member"
+	case t.known():
+		return engine.Op(t).String()
 	}
 	return fmt.Sprintf("type(%d)", uint8(t))
 }
@@ -115,16 +122,17 @@ func (t EntryType) String() string {
 // Encode returns the log entry bytes for e: the type byte, the payload
 // version byte, then the fields of that type in a fixed order.
 func Encode(e Entry) ([]byte, error) {
-	if !e.Type.known() {
-		return nil, fmt.Errorf("%w: cannot encode %v", ErrUnknownType, e.Type)
+	t := e.Type()
+	if !t.known() || (e.Op != 0 && e.Member != 0) {
+		return nil, fmt.Errorf("%w: cannot encode %v (op %d, member %d)", ErrUnknownType, t, e.Op, e.Member)
 	}
 	if err := e.check(); err != nil {
 		return nil, err
 	}
 	b := make([]byte, 0, 2+len(e.Key)+len(e.Owner)+len(e.ID)+len(e.HTTPAddr)+40)
-	b = append(b, byte(e.Type), payloadVersion)
-	switch e.Type {
-	case TypeAcquire:
+	b = append(b, byte(t), payloadVersion)
+	switch e.Op {
+	case engine.OpAcquire:
 		b = appendString(b, e.Key)
 		b = appendString(b, e.Owner)
 		b = binary.AppendVarint(b, int64(e.TTL))
@@ -134,37 +142,39 @@ func Encode(e Entry) ([]byte, error) {
 			flags |= 1
 		}
 		b = append(b, flags)
-	case TypeRelease, TypeCancelWait:
+	case engine.OpRelease, engine.OpCancelWait:
 		b = appendString(b, e.Key)
 		b = appendString(b, e.Owner)
 		b = binary.AppendVarint(b, e.Now)
-	case TypeExtend:
+	case engine.OpExtend:
 		b = appendString(b, e.Key)
 		b = appendString(b, e.Owner)
 		b = binary.AppendVarint(b, int64(e.TTL))
 		b = binary.AppendVarint(b, e.Now)
-	case TypeForceRelease:
+	case engine.OpForceRelease:
 		b = appendString(b, e.Key)
 		b = binary.AppendVarint(b, e.Now)
-	case TypeExpire:
+	case engine.OpExpire:
 		b = appendString(b, e.Key)
 		b = appendString(b, e.Owner)
 		b = binary.AppendUvarint(b, e.ExpectFence)
 		b = binary.AppendVarint(b, e.Now)
-	case TypeTick:
+	case engine.OpTick:
 		b = binary.AppendVarint(b, e.Now)
-	case TypeSetMember:
+	}
+	switch e.Member {
+	case SetMember:
 		b = appendString(b, e.ID)
 		b = appendString(b, e.HTTPAddr)
-	case TypeRemoveMember:
+	case RemoveMember:
 		b = appendString(b, e.ID)
 	}
 	return b, nil
 }
 
 // Decode parses bytes written by Encode. An unknown type carrying
-// IgnorableFlag decodes to an Entry with only Type set and a nil error: the
-// caller skips it. Every other problem is an error matching ErrMalformed or
+// IgnorableFlag decodes to the zero Entry (neither Op nor Member set) and a
+// nil error: the caller skips it. Every other problem is an error matching ErrMalformed or
 // ErrUnknownType.
 func Decode(b []byte) (Entry, error) {
 	if len(b) < 2 {
@@ -173,7 +183,7 @@ func Decode(b []byte) (Entry, error) {
 	t := EntryType(b[0])
 	if !t.known() {
 		if t.Ignorable() {
-			return Entry{Type: t}, nil
+			return Entry{}, nil
 		}
 		return Entry{}, fmt.Errorf("%w: %v", ErrUnknownType, t)
 	}
@@ -181,9 +191,9 @@ func Decode(b []byte) (Entry, error) {
 		return Entry{}, fmt.Errorf("%w: %v payload version %d, want %d", ErrMalformed, t, b[1], payloadVersion)
 	}
 	r := reader{b: b[2:]}
-	e := Entry{Type: t}
-	switch t {
-	case TypeAcquire:
+	e := entryOfType(t)
+	switch e.Op {
+	case engine.OpAcquire:
 		e.Key = r.str("key", maxKeyLen)
 		e.Owner = r.str("owner", maxOwnerLen)
 		e.TTL = time.Duration(r.varint("ttl"))
@@ -193,29 +203,31 @@ func Decode(b []byte) (Entry, error) {
 			r.err = fmt.Errorf("%w: unknown acquire flags %#x", ErrMalformed, flags)
 		}
 		e.Wait = flags&1 != 0
-	case TypeRelease, TypeCancelWait:
+	case engine.OpRelease, engine.OpCancelWait:
 		e.Key = r.str("key", maxKeyLen)
 		e.Owner = r.str("owner", maxOwnerLen)
 		e.Now = r.varint("now")
-	case TypeExtend:
+	case engine.OpExtend:
 		e.Key = r.str("key", maxKeyLen)
 		e.Owner = r.str("owner", maxOwnerLen)
 		e.TTL = time.Duration(r.varint("ttl"))
 		e.Now = r.varint("now")
-	case TypeForceRelease:
+	case engine.OpForceRelease:
 		e.Key = r.str("key", maxKeyLen)
 		e.Now = r.varint("now")
-	case TypeExpire:
+	case engine.OpExpire:
 		e.Key = r.str("key", maxKeyLen)
 		e.Owner = r.str("owner", maxOwnerLen)
 		e.ExpectFence = r.uvarint("expect_fence")
 		e.Now = r.varint("now")
-	case TypeTick:
+	case engine.OpTick:
 		e.Now = r.varint("now")
-	case TypeSetMember:
+	}
+	switch e.Member {
+	case SetMember:
 		e.ID = r.str("id", maxMemberLen)
 		e.HTTPAddr = r.str("http_addr", maxMemberLen)
-	case TypeRemoveMember:
+	case RemoveMember:
 		e.ID = r.str("id", maxMemberLen)
 	}
 	if r.err == nil && len(r.b) != 0 {

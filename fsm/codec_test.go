@@ -8,21 +8,23 @@ import (
 	"time"
 
 	"github.com/zerotal/lock/drivers"
+
+	"github.com/zerotal/lock/engine"
 )
 
 func allTypesEntries() []Entry {
 	return []Entry{
-		{Type: TypeAcquire, Key: "invoice:123", Owner: "o-1", TTL: 15 * time.Second, Now: 1_700_000_000_000_000_000, Wait: true},
-		{Type: TypeAcquire, Key: "k", Owner: "o", TTL: time.Millisecond, Now: 0},
-		{Type: TypeRelease, Key: "a b/c", Owner: "o", Now: 42},
-		{Type: TypeExtend, Key: "k", Owner: "o", TTL: time.Hour, Now: -5},
-		{Type: TypeForceRelease, Key: "k", Now: 9},
-		{Type: TypeExpire, Key: "k", Owner: "o", ExpectFence: 1 << 60, Now: 10},
-		{Type: TypeCancelWait, Key: "k", Owner: "o", Now: 11},
-		{Type: TypeTick, Now: 12},
-		{Type: TypeSetMember, ID: "node-1", HTTPAddr: "127.0.0.1:8080"},
-		{Type: TypeRemoveMember, ID: "node-1"},
-		{Type: TypeAcquire, Key: strings.Repeat("é", 512), Owner: strings.Repeat("x", maxOwnerLen), TTL: 7 * 24 * time.Hour, Now: 1},
+		{Op: engine.OpAcquire, Key: "invoice:123", Owner: "o-1", TTL: 15 * time.Second, Now: 1_700_000_000_000_000_000, Wait: true},
+		{Op: engine.OpAcquire, Key: "k", Owner: "o", TTL: time.Millisecond, Now: 0},
+		{Op: engine.OpRelease, Key: "a b/c", Owner: "o", Now: 42},
+		{Op: engine.OpExtend, Key: "k", Owner: "o", TTL: time.Hour, Now: -5},
+		{Op: engine.OpForceRelease, Key: "k", Now: 9},
+		{Op: engine.OpExpire, Key: "k", Owner: "o", ExpectFence: 1 << 60, Now: 10},
+		{Op: engine.OpCancelWait, Key: "k", Owner: "o", Now: 11},
+		{Op: engine.OpTick, Now: 12},
+		{Member: SetMember, ID: "node-1", HTTPAddr: "127.0.0.1:8080"},
+		{Member: RemoveMember, ID: "node-1"},
+		{Op: engine.OpAcquire, Key: strings.Repeat("é", 512), Owner: strings.Repeat("x", maxOwnerLen), TTL: 7 * 24 * time.Hour, Now: 1},
 	}
 }
 
@@ -30,26 +32,28 @@ func TestCodec_RoundTripsEveryType(t *testing.T) {
 	for _, e := range allTypesEntries() {
 		b, err := Encode(e)
 		if err != nil {
-			t.Fatalf("encode %v: %v", e.Type, err)
+			t.Fatalf("encode %v: %v", e.Type(), err)
 		}
-		if b[0] != byte(e.Type) || b[1] != payloadVersion {
-			t.Fatalf("%v: header % x", e.Type, b[:2])
+		if b[0] != byte(e.Type()) || b[1] != payloadVersion {
+			t.Fatalf("%v: header % x", e.Type(), b[:2])
 		}
 		got, err := Decode(b)
 		if err != nil {
-			t.Fatalf("decode %v: %v", e.Type, err)
+			t.Fatalf("decode %v: %v", e.Type(), err)
 		}
 		if got != e {
-			t.Fatalf("round trip of %v:\n got %+v\nwant %+v", e.Type, got, e)
+			t.Fatalf("round trip of %v:\n got %+v\nwant %+v", e.Type(), got, e)
 		}
 	}
 }
 
 func TestCodec_TypeNumbersAreStable(t *testing.T) {
 	// These numbers are on disk in every log: changing one is a format break.
+	// A lock entry's type is its engine.Op's number, so those are pinned too.
 	want := map[EntryType]uint8{
-		TypeAcquire: 1, TypeRelease: 2, TypeExtend: 3, TypeForceRelease: 4, TypeExpire: 5,
-		TypeCancelWait: 6, TypeTick: 7, TypeSetMember: 16, TypeRemoveMember: 17,
+		EntryType(engine.OpAcquire): 1, EntryType(engine.OpRelease): 2, EntryType(engine.OpExtend): 3,
+		EntryType(engine.OpForceRelease): 4, EntryType(engine.OpExpire): 5,
+		EntryType(engine.OpCancelWait): 6, EntryType(engine.OpTick): 7, SetMember: 16, RemoveMember: 17,
 	}
 	for typ, n := range want {
 		if uint8(typ) != n {
@@ -59,8 +63,8 @@ func TestCodec_TypeNumbersAreStable(t *testing.T) {
 }
 
 func TestCodec_DecodeRejectsBadBytes(t *testing.T) {
-	good, _ := Encode(Entry{Type: TypeAcquire, Key: "k", Owner: "o", TTL: time.Second, Now: 1})
-	long := append([]byte{byte(TypeRelease), payloadVersion}, 0x81, 0x08) // key length 1025
+	good, _ := Encode(Entry{Op: engine.OpAcquire, Key: "k", Owner: "o", TTL: time.Second, Now: 1})
+	long := append([]byte{byte(engine.OpRelease), payloadVersion}, 0x81, 0x08) // key length 1025
 	long = append(long, bytes.Repeat([]byte{'k'}, 1025)...)
 	cases := []struct {
 		name string
@@ -68,18 +72,18 @@ func TestCodec_DecodeRejectsBadBytes(t *testing.T) {
 		want error
 	}{
 		{"nil", nil, ErrMalformed},
-		{"one byte", []byte{byte(TypeTick)}, ErrMalformed},
+		{"one byte", []byte{byte(engine.OpTick)}, ErrMalformed},
 		{"unknown type", []byte{0x40, 1}, ErrUnknownType},
 		{"zero type", []byte{0, 1}, ErrUnknownType},
-		{"bad version", []byte{byte(TypeTick), 2, 0}, ErrMalformed},
+		{"bad version", []byte{byte(engine.OpTick), 2, 0}, ErrMalformed},
 		{"truncated", good[:len(good)-1], ErrMalformed},
 		{"trailing", append(append([]byte{}, good...), 0), ErrMalformed},
 		{"key over limit", long, ErrMalformed},
-		{"string past end", []byte{byte(TypeForceRelease), payloadVersion, 5, 'a'}, ErrMalformed},
-		{"bad utf8", []byte{byte(TypeForceRelease), payloadVersion, 1, 0xff, 0}, ErrMalformed},
-		{"negative ttl", []byte{byte(TypeExtend), payloadVersion, 1, 'k', 1, 'o', 1, 0}, ErrMalformed},
+		{"string past end", []byte{byte(engine.OpForceRelease), payloadVersion, 5, 'a'}, ErrMalformed},
+		{"bad utf8", []byte{byte(engine.OpForceRelease), payloadVersion, 1, 0xff, 0}, ErrMalformed},
+		{"negative ttl", []byte{byte(engine.OpExtend), payloadVersion, 1, 'k', 1, 'o', 1, 0}, ErrMalformed},
 		{"unknown flag", append(good[:len(good)-1:len(good)-1], 2), ErrMalformed},
-		{"overlong varint", append([]byte{byte(TypeTick), payloadVersion}, bytes.Repeat([]byte{0xff}, 11)...), ErrMalformed},
+		{"overlong varint", append([]byte{byte(engine.OpTick), payloadVersion}, bytes.Repeat([]byte{0xff}, 11)...), ErrMalformed},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -92,8 +96,10 @@ func TestCodec_DecodeRejectsBadBytes(t *testing.T) {
 }
 
 func TestCodec_EncodeRefusesUnknownType(t *testing.T) {
-	if _, err := Encode(Entry{Type: 99}); !errors.Is(err, ErrUnknownType) {
-		t.Fatalf("err = %v", err)
+	for _, e := range []Entry{{Op: 99}, {Member: 99}, {}, {Op: engine.OpTick, Member: SetMember}} {
+		if _, err := Encode(e); !errors.Is(err, ErrUnknownType) {
+			t.Fatalf("Encode(%+v): err = %v", e, err)
+		}
 	}
 }
 
@@ -102,19 +108,19 @@ func TestCodec_EncodeRefusesUnknownType(t *testing.T) {
 func TestCodec_EncodeRefusesWhatDecodeRefuses(t *testing.T) {
 	long := strings.Repeat("k", maxKeyLen+1)
 	cases := []Entry{
-		{Type: TypeAcquire, Key: long, Owner: "o", TTL: time.Second},
-		{Type: TypeRelease, Key: "k", Owner: strings.Repeat("o", maxOwnerLen+1)},
-		{Type: TypeForceRelease, Key: "a\xffb"},
-		{Type: TypeExpire, Key: "k", Owner: "\xed\xa0\x80"}, // an encoded surrogate is not UTF-8
-		{Type: TypeExtend, Key: "k", Owner: "o", TTL: -1},
-		{Type: TypeSetMember, ID: strings.Repeat("n", maxMemberLen+1), HTTPAddr: "127.0.0.1:1"},
-		{Type: TypeSetMember, ID: "n1", HTTPAddr: strings.Repeat("h", maxMemberLen+1)},
-		{Type: TypeRemoveMember, ID: "\xc0"},
+		{Op: engine.OpAcquire, Key: long, Owner: "o", TTL: time.Second},
+		{Op: engine.OpRelease, Key: "k", Owner: strings.Repeat("o", maxOwnerLen+1)},
+		{Op: engine.OpForceRelease, Key: "a\xffb"},
+		{Op: engine.OpExpire, Key: "k", Owner: "\xed\xa0\x80"}, // an encoded surrogate is not UTF-8
+		{Op: engine.OpExtend, Key: "k", Owner: "o", TTL: -1},
+		{Member: SetMember, ID: strings.Repeat("n", maxMemberLen+1), HTTPAddr: "127.0.0.1:1"},
+		{Member: SetMember, ID: "n1", HTTPAddr: strings.Repeat("h", maxMemberLen+1)},
+		{Member: RemoveMember, ID: "\xc0"},
 	}
 	for _, e := range cases {
 		b, err := Encode(e)
 		if !errors.Is(err, drivers.ErrInvalid) {
-			t.Errorf("Encode(%v with a bad field) = % x, %v; want an error matching drivers.ErrInvalid", e.Type, b, err)
+			t.Errorf("Encode(%v with a bad field) = % x, %v; want an error matching drivers.ErrInvalid", e.Type(), b, err)
 		}
 	}
 }
@@ -129,7 +135,7 @@ func FuzzDecode(f *testing.F) {
 	f.Add([]byte{byte(IgnorableFlag | 5), 1, 2})
 	f.Fuzz(func(t *testing.T, b []byte) {
 		e, err := Decode(b)
-		if err != nil || !e.Type.known() {
+		if err != nil || !e.Type().known() {
 			return
 		}
 		b2, err := Encode(e)
@@ -148,13 +154,14 @@ func FuzzDecode(f *testing.F) {
 // node, so this is the property that keeps request input from doing so.
 func FuzzEncode(f *testing.F) {
 	for _, e := range allTypesEntries() {
-		f.Add(uint8(e.Type), e.Key, e.Owner, int64(e.TTL), e.Now, e.ExpectFence, e.Wait, e.ID, e.HTTPAddr)
+		f.Add(uint8(e.Type()), e.Key, e.Owner, int64(e.TTL), e.Now, e.ExpectFence, e.Wait, e.ID, e.HTTPAddr)
 	}
-	f.Add(uint8(TypeAcquire), "a\xffb", "o", int64(-1), int64(0), uint64(0), false, "", "")
-	f.Add(uint8(TypeSetMember), "", "", int64(0), int64(0), uint64(0), false, strings.Repeat("n", 600), "x")
+	f.Add(uint8(engine.OpAcquire), "a\xffb", "o", int64(-1), int64(0), uint64(0), false, "", "")
+	f.Add(uint8(SetMember), "", "", int64(0), int64(0), uint64(0), false, strings.Repeat("n", 600), "x")
 	f.Fuzz(func(t *testing.T, typ uint8, key, owner string, ttl, now int64, fence uint64, wait bool, id, addr string) {
-		e := Entry{Type: EntryType(typ), Key: key, Owner: owner, TTL: time.Duration(ttl), Now: now,
-			ExpectFence: fence, Wait: wait, ID: id, HTTPAddr: addr}
+		e := entryOfType(EntryType(typ))
+		e.Key, e.Owner, e.TTL, e.Now = key, owner, time.Duration(ttl), now
+		e.ExpectFence, e.Wait, e.ID, e.HTTPAddr = fence, wait, id, addr
 		b, err := Encode(e)
 		if err != nil {
 			if !errors.Is(err, ErrUnknownType) && !errors.Is(err, drivers.ErrInvalid) {
@@ -166,8 +173,8 @@ func FuzzEncode(f *testing.F) {
 		if err != nil {
 			t.Fatalf("Encode(%+v) wrote bytes Decode refuses: %v", e, err)
 		}
-		if got.Type != e.Type {
-			t.Fatalf("type %v decoded as %v", e.Type, got.Type)
+		if got.Type() != e.Type() {
+			t.Fatalf("type %v decoded as %v", e.Type(), got.Type())
 		}
 		again, err := Encode(got)
 		if err != nil || !bytes.Equal(again, b) {

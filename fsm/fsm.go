@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"sort"
 	"sync"
 
 	"github.com/hashicorp/raft"
@@ -68,14 +67,14 @@ type FSM struct {
 // state is what the FSM keeps beside the engine table. It is replicated
 // (derived only from the log) and part of every snapshot.
 type state struct {
-	applied uint64              // index of the last applied entry
-	now     int64               // largest leader-stamped time applied: the FSM clock
-	members map[string]string   // raft server id -> HTTP address
-	waiters map[Waiter]struct{} // queued waiters, for the leader's takeover sweep
+	applied uint64            // index of the last applied entry
+	now     int64             // largest leader-stamped time applied: the FSM clock
+	members map[string]string // raft server id -> HTTP address
 }
 
-// Waiter names a queued acquire.
-type Waiter struct{ Key, Owner string }
+// Waiter names a queued acquire. The set of them is the engine's: the FSM
+// reads it from there rather than keeping a copy in step beside it.
+type Waiter = engine.Waiter
 
 // New starts an engine in replicated mode and returns the FSM around it.
 func New(cfg Config) (*FSM, error) {
@@ -104,7 +103,7 @@ func New(cfg Config) (*FSM, error) {
 }
 
 func newState() state {
-	return state{members: map[string]string{}, waiters: map[Waiter]struct{}{}}
+	return state{members: map[string]string{}}
 }
 
 // Close stops the engine. Entries applied afterwards answer with errors.
@@ -137,22 +136,22 @@ func (f *FSM) ApplyBatch(logs []*raft.Log) []interface{} {
 			continue // configuration entries: raft keeps membership itself
 		}
 		e := entries[i]
-		if !e.Type.known() {
-			f.log.Warn("skipping ignorable log entry of unknown type", "index", l.Index, "type", uint8(e.Type))
-			resps[i] = &Response{Index: l.Index, Type: e.Type}
+		if !e.Type().known() {
+			f.log.Warn("skipping ignorable log entry of unknown type", "index", l.Index, "type", l.Data[0])
+			resps[i] = &Response{Index: l.Index, Type: EntryType(l.Data[0])}
 			continue
 		}
 		if e.Now > f.st.now {
 			f.st.now = e.Now
 		}
-		switch e.Type {
-		case TypeSetMember:
+		switch e.Member {
+		case SetMember:
 			f.st.members[e.ID] = e.HTTPAddr
-			resps[i] = &Response{Index: l.Index, Type: e.Type, Result: engine.Result{OK: true}}
-		case TypeRemoveMember:
+			resps[i] = &Response{Index: l.Index, Type: e.Member, Result: engine.Result{OK: true}}
+		case RemoveMember:
 			_, ok := f.st.members[e.ID]
 			delete(f.st.members, e.ID)
-			resps[i] = &Response{Index: l.Index, Type: e.Type, Result: engine.Result{OK: ok}}
+			resps[i] = &Response{Index: l.Index, Type: e.Member, Result: engine.Result{OK: ok}}
 		default:
 			f.cmds = append(f.cmds, toCommand(e, l.Index))
 			f.pos = append(f.pos, i)
@@ -176,13 +175,12 @@ func (f *FSM) ApplyBatch(logs []*raft.Log) []interface{} {
 	f.mu.Lock()
 	for j, i := range f.pos {
 		l, e := logs[i], entries[i]
-		r := &Response{Index: l.Index, Type: e.Type}
+		r := &Response{Index: l.Index, Type: e.Type()}
 		if applyErr != nil {
 			r.Err = applyErr
 		} else {
 			r.Result = results[j]
 			r.Err = results[j].Err
-			f.st.trackWaiters(e, r.Result)
 		}
 		resps[i] = r
 	}
@@ -220,9 +218,11 @@ func (f *FSM) decodeBatch(logs []*raft.Log) []Entry {
 	return entries
 }
 
-// toCommand turns a lock entry into the engine command it stands for.
+// toCommand turns a lock entry into the engine command it carries; its
+// raft index is the fence of any grant it makes.
 func toCommand(e Entry, index uint64) engine.Command {
-	c := engine.Command{
+	return engine.Command{
+		Op:          e.Op,
 		Key:         e.Key,
 		Owner:       e.Owner,
 		TTL:         e.TTL,
@@ -230,42 +230,6 @@ func toCommand(e Entry, index uint64) engine.Command {
 		Fence:       index,
 		ExpectFence: e.ExpectFence,
 		Wait:        e.Wait,
-	}
-	switch e.Type {
-	case TypeAcquire:
-		c.Op = engine.OpAcquire
-	case TypeRelease:
-		c.Op = engine.OpRelease
-	case TypeExtend:
-		c.Op = engine.OpExtend
-	case TypeForceRelease:
-		c.Op = engine.OpForceRelease
-	case TypeExpire:
-		c.Op = engine.OpExpire
-	case TypeCancelWait:
-		c.Op = engine.OpCancelWait
-	case TypeTick:
-		c.Op = engine.OpTick
-	}
-	return c
-}
-
-// trackWaiters keeps the set of queued waiters in step with the engine's
-// queues, from results only (so it is as deterministic as they are). A
-// cancel always removes the pair: when the engine had no such waiter the
-// set was stale, and dropping it is the repair.
-func (s *state) trackWaiters(e Entry, r engine.Result) {
-	switch {
-	case e.Type == TypeAcquire && r.Queued:
-		s.waiters[Waiter{e.Key, e.Owner}] = struct{}{}
-	case e.Type == TypeAcquire && r.OK:
-		// Taking an expired key directly also takes the owner out of its queue.
-		delete(s.waiters, Waiter{e.Key, e.Owner})
-	case e.Type == TypeCancelWait:
-		delete(s.waiters, Waiter{e.Key, e.Owner})
-	}
-	if r.Handoff != nil {
-		delete(s.waiters, Waiter{r.Handoff.Key, r.Handoff.Owner})
 	}
 }
 
@@ -321,41 +285,22 @@ func (f *FSM) Members() map[string]string {
 	return m
 }
 
-// Waiters returns the queued waiters sorted by key, then owner.
+// Waiters returns the queued waiters sorted by key, then owner (nil if
+// the engine has stopped).
 func (f *FSM) Waiters() []Waiter {
-	f.mu.Lock()
-	w := make([]Waiter, 0, len(f.st.waiters))
-	for k := range f.st.waiters {
-		w = append(w, k)
-	}
-	f.mu.Unlock()
-	sortWaiters(w)
+	w, _ := f.eng.Waiters(context.Background())
 	return w
 }
 
 // IsWaiter reports whether owner is queued for key.
 func (f *FSM) IsWaiter(key, owner string) bool {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	_, ok := f.st.waiters[Waiter{Key: key, Owner: owner}]
+	ok, _ := f.eng.IsWaiting(context.Background(), key, owner)
 	return ok
 }
 
-// WaiterCount is the number of queued waiters, for metrics.
-func (f *FSM) WaiterCount() int {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return len(f.st.waiters)
-}
-
-func sortWaiters(w []Waiter) {
-	sort.Slice(w, func(i, j int) bool {
-		if w[i].Key != w[j].Key {
-			return w[i].Key < w[j].Key
-		}
-		return w[i].Owner < w[j].Owner
-	})
-}
+// WaiterCount is the number of queued waiters as of the last applied
+// batch; it costs no round trip to the engine.
+func (f *FSM) WaiterCount() int { return f.eng.WaiterCount() }
 
 // Snapshot captures the whole state as immutable bytes; Persist only
 // writes them out, so Apply may continue meanwhile.
@@ -364,8 +309,14 @@ func (f *FSM) Snapshot() (raft.FSMSnapshot, error) {
 	if err != nil {
 		return nil, fmt.Errorf("fsm: engine snapshot: %w", err)
 	}
+	// Raft calls Snapshot between applies, so the waiters read here are
+	// those of engSnap.
+	ws, err := f.eng.Waiters(context.Background())
+	if err != nil {
+		return nil, fmt.Errorf("fsm: engine waiters: %w", err)
+	}
 	f.mu.Lock()
-	b := encodeSnapshot(&f.st, engSnap)
+	b := encodeSnapshot(&f.st, ws, engSnap)
 	f.mu.Unlock()
 	return &snapshot{data: b}, nil
 }

@@ -16,6 +16,8 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/zerotal/lock/drivers"
+
+	"github.com/zerotal/lock/engine"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -106,22 +108,22 @@ func randomLog(seed int64, n int) []Entry {
 		var e Entry
 		switch rng.Intn(10) {
 		case 0, 1, 2:
-			e = Entry{Type: TypeAcquire, Key: k, Owner: o, TTL: ttl, Now: now, Wait: rng.Intn(2) == 0}
+			e = Entry{Op: engine.OpAcquire, Key: k, Owner: o, TTL: ttl, Now: now, Wait: rng.Intn(2) == 0}
 		case 3, 4:
-			e = Entry{Type: TypeRelease, Key: k, Owner: o, Now: now}
+			e = Entry{Op: engine.OpRelease, Key: k, Owner: o, Now: now}
 		case 5:
-			e = Entry{Type: TypeExtend, Key: k, Owner: o, TTL: ttl, Now: now}
+			e = Entry{Op: engine.OpExtend, Key: k, Owner: o, TTL: ttl, Now: now}
 		case 6:
-			e = Entry{Type: TypeForceRelease, Key: k, Now: now}
+			e = Entry{Op: engine.OpForceRelease, Key: k, Now: now}
 		case 7:
-			e = Entry{Type: TypeExpire, Key: k, Owner: o, ExpectFence: uint64(rng.Intn(i + 1)), Now: now}
+			e = Entry{Op: engine.OpExpire, Key: k, Owner: o, ExpectFence: uint64(rng.Intn(i + 1)), Now: now}
 		case 8:
-			e = Entry{Type: TypeCancelWait, Key: k, Owner: o, Now: now}
+			e = Entry{Op: engine.OpCancelWait, Key: k, Owner: o, Now: now}
 		default:
 			if rng.Intn(2) == 0 {
-				e = Entry{Type: TypeTick, Now: now}
+				e = Entry{Op: engine.OpTick, Now: now}
 			} else {
-				e = Entry{Type: TypeSetMember, ID: fmt.Sprintf("n%d", rng.Intn(3)), HTTPAddr: fmt.Sprintf("127.0.0.1:%d", 8000+rng.Intn(5))}
+				e = Entry{Member: SetMember, ID: fmt.Sprintf("n%d", rng.Intn(3)), HTTPAddr: fmt.Sprintf("127.0.0.1:%d", 8000+rng.Intn(5))}
 			}
 		}
 		out = append(out, e)
@@ -169,13 +171,13 @@ func TestFSM_SameLogGivesByteIdenticalSnapshots(t *testing.T) {
 func TestFSM_SnapshotRoundTrip(t *testing.T) {
 	src := newTestFSM(t, Config{})
 	applyInBatches(t, src, randomLog(7, 400), 10)
-	apply1(t, src, 401, Entry{Type: TypeSetMember, ID: "n1", HTTPAddr: "127.0.0.1:9001"})
-	apply1(t, src, 402, Entry{Type: TypeAcquire, Key: "held", Owner: "x", TTL: time.Hour, Now: src.Time()})
-	apply1(t, src, 403, Entry{Type: TypeAcquire, Key: "held", Owner: "w", TTL: time.Hour, Now: src.Time(), Wait: true})
+	apply1(t, src, 401, Entry{Member: SetMember, ID: "n1", HTTPAddr: "127.0.0.1:9001"})
+	apply1(t, src, 402, Entry{Op: engine.OpAcquire, Key: "held", Owner: "x", TTL: time.Hour, Now: src.Time()})
+	apply1(t, src, 403, Entry{Op: engine.OpAcquire, Key: "held", Owner: "w", TTL: time.Hour, Now: src.Time(), Wait: true})
 	want := snapshotBytes(t, src)
 
 	dst := newTestFSM(t, Config{})
-	apply1(t, dst, 1, Entry{Type: TypeAcquire, Key: "junk", Owner: "j", TTL: time.Hour, Now: 1})
+	apply1(t, dst, 1, Entry{Op: engine.OpAcquire, Key: "junk", Owner: "j", TTL: time.Hour, Now: 1})
 	if err := dst.Restore(io.NopCloser(bytes.NewReader(want))); err != nil {
 		t.Fatal(err)
 	}
@@ -196,7 +198,7 @@ func TestFSM_SnapshotRoundTrip(t *testing.T) {
 		t.Fatalf("restored lock = %+v %v %v", info, ok, err)
 	}
 	// The restored FSM keeps applying where the original left off.
-	r := apply1(t, dst, 404, Entry{Type: TypeRelease, Key: "held", Owner: "x", Now: dst.Time()})
+	r := apply1(t, dst, 404, Entry{Op: engine.OpRelease, Key: "held", Owner: "x", Now: dst.Time()})
 	if r.Result.Handoff == nil || r.Result.Handoff.Owner != "w" || r.Result.Handoff.Fence != 404 {
 		t.Fatalf("hand-off after restore = %+v", r.Result.Handoff)
 	}
@@ -204,8 +206,8 @@ func TestFSM_SnapshotRoundTrip(t *testing.T) {
 
 func TestFSM_RestoreCorruptSnapshotKeepsState(t *testing.T) {
 	f := newTestFSM(t, Config{})
-	apply1(t, f, 1, Entry{Type: TypeAcquire, Key: "k", Owner: "o", TTL: time.Hour, Now: sec})
-	apply1(t, f, 2, Entry{Type: TypeSetMember, ID: "n1", HTTPAddr: "h:1"})
+	apply1(t, f, 1, Entry{Op: engine.OpAcquire, Key: "k", Owner: "o", TTL: time.Hour, Now: sec})
+	apply1(t, f, 2, Entry{Member: SetMember, ID: "n1", HTTPAddr: "h:1"})
 	good := snapshotBytes(t, f)
 	cases := map[string][]byte{
 		"empty":        {},
@@ -249,20 +251,20 @@ func TestFSM_PersistCancelsSinkOnWriteError(t *testing.T) {
 // no-op, also when its stamped time is past the old deadline.
 func TestFSM_StaleExpireIsNoOp(t *testing.T) {
 	f := newTestFSM(t, Config{})
-	r := apply1(t, f, 1, Entry{Type: TypeAcquire, Key: "k", Owner: "a", TTL: 10 * time.Second, Now: 100 * sec})
+	r := apply1(t, f, 1, Entry{Op: engine.OpAcquire, Key: "k", Owner: "a", TTL: 10 * time.Second, Now: 100 * sec})
 	if !r.Result.OK || r.Result.Grant.Fence != 1 {
 		t.Fatalf("acquire = %+v", r.Result)
 	}
 	// Refreshed at 108s: deadline 118s, same fence.
-	r = apply1(t, f, 2, Entry{Type: TypeExtend, Key: "k", Owner: "a", TTL: 10 * time.Second, Now: 108 * sec})
+	r = apply1(t, f, 2, Entry{Op: engine.OpExtend, Key: "k", Owner: "a", TTL: 10 * time.Second, Now: 108 * sec})
 	if !r.Result.OK || r.Result.Grant.Fence != 1 {
 		t.Fatalf("extend = %+v", r.Result)
 	}
 	// A paused ex-leader still believes the deadline is 110s.
 	stale := []Entry{
-		{Type: TypeExpire, Key: "k", Owner: "a", ExpectFence: 1, Now: 111 * sec},
-		{Type: TypeExpire, Key: "k", Owner: "b", ExpectFence: 1, Now: 111 * sec}, // wrong owner
-		{Type: TypeExpire, Key: "k", Owner: "a", ExpectFence: 7, Now: 200 * sec}, // wrong fence, even past the deadline
+		{Op: engine.OpExpire, Key: "k", Owner: "a", ExpectFence: 1, Now: 111 * sec},
+		{Op: engine.OpExpire, Key: "k", Owner: "b", ExpectFence: 1, Now: 111 * sec}, // wrong owner
+		{Op: engine.OpExpire, Key: "k", Owner: "a", ExpectFence: 7, Now: 200 * sec}, // wrong fence, even past the deadline
 	}
 	for i, e := range stale {
 		if r := apply1(t, f, uint64(3+i), e); r.Err != nil || r.Result.OK {
@@ -274,7 +276,7 @@ func TestFSM_StaleExpireIsNoOp(t *testing.T) {
 		t.Fatalf("lock after stale expiries = %+v %v %v", info, ok, err)
 	}
 	// The genuine expiry, with the current fence, applies.
-	if r := apply1(t, f, 6, Entry{Type: TypeExpire, Key: "k", Owner: "a", ExpectFence: 1, Now: 200 * sec}); !r.Result.OK {
+	if r := apply1(t, f, 6, Entry{Op: engine.OpExpire, Key: "k", Owner: "a", ExpectFence: 1, Now: 200 * sec}); !r.Result.OK {
 		t.Fatalf("due expire did not apply: %+v", r)
 	}
 	if _, ok, _ := f.Engine().Get(t.Context(), "k"); ok {
@@ -284,9 +286,9 @@ func TestFSM_StaleExpireIsNoOp(t *testing.T) {
 
 func TestFSM_StaleExpireBeforeDeadlineIsNoOp(t *testing.T) {
 	f := newTestFSM(t, Config{})
-	apply1(t, f, 1, Entry{Type: TypeAcquire, Key: "k", Owner: "a", TTL: 10 * time.Second, Now: 100 * sec})
+	apply1(t, f, 1, Entry{Op: engine.OpAcquire, Key: "k", Owner: "a", TTL: 10 * time.Second, Now: 100 * sec})
 	// Right grant, but FSM time (105s) is before the deadline (110s).
-	if r := apply1(t, f, 2, Entry{Type: TypeExpire, Key: "k", Owner: "a", ExpectFence: 1, Now: 105 * sec}); r.Result.OK {
+	if r := apply1(t, f, 2, Entry{Op: engine.OpExpire, Key: "k", Owner: "a", ExpectFence: 1, Now: 105 * sec}); r.Result.OK {
 		t.Fatal("expire before the deadline applied")
 	}
 }
@@ -294,21 +296,21 @@ func TestFSM_StaleExpireBeforeDeadlineIsNoOp(t *testing.T) {
 func TestFSM_HandoffFenceIsEntryIndex(t *testing.T) {
 	var seen []Applied
 	f := newTestFSM(t, Config{OnApply: func(a Applied) { seen = append(seen, a) }})
-	if r := apply1(t, f, 10, Entry{Type: TypeAcquire, Key: "k", Owner: "a", TTL: time.Minute, Now: sec}); r.Result.Grant.Fence != 10 {
+	if r := apply1(t, f, 10, Entry{Op: engine.OpAcquire, Key: "k", Owner: "a", TTL: time.Minute, Now: sec}); r.Result.Grant.Fence != 10 {
 		t.Fatalf("first grant fence = %d, want the entry index 10", r.Result.Grant.Fence)
 	}
-	r := apply1(t, f, 11, Entry{Type: TypeAcquire, Key: "k", Owner: "b", TTL: time.Minute, Now: 2 * sec, Wait: true})
+	r := apply1(t, f, 11, Entry{Op: engine.OpAcquire, Key: "k", Owner: "b", TTL: time.Minute, Now: 2 * sec, Wait: true})
 	if !r.Result.Queued || r.Result.OK {
 		t.Fatalf("waiting acquire = %+v, want queued", r.Result)
 	}
-	apply1(t, f, 12, Entry{Type: TypeAcquire, Key: "k", Owner: "c", TTL: time.Minute, Now: 2 * sec, Wait: true})
-	if got := f.Waiters(); !reflect.DeepEqual(got, []Waiter{{"k", "b"}, {"k", "c"}}) {
+	apply1(t, f, 12, Entry{Op: engine.OpAcquire, Key: "k", Owner: "c", TTL: time.Minute, Now: 2 * sec, Wait: true})
+	if got := f.Waiters(); !reflect.DeepEqual(got, []Waiter{{Key: "k", Owner: "b"}, {Key: "k", Owner: "c"}}) {
 		t.Fatalf("waiters = %v", got)
 	}
 	// Several entries in one batch: each hand-off gets its own entry's index.
 	resps := f.ApplyBatch(logs(t, 15,
-		Entry{Type: TypeRelease, Key: "k", Owner: "a", Now: 3 * sec},
-		Entry{Type: TypeRelease, Key: "k", Owner: "b", Now: 3 * sec},
+		Entry{Op: engine.OpRelease, Key: "k", Owner: "a", Now: 3 * sec},
+		Entry{Op: engine.OpRelease, Key: "k", Owner: "b", Now: 3 * sec},
 	))
 	for i, want := range []struct {
 		owner string
@@ -333,26 +335,26 @@ func TestFSM_HandoffFenceIsEntryIndex(t *testing.T) {
 
 func TestFSM_CancelWaitRemovesWaiter(t *testing.T) {
 	f := newTestFSM(t, Config{})
-	apply1(t, f, 1, Entry{Type: TypeAcquire, Key: "k", Owner: "a", TTL: time.Minute, Now: sec})
-	apply1(t, f, 2, Entry{Type: TypeAcquire, Key: "k", Owner: "b", TTL: time.Minute, Now: sec, Wait: true})
+	apply1(t, f, 1, Entry{Op: engine.OpAcquire, Key: "k", Owner: "a", TTL: time.Minute, Now: sec})
+	apply1(t, f, 2, Entry{Op: engine.OpAcquire, Key: "k", Owner: "b", TTL: time.Minute, Now: sec, Wait: true})
 	if f.WaiterCount() != 1 {
 		t.Fatalf("waiter count = %d", f.WaiterCount())
 	}
-	if r := apply1(t, f, 3, Entry{Type: TypeCancelWait, Key: "k", Owner: "b", Now: sec}); !r.Result.OK {
+	if r := apply1(t, f, 3, Entry{Op: engine.OpCancelWait, Key: "k", Owner: "b", Now: sec}); !r.Result.OK {
 		t.Fatalf("cancel = %+v", r)
 	}
 	if f.WaiterCount() != 0 {
 		t.Fatalf("waiter count after cancel = %d", f.WaiterCount())
 	}
-	if r := apply1(t, f, 4, Entry{Type: TypeRelease, Key: "k", Owner: "a", Now: sec}); !r.Result.OK || r.Result.Handoff != nil {
+	if r := apply1(t, f, 4, Entry{Op: engine.OpRelease, Key: "k", Owner: "a", Now: sec}); !r.Result.OK || r.Result.Handoff != nil {
 		t.Fatalf("release after cancel = %+v, want no hand-off", r.Result)
 	}
 }
 
 func TestFSM_TimeNeverGoesBack(t *testing.T) {
 	f := newTestFSM(t, Config{})
-	apply1(t, f, 1, Entry{Type: TypeTick, Now: 50 * sec})
-	apply1(t, f, 2, Entry{Type: TypeAcquire, Key: "k", Owner: "a", TTL: time.Second, Now: 10 * sec})
+	apply1(t, f, 1, Entry{Op: engine.OpTick, Now: 50 * sec})
+	apply1(t, f, 2, Entry{Op: engine.OpAcquire, Key: "k", Owner: "a", TTL: time.Second, Now: 10 * sec})
 	if f.Time() != 50*sec {
 		t.Fatalf("time = %d, want %d", f.Time(), 50*sec)
 	}
@@ -367,9 +369,9 @@ func TestFSM_TimeNeverGoesBack(t *testing.T) {
 func TestFSM_PerCommandErrorsStayInTheirResponse(t *testing.T) {
 	f := newTestFSM(t, Config{MaxKeys: 1})
 	batch := logs(t, 1,
-		Entry{Type: TypeAcquire, Key: "a", Owner: "o", TTL: time.Minute, Now: sec},
-		Entry{Type: TypeAcquire, Key: "b", Owner: "o", TTL: time.Minute, Now: sec},
-		Entry{Type: TypeRelease, Key: "a", Owner: "o", Now: sec},
+		Entry{Op: engine.OpAcquire, Key: "a", Owner: "o", TTL: time.Minute, Now: sec},
+		Entry{Op: engine.OpAcquire, Key: "b", Owner: "o", TTL: time.Minute, Now: sec},
+		Entry{Op: engine.OpRelease, Key: "a", Owner: "o", Now: sec},
 	)
 	batch = append(batch, &raft.Log{Index: 4, Type: raft.LogConfiguration})
 	resps := f.ApplyBatch(batch)
@@ -401,16 +403,16 @@ func TestFSM_CorruptEntryStopsTheNode(t *testing.T) {
 		data []byte
 		want error
 	}{
-		"truncated acquire":    {[]byte{byte(TypeAcquire), payloadVersion, 0xff}, ErrMalformed},
+		"truncated acquire":    {[]byte{byte(engine.OpAcquire), payloadVersion, 0xff}, ErrMalformed},
 		"unknown, not skipped": {[]byte{0x33, 1}, ErrUnknownType},
 		"empty":                {nil, ErrMalformed},
 	}
 	for name, c := range cases {
 		t.Run(name, func(t *testing.T) {
 			f := newTestFSM(t, Config{})
-			apply1(t, f, 1, Entry{Type: TypeAcquire, Key: "held", Owner: "o", TTL: time.Minute, Now: sec})
+			apply1(t, f, 1, Entry{Op: engine.OpAcquire, Key: "held", Owner: "o", TTL: time.Minute, Now: sec})
 			before := snapshotBytes(t, f)
-			batch := logs(t, 2, Entry{Type: TypeAcquire, Key: "a", Owner: "o", TTL: time.Minute, Now: sec})
+			batch := logs(t, 2, Entry{Op: engine.OpAcquire, Key: "a", Owner: "o", TTL: time.Minute, Now: sec})
 			batch = append(batch, &raft.Log{Index: 3, Term: 7, Type: raft.LogCommand, Data: c.data})
 			got := recoverPanic(func() { f.ApplyBatch(batch) })
 			var ce *CorruptEntryError
@@ -451,12 +453,12 @@ func TestFSM_MembersAndWaitApplied(t *testing.T) {
 	f := newTestFSM(t, Config{})
 	done := make(chan error, 1)
 	go func() { done <- f.WaitApplied(t.Context(), 2) }()
-	apply1(t, f, 1, Entry{Type: TypeSetMember, ID: "n1", HTTPAddr: "127.0.0.1:1"})
-	apply1(t, f, 2, Entry{Type: TypeSetMember, ID: "n2", HTTPAddr: "127.0.0.1:2"})
+	apply1(t, f, 1, Entry{Member: SetMember, ID: "n1", HTTPAddr: "127.0.0.1:1"})
+	apply1(t, f, 2, Entry{Member: SetMember, ID: "n2", HTTPAddr: "127.0.0.1:2"})
 	if err := <-done; err != nil {
 		t.Fatal(err)
 	}
-	apply1(t, f, 3, Entry{Type: TypeRemoveMember, ID: "n1"})
+	apply1(t, f, 3, Entry{Member: RemoveMember, ID: "n1"})
 	if got := f.Members(); !reflect.DeepEqual(got, map[string]string{"n2": "127.0.0.1:2"}) {
 		t.Fatalf("members = %v", got)
 	}

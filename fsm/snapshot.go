@@ -13,25 +13,21 @@ import (
 // applied index (uvarint), FSM time (varint), members sorted by id (count,
 // then id and HTTP address), queued waiters sorted by key then owner
 // (count, then key and owner), and the engine's own snapshot (length,
-// bytes). Sorting makes equal states give equal bytes on every node.
+// bytes). Sorting makes equal states give equal bytes on every node. The
+// waiters are the engine's (they are in its snapshot too); they are
+// written for the format's sake and skipped on restore.
 const snapshotVersion = 1
 
 // maxSnapshotItems bounds the counts read from a snapshot header, so a
 // corrupt count fails instead of allocating.
 const maxSnapshotItems = 1 << 28
 
-func encodeSnapshot(st *state, engSnap []byte) []byte {
+func encodeSnapshot(st *state, ws []Waiter, engSnap []byte) []byte {
 	ids := make([]string, 0, len(st.members))
 	for id := range st.members {
 		ids = append(ids, id)
 	}
 	sort.Strings(ids)
-	ws := make([]Waiter, 0, len(st.waiters))
-	for w := range st.waiters {
-		ws = append(ws, w)
-	}
-	sortWaiters(ws)
-
 	b := make([]byte, 0, 32+len(engSnap)+64*len(ids)+64*len(ws))
 	b = append(b, snapshotVersion)
 	b = binary.AppendUvarint(b, st.applied)
@@ -76,8 +72,8 @@ func decodeSnapshot(b []byte) (state, []byte, error) {
 			r.fail("waiter count", "too large")
 			break
 		}
-		k := r.str("waiter key", maxKeyLen)
-		st.waiters[Waiter{Key: k, Owner: r.str("waiter owner", maxOwnerLen)}] = struct{}{}
+		r.str("waiter key", maxKeyLen)
+		r.str("waiter owner", maxOwnerLen)
 	}
 	n = r.uvarint("engine snapshot length")
 	if r.err == nil && uint64(len(r.b)) != n {

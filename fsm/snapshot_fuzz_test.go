@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/hashicorp/raft"
+
+	"github.com/zerotal/lock/engine"
 )
 
 // FuzzDecodeSnapshot: no input makes the snapshot decoder panic, and
@@ -25,7 +27,7 @@ func FuzzDecodeSnapshot(f *testing.F) {
 			}
 			return
 		}
-		st2, eng2, err := decodeSnapshot(encodeSnapshot(&st, eng))
+		st2, eng2, err := decodeSnapshot(encodeSnapshot(&st, nil, eng))
 		if err != nil {
 			t.Fatalf("re-encoded snapshot does not decode: %v", err)
 		}
@@ -88,10 +90,10 @@ func snapshotSeeds() [][]byte {
 	sec := int64(time.Second)
 	var ls []Entry
 	ls = append(ls,
-		Entry{Type: TypeSetMember, ID: "n1", HTTPAddr: "127.0.0.1:8080"},
-		Entry{Type: TypeAcquire, Key: "a", Owner: "x", TTL: time.Minute, Now: sec},
-		Entry{Type: TypeAcquire, Key: "b", Owner: "y", TTL: time.Minute, Now: sec},
-		Entry{Type: TypeAcquire, Key: "b", Owner: "z", TTL: time.Minute, Now: sec, Wait: true},
+		Entry{Member: SetMember, ID: "n1", HTTPAddr: "127.0.0.1:8080"},
+		Entry{Op: engine.OpAcquire, Key: "a", Owner: "x", TTL: time.Minute, Now: sec},
+		Entry{Op: engine.OpAcquire, Key: "b", Owner: "y", TTL: time.Minute, Now: sec},
+		Entry{Op: engine.OpAcquire, Key: "b", Owner: "z", TTL: time.Minute, Now: sec, Wait: true},
 	)
 	for i, e := range ls {
 		b, err := Encode(e)
@@ -112,7 +114,7 @@ func snapshotSeeds() [][]byte {
 	empty := newState()
 	return [][]byte{
 		busy,
-		encodeSnapshot(&empty, nil),
+		encodeSnapshot(&empty, nil, nil),
 		busy[:len(busy)/2],
 		{snapshotVersion, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01},
 	}

@@ -80,7 +80,7 @@ func TestNemesis_SlowLeaderClockLengthensLocks(t *testing.T) {
 
 // TestNemesis_FastLeaderClockIsCaught is the negative control of the
 // suite, on real processes: a leader whose clock runs three times too fast
-// (outside what the design assumes, see cluster/faults_on.go) expires a
+// (outside what the design assumes, see cmd/lockcluster/faults_on.go) expires a
 // lock while its holder still believes it holds it, another client takes
 // it, and the checker must report two holders.
 func TestNemesis_FastLeaderClockIsCaught(t *testing.T) {

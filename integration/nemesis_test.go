@@ -15,7 +15,7 @@ import (
 
 // The nemesis suite: a workload of several clients (nemesis_workload_test.go)
 // runs against three lockcluster processes built with -tags faults
-// (cluster/faults_on.go), whose node-to-node connections go through
+// (cmd/lockcluster/faults_on.go), whose node-to-node connections go through
 // proxies in the test process (proxy_test.go) and whose clocks the test
 // skews at run time (nemesis_cluster_test.go). The nemesis
 // (nemesis_faults_test.go) kills, restarts, pauses, partitions and skews

@@ -13,6 +13,8 @@ import (
 
 	"github.com/zerotal/lock/client"
 	"github.com/zerotal/lock/drivers"
+	"github.com/zerotal/lock/internal/cliexplain"
+	"github.com/zerotal/lock/internal/cliflags"
 )
 
 // oldEndpointFlags are the names --endpoints had: --addr on the admin
@@ -41,7 +43,7 @@ func (a *adminFlags) register(cmd *cobra.Command, table bool) {
 	if table {
 		fs.BoolVar(&a.json, "json", false, "print JSON instead of a table")
 	}
-	aliasFlags(cmd, oldEndpointFlags)
+	cliflags.Alias(cmd, oldEndpointFlags)
 	readsEnv(cmd, true)
 }
 
@@ -82,7 +84,7 @@ func (a *adminFlags) call(ctx context.Context, e *env, cmd *cobra.Command, fn fu
 func (a *adminFlags) failed(ctx context.Context, e *env, cmd *cobra.Command, c *client.Client, err error) error {
 	if errors.Is(err, drivers.ErrUnavailable) || errors.Is(err, context.DeadlineExceeded) {
 		pctx := context.WithoutCancel(ctx)
-		if msg, code, ok := explainUnavailable(pctx, c, splitList(a.endpoints)); ok {
+		if msg, code, ok := cliexplain.ExplainUnavailable(pctx, c, splitList(a.endpoints)); ok {
 			fmt.Fprintf(e.stderr, "%s: %s\n", cmd.CommandPath(), msg)
 			return exitStatus(code)
 		}
@@ -140,30 +142,30 @@ func runStatus(ctx context.Context, e *env, cmd *cobra.Command, a *adminFlags) e
 	var rows []row
 	var peers []client.Peer
 	answered, unauthorized, leader := 0, 0, ""
-	for _, p := range probeNodes(ctx, c, splitList(a.endpoints), a.timeout) {
+	for _, p := range cliexplain.ProbeNodes(ctx, c, splitList(a.endpoints), a.timeout) {
 		switch {
-		case p.err == nil:
+		case p.Err == nil:
 			answered++
-			if p.st.LeaderID != "" {
-				leader = p.st.LeaderID
+			if p.Status.LeaderID != "" {
+				leader = p.Status.LeaderID
 			}
-			if len(p.st.Peers) > len(peers) {
-				peers = p.st.Peers
+			if len(p.Status.Peers) > len(peers) {
+				peers = p.Status.Peers
 			}
-			rows = append(rows, row{Addr: p.addr, Status: &p.st})
-		case errors.Is(p.err, client.ErrUnauthorized):
+			rows = append(rows, row{Addr: p.Addr, Status: &p.Status})
+		case errors.Is(p.Err, client.ErrUnauthorized):
 			unauthorized++
-			rows = append(rows, row{Addr: p.addr, State: "unauthorized", Error: msgAuth})
-		case errors.Is(p.err, client.ErrWrongCluster):
-			rows = append(rows, row{Addr: p.addr, State: "wrong-cluster", Error: describe(p.err)})
-		case errors.Is(p.err, client.ErrTLS):
-			rows = append(rows, row{Addr: p.addr, State: "tls-error", Error: describe(p.err)})
+			rows = append(rows, row{Addr: p.Addr, State: "unauthorized", Error: cliexplain.MsgAuth})
+		case errors.Is(p.Err, client.ErrWrongCluster):
+			rows = append(rows, row{Addr: p.Addr, State: "wrong-cluster", Error: describe(p.Err)})
+		case errors.Is(p.Err, client.ErrTLS):
+			rows = append(rows, row{Addr: p.Addr, State: "tls-error", Error: describe(p.Err)})
 		default:
-			reason := describe(p.err)
-			if _, r, ok := transportFailure(p.err); ok {
+			reason := describe(p.Err)
+			if _, r, ok := cliexplain.TransportFailure(p.Err); ok {
 				reason = r
 			}
-			rows = append(rows, row{Addr: p.addr, State: "unreachable", Error: reason})
+			rows = append(rows, row{Addr: p.Addr, State: "unreachable", Error: reason})
 		}
 	}
 	if a.json {
@@ -193,7 +195,7 @@ func runStatus(ctx context.Context, e *env, cmd *cobra.Command, a *adminFlags) e
 	name := cmd.CommandPath()
 	if unauthorized > 0 {
 		// Said once, not once per node: the fix is the same.
-		fmt.Fprintf(e.stderr, "%s: %s\n", name, msgAuth)
+		fmt.Fprintf(e.stderr, "%s: %s\n", name, cliexplain.MsgAuth)
 	}
 	for _, r := range rows {
 		if r.Error != "" && r.State != "unauthorized" {
@@ -206,7 +208,7 @@ func runStatus(ctx context.Context, e *env, cmd *cobra.Command, a *adminFlags) e
 	case answered == 0:
 		return exitStatus(exitUnavailable)
 	case leader == "":
-		fmt.Fprintf(e.stderr, "%s: %s\n", name, msgNoLeader)
+		fmt.Fprintf(e.stderr, "%s: %s\n", name, cliexplain.MsgNoLeader)
 		return exitStatus(exitUnavailable)
 	}
 	return nil
@@ -291,8 +293,8 @@ func newJoinCmd(e *env) *cobra.Command {
 	cmd.Flags().StringVar(&raftAddr, "raft-addr", "", "raft address of the node to add (required)")
 	// LOCKCLUSTER_ID and LOCKCLUSTER_RAFT_ADDR configure an agent: a shell
 	// set up for one must not make join act on it unasked.
-	noEnv(cmd, "id", "it names the node to act on")
-	noEnv(cmd, "raft-addr", "it names the node to act on")
+	cliflags.NoEnv(cmd, "id", "it names the node to act on")
+	cliflags.NoEnv(cmd, "raft-addr", "it names the node to act on")
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
 		if id == "" || raftAddr == "" {
 			return usagef("--id and --raft-addr are required")
@@ -326,7 +328,7 @@ func newLeaveCmd(e *env) *cobra.Command {
 	}
 	a.register(cmd, false)
 	cmd.Flags().StringVar(&id, "id", "", "id of the node to remove (required)")
-	noEnv(cmd, "id", "it names the node to act on")
+	cliflags.NoEnv(cmd, "id", "it names the node to act on")
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
 		if id == "" {
 			return usagef("--id is required")

@@ -10,6 +10,7 @@ import (
 
 	"github.com/zerotal/lock/cluster"
 	"github.com/zerotal/lock/internal/buildinfo"
+	"github.com/zerotal/lock/internal/cliexplain"
 )
 
 const agentExamples = `  # a new three-node cluster (run one line per machine; same --bootstrap and token everywhere;
@@ -135,8 +136,9 @@ func runAgent(ctx context.Context, e *env, o *agentOptions) error {
 		cfg.LeaderLeaseTimeout = o.election / 2
 	}
 	if err := cfg.Validate(); err != nil {
-		return &usageError{msg: strip(err.Error())}
+		return &usageError{msg: cliexplain.Strip(err.Error())}
 	}
+	injectFaults(&cfg)
 	node, err := cluster.NewNode(ctx, cfg)
 	if err != nil {
 		return err

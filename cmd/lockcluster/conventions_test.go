@@ -3,9 +3,9 @@ package main
 import (
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/zerotal/lock/internal/buildinfo"
+	"github.com/zerotal/lock/internal/cliflags"
 )
 
 // These tests run the lockcluster binary (this test binary running main)
@@ -63,8 +63,8 @@ func TestCLI_HelpNamesTheVariableOfEveryFlag(t *testing.T) {
 				if !strings.Contains(block, "not read from the environment") || strings.Contains(block, "env LOCKCLUSTER_") {
 					t.Errorf("%s --%s: the help does not say it is not read from the environment:\n%s", name, flag, block)
 				}
-			case !strings.Contains(block, "env "+envName(flag)):
-				t.Errorf("%s --%s: the help does not name %s:\n%s", name, flag, envName(flag), block)
+			case !strings.Contains(block, "env "+cliflags.EnvName(flag)):
+				t.Errorf("%s --%s: the help does not name %s:\n%s", name, flag, cliflags.EnvName(flag), block)
 			}
 		}
 	}
@@ -190,64 +190,6 @@ func TestCLI_Durations(t *testing.T) {
 	code, _, stderr = runBinary(t, nil, "locks", "--endpoints", "127.0.0.1:1", "--timeout", "soon")
 	if code != exitUsage || !strings.Contains(stderr, `--timeout: "soon" is not a duration; write 30s, 5m, 2h or 1d`) {
 		t.Errorf("--timeout soon: exit %d, stderr %q", code, stderr)
-	}
-}
-
-func TestParseDuration(t *testing.T) {
-	for _, tc := range []struct {
-		in   string
-		want time.Duration
-		err  string
-	}{
-		{"30s", 30 * time.Second, ""},
-		{"7d", 7 * 24 * time.Hour, ""},
-		{"1d12h", 36 * time.Hour, ""},
-		{"1.5d", 36 * time.Hour, ""},
-		{"2d30m", 48*time.Hour + 30*time.Minute, ""},
-		{"-1s", -time.Second, ""},
-		{"0", 0, ""},
-		{" 5m ", 5 * time.Minute, ""},
-		{"30", 0, "30 has no unit; write 30s, 5m, 2h or 1d"},
-		{"1.5", 0, "1.5 has no unit; write 30s, 5m, 2h or 1d"},
-		{"soon", 0, `"soon" is not a duration`},
-		{"d", 0, `"d" is not a duration`},
-		{"1d-2h", 0, `"1d-2h" is not a duration`},
-		{"", 0, "empty"},
-		{"999999999d", 0, "too long"},
-	} {
-		got, err := parseDuration(tc.in)
-		switch {
-		case tc.err == "" && (err != nil || got != tc.want):
-			t.Errorf("parseDuration(%q) = %v, %v; want %v", tc.in, got, err, tc.want)
-		case tc.err != "" && (err == nil || !strings.Contains(err.Error(), tc.err)):
-			t.Errorf("parseDuration(%q) = %v, %v; want an error with %q", tc.in, got, err, tc.err)
-		}
-	}
-	for d, want := range map[time.Duration]string{
-		0: "0s", 30 * time.Second: "30s", 10 * time.Minute: "10m", 90 * time.Minute: "1h30m", time.Hour: "1h",
-		7 * 24 * time.Hour: "7d", 36 * time.Hour: "1d12h", 1500 * time.Millisecond: "1.5s", -time.Minute: "-1m",
-		24*time.Hour + time.Second: "1d1s",
-	} {
-		if got := formatDuration(d); got != want {
-			t.Errorf("formatDuration(%v) = %q, want %q", d, got, want)
-		}
-		if back, err := parseDuration(formatDuration(d)); err != nil || back != d {
-			t.Errorf("parseDuration(formatDuration(%v)) = %v, %v", d, back, err)
-		}
-	}
-}
-
-// strip removes the layers' prefixes that the library's errors nest.
-func TestStrip(t *testing.T) {
-	for in, want := range map[string]string{
-		`lock: acquire "k": client: acquire: client: server answered 401 unauthorized: cluster: missing or wrong bearer token`: `acquire "k": acquire: server answered 401 unauthorized: missing or wrong bearer token`,
-		"client: list: client: list: x": "list: x",
-		"lock: invalid key: empty":      "invalid key: empty",
-		"plain":                         "plain",
-	} {
-		if got := strip(in); got != want {
-			t.Errorf("strip(%q) = %q, want %q", in, got, want)
-		}
 	}
 }
 

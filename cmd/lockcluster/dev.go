@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/zerotal/lock/cluster"
+	"github.com/zerotal/lock/internal/demo"
 	"github.com/zerotal/lock/internal/loopback"
 )
 
@@ -108,6 +109,7 @@ func runDev(ctx context.Context, e *env, o *devOptions, levelGiven bool) error {
 		if !hasRaftState(n.dir) {
 			cfg.Bootstrap = peers
 		}
+		injectFaults(&cfg)
 		node, err := cluster.NewNode(ctx, cfg)
 		if err != nil {
 			if ctx.Err() != nil {
@@ -134,7 +136,7 @@ func runDev(ctx context.Context, e *env, o *devOptions, levelGiven bool) error {
 		for i, n := range nodes {
 			addrs[i] = n.httpAddr
 		}
-		if err := runDemo(ctx, e.stdout, addrs, o.token); err != nil && ctx.Err() == nil {
+		if err := demo.Run(ctx, e.stdout, addrs, o.token); err != nil && ctx.Err() == nil {
 			return fmt.Errorf("demo: %w", err)
 		}
 		if o.exitAfterDemo {

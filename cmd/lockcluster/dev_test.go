@@ -3,6 +3,8 @@ package main
 import (
 	"strings"
 	"testing"
+
+	"github.com/zerotal/lock/internal/cliflags"
 )
 
 func TestDev_DemoRunsAgainstThreeNodes(t *testing.T) {
@@ -70,7 +72,7 @@ func TestAgent_EveryFlagHasAnEnvironmentVariable(t *testing.T) {
 		if name == "help" {
 			continue
 		}
-		if v := envName(name); !strings.Contains(block, "env "+v) {
+		if v := cliflags.EnvName(name); !strings.Contains(block, "env "+v) {
 			t.Errorf("agent --help names no environment variable for --%s (want %s):\n%s", name, v, block)
 		}
 	}

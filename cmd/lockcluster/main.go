@@ -21,23 +21,25 @@ import (
 	"path/filepath"
 	"strings"
 	"syscall"
+
+	"github.com/zerotal/lock/internal/cliexplain"
+	"github.com/zerotal/lock/internal/cliflags"
+	"github.com/zerotal/lock/internal/supervise"
 )
 
-// Exit statuses. run passes the command's own status through; these are
-// the ones lockcluster itself chooses (the sysexits.h numbers where one
-// fits).
+// Exit statuses: see cliexplain, which maps errors to them.
 const (
-	exitOK          = 0
-	exitFailure     = 1  // anything else that went wrong
-	exitUsage       = 64 // bad flags or arguments (EX_USAGE)
-	exitNoMember    = 67 // leave: no member has that id (EX_NOUSER)
-	exitUnavailable = 69 // the backend could not be reached, or has no leader (EX_UNAVAILABLE)
-	exitNotAcquired = 75 // run: the lock is held by someone else (EX_TEMPFAIL)
-	exitLost        = 76 // run: the lock was lost while held
-	exitNoPerm      = 77 // the cluster refused the token (EX_NOPERM)
-	exitCannotExec  = 126
-	exitNotFound    = 127
-	exitInterrupted = 130 // 128+SIGINT, as shells report it
+	exitOK          = cliexplain.ExitOK
+	exitFailure     = cliexplain.ExitFailure
+	exitUsage       = cliexplain.ExitUsage
+	exitNoMember    = cliexplain.ExitNoMember
+	exitUnavailable = cliexplain.ExitUnavailable
+	exitNotAcquired = cliexplain.ExitNotAcquired
+	exitLost        = cliexplain.ExitLost
+	exitNoPerm      = cliexplain.ExitNoPerm
+	exitCannotExec  = cliexplain.ExitCannotExec
+	exitNotFound    = cliexplain.ExitNotFound
+	exitInterrupted = cliexplain.ExitInterrupted
 )
 
 // env is what a command may touch of the outside world; tests pass their
@@ -61,7 +63,9 @@ func main() {
 	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
 	go func() {
 		sig := <-sigs
-		cancel(interrupted{sig})
+		// The cause lets run tell a signal, which it passes on to its
+		// command as it is, from other ends of its context.
+		cancel(supervise.Interrupted{Sig: sig})
 		// After the first signal, a second one kills the process at once
 		// (the default action), should a graceful stop hang. (run
 		// catches them itself while its command runs, to pass them on.)
@@ -74,18 +78,11 @@ func main() {
 	os.Exit(code)
 }
 
-// interrupted is the cause of main's context when a signal ended it, so
-// that run can tell a signal, which it passes on to its command as it is,
-// from other ends of its context.
-type interrupted struct{ sig os.Signal }
-
-func (i interrupted) Error() string { return i.sig.String() + " signal received" }
-
 // dispatch runs the command line args and returns the exit status. Every
 // error a command returns is printed here, once, with the command's name.
 func dispatch(ctx context.Context, e *env, args []string) int {
 	root := newRootCmd(e)
-	root.SetArgs(singleDashFlags(root, args))
+	root.SetArgs(cliflags.SingleDash(root, args))
 	root.SetIn(e.stdin)
 	root.SetOut(e.stdout)
 	root.SetErr(e.stderr)

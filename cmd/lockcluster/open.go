@@ -8,6 +8,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/zerotal/lock"
+	"github.com/zerotal/lock/internal/cliexplain"
+	"github.com/zerotal/lock/internal/cliflags"
 )
 
 // driverFlags select and configure the backend of run and bench: the
@@ -33,7 +35,7 @@ func (d *driverFlags) register(cmd *cobra.Command, defDriver string) {
 	_ = cmd.RegisterFlagCompletionFunc("driver", func(*cobra.Command, []string, string) ([]cobra.Completion, cobra.ShellCompDirective) {
 		return []cobra.Completion{"cluster", "sqlite", "redis", "memory"}, cobra.ShellCompDirectiveNoFileComp
 	})
-	aliasFlags(cmd, oldEndpointFlags)
+	cliflags.Alias(cmd, oldEndpointFlags)
 	readsEnv(cmd, true)
 }
 
@@ -62,11 +64,11 @@ func openManager(ctx context.Context, cfg lock.Config) (*lock.Manager, error) {
 	return lock.Open(ctx, cfg)
 }
 
-// explainManager is explainUnavailable for a Manager on the cluster
+// explainManager is cliexplain.ExplainUnavailable for a Manager on the cluster
 // driver; ok is false on other drivers.
 func explainManager(ctx context.Context, m *lock.Manager, cfg lock.Config) (string, int, bool) {
-	c, _ := m.Driver().(nodeStatuser)
-	return explainUnavailable(context.WithoutCancel(ctx), c, cfg.Cluster.Addrs)
+	c, _ := m.Driver().(cliexplain.NodeStatuser)
+	return cliexplain.ExplainUnavailable(context.WithoutCancel(ctx), c, cfg.Cluster.Addrs)
 }
 
 // errNotShared is run's refusal of a backend whose locks no other process

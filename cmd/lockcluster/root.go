@@ -3,13 +3,13 @@ package main
 import (
 	"errors"
 	"fmt"
-	"io"
 	"strings"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
 	"github.com/zerotal/lock/internal/buildinfo"
+	"github.com/zerotal/lock/internal/cliflags"
 )
 
 const rootLong = `lockcluster: distributed locks on a Raft cluster (three nodes on loopback with "dev"),
@@ -43,22 +43,25 @@ func newRootCmd(e *env) *cobra.Command {
 			return nil
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
-			renderHelp(e.stderr, cmd)
+			cliflags.RenderHelp(e.stderr, cmd)
 			return exitStatus(exitUsage)
 		},
 		SilenceErrors:              true,
 		SilenceUsage:               true,
 		SuggestionsMinimumDistance: 2,
 		PersistentPreRunE: func(cmd *cobra.Command, args []string) error {
-			return applyEnv(cmd, e)
+			if err := cliflags.ApplyEnv(cmd, e.getenv); err != nil {
+				return &usageError{msg: err.Error()}
+			}
+			return nil
 		},
 	}
 	root.Annotations = map[string]string{annNotes: rootNotes}
 	root.Flags().Bool("version", false, "print the version and exit")
 	root.SetVersionTemplate("lockcluster {{.Version}}\n")
 	root.SetFlagErrorFunc(flagError)
-	root.SetHelpFunc(func(c *cobra.Command, _ []string) { renderHelp(c.OutOrStdout(), c) })
-	root.SetUsageFunc(func(c *cobra.Command) error { renderHelp(c.OutOrStderr(), c); return nil })
+	root.SetHelpFunc(func(c *cobra.Command, _ []string) { cliflags.RenderHelp(c.OutOrStdout(), c) })
+	root.SetUsageFunc(func(c *cobra.Command) error { cliflags.RenderHelp(c.OutOrStderr(), c); return nil })
 	root.AddCommand(
 		newAgentCmd(e),
 		newDevCmd(e),
@@ -124,104 +127,7 @@ func flagError(_ *cobra.Command, err error) error {
 	var bad *pflag.InvalidValueError
 	if errors.As(err, &bad) {
 		f := bad.GetFlag()
-		return usagef("--%s: %s", f.Name, valueProblem(f, bad.GetValue(), bad.Unwrap()))
+		return usagef("--%s: %s", f.Name, cliflags.ValueProblem(f, bad.GetValue(), bad.Unwrap()))
 	}
 	return &usageError{msg: err.Error()}
-}
-
-// Command annotations.
-const (
-	// annNotes is text shown after a command's examples.
-	annNotes = "lockcluster/notes"
-)
-
-// renderHelp prints a command's help: what it does, its usage line, its
-// subcommands, its flags each with its environment variable, its
-// examples and notes.
-func renderHelp(w io.Writer, c *cobra.Command) {
-	text := c.Long
-	if text == "" {
-		text = c.Short
-	}
-	fmt.Fprintln(w, strings.TrimRight(text, "\n"))
-	use := c.UseLine()
-	if c.HasAvailableSubCommands() {
-		use = c.CommandPath() + " COMMAND [flags]"
-	}
-	fmt.Fprintf(w, "\nUsage: %s\n", use)
-	if c.HasAvailableSubCommands() {
-		fmt.Fprintln(w, "\nCommands:")
-		for _, sc := range c.Commands() {
-			if sc.IsAvailableCommand() || sc.Name() == "help" {
-				fmt.Fprintf(w, "  %-*s %s\n", c.NamePadding(), sc.Name(), sc.Short)
-			}
-		}
-	}
-	if c.HasAvailableFlags() {
-		fmt.Fprintln(w, "\nFlags:")
-		writeFlags(w, c)
-	}
-	if c.HasExample() {
-		fmt.Fprintf(w, "\nExamples:\n%s\n", strings.TrimRight(c.Example, "\n"))
-	}
-	if notes := c.Annotations[annNotes]; notes != "" {
-		fmt.Fprintf(w, "\n%s\n", strings.TrimRight(notes, "\n"))
-	}
-}
-
-// writeFlags lists the visible flags of c, in the order they were
-// defined, each with its default and the variable that also sets it.
-func writeFlags(w io.Writer, c *cobra.Command) {
-	type row struct{ left, right string }
-	var rows []row
-	width := 0
-	add := func(f *pflag.Flag) {
-		if f.Hidden {
-			return
-		}
-		left := "      --" + f.Name
-		if f.Shorthand != "" {
-			left = "  -" + f.Shorthand + ", --" + f.Name
-		}
-		varname, usage := pflag.UnquoteUsage(f)
-		if varname != "" {
-			left += " " + varname
-		}
-		if showDefault(f) {
-			if f.Value.Type() == "string" {
-				usage += fmt.Sprintf(" (default %q)", f.DefValue)
-			} else {
-				usage += fmt.Sprintf(" (default %s)", f.DefValue)
-			}
-		}
-		if note := envNote(c, f); note != "" {
-			usage += "\n" + note
-		}
-		rows = append(rows, row{left, usage})
-		width = max(width, len(left))
-	}
-	c.LocalFlags().VisitAll(add)
-	c.InheritedFlags().VisitAll(add)
-	width = min(width, 30) + 3
-	for _, r := range rows {
-		lines := strings.Split(r.right, "\n")
-		if len(r.left)+2 > width {
-			fmt.Fprintln(w, r.left)
-			fmt.Fprintf(w, "%*s%s\n", width, "", lines[0])
-		} else {
-			fmt.Fprintf(w, "%-*s%s\n", width, r.left, lines[0])
-		}
-		for _, l := range lines[1:] {
-			fmt.Fprintf(w, "%*s%s\n", width, "", l)
-		}
-	}
-}
-
-// showDefault reports whether a flag's default is worth printing.
-func showDefault(f *pflag.Flag) bool {
-	switch f.DefValue {
-	case "", "0", "false", "0s", "[]":
-		return false
-	}
-	return true
 }

@@ -16,6 +16,9 @@ import (
 
 	"github.com/zerotal/lock"
 	"github.com/zerotal/lock/client"
+	"github.com/zerotal/lock/internal/cliexplain"
+	"github.com/zerotal/lock/internal/cliflags"
+	"github.com/zerotal/lock/internal/supervise"
 )
 
 const runExamples = `  # run a backup; if another host runs one, wait until it is done (cluster from LOCKCLUSTER_ENDPOINTS)
@@ -104,12 +107,16 @@ a command, it holds the lock until it is interrupted.`,
 	fs.BoolVar(&o.quiet, "quiet", false, "print nothing of lockcluster's own on stderr")
 	o.driverFlags.register(cmd, "cluster")
 	fs.Lookup("driver").Usage = "backend shared by the processes to keep apart: cluster, redis (URL from the variable\nREDIS_URL) or sqlite with --sqlite-path; memory is refused"
-	aliasFlags(cmd, map[string]string{"addr": "endpoints", "addrs": "endpoints", "wait": "timeout"})
+	cliflags.Alias(cmd, map[string]string{"addr": "endpoints", "addrs": "endpoints", "wait": "timeout"})
 	cmd.RunE = func(cmd *cobra.Command, args []string) error {
 		return runRun(cmd.Context(), e, cmd, &o, args)
 	}
 	return cmd
 }
+
+// errLeaseEnding is what run's callback returns when it stopped the command
+// because the lock could not be refreshed in time (exit status 76).
+var errLeaseEnding = errors.New("the lock could not be refreshed and its lease was about to run out at the backend")
 
 // waitForever is the wait of a run without --timeout.
 const waitForever = 100 * 365 * 24 * time.Hour
@@ -165,22 +172,22 @@ func runRun(ctx context.Context, e *env, cmd *cobra.Command, o *runOptions, argv
 		c.Stdin, c.Stdout, c.Stderr = e.stdin, e.stdout, e.stderr
 		c.Env = append(append([]string(nil), e.environ...),
 			"LOCK_KEY="+o.key, "LOCK_FENCE="+strconv.FormatUint(l.Fence(), 10))
-		c.WaitDelay = pipeDrain
+		c.WaitDelay = supervise.PipeDrain
 		// From here on run passes its signals on to the command's group
 		// instead of dying of them and leaving the group running.
 		sigs := make(chan os.Signal, 4)
-		signal.Notify(sigs, runSignals...)
+		signal.Notify(sigs, supervise.Signals...)
 		defer signal.Stop(sigs)
 		if lctx.Err() != nil {
 			return context.Cause(lctx) // interrupted or lost before the start
 		}
-		g := &groupRun{cmd: c, grace: o.grace, margin: margin, lease: l.ExpiresAt, signals: sigs, say: say}
-		waitErr, cause, err := g.supervise(lctx)
+		g := &supervise.Group{Cmd: c, Grace: o.grace, Margin: margin, Lease: l.ExpiresAt, Signals: sigs, Say: say}
+		waitErr, cause, err := g.Supervise(lctx)
 		if err != nil {
-			return &startError{err: err}
+			return &cliexplain.StartError{Err: err}
 		}
-		child = statusOf(c, waitErr)
-		if cause == stopLeaseEnding {
+		child = supervise.StatusOf(c, waitErr)
+		if cause == supervise.LeaseEnding {
 			return errLeaseEnding
 		}
 		return nil
@@ -254,13 +261,13 @@ func runRun(ctx context.Context, e *env, cmd *cobra.Command, o *runOptions, argv
 // source contradict each other; the command line wins over the
 // environment.
 func (o *runOptions) waitLimit(cmd *cobra.Command) (time.Duration, error) {
-	t, n := flagSource(cmd, "timeout"), flagSource(cmd, "no-wait")
+	t, n := cliflags.FlagSource(cmd, "timeout"), cliflags.FlagSource(cmd, "no-wait")
 	switch {
-	case o.noWait && t != unset && t == n:
+	case o.noWait && t != cliflags.Unset && t == n:
 		return 0, usagef("--no-wait and --timeout contradict each other: give one")
 	case o.noWait && n >= t:
 		return 0, nil
-	case t != unset:
+	case t != cliflags.Unset:
 		return o.timeout, nil
 	}
 	return waitForever, nil
@@ -368,9 +375,9 @@ func hold(ctx context.Context, e *env, l *lock.Lock, say func(string, ...any)) e
 	fmt.Fprintf(e.stdout, "key=%s owner=%s fence=%d\n", quoteIfNeeded(l.Key()), l.Owner(), l.Fence())
 	say("holding %q until SIGINT or SIGTERM (refreshed every %s)", l.Key(), formatDuration((l.TTL() / 3).Round(time.Millisecond)))
 	<-ctx.Done()
-	var sig interrupted
+	var sig supervise.Interrupted
 	if errors.As(context.Cause(ctx), &sig) {
-		say("%s: releasing %q", strings.ToLower(sig.sig.String()), l.Key())
+		say("%s: releasing %q", strings.ToLower(sig.Sig.String()), l.Key())
 	}
 	return nil
 }
@@ -382,32 +389,6 @@ func quoteIfNeeded(s string) string {
 		return strconv.Quote(s)
 	}
 	return s
-}
-
-// describeConfig is describe for the errors of lock.Open, naming the flag
-// of a field of lock.Config.
-func describeConfig(err error) string {
-	var inv *lock.InvalidError
-	if errors.As(err, &inv) {
-		if flag, ok := configFlags[inv.Field]; ok {
-			return flag + ": " + inv.Reason
-		}
-	}
-	return describe(err)
-}
-
-// configFlags are the flags (or variable) of the fields of lock.Config.
-var configFlags = map[string]string{
-	"Driver":                   "--driver",
-	"Prefix":                   "--prefix",
-	"SQLite.Path":              "--sqlite-path",
-	"Redis.URL":                "REDIS_URL",
-	"Cluster.Addrs":            "--endpoints",
-	"Cluster.CertFile/KeyFile": "--tls-cert/--tls-key",
-	// client.New's own (lock.Open makes the client)
-	"client config CAFile":           "--tls-ca",
-	"client config CertFile/KeyFile": "--tls-cert/--tls-key",
-	"client config Addrs":            "--endpoints",
 }
 
 // defaultGrace is --grace when not given (and a third of --ttl is longer).

@@ -252,44 +252,6 @@ func TestRun_LingeringGrandchildDiesBeforeRelease(t *testing.T) {
 	}
 }
 
-// When refreshes cannot keep the lease alive, the group is stopped so
-// that its last process is dead before the lease runs out at the backend:
-// SIGTERM at grace+margin before the end, SIGKILL at margin before it.
-func TestGroupRun_StopsBeforeTheLeaseEnds(t *testing.T) {
-	needProc(t)
-	dir := t.TempDir()
-	pidfile := filepath.Join(dir, "pid")
-	inner := script(t, dir, "inner.sh", ignoreTerm)
-	cmd := exec.Command("sh", "-c", `trap '' TERM; sh "$0" "$1" & wait`, inner, pidfile)
-	end := time.Now().Add(2 * time.Second) // a lease that is never extended
-	g := &groupRun{cmd: cmd, grace: 500 * time.Millisecond, margin: 400 * time.Millisecond,
-		lease: func() time.Time { return end }, say: t.Logf}
-	type result struct {
-		err   error
-		cause stopCause
-		at    time.Time
-	}
-	done := make(chan result, 1)
-	go func() {
-		_, cause, err := g.supervise(context.Background())
-		done <- result{err, cause, time.Now()}
-	}()
-	pid := readPID(t, pidfile)
-	r := <-done
-	if r.err != nil || r.cause != stopLeaseEnding {
-		t.Fatalf("supervise = %v, cause %d; want cause stopLeaseEnding", r.err, r.cause)
-	}
-	if alive(pid) {
-		t.Fatalf("grandchild %d still runs", pid)
-	}
-	if !r.at.Before(end) {
-		t.Fatalf("the group was gone only %v after the lease's end", r.at.Sub(end))
-	}
-	if earliest := end.Add(-400 * time.Millisecond); r.at.Before(earliest) {
-		t.Fatalf("the group was killed %v before the margin, cutting its grace short", earliest.Sub(r.at))
-	}
-}
-
 // run refuses the backends whose locks no other process sees, names the
 // ones that work, and does not run the command.
 func TestRun_RefusesProcessPrivateBackends(t *testing.T) {

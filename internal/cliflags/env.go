@@ -1,0 +1,247 @@
+// Package cliflags holds lockcluster's conventions for flags, shared by
+// every command: each flag can also be set by a variable of the
+// LOCKCLUSTER_ family, earlier flag names and the single-dash form keep
+// working, durations take days, and the help lists each flag with its
+// variable. The commands themselves, and what their flags mean, stay in
+// cmd/lockcluster.
+package cliflags
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
+	"github.com/zerotal/lock"
+)
+
+// The environment: every flag of a command can also be set by the variable
+// LOCKCLUSTER_ and the flag's name in upper case with _ for -
+// (--raft-secret: LOCKCLUSTER_RAFT_SECRET), one family for every command
+// and for lock.ConfigFromEnv. The command line wins over the variable.
+//
+// The client commands (status, locks, join, leave, run, bench) also read
+// the earlier names lock.ConfigFromEnv still accepts (LOCK_CLUSTER_ADDRS
+// for LOCKCLUSTER_ENDPOINTS ...), deprecated; the new name wins.
+
+const envPrefix = "LOCKCLUSTER_"
+
+// EnvName is the variable of the flag name.
+func EnvName(flag string) string {
+	return envPrefix + strings.ToUpper(strings.ReplaceAll(flag, "-", "_"))
+}
+
+// Annotations.
+const (
+	// annEnv on a command: its flags are read from the environment;
+	// envWithAliases also from the deprecated names.
+	annEnv = "lockcluster/env"
+	// annNoEnv on a flag: never read from the environment; the value is
+	// why, shown in the help.
+	annNoEnv = "lockcluster/no-env"
+)
+
+// How a command reads the environment (the value of annEnv).
+const (
+	envOnly        = "env"
+	envWithAliases = "env+aliases"
+)
+
+// ReadsEnv marks cmd as reading its flags from the environment, with the
+// deprecated names when aliases is set.
+func ReadsEnv(cmd *cobra.Command, aliases bool) {
+	if cmd.Annotations == nil {
+		cmd.Annotations = map[string]string{}
+	}
+	cmd.Annotations[annEnv] = envOnly
+	if aliases {
+		cmd.Annotations[annEnv] = envWithAliases
+	}
+}
+
+// NoEnv keeps flag name of cmd from the environment, for the reason why.
+func NoEnv(cmd *cobra.Command, name, why string) {
+	_ = cmd.Flags().SetAnnotation(name, annNoEnv, []string{why})
+}
+
+// envVars returns the variables that set f on cmd, the preferred first;
+// none when the flag is not read from the environment.
+func envVars(cmd *cobra.Command, f *pflag.Flag) []string {
+	mode := cmd.Annotations[annEnv]
+	if mode == "" || f.Hidden || f.Name == "help" || f.Name == "version" || f.Annotations[annNoEnv] != nil {
+		return nil
+	}
+	vars := []string{EnvName(f.Name)}
+	if mode == envWithAliases {
+		if old := lock.DeprecatedEnv(vars[0]); old != "" {
+			vars = append(vars, old)
+		}
+	}
+	return vars
+}
+
+// EnvNote is the line of a flag's help that names its variables.
+func EnvNote(cmd *cobra.Command, f *pflag.Flag) string {
+	if why := f.Annotations[annNoEnv]; why != nil {
+		return "(not read from the environment: " + why[0] + ")"
+	}
+	vars := envVars(cmd, f)
+	switch len(vars) {
+	case 0:
+		return ""
+	case 1:
+		return "env " + vars[0]
+	}
+	return "env " + vars[0] + " (or " + strings.Join(vars[1:], ", ") + ", deprecated)"
+}
+
+// ApplyEnv sets every flag of cmd the command line left unset from its
+// variable, as getenv reads it. A value the flag refuses is an
+// *EnvValueError that names the variable.
+func ApplyEnv(cmd *cobra.Command, getenv func(string) string) error {
+	var err error
+	cmd.Flags().VisitAll(func(f *pflag.Flag) {
+		if err != nil || f.Changed {
+			return
+		}
+		for _, name := range envVars(cmd, f) {
+			v := getenv(name)
+			if v == "" {
+				continue
+			}
+			if serr := cmd.Flags().Set(f.Name, v); serr != nil {
+				err = &EnvValueError{Var: name, Problem: ValueProblem(f, v, serr)}
+				return
+			}
+			_ = cmd.Flags().SetAnnotation(f.Name, annFromEnv, []string{name})
+			return
+		}
+	})
+	return err
+}
+
+// EnvValueError is a variable whose value its flag refuses.
+type EnvValueError struct {
+	Var     string // the variable
+	Problem string // what is wrong with its value, in the flag's terms
+}
+
+func (e *EnvValueError) Error() string { return e.Var + ": " + e.Problem }
+
+// ValueProblem says what is wrong with value for f, in the flag's terms
+// (pflag's own errors name Go's parsing functions).
+func ValueProblem(f *pflag.Flag, value string, err error) string {
+	switch f.Value.Type() {
+	case "int", "int8", "int16", "int32", "int64", "uint", "uint8", "uint16", "uint32", "uint64":
+		return fmt.Sprintf("%q is not an integer", value)
+	case "bool":
+		return fmt.Sprintf("%q is not true or false", value)
+	}
+	var inv *pflag.InvalidValueError
+	if errors.As(err, &inv) && inv.Unwrap() != nil {
+		err = inv.Unwrap()
+	}
+	if err == nil {
+		return fmt.Sprintf("%q is not valid", value)
+	}
+	return err.Error()
+}
+
+// Given reports whether flag name was set, on the command line or from the
+// environment.
+func Given(cmd *cobra.Command, name string) bool {
+	return FlagSource(cmd, name) != Unset
+}
+
+// annFromEnv on a flag: its value came from this variable.
+const annFromEnv = "lockcluster/from-env"
+
+// Source is where a flag's value came from, in increasing precedence.
+type Source int
+
+const (
+	Unset           Source = iota // the flag keeps its default
+	FromEnv                       // set from its variable
+	FromCommandLine               // set on the command line
+)
+
+// FlagSource says where the value of flag name of cmd came from.
+func FlagSource(cmd *cobra.Command, name string) Source {
+	f := cmd.Flags().Lookup(name)
+	switch {
+	case f == nil || !f.Changed:
+		return Unset
+	case f.Annotations[annFromEnv] != nil:
+		return FromEnv
+	}
+	return FromCommandLine
+}
+
+// Alias makes the flag names old (hidden: they are in no help and no
+// completion) mean the flag name: the names an earlier version used.
+func Alias(cmd *cobra.Command, aliases map[string]string) {
+	cmd.Flags().SetNormalizeFunc(func(_ *pflag.FlagSet, name string) pflag.NormalizedName {
+		if to, ok := aliases[name]; ok {
+			name = to
+		}
+		return pflag.NormalizedName(name)
+	})
+}
+
+// SingleDash rewrites "-name" and "-name=value" to "--name" for the
+// long flags of the command args[0] names: lockcluster once parsed its
+// flags with Go's flag package, which takes both forms, and scripts
+// written then keep working. Rewriting stops at "--", and, for a command
+// that takes no flags after its arguments (run), at the first argument.
+func SingleDash(root *cobra.Command, args []string) []string {
+	if len(args) < 2 {
+		return args
+	}
+	var cmd *cobra.Command
+	for _, c := range root.Commands() {
+		if c.Name() == args[0] {
+			cmd = c
+		}
+	}
+	if cmd == nil {
+		return args
+	}
+	fs := cmd.Flags()
+	out := append([]string(nil), args...)
+	for i := 1; i < len(out); i++ {
+		a := out[i]
+		if a == "--" {
+			break
+		}
+		if !strings.HasPrefix(a, "-") {
+			if !fs.HasFlags() || !interspersed(cmd) {
+				break
+			}
+			continue
+		}
+		long := strings.HasPrefix(a, "--")
+		name, _, hasValue := strings.Cut(strings.TrimLeft(a, "-"), "=")
+		f := fs.Lookup(name)
+		if f == nil || len(name) < 2 {
+			continue
+		}
+		if !long {
+			out[i] = "-" + a
+		}
+		if !hasValue && f.NoOptDefVal == "" {
+			i++ // the flag's value, whatever it looks like
+		}
+	}
+	return out
+}
+
+// interspersed reports whether cmd takes flags after its arguments.
+func interspersed(cmd *cobra.Command) bool {
+	return cmd.Annotations[AnnFlagsFirst] == ""
+}
+
+// AnnFlagsFirst on a command (any non-empty value): its flags come before
+// its arguments (the arguments are a command line of their own).
+const AnnFlagsFirst = "lockcluster/flags-first"
