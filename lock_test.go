@@ -8,6 +8,7 @@ import (
 
 	"github.com/zerotal/lock"
 	"github.com/zerotal/lock/drivers"
+	"github.com/zerotal/lock/drivers/driverstest"
 	"github.com/zerotal/lock/internal/poll"
 )
 
@@ -292,26 +293,19 @@ func TestLock_CancelledAcquireLeavesNoGrantBehind(t *testing.T) {
 	}
 }
 
-// answerLost grants the lock at the backend and then fails as if the
-// answer had been lost on the way back (a timeout, a dropped connection):
-// the error matches ErrUnavailable, yet the backend holds a grant.
-type answerLost struct{ *fakeDriver }
-
-func (a answerLost) Acquire(ctx context.Context, key, owner string, ttl time.Duration) (uint64, bool, error) {
-	if _, ok, err := a.fakeDriver.Acquire(ctx, key, owner, ttl); err != nil || !ok {
-		return 0, ok, err
-	}
-	return 0, false, errFakeDown
+// answerLost makes f grant the lock at the backend and then fail as if
+// the answer had been lost on the way back (a timeout, a dropped
+// connection): the error matches ErrUnavailable, yet the backend holds a
+// grant.
+func answerLost(f *fakeDriver) *fakeDriver {
+	f.faults.Lose(errFakeDown, driverstest.OpAcquire)
+	return f
 }
 
 // answerLostWaiter does the same to a pushed wait.
-type answerLostWaiter struct{ fakeWaiter }
-
-func (a answerLostWaiter) AcquireWait(ctx context.Context, key, owner string, ttl time.Duration, o drivers.WaitOptions) (uint64, error) {
-	if _, err := a.fakeWaiter.AcquireWait(ctx, key, owner, ttl, o); err != nil {
-		return 0, err
-	}
-	return 0, errFakeDown
+func answerLostWaiter(f *fakeDriver) fakeWaiter {
+	f.faults.Lose(errFakeDown, driverstest.OpAcquireWait)
+	return fakeWaiter{fakeExtender{f}}
 }
 
 // An acquisition whose answer was lost may have been granted: nobody
@@ -324,17 +318,17 @@ func TestLock_UnavailableAcquireLeavesNoGrantBehind(t *testing.T) {
 		d    func(f *fakeDriver) drivers.Driver
 		call func(ctx context.Context, m *lock.Manager) error
 	}{
-		{"Try", func(f *fakeDriver) drivers.Driver { return answerLost{f} }, func(ctx context.Context, m *lock.Manager) error {
+		{"Try", func(f *fakeDriver) drivers.Driver { return answerLost(f) }, func(ctx context.Context, m *lock.Manager) error {
 			return m.Try(ctx, "k", time.Hour, noop)
 		}},
-		{"Acquire", func(f *fakeDriver) drivers.Driver { return answerLost{f} }, func(ctx context.Context, m *lock.Manager) error {
+		{"Acquire", func(f *fakeDriver) drivers.Driver { return answerLost(f) }, func(ctx context.Context, m *lock.Manager) error {
 			_, err := m.Make("k", time.Hour).Acquire(ctx)
 			return err
 		}},
-		{"Block polling", func(f *fakeDriver) drivers.Driver { return answerLost{f} }, func(ctx context.Context, m *lock.Manager) error {
+		{"Block polling", func(f *fakeDriver) drivers.Driver { return answerLost(f) }, func(ctx context.Context, m *lock.Manager) error {
 			return m.Block(ctx, "k", time.Hour, noop)
 		}},
-		{"Block pushed", func(f *fakeDriver) drivers.Driver { return answerLostWaiter{fakeWaiter{fakeExtender{f}}} }, func(ctx context.Context, m *lock.Manager) error {
+		{"Block pushed", func(f *fakeDriver) drivers.Driver { return answerLostWaiter(f) }, func(ctx context.Context, m *lock.Manager) error {
 			return m.Block(ctx, "k", time.Hour, noop)
 		}},
 	} {
@@ -355,15 +349,13 @@ func TestLock_UnavailableAcquireLeavesNoGrantBehind(t *testing.T) {
 // Close does not wait for a background cleanup on a backend that hangs.
 func TestManager_CloseCancelsBackgroundCleanup(t *testing.T) {
 	t.Parallel()
-	f := newFake()
-	h := &hangingRelease{answerLost: answerLost{f}, entered: make(chan struct{}, 1)}
-	m := lock.New(h)
+	f := answerLost(newFake())
+	f.faults.Delay(driverstest.Forever, driverstest.OpRelease) // Release never answers before its context ends
+	m := lock.New(f)
 	if err := m.Try(t.Context(), "k", time.Hour, noop); !errors.Is(err, lock.ErrUnavailable) {
 		t.Fatalf("Try = %v, want ErrUnavailable", err)
 	}
-	select {
-	case <-h.entered:
-	case <-time.After(5 * time.Second):
+	if !poll.Wait(5*time.Second, func() bool { return f.faults.Calls(driverstest.OpRelease) > 0 }) {
 		t.Fatal("no cleanup release was attempted")
 	}
 	start := time.Now()
@@ -373,20 +365,4 @@ func TestManager_CloseCancelsBackgroundCleanup(t *testing.T) {
 	if took := time.Since(start); took > 2*time.Second {
 		t.Fatalf("Close waited %v for a cleanup on a hanging backend", took)
 	}
-}
-
-// hangingRelease is answerLost whose Release never answers before its
-// context ends.
-type hangingRelease struct {
-	answerLost
-	entered chan struct{}
-}
-
-func (h *hangingRelease) Release(ctx context.Context, key, owner string) (bool, error) {
-	select {
-	case h.entered <- struct{}{}:
-	default:
-	}
-	<-ctx.Done()
-	return false, ctx.Err()
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -12,6 +11,7 @@ import (
 
 	"github.com/zerotal/lock"
 	"github.com/zerotal/lock/drivers"
+	"github.com/zerotal/lock/drivers/driverstest"
 	"github.com/zerotal/lock/internal/poll"
 )
 
@@ -115,8 +115,8 @@ func TestManager_FailingRefreshToldSafetyMarginBeforeTTL(t *testing.T) {
 func TestManager_HangingRefreshToldAtStopPoint(t *testing.T) {
 	drv, d := newDropper(fakeExtender{newFake()})
 	m := newManager(t, drv)
-	expires, told, err := toldAt(t, m, "k", func() { d.hang.Store(true) }, lock.WithRefresh())
-	d.hang.Store(false)
+	expires, told, err := toldAt(t, m, "k", func() { d.hang(true) }, lock.WithRefresh())
+	d.hang(false)
 	if !errors.Is(err, lock.ErrLostUnreachable) || !errors.Is(err, lock.ErrUnavailable) {
 		t.Fatalf("Try = %v, want ErrLostUnreachable matching ErrUnavailable", err)
 	}
@@ -207,15 +207,15 @@ func TestManager_LossAfterRefreshErrorReleasesGrant(t *testing.T) {
 			m := newManager(t, drv)
 			const ttl = 600 * time.Millisecond
 			err := m.Try(t.Context(), "k", ttl, func(ctx context.Context, l *lock.Lock) error {
-				d.drop.Store(true) // refreshes are applied, their answers lost
+				d.drop(true) // refreshes are applied, their answers lost
 				<-ctx.Done()
 				return ctx.Err()
 			}, lock.WithRefresh())
-			d.drop.Store(false)
+			d.drop(false)
 			if err == nil {
 				t.Fatal("Try = nil, want the lock lost")
 			}
-			poll.Until(t, 2*time.Second, "the lost grant's release", func() bool { return d.freed.Load() > 0 })
+			poll.Until(t, 2*time.Second, "the lost grant's release", func() bool { return d.freed() > 0 })
 			if exists(t, m, "k") {
 				t.Error("the key is still held after the release")
 			}
@@ -233,7 +233,7 @@ func TestManager_ReleaseAfterOutageEndsWithClose(t *testing.T) {
 	const ttl = 300 * time.Millisecond
 	var told time.Time
 	err := m.Try(t.Context(), "k", ttl, func(ctx context.Context, _ *lock.Lock) error {
-		d.hang.Store(true) // the backend stops answering, also to the release
+		d.hang(true) // the backend stops answering, also to the release
 		<-ctx.Done()
 		told = time.Now()
 		return ctx.Err()
@@ -244,7 +244,7 @@ func TestManager_ReleaseAfterOutageEndsWithClose(t *testing.T) {
 	if d := time.Since(told); d > time.Second {
 		t.Errorf("Try returned %v after the callback: the release must not hold it up", d)
 	}
-	poll.Until(t, 5*time.Second, "the background release to reach the backend", func() bool { return d.releases.Load() > 0 })
+	poll.Until(t, 5*time.Second, "the background release to reach the backend", func() bool { return d.releases() > 0 })
 	closing := time.Now()
 	if err := m.Close(); err != nil {
 		t.Fatal(err)
@@ -255,60 +255,40 @@ func TestManager_ReleaseAfterOutageEndsWithClose(t *testing.T) {
 	goleak.VerifyNone(t, ignore)
 }
 
-// dropper wraps a driver: while drop is set, Acquire and Extend are applied
-// but fail as if their answer had been lost (a client-side timeout). It
-// counts the releases that freed a grant.
-type dropper struct {
-	drivers.Driver
-	drop     atomic.Bool  // Acquire and Extend are applied, their answer lost
-	hang     atomic.Bool  // Extend and Release wait for their ctx to end
-	freed    atomic.Int64 // releases that freed a grant
-	releases atomic.Int64 // every release
-}
-
-// dropperExt is a dropper over a driver that implements drivers.Extender.
-type dropperExt struct{ *dropper }
-
+// errAnswerLost is the error of a call whose answer a dropper loses.
 var errAnswerLost = drivers.Unavailable("dropper", context.DeadlineExceeded)
 
-// newDropper wraps d, keeping drivers.Extender if d has it.
-func newDropper(d drivers.Driver) (drivers.Driver, *dropper) {
-	dr := &dropper{Driver: d}
-	if _, ok := d.(drivers.Extender); ok {
-		return dropperExt{dr}, dr
-	}
-	return dr, dr
+// dropper controls a driver wrapped by newDropper.
+type dropper struct{ f *driverstest.Faults }
+
+// newDropper wraps d in driverstest.Faulty, which keeps drivers.Extender
+// if d has it.
+func newDropper(d drivers.Driver) (drivers.Driver, dropper) {
+	drv, f := driverstest.Faulty(d)
+	return drv, dropper{f}
 }
 
-func (d *dropper) Acquire(ctx context.Context, key, owner string, ttl time.Duration) (uint64, bool, error) {
-	fence, ok, err := d.Driver.Acquire(ctx, key, owner, ttl)
-	if err == nil && d.drop.Load() {
-		return 0, false, errAnswerLost
+// drop makes Acquire and Extend be applied but fail as if their answer
+// had been lost (a client-side timeout), or answer again.
+func (d dropper) drop(on bool) {
+	if on {
+		d.f.Lose(errAnswerLost, driverstest.OpAcquire, driverstest.OpExtend)
+	} else {
+		d.f.Lose(nil, driverstest.OpAcquire, driverstest.OpExtend)
 	}
-	return fence, ok, err
 }
 
-func (d *dropper) Release(ctx context.Context, key, owner string) (bool, error) {
-	d.releases.Add(1)
-	if d.hang.Load() {
-		<-ctx.Done()
-		return false, ctx.Err()
+// hang makes Extend and Release wait for their ctx to end, or answer
+// again.
+func (d dropper) hang(on bool) {
+	if on {
+		d.f.Delay(driverstest.Forever, driverstest.OpExtend, driverstest.OpRelease)
+	} else {
+		d.f.Delay(0, driverstest.OpExtend, driverstest.OpRelease)
 	}
-	ok, err := d.Driver.Release(ctx, key, owner)
-	if ok {
-		d.freed.Add(1)
-	}
-	return ok, err
 }
 
-func (d dropperExt) Extend(ctx context.Context, key, owner string, ttl time.Duration) (bool, error) {
-	if d.hang.Load() {
-		<-ctx.Done()
-		return false, ctx.Err()
-	}
-	ok, err := d.Driver.(drivers.Extender).Extend(ctx, key, owner, ttl)
-	if err == nil && d.drop.Load() {
-		return false, errAnswerLost
-	}
-	return ok, err
-}
+// freed is the number of releases that freed a grant; releases, of every
+// release.
+func (d dropper) freed() int64    { return d.f.Succeeded(driverstest.OpRelease) }
+func (d dropper) releases() int64 { return d.f.Calls(driverstest.OpRelease) }

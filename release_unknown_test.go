@@ -1,29 +1,23 @@
 package lock_test
 
 import (
-	"context"
 	"fmt"
 	"testing"
 	"time"
 
 	"github.com/zerotal/lock/drivers"
+	"github.com/zerotal/lock/drivers/driverstest"
 )
-
-// lostReplyDriver releases for real and then answers as a client whose
-// first attempt's reply was lost and whose retry found the key gone.
-type lostReplyDriver struct{ *fakeDriver }
-
-func (d lostReplyDriver) Release(ctx context.Context, key, owner string) (bool, error) {
-	if _, err := d.fakeDriver.Release(ctx, key, owner); err != nil {
-		return false, err
-	}
-	return false, drivers.OutcomeUnknown("release", fmt.Errorf("the retry found the key gone: %w", drivers.ErrNoLongerHeld))
-}
 
 // A release whose outcome is unknown but whose owner no longer holds the
 // key has done what Release is for: the handle says so, without an error.
 func TestRelease_OutcomeUnknownButNoLongerHeld(t *testing.T) {
-	m := newManager(t, lostReplyDriver{newFake()})
+	// The driver releases for real and then answers as a client whose
+	// first attempt's reply was lost and whose retry found the key gone.
+	f := newFake()
+	f.faults.Lose(drivers.OutcomeUnknown("release", fmt.Errorf("the retry found the key gone: %w", drivers.ErrNoLongerHeld)),
+		driverstest.OpRelease)
+	m := newManager(t, f)
 	l := m.Make("k", time.Minute)
 	ctx := t.Context()
 	if ok, err := l.Acquire(ctx); !ok || err != nil {

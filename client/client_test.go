@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"io"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
@@ -14,6 +13,7 @@ import (
 
 	"github.com/zerotal/lock/api"
 	"github.com/zerotal/lock/drivers"
+	"github.com/zerotal/lock/internal/loopback"
 	"github.com/zerotal/lock/internal/poll"
 )
 
@@ -25,18 +25,6 @@ func newTestClient(t *testing.T, cfg Config) *Client {
 	}
 	t.Cleanup(func() { _ = c.Close() })
 	return c
-}
-
-// deadAddr returns a loopback address nobody listens on.
-func deadAddr(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	_ = ln.Close()
-	return addr
 }
 
 func TestConfig_Validate(t *testing.T) {
@@ -213,7 +201,7 @@ func TestClient_TokenIsSentAndNeverInErrors(t *testing.T) {
 		t.Fatalf("error leaks the token: %v", err)
 	}
 	// A dead cluster: the unavailable error must not carry it either.
-	dead := newTestClient(t, Config{Addrs: []string{deadAddr(t)}, Token: token, Timeout: 200 * time.Millisecond})
+	dead := newTestClient(t, Config{Addrs: []string{loopback.MustFreeAddr(t)}, Token: token, Timeout: 200 * time.Millisecond})
 	_, _, err = dead.Acquire(t.Context(), "k", "o", time.Second)
 	if !errors.Is(err, drivers.ErrUnavailable) || strings.Contains(err.Error(), token) {
 		t.Fatalf("dead cluster error = %v", err)
@@ -222,7 +210,7 @@ func TestClient_TokenIsSentAndNeverInErrors(t *testing.T) {
 
 func TestClient_FailsOverOnConnectionError(t *testing.T) {
 	n := newFakeNode(t, "")
-	c := newTestClient(t, Config{Addrs: []string{deadAddr(t), n.addr()}})
+	c := newTestClient(t, Config{Addrs: []string{loopback.MustFreeAddr(t), n.addr()}})
 	if _, ok, err := c.Acquire(t.Context(), "k", "o", time.Second); err != nil || !ok {
 		t.Fatalf("Acquire = %v, %v", ok, err)
 	}
@@ -278,7 +266,7 @@ func TestClient_FindsLeaderFromStatus(t *testing.T) {
 }
 
 func TestClient_AllNodesDownIsUnavailableWithinTimeout(t *testing.T) {
-	c := newTestClient(t, Config{Addrs: []string{deadAddr(t), deadAddr(t)}, Timeout: 300 * time.Millisecond})
+	c := newTestClient(t, Config{Addrs: []string{loopback.MustFreeAddr(t), loopback.MustFreeAddr(t)}, Timeout: 300 * time.Millisecond})
 	start := time.Now()
 	_, ok, err := c.Acquire(t.Context(), "k", "o", time.Second)
 	if ok || !errors.Is(err, drivers.ErrUnavailable) {
@@ -396,7 +384,7 @@ func TestClient_ListAndStatus(t *testing.T) {
 	if err != nil || st.ID != "n1" || st.Term != 3 || st.LeaderHTTP != l {
 		t.Fatalf("Status = %+v, %v", st, err)
 	}
-	if _, err := c.NodeStatus(ctx, deadAddr(t)); !errors.Is(err, drivers.ErrUnavailable) {
+	if _, err := c.NodeStatus(ctx, loopback.MustFreeAddr(t)); !errors.Is(err, drivers.ErrUnavailable) {
 		t.Fatalf("NodeStatus of a dead node = %v", err)
 	}
 	if err := c.Join(ctx, "n4", "127.0.0.1:9"); err != nil {
@@ -409,7 +397,7 @@ func TestClient_ListAndStatus(t *testing.T) {
 
 func TestClient_UnreachableLeaderFallsBackToForwardingNodes(t *testing.T) {
 	follower := newFakeNode(t, "")
-	dead := deadAddr(t)
+	dead := loopback.MustFreeAddr(t)
 	follower.leaderHTTP.Store(&dead)
 	c := newTestClient(t, Config{Addrs: []string{follower.addr()}})
 	const calls = 30

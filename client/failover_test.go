@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/zerotal/lock/drivers"
+	"github.com/zerotal/lock/internal/loopback"
 	"github.com/zerotal/lock/internal/poll"
 )
 
@@ -217,7 +218,7 @@ func TestClient_UnavailableTellsNeverSentFromOutcomeUnknown(t *testing.T) {
 
 	t.Run("refused everywhere", func(t *testing.T) {
 		cfg := cfg
-		cfg.Addrs = []string{deadAddr(t), deadAddr(t)}
+		cfg.Addrs = []string{loopback.MustFreeAddr(t), loopback.MustFreeAddr(t)}
 		c := newTestClient(t, cfg)
 		_, err := c.Release(t.Context(), "k", "o")
 		if !errors.Is(err, drivers.ErrUnavailable) || errors.Is(err, drivers.ErrOutcomeUnknown) {
@@ -228,7 +229,7 @@ func TestClient_UnavailableTellsNeverSentFromOutcomeUnknown(t *testing.T) {
 		n := newFakeNode(t, "")
 		n.frozen.Store(true)
 		cfg := cfg
-		cfg.Addrs = []string{n.addr(), deadAddr(t)}
+		cfg.Addrs = []string{n.addr(), loopback.MustFreeAddr(t)}
 		c := newTestClient(t, cfg)
 		_, _, err := c.Acquire(t.Context(), "k", "o", time.Second)
 		if !errors.Is(err, drivers.ErrUnavailable) || !errors.Is(err, drivers.ErrOutcomeUnknown) {

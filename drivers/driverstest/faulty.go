@@ -36,6 +36,7 @@ const Forever = time.Duration(math.MaxInt64)
 type Faults struct {
 	mu    sync.Mutex
 	calls map[Op]int64
+	oks   map[Op]int64
 	keys  []string
 	fail  map[Op]error
 	lose  map[Op]error
@@ -52,7 +53,7 @@ type Faults struct {
 // The returned driver implements drivers.Extender and drivers.Waiter if
 // and only if d does; it implements no other optional interface.
 func Faulty(d drivers.Driver) (drivers.Driver, *Faults) {
-	f := &Faults{calls: map[Op]int64{}, fail: map[Op]error{}, lose: map[Op]error{}, delay: map[Op]time.Duration{}}
+	f := &Faults{calls: map[Op]int64{}, oks: map[Op]int64{}, fail: map[Op]error{}, lose: map[Op]error{}, delay: map[Op]time.Duration{}}
 	fd := &faulty{d: d, f: f}
 	_, ext := d.(drivers.Extender)
 	_, wait := d.(drivers.Waiter)
@@ -121,6 +122,32 @@ func (f *Faults) Calls(ops ...Op) int64 {
 	return n
 }
 
+// Succeeded is the number of calls of ops so far (of every op if none)
+// that the driver answered with no error and, where the method reports
+// one, a true outcome: granted, released, extended, held. Calls that did
+// not reach the driver are not counted; a lost answer is (the call took
+// effect).
+func (f *Faults) Succeeded(ops ...Op) int64 {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var n int64
+	for _, op := range orAll(ops) {
+		n += f.oks[op]
+	}
+	return n
+}
+
+// succeeded counts a call of op that the driver answered with success
+// when ok and err say so.
+func (f *Faults) succeeded(op Op, ok bool, err error) {
+	if !ok || err != nil {
+		return
+	}
+	f.mu.Lock()
+	f.oks[op]++
+	f.mu.Unlock()
+}
+
 // Keys are the keys of every call so far, in order.
 func (f *Faults) Keys() []string {
 	f.mu.Lock()
@@ -163,6 +190,7 @@ func (w *faulty) Acquire(ctx context.Context, key, owner string, ttl time.Durati
 		return 0, false, fail
 	}
 	fence, ok, err := w.d.Acquire(ctx, key, owner, ttl)
+	w.f.succeeded(OpAcquire, ok, err)
 	if err == nil && lose != nil {
 		return 0, false, lose
 	}
@@ -175,6 +203,7 @@ func (w *faulty) Release(ctx context.Context, key, owner string) (bool, error) {
 		return false, fail
 	}
 	ok, err := w.d.Release(ctx, key, owner)
+	w.f.succeeded(OpRelease, ok, err)
 	if err == nil && lose != nil {
 		return false, lose
 	}
@@ -187,6 +216,7 @@ func (w *faulty) ForceRelease(ctx context.Context, key string) error {
 		return fail
 	}
 	err := w.d.ForceRelease(ctx, key)
+	w.f.succeeded(OpForceRelease, true, err)
 	if err == nil && lose != nil {
 		return lose
 	}
@@ -199,6 +229,7 @@ func (w *faulty) Exists(ctx context.Context, key string) (bool, error) {
 		return false, fail
 	}
 	ok, err := w.d.Exists(ctx, key)
+	w.f.succeeded(OpExists, ok, err)
 	if err == nil && lose != nil {
 		return false, lose
 	}
@@ -215,6 +246,7 @@ func (w faultyExt) Extend(ctx context.Context, key, owner string, ttl time.Durat
 		return false, fail
 	}
 	ok, err := w.d.(drivers.Extender).Extend(ctx, key, owner, ttl)
+	w.f.succeeded(OpExtend, ok, err)
 	if err == nil && lose != nil {
 		return false, lose
 	}
@@ -239,6 +271,7 @@ func (w *faulty) acquireWait(ctx context.Context, key, owner string, ttl time.Du
 		return 0, fail
 	}
 	fence, err := w.d.(drivers.Waiter).AcquireWait(ctx, key, owner, ttl, o)
+	w.f.succeeded(OpAcquireWait, true, err)
 	if err == nil && lose != nil {
 		return 0, lose
 	}

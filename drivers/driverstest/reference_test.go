@@ -101,6 +101,14 @@ func TestFaulty_FailLoseDelayAndCount(t *testing.T) {
 	}
 	f.Delay(0)
 
+	// Succeeded: the second Acquire and the lost Release, not the failed
+	// Acquire, the Exists of a free key or the hanging Extend.
+	if n := f.Succeeded(); n != 2 {
+		t.Errorf("Succeeded() = %d, want 2", n)
+	}
+	if n := f.Succeeded(driverstest.OpRelease); n != 1 {
+		t.Errorf("Succeeded(OpRelease) = %d, want 1", n)
+	}
 	if n := f.Calls(driverstest.OpAcquire); n != 2 {
 		t.Errorf("Calls(OpAcquire) = %d, want 2", n)
 	}

@@ -3,7 +3,6 @@ package redis_test
 import (
 	"errors"
 	"fmt"
-	"net"
 	"strconv"
 	"strings"
 	"testing"
@@ -14,6 +13,7 @@ import (
 	"github.com/zerotal/lock/drivers"
 	"github.com/zerotal/lock/drivers/redis"
 	"github.com/zerotal/lock/drivers/redis/redistest"
+	"github.com/zerotal/lock/internal/loopback"
 )
 
 const secret = "hunter2-very-secret"
@@ -50,12 +50,10 @@ func TestOpen_BadURLsNeverShowThePassword(t *testing.T) {
 }
 
 func TestOpen_UnreachableIsUnavailable(t *testing.T) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	port, err := loopback.FreePort() // nothing listens there
 	if err != nil {
 		t.Fatal(err)
 	}
-	port := l.Addr().(*net.TCPAddr).Port
-	_ = l.Close() // nothing listens there now
 	raw := "redis://user:" + secret + "@127.0.0.1:" + strconv.Itoa(port) + "/0"
 	start := time.Now()
 	_, err = redis.Open(t.Context(), redis.Config{URL: raw})
