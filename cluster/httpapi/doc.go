@@ -9,4 +9,76 @@
 // operations with plain, already checked arguments. It knows nothing of
 // consensus (it imports neither raft nor the node's state machine), so
 // it is tested, and fuzzed, against an in-memory Store.
+//
+// # HTTP API
+//
+// JSON bodies (the types of package api, which the Go client shares),
+// durations in milliseconds, keys in bodies or query parameters (never in
+// paths); a missing wait_ms means no wait. Bodies over 64 KiB are refused
+// (413) and unknown fields are an error (400). With Config.Token set,
+// every request but GET /healthz and GET /readyz needs "Authorization:
+// Bearer <token>" (401 otherwise).
+//
+//	POST /v1/acquire        {"key","owner","ttl_ms","wait_ms"} -> {"key","owner","fence","ttl_ms"}
+//	POST /v1/release        {"key","owner"}                    -> {"released"}
+//	POST /v1/extend         {"key","owner","ttl_ms"}           -> {"extended","ttl_ms"}
+//	POST /v1/force-release  {"key"}                            -> {"released"}
+//	GET  /v1/lock?key=K                                        -> {"key","owner","fence","remaining_ms","waiters"}
+//	GET  /v1/locks?prefix=P&limit=N                            -> {"locks":[...],"truncated"}
+//	GET  /v1/status                                            -> raft state, leader, indexes, peers, keys, version
+//	POST /v1/join           {"id","addr"[,"http"]}             -> {}
+//	POST /v1/leave          {"id"}                             -> {} (404 for an id that is no member)
+//	GET  /readyz                                               -> {"ready","state","reason"} (200 or 503)
+//	GET  /metrics, GET /healthz
+//
+// Every error is {"code","message"} with code invalid (400, naming the
+// field or query parameter at fault), unauthorized (401), wrong_cluster
+// (403), not_found (404: no such lock, or leave of an unknown member),
+// not_acquired (409, with "holder_ttl_ms" when known), too_large (413),
+// full (429) or unavailable (503: no leader, no quorum, leadership moved,
+// shutting down; safe to retry elsewhere); one function, classify in
+// package httpapi, maps errors to them.
+//
+// # Readiness
+//
+// GET /healthz answers 200 "ok" while the process serves HTTP: a liveness
+// probe. GET /readyz answers 200 when the node can serve requests now,
+// else 503, both with {"ready","state","reason"}:
+//
+//   - a leader is ready once its takeover is done. raft steps a leader
+//     down when it has not heard from a majority of the voters within
+//     LeaderLeaseTimeout (checked at least that often), so a leader has a
+//     reachable quorum, or stops being ready within about twice the lease.
+//   - a follower is ready when it knows a leader, heard from it within the
+//     last HeartbeatTimeout (a leader sends heartbeats ten times as often;
+//     raft itself starts an election after one to two timeouts of
+//     silence), and knows the leader's HTTP address to forward to. A
+//     leader in touch with a follower has its quorum, by the rule above.
+//   - a candidate, a node without a leader and a node shutting down are
+//     not ready.
+//
+// The reason says which: "no leader", "no leader: election in progress",
+// "leader n1 not heard from for 3.2s", "leader is still taking over",
+// "shutting down". Like /healthz it needs no token and checks no cluster
+// ID: load balancers and orchestrators' probes ask it. Route traffic by
+// /readyz, restart by /healthz: a node cut off with a minority is not
+// mended by a restart. zerotal_lock_ready exports the same answer.
+//
+// # Limits
+//
+// Key (1024 bytes) and owner (1024 bytes) lengths, TTL (1ms to 7 days),
+// wait (capped at MaxWait) and body size (64 KiB, 413) are checked at the
+// API. The replicated table holds at most MaxKeys locks (default 100,000)
+// and MaxWaitersPerKey waiters per key (default 1,000); beyond them an
+// acquire is answered 429 "full". Each node holds at most MaxWaits
+// waiting requests open at once (default 4,096, forwarded ones included),
+// since each costs a goroutine and a socket (and at most MaxConns
+// connections, default 8,192, with HTTPReadTimeout, default 10s, to send
+// a request's headers and again its body: a client that trickles is
+// answered 408 and disconnected); beyond it a waiting acquire
+// is answered 429 "full" with Retry-After at once, while acquires without
+// a wait and releases still pass. There is no per-client rate limit: the
+// cluster knows clients only by one shared token, the caps above bound
+// memory whatever the rate, and group commit absorbs bursts; a proxy in
+// front is the place for per-client quotas.
 package httpapi

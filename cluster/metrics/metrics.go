@@ -1,8 +1,3 @@
-// Package metrics is a lock cluster node's Prometheus series, labelled
-// node=<ID>: the lock table's (waiters, keys, hold times, expiries), the
-// requests' (acquire wait, contention), and raft's, read from raft when
-// scraped. The series and what they mean are listed in package cluster's
-// documentation.
 package metrics
 
 import (

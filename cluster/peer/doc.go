@@ -6,4 +6,38 @@
 //
 // It knows nothing of the lock table or the node: package cluster
 // builds a Config from its own and hands raft the transport.
+//
+// # Security
+//
+// Config.Token is compared as SHA-256 digests in constant time. It, and
+// URLs with credentials, never appear in logs or errors.
+//
+// Config.TLS (cert, key, CA; optionally RequireClientCert) serves the API
+// over https and runs raft over mutual TLS: a raft peer must present a
+// certificate signed by the CA whether or not API clients must. Node-to-node HTTP (join, forwarding) uses https and
+// presents the node's certificate, so node certificates are valid for
+// server and client auth and name the node's advertised raft and HTTP
+// hosts (a peer checks the name it dialled). Members
+// publish host:port only; every node of a cluster uses TLS or none. Use a
+// CA dedicated to the cluster: any certificate it signs is a valid peer.
+// A renewed node certificate (its files replaced) is used from the next
+// handshake on, within a second; a new CA needs a restart.
+//
+// Config.RaftSecret (else Config.Token) authenticates raft without TLS:
+// every raft connection opens with a challenge-response in which both
+// ends prove they know the secret without sending it (HMAC-SHA256 over
+// both nonces, the cluster ID and the direction), so a process without it
+// cannot append entries, vote or raise the term. It authenticates who
+// opened a connection, not the bytes after it: against a machine on the
+// network path that can rewrite traffic, use TLS. A node refuses to start
+// with raft on a non-loopback address and neither TLS nor a secret, unless
+// Config.RaftInsecure says so.
+//
+// Config.ClusterID (default "lockcluster") is stored in the data dir's
+// stable store on first start. A node refuses to start on a data dir that
+// holds raft state of another cluster, a join names the ID and a member of
+// another cluster refuses it (403 wrong_cluster, not retried), every raft
+// connection opens with a handshake naming it (a peer of another cluster
+// is dropped and logged), and a request that carries X-Lock-Cluster-Id
+// with another ID is refused with 403.
 package peer

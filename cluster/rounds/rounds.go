@@ -1,7 +1,3 @@
-// Package rounds is a node's one path into raft: it paces proposals into
-// raft's apply channel in rounds, answers each through one future type,
-// Proposal, and counts what raft has not answered yet so that a node's
-// shutdown can wait for it.
 package rounds
 
 import (
