@@ -4,8 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net"
-	"strconv"
 	"strings"
 	"time"
 
@@ -14,6 +12,7 @@ import (
 
 	"github.com/zerotal/lock/cluster/peer"
 	"github.com/zerotal/lock/drivers"
+	"github.com/zerotal/lock/internal/hostport"
 )
 
 // Config configures a Node. NewNode copies it, fills the defaults in the
@@ -261,7 +260,7 @@ func (c Config) Validate() error {
 	if c.DataDir == "" {
 		bad("DataDir is required")
 	}
-	if err := checkHostPort(c.RaftAddr); err != nil {
+	if err := hostport.Check(c.RaftAddr); err != nil {
 		bad("RaftAddr: %v", err)
 	}
 	if c.Transport != nil && string(c.Transport.LocalAddr()) != c.RaftAddr {
@@ -271,18 +270,18 @@ func (c Config) Validate() error {
 	case c.RaftAdvertise != "" && c.Transport != nil:
 		bad("RaftAdvertise %q is set, but a custom Transport advertises its own address", c.RaftAdvertise)
 	case c.RaftAdvertise != "":
-		if err := checkAdvertise(c.RaftAdvertise); err != nil {
+		if err := hostport.CheckAdvertised(c.RaftAdvertise); err != nil {
 			bad("RaftAdvertise: %v", err)
 		}
-	case c.Transport == nil && checkHostPort(c.RaftAddr) == nil && isAllInterfaces(c.RaftAddr):
+	case c.Transport == nil && hostport.Check(c.RaftAddr) == nil && hostport.AllInterfaces(c.RaftAddr):
 		bad("RaftAddr %q listens on all interfaces, an address no peer can dial: set RaftAdvertise "+
 			"(--raft-advertise) to the host:port the other nodes reach this node at", c.RaftAddr)
 	}
-	if err := checkHostPort(c.HTTPAddr); err != nil {
+	if err := hostport.Check(c.HTTPAddr); err != nil {
 		bad("HTTPAddr: %v", err)
 	}
 	if c.HTTPAdvertise != "" {
-		if err := checkAdvertise(c.HTTPAdvertise); err != nil {
+		if err := hostport.CheckAdvertised(c.HTTPAdvertise); err != nil {
 			bad("HTTPAdvertise: %v", err)
 		}
 	}
@@ -370,20 +369,6 @@ func checkClusterID(id string) error {
 	return nil
 }
 
-func checkHostPort(addr string) error {
-	if addr == "" {
-		return errors.New("required (host:port)")
-	}
-	_, port, err := net.SplitHostPort(addr)
-	if err != nil {
-		return fmt.Errorf("%q is not host:port: %w", addr, err)
-	}
-	if port == "" {
-		return fmt.Errorf("%q has no port", addr)
-	}
-	return nil
-}
-
 // advertisedRaftAddr is the raft address this node gives its peers, as
 // configured: RaftAdvertise, else RaftAddr (whose port 0 the transport
 // replaces by the one it got).
@@ -392,34 +377,4 @@ func (c Config) advertisedRaftAddr() string {
 		return c.RaftAdvertise
 	}
 	return c.RaftAddr
-}
-
-// checkAdvertise accepts an address a peer can dial: host:port with a
-// host that is not all interfaces and a port other than 0.
-func checkAdvertise(addr string) error {
-	if err := checkHostPort(addr); err != nil {
-		return err
-	}
-	if isAllInterfaces(addr) {
-		return fmt.Errorf("%q names all interfaces, which no peer can dial: give this node's host name or IP", addr)
-	}
-	_, port, _ := net.SplitHostPort(addr)
-	if strings.Trim(port, "0123456789") != "" {
-		return nil // a service name ("https"), looked up when dialled
-	}
-	if p, err := strconv.ParseUint(port, 10, 16); err != nil || p == 0 {
-		return fmt.Errorf("%q needs a port from 1 to 65535", addr)
-	}
-	return nil
-}
-
-// isAllInterfaces reports whether addr's host is empty, 0.0.0.0 or ::
-// (a listener on every interface).
-func isAllInterfaces(addr string) bool {
-	host, _, err := net.SplitHostPort(addr)
-	if err != nil {
-		return false
-	}
-	ip := net.ParseIP(host)
-	return host == "" || (ip != nil && ip.IsUnspecified())
 }

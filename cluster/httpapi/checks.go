@@ -6,8 +6,6 @@ package httpapi
 
 import (
 	"errors"
-	"fmt"
-	"net"
 	"net/http"
 	"net/url"
 	"slices"
@@ -76,23 +74,6 @@ func checkTTL(ms int64) (time.Duration, error) {
 		return 0, invalidf("ttl_ms", "%d is out of range [%d, %d]", ms, drivers.MinTTL.Milliseconds(), drivers.MaxTTL.Milliseconds())
 	}
 	return ttl, nil
-}
-
-// checkHostPort refuses an address a peer could not dial: not host:port,
-// or no port. (package cluster checks its configured addresses the same
-// way; httpapi cannot import it.)
-func checkHostPort(addr string) error {
-	if addr == "" {
-		return errors.New("required (host:port)")
-	}
-	_, port, err := net.SplitHostPort(addr)
-	if err != nil {
-		return fmt.Errorf("%q is not host:port: %w", addr, err)
-	}
-	if port == "" {
-		return fmt.Errorf("%q has no port", addr)
-	}
-	return nil
 }
 
 // parseQuery reads a GET request's query as strictly as a body is read:

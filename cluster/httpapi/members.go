@@ -4,6 +4,7 @@ import (
 	"net/http"
 
 	"github.com/zerotal/lock/api"
+	"github.com/zerotal/lock/internal/hostport"
 )
 
 // join adds a voter (see Store.Join). Every field is checked here, so
@@ -18,10 +19,10 @@ func (h *handler) join(w http.ResponseWriter, r *http.Request) {
 		switch {
 		case req.ID == "":
 			err = invalidf("id", "missing")
-		case checkHostPort(req.Addr) != nil:
-			err = invalidf("addr", "%v", checkHostPort(req.Addr))
-		case req.HTTP != "" && checkHostPort(req.HTTP) != nil:
-			err = invalidf("http", "%v", checkHostPort(req.HTTP))
+		case hostport.Check(req.Addr) != nil:
+			err = invalidf("addr", "%v", hostport.Check(req.Addr))
+		case req.HTTP != "" && hostport.Check(req.HTTP) != nil:
+			err = invalidf("http", "%v", hostport.Check(req.HTTP))
 		}
 	}
 	if err != nil {
