@@ -27,7 +27,7 @@ func (n *Node) onApply(a fsm.Applied) {
 		deadline = math.MaxInt64
 	}
 	if n.expiry != nil {
-		n.expiry.granted(deadline)
+		n.expiry.Granted(deadline)
 	}
 	if n.metrics != nil {
 		n.metrics.ObserveApplied(a)

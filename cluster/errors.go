@@ -20,17 +20,6 @@ func leadershipEnded(err error) bool {
 		errors.Is(err, errLeadershipChanged)
 }
 
-// isRaftUnavailable reports raft errors that mean "no leader here now":
-// the client may retry, on this node or another.
-func isRaftUnavailable(err error) bool {
-	return errors.Is(err, raft.ErrNotLeader) ||
-		errors.Is(err, raft.ErrLeadershipLost) ||
-		errors.Is(err, raft.ErrRaftShutdown) ||
-		errors.Is(err, raft.ErrEnqueueTimeout) ||
-		errors.Is(err, raft.ErrLeadershipTransferInProgress) ||
-		errors.Is(err, raft.ErrAbortedByRestore)
-}
-
 // unavailable wraps err (typically a raft error) so it matches
 // drivers.ErrUnavailable and reads well.
 func unavailable(op string, err error) error {

@@ -9,46 +9,17 @@ import (
 	"github.com/hashicorp/raft"
 
 	"github.com/zerotal/lock/cluster/rounds"
+	"github.com/zerotal/lock/cluster/term"
 	"github.com/zerotal/lock/engine"
 	"github.com/zerotal/lock/fsm"
 )
 
 // leadership is one term of this node as leader, after its takeover.
 type leadership struct {
-	clock *logicalClock
+	clock *term.Clock
 	// ctx ends when the term does: requests waiting on this leader then
 	// answer 503, and the term's loops stop.
 	ctx context.Context
-}
-
-// logicalClock stamps Now into the commands this leader proposes. It is
-// the replicated FSM time t0 read after the takeover barrier, plus the
-// local monotonic time elapsed since then minus a grace period: during
-// the grace (election timeout + leader lease) time stands still, so a
-// holder's remaining TTL can only lengthen across a leader change. Wall
-// clocks of different nodes are never compared.
-type logicalClock struct {
-	t0    int64
-	m0    time.Time // carries Go's monotonic reading
-	grace time.Duration
-	since func(time.Time) time.Duration // Config.Clock's Since
-}
-
-func (c *logicalClock) now() int64 {
-	el := c.since(c.m0) - c.grace
-	if el < 0 {
-		el = 0
-	}
-	return c.t0 + int64(el)
-}
-
-// untilRunning is how long time still stands still.
-func (c *logicalClock) untilRunning() time.Duration {
-	d := c.grace - c.since(c.m0)
-	if d < 0 {
-		return 0
-	}
-	return d
 }
 
 // watchLeadership follows raft's leader channel: on gaining leadership it
@@ -103,15 +74,15 @@ func (n *Node) serveLeadership(ctx context.Context) {
 		return
 	}
 	n.lead.Store(&leadership{clock: clock, ctx: ctx})
-	n.log.Info("leader ready", "fsm_time", clock.t0, "grace", clock.grace)
-	n.expiry.run(ctx, clock)
+	n.log.Info("leader ready", "fsm_time", clock.Origin(), "grace", clock.Grace())
+	n.expiry.Run(ctx, clock)
 }
 
 // takeover makes the new leader safe to serve: a barrier so every entry of
 // earlier terms is applied, the clock from the FSM time, a sweep of queued
 // waiters nobody waits for (their requests were on the old leader, which
 // answered them 503), and this node's HTTP address in the member map.
-func (n *Node) takeover(ctx context.Context) (*logicalClock, bool) {
+func (n *Node) takeover(ctx context.Context) (*term.Clock, bool) {
 	for {
 		err := n.barrier()
 		if err == nil {
@@ -136,11 +107,11 @@ func (n *Node) takeover(ctx context.Context) (*logicalClock, bool) {
 		// from it; it never moves time later.
 		t0 = n.cfg.clock().Now().UnixNano()
 	}
-	clock := &logicalClock{t0: t0, m0: time.Now(), grace: n.cfg.ElectionTimeout + n.cfg.LeaderLeaseTimeout, since: n.cfg.clock().Since}
+	clock := term.NewClock(t0, n.cfg.ElectionTimeout+n.cfg.LeaderLeaseTimeout, n.cfg.clock().Since)
 
 	var pending []*rounds.Proposal
 	for _, w := range n.fsm.Waiters() {
-		pending = append(pending, n.propose(fsm.Entry{Op: engine.OpCancelWait, Key: w.Key, Owner: w.Owner, Now: clock.now()}))
+		pending = append(pending, n.propose(fsm.Entry{Op: engine.OpCancelWait, Key: w.Key, Owner: w.Owner, Now: clock.Now()}))
 	}
 	self := n.AdvertisedHTTPAddr()
 	if cur, ok := n.fsm.Member(n.cfg.ID); !ok || cur != self {
@@ -153,12 +124,12 @@ func (n *Node) takeover(ctx context.Context) (*logicalClock, bool) {
 	}
 	// The tick also proves this term can commit (the barrier did too)
 	// and moves the FSM time to the new clock's origin.
-	pending = append(pending, n.propose(fsm.Entry{Op: engine.OpTick, Now: clock.now()}))
+	pending = append(pending, n.propose(fsm.Entry{Op: engine.OpTick, Now: clock.Now()}))
 	failed := false
 	for _, p := range pending {
 		if _, err := p.Wait(); err != nil {
 			n.log.Warn("takeover proposal failed", "error", err)
-			failed = failed || isRaftUnavailable(err)
+			failed = failed || rounds.Unavailable(err)
 		}
 	}
 	return clock, !failed

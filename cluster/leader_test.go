@@ -82,7 +82,7 @@ func TestCluster_StaleLeaderExpireIsNoOp(t *testing.T) {
 		t.Fatal("leader lost its leadership")
 	}
 	// Stamped past the original deadline, naming the very same grant.
-	stale := fsm.Entry{Op: engine.OpExpire, Key: "k", Owner: "a", ExpectFence: fence, Now: l.clock.now() + int64(3*time.Second)}
+	stale := fsm.Entry{Op: engine.OpExpire, Key: "k", Owner: "a", ExpectFence: fence, Now: l.clock.Now() + int64(3*time.Second)}
 	resp, err := leader.apply(stale)
 	if err != nil {
 		t.Fatal(err)

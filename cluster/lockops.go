@@ -7,6 +7,7 @@ import (
 
 	"github.com/hashicorp/raft"
 
+	"github.com/zerotal/lock/cluster/rounds"
 	"github.com/zerotal/lock/drivers"
 	"github.com/zerotal/lock/engine"
 	"github.com/zerotal/lock/fsm"
@@ -19,7 +20,7 @@ import (
 // applyErr turns a proposal error into an API error: raft's "no leader
 // here" family becomes unavailable; engine errors (full, invalid) stay.
 func applyErr(op string, err error) error {
-	if isRaftUnavailable(err) {
+	if rounds.Unavailable(err) {
 		return unavailable(op, err)
 	}
 	return err
@@ -53,7 +54,7 @@ func heldBy(key string, deadline, now int64) error {
 }
 
 func (n *Node) acquireNow(ctx context.Context, l *leadership, key, owner string, ttl time.Duration) (uint64, error) {
-	now := l.clock.now()
+	now := l.clock.Now()
 	resp, err := n.proposeAcquire(ctx, fsm.Entry{Op: engine.OpAcquire, Key: key, Owner: owner, TTL: ttl, Now: now})
 	if err != nil {
 		return 0, applyErr("acquire", err)
@@ -149,7 +150,7 @@ func (n *Node) acquireWait(ctx context.Context, l *leadership, q *request, ttl, 
 	// on reaches the channel above, and the entry cannot be cancelled
 	// while this request lives. Its TTL stays the one first asked for.
 	if !n.fsm.IsWaiter(key, owner) {
-		now := l.clock.now()
+		now := l.clock.Now()
 		resp, err := n.proposeAcquire(ctx, fsm.Entry{Op: engine.OpAcquire, Key: key, Owner: owner, TTL: ttl, Now: now, Wait: true})
 		if err != nil {
 			return 0, applyErr("acquire", err)
@@ -185,7 +186,7 @@ func (n *Node) acquireWait(ctx context.Context, l *leadership, q *request, ttl, 
 func (n *Node) applyWhileLeading(l *leadership, e fsm.Entry) (*fsm.Response, error) {
 	backoff := 10 * time.Millisecond
 	for {
-		e.Now = l.clock.now()
+		e.Now = l.clock.Now()
 		resp, err := n.apply(e)
 		if err == nil || leadershipEnded(err) {
 			return resp, err
@@ -207,7 +208,7 @@ func (n *Node) applyWhileLeading(l *leadership, e fsm.Entry) (*fsm.Response, err
 
 // release frees key if owner holds it.
 func (n *Node) release(l *leadership, key, owner string) (bool, error) {
-	resp, err := n.apply(fsm.Entry{Op: engine.OpRelease, Key: key, Owner: owner, Now: l.clock.now()})
+	resp, err := n.apply(fsm.Entry{Op: engine.OpRelease, Key: key, Owner: owner, Now: l.clock.Now()})
 	if err != nil {
 		return false, applyErr("release", err)
 	}
@@ -216,7 +217,7 @@ func (n *Node) release(l *leadership, key, owner string) (bool, error) {
 
 // extend sets owner's grant of key to end ttl from now.
 func (n *Node) extend(l *leadership, key, owner string, ttl time.Duration) (bool, error) {
-	resp, err := n.apply(fsm.Entry{Op: engine.OpExtend, Key: key, Owner: owner, TTL: ttl, Now: l.clock.now()})
+	resp, err := n.apply(fsm.Entry{Op: engine.OpExtend, Key: key, Owner: owner, TTL: ttl, Now: l.clock.Now()})
 	if err != nil {
 		return false, applyErr("extend", err)
 	}
@@ -225,7 +226,7 @@ func (n *Node) extend(l *leadership, key, owner string, ttl time.Duration) (bool
 
 // forceRelease frees key whoever holds it.
 func (n *Node) forceRelease(l *leadership, key string) (bool, error) {
-	resp, err := n.apply(fsm.Entry{Op: engine.OpForceRelease, Key: key, Now: l.clock.now()})
+	resp, err := n.apply(fsm.Entry{Op: engine.OpForceRelease, Key: key, Now: l.clock.Now()})
 	if err != nil {
 		return false, applyErr("force-release", err)
 	}

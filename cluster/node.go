@@ -19,6 +19,7 @@ import (
 	"github.com/zerotal/lock/cluster/metrics"
 	"github.com/zerotal/lock/cluster/raftstore"
 	"github.com/zerotal/lock/cluster/rounds"
+	"github.com/zerotal/lock/cluster/term"
 	"github.com/zerotal/lock/drivers"
 	"github.com/zerotal/lock/fsm"
 	"github.com/zerotal/lock/internal/logbridge"
@@ -35,7 +36,7 @@ type Node struct {
 	metrics *metrics.Metrics
 	waits   *liveRequests
 	rounds  *rounds.Rounds // nil until raft runs
-	expiry  *expiry
+	expiry  *term.Expiry
 
 	httpSrv  *http.Server
 	listener net.Listener
@@ -101,7 +102,7 @@ func NewNode(ctx context.Context, cfg Config) (_ *Node, err error) {
 	if err != nil {
 		return nil, err
 	}
-	n.expiry = newExpiry(n.fsm.Engine(), n.propose, cfg.TickInterval)
+	n.expiry = term.NewExpiry(n.fsm.Engine(), n.propose, cfg.TickInterval)
 	n.metrics, err = metrics.New(metrics.Sources{
 		ID:       cfg.ID,
 		Registry: cfg.Registry,

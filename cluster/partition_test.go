@@ -81,7 +81,7 @@ func TestCluster_PartitionedLeaderCannotExpireRefreshedLock(t *testing.T) {
 		waitFor(t, 15*time.Second, "a leader whose clock runs", func() bool {
 			old = waitLeader(t, nodes)
 			l = old.lead.Load()
-			return l != nil && l.clock.untilRunning() == 0
+			return l != nil && l.clock.UntilRunning() == 0
 		})
 		r := c.acquire(old.HTTPAddr(), "k", "a", 50*time.Millisecond, 0)
 		if r.Status == http.StatusOK && old.lead.Load() == l {
@@ -107,7 +107,7 @@ func TestCluster_PartitionedLeaderCannotExpireRefreshedLock(t *testing.T) {
 	isolate(oldTrans, trans)
 	// Besides whatever its expiry loop proposes, the cut-off leader
 	// proposes an expiry stamped well past the deadline.
-	stale := old.propose(fsm.Entry{Op: engine.OpExpire, Key: "k", Owner: "a", ExpectFence: uint64(fence), Now: l.clock.now() + int64(time.Second)})
+	stale := old.propose(fsm.Entry{Op: engine.OpExpire, Key: "k", Owner: "a", ExpectFence: uint64(fence), Now: l.clock.Now() + int64(time.Second)})
 	newLeader := waitLeader(t, rest)
 	// The holder refreshes through the new leader (as a client retrying on
 	// another node would); the grace keeps its lock alive until then.

@@ -37,7 +37,7 @@ func (n *Node) getLock(ctx context.Context, l *leadership, key string) (httpapi.
 	if err != nil {
 		return httpapi.Lock{}, false, unavailable("get", err)
 	}
-	now := l.clock.now()
+	now := l.clock.Now()
 	if !ok || info.Deadline <= now {
 		return httpapi.Lock{}, false, nil
 	}
@@ -58,7 +58,7 @@ func (n *Node) listLocks(ctx context.Context, l *leadership, prefix string, limi
 	if truncated {
 		infos = infos[:limit]
 	}
-	now := l.clock.now()
+	now := l.clock.Now()
 	locks := make([]httpapi.Lock, 0, len(infos))
 	for _, in := range infos {
 		if in.Deadline <= now {

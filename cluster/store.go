@@ -9,6 +9,7 @@ import (
 
 	"github.com/zerotal/lock/api"
 	"github.com/zerotal/lock/cluster/httpapi"
+	"github.com/zerotal/lock/cluster/rounds"
 	"github.com/zerotal/lock/drivers"
 )
 
@@ -130,7 +131,7 @@ func apiErr(op string, err error) error {
 	if err == nil || errors.Is(err, drivers.ErrUnavailable) {
 		return err
 	}
-	if isRaftUnavailable(err) || errors.Is(err, errLeadershipChanged) {
+	if rounds.Unavailable(err) || errors.Is(err, errLeadershipChanged) {
 		return unavailable(op, err)
 	}
 	return err

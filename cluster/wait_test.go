@@ -154,7 +154,7 @@ func TestCluster_ExpiredKeyGoesToWaiterNotNewcomer(t *testing.T) {
 	n := nodes[0]
 	addr := n.HTTPAddr()
 	c := newClient(t)
-	n.expiry.paused.Store(true)
+	n.expiry.Pause(true)
 	mustStatus(t, c.acquire(addr, "k", "a", 200*time.Millisecond, 0), http.StatusOK, "acquire")
 	done := make(chan reply, 1)
 	go func() { done <- c.acquire(addr, "k", "b", time.Minute, 20*time.Second) }()

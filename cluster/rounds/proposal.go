@@ -1,6 +1,8 @@
 package rounds
 
 import (
+	"errors"
+
 	"github.com/hashicorp/raft"
 
 	"github.com/zerotal/lock/fsm"
@@ -62,4 +64,15 @@ func (p *Proposal) Response() interface{} {
 func (p *Proposal) Index() uint64 {
 	<-p.done
 	return p.idx
+}
+
+// Unavailable reports the raft errors that mean "no leader here now": a
+// proposal failed with one may be retried, on this node or another.
+func Unavailable(err error) bool {
+	return errors.Is(err, raft.ErrNotLeader) ||
+		errors.Is(err, raft.ErrLeadershipLost) ||
+		errors.Is(err, raft.ErrRaftShutdown) ||
+		errors.Is(err, raft.ErrEnqueueTimeout) ||
+		errors.Is(err, raft.ErrLeadershipTransferInProgress) ||
+		errors.Is(err, raft.ErrAbortedByRestore)
 }

@@ -1,4 +1,4 @@
-package cluster
+package term
 
 import (
 	"context"
@@ -14,16 +14,16 @@ import (
 // expireBatch bounds how many expiries one pass proposes.
 const expireBatch = 256
 
-// expiry is the leader's expiry loop and the state it shares with the
+// Expiry is the leader's expiry loop and the state it shares with the
 // FSM's apply hook. It sleeps until the earliest deadline (or a kick from
 // a new grant), proposes an expire entry for every grant due at the
 // leader's clock, and commits a time-only tick every tick interval while
 // locks are held. The FSM re-checks each expiry against replicated state,
 // so a proposal that turns stale on the way is a no-op.
-type expiry struct {
+type Expiry struct {
 	eng     *engine.Engine
 	propose func(fsm.Entry) *rounds.Proposal
-	tick    time.Duration // Config.TickInterval
+	tick    time.Duration
 
 	// kick wakes the loop when a new deadline may be earlier.
 	kick chan struct{}
@@ -34,16 +34,19 @@ type expiry struct {
 	paused atomic.Bool
 }
 
-func newExpiry(eng *engine.Engine, propose func(fsm.Entry) *rounds.Proposal, tick time.Duration) *expiry {
-	x := &expiry{eng: eng, propose: propose, tick: tick, kick: make(chan struct{}, 1)}
+// NewExpiry returns the expiry loop of a node whose table is eng, which
+// proposes through propose and commits a time-only tick every tick while
+// locks are held.
+func NewExpiry(eng *engine.Engine, propose func(fsm.Entry) *rounds.Proposal, tick time.Duration) *Expiry {
+	x := &Expiry{eng: eng, propose: propose, tick: tick, kick: make(chan struct{}, 1)}
 	x.wake.Store(math.MaxInt64)
 	return x
 }
 
-// granted tells the loop about a grant with the given deadline (FSM
+// Granted tells the loop about a grant with the given deadline (FSM
 // time), made or handed off by an applied entry. It runs in the FSM's
 // apply hook and never blocks.
-func (x *expiry) granted(deadline int64) {
+func (x *Expiry) Granted(deadline int64) {
 	if deadline < x.wake.Load() {
 		select {
 		case x.kick <- struct{}{}:
@@ -52,9 +55,13 @@ func (x *expiry) granted(deadline int64) {
 	}
 }
 
-// run is the loop of one leadership term; it returns when ctx ends or a
-// proposal finds leadership gone.
-func (x *expiry) run(ctx context.Context, clock *logicalClock) {
+// Pause stops (true) or resumes the loop's proposals; for tests that
+// need a due grant to stay in the table.
+func (x *Expiry) Pause(paused bool) { x.paused.Store(paused) }
+
+// Run is the loop of one leadership term, at clock; it returns when ctx
+// ends or a proposal finds leadership gone.
+func (x *Expiry) Run(ctx context.Context, clock *Clock) {
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
 	lastTick := time.Now()
@@ -63,7 +70,7 @@ func (x *expiry) run(ctx context.Context, clock *logicalClock) {
 		// From here until the loop sleeps, every new grant kicks it: one
 		// applied after NextDeadline is read must not be missed.
 		x.wake.Store(math.MaxInt64)
-		now := clock.now()
+		now := clock.Now()
 		next, ok, err := x.eng.NextDeadline(ctx)
 		if err != nil {
 			return
@@ -84,7 +91,7 @@ func (x *expiry) run(ctx context.Context, clock *logicalClock) {
 			// rather than spin.
 			wait = 10 * time.Millisecond
 		} else if ok {
-			if d := time.Duration(next-now) + clock.untilRunning(); d < wait {
+			if d := time.Duration(next-now) + clock.UntilRunning(); d < wait {
 				wait = d
 			}
 		}
@@ -103,7 +110,7 @@ func (x *expiry) run(ctx context.Context, clock *logicalClock) {
 		}
 		if time.Since(lastTick) >= x.tick && x.eng.Len() > 0 {
 			lastTick = time.Now()
-			if _, err := x.propose(fsm.Entry{Op: engine.OpTick, Now: clock.now()}).Wait(); err != nil && isRaftUnavailable(err) {
+			if _, err := x.propose(fsm.Entry{Op: engine.OpTick, Now: clock.Now()}).Wait(); err != nil && rounds.Unavailable(err) {
 				return
 			}
 		}
@@ -112,7 +119,7 @@ func (x *expiry) run(ctx context.Context, clock *logicalClock) {
 
 // expireDue proposes an expiry for every grant due at now and reports how
 // many applied.
-func (x *expiry) expireDue(ctx context.Context, now int64) (int, error) {
+func (x *Expiry) expireDue(ctx context.Context, now int64) (int, error) {
 	due, err := x.eng.Due(ctx, now, expireBatch)
 	if err != nil {
 		return 0, err
@@ -127,7 +134,7 @@ func (x *expiry) expireDue(ctx context.Context, now int64) (int, error) {
 	for _, p := range pending {
 		resp, err := p.Wait()
 		switch {
-		case err != nil && firstErr == nil && isRaftUnavailable(err):
+		case err != nil && firstErr == nil && rounds.Unavailable(err):
 			firstErr = err
 		case err == nil && resp.Result.OK:
 			applied++
