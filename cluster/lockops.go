@@ -5,8 +5,6 @@ import (
 	"errors"
 	"time"
 
-	"github.com/hashicorp/raft"
-
 	"github.com/zerotal/lock/cluster/rounds"
 	"github.com/zerotal/lock/drivers"
 	"github.com/zerotal/lock/engine"
@@ -73,7 +71,7 @@ func (n *Node) acquireNow(ctx context.Context, l *leadership, key, owner string,
 // round trip. A waiting acquire of a key someone else holds only joins
 // the queue: it is proposed lazily (see rounds).
 func (n *Node) proposeAcquire(ctx context.Context, e fsm.Entry) (*fsm.Response, error) {
-	var expire raft.ApplyFuture
+	var expire *rounds.Proposal
 	lazy := false
 	// The table is read only when it can matter: for a wait, or when some
 	// key has waiters. A stale read is harmless: the FSM decides.
@@ -89,9 +87,9 @@ func (n *Node) proposeAcquire(ctx context.Context, e fsm.Entry) (*fsm.Response, 
 	}
 	f := n.submit(e, lazy)
 	if expire != nil {
-		_, _ = fsm.Await(expire)
+		_, _ = expire.Wait()
 	}
-	return fsm.Await(f)
+	return f.Wait()
 }
 
 // acquire serves one acquire request as a live request of (key, owner):

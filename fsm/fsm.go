@@ -39,7 +39,8 @@ type Applied struct {
 
 // Response is what ApplyBatch returns for every log entry, and so what
 // raft.ApplyFuture.Response() holds on the node that proposed the entry.
-// Errors are carried inside; use Await to merge them with the future's.
+// Errors are carried inside, apart from raft's own error for the entry;
+// the proposer merges the two.
 type Response struct {
 	Index  uint64
 	Type   EntryType

@@ -468,26 +468,3 @@ func TestFSM_MembersAndWaitApplied(t *testing.T) {
 		t.Fatalf("WaitApplied past the end = %v, want deadline exceeded", err)
 	}
 }
-
-func TestAwait_MergesFutureAndResponseErrors(t *testing.T) {
-	if _, err := Await(fakeFuture{err: raft.ErrNotLeader}); !errors.Is(err, raft.ErrNotLeader) {
-		t.Fatalf("future error = %v", err)
-	}
-	resp := &Response{Index: 3, Err: drivers.ErrFull}
-	got, err := Await(fakeFuture{resp: resp})
-	if !errors.Is(err, drivers.ErrFull) || got != resp {
-		t.Fatalf("response error = %v, %v", got, err)
-	}
-	if _, err := Await(fakeFuture{resp: "nope"}); err == nil {
-		t.Fatal("foreign response accepted")
-	}
-}
-
-type fakeFuture struct {
-	err  error
-	resp interface{}
-}
-
-func (f fakeFuture) Error() error          { return f.err }
-func (f fakeFuture) Response() interface{} { return f.resp }
-func (f fakeFuture) Index() uint64         { return 0 }

@@ -2,12 +2,15 @@ package rounds
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/raft"
+
+	"github.com/zerotal/lock/fsm"
 )
 
 // Defaults of Config.
@@ -258,4 +261,86 @@ func (r *Rounds) finishLocked() ([]*Proposal, bool) {
 		return nil, false
 	}
 	return r.takeLocked(), true
+}
+
+// Proposal is one entry on its way through raft, and the one future type
+// of a node: Rounds answer it once raft has answered its entry (or at
+// once, when it failed before reaching raft). Any number of goroutines
+// may wait on it (raft's own futures allow one).
+type Proposal struct {
+	data []byte
+	lazy bool          // rides with the next round rather than starting one
+	done chan struct{} // closed once the fields below are set
+	err  error
+	resp interface{}
+	idx  uint64
+}
+
+func newProposal(data []byte, lazy bool) *Proposal {
+	return &Proposal{data: data, lazy: lazy, done: make(chan struct{})}
+}
+
+// Failed is a proposal that never reached raft: it is answered with err.
+func Failed(err error) *Proposal {
+	p := &Proposal{err: err, done: make(chan struct{})}
+	close(p.done)
+	return p
+}
+
+// answer records raft's outcome for the proposal's entry and wakes its
+// waiters. Called once.
+func (p *Proposal) answer(f raft.ApplyFuture) {
+	p.err = f.Error()
+	if p.err == nil {
+		p.resp, p.idx = f.Response(), f.Index()
+	}
+	close(p.done)
+}
+
+var _ raft.ApplyFuture = (*Proposal)(nil)
+
+// Wait blocks until the entry is applied (or failed) and merges raft's
+// two error channels: raft's own error for the entry (not leader,
+// shutdown, timeout) and the error inside the FSM's Response. The
+// Response is returned whenever the entry was applied, also when it
+// carries an error, so callers can read the result.
+func (p *Proposal) Wait() (*fsm.Response, error) {
+	<-p.done
+	if p.err != nil {
+		return nil, p.err
+	}
+	resp, ok := p.resp.(*fsm.Response)
+	if !ok || resp == nil {
+		return nil, fmt.Errorf("rounds: unexpected apply response %T", p.resp)
+	}
+	return resp, resp.Err
+}
+
+// Error is raft's error for the entry (nil once applied), Response the
+// FSM's answer and Index the entry's raft index: the parts of a
+// raft.ApplyFuture, each blocking until the proposal is answered.
+func (p *Proposal) Error() error {
+	<-p.done
+	return p.err
+}
+
+func (p *Proposal) Response() interface{} {
+	<-p.done
+	return p.resp
+}
+
+func (p *Proposal) Index() uint64 {
+	<-p.done
+	return p.idx
+}
+
+// Unavailable reports the raft errors that mean "no leader here now": a
+// proposal failed with one may be retried, on this node or another.
+func Unavailable(err error) bool {
+	return errors.Is(err, raft.ErrNotLeader) ||
+		errors.Is(err, raft.ErrLeadershipLost) ||
+		errors.Is(err, raft.ErrRaftShutdown) ||
+		errors.Is(err, raft.ErrEnqueueTimeout) ||
+		errors.Is(err, raft.ErrLeadershipTransferInProgress) ||
+		errors.Is(err, raft.ErrAbortedByRestore)
 }
