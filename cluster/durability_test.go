@@ -68,7 +68,7 @@ func TestCluster_AcknowledgedGrantsSurviveFullRestart(t *testing.T) {
 	// A lazily proposed queue entry is committed before the stop.
 	waiting := make(chan reply, 1)
 	go func() { waiting <- c.acquire(leader.HTTPAddr(), "k0-0", "late", time.Hour, 10*time.Second) }()
-	waitFor(t, 5*time.Second, "the waiter to queue", func() bool { return leader.fsm.IsWaiter("k0-0", "late") })
+	waitFor(t, 5*time.Second, "the waiter to queue", func() bool { return isWaiter(leader, "k0-0", "late") })
 	for _, n := range nodes {
 		shutdown(t, n)
 	}

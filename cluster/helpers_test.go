@@ -269,3 +269,9 @@ type memSink struct{ bytes.Buffer }
 func (s *memSink) Close() error  { return nil }
 func (s *memSink) Cancel() error { return nil }
 func (s *memSink) ID() string    { return "mem" }
+
+// isWaiter reports whether owner is queued for key on n.
+func isWaiter(n *Node, key, owner string) bool {
+	ok, err := n.fsm.IsWaiter(context.Background(), key, owner)
+	return ok && err == nil
+}

@@ -120,8 +120,15 @@ func (n *Node) leave(l *leadership, q *request, fence uint64) {
 	defer n.waits.settled(q)
 	key, owner := q.w.Key, q.w.Owner
 	// Read outside the registry's lock: the FSM delivers hand-offs into
-	// the registry while it holds its own.
-	if n.fsm.IsWaiter(key, owner) {
+	// the registry while it holds its own. When the owner is not queued,
+	// IsWaiter returns once a hand-off that dequeued it has been delivered,
+	// so unreturned below sees it.
+	queued, err := n.fsm.IsWaiter(l.ctx, key, owner)
+	if err != nil {
+		n.log.Warn("clean-up: reading the wait queue failed", "error", err)
+		return // the term ended: the next leader cancels queued waiters
+	}
+	if queued {
 		e := fsm.Entry{Op: engine.OpCancelWait, Key: key, Owner: owner}
 		if _, err := n.applyWhileLeading(l, e); err != nil {
 			n.log.Warn("cancel wait failed", "error", err)
@@ -147,7 +154,11 @@ func (n *Node) acquireWait(ctx context.Context, l *leadership, q *request, ttl, 
 	// just waits again: the queue entry is committed, a hand-off from now
 	// on reaches the channel above, and the entry cannot be cancelled
 	// while this request lives. Its TTL stays the one first asked for.
-	if !n.fsm.IsWaiter(key, owner) {
+	queued, err := n.fsm.IsWaiter(ctx, key, owner)
+	if err != nil {
+		return 0, unavailable("acquire", err)
+	}
+	if !queued {
 		now := l.clock.Now()
 		resp, err := n.proposeAcquire(ctx, fsm.Entry{Op: engine.OpAcquire, Key: key, Owner: owner, TTL: ttl, Now: now, Wait: true})
 		if err != nil {

@@ -49,6 +49,9 @@ func (n *Node) barrier() error {
 // any), tells the expiry loop of a new deadline and records metrics. It
 // must not block.
 func (n *Node) onApply(a fsm.Applied) {
+	if hook := n.applyHook.Load(); hook != nil {
+		(*hook)(a)
+	}
 	if h := a.Result.Handoff; h != nil {
 		n.waits.deliver(*h)
 	}

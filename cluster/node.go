@@ -54,6 +54,10 @@ type Node struct {
 	// enters raft and may hold it there, or fail it with the error it
 	// returns (tests only: it forces the interleavings of retried waits).
 	proposeHook atomic.Pointer[func(fsm.Entry) error]
+	// applyHook, when set, sees every applied lock entry before onApply
+	// acts on it, and may hold it there (tests only: it delays a hand-off's
+	// delivery past the engine's apply).
+	applyHook atomic.Pointer[func(fsm.Applied)]
 
 	// baseCtx is every HTTP request's parent; Shutdown cancels it so that
 	// long waits and forwarded requests end promptly.

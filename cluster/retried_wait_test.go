@@ -148,7 +148,7 @@ func TestCluster_RetriedWait_CancelBeforeHandoff(t *testing.T) {
 	waitFor(t, 5*time.Second, "the retry to be served", func() bool { return liveCount(n, "k", "b") == 2 })
 	gate.release()
 	mustStatus(t, <-first, http.StatusConflict, "abandoned wait")
-	waitFor(t, 5*time.Second, "b to be queued again", func() bool { return n.fsm.IsWaiter("k", "b") })
+	waitFor(t, 5*time.Second, "b to be queued again", func() bool { return isWaiter(n, "k", "b") })
 	start := time.Now()
 	if rel := c.release(addr, "k", "a"); !rel.flag("released") {
 		t.Fatalf("release by a = %s", rel.Raw)
@@ -187,7 +187,7 @@ func TestCluster_FailedCancelWaitIsRetried(t *testing.T) {
 	t.Cleanup(func() { n.proposeHook.Store(nil) })
 
 	mustStatus(t, c.acquire(addr, "k", "b", time.Minute, 200*time.Millisecond), http.StatusConflict, "waiting acquire that times out")
-	waitFor(t, 5*time.Second, "b's queue entry to be cancelled", func() bool { return !n.fsm.IsWaiter("k", "b") })
+	waitFor(t, 5*time.Second, "b's queue entry to be cancelled", func() bool { return !isWaiter(n, "k", "b") })
 	if rel := c.release(addr, "k", "a"); !rel.flag("released") {
 		t.Fatalf("release by a = %s", rel.Raw)
 	}
@@ -246,7 +246,7 @@ func TestCluster_AbandonedWaitBesideNonWaitingAcquire(t *testing.T) {
 			resp.Body.Close()
 		}
 	}()
-	waitFor(t, 5*time.Second, "b to be queued", func() bool { return n.fsm.IsWaiter("k", "b") })
+	waitFor(t, 5*time.Second, "b to be queued", func() bool { return isWaiter(n, "k", "b") })
 
 	now := make(chan reply, 1)
 	go func() { now <- c.acquire(addr, "k", "b", time.Minute, 0) }()
@@ -261,7 +261,7 @@ func TestCluster_AbandonedWaitBesideNonWaitingAcquire(t *testing.T) {
 	letGo()
 	mustStatus(t, <-now, http.StatusConflict, "acquire without wait")
 
-	waitFor(t, 5*time.Second, "b's queue entry to be cancelled", func() bool { return !n.fsm.IsWaiter("k", "b") })
+	waitFor(t, 5*time.Second, "b's queue entry to be cancelled", func() bool { return !isWaiter(n, "k", "b") })
 	if rel := c.release(addr, "k", "a"); !rel.flag("released") {
 		t.Fatalf("release by a = %s", rel.Raw)
 	}

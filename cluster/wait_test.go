@@ -2,8 +2,11 @@ package cluster
 
 import (
 	"net/http"
+	"sync"
 	"testing"
 	"time"
+
+	"github.com/zerotal/lock/fsm"
 )
 
 type waitResult struct {
@@ -182,7 +185,7 @@ func TestCluster_RetriedWaitDoesNotCommitAgain(t *testing.T) {
 	mustStatus(t, c.acquire(addr, "k", "a", time.Minute, 0), http.StatusOK, "acquire")
 	results := make(chan reply, 2)
 	go func() { results <- c.acquire(addr, "k", "b", time.Minute, 20*time.Second) }()
-	waitFor(t, 5*time.Second, "b to be queued", func() bool { return n.fsm.IsWaiter("k", "b") })
+	waitFor(t, 5*time.Second, "b to be queued", func() bool { return isWaiter(n, "k", "b") })
 	before := n.raft.LastIndex()
 
 	go func() { results <- c.acquire(addr, "k", "b", time.Minute, 20*time.Second) }()
@@ -200,4 +203,54 @@ func TestCluster_RetriedWaitDoesNotCommitAgain(t *testing.T) {
 	if g.str("owner") != "b" || first.num("fence") != g.num("fence") || second.num("fence") != g.num("fence") {
 		t.Fatalf("lock after the hand-off = %s; the requests got %s and %s", g.Raw, first.Raw, second.Raw)
 	}
+}
+
+// The engine hands the key to a waiter one step before the node hears of
+// it (onApply runs once the engine has applied the whole batch). A wait
+// that times out in between must still see the hand-off: its clean-up
+// waits for every entry the engine applied to be delivered, finds the
+// grant nobody returned, and releases it. Without that wait the waiter
+// was no longer queued and had no grant yet, so the clean-up did nothing,
+// and the owner that was answered 409 kept the key for its whole TTL.
+func TestCluster_HandoffDeliveredAfterTheWaitTimedOutIsReleased(t *testing.T) {
+	nodes := startCluster(t, 1, nil)
+	n, addr := nodes[0], nodes[0].HTTPAddr()
+	c := newClient(t)
+	mustStatus(t, c.acquire(addr, "k", "a", time.Minute, 0), http.StatusOK, "acquire by a")
+
+	reached, release := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	hook := func(a fsm.Applied) {
+		if h := a.Result.Handoff; h != nil && h.Owner == "b" {
+			once.Do(func() { close(reached) })
+			<-release
+		}
+	}
+	n.applyHook.Store(&hook)
+	defer n.applyHook.Store(nil)
+
+	answer := make(chan reply, 1)
+	go func() { answer <- c.acquire(addr, "k", "b", time.Minute, 300*time.Millisecond) }()
+	waitFor(t, 5*time.Second, "b to be queued", func() bool { return isWaiter(n, "k", "b") })
+	released := make(chan reply, 1)
+	go func() { released <- c.release(addr, "k", "a") }() // answered once the hook lets go
+	<-reached                                             // the engine has handed the key to b; the node has not heard yet
+	var r reply
+	waitFor(t, 5*time.Second, "b's wait to time out and clean up", func() bool {
+		select {
+		case r = <-answer:
+			return true
+		default:
+			return n.waits.cleaning("k", "b")
+		}
+	})
+	close(release)
+	if r.Status == 0 {
+		r = <-answer
+	}
+	mustStatus(t, r, http.StatusConflict, "the wait that timed out")
+	mustStatus(t, <-released, http.StatusOK, "release by a")
+	waitFor(t, 5*time.Second, "the key to be free of b", func() bool {
+		return c.get(addr, "k").Status == http.StatusNotFound
+	})
 }

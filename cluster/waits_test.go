@@ -99,6 +99,15 @@ func (r *liveRequests) pending() int {
 	return n
 }
 
+// cleaning reports whether the last live request of owner for key is
+// cleaning up (it has left and not settled yet).
+func (r *liveRequests) cleaning(key, owner string) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	c := r.m[fsm.Waiter{Key: key, Owner: owner}]
+	return c != nil && c.settling != nil
+}
+
 // live is the number of live requests of owner for key.
 func (r *liveRequests) live(key, owner string) int {
 	r.mu.Lock()

@@ -63,6 +63,10 @@ type FSM struct {
 	mu        sync.Mutex
 	st        state
 	appliedCh chan struct{} // closed and replaced after every batch
+	// applying is the index of the last entry of the batch being applied,
+	// set before the engine sees it; st.applied catches up once the batch
+	// has been through OnApply.
+	applying uint64
 }
 
 // state is what the FSM keeps beside the engine table. It is replicated
@@ -128,11 +132,10 @@ func (f *FSM) ApplyBatch(logs []*raft.Log) []interface{} {
 	entries := f.decodeBatch(logs)
 	f.cmds, f.pos = f.cmds[:0], f.pos[:0]
 
+	last := logs[len(logs)-1].Index
 	f.mu.Lock()
+	f.applying = max(f.applying, last)
 	for i, l := range logs {
-		if l.Index > f.st.applied {
-			f.st.applied = l.Index
-		}
 		if l.Type != raft.LogCommand {
 			continue // configuration entries: raft keeps membership itself
 		}
@@ -173,7 +176,17 @@ func (f *FSM) ApplyBatch(logs []*raft.Log) []interface{} {
 		}
 	}
 
+	// OnApply runs before the batch counts as applied, so that whoever
+	// waits for an index (WaitApplied, IsWaiter) finds its hand-offs
+	// delivered.
+	if f.onApply != nil && applyErr == nil {
+		for j, i := range f.pos {
+			f.onApply(Applied{Index: logs[i].Index, Entry: entries[i], Result: results[j]})
+		}
+	}
+
 	f.mu.Lock()
+	f.st.applied = max(f.st.applied, last)
 	for j, i := range f.pos {
 		l, e := logs[i], entries[i]
 		r := &Response{Index: l.Index, Type: e.Type()}
@@ -189,12 +202,6 @@ func (f *FSM) ApplyBatch(logs []*raft.Log) []interface{} {
 	f.appliedCh = make(chan struct{})
 	f.mu.Unlock()
 	close(old)
-
-	if f.onApply != nil && applyErr == nil {
-		for j, i := range f.pos {
-			f.onApply(Applied{Index: logs[i].Index, Entry: entries[i], Result: results[j]})
-		}
-	}
 	return resps
 }
 
@@ -242,15 +249,18 @@ func (f *FSM) Time() int64 {
 	return f.st.now
 }
 
-// AppliedIndex is the index of the last entry this FSM has applied (raft's
-// own AppliedIndex runs ahead of the FSM goroutine).
+// AppliedIndex is the index of the last entry this FSM has applied, its
+// batch through the engine and OnApply (raft's own AppliedIndex runs
+// ahead of the FSM goroutine). A read of the engine after it sees every
+// entry up to it.
 func (f *FSM) AppliedIndex() uint64 {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return f.st.applied
 }
 
-// WaitApplied blocks until the FSM has applied index, or ctx ends.
+// WaitApplied blocks until the FSM has applied index (see AppliedIndex),
+// or ctx ends.
 func (f *FSM) WaitApplied(ctx context.Context, index uint64) error {
 	for {
 		f.mu.Lock()
@@ -293,10 +303,21 @@ func (f *FSM) Waiters() []Waiter {
 	return w
 }
 
-// IsWaiter reports whether owner is queued for key.
-func (f *FSM) IsWaiter(key, owner string) bool {
-	ok, _ := f.eng.IsWaiting(context.Background(), key, owner)
-	return ok
+// IsWaiter reports whether owner is queued for key. When it is not, it
+// returns only once every entry the engine has applied so far has been
+// through Config.OnApply: the engine hands a key to a waiter before
+// OnApply hears of it, and a caller that finds owner neither queued nor
+// handed a grant must not be reading in between. It must not be called
+// from OnApply.
+func (f *FSM) IsWaiter(ctx context.Context, key, owner string) (bool, error) {
+	ok, err := f.eng.IsWaiting(ctx, key, owner)
+	if err != nil || ok {
+		return ok, err
+	}
+	f.mu.Lock()
+	target := f.applying
+	f.mu.Unlock()
+	return false, f.WaitApplied(ctx, target)
 }
 
 // WaiterCount is the number of queued waiters as of the last applied
@@ -342,6 +363,7 @@ func (f *FSM) Restore(rc io.ReadCloser) error {
 	}
 	f.mu.Lock()
 	f.st = st
+	f.applying = st.applied
 	old := f.appliedCh
 	f.appliedCh = make(chan struct{})
 	f.mu.Unlock()

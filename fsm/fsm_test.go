@@ -468,3 +468,41 @@ func TestFSM_MembersAndWaitApplied(t *testing.T) {
 		t.Fatalf("WaitApplied past the end = %v, want deadline exceeded", err)
 	}
 }
+
+// The engine hands a key to a waiter before OnApply hears of it. While
+// OnApply has not run, the batch does not count as applied, and IsWaiter,
+// finding the waiter gone from the queue, does not answer: a caller that
+// sees "not queued" also sees the hand-off delivered.
+func TestFSM_IsWaiterAnswersNotQueuedOnlyOnceTheHandoffIsDelivered(t *testing.T) {
+	reached, release := make(chan struct{}), make(chan struct{})
+	f := newTestFSM(t, Config{OnApply: func(a Applied) {
+		if h := a.Result.Handoff; h != nil && h.Owner == "b" {
+			close(reached)
+			<-release
+		}
+	}})
+	apply1(t, f, 1, Entry{Op: engine.OpAcquire, Key: "k", Owner: "a", TTL: time.Minute, Now: 1})
+	apply1(t, f, 2, Entry{Op: engine.OpAcquire, Key: "k", Owner: "b", TTL: time.Minute, Now: 2, Wait: true})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		f.ApplyBatch(logs(t, 3, Entry{Op: engine.OpRelease, Key: "k", Owner: "a", Now: 3}))
+	}()
+	<-reached
+	if got := f.AppliedIndex(); got != 2 {
+		t.Fatalf("AppliedIndex = %d while OnApply runs for 3, want 2", got)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 50*time.Millisecond)
+	defer cancel()
+	if ok, err := f.IsWaiter(ctx, "k", "b"); ok || !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("IsWaiter while the hand-off is undelivered = %v, %v; want no answer", ok, err)
+	}
+	close(release)
+	<-done
+	if ok, err := f.IsWaiter(t.Context(), "k", "b"); ok || err != nil {
+		t.Fatalf("IsWaiter after the hand-off = %v, %v", ok, err)
+	}
+	if got := f.AppliedIndex(); got != 3 {
+		t.Fatalf("AppliedIndex = %d, want 3", got)
+	}
+}
