@@ -11,6 +11,7 @@ import (
 	"github.com/zerotal/lock"
 	"github.com/zerotal/lock/drivers/memory"
 	"github.com/zerotal/lock/engine"
+	"github.com/zerotal/lock/internal/naiveactor"
 )
 
 // benchWorkers is the number of parallel workers, each on its own key.
@@ -32,13 +33,16 @@ type contender struct {
 }
 
 // BenchmarkManagerTry compares, in one run, a Try cycle through the Manager
-// on the memory driver (acquire, empty callback, release) with the same
-// cycle on the engine alone (Acquire then Release, a fresh owner per cycle)
-// and on the memory driver alone. 32 workers, each on its own key.
+// on the memory driver (acquire, empty callback, release) and a
+// Make + Block + Release cycle with the same cycle on the engine alone
+// (Acquire then Release, a fresh owner per cycle), on the memory driver
+// alone, and on a naive channel actor (internal/naiveactor: what a first
+// in-process lock looks like). 32 workers, each on its own key; defaults
+// everywhere.
 //
-// Reported: cycles/s of each, and the ratios manager/engine by wall time
-// and by CPU time. On a machine shared with other work the CPU ratio is the
-// steadier of the two.
+// Reported: cycles/s of each, and the ratios to the engine and to the
+// naive actor by wall time, and manager/engine by CPU time. On a machine
+// shared with other work the CPU ratio is the steadier of the two.
 func BenchmarkManagerTry(b *testing.B) {
 	const ttl = time.Minute
 	e, err := engine.New(engine.Config{})
@@ -75,7 +79,18 @@ func BenchmarkManagerTry(b *testing.B) {
 		userKeys[w] = fmt.Sprintf("bench:%02d", w)
 	}
 
+	naive := naiveactor.New()
+	defer naive.Close()
+
 	contenders := []*contender{
+		{name: "naive", cycle: func(_ context.Context, w, i int) error {
+			owner := owners[i%len(owners)]
+			if !naive.TryAcquire(keys[w], owner) {
+				return fmt.Errorf("naive acquire of a free key failed")
+			}
+			naive.Release(keys[w], owner)
+			return nil
+		}},
 		{name: "engine", cycle: func(ctx context.Context, w, i int) error {
 			owner := owners[i%len(owners)]
 			if _, ok, err := e.Acquire(ctx, keys[w], owner, ttl); err != nil || !ok {
@@ -94,6 +109,13 @@ func BenchmarkManagerTry(b *testing.B) {
 		}},
 		{name: "manager", cycle: func(ctx context.Context, w, _ int) error {
 			return m.Try(ctx, userKeys[w], ttl, noop)
+		}},
+		{name: "make-block", cycle: func(ctx context.Context, w, _ int) error {
+			l := m.Make(userKeys[w], ttl)
+			if err := l.Block(ctx, 0); err != nil {
+				return err
+			}
+			return l.Release(ctx)
 		}},
 		{name: "manager-refresh", cycle: func(ctx context.Context, w, _ int) error {
 			return mr.Try(ctx, userKeys[w], ttl, noop, lock.WithRefresh())
@@ -125,6 +147,10 @@ func BenchmarkManagerTry(b *testing.B) {
 	b.ReportMetric(eng.wall.Seconds()/mgr.wall.Seconds(), "manager/engine")
 	b.ReportMetric(eng.cpu.Seconds()/mgr.cpu.Seconds(), "cpu-manager/engine")
 	b.ReportMetric(eng.wall.Seconds()/byName["manager-refresh"].wall.Seconds(), "refresh/engine")
+	nv := byName["naive"]
+	b.ReportMetric(nv.wall.Seconds()/mgr.wall.Seconds(), "try/naive")
+	b.ReportMetric(nv.wall.Seconds()/byName["make-block"].wall.Seconds(), "make-block/naive")
+	b.ReportMetric(nv.wall.Seconds()/eng.wall.Seconds(), "engine/naive")
 }
 
 // runWorkers runs n cycles on each of benchWorkers goroutines and adds the

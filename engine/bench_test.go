@@ -9,6 +9,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/zerotal/lock/internal/naiveactor"
 )
 
 // Benchmarks compare the engine with two baselines inside the same run:
@@ -68,62 +70,15 @@ func (l *mutexLocker) close() {}
 
 // ---- baseline (b): naive channel actor ----
 
-type naiveReq struct {
-	acquire    bool
-	key, owner string
-	reply      chan bool
-}
+// naiveLocker drives internal/naiveactor.
+type naiveLocker struct{ *naiveactor.Actor }
 
-type naiveActor struct {
-	reqs chan naiveReq
-	done chan struct{}
-	wg   sync.WaitGroup
-}
+func newNaiveActor() naiveLocker { return naiveLocker{naiveactor.New()} }
 
-func newNaiveActor() *naiveActor {
-	a := &naiveActor{reqs: make(chan naiveReq), done: make(chan struct{})}
-	a.wg.Add(1)
-	go func() {
-		defer a.wg.Done()
-		m := map[string]string{}
-		for {
-			select {
-			case r := <-a.reqs:
-				ok := false
-				if r.acquire {
-					if _, busy := m[r.key]; !busy {
-						m[r.key] = r.owner
-						ok = true
-					}
-				} else if m[r.key] == r.owner {
-					delete(m, r.key)
-					ok = true
-				}
-				r.reply <- ok
-			case <-a.done:
-				return
-			}
-		}
-	}()
-	return a
-}
-
-func (a *naiveActor) call(acquire bool, key, owner string) bool {
-	reply := make(chan bool, 1)
-	a.reqs <- naiveReq{acquire: acquire, key: key, owner: owner, reply: reply}
-	return <-reply
-}
-
-func (a *naiveActor) tryAcquire(key, owner string) bool { return a.call(true, key, owner) }
-
-func (a *naiveActor) waitAcquire(key, owner string) {
-	for !a.call(true, key, owner) {
-	}
-}
-
-func (a *naiveActor) release(key, owner string) { a.call(false, key, owner) }
-
-func (a *naiveActor) close() { close(a.done); a.wg.Wait() }
+func (a naiveLocker) tryAcquire(key, owner string) bool { return a.TryAcquire(key, owner) }
+func (a naiveLocker) waitAcquire(key, owner string)     { a.WaitAcquire(key, owner) }
+func (a naiveLocker) release(key, owner string)         { a.Release(key, owner) }
+func (a naiveLocker) close()                            { a.Close() }
 
 // ---- the engine ----
 
