@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/http"
 	"strings"
 	"time"
 
@@ -122,6 +123,11 @@ type Config struct {
 	// is also a prometheus.Gatherer (as *prometheus.Registry is), else the
 	// default gatherer.
 	Registry prometheus.Registerer
+	// Debug, when set, serves every path under /debug/ of the HTTP API,
+	// behind the token: lockcluster's --pprof puts net/http/pprof's
+	// handlers there. A library program is free to serve its own; this
+	// package never registers on http.DefaultServeMux.
+	Debug http.Handler
 
 	// Transport replaces the TCP transport (tests use raft.NewInmemTransport
 	// to cut links); RaftAddr must then equal its LocalAddr. The node closes

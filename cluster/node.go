@@ -160,6 +160,7 @@ func NewNode(ctx context.Context, cfg Config) (_ *Node, err error) {
 		ReadTimeout: cfg.HTTPReadTimeout,
 		MaxWaits:    cfg.MaxWaits,
 		Metrics:     promhttp.HandlerFor(n.metrics.Gatherer, promhttp.HandlerOpts{}),
+		Debug:       cfg.Debug,
 		Transport:   n.proxy,
 		Scheme:      n.httpScheme(),
 	})

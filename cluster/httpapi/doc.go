@@ -30,6 +30,7 @@
 //	POST /v1/leave          {"id"}                             -> {} (404 for an id that is no member)
 //	GET  /readyz                                               -> {"ready","state","reason"} (200 or 503)
 //	GET  /metrics, GET /healthz
+//	GET  /debug/...                                            -> Options.Debug, when set (lockcluster --pprof)
 //
 // Every error is {"code","message"} with code invalid (400, naming the
 // field or query parameter at fault), unauthorized (401), wrong_cluster

@@ -93,3 +93,19 @@ func TestHandler_AuthAndRoutes(t *testing.T) {
 		})
 	}
 }
+
+// Options.Debug serves every path under /debug/, behind the token; without
+// it there is no such endpoint.
+func TestHandler_DebugBehindTheToken(t *testing.T) {
+	debug := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { _, _ = w.Write([]byte(r.URL.Path)) })
+	auth := api.Bearer("s3cret")
+	h := newHandler(newFakeStore(), httpapi.Options{Token: "s3cret", Debug: debug})
+	mustStatus(t, do(h, "GET", "/debug/pprof/heap", ""), http.StatusUnauthorized, "debug without a token")
+	a := do(h, "GET", "/debug/pprof/heap", "", api.HeaderAuthorization, auth)
+	mustStatus(t, a, http.StatusOK, "debug with the token")
+	if string(a.raw) != "/debug/pprof/heap" {
+		t.Fatalf("debug handler saw %q", a.raw)
+	}
+	off := newHandler(newFakeStore(), httpapi.Options{Token: "s3cret"})
+	mustStatus(t, do(off, "GET", "/debug/pprof/heap", "", api.HeaderAuthorization, auth), http.StatusNotFound, "debug when off")
+}

@@ -30,6 +30,9 @@ type Options struct {
 	MaxWaits int
 	// Metrics serves GET /metrics (behind the token); nil: no endpoint.
 	Metrics http.Handler
+	// Debug serves every path under /debug/ (behind the token), such as
+	// net/http/pprof's handlers; nil: no endpoint.
+	Debug http.Handler
 	// Transport carries requests forwarded to the leader; nil:
 	// http.DefaultTransport. The caller owns it (and closes its idle
 	// connections).
@@ -68,6 +71,9 @@ func (h *handler) routes() http.Handler {
 	mux.HandleFunc("GET /readyz", h.ready)
 	if h.opts.Metrics != nil {
 		mux.Handle("GET /metrics", h.auth(h.opts.Metrics))
+	}
+	if h.opts.Debug != nil {
+		mux.Handle("/debug/", h.auth(h.opts.Debug))
 	}
 	mux.Handle("GET "+api.PathStatus, h.auth(http.HandlerFunc(h.status)))
 	mux.Handle("POST "+api.PathAcquire, h.auth(http.HandlerFunc(h.acquire)))

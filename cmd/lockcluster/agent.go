@@ -51,7 +51,7 @@ type agentOptions struct {
 	raftInsecure                                     bool
 	clusterID                                        string
 	tlsCert, tlsKey, tlsCA                           string
-	tlsClientAuth                                    bool
+	tlsClientAuth, pprof                             bool
 	logLevel                                         string
 	election, stopTimeout, readTimeout               time.Duration
 	maxKeys, maxWaiters, maxWaits, maxConns          int
@@ -87,6 +87,7 @@ func newAgentCmd(e *env) *cobra.Command {
 	fs.StringVar(&o.tlsCA, "tls-ca", "", "PEM CA `file` that signs the nodes' (and clients') certificates")
 	fs.BoolVar(&o.tlsClientAuth, "tls-client-auth", false, "require API clients to present a certificate signed by --tls-ca (mutual TLS)")
 	fs.StringVar(&o.logLevel, "log-level", "info", "trace, debug, info, warn, error or off")
+	fs.BoolVar(&o.pprof, "pprof", false, "serve Go's profiler under /debug/pprof/ of the HTTP API, behind the token\n(go tool pprof http://HOST:PORT/debug/pprof/profile)")
 	durationVar(fs, &o.election, "election-timeout", 0, "raft election timeout; heartbeat = the same, leader lease = half (0: 500ms/500ms/250ms)")
 	fs.IntVar(&o.maxKeys, "max-keys", 0, fmt.Sprintf("refuse new keys beyond this many (0: %d, -1: unlimited); the same on every node", cluster.DefaultMaxKeys))
 	fs.IntVar(&o.maxWaiters, "max-waiters", 0, fmt.Sprintf("refuse waiters beyond this many per key (0: %d, -1: unlimited); the same on every node", cluster.DefaultMaxWaitersPerKey))
@@ -134,6 +135,9 @@ func runAgent(ctx context.Context, e *env, o *agentOptions) error {
 		cfg.ElectionTimeout = o.election
 		cfg.HeartbeatTimeout = o.election
 		cfg.LeaderLeaseTimeout = o.election / 2
+	}
+	if o.pprof {
+		cfg.Debug = pprofHandler()
 	}
 	if err := cfg.Validate(); err != nil {
 		return &usageError{msg: cliexplain.Strip(err.Error())}

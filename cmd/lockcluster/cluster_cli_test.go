@@ -3,6 +3,8 @@
 package main
 
 import (
+	"io"
+	"net/http"
 	"strings"
 	"syscall"
 	"testing"
@@ -15,14 +17,15 @@ import (
 // These tests run lockcluster against a real agent process.
 
 // startAgent starts a one-node cluster whose API wants token ("": none),
-// and returns its HTTP address once it has a leader.
-func startAgent(t *testing.T, token string) string {
+// with env added to its environment, and returns its HTTP address once it
+// has a leader.
+func startAgent(t *testing.T, token string, env ...string) string {
 	t.Helper()
 	if testing.Short() {
 		t.Skip("starts an agent process")
 	}
 	httpAddr, raftAddr := loopback.MustFreeAddr(t), loopback.MustFreeAddr(t)
-	startProc(t, []string{"LOCKCLUSTER_TOKEN=" + token}, "agent", "--id", "n1", "--data-dir", t.TempDir(),
+	startProc(t, append([]string{"LOCKCLUSTER_TOKEN=" + token}, env...), "agent", "--id", "n1", "--data-dir", t.TempDir(),
 		"--raft-addr", raftAddr, "--http-addr", httpAddr, "--log-level", "warn")
 	vars := map[string]string{"LOCKCLUSTER_ENDPOINTS": httpAddr, "LOCKCLUSTER_TOKEN": token}
 	var code int
@@ -203,5 +206,33 @@ func TestAgent_RaftAdvertise(t *testing.T) {
 	})
 	if !strings.Contains(stdout, advertised) || strings.Contains(stdout, raftAddr) {
 		t.Fatalf("status shows %s; want the advertised raft address %s, not the bound %s", stdout, advertised, raftAddr)
+	}
+}
+
+// --pprof serves Go's profiler on the API port, behind the token.
+func TestAgent_PprofBehindTheToken(t *testing.T) {
+	const token = "the-right-token-0123456789"
+	addr := startAgent(t, token, "LOCKCLUSTER_PPROF=true")
+	get := func(auth string) (int, string) {
+		req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, "http://"+addr+"/debug/pprof/cmdline", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if auth != "" {
+			req.Header.Set("Authorization", "Bearer "+auth)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	if code, _ := get(""); code != http.StatusUnauthorized {
+		t.Fatalf("pprof without the token: %d, want 401", code)
+	}
+	if code, body := get(token); code != http.StatusOK || !strings.Contains(body, "agent") {
+		t.Fatalf("pprof with the token: %d %q, want 200 and the command line", code, body)
 	}
 }
