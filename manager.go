@@ -44,9 +44,8 @@ type Manager struct {
 	bg       context.Context
 	cancelBg context.CancelFunc
 
-	// quit ends every Block still waiting; Shutdown and Close cancel it.
-	quit       context.Context
-	cancelQuit context.CancelFunc
+	// waits ends every Block still waiting; Shutdown and Close quit it.
+	waits quitSet
 
 	// idle is signalled when a callback returns during Shutdown;
 	// shutdownSem lets one Shutdown wait for it at a time.
@@ -87,7 +86,6 @@ func New(d drivers.Driver, opts ...ManagerOption) *Manager {
 		logger: slog.New(slog.DiscardHandler),
 	}
 	m.bg, m.cancelBg = context.WithCancel(context.Background())
-	m.quit, m.cancelQuit = context.WithCancel(context.Background())
 	m.idle, m.shutdownSem = make(chan struct{}, 1), make(chan struct{}, 1)
 	for _, opt := range opts {
 		if opt != nil {
@@ -128,7 +126,7 @@ func (m *Manager) Close() error {
 		first = true
 		m.closed.Store(true)
 		m.stopping.Store(true)
-		m.cancelQuit()
+		m.waits.quit()
 		for _, w := range m.watches.Drain() {
 			w.Close()
 		}

@@ -40,7 +40,7 @@ import "context"
 // After Close, Shutdown returns nil at once.
 func (m *Manager) Shutdown(ctx context.Context) error {
 	m.stopping.Store(true)
-	m.cancelQuit()
+	m.waits.quit()
 	select {
 	case m.shutdownSem <- struct{}{}:
 		defer func() { <-m.shutdownSem }()

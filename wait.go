@@ -15,14 +15,21 @@ func (l *Lock) waitLocked(ctx context.Context, timeout, retryDelay time.Duration
 	if err := ctx.Err(); err != nil {
 		return l.waitCancelled(ctx)
 	}
+	if _, ok := l.m.driver.(drivers.InstantWaiter); ok {
+		// A free key is taken without a timer, a registration or a
+		// cancellable call; a busy one is waited for as usual (an error
+		// shows again there).
+		if ok, err := l.acquireLocked(ctx); ok && err == nil {
+			return nil
+		}
+	}
 	waitCtx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	// Manager.Close and Shutdown end the wait at once: not every driver's
 	// Close interrupts a wait in flight (a handle on a shared engine, an
 	// HTTP request to the cluster), and nobody should wait on a Manager
 	// that takes no more locks.
-	stop := context.AfterFunc(l.m.quit, cancel)
-	defer stop()
+	defer l.m.waits.add(cancel)()
 	if w, ok := l.m.driver.(drivers.Waiter); ok {
 		return l.waitPushed(ctx, waitCtx, w, retryDelay)
 	}

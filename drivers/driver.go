@@ -90,3 +90,17 @@ type WaitOptions struct {
 type Waiter interface {
 	AcquireWait(ctx context.Context, key, owner string, ttl time.Duration, opts WaitOptions) (fence uint64, err error)
 }
+
+// InstantWaiter is a Waiter whose Acquire costs no I/O and never
+// overtakes an owner queued by AcquireWait: a key with waiters is never
+// free, because a release or an expiry hands it to the first waiter at
+// once. For such a driver the Manager tries Acquire before it sets up a
+// timed wait, which then happens only when the key is busy; the order in
+// which waiters are served is the same. The memory driver is one. A
+// driver over a network is not: the extra round trip on a busy key would
+// cost more than it saves.
+type InstantWaiter interface {
+	Waiter
+	// AcquireIsInstant marks the capability; it is never called.
+	AcquireIsInstant()
+}

@@ -56,6 +56,8 @@ var (
 	_ drivers.Driver   = (*Driver)(nil)
 	_ drivers.Extender = (*Driver)(nil)
 	_ drivers.Waiter   = (*Driver)(nil)
+
+	_ drivers.InstantWaiter = (*Driver)(nil)
 )
 
 // New starts an engine and returns a driver that owns it: Close stops it.
@@ -113,6 +115,11 @@ func (d *Driver) AcquireWait(ctx context.Context, key, owner string, ttl time.Du
 	}
 	return g.Fence, nil
 }
+
+// AcquireIsInstant marks the driver as a drivers.InstantWaiter: Acquire is
+// a call into this process's engine, and the engine hands a released or
+// expired key to its first waiter in the same step.
+func (d *Driver) AcquireIsInstant() {}
 
 // Release frees key if owner holds it.
 func (d *Driver) Release(ctx context.Context, key, owner string) (bool, error) {

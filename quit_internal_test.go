@@ -1,0 +1,31 @@
+package lock
+
+import (
+	"context"
+	"testing"
+)
+
+// quit cancels the waits registered and not removed, and any wait
+// registered afterwards at once.
+func TestQuitSet_CancelsRegisteredAndLaterWaits(t *testing.T) {
+	var s quitSet
+	kept, cancelKept := context.WithCancel(t.Context())
+	defer cancelKept()
+	gone, cancelGone := context.WithCancel(t.Context())
+	defer cancelGone()
+	s.add(cancelKept)
+	s.add(cancelGone)() // removed: quit must not reach it
+	s.quit()
+	if kept.Err() == nil {
+		t.Fatal("a registered wait survived quit")
+	}
+	if gone.Err() != nil {
+		t.Fatal("quit cancelled a wait that had been removed")
+	}
+	late, cancelLate := context.WithCancel(t.Context())
+	defer cancelLate()
+	s.add(cancelLate)()
+	if late.Err() == nil {
+		t.Fatal("a wait registered after quit was not cancelled")
+	}
+}
