@@ -132,6 +132,9 @@ func (f *FSM) ApplyBatch(logs []*raft.Log) []interface{} {
 	entries := f.decodeBatch(logs)
 	f.cmds, f.pos = f.cmds[:0], f.pos[:0]
 
+	if len(logs) == 0 {
+		return nil
+	}
 	last := logs[len(logs)-1].Index
 	f.mu.Lock()
 	f.applying = max(f.applying, last)
