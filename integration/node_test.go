@@ -147,6 +147,9 @@ func (n *node) stop(t *testing.T) {
 	t.Helper()
 	if err := n.signal(syscall.SIGTERM, 20*time.Second); err != nil {
 		t.Errorf("graceful stop: %v", err)
+		// SIGQUIT makes the Go runtime write every goroutine's stack to
+		// the node's log: where the stop hung.
+		_ = n.signal(syscall.SIGQUIT, 5*time.Second)
 		n.kill()
 		return
 	}
