@@ -16,6 +16,7 @@ import (
 
 	"github.com/zerotal/lock"
 	"github.com/zerotal/lock/internal/poll"
+	"github.com/zerotal/lock/internal/proctest"
 )
 
 // These tests run "lockcluster run" as a real process (this test binary
@@ -85,48 +86,6 @@ func (p *runProc) wait(t *testing.T) int {
 	}
 }
 
-// readPID waits for a command to write its PID to file, and makes sure the
-// process is gone at the test's end whatever happens.
-func readPID(t *testing.T, file string) int {
-	t.Helper()
-	var pid int
-	poll.Until(t, 10*time.Second, "a PID in "+file, func() bool {
-		b, err := os.ReadFile(file)
-		if err != nil || !strings.HasSuffix(string(b), "\n") {
-			return false
-		}
-		pid, err = strconv.Atoi(strings.TrimSpace(string(b)))
-		return err == nil
-	})
-	t.Cleanup(func() {
-		if alive(pid) {
-			_ = syscall.Kill(pid, syscall.SIGKILL) // a process this test started
-		}
-	})
-	return pid
-}
-
-// alive reports whether pid can still run: it exists and is no zombie.
-func alive(pid int) bool {
-	stat, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return false
-	}
-	i := strings.LastIndexByte(string(stat), ')')
-	f := strings.Fields(string(stat[i+1:]))
-	return len(f) > 0 && f[0] != "Z" && f[0] != "X"
-}
-
-// script writes a shell script into dir and returns its path.
-func script(t *testing.T, dir, name, body string) string {
-	t.Helper()
-	p := filepath.Join(dir, name)
-	if err := os.WriteFile(p, []byte(body), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return p
-}
-
 // openSQLite opens a second handle on the test's lock file.
 func openSQLite(t *testing.T, db string) *lock.Manager {
 	t.Helper()
@@ -161,10 +120,10 @@ func TestRun_LossKillsTheGrandchild(t *testing.T) {
 	needProc(t)
 	dir := t.TempDir()
 	db, pidfile := filepath.Join(dir, "locks.db"), filepath.Join(dir, "pid")
-	inner := script(t, dir, "inner.sh", ignoreTerm)
+	inner := proctest.Script(t, dir, "inner.sh", ignoreTerm)
 	p := startRunProcess(t, "--driver", "sqlite", "--sqlite-path", db, "--key", "k", "--ttl", "3s", "--grace", "500ms",
 		"--", "sh", "-c", `trap '' TERM; sh "$0" "$1" & wait`, inner, pidfile)
-	pid := readPID(t, pidfile)
+	pid := proctest.ReadPID(t, pidfile)
 
 	m := openSQLite(t, db)
 	forced := time.Now()
@@ -172,7 +131,7 @@ func TestRun_LossKillsTheGrandchild(t *testing.T) {
 		t.Fatal(err)
 	}
 	code := p.wait(t)
-	if alive(pid) {
+	if proctest.Alive(pid) {
 		t.Fatalf("grandchild %d still runs after run returned %d: it works outside the lock", pid, code)
 	}
 	if code != exitLost {
@@ -199,18 +158,18 @@ func TestRun_SignalReachesTheGrandchild(t *testing.T) {
 		t.Run(tc.sig.String(), func(t *testing.T) {
 			dir := t.TempDir()
 			db, pidfile, mark := filepath.Join(dir, "locks.db"), filepath.Join(dir, "pid"), filepath.Join(dir, "mark")
-			inner := script(t, dir, "inner.sh", `trap 'echo got > "$2"; exit 0' TERM HUP
+			inner := proctest.Script(t, dir, "inner.sh", `trap 'echo got > "$2"; exit 0' TERM HUP
 echo $$ > "$1"
 while :; do sleep 0.05; done
 `)
 			p := startRunProcess(t, "--driver", "sqlite", "--sqlite-path", db, "--key", "k", "--ttl", "5s", "--grace", "1s",
 				"--", "sh", "-c", `sh "$0" "$1" "$2" & wait`, inner, pidfile, mark)
-			pid := readPID(t, pidfile)
+			pid := proctest.ReadPID(t, pidfile)
 			if err := p.cmd.Process.Signal(tc.sig); err != nil {
 				t.Fatal(err)
 			}
 			code := p.wait(t)
-			if alive(pid) {
+			if proctest.Alive(pid) {
 				t.Fatalf("grandchild %d still runs after run returned %d", pid, code)
 			}
 			if code != 128+int(tc.sig) {
@@ -230,15 +189,15 @@ func TestRun_LingeringGrandchildDiesBeforeRelease(t *testing.T) {
 	needProc(t)
 	dir := t.TempDir()
 	db, pidfile := filepath.Join(dir, "locks.db"), filepath.Join(dir, "pid")
-	inner := script(t, dir, "inner.sh", ignoreTerm)
+	inner := proctest.Script(t, dir, "inner.sh", ignoreTerm)
 	p := startRunProcess(t, "--driver", "sqlite", "--sqlite-path", db, "--key", "k", "--ttl", "3s", "--grace", "1s",
 		"--", "sh", "-c", `trap '' TERM; sh "$0" "$1" &`, inner, pidfile)
-	pid := readPID(t, pidfile)
+	pid := proctest.ReadPID(t, pidfile)
 
 	m := openSQLite(t, db)
 	aliveAtGrant := make(chan bool, 1)
 	err := m.Block(t.Context(), "k", 5*time.Second, func(context.Context, *lock.Lock) error {
-		aliveAtGrant <- alive(pid)
+		aliveAtGrant <- proctest.Alive(pid)
 		return nil
 	}, lock.WithTimeout(20*time.Second), lock.WithRetryDelay(10*time.Millisecond))
 	if err != nil {
@@ -330,13 +289,13 @@ func TestRun_StopSignalPausesTheGroupNotRun(t *testing.T) {
 	needProc(t)
 	dir := t.TempDir()
 	db, pidfile, mark := filepath.Join(dir, "locks.db"), filepath.Join(dir, "pid"), filepath.Join(dir, "mark")
-	inner := script(t, dir, "inner.sh", `trap 'echo got > "$2"; exit 0' TERM
+	inner := proctest.Script(t, dir, "inner.sh", `trap 'echo got > "$2"; exit 0' TERM
 echo $$ > "$1"
 while :; do sleep 0.05; done
 `)
 	p := startRunProcess(t, "--driver", "sqlite", "--sqlite-path", db, "--key", "k", "--ttl", "5s", "--grace", "1s",
 		"--", "sh", "-c", `sh "$0" "$1" "$2" & wait`, inner, pidfile, mark)
-	pid := readPID(t, pidfile)
+	pid := proctest.ReadPID(t, pidfile)
 	if err := p.cmd.Process.Signal(syscall.SIGTSTP); err != nil {
 		t.Fatal(err)
 	}
@@ -348,7 +307,7 @@ while :; do sleep 0.05; done
 		t.Fatal(err)
 	}
 	code := p.wait(t)
-	if alive(pid) {
+	if proctest.Alive(pid) {
 		t.Fatalf("grandchild %d still runs after run returned %d", pid, code)
 	}
 	if b, _ := os.ReadFile(mark); string(b) != "got\n" {
