@@ -127,15 +127,3 @@ func formatOps(ops []op) string {
 	}
 	return b.String()
 }
-
-// byKey splits ops per key, each list by start time.
-func byKey(ops []op) map[string][]op {
-	out := map[string][]op{}
-	for _, o := range ops {
-		out[o.key] = append(out[o.key], o)
-	}
-	for k := range out {
-		slices.SortStableFunc(out[k], func(a, b op) int { return int(a.start - b.start) })
-	}
-	return out
-}

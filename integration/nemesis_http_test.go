@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -139,6 +138,3 @@ func (a *rawAPI) waiters(ctx context.Context, addr, key string) int {
 	}
 	return out.Waiters
 }
-
-// errAbandoned marks a request the workload gave up on itself.
-var errAbandoned = errors.New("abandoned by the client")
