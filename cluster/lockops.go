@@ -154,7 +154,11 @@ func (n *Node) acquireWait(ctx context.Context, l *leadership, q *request, ttl, 
 	// just waits again: the queue entry is committed, a hand-off from now
 	// on reaches the channel above, and the entry cannot be cancelled
 	// while this request lives. Its TTL stays the one first asked for.
-	queued, err := n.fsm.IsWaiter(ctx, key, owner)
+	// The engine's answer is enough here, without leave's wait for
+	// deliveries (which would hold every waiting acquire behind the batch
+	// being applied): if the engine already handed the owner the key, the
+	// acquire proposed below is a refresh of that grant.
+	queued, err := n.fsm.Engine().IsWaiting(ctx, key, owner)
 	if err != nil {
 		return 0, unavailable("acquire", err)
 	}
