@@ -52,7 +52,7 @@ func openStores(cfg Config, t *tlsSetup) (_ *stores, err error) {
 		Logger:        cfg.Logger,
 		CheckSnapshot: fsm.CheckSnapshot,
 		CheckCommand: func(b []byte) error {
-			_, err := fsm.Decode(b)
+			_, err := fsm.DecodeLog(b)
 			return err
 		},
 	})

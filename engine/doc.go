@@ -69,7 +69,8 @@
 // expiry from a paused former leader is a no-op. A grant past its deadline
 // still counts as free for OpAcquire. Waiters are part of the replicated
 // state. A grant made by a command takes Command.Fence (the Raft index)
-// when it is above every fence issued so far. Due and NextDeadline tell
+// when it is above every fence issued so far, else the counter plus one
+// (several grants carried by one log entry). Due and NextDeadline tell
 // the leader what to expire.
 //
 // # Snapshots

@@ -113,6 +113,8 @@ func (t EntryType) String() string {
 		return "set_member"
 	case t == RemoveMember:
 		return "remove_member"
+	case t == Batch:
+		return "batch"
 	case t.known():
 		return engine.Op(t).String()
 	}
@@ -181,6 +183,9 @@ func Decode(b []byte) (Entry, error) {
 		return Entry{}, fmt.Errorf("%w: %d bytes, need at least 2", ErrMalformed, len(b))
 	}
 	t := EntryType(b[0])
+	if t == Batch {
+		return Entry{}, fmt.Errorf("%w: a batch entry carries several entries: DecodeLog decodes it", ErrMalformed)
+	}
 	if !t.known() {
 		if t.Ignorable() {
 			return Entry{}, nil

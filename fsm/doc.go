@@ -23,8 +23,10 @@
 // The FSM never reads a clock: time arrives in each entry (Entry.Now,
 // stamped by the leader), and the FSM clock is the largest stamp applied so
 // far, so it never goes back. Every grant made by an entry gets the entry's
-// Raft index as its fence. A committed batch goes to the engine in one
-// Apply call. Beside the engine table the FSM keeps the member map (id ->
+// Raft index as its fence, or the last fence plus one when that is not
+// above every fence issued so far: the second grant of a Batch entry,
+// which carries several lock entries applied in order. A committed batch
+// of log entries goes to the engine in one Apply call. Beside the engine table the FSM keeps the member map (id ->
 // HTTP address, for forwarding to the leader) and the set of queued waiters
 // (for the new leader's sweep of waiters nobody waits for any more); both
 // are derived from the log only and sorted in snapshots, so nodes that

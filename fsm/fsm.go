@@ -46,6 +46,9 @@ type Response struct {
 	Type   EntryType
 	Result engine.Result // lock entries
 	Err    error         // engine failure or per-command error
+	// Parts holds, for a Batch entry, one response per lock entry it
+	// carries, in order (Result and Err of the batch itself are zero).
+	Parts []Response
 }
 
 // FSM applies committed log entries to an engine in replicated mode. Apply
@@ -58,7 +61,7 @@ type FSM struct {
 
 	// Reused by ApplyBatch (single goroutine) so a batch allocates little.
 	cmds []engine.Command
-	pos  []int
+	pos  []part // where each command of cmds comes from
 
 	mu        sync.Mutex
 	st        state
@@ -123,18 +126,20 @@ func (f *FSM) Apply(l *raft.Log) interface{} {
 	return f.ApplyBatch([]*raft.Log{l})[0]
 }
 
-// ApplyBatch applies a committed batch with one engine.Apply call. Every
-// grant made by an entry gets that entry's Raft index as its fence. An
-// entry that does not decode stops the node with a panic holding a
+// ApplyBatch applies a committed batch of log entries with one
+// engine.Apply call. Every grant made by a lock entry gets that entry's
+// raft index as its fence, or the last fence plus one when that is not
+// above every fence issued so far (a batch entry's second grant). An entry
+// that does not decode stops the node with a panic holding a
 // *CorruptEntryError, before any entry of the batch is applied.
 func (f *FSM) ApplyBatch(logs []*raft.Log) []interface{} {
+	if len(logs) == 0 {
+		return nil
+	}
 	resps := make([]interface{}, len(logs))
 	entries := f.decodeBatch(logs)
 	f.cmds, f.pos = f.cmds[:0], f.pos[:0]
 
-	if len(logs) == 0 {
-		return nil
-	}
 	last := logs[len(logs)-1].Index
 	f.mu.Lock()
 	f.applying = max(f.applying, last)
@@ -142,26 +147,34 @@ func (f *FSM) ApplyBatch(logs []*raft.Log) []interface{} {
 		if l.Type != raft.LogCommand {
 			continue // configuration entries: raft keeps membership itself
 		}
-		e := entries[i]
-		if !e.Type().known() {
+		r := &Response{Index: l.Index, Type: EntryType(l.Data[0])}
+		resps[i] = r
+		if entries[i] == nil {
 			f.log.Warn("skipping ignorable log entry of unknown type", "index", l.Index, "type", l.Data[0])
-			resps[i] = &Response{Index: l.Index, Type: EntryType(l.Data[0])}
 			continue
 		}
-		if e.Now > f.st.now {
-			f.st.now = e.Now
+		if r.Type == Batch {
+			r.Parts = make([]Response, len(entries[i]))
+			for j := range r.Parts {
+				r.Parts[j] = Response{Index: l.Index, Type: entries[i][j].Type()}
+			}
 		}
-		switch e.Member {
-		case SetMember:
-			f.st.members[e.ID] = e.HTTPAddr
-			resps[i] = &Response{Index: l.Index, Type: e.Member, Result: engine.Result{OK: true}}
-		case RemoveMember:
-			_, ok := f.st.members[e.ID]
-			delete(f.st.members, e.ID)
-			resps[i] = &Response{Index: l.Index, Type: e.Member, Result: engine.Result{OK: ok}}
-		default:
-			f.cmds = append(f.cmds, toCommand(e, l.Index))
-			f.pos = append(f.pos, i)
+		for j, e := range entries[i] {
+			if e.Now > f.st.now {
+				f.st.now = e.Now
+			}
+			switch e.Member {
+			case SetMember:
+				f.st.members[e.ID] = e.HTTPAddr
+				r.Result = engine.Result{OK: true}
+			case RemoveMember:
+				_, ok := f.st.members[e.ID]
+				delete(f.st.members, e.ID)
+				r.Result = engine.Result{OK: ok}
+			default:
+				f.cmds = append(f.cmds, toCommand(e, l.Index))
+				f.pos = append(f.pos, part{i, j})
+			}
 		}
 	}
 	f.mu.Unlock()
@@ -183,23 +196,24 @@ func (f *FSM) ApplyBatch(logs []*raft.Log) []interface{} {
 	// waits for an index (WaitApplied, IsWaiter) finds its hand-offs
 	// delivered.
 	if f.onApply != nil && applyErr == nil {
-		for j, i := range f.pos {
-			f.onApply(Applied{Index: logs[i].Index, Entry: entries[i], Result: results[j]})
+		for k, p := range f.pos {
+			f.onApply(Applied{Index: logs[p.log].Index, Entry: entries[p.log][p.part], Result: results[k]})
 		}
 	}
 
 	f.mu.Lock()
 	f.st.applied = max(f.st.applied, last)
-	for j, i := range f.pos {
-		l, e := logs[i], entries[i]
-		r := &Response{Index: l.Index, Type: e.Type()}
+	for k, p := range f.pos {
+		r := resps[p.log].(*Response)
+		if r.Type == Batch {
+			r = &r.Parts[p.part]
+		}
 		if applyErr != nil {
 			r.Err = applyErr
 		} else {
-			r.Result = results[j]
-			r.Err = results[j].Err
+			r.Result = results[k]
+			r.Err = results[k].Err
 		}
-		resps[i] = r
 	}
 	old := f.appliedCh
 	f.appliedCh = make(chan struct{})
@@ -208,29 +222,35 @@ func (f *FSM) ApplyBatch(logs []*raft.Log) []interface{} {
 	return resps
 }
 
-// decodeBatch decodes the command entries of a batch (the others stay
-// zero). An entry that does not decode stops the node with a panic holding
-// a *CorruptEntryError, before anything of the batch is applied: see
+// part locates a lock entry in the logs of a batch: the log, and the
+// entry's place among those the log carries (0 unless a batch entry).
+type part struct{ log, part int }
+
+// decodeBatch decodes the command entries of a batch into the entries
+// each carries (nil for the others and for an ignorable unknown type). An
+// entry that does not decode stops the node with a panic holding a
+// *CorruptEntryError, before anything of the batch is applied: see
 // CorruptEntryError for why it is not skipped.
-func (f *FSM) decodeBatch(logs []*raft.Log) []Entry {
-	entries := make([]Entry, len(logs))
+func (f *FSM) decodeBatch(logs []*raft.Log) [][]Entry {
+	entries := make([][]Entry, len(logs))
 	for i, l := range logs {
 		if l.Type != raft.LogCommand {
 			continue
 		}
-		e, err := Decode(l.Data)
+		es, err := DecodeLog(l.Data)
 		if err != nil {
 			ce := &CorruptEntryError{Index: l.Index, Term: l.Term, Err: err}
 			f.log.Error("stopping: committed log entry cannot be applied", "index", l.Index, "term", l.Term, "error", err)
 			panic(ce)
 		}
-		entries[i] = e
+		entries[i] = es
 	}
 	return entries
 }
 
 // toCommand turns a lock entry into the engine command it carries; its
-// raft index is the fence of any grant it makes.
+// raft index is the fence of any grant it makes, unless the engine has
+// issued that fence already (see the engine's Fences).
 func toCommand(e Entry, index uint64) engine.Command {
 	return engine.Command{
 		Op:          e.Op,

@@ -10,9 +10,14 @@
 // is arranged so that as many requests as possible share those. The
 // leader proposes in rounds, one at a time: while a round is in raft, new
 // proposals wait and then go in together (an idle leader proposes at
-// once). raft's BatchApplyCh takes a round from the apply channel as one
-// batch (up to MaxAppendEntries), the followers store it in one
-// transaction, and the FSM applies it with one engine call; and raft's
+// once). The lock proposals of a round go in as one fsm.Batch entry (a
+// proposal alone keeps a plain entry): raft stores, replicates and hands
+// the FSM one entry instead of one per request, and each proposal is
+// answered with its own part of the FSM's response. raft's BatchApplyCh
+// takes what remains of a round (member entries, several batches) from
+// the apply channel as one batch (up to MaxAppendEntries), the followers
+// store it in one transaction, and the FSM applies it with one engine
+// call; and raft's
 // leader loop, which both writes batches and processes commits, is never
 // busy writing the next batch when a commit comes in. An acquire that
 // will only join a busy key's queue does not start a round: it rides with

@@ -39,6 +39,9 @@ type Config struct {
 	Depth   int
 	Linger  time.Duration
 	Stall   time.Duration
+	// Unbatched writes every proposal as its own entry, never as a batch
+	// entry (for tests and measurements).
+	Unbatched bool
 }
 
 // Rounds paces proposals into raft in rounds, with at most depth rounds
@@ -66,11 +69,12 @@ type Config struct {
 // answered every pending one before it stops raft. While raft runs, each
 // one ends (committed, or failed when leadership is lost).
 type Rounds struct {
-	apply   func(data []byte, timeout time.Duration) raft.ApplyFuture
-	timeout time.Duration
-	depth   int
-	wait    time.Duration // how long lazy proposals wait
-	stall   time.Duration
+	apply     func(data []byte, timeout time.Duration) raft.ApplyFuture
+	timeout   time.Duration
+	depth     int
+	wait      time.Duration // how long lazy proposals wait
+	stall     time.Duration
+	unbatched bool
 
 	mu       sync.Mutex
 	closed   bool           // close was called: refuse new proposals
@@ -83,7 +87,7 @@ type Rounds struct {
 
 // New returns Rounds that hand entries to cfg.Apply.
 func New(cfg Config) *Rounds {
-	r := &Rounds{apply: cfg.Apply, timeout: cfg.Timeout, depth: cfg.Depth, wait: cfg.Linger, stall: cfg.Stall}
+	r := &Rounds{apply: cfg.Apply, timeout: cfg.Timeout, depth: cfg.Depth, wait: cfg.Linger, stall: cfg.Stall, unbatched: cfg.Unbatched}
 	if r.depth <= 0 {
 		r.depth = DefaultDepth
 	}
@@ -194,22 +198,75 @@ func (r *Rounds) takeLocked() []*Proposal {
 
 // run hands a round to raft, in order, and answers it in the background.
 func (r *Rounds) run(round []*Proposal) {
-	go r.await(round, r.submit(round))
+	go r.await(r.submit(round))
 }
 
-// submit hands the proposals of a round to raft.
-func (r *Rounds) submit(round []*Proposal) []raft.ApplyFuture {
-	futures := make([]raft.ApplyFuture, 0, len(round))
-	for _, p := range round {
-		futures = append(futures, r.apply(p.data, r.timeout))
+// entry is one raft entry of a round: a proposal alone, or a run of lock
+// proposals written as one fsm.Batch entry.
+type entry struct {
+	f     raft.ApplyFuture
+	props []*Proposal // the proposal, or the batch's parts in order
+	batch bool
+}
+
+// submit hands the proposals of a round to raft, in order. Consecutive
+// lock proposals go as one batch entry (up to fsm.MaxBatchParts each):
+// raft stores, replicates and applies one entry for them. A proposal
+// alone keeps its own entry, the cheapest to write and apply.
+func (r *Rounds) submit(round []*Proposal) []entry {
+	entries := make([]entry, 0, 1)
+	for i := 0; i < len(round); {
+		j := i
+		for !r.unbatched && j < len(round) && j-i < fsm.MaxBatchParts && fsm.Batchable(round[j].data) {
+			j++
+		}
+		if j-i >= 2 {
+			parts := make([][]byte, j-i)
+			for k, p := range round[i:j] {
+				parts[k] = p.data
+			}
+			if b, err := fsm.EncodeBatch(parts); err == nil {
+				entries = append(entries, entry{f: r.apply(b, r.timeout), props: round[i:j], batch: true})
+				i = j
+				continue
+			}
+		}
+		entries = append(entries, entry{f: r.apply(round[i].data, r.timeout), props: round[i : i+1]})
+		i++
 	}
-	return futures
+	return entries
 }
 
-// await answers every proposal of a round (raft answers each future, also
+// answer answers the proposals of e once raft has answered its entry:
+// a batch's parts each with their own part of the FSM's response.
+func (e entry) answer() {
+	err := e.f.Error()
+	var resp interface{}
+	var idx uint64
+	if err == nil {
+		resp, idx = e.f.Response(), e.f.Index()
+	}
+	if !e.batch {
+		e.props[0].answer(err, resp, idx)
+		return
+	}
+	br, _ := resp.(*fsm.Response)
+	if err == nil && (br == nil || len(br.Parts) != len(e.props)) {
+		err = fmt.Errorf("rounds: a batch of %d answered with %T %+v", len(e.props), resp, resp)
+	}
+	for j, p := range e.props {
+		if err != nil {
+			p.answer(err, nil, 0)
+			continue
+		}
+		p.answer(nil, &br.Parts[j], idx)
+	}
+}
+
+// await answers every proposal of a round (raft answers each entry, also
 // when leadership is lost), then runs the proposals queued meanwhile as
 // the next round, until no eager one is left.
-func (r *Rounds) await(round []*Proposal, futures []raft.ApplyFuture) {
+func (r *Rounds) await(entries []entry) {
 	for {
 		// freed is set by whoever gives up the round's slot first: this
 		// goroutine when the round ends, or the stall timer.
@@ -219,9 +276,11 @@ func (r *Rounds) await(round []*Proposal, futures []raft.ApplyFuture) {
 				r.endRound()
 			}
 		})
-		for i, f := range futures {
-			round[i].answer(f)
-			r.pending.Done()
+		for _, e := range entries {
+			e.answer()
+			for range e.props {
+				r.pending.Done()
+			}
 		}
 		stall.Stop()
 		if !freed.CompareAndSwap(false, true) {
@@ -233,8 +292,7 @@ func (r *Rounds) await(round []*Proposal, futures []raft.ApplyFuture) {
 		if !ok {
 			return
 		}
-		round = next
-		futures = r.submit(round)
+		entries = r.submit(next)
 	}
 }
 
@@ -287,13 +345,10 @@ func Failed(err error) *Proposal {
 	return p
 }
 
-// answer records raft's outcome for the proposal's entry and wakes its
-// waiters. Called once.
-func (p *Proposal) answer(f raft.ApplyFuture) {
-	p.err = f.Error()
-	if p.err == nil {
-		p.resp, p.idx = f.Response(), f.Index()
-	}
+// answer records raft's outcome for the proposal's entry (resp and idx
+// only when err is nil) and wakes its waiters. Called once.
+func (p *Proposal) answer(err error, resp interface{}, idx uint64) {
+	p.err, p.resp, p.idx = err, resp, idx
 	close(p.done)
 }
 

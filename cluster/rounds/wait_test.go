@@ -13,7 +13,7 @@ import (
 // answered is a proposal raft answered with err, or with resp.
 func answered(err error, resp interface{}) *Proposal {
 	p := newProposal(nil, false)
-	p.answer(doneFuture{err: err, resp: resp})
+	entry{f: doneFuture{err: err, resp: resp}, props: []*Proposal{p}}.answer()
 	return p
 }
 
