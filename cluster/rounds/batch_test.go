@@ -93,7 +93,7 @@ func TestRounds_QueuedLockProposalsGoAsOneBatchEntry(t *testing.T) {
 		return encode(t, fsm.Entry{Op: engine.OpAcquire, Key: key, Owner: owner, TTL: time.Minute, Now: 1})
 	}
 	first := r.Propose(acquire("k0", "o"), false) // alone: a plain entry
-	keys := []string{"k1", "k2", "k0", "k3"}       // k0 is held; k3 is over MaxKeys
+	keys := []string{"k1", "k2", "k0", "k3"}      // k0 is held; k3 is over MaxKeys
 	var queued []*Proposal
 	for _, k := range keys {
 		queued = append(queued, r.Propose(acquire(k, "p"), false))
