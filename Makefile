@@ -41,7 +41,7 @@ bench-peers:
 ## fuzz: every fuzz target for FUZZTIME each, one after another (`make test` runs their seeds).
 FUZZTIME ?= 30s
 FUZZ_TARGETS := \
-	./fsm:FuzzDecode ./fsm:FuzzEncode ./fsm:FuzzDecodeSnapshot ./fsm:FuzzRestore \
+	./fsm:FuzzDecode ./fsm:FuzzDecodeLog ./fsm:FuzzEncode ./fsm:FuzzDecodeSnapshot ./fsm:FuzzRestore \
 	./engine:FuzzDecodeSnapshot ./engine:FuzzRestore \
 	./cluster/httpapi:FuzzAcquire ./cluster/httpapi:FuzzRelease ./cluster/httpapi:FuzzExtend \
 	./cluster/httpapi:FuzzForceRelease ./cluster/httpapi:FuzzJoin ./cluster/httpapi:FuzzLeave \
