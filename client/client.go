@@ -27,7 +27,11 @@ type Client struct {
 	http  *http.Client
 	// own is the transport New built, closed by Close; nil when the caller
 	// supplied HTTPClient.
-	own  *http.Transport
+	own *http.Transport
+	// stream carries requests to plain-http nodes over the API stream,
+	// through own otherwise; nil when not in use (HTTPClient, TLS, or
+	// Config.NoStream).
+	stream *streamTransport
 	auth string // "Bearer <token>" or ""
 	log  *slog.Logger
 
@@ -81,7 +85,12 @@ func New(cfg Config) (*Client, error) {
 			}
 			c.own.TLSClientConfig = tc
 		}
-		c.http = &http.Client{Transport: c.own, CheckRedirect: noRedirect}
+		var rt http.RoundTripper = c.own
+		if !cfg.tlsEnabled() && !cfg.NoStream {
+			c.stream = newStreamTransport(c.own)
+			rt = c.stream
+		}
+		c.http = &http.Client{Transport: rt, CheckRedirect: noRedirect}
 	}
 	c.health.init()
 	c.stale.Store(true) // look the leader up on first use
@@ -117,7 +126,9 @@ func (c *Client) Close() error {
 		return nil
 	}
 	c.health.close()
-	if c.own != nil {
+	if c.stream != nil {
+		c.stream.Close()
+	} else if c.own != nil {
 		c.own.CloseIdleConnections()
 	}
 	return nil

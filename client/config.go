@@ -85,6 +85,13 @@ type Config struct {
 	// ClusterID, when set, is sent with every request; a node of another
 	// cluster refuses it (403, code "wrong_cluster") instead of serving it.
 	ClusterID string
+	// NoStream sends every request as its own plain HTTP/1.1 request.
+	// By default a client without HTTPClient or TLS settings carries its
+	// requests to each node over one multiplexed connection, the API
+	// stream (package api/stream): the same requests and answers, with
+	// far fewer system calls and no per-request header parsing. A node
+	// that does not serve the stream is spoken to in plain HTTP anyway.
+	NoStream bool
 }
 
 // tlsEnabled reports whether any TLS setting is given.

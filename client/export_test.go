@@ -14,3 +14,13 @@ func (c *Client) AcquireError(ctx context.Context, key, owner string, ttl time.D
 	return c.call(ctx, request{op: "acquire", method: http.MethodPost, path: api.PathAcquire, key: key,
 		body: api.AcquireRequest{Key: key, Owner: owner, TTLMillis: api.Millis(ttl)}}, nil)
 }
+
+// Streams is the number of API streams the client holds open.
+func (c *Client) Streams() int {
+	if c.stream == nil {
+		return 0
+	}
+	c.stream.mu.Lock()
+	defer c.stream.mu.Unlock()
+	return len(c.stream.conns)
+}

@@ -163,6 +163,7 @@ func NewNode(ctx context.Context, cfg Config) (_ *Node, err error) {
 		Debug:       cfg.Debug,
 		Transport:   n.proxy,
 		Scheme:      n.httpScheme(),
+		Streams:     &n.wg,
 	})
 	n.httpSrv = &http.Server{
 		Handler:           n.handler,

@@ -3,9 +3,11 @@ package httpapi
 import (
 	"fmt"
 	"net/http"
+	"sync"
 	"time"
 
 	"github.com/zerotal/lock/api"
+	"github.com/zerotal/lock/api/stream"
 	"github.com/zerotal/lock/drivers"
 )
 
@@ -40,6 +42,11 @@ type Options struct {
 	// Scheme is the scheme of the leader's API, "http" or "https";
 	// "": http.
 	Scheme string
+	// Streams, when set, counts the connections serving the API stream
+	// (package api/stream). The server does not track a connection once
+	// it is taken over, so the caller waits for this after cancelling the
+	// requests' base context, which ends every stream.
+	Streams *sync.WaitGroup
 }
 
 // handler serves the API over a Store.
@@ -85,7 +92,9 @@ func (h *handler) routes() http.Handler {
 	mux.Handle("POST "+api.PathJoin, h.auth(http.HandlerFunc(h.join)))
 	mux.Handle("POST "+api.PathLeave, h.auth(http.HandlerFunc(h.leave)))
 	mux.Handle("/v1/", h.auth(http.HandlerFunc(noEndpoint)))
-	return readBody(mux, h.opts.ReadTimeout)
+	root := readBody(mux, h.opts.ReadTimeout)
+	mux.Handle("GET "+stream.Path, h.auth(h.serveStream(root)))
+	return root
 }
 
 // endpointMethods lists the method of every /v1 path, so a wrong method

@@ -1,0 +1,108 @@
+package client_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/zerotal/lock/client"
+	"github.com/zerotal/lock/drivers"
+	"github.com/zerotal/lock/drivers/driverstest"
+	"github.com/zerotal/lock/internal/poll"
+)
+
+// TestConformance_PlainHTTP runs the conformance suite with the stream
+// turned off: every request its own HTTP/1.1 request.
+func TestConformance_PlainHTTP(t *testing.T) {
+	addrs, _ := startCluster(t)
+	driverstest.Run(t, func(t *testing.T) driverstest.Harness { return plainHarness{addrs: addrs} })
+}
+
+type plainHarness struct{ addrs []string }
+
+func (h plainHarness) NewDriver(context.Context) (drivers.Driver, error) {
+	return client.New(client.Config{Addrs: h.addrs, NoStream: true})
+}
+
+// By default the client carries its calls over one stream per node once
+// the stream is open (the first calls go in plain HTTP meanwhile), and
+// Close closes it.
+func TestStream_ClientCarriesCallsOverOneStreamPerNode(t *testing.T) {
+	addrs, _ := startCluster(t)
+	c, err := client.New(client.Config{Addrs: addrs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := t.Context()
+	poll.Until(t, 5*time.Second, "a stream to the leader", func() bool {
+		if _, _, err := c.Get(ctx, "k"); err != nil {
+			t.Fatal(err)
+		}
+		return c.Streams() > 0
+	})
+	for i := 0; i < 50; i++ {
+		f, ok, err := c.Acquire(ctx, "k", "o", time.Minute)
+		if err != nil || !ok || f == 0 {
+			t.Fatalf("Acquire = %d, %v, %v", f, ok, err)
+		}
+		if ok, err := c.Release(ctx, "k", "o"); err != nil || !ok {
+			t.Fatalf("Release = %v, %v", ok, err)
+		}
+	}
+	if n := c.Streams(); n < 1 || n > len(addrs) {
+		t.Fatalf("%d streams for %d nodes", n, len(addrs))
+	}
+	nodeStatus, err := c.Status(ctx)
+	if err != nil || nodeStatus.LeaderID == "" {
+		t.Fatalf("Status = %+v, %v", nodeStatus, err)
+	}
+	_ = c.Close()
+	if n := c.Streams(); n != 0 {
+		t.Fatalf("%d streams left open after Close", n)
+	}
+}
+
+// A waiting acquire given up by its caller is cancelled on the node
+// through the stream: the key is never handed to the owner who left, so
+// the holder's release frees it.
+func TestStream_AbandonedWaitIsCancelledOnTheNode(t *testing.T) {
+	addrs, _ := startCluster(t)
+	c, err := client.New(client.Config{Addrs: addrs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	ctx := t.Context()
+	poll.Until(t, 5*time.Second, "a stream to the leader", func() bool {
+		_, _, _ = c.Get(ctx, "k")
+		return c.Streams() > 0
+	})
+	if _, ok, err := c.Acquire(ctx, "k", "holder", time.Minute); err != nil || !ok {
+		t.Fatalf("Acquire = %v, %v", ok, err)
+	}
+	for i := 0; i < 3; i++ {
+		wctx, cancel := context.WithTimeout(ctx, 150*time.Millisecond)
+		_, err := c.AcquireWait(wctx, "k", "leaver", time.Minute, drivers.WaitOptions{})
+		cancel()
+		if !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, drivers.ErrNotAcquired) {
+			t.Fatalf("abandoned wait = %v", err)
+		}
+	}
+	if ok, err := c.Release(ctx, "k", "holder"); err != nil || !ok {
+		t.Fatalf("Release = %v, %v", ok, err)
+	}
+	poll.Until(t, 5*time.Second, "the key to be free, not handed to the owner who left", func() bool {
+		info, found, err := c.Get(ctx, "k")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if found && info.Owner == "leaver" {
+			t.Fatalf("the key went to the owner who gave up waiting: %+v", info)
+		}
+		return !found
+	})
+	if c.Streams() == 0 {
+		t.Fatal("the stream was closed by a cancelled wait while the node answered")
+	}
+}

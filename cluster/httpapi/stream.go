@@ -1,0 +1,303 @@
+package httpapi
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"fmt"
+	"net"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/zerotal/lock/api"
+	"github.com/zerotal/lock/api/stream"
+)
+
+// MaxStreamRequests caps the requests in progress on one stream; one
+// more is answered 429 at once. Waiting acquires are capped apart (the
+// wait cap), so this only bounds what one connection may hold.
+const MaxStreamRequests = 4096
+
+// serveStream upgrades the connection to the API stream (see package
+// api/stream) once auth has checked the token and cluster ID, then serves
+// every frame with root, the handler of plain HTTP requests, until the
+// client closes the stream, breaks its framing, or the node shuts down
+// (the request's context ends).
+func (h *handler) serveStream(root http.Handler) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		if !headerHasToken(r.Header, "Connection", "upgrade") || !strings.EqualFold(r.Header.Get("Upgrade"), stream.Protocol) {
+			writeJSON(w, http.StatusUpgradeRequired, api.ErrorBody{Code: api.CodeInvalid, Message: fmt.Sprintf(
+				"cluster: %s is the API stream: send Connection: Upgrade and Upgrade: %s", stream.Path, stream.Protocol)})
+			return
+		}
+		conn, brw, err := http.NewResponseController(w).Hijack()
+		if err != nil {
+			writeError(w, fmt.Errorf("cluster: cannot take over the connection for the stream: %w", err))
+			return
+		}
+		if h.opts.Streams != nil {
+			h.opts.Streams.Add(1)
+			defer h.opts.Streams.Done()
+		}
+		s := &streamConn{
+			root: root, conn: conn, frameTimeout: h.opts.ReadTimeout, idle: IdleTimeout,
+			header:   streamHeader(r.Header),
+			remote:   r.RemoteAddr,
+			inflight: map[uint64]context.CancelFunc{},
+			answers:  make(chan stream.Answer, MaxStreamRequests),
+		}
+		_ = conn.SetDeadline(time.Time{}) // the server's header deadline; serve sets its own
+		_, _ = brw.WriteString("HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: " + stream.Protocol + "\r\n\r\n")
+		if err := brw.Flush(); err != nil {
+			_ = conn.Close()
+			return
+		}
+		s.serve(r.Context(), brw.Reader)
+	}
+}
+
+// streamHeader is what every request of a stream carries: the headers of
+// its upgrade that the API reads (the token, the cluster ID). Each frame
+// goes through the same checks as a plain request.
+func streamHeader(in http.Header) http.Header {
+	out := http.Header{}
+	for _, k := range []string{api.HeaderAuthorization, api.HeaderClusterID} {
+		if v := in.Values(k); len(v) > 0 {
+			out[k] = append([]string(nil), v...)
+		}
+	}
+	return out
+}
+
+// headerHasToken reports whether a comma-separated header names token.
+func headerHasToken(h http.Header, key, token string) bool {
+	for _, v := range h.Values(key) {
+		for _, t := range strings.Split(v, ",") {
+			if strings.EqualFold(strings.TrimSpace(t), token) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// streamConn serves one stream: a reader (serve) that starts a goroutine
+// per request frame, and a writer that sends every answer ready in one
+// write.
+type streamConn struct {
+	root         http.Handler
+	conn         net.Conn
+	header       http.Header
+	remote       string
+	frameTimeout time.Duration // from a frame's first byte to its last; 0: none
+	idle         time.Duration // with no request in progress
+
+	mu       sync.Mutex
+	inflight map[uint64]context.CancelFunc
+	reading  bool // a frame is being read: its deadline stands
+
+	handlers sync.WaitGroup
+	answers  chan stream.Answer // room for MaxStreamRequests: a send never blocks
+}
+
+// serve reads frames until the stream ends, then cancels what is in
+// progress, waits for it and closes the connection.
+func (s *streamConn) serve(parent context.Context, br *bufio.Reader) {
+	ctx, cancel := context.WithCancel(parent)
+	stop := context.AfterFunc(ctx, func() { _ = s.conn.Close() }) // node shutdown: unblock the read
+	wrote := make(chan struct{})
+	go func() {
+		defer close(wrote)
+		s.write()
+	}()
+	defer func() {
+		cancel()
+		stop()
+		_ = s.conn.Close()
+		s.handlers.Wait()
+		close(s.answers)
+		<-wrote
+	}()
+	var buf []byte
+	s.armIdle()
+	for {
+		frame, err := stream.ReadFrame(br, buf, s.frameStarted)
+		if err != nil {
+			return // closed, cut, too slow or malformed: nothing to answer on
+		}
+		buf = frame[:0]
+		req, err := stream.ParseRequest(frame)
+		if err != nil {
+			return
+		}
+		s.mu.Lock()
+		s.reading = false
+		s.mu.Unlock()
+		if req.Cancel {
+			s.cancel(req.ID)
+		} else if !s.start(ctx, req) {
+			return // an id reused while in progress: the client is broken
+		}
+		s.armIdle()
+	}
+}
+
+// frameStarted bounds the time the rest of a frame may take, once its
+// first byte is in: a client that trickles a frame is cut, as a plain
+// request that trickles its body is.
+func (s *streamConn) frameStarted() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.reading = true
+	if s.frameTimeout > 0 {
+		_ = s.conn.SetReadDeadline(time.Now().Add(s.frameTimeout))
+	} else {
+		_ = s.conn.SetReadDeadline(time.Time{})
+	}
+}
+
+// armIdle sets the read deadline between frames: none while a request is
+// in progress (a waiting acquire may take minutes), the idle timeout once
+// none is, as for an idle keep-alive connection.
+func (s *streamConn) armIdle() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.reading {
+		return
+	}
+	if len(s.inflight) == 0 && s.idle > 0 {
+		_ = s.conn.SetReadDeadline(time.Now().Add(s.idle))
+	} else {
+		_ = s.conn.SetReadDeadline(time.Time{})
+	}
+}
+
+func (s *streamConn) cancel(id uint64) {
+	s.mu.Lock()
+	c := s.inflight[id]
+	s.mu.Unlock()
+	if c != nil {
+		c()
+	}
+}
+
+// start serves req in its own goroutine; false if its id is in progress.
+func (s *streamConn) start(parent context.Context, req stream.Request) bool {
+	s.mu.Lock()
+	if _, dup := s.inflight[req.ID]; dup {
+		s.mu.Unlock()
+		return false
+	}
+	if len(s.inflight) >= MaxStreamRequests {
+		s.mu.Unlock()
+		s.answers <- answerOf(req.ID, http.StatusTooManyRequests, api.ErrorBody{Code: api.CodeFull,
+			Message: fmt.Sprintf("cluster: %d requests in progress on this stream, the most it carries", MaxStreamRequests)})
+		return true
+	}
+	ctx, cancel := context.WithCancel(parent)
+	s.inflight[req.ID] = cancel
+	s.handlers.Add(1)
+	s.mu.Unlock()
+
+	body := bytes.Clone(req.Body) // the frame buffer is reused for the next frame
+	go func() {
+		defer s.handlers.Done()
+		a := s.handle(ctx, req, body)
+		s.mu.Lock()
+		delete(s.inflight, req.ID)
+		s.mu.Unlock()
+		cancel()
+		s.answers <- a
+		s.armIdle()
+	}()
+	return true
+}
+
+// handle serves one request frame with the plain-HTTP handler.
+func (s *streamConn) handle(ctx context.Context, f stream.Request, body []byte) stream.Answer {
+	req, err := http.NewRequestWithContext(ctx, f.Method, f.Target, bytes.NewReader(body))
+	if err != nil {
+		return answerOf(f.ID, http.StatusBadRequest, api.ErrorBody{Code: api.CodeInvalid,
+			Message: fmt.Sprintf("cluster: stream request target %q: %v", f.Target, err)})
+	}
+	req.RequestURI, req.RemoteAddr = f.Target, s.remote
+	req.Header = s.header.Clone()
+	if len(body) > 0 {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	w := &answerWriter{header: http.Header{}}
+	s.root.ServeHTTP(w, req)
+	if w.status == 0 {
+		w.status = http.StatusOK
+	}
+	return stream.Answer{ID: f.ID, Status: w.status, Body: w.body.Bytes()}
+}
+
+// write sends the answers as they come, every one that is ready in one
+// write, until answers is closed. After a failed write it drains the
+// rest: the reader sees the connection fail too.
+func (s *streamConn) write() {
+	var buf []byte
+	failed := false
+	for a := range s.answers {
+		buf = buf[:0]
+		buf = appendAnswer(buf, a)
+	more:
+		for len(buf) < 64<<10 {
+			select {
+			case a, ok := <-s.answers:
+				if !ok {
+					break more
+				}
+				buf = appendAnswer(buf, a)
+			default:
+				break more
+			}
+		}
+		if failed {
+			continue
+		}
+		if _, err := s.conn.Write(buf); err != nil {
+			failed = true
+			_ = s.conn.Close()
+		}
+	}
+}
+
+// appendAnswer frames a, or a 500 in its place should it not fit.
+func appendAnswer(buf []byte, a stream.Answer) []byte {
+	out, err := stream.AppendAnswer(buf, a)
+	if err != nil {
+		out, _ = stream.AppendAnswer(buf, answerOf(a.ID, http.StatusInternalServerError,
+			api.ErrorBody{Code: api.CodeInternal, Message: err.Error()}))
+	}
+	return out
+}
+
+func answerOf(id uint64, status int, body api.ErrorBody) stream.Answer {
+	w := &answerWriter{header: http.Header{}}
+	writeJSON(w, status, body)
+	return stream.Answer{ID: id, Status: w.status, Body: w.body.Bytes()}
+}
+
+// answerWriter collects what a handler answers to a stream request.
+type answerWriter struct {
+	header http.Header
+	status int
+	body   bytes.Buffer
+}
+
+func (w *answerWriter) Header() http.Header { return w.header }
+
+func (w *answerWriter) WriteHeader(status int) {
+	if w.status == 0 {
+		w.status = status
+	}
+}
+
+func (w *answerWriter) Write(p []byte) (int, error) {
+	w.WriteHeader(http.StatusOK)
+	return w.body.Write(p)
+}
