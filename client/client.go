@@ -32,8 +32,8 @@ type Client struct {
 	// through own otherwise; nil when not in use (HTTPClient, TLS, or
 	// Config.NoStream).
 	stream *streamTransport
-	auth string // "Bearer <token>" or ""
-	log  *slog.Logger
+	auth   string // "Bearer <token>" or ""
+	log    *slog.Logger
 
 	// preferred is the base URL tried first: the leader when known.
 	preferred atomic.Pointer[string]
