@@ -47,7 +47,7 @@ FUZZ_TARGETS := \
 	./cluster/httpapi:FuzzForceRelease ./cluster/httpapi:FuzzJoin ./cluster/httpapi:FuzzLeave \
 	./cluster/httpapi:FuzzGetLock ./cluster/httpapi:FuzzListLocks \
 	./cluster:FuzzNodeAcquire ./cluster:FuzzNodeLeave ./cluster:FuzzNodeGetLock \
-	./cluster/raftstore:FuzzCheckBolt
+	./cluster/raftstore:FuzzCheckBolt ./api/stream:FuzzParseRequest
 fuzz:
 	@set -e; for t in $(FUZZ_TARGETS); do \
 		pkg=$${t%%:*}; name=$${t##*:}; echo "== $$name ($$pkg, $(FUZZTIME))"; \

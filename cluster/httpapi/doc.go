@@ -31,6 +31,20 @@
 //	GET  /readyz                                               -> {"ready","state","reason"} (200 or 503)
 //	GET  /metrics, GET /healthz
 //	GET  /debug/...                                            -> Options.Debug, when set (lockcluster --pprof)
+//	GET  /v1/stream         Connection: Upgrade                -> 101, then the API stream (package api/stream)
+//
+// The stream carries any number of the requests above over one
+// connection, for the Go client: a frame holds a request's method, path
+// and body, and is served by the very handler that serves plain requests,
+// with the token and cluster ID of the upgrade, so every check, answer
+// and forward is the same. A stream holds at most MaxStreamRequests
+// requests in progress (one more is answered 429), a frame must arrive
+// whole within ReadTimeout of its first byte, a stream with nothing in
+// progress closes after IdleTimeout, and a malformed frame closes it.
+// Cancelling a request, or closing the stream, ends its context as
+// closing a plain connection does. Options.Streams counts the streams,
+// which the HTTP server stops tracking once it hands their connections
+// over.
 //
 // Every error is {"code","message"} with code invalid (400, naming the
 // field or query parameter at fault), unauthorized (401), wrong_cluster
