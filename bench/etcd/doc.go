@@ -33,6 +33,10 @@
 // >= 15x with acquire p50 <= 5ms; serial >= 2x with acquire p50 <=
 // 0.5ms. Exit status 3 means one was missed in this run.
 //
+// Before the scenarios both clusters are left at rest for -idle and their
+// members' CPU time per second is shown: what heartbeats and the runtime
+// cost, which at low cycle rates is a good part of cpu/cycle.
+//
 // -dir /dev/shm puts both clusters' data on tmpfs, which shows how much
 // of each system's latency is fsync.
 //

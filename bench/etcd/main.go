@@ -32,7 +32,7 @@ var targets = map[string]target{
 
 // options are the command's flags.
 type options struct {
-	duration, warmup          time.Duration
+	duration, warmup, idle    time.Duration
 	slices                    int
 	etcdBin, repo, lockBin    string
 	parent                    string
@@ -45,6 +45,7 @@ func main() {
 	var etcdArgs, lockArgs string
 	flag.DurationVar(&o.duration, "duration", 10*time.Second, "measured time per scenario and system")
 	flag.DurationVar(&o.warmup, "warmup", time.Second, "unmeasured time before each slice's measurement")
+	flag.DurationVar(&o.idle, "idle", 2*time.Second, "how long to measure both clusters' CPU time at rest, before the scenarios (0: not at all)")
 	flag.IntVar(&o.slices, "slices", 4, "slices each scenario's measured time is cut into, the systems alternating "+
 		"(etcd first in even slices, lockcluster in odd ones) so that the machine's noise falls on both")
 	flag.StringVar(&o.etcdBin, "etcd", "etcd", "etcd binary")
@@ -55,8 +56,8 @@ func main() {
 	flag.BoolVar(&o.keep, "keep", false, "keep the temp dir with the data and logs")
 	flag.StringVar(&o.parent, "dir", "", "make the temp dir (data of both clusters) under this directory (default: $TMPDIR)")
 	flag.Parse()
-	if o.duration <= 0 || o.duration > 10*time.Minute || o.warmup < 0 || o.slices < 1 || o.duration/time.Duration(o.slices) < 100*time.Millisecond {
-		fmt.Fprintln(os.Stderr, "need 0 < -duration <= 10m, -warmup >= 0, -slices >= 1 and slices of at least 100ms")
+	if o.duration <= 0 || o.duration > 10*time.Minute || o.warmup < 0 || o.idle < 0 || o.slices < 1 || o.duration/time.Duration(o.slices) < 100*time.Millisecond {
+		fmt.Fprintln(os.Stderr, "need 0 < -duration <= 10m, -warmup >= 0, -idle >= 0, -slices >= 1 and slices of at least 100ms")
 		os.Exit(2)
 	}
 	o.etcdArgs, o.lockclusterArgs = strings.Fields(etcdArgs), strings.Fields(lockArgs)
@@ -116,9 +117,40 @@ func benchMain(ctx context.Context, o options) int {
 	fmt.Printf("clients: etcd one clientv3.Client (gRPC, one connection per member) for all workers; lockcluster one client.Client (HTTP keep-alive pool, up to 512 idle connections per node)\n")
 	fmt.Printf("each row: %s measured in %d slices of %s, etcd and lockcluster alternating, each slice after %s warm-up; %d CPUs; data under %s\n",
 		o.duration, o.slices, slice, o.warmup, runtime.NumCPU(), dir)
-	fmt.Printf("one cycle = acquire (waiting) + release; cpu/cycle = CPU time (user+system, /proc/PID/stat) of the three members plus this process's (getrusage: the clients) over the measured time, per cycle\n\n")
+	fmt.Printf("one cycle = acquire (waiting) + release; cpu/cycle = CPU time (user+system, /proc/PID/stat) of the three members plus this process's (getrusage: the clients) over the measured time, per cycle\n")
 
 	systems := []system{{"etcd", ec}, {"lockcluster", lc}}
+	if o.idle > 0 {
+		// What the members use with no client at work (heartbeats, the
+		// runtime): at low cycle rates it is a good part of cpu/cycle.
+		fmt.Printf("at rest (%s, no clients), CPU time per second of the members:", o.idle)
+		before := make([]cpuReading, len(systems))
+		for s, sys := range systems {
+			before[s] = readCPU(sys.l.members())
+		}
+		start := time.Now()
+		select {
+		case <-ctx.Done():
+			return 1
+		case <-time.After(o.idle):
+		}
+		wall := time.Since(start)
+		var parts []string
+		for s, sys := range systems {
+			after := readCPU(sys.l.members())
+			if before[s].err != nil || after.err != nil {
+				parts = append(parts, sys.name+" n/a")
+				continue
+			}
+			per := make([]string, len(after.members))
+			for i := range after.members {
+				per[i] = fmt.Sprintf("%.0f", float64(after.members[i]-before[s].members[i])/float64(time.Millisecond)/wall.Seconds())
+			}
+			parts = append(parts, sys.name+" "+strings.Join(per, "+")+"ms/s")
+		}
+		fmt.Println(" " + strings.Join(parts, ", "))
+	}
+	fmt.Println()
 	rows := make(map[string][]measurement, len(scenarios))
 	for _, sc := range scenarios {
 		ms := make([]measurement, len(systems))
