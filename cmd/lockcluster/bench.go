@@ -79,7 +79,7 @@ func runBench(ctx context.Context, e *env, o *benchOptions) error {
 	fmt.Fprintf(e.stdout, "driver=%s workers=%d keys=%d duration=%s warmup=%s ttl=%s\n",
 		cfg.Driver, o.workers, nkeys, formatDuration(o.duration), formatDuration(o.warmup), formatDuration(o.ttl))
 	mr, _ := m.Driver().(metricsReader)
-	meter := newCPUMeter(ctx, cfg.Driver, cfg.Cluster.Addrs, mr)
+	meter := newCPUMeter(cfg.Driver, cfg.Cluster.Addrs, mr)
 	res := benchRun(ctx, m, o.workers, nkeys, o.warmup, o.duration, o.ttl, meter)
 	cpuRes := meter.result()
 	printBench(e.stdout, res, cpuRes)

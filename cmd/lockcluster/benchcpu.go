@@ -45,7 +45,6 @@ func (f cpuFigure) Used() time.Duration { return f.after - f.before }
 // load loop's Begin and End), all at once so that one slow node does not
 // shift the others' window.
 type cpuMeter struct {
-	ctx     context.Context
 	note    string // what the figures leave out, shown beside them ("": nothing)
 	figures []cpuFigure
 	sources []cpuSource
@@ -54,8 +53,8 @@ type cpuMeter struct {
 
 // newCPUMeter measures the client (this process) and, on the cluster
 // driver, every endpoint through mr.
-func newCPUMeter(ctx context.Context, driver string, endpoints []string, mr metricsReader) *cpuMeter {
-	m := &cpuMeter{ctx: ctx}
+func newCPUMeter(driver string, endpoints []string, mr metricsReader) *cpuMeter {
+	m := &cpuMeter{}
 	m.sources = append(m.sources, cpuSource{name: "client", read: func(context.Context) (time.Duration, error) { return cpu.Self() }})
 	switch {
 	case driver == "cluster" && mr != nil:
@@ -92,7 +91,8 @@ func (m *cpuMeter) readAll(before bool) {
 			continue
 		}
 		wg.Go(func() {
-			ctx, cancel := context.WithTimeout(context.WithoutCancel(m.ctx), scrapeTimeout)
+			// Not the run's context: End reads when that has ended.
+			ctx, cancel := context.WithTimeout(context.Background(), scrapeTimeout)
 			defer cancel()
 			d, err := s.read(ctx)
 			switch {
