@@ -12,3 +12,7 @@ const (
 	PathJoin         = "/v1/join"
 	PathLeave        = "/v1/leave"
 )
+
+// PathMetrics is a node's Prometheus exposition, outside /v1 (it is no
+// part of the lock API's schema) but behind the same token.
+const PathMetrics = "/metrics"

@@ -3,6 +3,7 @@ package client
 import (
 	"context"
 	"fmt"
+	"io"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -65,6 +66,57 @@ func (c *Client) NodeStatus(ctx context.Context, addr string) (Status, error) {
 		return Status{}, &nodeError{base: base, err: err}
 	}
 	return st, nil
+}
+
+// maxMetrics bounds the exposition NodeMetrics reads.
+const maxMetrics = 16 << 20
+
+// NodeMetrics returns the Prometheus text exposition (format 0.0.4) the
+// node at addr ("host:port" or a base URL) serves at api.PathMetrics,
+// with this client's token, cluster ID and TLS, without failing over to
+// another node. A node started without metrics answers 404, an
+// *APIError.
+func (c *Client) NodeMetrics(ctx context.Context, addr string) ([]byte, error) {
+	if c.closed.Load() {
+		return nil, drivers.ErrClosed
+	}
+	base, err := baseURLWith(addr, c.cfg.defaultScheme())
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithTimeout(ctx, c.cfg.Timeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+api.PathMetrics, nil)
+	if err != nil {
+		return nil, fmt.Errorf("client: metrics: build request: %w", err)
+	}
+	// The text format, whatever else the node's handler could negotiate.
+	req.Header.Set("Accept", "text/plain;version=0.0.4")
+	if c.auth != "" {
+		req.Header.Set(api.HeaderAuthorization, c.auth)
+	}
+	if c.cfg.ClusterID != "" {
+		req.Header.Set(api.HeaderClusterID, c.cfg.ClusterID)
+	}
+	resp, err := c.http.Do(req)
+	if err != nil {
+		if tlsErr := tlsFailure(base, err); tlsErr != nil {
+			return nil, tlsErr
+		}
+		return nil, &nodeError{base: base, err: drivers.Unavailable("metrics", err)}
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return nil, &nodeError{base: base, err: readAPIError(resp, "")}
+	}
+	b, err := io.ReadAll(io.LimitReader(resp.Body, maxMetrics+1))
+	if err != nil {
+		return nil, &nodeError{base: base, err: drivers.Unavailable("metrics", err)}
+	}
+	if len(b) > maxMetrics {
+		return nil, &nodeError{base: base, err: fmt.Errorf("metrics: exposition larger than %d bytes", maxMetrics)}
+	}
+	return b, nil
 }
 
 // Join asks the cluster to add the node id, whose Raft address is

@@ -2,7 +2,10 @@ package client_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -11,6 +14,7 @@ import (
 	"github.com/zerotal/lock/cluster/clustertest"
 	"github.com/zerotal/lock/drivers"
 	"github.com/zerotal/lock/drivers/driverstest"
+	"github.com/zerotal/lock/internal/loopback"
 )
 
 // startCluster starts three real nodes in this process on loopback ports
@@ -89,5 +93,43 @@ func TestClient_FailsOverWhenTheLeaderStops(t *testing.T) {
 	// Refreshing by the same owner keeps the fence.
 	if f, ok, err := c.Acquire(ctx, "held", "o1", time.Minute); err != nil || !ok || f != fence {
 		t.Fatalf("refresh after failover = %d, %v, %v; want fence %d", f, ok, err, fence)
+	}
+}
+
+// NodeMetrics reads one node's exposition with the client's token; a
+// wrong token is the node's 401, and a node that is not there is
+// unavailable.
+func TestClient_NodeMetrics(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a node")
+	}
+	const token = "metrics-token-0123456789"
+	addr := clustertest.Start(t, 1, func(cfg *cluster.Config) { cfg.Token = token }).Addrs()[0]
+	c, err := client.New(client.Config{Addrs: []string{addr}, Token: token})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	b, err := c.NodeMetrics(t.Context(), addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(b), "\nprocess_cpu_seconds_total ") {
+		t.Fatalf("the exposition has no unlabelled process_cpu_seconds_total:\n%.2000s", b)
+	}
+
+	wrong, err := client.New(client.Config{Addrs: []string{addr}, Token: "wrong"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer wrong.Close()
+	var ae *client.APIError
+	if _, err := wrong.NodeMetrics(t.Context(), addr); !errors.As(err, &ae) || ae.StatusCode != http.StatusUnauthorized {
+		t.Fatalf("NodeMetrics with a wrong token: %v, want a 401 APIError", err)
+	}
+
+	dead := loopback.MustFreeAddr(t)
+	if _, err := c.NodeMetrics(t.Context(), dead); !errors.Is(err, drivers.ErrUnavailable) {
+		t.Fatalf("NodeMetrics of %s, where nothing listens: %v, want ErrUnavailable", dead, err)
 	}
 }

@@ -2,20 +2,26 @@
 # Installs what `make test` needs beyond Go when it is missing: redis-server
 # (the Redis driver's tests start their own on free loopback ports). Extra
 # arguments name more commands to make sure of, each from the Debian package
-# of the same name (.ci/run passes `make`).
+# of the same name (.ci/run passes `make`), or COMMAND:PACKAGE when the
+# package is named otherwise (`make bench-peers` passes etcd:etcd-server).
 #
 # Uses apt-get, through sudo when not root. Where that is not possible it
 # says what to install and exits 1.
 set -euo pipefail
 
-missing=()
-for cmd in redis-server "$@"; do
-	command -v "$cmd" >/dev/null 2>&1 || missing+=("$cmd")
+missing=()  # packages to install
+commands=() # the commands they bring
+for arg in redis-server "$@"; do
+	cmd=${arg%%:*}
+	pkg=${arg#*:}
+	command -v "$cmd" >/dev/null 2>&1 && continue
+	missing+=("$pkg")
+	commands+=("$cmd")
 done
 ((${#missing[@]})) || exit 0
 
 cannot() {
-	echo "test-deps: the tests need ${missing[*]}, not found on PATH, and cannot install it: $1." >&2
+	echo "test-deps: ${commands[*]} not found on PATH, and cannot install ${missing[*]}: $1." >&2
 	echo "test-deps: install ${missing[*]} (Debian/Ubuntu: apt-get install ${missing[*]};" \
 		"Fedora: dnf install ${missing[*]/redis-server/redis}; macOS: brew install ${missing[*]/redis-server/redis})," \
 		"then run the tests again." >&2
@@ -37,6 +43,6 @@ echo "test-deps: installing ${missing[*]} with ${run[*]:+${run[*]} }apt-get"
 "${run[@]}" apt-get update -q </dev/null || cannot "apt-get update failed"
 "${run[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "${missing[@]}" </dev/null ||
 	cannot "apt-get install failed"
-for cmd in "${missing[@]}"; do
+for cmd in "${commands[@]}"; do
 	command -v "$cmd" >/dev/null 2>&1 || cannot "$cmd is still not on PATH after apt-get install"
 done

@@ -21,8 +21,9 @@ type etcdCluster struct {
 	version string
 }
 
-// startEtcd starts three members with data in dir and waits for quorum.
-func startEtcd(ctx context.Context, bin, dir string) (*etcdCluster, error) {
+// startEtcd starts three members with data in dir, each with extra added
+// to its flags, and waits for quorum.
+func startEtcd(ctx context.Context, bin, dir string, extra []string) (*etcdCluster, error) {
 	path, err := exec.LookPath(bin)
 	if err != nil {
 		return nil, fmt.Errorf("etcd not found (Debian package etcd-server): %w", err)
@@ -47,12 +48,12 @@ func startEtcd(ctx context.Context, bin, dir string) (*etcdCluster, error) {
 	}
 	ec := &etcdCluster{version: version}
 	for _, m := range ms {
-		p, err := startProc("etcd "+m.name, filepath.Join(dir, m.name+".log"), path,
-			"--name", m.name, "--data-dir", filepath.Join(dir, m.name),
+		args := []string{"--name", m.name, "--data-dir", filepath.Join(dir, m.name),
 			"--listen-client-urls", m.client, "--advertise-client-urls", m.client,
 			"--listen-peer-urls", m.peer, "--initial-advertise-peer-urls", m.peer,
 			"--initial-cluster", strings.Join(initial, ","), "--initial-cluster-state", "new",
-			"--initial-cluster-token", "zerotal-bench", "--logger", "zap", "--log-outputs", "stderr")
+			"--initial-cluster-token", "zerotal-bench", "--logger", "zap", "--log-outputs", "stderr"}
+		p, err := startProc("etcd "+m.name, filepath.Join(dir, m.name+".log"), path, append(args, extra...)...)
 		if err != nil {
 			ec.stop()
 			return nil, err
@@ -118,3 +119,5 @@ func (w *etcdWorker) acquire(ctx context.Context, key string) (func(context.Cont
 }
 
 func (w *etcdWorker) close() { _ = w.s.Close() }
+
+func (ec *etcdCluster) members() []*proc { return ec.procs }

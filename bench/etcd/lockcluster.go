@@ -33,9 +33,10 @@ func buildLockcluster(repo, dir string) (string, error) {
 	return bin, nil
 }
 
-// startLockcluster starts three agents with data in dir and waits until a
-// write succeeds.
-func startLockcluster(ctx context.Context, bin, dir string) (*lockCluster, error) {
+// startLockcluster starts three agents with data in dir, each with extra
+// added to its flags (after the ones set here, so they win), and waits
+// until a write succeeds.
+func startLockcluster(ctx context.Context, bin, dir string, extra []string) (*lockCluster, error) {
 	type member struct{ id, raft, http string }
 	ms := make([]member, 3)
 	var peers []string
@@ -53,9 +54,9 @@ func startLockcluster(ctx context.Context, bin, dir string) (*lockCluster, error
 	}
 	lc := &lockCluster{}
 	for _, m := range ms {
-		p, err := startProc("lockcluster "+m.id, filepath.Join(dir, m.id+".log"), bin, "agent",
-			"--id", m.id, "--data-dir", filepath.Join(dir, m.id), "--raft-addr", m.raft, "--http-addr", m.http,
-			"--bootstrap", strings.Join(peers, ","), "--log-level", "warn")
+		args := []string{"agent", "--id", m.id, "--data-dir", filepath.Join(dir, m.id), "--raft-addr", m.raft,
+			"--http-addr", m.http, "--bootstrap", strings.Join(peers, ","), "--log-level", "warn"}
+		p, err := startProc("lockcluster "+m.id, filepath.Join(dir, m.id+".log"), bin, append(args, extra...)...)
 		if err != nil {
 			lc.stop()
 			return nil, err
@@ -126,3 +127,5 @@ func newOwner() string {
 	_, _ = rand.Read(b[:])
 	return hex.EncodeToString(b[:])
 }
+
+func (lc *lockCluster) members() []*proc { return lc.procs }

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"runtime"
+	"strings"
 	"syscall"
 	"text/tabwriter"
 	"time"
@@ -13,41 +15,78 @@ import (
 	"github.com/zerotal/lock/bench/load"
 )
 
-// targets are the ratios lockcluster must reach against etcd.
-var targets = map[string]float64{"spread": 5, "hot": 10, "serial": 2}
+// target is what lockcluster must reach against etcd in one scenario.
+type target struct {
+	// ratio is the least lockcluster/etcd ratio of cycles/s.
+	ratio float64
+	// p50 is the most lockcluster's acquire p50 may be; 0: no bound.
+	p50 time.Duration
+}
+
+// targets are lockcluster's targets against etcd, by scenario.
+var targets = map[string]target{
+	"spread": {ratio: 5},
+	"hot":    {ratio: 15, p50: 5 * time.Millisecond},
+	"serial": {ratio: 2, p50: 500 * time.Microsecond},
+}
+
+// options are the command's flags.
+type options struct {
+	duration, warmup, idle    time.Duration
+	slices                    int
+	etcdBin, repo, lockBin    string
+	parent                    string
+	keep                      bool
+	etcdArgs, lockclusterArgs []string
+}
 
 func main() {
-	duration := flag.Duration("duration", 10*time.Second, "measured time per scenario and system")
-	warmup := flag.Duration("warmup", time.Second, "unmeasured time before each measurement")
-	etcdBin := flag.String("etcd", "etcd", "etcd binary")
-	repo := flag.String("repo", "../..", "root of the zerotal lock repository (lockcluster is built from it)")
-	lockBin := flag.String("lockcluster", "", "a built lockcluster binary (default: build it from -repo)")
-	keep := flag.Bool("keep", false, "keep the temp dir with the data and logs")
-	parent := flag.String("dir", "", "make the temp dir (data of both clusters) under this directory (default: $TMPDIR)")
+	var o options
+	var etcdArgs, lockArgs string
+	flag.DurationVar(&o.duration, "duration", 10*time.Second, "measured time per scenario and system")
+	flag.DurationVar(&o.warmup, "warmup", time.Second, "unmeasured time before each slice's measurement")
+	flag.DurationVar(&o.idle, "idle", 2*time.Second, "how long to measure both clusters' CPU time at rest, before the scenarios (0: not at all)")
+	flag.IntVar(&o.slices, "slices", 4, "slices each scenario's measured time is cut into, the systems alternating "+
+		"(etcd first in even slices, lockcluster in odd ones) so that the machine's noise falls on both")
+	flag.StringVar(&o.etcdBin, "etcd", "etcd", "etcd binary")
+	flag.StringVar(&o.repo, "repo", "../..", "root of the zerotal lock repository (lockcluster is built from it)")
+	flag.StringVar(&o.lockBin, "lockcluster", "", "a built lockcluster binary (default: build it from -repo)")
+	flag.StringVar(&etcdArgs, "etcd-args", "", "more flags for every etcd member, space-separated (no quoting)")
+	flag.StringVar(&lockArgs, "lockcluster-args", "", `more flags for every lockcluster agent, space-separated (no quoting), e.g. "--raft-log wal"`)
+	flag.BoolVar(&o.keep, "keep", false, "keep the temp dir with the data and logs")
+	flag.StringVar(&o.parent, "dir", "", "make the temp dir (data of both clusters) under this directory (default: $TMPDIR)")
 	flag.Parse()
-	if *duration <= 0 || *duration > 10*time.Minute || *warmup < 0 {
-		fmt.Fprintln(os.Stderr, "need 0 < -duration <= 10m and -warmup >= 0")
+	if o.duration <= 0 || o.duration > 10*time.Minute || o.warmup < 0 || o.idle < 0 || o.slices < 1 || o.duration/time.Duration(o.slices) < 100*time.Millisecond {
+		fmt.Fprintln(os.Stderr, "need 0 < -duration <= 10m, -warmup >= 0, -idle >= 0, -slices >= 1 and slices of at least 100ms")
 		os.Exit(2)
 	}
+	o.etcdArgs, o.lockclusterArgs = strings.Fields(etcdArgs), strings.Fields(lockArgs)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	code := benchMain(ctx, *duration, *warmup, *etcdBin, *repo, *lockBin, *parent, *keep)
+	code := benchMain(ctx, o)
 	stop()
 	os.Exit(code)
 }
 
-func benchMain(ctx context.Context, duration, warmup time.Duration, etcdBin, repo, lockBin, parent string, keep bool) int {
-	dir, err := os.MkdirTemp(parent, "zerotal-bench-etcd-")
+// system is one side of the comparison.
+type system struct {
+	name string
+	l    locker
+}
+
+func benchMain(ctx context.Context, o options) int {
+	dir, err := os.MkdirTemp(o.parent, "zerotal-bench-etcd-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	if keep {
+	if o.keep {
 		fmt.Fprintln(os.Stderr, "data and logs in", dir)
 	} else {
 		defer os.RemoveAll(dir)
 	}
+	lockBin := o.lockBin
 	if lockBin == "" {
-		if lockBin, err = buildLockcluster(repo, dir); err != nil {
+		if lockBin, err = buildLockcluster(o.repo, dir); err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			return 1
 		}
@@ -58,66 +97,169 @@ func benchMain(ctx context.Context, duration, warmup time.Duration, etcdBin, rep
 			return 1
 		}
 	}
-	ec, err := startEtcd(ctx, etcdBin, dir+"/etcd")
+	ec, err := startEtcd(ctx, o.etcdBin, dir+"/etcd", o.etcdArgs)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
 	defer ec.stop()
-	lc, err := startLockcluster(ctx, lockBin, dir+"/lockcluster")
+	lc, err := startLockcluster(ctx, lockBin, dir+"/lockcluster", o.lockclusterArgs)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
 	defer lc.stop()
 
+	slice := o.duration / time.Duration(o.slices)
 	fmt.Printf("three-member etcd %s (concurrency.Mutex, one session per worker) vs three-node lockcluster (client, AcquireWait+Release)\n", ec.version)
-	fmt.Printf("each row: %s measured after %s warm-up; one cycle = acquire (waiting) + release; data under %s\n\n", duration, warmup, dir)
-	tw := tabwriter.NewWriter(os.Stdout, 0, 4, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "scenario\tsystem\tcycles/s\tacquire p50\tacquire p99\trelease p50\trelease p99\terrors\tratio\ttarget\t")
-	failed := false
+	fmt.Printf("settings: default configurations, both fsync every commit (etcd its WAL, lockcluster its raft log); extra flags: etcd %q, lockcluster %q\n",
+		strings.Join(o.etcdArgs, " "), strings.Join(o.lockclusterArgs, " "))
+	fmt.Printf("clients: etcd one clientv3.Client (gRPC, one connection per member) for all workers; lockcluster one client.Client (HTTP keep-alive pool, up to 512 idle connections per node)\n")
+	fmt.Printf("each row: %s measured in %d slices of %s, etcd and lockcluster alternating, each slice after %s warm-up; %d CPUs; data under %s\n",
+		o.duration, o.slices, slice, o.warmup, runtime.NumCPU(), dir)
+	fmt.Printf("one cycle = acquire (waiting) + release; cpu/cycle = CPU time (user+system, /proc/PID/stat) of the three members plus this process's (getrusage: the clients) over the measured time, per cycle\n")
+
+	systems := []system{{"etcd", ec}, {"lockcluster", lc}}
+	if o.idle > 0 {
+		// What the members use with no client at work (heartbeats, the
+		// runtime): at low cycle rates it is a good part of cpu/cycle.
+		fmt.Printf("at rest (%s, no clients), CPU time per second of the members:", o.idle)
+		before := make([]cpuReading, len(systems))
+		for s, sys := range systems {
+			before[s] = readCPU(sys.l.members())
+		}
+		start := time.Now()
+		select {
+		case <-ctx.Done():
+			return 1
+		case <-time.After(o.idle):
+		}
+		wall := time.Since(start)
+		var parts []string
+		for s, sys := range systems {
+			after := readCPU(sys.l.members())
+			if before[s].err != nil || after.err != nil {
+				parts = append(parts, sys.name+" n/a")
+				continue
+			}
+			per := make([]string, len(after.members))
+			for i := range after.members {
+				per[i] = fmt.Sprintf("%.0f", float64(after.members[i]-before[s].members[i])/float64(time.Millisecond)/wall.Seconds())
+			}
+			parts = append(parts, sys.name+" "+strings.Join(per, "+")+"ms/s")
+		}
+		fmt.Println(" " + strings.Join(parts, ", "))
+	}
+	fmt.Println()
+	rows := make(map[string][]measurement, len(scenarios))
 	for _, sc := range scenarios {
-		var base float64
-		for _, sys := range []struct {
-			name string
-			l    locker
-		}{{"etcd", ec}, {"lockcluster", lc}} {
-			if ctx.Err() != nil {
-				return 1
+		ms := make([]measurement, len(systems))
+		for i := range o.slices {
+			order := []int{0, 1}
+			if i%2 == 1 {
+				order = []int{1, 0}
 			}
-			r, err := run(ctx, sys.l, sc, warmup, duration)
-			if err != nil {
-				fmt.Fprintf(os.Stderr, "%s %s: %v\n", sc.name, sys.name, err)
-				return 1
-			}
-			if r.FirstErr != nil {
-				fmt.Fprintf(os.Stderr, "%s %s: %d errors, first: %v\n", sc.name, sys.name, r.Errors, r.FirstErr)
-			}
-			ratio, target := "", ""
-			if sys.name == "etcd" {
-				base = r.PerSecond()
-			} else if base > 0 {
-				x := r.PerSecond() / base
-				ratio = fmt.Sprintf("%.1fx", x)
-				want := targets[sc.name]
-				ok := x >= want
-				cond := fmt.Sprintf(">= %.0fx", want)
-				if sc.name == "hot" {
-					ok = ok && load.Percentile(r.Acquire, 50) <= 10*time.Millisecond
-					cond += ", p50 <= 10ms"
+			for _, s := range order {
+				if ctx.Err() != nil {
+					return 1
 				}
-				target = cond + map[bool]string{true: " ok", false: " MISSED"}[ok]
-				failed = failed || !ok
+				m, err := run(ctx, systems[s].l, sc, o.warmup, slice)
+				if err != nil {
+					fmt.Fprintf(os.Stderr, "%s %s: %v\n", sc.name, systems[s].name, err)
+					return 1
+				}
+				fmt.Fprintf(os.Stderr, "%s %s slice %d/%d: %.0f cycles/s\n", sc.name, systems[s].name, i+1, o.slices, m.PerSecond())
+				ms[s].add(m)
 			}
-			fmt.Fprintf(os.Stderr, "%s %s: %.0f cycles/s\n", sc.name, sys.name, r.PerSecond())
-			fmt.Fprintf(tw, "%s\t%s\t%.0f\t%s\t%s\t%s\t%s\t%d\t%s\t%s\t\n", sc.name, sys.name, r.PerSecond(),
-				fmtDur(load.Percentile(r.Acquire, 50)), fmtDur(load.Percentile(r.Acquire, 99)),
-				fmtDur(load.Percentile(r.Release, 50)), fmtDur(load.Percentile(r.Release, 99)), r.Errors, ratio, target)
+		}
+		for s, m := range ms {
+			if m.FirstErr != nil {
+				fmt.Fprintf(os.Stderr, "%s %s: %d errors, first: %v\n", sc.name, systems[s].name, m.Errors, m.FirstErr)
+			}
+			if m.cpuErr != nil {
+				fmt.Fprintf(os.Stderr, "%s %s: CPU time not measured: %v\n", sc.name, systems[s].name, m.cpuErr)
+			}
+		}
+		rows[sc.name] = ms
+	}
+	if ctx.Err() != nil {
+		return 1
+	}
+
+	tw := tabwriter.NewWriter(os.Stdout, 0, 4, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "scenario\tsystem\tcycles/s\tacquire p50\tacquire p99\trelease p50\trelease p99\terrors\tcpu/cycle\tmembers\tclient\tratio\t")
+	for _, sc := range scenarios {
+		ms := rows[sc.name]
+		for s, m := range ms {
+			ratio := ""
+			if s == 1 && ms[0].PerSecond() > 0 {
+				ratio = fmt.Sprintf("%.2fx", m.PerSecond()/ms[0].PerSecond())
+			}
+			total, members, client := "n/a", "n/a", "n/a"
+			if m.cpuErr == nil && m.Cycles > 0 {
+				total = fmt.Sprintf("%.0fµs", m.cpuPerCycle(m.servers()+m.client))
+				per := make([]string, len(m.members))
+				for i, d := range m.members {
+					per[i] = fmt.Sprintf("%.0f", m.cpuPerCycle(d))
+				}
+				members = strings.Join(per, "+") + "µs"
+				client = fmt.Sprintf("%.0fµs", m.cpuPerCycle(m.client))
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%.0f\t%s\t%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\t\n", sc.name, systems[s].name, m.PerSecond(),
+				fmtDur(load.Percentile(m.Acquire, 50)), fmtDur(load.Percentile(m.Acquire, 99)),
+				fmtDur(load.Percentile(m.Release, 50)), fmtDur(load.Percentile(m.Release, 99)), m.Errors,
+				total, members, client, ratio)
 		}
 	}
 	_ = tw.Flush()
-	if failed {
+
+	fmt.Println("\ntargets (lockcluster against etcd, this run):")
+	tw = tabwriter.NewWriter(os.Stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "scenario\tcondition\ttarget\tmeasured\tresult\tmargin\t")
+	missed := false
+	for _, sc := range scenarios {
+		ms, t := rows[sc.name], targets[sc.name]
+		for _, c := range checks(ms[0], ms[1], t) {
+			result := "met"
+			if !c.met {
+				result, missed = "MISSED", true
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%+.0f%%\t\n", sc.name, c.what, c.target, c.measured, result, 100*c.margin)
+		}
+	}
+	_ = tw.Flush()
+	if missed {
 		return 3
 	}
 	return 0
+}
+
+// check is one condition of a target, as measured.
+type check struct {
+	what, target, measured string
+	met                    bool
+	// margin is how far the measurement is on the right side of the
+	// target, as a fraction of it: +0.5 is half again the ratio needed, or
+	// a p50 at half the bound; negative when missed.
+	margin float64
+}
+
+// checks compares lockcluster (lc) with etcd (ec) against t.
+func checks(ec, lc measurement, t target) []check {
+	var ratio float64
+	if ec.PerSecond() > 0 {
+		ratio = lc.PerSecond() / ec.PerSecond()
+	}
+	cs := []check{{
+		what: "cycles/s ratio", target: fmt.Sprintf(">= %gx", t.ratio), measured: fmt.Sprintf("%.2fx", ratio),
+		met: ratio >= t.ratio, margin: ratio/t.ratio - 1,
+	}}
+	if t.p50 > 0 {
+		p50 := load.Percentile(lc.Acquire, 50)
+		cs = append(cs, check{
+			what: "lockcluster acquire p50", target: "<= " + fmtDur(t.p50), measured: fmtDur(p50),
+			met: lc.Cycles > 0 && p50 <= t.p50, margin: 1 - float64(p50)/float64(t.p50),
+		})
+	}
+	return cs
 }

@@ -37,6 +37,12 @@ type Options struct {
 	// "not granted before the end") from those that are counted in Errors.
 	// Errors while the run's ctx has ended are never counted.
 	Ignore func(error) bool
+	// Begin, if set, runs when the measured time starts (the end of the
+	// warm-up), and End when it ends (or the caller's ctx ends the run),
+	// while the workers go on: a caller reads counters there, such as
+	// CPU time, so that they cover the measured time. Run returns after
+	// both have returned; End runs only if Begin ran.
+	Begin, End func()
 }
 
 // Result is what a run measured.
@@ -77,6 +83,9 @@ func Run(ctx context.Context, o Options, acquire Acquire) Result {
 	var mu sync.Mutex
 	var total Result
 	var wg sync.WaitGroup
+	if o.Begin != nil || o.End != nil {
+		wg.Go(func() { marks(ctx, from, o.Begin, o.End) })
+	}
 	for w := range o.Workers {
 		wg.Go(func() {
 			var r Result
@@ -129,6 +138,26 @@ func Run(ctx context.Context, o Options, acquire Acquire) Result {
 	slices.Sort(total.Acquire)
 	slices.Sort(total.Release)
 	return total
+}
+
+// marks calls begin at from and end when ctx ends (at the end of the
+// measured time, or earlier when the caller cancels), skipping both if ctx
+// ends before from.
+func marks(ctx context.Context, from time.Time, begin, end func()) {
+	t := time.NewTimer(time.Until(from))
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return
+	case <-t.C:
+	}
+	if begin != nil {
+		begin()
+	}
+	<-ctx.Done()
+	if end != nil {
+		end()
+	}
 }
 
 // Percentile returns the p-th percentile (0 to 100, nearest rank) of ds,

@@ -107,3 +107,39 @@ func TestPercentile_SortsUnsortedInput(t *testing.T) {
 		t.Fatalf("p50 of nothing = %d", got)
 	}
 }
+
+func TestRun_BeginAndEndMarkTheMeasuredTime(t *testing.T) {
+	const warmup, duration = 50 * time.Millisecond, 150 * time.Millisecond
+	var begins, ends atomic.Int64
+	var begun, ended time.Time
+	start := time.Now()
+	r := Run(t.Context(), Options{Workers: 2, Warmup: warmup, Duration: duration,
+		Begin: func() { begins.Add(1); begun = time.Now() },
+		End:   func() { ends.Add(1); ended = time.Now() }},
+		func(context.Context, int) (func(context.Context) error, error) {
+			return func(context.Context) error { return nil }, nil
+		})
+	if begins.Load() != 1 || ends.Load() != 1 {
+		t.Fatalf("Begin ran %d times and End %d times; want once each, before Run returns", begins.Load(), ends.Load())
+	}
+	if begun.Before(start.Add(warmup)) || ended.Before(start.Add(warmup+duration)) {
+		t.Fatalf("Begin at +%s and End at +%s; want after +%s and +%s", begun.Sub(start), ended.Sub(start), warmup, warmup+duration)
+	}
+	if r.Cycles == 0 {
+		t.Fatal("no cycles")
+	}
+}
+
+func TestRun_CancelledInTheWarmupSkipsBeginAndEnd(t *testing.T) {
+	ctx, cancel := context.WithCancel(t.Context())
+	var marks atomic.Int64
+	Run(ctx, Options{Workers: 1, Warmup: time.Hour, Duration: time.Hour,
+		Begin: func() { marks.Add(1) }, End: func() { marks.Add(1) }},
+		func(context.Context, int) (func(context.Context) error, error) {
+			cancel()
+			return func(context.Context) error { return nil }, nil
+		})
+	if marks.Load() != 0 {
+		t.Fatalf("Begin/End ran %d times in a run cancelled before the measured time", marks.Load())
+	}
+}

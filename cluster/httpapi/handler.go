@@ -77,7 +77,7 @@ func (h *handler) routes() http.Handler {
 	})
 	mux.HandleFunc("GET /readyz", h.ready)
 	if h.opts.Metrics != nil {
-		mux.Handle("GET /metrics", h.auth(h.opts.Metrics))
+		mux.Handle("GET "+api.PathMetrics, h.auth(h.opts.Metrics))
 	}
 	if h.opts.Debug != nil {
 		mux.Handle("/debug/", h.auth(h.opts.Debug))

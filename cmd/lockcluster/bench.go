@@ -23,7 +23,12 @@ const benchExamples = `  # 32 workers on distinct keys against a running cluster
   lockcluster bench --driver memory
   lockcluster bench --driver sqlite --sqlite-path /tmp/bench.db`
 
-const benchNotes = `One operation = one successful acquire (waiting until the key is granted) then one release.`
+const benchNotes = `One operation = one successful acquire (waiting until the key is granted) then one release.
+
+cpu/cycle is the CPU time (user + system) used over the measured time per cycle:
+this process's own, and on the cluster driver each endpoint's, read from its /metrics
+(process_cpu_seconds_total, with --token) before and after. An endpoint that cannot be
+read is shown as "not read" and left out of the total. Other drivers show the client only.`
 
 // benchOptions are bench's flags.
 type benchOptions struct {
@@ -73,8 +78,16 @@ func runBench(ctx context.Context, e *env, o *benchOptions) error {
 	defer m.Close()
 	fmt.Fprintf(e.stdout, "driver=%s workers=%d keys=%d duration=%s warmup=%s ttl=%s\n",
 		cfg.Driver, o.workers, nkeys, formatDuration(o.duration), formatDuration(o.warmup), formatDuration(o.ttl))
-	res := benchRun(ctx, m, o.workers, nkeys, o.warmup, o.duration, o.ttl)
-	printBench(e.stdout, res)
+	mr, _ := m.Driver().(metricsReader)
+	meter := newCPUMeter(cfg.Driver, cfg.Cluster.Addrs, mr)
+	res := benchRun(ctx, m, o.workers, nkeys, o.warmup, o.duration, o.ttl, meter)
+	cpuRes := meter.result()
+	printBench(e.stdout, res, cpuRes)
+	for _, f := range cpuRes.Figures {
+		if f.err != nil {
+			fmt.Fprintf(e.stderr, "lockcluster bench: CPU time of %s not read: %s\n", f.name, describe(f.err))
+		}
+	}
 	if res.FirstErr != nil {
 		fmt.Fprintf(e.stderr, "lockcluster bench: first error: %s\n", describe(res.FirstErr))
 	}
@@ -85,14 +98,16 @@ func runBench(ctx context.Context, e *env, o *benchOptions) error {
 }
 
 // benchRun runs workers for warmup+duration, each on key bench:<worker
-// mod nkeys>, and records the cycles that started after the warm-up.
-func benchRun(ctx context.Context, m *lock.Manager, workers, nkeys int, warmup, duration, ttl time.Duration) load.Result {
+// mod nkeys>, and records the cycles that started after the warm-up; meter
+// reads CPU time at both edges of the measured time.
+func benchRun(ctx context.Context, m *lock.Manager, workers, nkeys int, warmup, duration, ttl time.Duration, meter *cpuMeter) load.Result {
 	keys := make([]string, workers)
 	for w := range keys {
 		keys[w] = fmt.Sprintf("bench:%d", w%nkeys)
 	}
 	o := load.Options{Workers: workers, Warmup: warmup, Duration: duration,
-		Ignore: func(err error) bool { return errors.Is(err, lock.ErrNotAcquired) }}
+		Ignore: func(err error) bool { return errors.Is(err, lock.ErrNotAcquired) },
+		Begin:  meter.begin, End: meter.end}
 	return load.Run(ctx, o, func(ctx context.Context, w int) (func(context.Context) error, error) {
 		l := m.Make(keys[w], ttl)
 		end, _ := ctx.Deadline()
@@ -103,8 +118,9 @@ func benchRun(ctx context.Context, m *lock.Manager, workers, nkeys int, warmup, 
 	})
 }
 
-func printBench(w io.Writer, r load.Result) {
+func printBench(w io.Writer, r load.Result, c cpuResult) {
 	fmt.Fprintf(w, "cycles    %d in %s = %.1f/s\n", r.Cycles, r.Elapsed.Round(time.Millisecond), r.PerSecond())
+	printCPU(w, c, r.Cycles)
 	fmt.Fprintf(w, "acquire   p50 %s  p99 %s\n", fmtDur(load.Percentile(r.Acquire, 50)), fmtDur(load.Percentile(r.Acquire, 99)))
 	fmt.Fprintf(w, "release   p50 %s  p99 %s\n", fmtDur(load.Percentile(r.Release, 50)), fmtDur(load.Percentile(r.Release, 99)))
 	fmt.Fprintf(w, "errors    %d\n", r.Errors)

@@ -4,6 +4,8 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -181,9 +183,45 @@ func TestBench_MemoryDriverShortRun(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d, stderr %q", code, stderr)
 	}
-	for _, want := range []string{"cycles", "acquire   p50", "release   p50", "errors    0"} {
+	for _, want := range []string{"cycles", "acquire   p50", "release   p50", "errors    0",
+		"(client only: the memory driver runs in this process)"} {
 		if !strings.Contains(stdout, want) {
 			t.Errorf("bench output lacks %q:\n%s", want, stdout)
 		}
 	}
+	if c := cpuPerCycle(t, stdout, "client"); c <= 0 {
+		t.Errorf("cpu/cycle of the client %.1fµs, want it positive:\n%s", c, stdout)
+	}
+}
+
+// cpuPerCycle returns the µs per cycle the cpu/cycle line of bench's
+// output gives name ("total" for the total), or fails t.
+func cpuPerCycle(t *testing.T, stdout, name string) float64 {
+	t.Helper()
+	var re *regexp.Regexp
+	if name == "total" {
+		re = regexp.MustCompile(`(?m)^cpu/cycle ([0-9.]+)µs total`)
+	} else {
+		re = regexp.MustCompile(`(?m)^cpu/cycle .*[:,] ` + regexp.QuoteMeta(name) + ` ([0-9.]+)µs`)
+	}
+	m := re.FindStringSubmatch(stdout)
+	if m == nil {
+		t.Fatalf("no cpu/cycle figure for %s in:\n%s", name, stdout)
+	}
+	v, err := strconv.ParseFloat(m[1], 64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return v
+}
+
+// benchCycles returns the cycles bench counted.
+func benchCycles(t *testing.T, stdout string) int {
+	t.Helper()
+	m := regexp.MustCompile(`(?m)^cycles +([0-9]+) in `).FindStringSubmatch(stdout)
+	if m == nil {
+		t.Fatalf("no cycles line in:\n%s", stdout)
+	}
+	n, _ := strconv.Atoi(m[1])
+	return n
 }
