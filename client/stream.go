@@ -374,12 +374,16 @@ func (sc *streamConn) write() {
 func (sc *streamConn) read() {
 	var buf []byte
 	for {
-		frame, err := stream.ReadFrame(sc.br, buf, nil)
+		frame, err := stream.ReadFrame(sc.br, buf, stream.MaxAnswer, nil)
 		if err != nil {
 			sc.fail(fmt.Errorf("client: stream to %s: read: %w", sc.conn.RemoteAddr(), err))
 			return
 		}
-		buf = frame[:0]
+		if cap(frame) <= 1<<20 {
+			buf = frame[:0] // reused; a rare large answer's buffer is not kept
+		} else {
+			buf = nil
+		}
 		a, err := stream.ParseAnswer(frame)
 		if err != nil {
 			sc.fail(fmt.Errorf("client: stream to %s: %w", sc.conn.RemoteAddr(), err))

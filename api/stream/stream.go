@@ -48,9 +48,13 @@ const (
 	Protocol = "lockcluster-stream/1"
 )
 
-// MaxFrame bounds a frame's length: a request body of the API is at most
-// 64 KiB, its target a path and a short query.
-const MaxFrame = 80 << 10
+// MaxFrame bounds a request frame's length: a request body of the API is
+// at most 64 KiB, its target a path and a short query. MaxAnswer bounds an
+// answer frame's: a list of locks, or the metrics, may be large.
+const (
+	MaxFrame  = 80 << 10
+	MaxAnswer = 32 << 20
+)
 
 // Frame kinds of a client frame.
 const (
@@ -113,11 +117,11 @@ func AppendRequest(b []byte, r Request) ([]byte, error) {
 	return b, nil
 }
 
-// AppendAnswer appends a's frame to b. A body that would break MaxFrame is
-// an error (no answer of the API is that large).
+// AppendAnswer appends a's frame to b. A body that would break MaxAnswer
+// is an error (no answer of the API is that large).
 func AppendAnswer(b []byte, a Answer) ([]byte, error) {
 	n := uvarintLen(a.ID) + uvarintLen(uint64(a.Status)) + len(a.Body)
-	if n > MaxFrame || a.Status < 100 || a.Status > 999 {
+	if n > MaxAnswer || a.Status < 100 || a.Status > 999 {
 		return b, fmt.Errorf("stream: cannot frame an answer of status %d and %d bytes", a.Status, len(a.Body))
 	}
 	b = binary.AppendUvarint(b, uint64(n))
@@ -127,10 +131,11 @@ func AppendAnswer(b []byte, a Answer) ([]byte, error) {
 }
 
 // ReadFrame reads one frame's bytes (after its length) into buf's room,
-// reallocating when it is short. started is called once the frame's first
+// reallocating when it is short; a frame over limit (MaxFrame for
+// requests, MaxAnswer for answers) is malformed. started is called once the frame's first
 // byte has arrived, before the rest is read (the node bounds the time a
 // frame may take from there); nil: not called.
-func ReadFrame(r *bufio.Reader, buf []byte, started func()) ([]byte, error) {
+func ReadFrame(r *bufio.Reader, buf []byte, limit int, started func()) ([]byte, error) {
 	if _, err := r.Peek(1); err != nil {
 		return nil, err
 	}
@@ -141,8 +146,8 @@ func ReadFrame(r *bufio.Reader, buf []byte, started func()) ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: length: %w", ErrMalformed, unexpectedEOF(err))
 	}
-	if n == 0 || n > MaxFrame {
-		return nil, fmt.Errorf("%w: length %d (1 to %d)", ErrMalformed, n, MaxFrame)
+	if n == 0 || n > uint64(limit) {
+		return nil, fmt.Errorf("%w: length %d (1 to %d)", ErrMalformed, n, limit)
 	}
 	if uint64(cap(buf)) < n {
 		buf = make([]byte, n)

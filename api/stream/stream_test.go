@@ -26,7 +26,7 @@ func TestFrames_RoundTrip(t *testing.T) {
 	br := bufio.NewReader(bytes.NewReader(wire))
 	for i, want := range reqs {
 		started := false
-		f, err := ReadFrame(br, nil, func() { started = true })
+		f, err := ReadFrame(br, nil, MaxFrame, func() { started = true })
 		if err != nil || !started {
 			t.Fatalf("frame %d: %v (started %v)", i, err, started)
 		}
@@ -36,7 +36,7 @@ func TestFrames_RoundTrip(t *testing.T) {
 			t.Fatalf("frame %d = %+v, %v; want %+v", i, got, err, want)
 		}
 	}
-	if _, err := ReadFrame(br, nil, nil); err != io.EOF {
+	if _, err := ReadFrame(br, nil, MaxFrame, nil); err != io.EOF {
 		t.Fatalf("after the last frame: %v, want io.EOF", err)
 	}
 
@@ -45,7 +45,7 @@ func TestFrames_RoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f, err := ReadFrame(bufio.NewReader(bytes.NewReader(b)), nil, nil)
+	f, err := ReadFrame(bufio.NewReader(bytes.NewReader(b)), nil, MaxAnswer, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -62,6 +62,19 @@ func TestFrames_RefuseWhatBreaksTheLayout(t *testing.T) {
 	if _, err := AppendRequest(nil, Request{ID: 1, Method: http.MethodPost, Target: "/", Body: make([]byte, MaxFrame)}); err == nil {
 		t.Error("a frame over MaxFrame accepted")
 	}
+	if _, err := AppendAnswer(nil, Answer{ID: 1, Status: 200, Body: make([]byte, MaxAnswer)}); err == nil {
+		t.Error("an answer over MaxAnswer framed")
+	}
+	big, err := AppendAnswer(nil, Answer{ID: 1, Status: 200, Body: make([]byte, MaxFrame)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ReadFrame(bufio.NewReader(bytes.NewReader(big)), nil, MaxFrame, nil); !errors.Is(err, ErrMalformed) {
+		t.Errorf("an answer-sized frame read as a request: %v", err)
+	}
+	if _, err := ReadFrame(bufio.NewReader(bytes.NewReader(big)), nil, MaxAnswer, nil); err != nil {
+		t.Errorf("a large answer: %v", err)
+	}
 	if _, err := AppendAnswer(nil, Answer{ID: 1, Status: 42}); err == nil {
 		t.Error("status 42 framed")
 	}
@@ -72,7 +85,7 @@ func TestFrames_RefuseWhatBreaksTheLayout(t *testing.T) {
 		"length varint": {0x80},
 	}
 	for name, b := range frames {
-		if _, err := ReadFrame(bufio.NewReader(bytes.NewReader(b)), nil, nil); !errors.Is(err, ErrMalformed) {
+		if _, err := ReadFrame(bufio.NewReader(bytes.NewReader(b)), nil, MaxAnswer, nil); !errors.Is(err, ErrMalformed) {
 			t.Errorf("%s: ReadFrame = %v, want ErrMalformed", name, err)
 		}
 	}
@@ -117,7 +130,7 @@ func FuzzParseRequest(f *testing.F) {
 		if err != nil {
 			return // a target and body over MaxFrame together: never read
 		}
-		fr, err := ReadFrame(bufio.NewReader(bytes.NewReader(wire)), nil, nil)
+		fr, err := ReadFrame(bufio.NewReader(bytes.NewReader(wire)), nil, MaxFrame, nil)
 		if err != nil {
 			t.Fatalf("re-read: %v", err)
 		}

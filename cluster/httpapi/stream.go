@@ -123,7 +123,7 @@ func (s *streamConn) serve(parent context.Context, br *bufio.Reader) {
 	var buf []byte
 	s.armIdle()
 	for {
-		frame, err := stream.ReadFrame(br, buf, s.frameStarted)
+		frame, err := stream.ReadFrame(br, buf, stream.MaxFrame, s.frameStarted)
 		if err != nil {
 			return // closed, cut, too slow or malformed: nothing to answer on
 		}

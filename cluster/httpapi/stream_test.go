@@ -2,6 +2,7 @@ package httpapi_test
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"net"
@@ -44,13 +45,19 @@ type streamServer struct {
 	cancel  context.CancelFunc
 }
 
+// bigMetrics stands for a node's /metrics: an answer far larger than any
+// request frame.
+var bigMetrics = http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+	_, _ = w.Write(bytes.Repeat([]byte("metric 1\n"), 50_000))
+})
+
 func newStreamServer(t *testing.T, readTimeout time.Duration) *streamServer {
 	t.Helper()
 	s := &streamServer{store: &blockingStore{fakeStore: newFakeStore(), ended: make(chan string, 16)}, streams: &sync.WaitGroup{}}
 	base, cancel := context.WithCancel(context.Background())
 	s.cancel = cancel
 	s.srv = httptest.NewUnstartedServer(httpapi.New(s.store, httpapi.Options{
-		NodeID: "n1", ClusterID: "c1", Token: streamToken, ReadTimeout: readTimeout, Streams: s.streams,
+		NodeID: "n1", ClusterID: "c1", Token: streamToken, ReadTimeout: readTimeout, Streams: s.streams, Metrics: bigMetrics,
 	}))
 	s.srv.Config.BaseContext = func(net.Listener) context.Context { return base }
 	s.srv.Start()
@@ -131,7 +138,7 @@ func (c *streamClient) send(r stream.Request) {
 func (c *streamClient) answer() stream.Answer {
 	c.t.Helper()
 	_ = c.conn.SetReadDeadline(time.Now().Add(10 * time.Second))
-	f, err := stream.ReadFrame(c.br, nil, nil)
+	f, err := stream.ReadFrame(c.br, nil, stream.MaxAnswer, nil)
 	if err != nil {
 		c.t.Fatalf("read an answer: %v", err)
 	}
@@ -156,7 +163,7 @@ func (c *streamClient) closed(d time.Duration) bool {
 func TestStream_AnswersAsPlainHTTP(t *testing.T) {
 	s := newStreamServer(t, time.Second)
 	c := s.mustOpen(t)
-	plain := newHandler(newFakeStore(), httpapi.Options{NodeID: "n1", ClusterID: "c1", Token: streamToken})
+	plain := newHandler(newFakeStore(), httpapi.Options{NodeID: "n1", ClusterID: "c1", Token: streamToken, Metrics: bigMetrics})
 	auth := []string{api.HeaderAuthorization, api.Bearer(streamToken)}
 	cases := []struct{ method, target, body string }{
 		{http.MethodPost, api.PathAcquire, `{"key":"k","owner":"o","ttl_ms":1000}`},
@@ -166,6 +173,7 @@ func TestStream_AnswersAsPlainHTTP(t *testing.T) {
 		{http.MethodGet, "/v1/nowhere", ""},
 		{http.MethodGet, api.PathRelease, ""},
 		{http.MethodPost, api.PathRelease, `{"key":"k","owner":"o"}`},
+		{http.MethodGet, "/metrics", ""}, // 450 kB: an answer is not bounded by MaxFrame
 	}
 	for i, tc := range cases {
 		c.send(stream.Request{ID: uint64(i + 1), Method: tc.method, Target: tc.target, Body: []byte(tc.body)})
