@@ -36,8 +36,12 @@ const (
 	redialAfter = time.Second
 )
 
-// errNoStream: the node does not serve the stream; use plain HTTP.
-var errNoStream = errors.New("client: the node does not serve the API stream")
+// errNoStream: no stream to the node (yet, or it does not serve one); use
+// plain HTTP. errStreamGone: the stream ended before a request went on it.
+var (
+	errNoStream   = errors.New("client: no API stream to the node")
+	errStreamGone = errors.New("client: the API stream ended before the request was sent")
+)
 
 // streamTransport carries the client's requests to plain-http nodes over
 // the API stream (package api/stream): one connection per node, every
@@ -73,16 +77,28 @@ func (t *streamTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 		return t.plain.RoundTrip(req)
 	}
 	sc, err := t.conn(req)
-	if errors.Is(err, errNoStream) {
-		return t.plain.RoundTrip(req)
-	}
 	if err != nil {
-		if req.Body != nil {
-			_ = req.Body.Close()
-		}
-		return nil, err
+		return t.plain.RoundTrip(req) // errNoStream: the only error conn returns
 	}
-	return sc.roundTrip(req)
+	var body []byte
+	if req.Body != nil && req.Body != http.NoBody {
+		body, err = io.ReadAll(io.LimitReader(req.Body, stream.MaxFrame+1))
+		_ = req.Body.Close()
+		if err != nil {
+			return nil, err
+		}
+	}
+	resp, err := sc.roundTrip(req, body)
+	if errors.Is(err, errStreamGone) {
+		// The stream ended before this request went on it (closed while
+		// idle, or broken by another request): nothing was sent, so plain
+		// HTTP carries it instead of failing a call that never left.
+		plain := req.Clone(req.Context())
+		plain.Body = io.NopCloser(bytes.NewReader(body))
+		plain.ContentLength = int64(len(body))
+		return t.plain.RoundTrip(plain)
+	}
+	return resp, err
 }
 
 // Close closes the streams that carry no request now, and every other
@@ -231,7 +247,7 @@ type streamConn struct {
 	nextID   uint64
 	pending  map[uint64]*streamCall
 	out      []byte   // frames not yet written
-	wrote    []func() // their WroteRequest hooks, called once they are
+	wrote    []func() // their WroteRequest hooks, called as they are written
 	err      error    // set once the stream failed: every later call fails
 	lastRead time.Time
 	idle     *time.Timer
@@ -245,27 +261,17 @@ type streamCall struct {
 	err    error
 }
 
-// roundTrip sends req as a frame and waits for its answer or for the
-// request's context to end.
-func (sc *streamConn) roundTrip(req *http.Request) (*http.Response, error) {
-	var body []byte
-	if req.Body != nil {
-		var err error
-		body, err = io.ReadAll(io.LimitReader(req.Body, stream.MaxFrame+1))
-		_ = req.Body.Close()
-		if err != nil {
-			return nil, err
-		}
-	}
+// roundTrip sends req, with body, as a frame and waits for its answer or
+// for the request's context to end.
+func (sc *streamConn) roundTrip(req *http.Request, body []byte) (*http.Response, error) {
 	target := req.URL.RequestURI()
 	trace := httptrace.ContextClientTrace(req.Context())
 	call := &streamCall{done: make(chan struct{})}
 
 	sc.mu.Lock()
 	if sc.err != nil {
-		err := sc.err
 		sc.mu.Unlock()
-		return nil, err
+		return nil, errStreamGone
 	}
 	sc.nextID++
 	id := sc.nextID
@@ -360,12 +366,15 @@ func (sc *streamConn) write() {
 		if len(buf) == 0 {
 			continue
 		}
+		// Before the write: a write that fails part way may still have
+		// delivered whole frames, and a request that may have reached the
+		// node must never be reported as never sent.
+		for _, h := range hooks {
+			h()
+		}
 		if _, err := sc.conn.Write(buf); err != nil {
 			sc.fail(fmt.Errorf("client: stream to %s: write: %w", sc.conn.RemoteAddr(), err))
 			return
-		}
-		for _, h := range hooks {
-			h()
 		}
 	}
 }
