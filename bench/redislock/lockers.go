@@ -20,7 +20,6 @@ type bsmLocker struct{ c *redislock.Client }
 
 func newBSM(client *goredis.Client) *bsmLocker { return &bsmLocker{c: redislock.New(client)} }
 
-
 func (l *bsmLocker) acquire(ctx context.Context, key string, wait bool) (func(context.Context) error, error) {
 	opt := &redislock.Options{}
 	if wait {
