@@ -75,6 +75,11 @@ func (b *batcher) run(ctx context.Context, s *goredis.Script, keys []string, arg
 		b.mu.Lock()
 		c.gone = true
 		b.mu.Unlock()
+		select {
+		case <-c.done: // answered all the same: a grant the caller can use or release
+			return c.cmd
+		default:
+		}
 		cmd := goredis.NewCmd(ctx)
 		cmd.SetErr(ctx.Err())
 		return cmd
