@@ -6,8 +6,6 @@ import (
 	"testing"
 	"time"
 
-	goredis "github.com/redis/go-redis/v9"
-
 	"github.com/zerotal/lock/drivers/redis/redistest"
 )
 
@@ -32,61 +30,56 @@ var scenarios = []scenario{
 	}},
 }
 
-// BenchmarkRedisLocks runs every scenario for redislock (the baseline) and
-// the zerotal driver on one redis-server, b.N cycles each, interleaved, and
-// reports both libraries' figures and their ratios.
+// BenchmarkRedisLocks runs every scenario under every setup for redislock
+// (the baseline) and the zerotal driver, on one redis-server, b.N cycles
+// each, interleaved, and reports both libraries' figures and their ratios.
 func BenchmarkRedisLocks(b *testing.B) {
 	srv := redistest.Start(b)
-	opts, err := goredis.ParseURL(srv.URL())
-	if err != nil {
-		b.Fatal(err)
-	}
-	client := goredis.NewClient(opts)
-	b.Cleanup(func() { _ = client.Close() })
-	base := newBSM(client)
-	ours, err := newZerotal(context.Background(), srv.URL())
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { _ = ours.d.Close() })
-
-	for _, sc := range scenarios {
-		b.Run(sc.name, func(b *testing.B) {
-			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
-			defer cancel()
-			baseKeys := sc.keyFor("redislock:" + token()[:8])
-			ourKeys := sc.keyFor("zerotal:" + token()[:8])
-			var baseRes, ourRes result
-			b.ResetTimer()
-			for r := 0; r < rounds; r++ {
-				n := b.N / rounds
-				if r < b.N%rounds {
-					n++
-				}
-				if n == 0 {
-					continue
-				}
-				order := []bool{r%2 == 0, r%2 != 0} // true: baseline first
-				for _, baseFirst := range order {
-					if baseFirst {
-						res, err := run(ctx, base, sc.workers, n, baseKeys, sc.wait)
-						if err != nil {
-							b.Fatal(err)
-						}
-						baseRes.add(res)
-					} else {
-						res, err := run(ctx, ours, sc.workers, n, ourKeys, sc.wait)
-						if err != nil {
-							b.Fatal(err)
-						}
-						ourRes.add(res)
-					}
-				}
+	cpu := newCPUMeter(srv)
+	for _, st := range setups {
+		b.Run(st.name, func(b *testing.B) {
+			for _, sc := range scenarios {
+				b.Run(sc.name, func(b *testing.B) {
+					base, ours := st.open(b, srv.URL(), sc.workers)
+					runScenario(b, sc, base, ours, cpu)
+				})
 			}
-			b.StopTimer()
-			report(b, baseRes, ourRes)
 		})
 	}
+}
+
+func runScenario(b *testing.B, sc scenario, base, ours locker, cpu *cpuMeter) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	baseKeys := sc.keyFor("redislock:" + token()[:8])
+	ourKeys := sc.keyFor("zerotal:" + token()[:8])
+	var baseRes, ourRes result
+	b.ResetTimer()
+	for r := 0; r < rounds; r++ {
+		n := b.N / rounds
+		if r < b.N%rounds {
+			n++
+		}
+		if n == 0 {
+			continue
+		}
+		order := []bool{r%2 == 0, r%2 != 0} // true: baseline first
+		for _, baseFirst := range order {
+			l, keys, into := ours, ourKeys, &ourRes
+			if baseFirst {
+				l, keys, into = base, baseKeys, &baseRes
+			}
+			before := cpu.read(b)
+			res, err := run(ctx, l, sc.workers, n, keys, sc.wait)
+			if err != nil {
+				b.Fatal(err)
+			}
+			res.cpu = cpu.read(b).sub(before)
+			into.add(res)
+		}
+	}
+	b.StopTimer()
+	report(b, baseRes, ourRes)
 }
 
 func report(b *testing.B, base, ours result) {
@@ -102,6 +95,8 @@ func report(b *testing.B, base, ours result) {
 	b.ReportMetric(ms(percentile(ours.acquire, 99)), "zerotal_p99_ms")
 	b.ReportMetric(ms(percentile(base.acquire, 99)), "redislock_p99_ms")
 	b.ReportMetric(ratio(percentile(ours.acquire, 99), percentile(base.acquire, 99)), "p99_x")
+	b.ReportMetric(ours.cpuPerCycle(), "zerotal_cpu_us/cycle")
+	b.ReportMetric(base.cpuPerCycle(), "redislock_cpu_us/cycle")
 	if len(ours.handoffs) > 0 && len(base.handoffs) > 0 {
 		b.ReportMetric(ms(percentile(ours.handoffs, 50)), "zerotal_handoff_p50_ms")
 		b.ReportMetric(ms(percentile(base.handoffs, 50)), "redislock_handoff_p50_ms")

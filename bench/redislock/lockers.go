@@ -7,8 +7,8 @@ import (
 	"github.com/bsm/redislock"
 	goredis "github.com/redis/go-redis/v9"
 
+	"github.com/zerotal/lock"
 	"github.com/zerotal/lock/drivers"
-	zredis "github.com/zerotal/lock/drivers/redis"
 )
 
 // ttl of every lock in the benchmark: long enough never to expire.
@@ -32,36 +32,25 @@ func (l *bsmLocker) acquire(ctx context.Context, key string, wait bool) (func(co
 	return lk.Release, nil
 }
 
-// zerotalLocker is our driver, used directly: Acquire for a key nobody else
-// wants, AcquireWait (pub/sub wake-ups) to wait. It is opened from the URL,
-// as an application would, so it has its own client with default options.
-type zerotalLocker struct{ d *zredis.Driver }
+// zerotalLocker is our public API, as an application uses it: a handle per
+// cycle from Manager.Make, then Acquire for a key nobody else wants, or
+// Block (pub/sub wake-ups, FIFO) to wait for it, and Release.
+type zerotalLocker struct{ m *lock.Manager }
 
-func newZerotal(ctx context.Context, url string) (*zerotalLocker, error) {
-	d, err := zredis.Open(ctx, zredis.Config{URL: url})
+func (l *zerotalLocker) acquire(ctx context.Context, key string, wait bool) (func(context.Context) error, error) {
+	lk := l.m.Make(key, ttl)
+	if wait {
+		if err := lk.Block(ctx, 0); err != nil {
+			return nil, err
+		}
+		return lk.Release, nil
+	}
+	ok, err := lk.Acquire(ctx)
 	if err != nil {
 		return nil, err
 	}
-	return &zerotalLocker{d: d}, nil
-}
-
-func (l *zerotalLocker) acquire(ctx context.Context, key string, wait bool) (func(context.Context) error, error) {
-	owner := token()
-	if wait {
-		if _, err := l.d.AcquireWait(ctx, key, owner, ttl, drivers.WaitOptions{}); err != nil {
-			return nil, err
-		}
-	} else {
-		_, ok, err := l.d.Acquire(ctx, key, owner, ttl)
-		if err != nil {
-			return nil, err
-		}
-		if !ok {
-			return nil, drivers.ErrNotAcquired
-		}
+	if !ok {
+		return nil, drivers.ErrNotAcquired
 	}
-	return func(ctx context.Context) error {
-		_, err := l.d.Release(ctx, key, owner)
-		return err
-	}, nil
+	return lk.Release, nil
 }

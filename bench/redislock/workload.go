@@ -23,9 +23,16 @@ type result struct {
 	elapsed  time.Duration
 	acquire  []time.Duration
 	handoffs []time.Duration
+	cpu      cpuTime // spent by the client process and redis-server
 }
 
 func (r result) perSecond() float64 { return float64(r.cycles) / r.elapsed.Seconds() }
+
+// cpuPerCycle is the CPU time, client and server together, of one cycle
+// in microseconds.
+func (r result) cpuPerCycle() float64 {
+	return float64(r.cpu.client+r.cpu.server) / float64(time.Microsecond) / float64(r.cycles)
+}
 
 // add merges another slice of the same run into r.
 func (r *result) add(o result) {
@@ -33,6 +40,8 @@ func (r *result) add(o result) {
 	r.elapsed += o.elapsed
 	r.acquire = append(r.acquire, o.acquire...)
 	r.handoffs = append(r.handoffs, o.handoffs...)
+	r.cpu.client += o.cpu.client
+	r.cpu.server += o.cpu.server
 }
 
 // run makes n cycles with the given number of workers. keyFor names the key

@@ -36,13 +36,12 @@ type Config struct {
 	PollInterval time.Duration
 
 	// PipelineAt: when at least this many calls of the driver are in flight
-	// at once, this one included, they go through go-redis's auto-pipeliner,
-	// which sends concurrent commands in shared pipelines; with fewer, each
-	// call has a connection to itself. 1 always pipelines; a negative value
-	// never does. Zero means DefaultPipelineAt for a client the driver opens
-	// from URL, and never for an application's Client: go-redis keeps one
-	// pipeliner per client and the first configuration wins, so the driver
-	// does not create it unless asked to.
+	// at once, this one included, they are sent together, one pipeline per
+	// round trip (the calls that arrive while one is on the wire make up the
+	// next); with fewer, each call has a connection to itself. 1 always
+	// batches; a negative value never does. Zero means DefaultPipelineAt,
+	// for a client opened from URL and an application's Client alike: the
+	// batches use the client's ordinary Pipeline and change nothing on it.
 	PipelineAt int
 
 	// Logger receives the driver's few messages (subscription trouble),

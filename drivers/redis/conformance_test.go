@@ -28,8 +28,8 @@ func TestConformance(t *testing.T) {
 	driverstest.Run(t, func(t *testing.T) driverstest.Harness { return urlHarness{url: srv.URL()} })
 }
 
-// TestConformance_Pipelined sends every call through the auto-pipeliner,
-// which the default settings use only under concurrency.
+// TestConformance_Pipelined sends every call in a batch (batch.go), which
+// the default settings use only under concurrency.
 func TestConformance_Pipelined(t *testing.T) {
 	srv := redistest.Start(t)
 	driverstest.Run(t, func(t *testing.T) driverstest.Harness {
@@ -41,8 +41,9 @@ func TestConformance_Pipelined(t *testing.T) {
 // New: the application-owned client case. The client is closed by the
 // test, since the driver never closes a client it did not open.
 type clusterHarness struct {
-	t     *testing.T
-	addrs []string
+	t          *testing.T
+	addrs      []string
+	pipelineAt int
 }
 
 func (h clusterHarness) NewDriver(ctx context.Context) (drivers.Driver, error) {
@@ -51,7 +52,7 @@ func (h clusterHarness) NewDriver(ctx context.Context) (drivers.Driver, error) {
 	if err := c.Ping(ctx).Err(); err != nil {
 		return nil, err
 	}
-	return redis.New(c)
+	return redis.New(c, redis.WithPipelineAt(h.pipelineAt))
 }
 
 // TestConformance_Cluster runs the whole suite against a three-node Redis
@@ -61,5 +62,14 @@ func TestConformance_Cluster(t *testing.T) {
 	cluster := redistest.StartCluster(t, 3)
 	driverstest.Run(t, func(t *testing.T) driverstest.Harness {
 		return clusterHarness{t: t, addrs: cluster.Addrs()}
+	})
+}
+
+// TestConformance_ClusterPipelined sends every call in a batch, which a
+// cluster client's pipeline splits by node.
+func TestConformance_ClusterPipelined(t *testing.T) {
+	cluster := redistest.StartCluster(t, 3)
+	driverstest.Run(t, func(t *testing.T) driverstest.Harness {
+		return clusterHarness{t: t, addrs: cluster.Addrs(), pipelineAt: 1}
 	})
 }

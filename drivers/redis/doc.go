@@ -46,6 +46,17 @@
 // persistence, a failover to a replica that had not received the last
 // writes), as long as the server clocks do not step back.
 //
+// # Batching
+//
+// A call alone goes straight to a pooled connection. When Config.PipelineAt
+// (default 4) or more calls of one Driver are in flight, they are sent in
+// shared pipelines instead: the calls that arrive while one pipeline is on
+// the wire make up the next, without waiting for more. Redis spends most of
+// a small script's cost reading and writing its connection, which a
+// pipeline pays once. This uses the client's ordinary Pipeline, so it works
+// the same on a client opened from a URL and on one the application hands
+// to New (plain, failover or cluster), and leaves nothing behind on it.
+//
 // # Waiting
 //
 // AcquireWait is pushed, not polled. Every release and force release

@@ -21,9 +21,9 @@ type Driver struct {
 	ownsClient bool
 	cfg        Config
 
-	// pipe batches calls into pipelines when many are in flight (nil when
-	// disabled); inflight counts the calls under way.
-	pipe     goredis.Scripter
+	// batch sends calls in shared pipelines when many are in flight (nil
+	// when disabled); inflight counts the calls under way.
+	batch    *batcher
 	inflight atomic.Int64
 
 	closed    atomic.Bool
@@ -108,10 +108,8 @@ func newDriver(client goredis.UniversalClient, owns bool, cfg Config) *Driver {
 		cfg:        cfg,
 		done:       make(chan struct{}),
 	}
-	if at := cfg.PipelineAt; at > 0 || (at == 0 && owns) {
-		if ap, err := client.AutoPipeline(); err == nil {
-			d.pipe = ap
-		}
+	if cfg.PipelineAt >= 0 {
+		d.batch = newBatcher(client)
 	}
 	d.hub = newHub(client, cfg.PollInterval, cfg.Logger)
 	return d
@@ -225,20 +223,20 @@ func (d *Driver) Close() error {
 	return err
 }
 
-// run runs a script, through the auto-pipeliner when at least PipelineAt
-// calls are in flight. Alone, a call goes straight to a connection: the
-// pipeliner's extra hand-over between goroutines would only add latency to
-// a chain of calls that wait for each other, such as a lock handed from
-// one waiter to the next. Many concurrent calls share few writes and reads
-// instead of one each, which is what Redis spends most of its time on.
+// run runs a script, in a shared pipeline (batch.go) when at least
+// PipelineAt calls are in flight. Alone, a call goes straight to a
+// connection: the hand-over to the goroutine that sends batches would only
+// add latency to a chain of calls that wait for each other, such as a lock
+// handed from one waiter to the next. Many concurrent calls share few
+// writes and reads instead of one each, which is what Redis spends most of
+// its time on.
 func (d *Driver) run(ctx context.Context, s *goredis.Script, keys []string, args ...any) *goredis.Cmd {
 	n := d.inflight.Add(1)
 	defer d.inflight.Add(-1)
-	var c goredis.Scripter = d.client
-	if d.pipe != nil && n >= int64(d.pipelineAt()) {
-		c = d.pipe
+	if d.batch != nil && n >= int64(d.pipelineAt()) {
+		return d.batch.run(ctx, s, keys, args)
 	}
-	return s.Run(ctx, c, keys, args...)
+	return s.Run(ctx, d.client, keys, args...)
 }
 
 func (d *Driver) pipelineAt() int {

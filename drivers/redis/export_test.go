@@ -29,3 +29,13 @@ func Subscribed(d *Driver, key string) bool {
 
 // SubscribedChannels is how many key channels d keeps subscribed.
 func SubscribedChannels(d *Driver) int { return d.hub.subscribedChannels() }
+
+// Queued is how many calls of d wait for the batch that will send them.
+func Queued(d *Driver) int {
+	if d.batch == nil {
+		return 0
+	}
+	d.batch.mu.Lock()
+	defer d.batch.mu.Unlock()
+	return len(d.batch.queue)
+}

@@ -87,7 +87,7 @@ func TestServerRestart_WaiterGetsTheKey(t *testing.T) {
 
 // TestScriptFlush_FallsBackToEval empties the server's script cache: the
 // next calls find their SHA unknown and send the script itself, whether
-// they go straight to a connection or through the auto-pipeliner.
+// they go straight to a connection or in a batch.
 func TestScriptFlush_FallsBackToEval(t *testing.T) {
 	for name, pipelineAt := range map[string]int{"direct": -1, "pipelined": 1} {
 		t.Run(name, func(t *testing.T) { testScriptFlush(t, pipelineAt) })
