@@ -53,6 +53,9 @@ var (
 type streamTransport struct {
 	plain *http.Transport
 	dial  func(ctx context.Context, network, addr string) (net.Conn, error)
+	// ctx ends with Close, and with it any upgrade in progress.
+	ctx    context.Context
+	cancel context.CancelFunc
 
 	mu       sync.Mutex
 	conns    map[string]*streamConn
@@ -62,7 +65,10 @@ type streamTransport struct {
 }
 
 func newStreamTransport(plain *http.Transport) *streamTransport {
+	ctx, cancel := context.WithCancel(context.Background())
 	return &streamTransport{
+		ctx:      ctx,
+		cancel:   cancel,
 		plain:    plain,
 		dial:     plain.DialContext,
 		conns:    map[string]*streamConn{},
@@ -105,6 +111,7 @@ func (t *streamTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 // once its last request is answered; no new stream is opened.
 func (t *streamTransport) Close() {
 	t.closed.Store(true)
+	t.cancel()
 	t.CloseIdleConnections()
 }
 
@@ -180,7 +187,7 @@ func (t *streamTransport) open(key, host string, h http.Header) {
 
 // handshake dials host and asks for the stream with the upgrade.
 func (t *streamTransport) handshake(host string, h http.Header) (*streamConn, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), streamHandshake)
+	ctx, cancel := context.WithTimeout(t.ctx, streamHandshake)
 	defer cancel()
 	conn, err := t.dial(ctx, "tcp", host)
 	if err != nil {
