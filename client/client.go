@@ -87,7 +87,7 @@ func New(cfg Config) (*Client, error) {
 		}
 		var rt http.RoundTripper = c.own
 		if !cfg.tlsEnabled() && !cfg.NoStream {
-			c.stream = newStreamTransport(c.own)
+			c.stream = newStreamTransport(c.own, cfg.AttemptTimeout)
 			rt = c.stream
 		}
 		c.http = &http.Client{Transport: rt, CheckRedirect: noRedirect}

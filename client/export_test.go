@@ -24,3 +24,11 @@ func (c *Client) Streams() int {
 	defer c.stream.mu.Unlock()
 	return len(c.stream.conns)
 }
+
+// StreamsOpened is the number of API streams the client has opened.
+func (c *Client) StreamsOpened() int64 {
+	if c.stream == nil {
+		return 0
+	}
+	return c.stream.opened.Load()
+}

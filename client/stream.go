@@ -56,6 +56,11 @@ type streamTransport struct {
 	// ctx ends with Close, and with it any upgrade in progress.
 	ctx    context.Context
 	cancel context.CancelFunc
+	// silent is how long a stream may send nothing while a request given
+	// up waited on it before the stream itself is taken to be dead: the
+	// client's AttemptTimeout.
+	silent time.Duration
+	opened atomic.Int64 // streams opened, for tests
 
 	mu       sync.Mutex
 	conns    map[string]*streamConn
@@ -64,11 +69,12 @@ type streamTransport struct {
 	closed   atomic.Bool // Close was called: streams close once idle
 }
 
-func newStreamTransport(plain *http.Transport) *streamTransport {
+func newStreamTransport(plain *http.Transport, silent time.Duration) *streamTransport {
 	ctx, cancel := context.WithCancel(context.Background())
 	return &streamTransport{
 		ctx:      ctx,
 		cancel:   cancel,
+		silent:   silent,
 		plain:    plain,
 		dial:     plain.DialContext,
 		conns:    map[string]*streamConn{},
@@ -181,6 +187,7 @@ func (t *streamTransport) open(key, host string, h http.Header) {
 	default:
 		sc.key, sc.t = key, t
 		t.conns[key] = sc
+		t.opened.Add(1)
 		go sc.read()
 	}
 }
@@ -321,9 +328,12 @@ func (sc *streamConn) roundTrip(req *http.Request, body []byte) (*http.Response,
 
 // abandon gives up request id. A plain HTTP client closes the connection
 // of a request it gives up, which ends the request on the node; here a
-// cancel frame does, unless the node has sent nothing since the request
-// went out: then the stream itself is suspect and is closed, as plain
-// HTTP would close the connection, so that the next request dials anew.
+// cancel frame does, and the stream carries on. Only when the node has
+// sent nothing on the stream for as long as the client lets a node stay
+// silent (AttemptTimeout), all the while this request waited, is the
+// stream itself taken to be dead and closed, as plain HTTP would close
+// the connection, so that the next request dials anew. (Closing it for
+// any request given up would fail every other request on it.)
 func (sc *streamConn) abandon(id uint64, sent time.Time) {
 	sc.mu.Lock()
 	if _, ok := sc.pending[id]; !ok || sc.err != nil {
@@ -331,7 +341,7 @@ func (sc *streamConn) abandon(id uint64, sent time.Time) {
 		return
 	}
 	delete(sc.pending, id)
-	silent := !sc.lastRead.After(sent)
+	silent := !sc.lastRead.After(sent) && time.Since(sent) >= sc.t.silent
 	if !silent {
 		sc.out, _ = stream.AppendRequest(sc.out, stream.Request{ID: id, Cancel: true})
 	}
