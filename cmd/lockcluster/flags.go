@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/zerotal/lock/cluster"
 	"github.com/zerotal/lock/internal/cliflags"
 	"github.com/zerotal/lock/internal/logbridge"
 )
@@ -75,4 +76,16 @@ func newLogger(w io.Writer, level string) (*slog.Logger, *slog.LevelVar, error) 
 // logLevels completes --log-level.
 func logLevels(*cobra.Command, []string, string) ([]cobra.Completion, cobra.ShellCompDirective) {
 	return []cobra.Completion{"trace", "debug", "info", "warn", "error", "off"}, cobra.ShellCompDirectiveNoFileComp
+}
+
+// raftLogUsage is --raft-log's help, for agent and dev.
+var raftLogUsage = fmt.Sprintf("store of the raft log: wal (segment files in DIR/wal) or bolt (raft.db); a data dir\n"+
+	"keeps the one it was created with (empty: the data dir's, %s for a new one: %s)", cluster.DefaultRaftLog, raftLogWhy)
+
+// raftLogWhy says why DefaultRaftLog is the default, in one line of help.
+const raftLogWhy = "measured in docs/PERFORMANCE.md"
+
+// raftLogs completes --raft-log.
+func raftLogs(*cobra.Command, []string, string) ([]cobra.Completion, cobra.ShellCompDirective) {
+	return []cobra.Completion{cluster.RaftLogWAL, cluster.RaftLogBolt}, cobra.ShellCompDirectiveNoFileComp
 }
