@@ -106,10 +106,18 @@ func TestNode_SecondNodeOnSameDataDirFails(t *testing.T) {
 }
 
 // A node restarted from its data dir keeps its locks, fences and time:
-// fences keep growing, and the remaining TTL grows by no more than the grace.
+// fences keep growing, and the remaining TTL grows by no more than the
+// grace. On each log store.
 func TestNode_RestartFromDiskKeepsLocksAndFences(t *testing.T) {
+	for _, raftLog := range raftLogs {
+		t.Run(raftLog, func(t *testing.T) { testRestartFromDiskKeepsLocksAndFences(t, raftLog) })
+	}
+}
+
+func testRestartFromDiskKeepsLocksAndFences(t *testing.T, raftLog string) {
 	cfg := testConfig(t, "n1")
 	cfg.RaftAddr = loopback.MustFreeAddr(t)
+	cfg.RaftLog = raftLog
 	cfg.SnapshotThreshold = 8 // also exercise snapshot + restore on start
 	c := newClient(t)
 
