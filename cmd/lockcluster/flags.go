@@ -80,10 +80,12 @@ func logLevels(*cobra.Command, []string, string) ([]cobra.Completion, cobra.Shel
 
 // raftLogUsage is --raft-log's help, for agent and dev.
 var raftLogUsage = fmt.Sprintf("store of the raft log: wal (segment files in DIR/wal) or bolt (raft.db); a data dir\n"+
-	"keeps the one it was created with (empty: the data dir's, %s for a new one: %s)", cluster.DefaultRaftLog, raftLogWhy)
+	"keeps the one it was created with, the other is refused (empty: the data dir's; %s for a new one:\n%s)",
+	cluster.DefaultRaftLog, raftLogWhy)
 
-// raftLogWhy says why DefaultRaftLog is the default, in one line of help.
-const raftLogWhy = "measured in docs/PERFORMANCE.md"
+// raftLogWhy says why DefaultRaftLog is the default (cluster.DefaultRaftLog
+// has the figures).
+const raftLogWhy = "1.5-3.3x bolt's cycles/s measured with 1 worker or 1 hot key, for 64 MiB of disk allocated per segment"
 
 // raftLogs completes --raft-log.
 func raftLogs(*cobra.Command, []string, string) ([]cobra.Completion, cobra.ShellCompDirective) {
