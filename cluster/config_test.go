@@ -64,6 +64,7 @@ func TestConfig_RefusesInconsistentConfiguration(t *testing.T) {
 		{"connection cap under the waits", func(c *Config) { c.MaxConns = 100 }, "must exceed MaxWaits (4096)"},
 		{"negative read timeout", func(c *Config) { c.HTTPReadTimeout = -time.Second }, "HTTPReadTimeout"},
 		{"short raft secret", func(c *Config) { c.RaftSecret = "short" }, "RaftSecret is 5 bytes"},
+		{"unknown raft log store", func(c *Config) { c.RaftLog = "leveldb" }, `RaftLog "leveldb" must be "bolt" or "wal"`},
 		{"raft on a LAN address without auth", func(c *Config) { c.RaftAddr = "10.1.2.3:7101" }, "--raft-secret"},
 		{"raft on a host name without auth", func(c *Config) { c.RaftAddr = "node1.example:7101" }, "RaftInsecure"},
 	}
