@@ -153,6 +153,13 @@ func newFaultClusterOn(t *testing.T, raftLog string) *faultCluster {
 	if _, err := c.leader(30 * time.Second); err != nil {
 		t.Fatal(err)
 	}
+	// The run is on the store it names: a WAL directory exactly when wal.
+	for _, n := range c.nodes {
+		_, err := os.Stat(filepath.Join(n.dataDir, "wal"))
+		if hasWAL := err == nil; raftLog != "" && hasWAL != (raftLog == "wal") {
+			t.Fatalf("%s: raft log %s, but wal/ exists = %v", n.id, raftLog, hasWAL)
+		}
+	}
 	return c
 }
 
