@@ -40,8 +40,10 @@ import (
 //     write, dropping acknowledged batches without a word. A later batch
 //     whose checksum holds shows that the damage is not a torn write.
 //
-// Which log store a data dir holds is recorded in raft.db (wal.go); a
-// WAL missing while raft.db says there was one is refused there.
+// raft.db records that the data dir's log is a WAL (wal.go): a WAL
+// missing while raft has run on the data dir is refused here. A segment
+// that raft-wal sealed without an index is given one first
+// (walrepair.go).
 
 const (
 	walDir           = "wal"
