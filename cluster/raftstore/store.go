@@ -27,8 +27,9 @@ type Options struct {
 	// ClusterID is the cluster the data dir belongs to: stored on first
 	// open, refused when the dir holds raft state of another cluster.
 	ClusterID string
-	// Logger receives the snapshot store's logs (logger=snapshot) and the
-	// warnings of Check; nil discards them.
+	// Logger receives the snapshot store's and the WAL's logs
+	// (logger=snapshot, logger=wal) and the warnings of the checks; nil
+	// discards them.
 	Logger *slog.Logger
 	// CheckSnapshot reads a snapshot's state as a restore would and
 	// reports why it could not be restored; nil: raft's checksum only.
