@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/hashicorp/go-hclog"
@@ -91,4 +92,16 @@ func FuzzCheckSegment(f *testing.F) {
 			t.Fatalf("torn %d bytes from %d does not reach the last written byte of %d", torn, w.goodEnd, len(b))
 		}
 	})
+}
+
+// raft-wal reads a sealed segment through its index, without a checksum:
+// a damaged entry in it is refused, naming the batch.
+func TestCheckSegment_DamagedSealedSegmentIsRefused(t *testing.T) {
+	segs, files := walSegmentBytes(t, 400)
+	b := slices.Clone(files[0])
+	w := walkSegment(b)
+	b[w.offsets[len(w.offsets)/2]+walFrameHeaderLen+1] ^= 0x01
+	if _, err := checkSegment(b, segs[0], false); err == nil || !strings.Contains(err.Error(), "fails its checksum") {
+		t.Fatalf("a damaged sealed segment: %v, want its checksum failure", err)
+	}
 }
