@@ -170,6 +170,25 @@ func TestStartupWAL_ReplacedWALMetaIsRefused(t *testing.T) {
 	mustRefuse(t, cfg, path, "lists no log segment")
 }
 
+// A segment file newer than anything wal-meta.db lists means the meta
+// file was rolled back (restored from an older backup): raft-wal would
+// delete the segment as a left-over of a crash.
+func TestStartupWAL_SegmentNewerThanWALMetaIsRefused(t *testing.T) {
+	cfg, _ := walDataDir(t, 0, false)
+	b, err := os.ReadFile(walSegment(t, cfg.DataDir))
+	if err != nil {
+		t.Fatal(err)
+	}
+	newer := filepath.Join(cfg.DataDir, "wal", "00000000000000000001-0000000000000009.wal")
+	if err := os.WriteFile(newer, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	mustRefuse(t, cfg, newer, "newer than wal-meta.db", "would delete")
+	if _, err := os.Stat(newer); err != nil {
+		t.Fatalf("the newer segment is gone after the refused start: %v", err)
+	}
+}
+
 // raft-wal reads an empty tail segment as a new one: an empty log.
 func TestStartupWAL_EmptySegmentIsRefused(t *testing.T) {
 	cfg, _ := walDataDir(t, 0, false)
