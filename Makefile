@@ -52,7 +52,7 @@ FUZZ_TARGETS := \
 	./cluster/httpapi:FuzzForceRelease ./cluster/httpapi:FuzzJoin ./cluster/httpapi:FuzzLeave \
 	./cluster/httpapi:FuzzGetLock ./cluster/httpapi:FuzzListLocks \
 	./cluster:FuzzNodeAcquire ./cluster:FuzzNodeLeave ./cluster:FuzzNodeGetLock \
-	./cluster/raftstore:FuzzCheckBolt ./api/stream:FuzzParseRequest
+	./cluster/raftstore:FuzzCheckBolt ./cluster/raftstore:FuzzCheckSegment ./api/stream:FuzzParseRequest
 fuzz:
 	@set -e; for t in $(FUZZ_TARGETS); do \
 		pkg=$${t%%:*}; name=$${t##*:}; echo "== $$name ($$pkg, $(FUZZTIME))"; \
@@ -61,11 +61,14 @@ fuzz:
 
 ## soak: the long nemesis run (faults against three real nodes) for SOAK, then the
 ## retried-wait rounds (TestNemesis_RetriedWaits) for SOAK too; the report
-## (markdown, JSON, history, node logs) goes to soak-report/.
+## (markdown, JSON, history, node logs) goes to soak-report/. ZEROTAL_RAFT_LOG=wal
+## or bolt (from the environment or `make soak ZEROTAL_RAFT_LOG=wal`) puts the
+## nodes' raft log in that store (lockcluster agent --raft-log); unset: the default.
 SOAK ?= 10m
+ZEROTAL_RAFT_LOG ?=
 soak:
 	mkdir -p soak-report
-	ZEROTAL_SOAK=$(SOAK) ZEROTAL_RETRIED_WAITS=$(SOAK) ZEROTAL_NEMESIS_REPORT_DIR=$(CURDIR)/soak-report \
+	ZEROTAL_RAFT_LOG=$(ZEROTAL_RAFT_LOG) ZEROTAL_SOAK=$(SOAK) ZEROTAL_RETRIED_WAITS=$(SOAK) ZEROTAL_NEMESIS_REPORT_DIR=$(CURDIR)/soak-report \
 		$(GO) test -race -count=1 -run '^(TestSoak|TestNemesis_RetriedWaits)$$' -timeout 0 -v ./integration/
 
 ## lint: check only (gofmt and go vet); `make fmt` rewrites.

@@ -64,6 +64,7 @@ func TestConfig_RefusesInconsistentConfiguration(t *testing.T) {
 		{"connection cap under the waits", func(c *Config) { c.MaxConns = 100 }, "must exceed MaxWaits (4096)"},
 		{"negative read timeout", func(c *Config) { c.HTTPReadTimeout = -time.Second }, "HTTPReadTimeout"},
 		{"short raft secret", func(c *Config) { c.RaftSecret = "short" }, "RaftSecret is 5 bytes"},
+		{"unknown raft log store", func(c *Config) { c.RaftLog = "leveldb" }, `RaftLog "leveldb" must be "bolt" or "wal"`},
 		{"raft on a LAN address without auth", func(c *Config) { c.RaftAddr = "10.1.2.3:7101" }, "--raft-secret"},
 		{"raft on a host name without auth", func(c *Config) { c.RaftAddr = "node1.example:7101" }, "RaftInsecure"},
 	}
@@ -106,10 +107,18 @@ func TestNode_SecondNodeOnSameDataDirFails(t *testing.T) {
 }
 
 // A node restarted from its data dir keeps its locks, fences and time:
-// fences keep growing, and the remaining TTL grows by no more than the grace.
+// fences keep growing, and the remaining TTL grows by no more than the
+// grace. On each log store.
 func TestNode_RestartFromDiskKeepsLocksAndFences(t *testing.T) {
+	for _, raftLog := range raftLogs {
+		t.Run(raftLog, func(t *testing.T) { testRestartFromDiskKeepsLocksAndFences(t, raftLog) })
+	}
+}
+
+func testRestartFromDiskKeepsLocksAndFences(t *testing.T, raftLog string) {
 	cfg := testConfig(t, "n1")
 	cfg.RaftAddr = loopback.MustFreeAddr(t)
+	cfg.RaftLog = raftLog
 	cfg.SnapshotThreshold = 8 // also exercise snapshot + restore on start
 	c := newClient(t)
 

@@ -13,8 +13,17 @@ import (
 // Every grant acknowledged under concurrent load, where many requests
 // share a round and its fsyncs, survives a full stop and restart of all
 // three nodes with its owner and fence. A request still waiting when the
-// cluster stops is answered 503 (the client retries).
+// cluster stops is answered 503 (the client retries). On each log store.
 func TestCluster_AcknowledgedGrantsSurviveFullRestart(t *testing.T) {
+	for _, raftLog := range raftLogs {
+		t.Run(raftLog, func(t *testing.T) { testAcknowledgedGrantsSurviveFullRestart(t, raftLog) })
+	}
+}
+
+// raftLogs are the log stores the durability and restart tests run on.
+var raftLogs = []string{RaftLogBolt, RaftLogWAL}
+
+func testAcknowledgedGrantsSurviveFullRestart(t *testing.T, raftLog string) {
 	var peers []Peer
 	for _, id := range []string{"n1", "n2", "n3"} {
 		peers = append(peers, Peer{ID: id, RaftAddr: loopback.MustFreeAddr(t), HTTPAddr: loopback.MustFreeAddr(t)})
@@ -23,6 +32,7 @@ func TestCluster_AcknowledgedGrantsSurviveFullRestart(t *testing.T) {
 	for _, p := range peers {
 		cfg := testConfig(t, p.ID)
 		cfg.RaftAddr, cfg.HTTPAddr, cfg.Bootstrap = p.RaftAddr, p.HTTPAddr, peers
+		cfg.RaftLog = raftLog
 		cfgs = append(cfgs, cfg)
 	}
 	start := func() []*Node {

@@ -50,6 +50,8 @@ func openStores(cfg Config, t *tlsSetup) (_ *stores, err error) {
 	s.Stores, err = raftstore.Open(cfg.DataDir, raftstore.Options{
 		ClusterID:     cfg.ClusterID,
 		Logger:        cfg.Logger,
+		Log:           cfg.RaftLog,
+		DefaultLog:    DefaultRaftLog,
 		CheckSnapshot: fsm.CheckSnapshot,
 		CheckCommand: func(b []byte) error {
 			_, err := fsm.DecodeLog(b)

@@ -35,8 +35,15 @@ type grantSeen struct {
 // long. It returns the config to restart with and the locks.
 func dataDirWithLocks(t *testing.T, snapshots int, compact bool) (Config, map[string]grantSeen) {
 	t.Helper()
+	return dataDirWithLocksOn(t, RaftLogBolt, snapshots, compact)
+}
+
+// dataDirWithLocksOn is dataDirWithLocks with the raft log in raftLog.
+func dataDirWithLocksOn(t *testing.T, raftLog string, snapshots int, compact bool) (Config, map[string]grantSeen) {
+	t.Helper()
 	cfg := testConfig(t, "n1")
 	cfg.RaftAddr = loopback.MustFreeAddr(t)
+	cfg.RaftLog = raftLog
 	n := startNode(t, cfg)
 	waitLeader(t, []*Node{n})
 	c := newClient(t)
@@ -65,7 +72,9 @@ func dataDirWithLocks(t *testing.T, snapshots int, compact bool) (Config, map[st
 		grant(10+5*i, 15+5*i)
 	}
 	shutdown(t, n)
-	if compact {
+	if compact && raftLog == RaftLogWAL {
+		compactWAL(t, cfg.DataDir, snapIndex)
+	} else if compact {
 		compactLog(t, cfg.DataDir, snapIndex)
 	}
 	return cfg, locks

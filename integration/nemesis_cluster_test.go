@@ -65,6 +65,23 @@ type faultCluster struct {
 
 func newFaultCluster(t *testing.T) *faultCluster {
 	t.Helper()
+	return newFaultClusterOn(t, envRaftLog(t))
+}
+
+// envRaftLog is the log store ZEROTAL_RAFT_LOG names (wal or bolt) for
+// the runs that do not choose one; empty: the agent's default.
+func envRaftLog(t *testing.T) string {
+	t.Helper()
+	v := os.Getenv("ZEROTAL_RAFT_LOG")
+	if v != "" && v != "wal" && v != "bolt" {
+		t.Fatalf("ZEROTAL_RAFT_LOG=%q: want wal or bolt", v)
+	}
+	return v
+}
+
+// newFaultClusterOn is newFaultCluster with the raft log in raftLog.
+func newFaultClusterOn(t *testing.T, raftLog string) *faultCluster {
+	t.Helper()
 	if testing.Short() {
 		t.Skip("starts lockcluster processes")
 	}
@@ -72,7 +89,7 @@ func newFaultCluster(t *testing.T) *faultCluster {
 	c := &faultCluster{testCluster: &testCluster{t: t}}
 	var peers []string
 	for i := range 3 {
-		n := &node{id: fmt.Sprintf("n%d", i+1), raftAddr: loopback.MustFreeAddr(t), httpAddr: loopback.MustFreeAddr(t), dataDir: t.TempDir(), bin: bin}
+		n := &node{id: fmt.Sprintf("n%d", i+1), raftAddr: loopback.MustFreeAddr(t), httpAddr: loopback.MustFreeAddr(t), dataDir: t.TempDir(), bin: bin, raftLog: raftLog}
 		n.logPath = filepath.Join(t.TempDir(), n.id+".log")
 		peers = append(peers, n.id+"="+n.raftAddr+"="+n.httpAddr)
 		c.nodes = append(c.nodes, n)
@@ -135,6 +152,13 @@ func newFaultCluster(t *testing.T) *faultCluster {
 	}
 	if _, err := c.leader(30 * time.Second); err != nil {
 		t.Fatal(err)
+	}
+	// The run is on the store it names: a WAL directory exactly when wal.
+	for _, n := range c.nodes {
+		_, err := os.Stat(filepath.Join(n.dataDir, "wal"))
+		if hasWAL := err == nil; raftLog != "" && hasWAL != (raftLog == "wal") {
+			t.Fatalf("%s: raft log %s, but wal/ exists = %v", n.id, raftLog, hasWAL)
+		}
 	}
 	return c
 }

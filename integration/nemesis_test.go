@@ -32,6 +32,13 @@ import (
 //	go test -race -count=1 -run 'TestNemesis|TestChecker|TestPorcupine' ./integration/
 //	ZEROTAL_SOAK=10m go test -race -count=1 -run TestSoak -timeout 0 ./integration/
 //	ZEROTAL_RETRIED_WAITS=60s go test -race -count=1 -run TestNemesis_RetriedWaits ./integration/
+//
+// ZEROTAL_RAFT_LOG=wal (or bolt) puts the nodes' raft log in that store
+// (lockcluster agent --raft-log) for every run that does not choose one
+// itself: the soak, the retried waits, the clock runs. Unset: the
+// agent's default. TestNemesis_FaultsOneAtATimeThenMixed runs on both.
+//
+//	ZEROTAL_RAFT_LOG=wal ZEROTAL_SOAK=10m go test -race -count=1 -run TestSoak -timeout 0 ./integration/
 
 // holdFor is how long a fault of kind lasts.
 func holdFor(kind faultKind) time.Duration {
@@ -60,12 +67,28 @@ const gapBetweenFaults = 1500 * time.Millisecond
 // and checks the whole history: fences follow real time, never two
 // holders, nothing acknowledged lost, and the durable keys' history is
 // linearizable for a sequential lock.
+//
+// On each log store: bolt with every kind of fault, wal with the faults
+// that stop processes and lose what was not on disk (a shorter run, to
+// keep the ordinary test run short; make soak runs either in full, see
+// ZEROTAL_RAFT_LOG above).
 func TestNemesis_FaultsOneAtATimeThenMixed(t *testing.T) {
+	t.Run("bolt", func(t *testing.T) {
+		runFaultsOneAtATime(t, "bolt", allFaults, 3)
+	})
+	t.Run("wal", func(t *testing.T) {
+		runFaultsOneAtATime(t, "wal", []faultKind{faultKillLeader, faultKillFollower, faultRestart, faultKillAll, faultPartitionLeader}, 1)
+	})
+}
+
+// runFaultsOneAtATime injects each of kinds once, then random ones, into
+// a cluster whose raft log is in raftLog.
+func runFaultsOneAtATime(t *testing.T, raftLog string, kinds []faultKind, random int) {
 	seed := uint64(time.Now().UnixNano())
 	t.Logf("seed %d", seed)
-	runNemesis(t, seed, func(ctx context.Context, n *nemesis) error {
-		kinds := slices.Clone(allFaults)
-		for range 3 {
+	runNemesisOn(t, raftLog, seed, func(ctx context.Context, n *nemesis) error {
+		kinds := slices.Clone(kinds)
+		for range random {
 			kinds = append(kinds, n.randomKind())
 		}
 		for _, k := range kinds {
@@ -85,7 +108,14 @@ func TestNemesis_FaultsOneAtATimeThenMixed(t *testing.T) {
 // report.
 func runNemesis(t *testing.T, seed uint64, schedule func(context.Context, *nemesis) error) runReport {
 	t.Helper()
-	c := newFaultCluster(t)
+	return runNemesisOn(t, envRaftLog(t), seed, schedule)
+}
+
+// runNemesisOn is runNemesis with the raft log in raftLog (empty: the
+// agent's default).
+func runNemesisOn(t *testing.T, raftLog string, seed uint64, schedule func(context.Context, *nemesis) error) runReport {
+	t.Helper()
+	c := newFaultClusterOn(t, raftLog)
 	h := newHistory()
 	w := newWorkload(c.addrs(), h)
 	w.seed = seed

@@ -25,6 +25,8 @@ type node struct {
 	// process's environment (fault injection).
 	bin string
 	env []string
+	// raftLog is passed as --raft-log (empty: the agent's default).
+	raftLog string
 
 	mu      sync.Mutex
 	cmd     *exec.Cmd
@@ -85,6 +87,9 @@ func (c *testCluster) start(n *node) {
 	}
 	args := []string{"agent", "--id", n.id, "--data-dir", n.dataDir,
 		"--raft-addr", n.raftAddr, "--http-addr", n.httpAddr, "--log-level", "debug"}
+	if n.raftLog != "" {
+		args = append(args, "--raft-log", n.raftLog)
+	}
 	if n.bootstrap != "" {
 		args = append(args, "--bootstrap", n.bootstrap)
 	}

@@ -23,7 +23,7 @@ import (
 // data directory before raft starts:
 //
 //   - raft.db that is empty (bbolt would make it a new, empty log), missing
-//     while snapshots exist, truncated, or with damaged pages (bbolt would
+//     while snapshots or a WAL exist, truncated, or with damaged pages (bbolt would
 //     crash the process with SIGBUS or a panic while opening it);
 //   - raft.db without a current term while it holds a log or snapshots
 //     exist (the file was replaced);
@@ -35,6 +35,9 @@ import (
 //     would stop with "log not found" when applying);
 //   - a log entry, after the snapshot, that does not decode (the FSM
 //     would stop at it; Options.CheckCommand decodes).
+//
+// With the WAL (Options.Log), walcheck.go checks its files before
+// raft-wal opens them, and the log checks above read the WAL.
 //
 // A damaged snapshot that an older snapshot and the log fully replace is
 // only logged: raft falls back to them, and the table is complete.
@@ -74,6 +77,9 @@ func CheckFiles(dataDir string) error {
 		if snaps := snapshotDirNames(dataDir); len(snaps) > 0 {
 			return &dataError{path: path, problem: fmt.Sprintf("missing, but %d snapshot(s) exist: the log and the current term are lost", len(snaps)), hint: replaceHint}
 		}
+		if _, err := os.Stat(filepath.Join(dataDir, walDir)); err == nil {
+			return &dataError{path: path, problem: "missing, but " + walDir + "/ exists: the current term and the record of the WAL are lost", hint: replaceHint}
+		}
 		return nil // a new node
 	case err != nil:
 		return &dataError{path: path, problem: err.Error()}
@@ -110,14 +116,14 @@ type snapshotInfo struct {
 // the log and the snapshots as raft will (see the top of this file).
 func (s *Stores) Check() error {
 	dataDir, log := s.dir, s.opts.Logger
-	dbPath := filepath.Join(dataDir, raftDBFile)
-	first, err := s.bolt.FirstIndex()
+	dbPath, logPath := filepath.Join(dataDir, raftDBFile), s.logPath()
+	first, err := s.rawLog.FirstIndex()
 	if err != nil {
-		return &dataError{path: dbPath, problem: "read the first log index: " + err.Error(), hint: replaceHint}
+		return &dataError{path: logPath, problem: "read the first log index: " + err.Error(), hint: replaceHint}
 	}
-	last, err := s.bolt.LastIndex()
+	last, err := s.rawLog.LastIndex()
 	if err != nil {
-		return &dataError{path: dbPath, problem: "read the last log index: " + err.Error(), hint: replaceHint}
+		return &dataError{path: logPath, problem: "read the last log index: " + err.Error(), hint: replaceHint}
 	}
 	snaps := readSnapshots(dataDir, s.SnapshotStore, s.opts.CheckSnapshot)
 	if _, err := s.bolt.GetUint64([]byte("CurrentTerm")); err != nil && (last > 0 || len(snaps) > 0) {
@@ -159,10 +165,10 @@ func (s *Stores) Check() error {
 		}
 	}
 	if last > 0 && first > from+1 {
-		return &dataError{path: dbPath, problem: fmt.Sprintf("the log starts at entry %d, but the newest usable snapshot ends at entry %d: entries %d..%d are missing",
+		return &dataError{path: logPath, problem: fmt.Sprintf("the log starts at entry %d, but the newest usable snapshot ends at entry %d: entries %d..%d are missing",
 			first, from, from+1, first-1), hint: replaceHint}
 	}
-	return checkLogEntries(dbPath, s.bolt, s.opts.CheckCommand, max(first, from+1), last)
+	return checkLogEntries(logPath, s.rawLog, s.opts.CheckCommand, max(first, from+1), last)
 }
 
 func describeLog(first, last uint64) string {

@@ -1,6 +1,7 @@
 package raftstore
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -10,6 +11,8 @@ import (
 
 	"github.com/hashicorp/raft"
 	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
+	wal "github.com/hashicorp/raft-wal"
+	"github.com/hashicorp/raft-wal/metadb"
 	"go.etcd.io/bbolt"
 
 	"github.com/zerotal/lock/internal/logbridge"
@@ -24,8 +27,9 @@ type Options struct {
 	// ClusterID is the cluster the data dir belongs to: stored on first
 	// open, refused when the dir holds raft state of another cluster.
 	ClusterID string
-	// Logger receives the snapshot store's logs (logger=snapshot) and the
-	// warnings of Check; nil discards them.
+	// Logger receives the snapshot store's and the WAL's logs
+	// (logger=snapshot, logger=wal) and the warnings of the checks; nil
+	// discards them.
 	Logger *slog.Logger
 	// CheckSnapshot reads a snapshot's state as a restore would and
 	// reports why it could not be restored; nil: raft's checksum only.
@@ -33,21 +37,33 @@ type Options struct {
 	// CheckCommand decodes the data of a command entry as applying it
 	// would and reports why it could not be applied; nil: not decoded.
 	CheckCommand func([]byte) error
+	// Log is the log store, LogBolt or LogWAL; a data dir that holds the
+	// other one is refused. Empty: the one the data dir holds, and
+	// DefaultLog for a new data dir.
+	Log string
+	// DefaultLog is the log store of a new data dir when Log is empty
+	// (empty: LogBolt).
+	DefaultLog string
 }
 
 // Stores are the raft stores of one data dir.
 type Stores struct {
-	// LogStore is what raft writes its log to: the bolt store behind a
-	// cache of the newest entries.
+	// LogStore is what raft writes its log to: the bolt store or the WAL
+	// (Log says which) behind a cache of the newest entries.
 	LogStore raft.LogStore
+	// Log is the log store the data dir holds, LogBolt or LogWAL.
+	Log string
 	// StableStore keeps raft's term and vote (and the cluster ID).
 	StableStore raft.StableStore
 	// SnapshotStore keeps raft's snapshots in DataDir/snapshots.
 	SnapshotStore raft.SnapshotStore
 
-	bolt *raftboltdb.BoltStore
-	dir  string
-	opts Options
+	bolt    *raftboltdb.BoltStore
+	wal     *wal.WAL           // nil: the log is in bolt
+	walMeta *metadb.BoltMetaDB // the WAL's meta file, which the WAL does not close
+	rawLog  raft.LogStore      // the log without the cache
+	dir     string
+	opts    Options
 }
 
 // BoltOptions configures the raft log and stable store at path.
@@ -72,8 +88,9 @@ func BoltOptions(path string) raftboltdb.Options {
 	}
 }
 
-// Open creates dir if needed, opens the log/stable store and the
-// snapshot store in it, and checks that it belongs to opts.ClusterID.
+// Open creates dir if needed, opens the stable store (raft.db), the log
+// store opts.Log names (raft.db or the WAL in dir/wal) and the snapshot
+// store in it, and checks that it belongs to opts.ClusterID.
 // Run CheckFiles before it (bbolt crashes on some damaged files) and
 // Check after it, before raft starts. On error everything opened so far
 // is closed.
@@ -95,10 +112,20 @@ func Open(dir string, opts Options) (_ *Stores, err error) {
 		return nil, fmt.Errorf("cluster: open raft store in %s (is another node using this data dir?): %w", dir, err)
 	}
 	s.StableStore = s.bolt
+	if s.Log, err = s.chooseLog(); err != nil {
+		return nil, err
+	}
+	s.rawLog = s.bolt
+	if s.Log == LogWAL {
+		if err := s.openWAL(); err != nil {
+			return nil, err
+		}
+		s.rawLog = s.wal
+	}
 	// Raft reads back entries it has just written: the leader to replicate
 	// them, every node to apply them. A cache of the latest entries spares
-	// a bolt read transaction and a decode for each.
-	s.LogStore, err = raft.NewLogCache(logCacheSize, s.bolt)
+	// a read transaction (or a segment read) and a decode for each.
+	s.LogStore, err = raft.NewLogCache(logCacheSize, s.rawLog)
 	if err != nil {
 		return nil, fmt.Errorf("cluster: log cache: %w", err)
 	}
@@ -115,14 +142,15 @@ func Open(dir string, opts Options) (_ *Stores, err error) {
 // HasExistingState reports whether the stores hold raft state: a
 // log, a term or a snapshot.
 func (s *Stores) HasExistingState() (bool, error) {
-	return raft.HasExistingState(s.bolt, s.bolt, s.SnapshotStore)
+	return raft.HasExistingState(s.rawLog, s.bolt, s.SnapshotStore)
 }
 
-// Close closes the log/stable store (the snapshot store holds nothing
-// open). Raft must have stopped.
+// Close closes the WAL and the bolt store (the snapshot store holds
+// nothing open). Raft must have stopped.
 func (s *Stores) Close() error {
-	if s.bolt == nil {
-		return nil
+	errs := []error{s.closeWAL()}
+	if s.bolt != nil {
+		errs = append(errs, s.bolt.Close())
 	}
-	return s.bolt.Close()
+	return errors.Join(errs...)
 }

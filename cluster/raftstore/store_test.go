@@ -93,3 +93,27 @@ func TestCheck_UndecodableCommandIsRefused(t *testing.T) {
 		t.Fatalf("with CheckCommand: %v, want entry 2 refused", err)
 	}
 }
+
+// A bolt data dir gets no record of its log store: its raft.db holds what
+// it held before the WAL existed. A WAL data dir records it.
+func TestOpen_OnlyAWALIsRecorded(t *testing.T) {
+	for _, kind := range []string{LogBolt, LogWAL} {
+		s, err := Open(t.TempDir(), Options{ClusterID: "c", Log: kind})
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := s.bolt.Get(logStoreKey)
+		if kind == LogBolt && (err == nil || len(got) > 0) {
+			t.Errorf("bolt data dir records %q (%v)", got, err)
+		}
+		if kind == LogWAL && string(got) != LogWAL {
+			t.Errorf("WAL data dir records %q (%v)", got, err)
+		}
+		if s.Log != kind {
+			t.Errorf("opened %s, Stores.Log = %s", kind, s.Log)
+		}
+		if err := s.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+}

@@ -49,7 +49,7 @@ type agentOptions struct {
 	raftAdvertise, httpAdvertise                     string
 	token, raftSecret                                string
 	raftInsecure                                     bool
-	clusterID                                        string
+	clusterID, raftLog                               string
 	tlsCert, tlsKey, tlsCA                           string
 	tlsClientAuth, pprof                             bool
 	logLevel                                         string
@@ -82,6 +82,7 @@ func newAgentCmd(e *env) *cobra.Command {
 	fs.BoolVar(&o.raftInsecure, "raft-insecure", false, "allow raft on a non-loopback address with neither TLS nor a secret: anyone who reaches\nit can write the lock table")
 	fs.StringVar(&o.clusterID, "cluster-id", cluster.DefaultClusterID,
 		"the cluster's name: stored in the data dir; joins and raft peers of another cluster are refused")
+	fs.StringVar(&o.raftLog, "raft-log", "", raftLogUsage)
 	fs.StringVar(&o.tlsCert, "tls-cert", "", "PEM certificate `file` of this node (server and client auth); turns TLS on for HTTP and raft")
 	fs.StringVar(&o.tlsKey, "tls-key", "", "PEM key `file` of --tls-cert")
 	fs.StringVar(&o.tlsCA, "tls-ca", "", "PEM CA `file` that signs the nodes' (and clients') certificates")
@@ -96,6 +97,7 @@ func newAgentCmd(e *env) *cobra.Command {
 	durationVar(fs, &o.readTimeout, "http-read-timeout", 0, fmt.Sprintf("time a client has to send a request's headers, and again its body; waits are not bound\nby it (0: %s)", cluster.DefaultHTTPReadTimeout))
 	durationVar(fs, &o.stopTimeout, "shutdown-timeout", 10*time.Second, "how long a graceful stop may take")
 	_ = cmd.RegisterFlagCompletionFunc("log-level", logLevels)
+	_ = cmd.RegisterFlagCompletionFunc("raft-log", raftLogs)
 	readsEnv(cmd, false)
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
 		return runAgent(cmd.Context(), e, &o)
@@ -127,7 +129,7 @@ func runAgent(ctx context.Context, e *env, o *agentOptions) error {
 		HeartbeatTimeout:   cluster.DefaultHeartbeatTimeout,
 		LeaderLeaseTimeout: cluster.DefaultLeaderLeaseTimeout,
 		MaxKeys:            o.maxKeys, MaxWaitersPerKey: o.maxWaiters, MaxWaits: o.maxWaits,
-		ClusterID: o.clusterID,
+		ClusterID: o.clusterID, RaftLog: o.raftLog,
 		TLS: cluster.TLSConfig{CertFile: o.tlsCert, KeyFile: o.tlsKey, CAFile: o.tlsCA,
 			RequireClientCert: o.tlsClientAuth},
 	}

@@ -33,9 +33,9 @@ type devNode struct {
 
 // devOptions are dev's flags.
 type devOptions struct {
-	dataDir, token, logLevel string
-	basePort                 int
-	demo, exitAfterDemo      bool
+	dataDir, token, logLevel, raftLog string
+	basePort                          int
+	demo, exitAfterDemo               bool
 }
 
 func newDevCmd(e *env) *cobra.Command {
@@ -54,6 +54,7 @@ func newDevCmd(e *env) *cobra.Command {
 	fs.StringVar(&o.token, "token", "", "require this bearer token (empty: no auth)")
 	fs.BoolVar(&o.demo, "demo", false, "run a short demo against the cluster once it is up")
 	fs.BoolVar(&o.exitAfterDemo, "exit-after-demo", false, "stop the cluster when the demo ends (implies --demo)")
+	fs.StringVar(&o.raftLog, "raft-log", "", raftLogUsage)
 	fs.StringVar(&o.logLevel, "log-level", "warn", "node log level: trace, debug, info, warn, error or off (before the banner, only\nerrors unless given)")
 	_ = cmd.RegisterFlagCompletionFunc("log-level", logLevels)
 	readsEnv(cmd, false)
@@ -102,7 +103,7 @@ func runDev(ctx context.Context, e *env, o *devOptions, levelGiven bool) error {
 	defer stopDev(e, nodes)
 	for _, n := range nodes {
 		cfg := cluster.Config{ID: n.id, DataDir: n.dir, RaftAddr: n.raftAddr, HTTPAddr: n.httpAddr,
-			Token: o.token, Logger: logger.With("node", n.id),
+			Token: o.token, Logger: logger.With("node", n.id), RaftLog: o.raftLog,
 			// All three stop together: a leadership transfer would have
 			// nobody to go to.
 			SkipLeadershipTransfer: true}

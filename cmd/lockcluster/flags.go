@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/zerotal/lock/cluster"
 	"github.com/zerotal/lock/internal/cliflags"
 	"github.com/zerotal/lock/internal/logbridge"
 )
@@ -75,4 +76,18 @@ func newLogger(w io.Writer, level string) (*slog.Logger, *slog.LevelVar, error) 
 // logLevels completes --log-level.
 func logLevels(*cobra.Command, []string, string) ([]cobra.Completion, cobra.ShellCompDirective) {
 	return []cobra.Completion{"trace", "debug", "info", "warn", "error", "off"}, cobra.ShellCompDirectiveNoFileComp
+}
+
+// raftLogUsage is --raft-log's help, for agent and dev.
+var raftLogUsage = fmt.Sprintf("store of the raft log: wal (segment files in DIR/wal) or bolt (raft.db); a data dir\n"+
+	"keeps the one it was created with, the other is refused (empty: the data dir's; %s for a new one:\n%s)",
+	cluster.DefaultRaftLog, raftLogWhy)
+
+// raftLogWhy says why DefaultRaftLog is the default (cluster.DefaultRaftLog
+// has the figures).
+const raftLogWhy = "1.5-3.3x bolt's cycles/s measured with 1 worker or 1 hot key, for 64 MiB of disk allocated per segment"
+
+// raftLogs completes --raft-log.
+func raftLogs(*cobra.Command, []string, string) ([]cobra.Completion, cobra.ShellCompDirective) {
+	return []cobra.Completion{cluster.RaftLogWAL, cluster.RaftLogBolt}, cobra.ShellCompDirectiveNoFileComp
 }
