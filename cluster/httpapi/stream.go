@@ -47,6 +47,8 @@ func (h *handler) serveStream(root http.Handler) http.HandlerFunc {
 			remote:   r.RemoteAddr,
 			inflight: map[uint64]context.CancelFunc{},
 			answers:  make(chan stream.Answer, MaxStreamRequests),
+			jobs:     make(chan func()),
+			done:     make(chan struct{}),
 		}
 		_ = conn.SetDeadline(time.Time{}) // the server's header deadline; serve sets its own
 		_, _ = brw.WriteString("HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: " + stream.Protocol + "\r\n\r\n")
@@ -98,8 +100,14 @@ type streamConn struct {
 	inflight map[uint64]context.CancelFunc
 	reading  bool // a frame is being read: its deadline stands
 
-	handlers sync.WaitGroup
-	answers  chan stream.Answer // room for MaxStreamRequests: a send never blocks
+	handlers sync.WaitGroup // requests in progress
+	// Requests run on workers that stay for the stream's life: a fresh
+	// goroutine per request grows its stack anew each time (a tenth of a
+	// busy leader's CPU went to that).
+	jobs    chan func()   // to an idle worker
+	done    chan struct{} // closed once the stream ended: workers exit
+	workers sync.WaitGroup
+	answers chan stream.Answer // room for MaxStreamRequests: a send never blocks
 }
 
 // serve reads frames until the stream ends, then cancels what is in
@@ -117,6 +125,8 @@ func (s *streamConn) serve(parent context.Context, br *bufio.Reader) {
 		stop()
 		_ = s.conn.Close()
 		s.handlers.Wait()
+		close(s.done)
+		s.workers.Wait()
 		close(s.answers)
 		<-wrote
 	}()
@@ -202,7 +212,7 @@ func (s *streamConn) start(parent context.Context, req stream.Request) bool {
 	s.mu.Unlock()
 
 	body := bytes.Clone(req.Body) // the frame buffer is reused for the next frame
-	go func() {
+	s.run(func() {
 		defer s.handlers.Done()
 		a := s.handle(ctx, req, body)
 		s.mu.Lock()
@@ -211,8 +221,31 @@ func (s *streamConn) start(parent context.Context, req stream.Request) bool {
 		cancel()
 		s.answers <- a
 		s.armIdle()
-	}()
+	})
 	return true
+}
+
+// run hands job to an idle worker, or to a new one when none is idle.
+func (s *streamConn) run(job func()) {
+	select {
+	case s.jobs <- job:
+	default:
+		s.workers.Add(1)
+		go s.worker(job)
+	}
+}
+
+// worker runs job, then the jobs it is handed, until the stream ends.
+func (s *streamConn) worker(job func()) {
+	defer s.workers.Done()
+	for {
+		job()
+		select {
+		case job = <-s.jobs:
+		case <-s.done:
+			return
+		}
+	}
 }
 
 // handle serves one request frame with the plain-HTTP handler.
