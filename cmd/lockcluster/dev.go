@@ -100,7 +100,16 @@ func runDev(ctx context.Context, e *env, o *devOptions, levelGiven bool) error {
 	for i, n := range nodes {
 		peers[i] = cluster.Peer{ID: n.id, RaftAddr: n.raftAddr, HTTPAddr: n.httpAddr}
 	}
-	defer stopDev(e, nodes)
+	defer func() {
+		// The three nodes stop together, so raft in each logs, as errors,
+		// its peers' connections closing under it: the noise of a clean
+		// stop, unless --log-level asked for everything. A failed stop is
+		// still reported: stopDev prints it.
+		if !levelGiven {
+			levelVar.Set(levelOff)
+		}
+		stopDev(e, nodes)
+	}()
 	for _, n := range nodes {
 		cfg := cluster.Config{ID: n.id, DataDir: n.dir, RaftAddr: n.raftAddr, HTTPAddr: n.httpAddr,
 			Token: o.token, Logger: logger.With("node", n.id), RaftLog: o.raftLog,
