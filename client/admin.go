@@ -92,12 +92,7 @@ func (c *Client) NodeMetrics(ctx context.Context, addr string) ([]byte, error) {
 	}
 	// The text format, whatever else the node's handler could negotiate.
 	req.Header.Set("Accept", "text/plain;version=0.0.4")
-	if c.auth != "" {
-		req.Header.Set(api.HeaderAuthorization, c.auth)
-	}
-	if c.cfg.ClusterID != "" {
-		req.Header.Set(api.HeaderClusterID, c.cfg.ClusterID)
-	}
+	c.identify(req.Header)
 	resp, err := c.http.Do(req)
 	if err != nil {
 		if tlsErr := tlsFailure(base, err); tlsErr != nil {

@@ -185,12 +185,7 @@ func (c *Client) attempt(ctx, budget context.Context, base string, r request, bo
 		req.Header.Set("Content-Type", "application/json")
 	}
 	req.Header.Set("Accept", "application/json")
-	if c.auth != "" {
-		req.Header.Set(api.HeaderAuthorization, c.auth)
-	}
-	if c.cfg.ClusterID != "" {
-		req.Header.Set(api.HeaderClusterID, c.cfg.ClusterID)
-	}
+	c.identify(req.Header)
 	resp, err := c.http.Do(req)
 	if w != nil {
 		w.stop()
@@ -245,6 +240,17 @@ func (c *Client) attempt(ctx, budget context.Context, base string, r request, bo
 	// Nodes forward to the leader themselves and never redirect: a 3xx is
 	// an error like any other non-2xx answer.
 	return true, readAPIError(resp, r.key)
+}
+
+// identify sets what every request of the client carries: the bearer
+// token and the cluster ID, when set.
+func (c *Client) identify(h http.Header) {
+	if c.auth != "" {
+		h.Set(api.HeaderAuthorization, c.auth)
+	}
+	if c.cfg.ClusterID != "" {
+		h.Set(api.HeaderClusterID, c.cfg.ClusterID)
+	}
 }
 
 // readAPIError decodes the {code, message} body of a non-2xx answer to a
