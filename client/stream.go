@@ -15,7 +15,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/zerotal/lock/api"
 	"github.com/zerotal/lock/api/stream"
 )
 
@@ -139,7 +138,11 @@ func (t *streamTransport) CloseIdleConnections() {
 // streamKey names a stream: its node and the headers its upgrade carried,
 // which every request on it is served with.
 func streamKey(req *http.Request) string {
-	return req.URL.Host + "\x00" + req.Header.Get(api.HeaderAuthorization) + "\x00" + req.Header.Get(api.HeaderClusterID)
+	key := req.URL.Host
+	for _, k := range stream.Headers {
+		key += "\x00" + req.Header.Get(k)
+	}
+	return key
 }
 
 // conn returns the stream for req's node. Until it is open, requests go
@@ -204,7 +207,7 @@ func (t *streamTransport) handshake(host string, h http.Header) (*streamConn, er
 	defer stop()
 	var b strings.Builder
 	fmt.Fprintf(&b, "GET %s HTTP/1.1\r\nHost: %s\r\nConnection: Upgrade\r\nUpgrade: %s\r\n", stream.Path, host, stream.Protocol)
-	for _, k := range []string{api.HeaderAuthorization, api.HeaderClusterID} {
+	for _, k := range stream.Headers {
 		if v := h.Get(k); v != "" {
 			fmt.Fprintf(&b, "%s: %s\r\n", k, v)
 		}

@@ -39,6 +39,8 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+
+	"github.com/zerotal/lock/api"
 )
 
 // Path is the API path that upgrades a connection to the stream, and
@@ -47,6 +49,11 @@ const (
 	Path     = "/v1/stream"
 	Protocol = "lockcluster-stream/1"
 )
+
+// Headers are the headers of the upgrade that every request of the
+// stream carries: the node serves each frame with them, and a client
+// needs a stream of its own for each set of them.
+var Headers = []string{api.HeaderAuthorization, api.HeaderClusterID}
 
 // MaxFrame bounds a request frame's length: a request body of the API is
 // at most 64 KiB, its target a path and a short query. MaxAnswer bounds an

@@ -65,7 +65,7 @@ func (h *handler) serveStream(root http.Handler) http.HandlerFunc {
 // goes through the same checks as a plain request.
 func streamHeader(in http.Header) http.Header {
 	out := http.Header{}
-	for _, k := range []string{api.HeaderAuthorization, api.HeaderClusterID} {
+	for _, k := range stream.Headers {
 		if v := in.Values(k); len(v) > 0 {
 			out[k] = append([]string(nil), v...)
 		}
@@ -142,15 +142,12 @@ func (s *streamConn) serve(parent context.Context, br *bufio.Reader) {
 		if err != nil {
 			return
 		}
-		s.mu.Lock()
-		s.reading = false
-		s.mu.Unlock()
 		if req.Cancel {
 			s.cancel(req.ID)
 		} else if !s.start(ctx, req) {
 			return // an id reused while in progress: the client is broken
 		}
-		s.armIdle()
+		s.frameDone()
 	}
 }
 
@@ -174,6 +171,19 @@ func (s *streamConn) frameStarted() {
 func (s *streamConn) armIdle() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.armIdleLocked()
+}
+
+// frameDone ends a frame's deadline once the frame is taken (its request
+// started, or cancelled), for the deadline between frames.
+func (s *streamConn) frameDone() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.reading = false
+	s.armIdleLocked()
+}
+
+func (s *streamConn) armIdleLocked() {
 	if s.reading {
 		return
 	}
