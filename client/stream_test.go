@@ -22,7 +22,7 @@ func TestConformance_PlainHTTP(t *testing.T) {
 type plainHarness struct{ addrs []string }
 
 func (h plainHarness) NewDriver(context.Context) (drivers.Driver, error) {
-	return client.New(client.Config{Addrs: h.addrs, NoStream: true})
+	return client.New(client.Config{Addrs: h.addrs, NoStream: true, AttemptTimeout: conformanceAttemptTimeout})
 }
 
 // By default the client carries its calls over one stream per node once

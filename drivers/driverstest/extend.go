@@ -44,13 +44,17 @@ func testExtendKeepsLockAlive(t *testing.T, s *suite) {
 	a, b := s.driver(), s.driver()
 	xa := extender(t, a)
 	key, owner := s.key("alive"), token()
+	// A TTL over three times ttlShort: each pass of the loop is two round
+	// trips plus the pause, and under -race on a loaded machine one pass
+	// has taken longer than 300ms, lapsing a lock the loop did extend.
+	const ttl = time.Second
 	start := time.Now()
-	f1 := mustAcquire(t, a, key, owner, ttlShort)
+	f1 := mustAcquire(t, a, key, owner, ttl)
 	// Extend well inside the TTL for three TTLs: the lock must never lapse.
-	for time.Since(start) < 3*ttlShort {
-		mustExtend(t, xa, key, owner, ttlShort, true)
+	for time.Since(start) < 3*ttl {
+		mustExtend(t, xa, key, owner, ttl, true)
 		mustNotAcquire(t, b, key, token(), longTTL)
-		time.Sleep(ttlShort / 6) // pacing of the refresh loop under test
+		time.Sleep(ttl / 6) // pacing of the refresh loop under test
 	}
 	f2 := mustAcquire(t, a, key, owner, longTTL)
 	if f1 != f2 {

@@ -182,12 +182,15 @@ func TestProcesses_KilledHolderFreesAfterTTL(t *testing.T) {
 func TestProcesses_HammerSurvivesAKilledProcess(t *testing.T) {
 	dir := t.TempDir()
 	path, journal := filepath.Join(dir, "locks.db"), filepath.Join(dir, "journal")
-	const ttl = time.Second
+	// The victim's TTL is short, so that the key it dies holding frees soon;
+	// under load one of its holds may outlast it, which it skips. The
+	// survivors' TTL is long, so each of their releases must find the lock.
+	const victimTTL, survivorTTL = time.Second, 10 * time.Second
 	d := openT(t, sqlite.Config{Path: path}) // creates the schema before the processes start
-	victim := startChild(t, helperCmd(t, "hammer", hammerEnv(path, journal, 2, 4, 100000, ttl)...))
+	victim := startChild(t, helperCmd(t, "hammer", append(hammerEnv(path, journal, 2, 4, 100000, victimTTL), envLapsesOK+"=1")...))
 	var survivors []*child
 	for range 3 {
-		survivors = append(survivors, startChild(t, helperCmd(t, "hammer", hammerEnv(path, journal, 2, 3, 40, ttl)...)))
+		survivors = append(survivors, startChild(t, helperCmd(t, "hammer", hammerEnv(path, journal, 2, 3, 40, survivorTTL)...)))
 	}
 	// Kill the victim once it has done some work, most likely holding a key.
 	if !poll.Wait(60*time.Second, func() bool { return victimHolds(t, journal, victim.pid()) >= 20 }) {
