@@ -1,9 +1,12 @@
 package cluster
 
 import (
+	"errors"
 	"net/http"
 	"testing"
 	"time"
+
+	"github.com/hashicorp/raft"
 
 	"github.com/zerotal/lock/engine"
 	"github.com/zerotal/lock/fsm"
@@ -141,14 +144,17 @@ func TestCluster_NewLeaderCancelsOrphanWaiters(t *testing.T) {
 	go func() { done <- c.acquire(leader.HTTPAddr(), "k", "b", time.Minute, 20*time.Second) }()
 	waitFor(t, 5*time.Second, "b to queue", func() bool { return c.get(leader.HTTPAddr(), "k").num("waiters") == 1 })
 
-	if err := leader.raft.LeadershipTransfer().Error(); err != nil {
+	// Under load the leader has stepped down on its own before the transfer
+	// (a missed heartbeat): that is the same change of term, so go on.
+	term := leader.raft.CurrentTerm()
+	if err := leader.raft.LeadershipTransfer().Error(); err != nil && !errors.Is(err, raft.ErrNotLeader) {
 		t.Fatal(err)
 	}
 	r := <-done
 	mustStatus(t, r, http.StatusServiceUnavailable, "the waiting request when leadership moved")
 	newLeader := waitLeader(t, nodes)
-	if newLeader == leader {
-		t.Fatal("leadership did not move")
+	if got := newLeader.raft.CurrentTerm(); got <= term {
+		t.Fatalf("leader's term %d, want above %d", got, term)
 	}
 	waitFor(t, 5*time.Second, "the orphan waiter to be swept", func() bool {
 		return c.get(newLeader.HTTPAddr(), "k").num("waiters") == 0
