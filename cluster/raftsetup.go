@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"time"
 
 	"github.com/hashicorp/raft"
 
@@ -19,7 +20,12 @@ import (
 type stores struct {
 	*raftstore.Stores
 	transport raft.Transport
+	layer     *peer.StreamLayer // the transport's network; nil with Config.Transport
 }
+
+// drainTimeout bounds the wait for raft's connection goroutines at close:
+// once their sockets are cut they return at their next read.
+const drainTimeout = 10 * time.Second
 
 func (s *stores) close() error {
 	var errs []error
@@ -30,6 +36,14 @@ func (s *stores) close() error {
 	}
 	if c, ok := s.transport.(io.Closer); ok && c != nil {
 		errs = append(errs, c.Close())
+	}
+	if s.layer != nil {
+		// A heartbeat being answered writes to the stable store.
+		select {
+		case <-s.layer.Drained():
+		case <-time.After(drainTimeout):
+			errs = append(errs, fmt.Errorf("cluster: raft connections still served %v after the transport closed", drainTimeout))
+		}
 	}
 	if s.Stores != nil {
 		errs = append(errs, s.Stores.Close())
@@ -83,11 +97,11 @@ func openStores(cfg Config, t *tlsSetup) (_ *stores, err error) {
 	if t != nil {
 		pc.ServerTLS, pc.ClientTLS = t.peerServer, t.peerClient
 	}
-	nt, err := peer.NewTransport(pc, logbridge.HCLog(cfg.Logger, "transport"))
+	nt, layer, err := peer.NewTransport(pc, logbridge.HCLog(cfg.Logger, "transport"))
 	if err != nil {
 		return nil, err
 	}
-	s.transport = nt
+	s.transport, s.layer = nt, layer
 	return s, nil
 }
 

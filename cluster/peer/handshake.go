@@ -250,6 +250,20 @@ type handshakeConn struct {
 	key       []byte
 	once      sync.Once
 	err       error
+	release   func() // tells the StreamLayer, once, that its server closed it
+	closeOnce sync.Once
+}
+
+// Close closes the connection and tells the StreamLayer its server is done
+// with it.
+func (c *handshakeConn) Close() error {
+	err := c.Conn.Close()
+	c.closeOnce.Do(func() {
+		if c.release != nil {
+			c.release()
+		}
+	})
+	return err
 }
 
 func (c *handshakeConn) handshake() error {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"sync"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -49,6 +50,13 @@ type StreamLayer struct {
 	clusterID string
 	key       []byte
 	redirect  func(string) string // Config.DialAddr
+
+	// accepted are the peers' connections raft still serves: see Close
+	// and Drained.
+	mu       sync.Mutex
+	accepted map[*handshakeConn]struct{}
+	closed   bool
+	drained  chan struct{} // closed once closed and accepted is empty
 }
 
 var _ raft.StreamLayer = (*StreamLayer)(nil)
@@ -62,7 +70,8 @@ func NewStreamLayer(c Config) (*StreamLayer, error) {
 	if c.ServerTLS != nil {
 		ln = tls.NewListener(ln, c.ServerTLS)
 	}
-	s := &StreamLayer{ln: ln, advertise: c.Advertise, clientTLS: c.ClientTLS, clusterID: c.ClusterID, key: c.Key, redirect: c.DialAddr}
+	s := &StreamLayer{ln: ln, advertise: c.Advertise, clientTLS: c.ClientTLS, clusterID: c.ClusterID, key: c.Key, redirect: c.DialAddr,
+		accepted: map[*handshakeConn]struct{}{}, drained: make(chan struct{})}
 	if tcp, ok := s.Addr().(*net.TCPAddr); ok && (tcp.IP == nil || tcp.IP.IsUnspecified()) {
 		_ = ln.Close()
 		return nil, errors.New("the advertised raft address must not be all interfaces (0.0.0.0 or ::): set RaftAdvertise to the address peers dial")
@@ -88,11 +97,61 @@ func (s *StreamLayer) Accept() (net.Conn, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &handshakeConn{Conn: c, clusterID: s.clusterID, key: s.key}, nil
+	hc := &handshakeConn{Conn: c, clusterID: s.clusterID, key: s.key}
+	hc.release = func() { s.release(hc) }
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		_ = c.Close()
+		return nil, net.ErrClosed
+	}
+	s.accepted[hc] = struct{}{}
+	return hc, nil
 }
 
-// Close stops the listener.
-func (s *StreamLayer) Close() error { return s.ln.Close() }
+// Close stops the listener and cuts the peers' connections, so that
+// raft's goroutines serving them fail their next read and return.
+func (s *StreamLayer) Close() error {
+	err := s.ln.Close()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.closed {
+		s.closed = true
+		for hc := range s.accepted {
+			_ = hc.Conn.Close() // the socket only: hc.Close is its server's
+		}
+		s.drainedIfDone()
+	}
+	return err
+}
+
+// Drained is closed once the layer is closed and raft's goroutine for
+// every accepted connection has closed it, that is returned. raft answers
+// a heartbeat on that goroutine, which writes the term to the stable
+// store; a node waits for Drained before closing its stores, or a
+// heartbeat arriving during shutdown meets a closed store and raft panics
+// (hashicorp/raft#717).
+func (s *StreamLayer) Drained() <-chan struct{} { return s.drained }
+
+// release forgets a connection its server closed.
+func (s *StreamLayer) release(hc *handshakeConn) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.accepted, hc)
+	if s.closed {
+		s.drainedIfDone()
+	}
+}
+
+func (s *StreamLayer) drainedIfDone() {
+	if len(s.accepted) == 0 {
+		select {
+		case <-s.drained:
+		default:
+			close(s.drained)
+		}
+	}
+}
 
 // Addr is the address peers are told to dial: the advertised one, which
 // need not be the one listened on (a NAT, a mapped port or a proxy may
@@ -135,15 +194,16 @@ func (s *StreamLayer) Dial(address raft.ServerAddress, timeout time.Duration) (n
 // NewTransport builds raft's transport on a StreamLayer with the
 // settings raft's TCP transport uses (3 pooled connections per peer, 10s
 // I/O timeout).
-func NewTransport(c Config, logger hclog.Logger) (*raft.NetworkTransport, error) {
+// The StreamLayer is returned too, for its Drained.
+func NewTransport(c Config, logger hclog.Logger) (*raft.NetworkTransport, *StreamLayer, error) {
 	sl, err := NewStreamLayer(c)
 	if err != nil {
-		return nil, fmt.Errorf("cluster: raft transport on %s: %w", c.Bind, err)
+		return nil, nil, fmt.Errorf("cluster: raft transport on %s: %w", c.Bind, err)
 	}
 	return raft.NewNetworkTransportWithConfig(&raft.NetworkTransportConfig{
 		Stream:  sl,
 		MaxPool: 3,
 		Timeout: 10 * time.Second,
 		Logger:  logger,
-	}), nil
+	}), sl, nil
 }

@@ -96,3 +96,63 @@ func TestCheckExposure(t *testing.T) {
 		}
 	}
 }
+
+// Close cuts the peers' connections, and Drained waits until the server
+// of each (raft's goroutine, answering heartbeats with writes to the
+// stable store) has returned and closed it: a node closes its stores
+// only then.
+func TestStreamLayer_DrainedWaitsForTheConnectionsServers(t *testing.T) {
+	a, err := NewStreamLayer(Config{Bind: "127.0.0.1:0", ClusterID: "c"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := NewStreamLayer(Config{Bind: "127.0.0.1:0", ClusterID: "c"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	finish := make(chan struct{}) // the server's work in progress (a heartbeat being answered)
+	readFailed, served := make(chan error, 1), make(chan struct{})
+	go func() {
+		defer close(served)
+		in, err := a.Accept()
+		if err != nil {
+			readFailed <- err
+			return
+		}
+		_, err = in.Read(make([]byte, 1)) // blocks: the dialer sends nothing
+		readFailed <- err
+		<-finish
+		_ = in.Close()
+	}()
+	out, err := d.Dial(raft.ServerAddress(a.Addr().String()), 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer out.Close()
+	// Dial returned after the handshake, which the acceptor runs in the
+	// server's first Read: the connection is accepted and being served.
+	if err := a.Close(); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-readFailed:
+		if err == nil {
+			t.Fatal("the server's read succeeded on a cut connection")
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("closing the layer did not cut the accepted connection")
+	}
+	select {
+	case <-a.Drained():
+		t.Fatal("Drained before the connection's server returned")
+	default:
+	}
+	close(finish)
+	select {
+	case <-a.Drained():
+	case <-time.After(5 * time.Second):
+		t.Fatal("Drained did not close once the server closed its connection")
+	}
+	<-served
+}
