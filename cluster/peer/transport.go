@@ -118,11 +118,20 @@ func (s *StreamLayer) Close() error {
 	if !s.closed {
 		s.closed = true
 		for hc := range s.accepted {
-			_ = hc.Conn.Close() // the socket only: hc.Close is its server's
+			cutSocket(hc.Conn) // hc.Close is its server's, which tells release
 		}
 		s.drainedIfDone()
 	}
 	return err
+}
+
+// cutSocket closes c's socket. A TLS connection's own Close would first
+// write a close_notify alert, which can wait on a peer that does not read.
+func cutSocket(c net.Conn) {
+	if tc, ok := c.(*tls.Conn); ok {
+		c = tc.NetConn()
+	}
+	_ = c.Close()
 }
 
 // Drained is closed once the layer is closed and raft's goroutine for
