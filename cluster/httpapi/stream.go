@@ -7,8 +7,10 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"runtime"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/zerotal/lock/api"
@@ -108,6 +110,9 @@ type streamConn struct {
 	done    chan struct{} // closed once the stream ended: workers exit
 	workers sync.WaitGroup
 	answers chan stream.Answer // room for MaxStreamRequests: a send never blocks
+	// running counts the requests whose answers are not yet queued: while
+	// some are, the writer lets them run before it writes (see write).
+	running atomic.Int32
 }
 
 // serve reads frames until the stream ends, then cancels what is in
@@ -219,6 +224,7 @@ func (s *streamConn) start(parent context.Context, req stream.Request) bool {
 	ctx, cancel := context.WithCancel(parent)
 	s.inflight[req.ID] = cancel
 	s.handlers.Add(1)
+	s.running.Add(1)
 	s.mu.Unlock()
 
 	body := bytes.Clone(req.Body) // the frame buffer is reused for the next frame
@@ -229,6 +235,7 @@ func (s *streamConn) start(parent context.Context, req stream.Request) bool {
 		delete(s.inflight, req.ID)
 		s.mu.Unlock()
 		cancel()
+		s.running.Add(-1) // before the send: the writer counts the others
 		s.answers <- a
 		s.armIdle()
 	})
@@ -281,12 +288,23 @@ func (s *streamConn) handle(ctx context.Context, f stream.Request, body []byte) 
 // write sends the answers as they come, every one that is ready in one
 // write, until answers is closed. After a failed write it drains the
 // rest: the reader sees the connection fail too.
+//
+// One commit answers many requests at once, and their handlers wake one
+// after another: while other requests are in progress, the writer yields
+// once before it gathers, so that those answering now join the same write
+// rather than one write (and one wake-up of the client) each. A lone
+// request is written at once. Measured with 32 workers on distinct keys:
+// 1.02–1.21× cycles/s and 5–12 % less CPU per cycle; one hot key and one
+// worker unchanged within noise (docs/PERFORMANCE.md).
 func (s *streamConn) write() {
 	var buf []byte
 	failed := false
 	for a := range s.answers {
 		buf = buf[:0]
 		buf = appendAnswer(buf, a)
+		if s.running.Load() > 0 {
+			runtime.Gosched()
+		}
 	more:
 		for len(buf) < 64<<10 {
 			select {
