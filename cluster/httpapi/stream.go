@@ -294,8 +294,8 @@ func (s *streamConn) handle(ctx context.Context, f stream.Request, body []byte) 
 // once before it gathers, so that those answering now join the same write
 // rather than one write (and one wake-up of the client) each. A lone
 // request is written at once. Measured with 32 workers on distinct keys:
-// 1.02–1.21× cycles/s and 5–12 % less CPU per cycle; one hot key and one
-// worker unchanged within noise (docs/PERFORMANCE.md).
+// 1.02–1.62× cycles/s in 8 pairs and 4–41 % less CPU per cycle; one hot
+// key and one worker unchanged within noise (docs/PERFORMANCE.md).
 func (s *streamConn) write() {
 	var buf []byte
 	failed := false
