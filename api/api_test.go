@@ -47,14 +47,16 @@ func TestWire_RoundTrip(t *testing.T) {
 			`{"locks":[],"truncated":false}`},
 		{"Status", &api.Status{ID: "n1", State: "leader", LeaderID: "n1", LeaderAddr: "127.0.0.1:7101",
 			LeaderHTTP: "127.0.0.1:7001", Term: 2, CommitIndex: 10, AppliedIndex: 9, LastIndex: 11,
-			Peers: []api.Peer{{ID: "n1", Addr: "127.0.0.1:7101", Suffrage: "voter"}}, Keys: 4, Version: "v1.2.3"},
+			Peers: []api.Peer{{ID: "n1", Addr: "127.0.0.1:7101", Suffrage: "voter"}}, Keys: 4, Membership: api.MemberOf, Version: "v1.2.3"},
 			`{"id":"n1","state":"leader","leader_id":"n1","leader_addr":"127.0.0.1:7101","leader_http":"127.0.0.1:7001",` +
 				`"term":2,"commit_index":10,"applied_index":9,"last_index":11,` +
-				`"peers":[{"id":"n1","addr":"127.0.0.1:7101","suffrage":"voter"}],"keys":4,"version":"v1.2.3"}`},
+				`"peers":[{"id":"n1","addr":"127.0.0.1:7101","suffrage":"voter"}],"keys":4,"membership":"member","version":"v1.2.3"}`},
 		{"JoinRequest", &api.JoinRequest{ID: "n4", Addr: "127.0.0.1:7104", HTTP: "127.0.0.1:7004"},
 			`{"id":"n4","addr":"127.0.0.1:7104","http":"127.0.0.1:7004"}`},
 		{"JoinRequest/no http", &api.JoinRequest{ID: "n4", Addr: "127.0.0.1:7104"},
 			`{"id":"n4","addr":"127.0.0.1:7104"}`},
+		{"NodeInfo", &api.NodeInfo{ID: "n4", ClusterID: "c", Membership: api.MemberWaiting},
+			`{"id":"n4","cluster_id":"c","membership":"waiting","last_index":0,"servers":0}`},
 		{"LeaveRequest", &api.LeaveRequest{ID: "n4"},
 			`{"id":"n4"}`},
 		{"Ready", &api.Ready{Ready: false, State: "candidate", Reason: "no leader: election in progress"},

@@ -12,6 +12,14 @@ const (
 	CodeUnauthorized = "unauthorized"
 	// CodeWrongCluster: HeaderClusterID names another cluster (403).
 	CodeWrongCluster = "wrong_cluster"
+	// CodeForbidden: the credential is known but lacks the right the
+	// request needs, or the key is outside its prefixes (403). The
+	// message names the missing right.
+	CodeForbidden = "forbidden"
+	// CodeJoinRefused: a join the leader refused, because the node
+	// asked has raft state, belongs to another cluster, answers to
+	// another id or cannot be asked (409). The message names the reason.
+	CodeJoinRefused = "join_refused"
 	// CodeNotFound: no such lock, no such member, or no such endpoint
 	// (404).
 	CodeNotFound = "not_found"
@@ -37,8 +45,10 @@ func StatusOf(code string) int {
 		return http.StatusBadRequest
 	case CodeUnauthorized:
 		return http.StatusUnauthorized
-	case CodeWrongCluster:
+	case CodeWrongCluster, CodeForbidden:
 		return http.StatusForbidden
+	case CodeJoinRefused:
+		return http.StatusConflict
 	case CodeNotFound:
 		return http.StatusNotFound
 	case CodeNotAcquired:

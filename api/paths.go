@@ -11,6 +11,10 @@ const (
 	PathStatus       = "/v1/status"
 	PathJoin         = "/v1/join"
 	PathLeave        = "/v1/leave"
+	// PathNode is what a node says of itself (NodeInfo), answered by the
+	// node asked, never forwarded, to any caller: it holds nothing that
+	// the wrong-cluster answer does not already give away.
+	PathNode = "/v1/node"
 )
 
 // PathMetrics is a node's Prometheus exposition, outside /v1 (it is no

@@ -86,6 +86,10 @@ type Status struct {
 	LastIndex    uint64 `json:"last_index"`
 	Peers        []Peer `json:"peers"`
 	Keys         int    `json:"keys"`
+	// Membership is this node's place in the cluster: MemberOf,
+	// MemberWaiting (started with no state and no bootstrap, it waits to
+	// be added) or MemberRemoved (it stopped serving).
+	Membership string `json:"membership"`
 	// Version is the node's build: "v1.2.3", or "devel (<revision>)" for
 	// a build from a checkout; empty from a node that does not report it.
 	Version string `json:"version"`
@@ -99,10 +103,33 @@ type Peer struct {
 	Suffrage string `json:"suffrage"`
 }
 
+// Values of Status.Membership and NodeInfo.Membership.
+const (
+	MemberOf      = "member"
+	MemberWaiting = "waiting"
+	MemberRemoved = "removed"
+)
+
+// NodeInfo is the body of GET /v1/node: what a node says of itself to
+// the leader that is asked to add it. A node with raft state (a log or a
+// configuration) is never added: its log would be taken for a prefix of
+// the cluster's and the two tables would fork.
+type NodeInfo struct {
+	ID        string `json:"id"`
+	ClusterID string `json:"cluster_id"`
+	// Membership is as in Status.
+	Membership string `json:"membership"`
+	// LastIndex is the index of the last entry of its raft log (0: none).
+	LastIndex uint64 `json:"last_index"`
+	// Servers is the number of servers in its raft configuration.
+	Servers int `json:"servers"`
+}
+
 // JoinRequest is the body of POST /v1/join. Addr is the raft address of
-// the new node. HTTP, its HTTP address (host:port), is optional: it goes
-// into the member map, which followers forward to once the node leads; a
-// node records its own when it becomes leader.
+// the new node, HTTP its HTTP address (host:port): the leader asks the
+// node there whether it may be added (GET /v1/node) before it adds it,
+// and publishes it in the member map, which followers forward to once
+// the node leads.
 type JoinRequest struct {
 	ID   string `json:"id"`
 	Addr string `json:"addr"`

@@ -114,18 +114,13 @@ func (c *Client) NodeMetrics(ctx context.Context, addr string) ([]byte, error) {
 	return b, nil
 }
 
-// Join asks the cluster to add the node id, whose Raft address is
-// raftAddr, as a voter. Joining again with the same id and address does
-// nothing. The node records its own HTTP address when it becomes leader;
-// JoinWithHTTP publishes it at once.
-func (c *Client) Join(ctx context.Context, id, raftAddr string) error {
-	return c.JoinWithHTTP(ctx, id, raftAddr, "")
-}
-
-// JoinWithHTTP is Join that also publishes the node's HTTP address
-// (host:port; "" for none) in the cluster's member map, which followers
-// forward requests to once the node leads.
-func (c *Client) JoinWithHTTP(ctx context.Context, id, raftAddr, httpAddr string) error {
+// Join asks the cluster to add the node id as a voter: its raft address
+// is raftAddr, its HTTP API at httpAddr (host:port). The leader first
+// asks the node there (GET /v1/node) and refuses, with
+// ErrJoinRefused, a node that has raft state, another cluster ID or
+// another id, or that it cannot reach. Joining again with the same id
+// and address does nothing. It needs an operator's token.
+func (c *Client) Join(ctx context.Context, id, raftAddr, httpAddr string) error {
 	return c.call(ctx, request{op: "join", method: http.MethodPost, path: api.PathJoin,
 		body: api.JoinRequest{ID: id, Addr: raftAddr, HTTP: httpAddr}}, nil)
 }

@@ -387,7 +387,7 @@ func TestClient_ListAndStatus(t *testing.T) {
 	if _, err := c.NodeStatus(ctx, loopback.MustFreeAddr(t)); !errors.Is(err, drivers.ErrUnavailable) {
 		t.Fatalf("NodeStatus of a dead node = %v", err)
 	}
-	if err := c.Join(ctx, "n4", "127.0.0.1:9"); err != nil {
+	if err := c.Join(ctx, "n4", "127.0.0.1:9", "127.0.0.1:10"); err != nil {
 		t.Fatalf("Join: %v", err)
 	}
 	if err := c.Leave(ctx, "n4"); err != nil {

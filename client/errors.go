@@ -16,6 +16,17 @@ var ErrUnauthorized = errors.New("client: unauthorized: missing or wrong token (
 // ErrNotFound: GET of a key that nobody holds, or an unknown endpoint.
 var ErrNotFound = errors.New("client: not found")
 
+// ErrForbidden: the cluster knows the request's credential, but it lacks
+// the right the request needs (a client token asking to join, say), or
+// the key lies outside its prefixes. The error's message names the
+// missing right.
+var ErrForbidden = errors.New("client: forbidden: the token lacks the right for this request")
+
+// ErrJoinRefused: the leader would not add the node (it has raft state,
+// belongs to another cluster, answers to another id, or could not be
+// asked); the error's message says which.
+var ErrJoinRefused = errors.New("client: join refused")
+
 // ErrWrongCluster: the node belongs to another cluster than
 // Config.ClusterID names. It is never retried.
 var ErrWrongCluster = errors.New("client: the node belongs to another cluster")
@@ -63,6 +74,10 @@ func (e *APIError) Is(target error) bool {
 		return target == ErrNotFound
 	case api.CodeWrongCluster:
 		return target == ErrWrongCluster
+	case api.CodeForbidden:
+		return target == ErrForbidden
+	case api.CodeJoinRefused:
+		return target == ErrJoinRefused
 	}
 	return false
 }

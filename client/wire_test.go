@@ -35,8 +35,8 @@ func TestClient_NotAcquiredTellsHolderTTL(t *testing.T) {
 	// Join sends the http field: joining a member again under its own
 	// addresses is accepted and changes nothing.
 	n := nodes[0]
-	if err := c.JoinWithHTTP(t.Context(), n.ID(), n.RaftAddr(), n.AdvertisedHTTPAddr()); err != nil {
-		t.Fatalf("JoinWithHTTP of a member as it is: %v", err)
+	if err := c.Join(t.Context(), n.ID(), n.RaftAddr(), n.AdvertisedHTTPAddr()); err != nil {
+		t.Fatalf("Join of a member as it is: %v", err)
 	}
 	if st, err := c.Status(t.Context()); err != nil || len(st.Peers) != 3 {
 		t.Fatalf("Status after join = %+v, %v; want 3 peers", st, err)

@@ -132,7 +132,7 @@ func TestCluster_ForwardedTooLargeBodyHidesSockets(t *testing.T) {
 }
 
 func TestCluster_TokenIsRequired(t *testing.T) {
-	nodes := startCluster(t, 2, func(c *Config) { c.Token = "s3cret" })
+	nodes := startCluster(t, 2, func(c *Config) { c.Token = "s3cret-0123456789abcdef" })
 	c := newClient(t)
 	for _, n := range nodes {
 		for _, token := range []string{"", "wrong", "S3CRET"} {
@@ -148,7 +148,7 @@ func TestCluster_TokenIsRequired(t *testing.T) {
 		c.token = ""
 		mustStatus(t, c.do(n.HTTPAddr(), "GET", "/healthz", nil), http.StatusOK, "healthz needs no token")
 		mustStatus(t, c.do(n.HTTPAddr(), "GET", "/readyz", nil), http.StatusOK, "readyz needs no token")
-		c.token = "s3cret"
+		c.token = "s3cret-0123456789abcdef"
 		// With the token, also through a follower (the header is forwarded).
 		r := c.acquire(n.HTTPAddr(), "k-"+n.ID(), "o", time.Second, 0)
 		mustStatus(t, r, http.StatusOK, "acquire with the token on "+n.ID())
@@ -239,7 +239,7 @@ func TestCluster_JoinIsIdempotent(t *testing.T) {
 	other := followers(nodes, leader)[0]
 	c := newClient(t)
 	for i := 0; i < 2; i++ {
-		r := c.do(other.HTTPAddr(), "POST", "/v1/join", map[string]any{"id": other.ID(), "addr": other.RaftAddr()})
+		r := c.do(other.HTTPAddr(), "POST", "/v1/join", map[string]any{"id": other.ID(), "addr": other.RaftAddr(), "http": other.AdvertisedHTTPAddr()})
 		mustStatus(t, r, http.StatusOK, "repeated join")
 	}
 	r := c.do(leader.HTTPAddr(), "GET", "/v1/status", nil)

@@ -17,7 +17,7 @@ import (
 func TestClusterID_JoinOfAnotherClusterIsRefused(t *testing.T) {
 	nodes := startCluster(t, 1, func(c *Config) { c.ClusterID = "prod-locks" })
 	cfg := testConfig(t, "n2")
-	cfg.Join = nodes[0].HTTPAddr()
+	cfg.Join, cfg.BootstrapSelf = nodes[0].HTTPAddr(), false
 	cfg.ClusterID = "staging-locks"
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
@@ -42,10 +42,10 @@ func TestClusterID_JoinOfAnotherClusterIsRefused(t *testing.T) {
 
 // A join with a wrong token is refused (401) and not retried.
 func TestClusterID_JoinWithWrongTokenIsRefused(t *testing.T) {
-	nodes := startCluster(t, 1, func(c *Config) { c.Token = "right-token" })
+	nodes := startCluster(t, 1, func(c *Config) { c.Token = "right-token-0123456789" })
 	cfg := testConfig(t, "n2")
-	cfg.Join = nodes[0].HTTPAddr()
-	cfg.Token = "wrong-token"
+	cfg.Join, cfg.BootstrapSelf = nodes[0].HTTPAddr(), false
+	cfg.Token = "wrong-token-0123456789"
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	n, err := NewNode(ctx, cfg)

@@ -40,20 +40,35 @@ type Config struct {
 	HTTPAdvertise string
 
 	// Bootstrap starts a new cluster with these voters; it must list this
-	// node. Ignored (logged) when DataDir already holds raft state. Empty:
-	// with no state on disk and no Join, the node starts a cluster of one;
-	// with state, it rejoins from disk.
+	// node. Ignored (logged) when DataDir already holds raft state.
+	//
+	// A node bootstraps only when told to, by Bootstrap or BootstrapSelf.
+	// With neither, no Join and no state on disk, it waits to be added by
+	// a member (lockcluster join): it grants nothing, and its log, status
+	// and /readyz say "waiting to be added". A node that bootstrapped a
+	// cluster of its own could not be added to another one safely: its
+	// log would be taken for a prefix of the other's.
 	Bootstrap []Peer
+	// BootstrapSelf starts a new cluster of this node alone (as Bootstrap
+	// listing only this node). Others may join it later.
+	BootstrapSelf bool
 	// Join is the HTTP address (host:port or URL) of a member to ask to add
 	// this node as a voter; NewNode fails if that does not succeed before
 	// its ctx ends. Skipped when DataDir already holds raft state (the node
-	// is a member already). Not allowed together with Bootstrap.
+	// is a member already). Not allowed together with Bootstrap. The
+	// request carries Token, which must be an operator's.
 	Join string
 
-	// Token is the bearer token every request (except /healthz and
-	// /readyz) must carry; empty: no authentication. Every node of a
-	// cluster uses the same one.
+	// Token is a bearer token with every right (an operator's, see
+	// Tokens), at least MinTokenLen bytes; empty: none. With neither
+	// Token nor Tokens the API needs no credential. Every node of a
+	// cluster uses the same one. It never authenticates raft (RaftSecret
+	// does).
 	Token string
+	// Tokens, when set, are the API's credentials with their roles and
+	// key prefixes (see TokenSet and ParseTokenFile); Token adds an
+	// operator beside them. Node.ReloadTokens replaces them at run time.
+	Tokens *TokenSet
 	// TLS turns on TLS for the HTTP API and the raft transport (see
 	// TLSConfig); the zero value is plain TCP. Every node of a cluster uses
 	// TLS or none.
@@ -66,14 +81,15 @@ type Config struct {
 	// RaftSecret authenticates the raft transport: every raft connection
 	// starts with a challenge-response in which both ends prove, without
 	// sending it, that they know the secret (HMAC-SHA256 over both ends'
-	// nonces, the cluster ID and the direction). Empty: Token is used, so a
-	// node that has a token never serves raft unauthenticated. Every node
-	// of a cluster uses the same one. At least 16 bytes.
+	// nonces, the cluster ID and the direction). It is the peers' own
+	// credential, never the API token. Every node of a cluster uses the
+	// same one. At least MinRaftSecretLen bytes. Without TLS a node needs
+	// it (or RaftInsecure).
 	RaftSecret string
-	// RaftInsecure allows raft on an address other than loopback with
-	// neither TLS nor a secret (RaftSecret or Token). Without it such a node
-	// refuses to start: anyone who reaches that port could write the log.
-	// Set it only on a network where every host is trusted.
+	// RaftInsecure allows raft with neither TLS nor a RaftSecret. Without
+	// it such a node refuses to start: anyone who reaches that port, any
+	// process of the host on loopback, could write the log. Set it only
+	// where every host and process is trusted.
 	RaftInsecure bool
 	// Logger receives the node's logs; nil discards them. Raft, its
 	// transport and snapshot store log through it too, with the attribute
@@ -317,8 +333,11 @@ func (c Config) Validate() error {
 			bad("HTTPAdvertise: %v", err)
 		}
 	}
-	if len(c.Bootstrap) > 0 && c.Join != "" {
+	if (len(c.Bootstrap) > 0 || c.BootstrapSelf) && c.Join != "" {
 		bad("Bootstrap and Join are exclusive: bootstrap a new cluster or join an existing one")
+	}
+	if len(c.Bootstrap) > 0 && c.BootstrapSelf {
+		bad("Bootstrap and BootstrapSelf are exclusive: list the voters, or start a cluster of this node alone")
 	}
 	if len(c.Bootstrap) > 0 {
 		ids, addrs := map[string]bool{}, map[string]bool{}
@@ -378,7 +397,10 @@ func (c Config) Validate() error {
 		// The length only: the secret itself never goes into an error.
 		bad("RaftSecret is %d bytes; use at least %d (a random one: openssl rand -hex 32)", len(c.RaftSecret), MinRaftSecretLen)
 	}
-	if err := c.checkRaftExposure(); err != nil {
+	if c.Token != "" && len(c.Token) < MinTokenLen {
+		bad("Token is %d bytes; use at least %d (a random one: openssl rand -hex 32)", len(c.Token), MinTokenLen)
+	}
+	if err := c.checkRaftAuth(); err != nil {
 		errs = append(errs, err)
 	}
 	switch c.RaftLog {

@@ -162,7 +162,7 @@ func TestNode_BootstrapWithPeersFormsCluster(t *testing.T) {
 	var nodes []*Node
 	for _, p := range peers {
 		cfg := testConfig(t, p.ID)
-		cfg.RaftAddr, cfg.HTTPAddr, cfg.Bootstrap = p.RaftAddr, p.HTTPAddr, peers
+		cfg.RaftAddr, cfg.HTTPAddr, cfg.Bootstrap, cfg.BootstrapSelf = p.RaftAddr, p.HTTPAddr, peers, false
 		nodes = append(nodes, startNode(t, cfg))
 	}
 	leader := waitLeader(t, nodes)
@@ -223,7 +223,7 @@ func TestNode_RestartedMemberDoesNotJoinAgain(t *testing.T) {
 	n1 := startNode(t, first)
 	waitLeader(t, []*Node{n1})
 	cfg := testConfig(t, "n2")
-	cfg.RaftAddr, cfg.Join = loopback.MustFreeAddr(t), n1.HTTPAddr()
+	cfg.RaftAddr, cfg.Join, cfg.BootstrapSelf = loopback.MustFreeAddr(t), n1.HTTPAddr(), false
 	n2 := startNode(t, cfg)
 	waitLeader(t, []*Node{n1, n2})
 	shutdown(t, n2)

@@ -31,7 +31,7 @@ func testAcknowledgedGrantsSurviveFullRestart(t *testing.T, raftLog string) {
 	var cfgs []Config
 	for _, p := range peers {
 		cfg := testConfig(t, p.ID)
-		cfg.RaftAddr, cfg.HTTPAddr, cfg.Bootstrap = p.RaftAddr, p.HTTPAddr, peers
+		cfg.RaftAddr, cfg.HTTPAddr, cfg.Bootstrap, cfg.BootstrapSelf = p.RaftAddr, p.HTTPAddr, peers, false
 		cfg.RaftLog = raftLog
 		cfgs = append(cfgs, cfg)
 	}

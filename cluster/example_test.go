@@ -29,6 +29,10 @@ func ExampleNewNode() {
 		DataDir:  dir,
 		RaftAddr: "127.0.0.1:0",
 		HTTPAddr: "127.0.0.1:0",
+		// A cluster of this node alone, its raft port behind its own
+		// secret (read it from a file or the environment in production).
+		BootstrapSelf: true,
+		RaftSecret:    "example-raft-secret-0123456789",
 	})
 	if err != nil {
 		fmt.Println(err)

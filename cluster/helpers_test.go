@@ -68,8 +68,13 @@ func testConfig(t testing.TB, id string) Config {
 		HeartbeatTimeout:   testHeartbeat,
 		LeaderLeaseTimeout: testLease,
 		TickInterval:       200 * time.Millisecond,
+		RaftSecret:         testRaftSecret,
+		BootstrapSelf:      true,
 	}
 }
+
+// testRaftSecret is the raft secret of the tests' clusters.
+const testRaftSecret = "test-raft-secret-0123456789"
 
 // startNode starts a node and shuts it down when the test ends.
 func startNode(t testing.TB, cfg Config) *Node {
@@ -100,7 +105,7 @@ func startCluster(t testing.TB, size int, mod func(*Config)) []*Node {
 	for i := 1; i <= size; i++ {
 		cfg := testConfig(t, fmt.Sprintf("n%d", i))
 		if i > 1 {
-			cfg.Join = nodes[0].HTTPAddr()
+			cfg.Join, cfg.BootstrapSelf = nodes[0].HTTPAddr(), false
 		}
 		if mod != nil {
 			mod(&cfg)

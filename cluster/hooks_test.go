@@ -62,7 +62,7 @@ func TestConfig_DialAddrRewritesOutboundConnections(t *testing.T) {
 	to[join] = n1.HTTPAddr()
 	mu.Unlock()
 	cfg2 := testConfig(t, "n2")
-	cfg2.Join = join
+	cfg2.Join, cfg2.BootstrapSelf = join, false
 	cfg2.DialAddr = dialAddr
 	n2 := startNode(t, cfg2)
 	waitFor(t, 10*time.Second, "n1 to dial n2's raft address", func() bool {

@@ -21,8 +21,18 @@ import (
 // addMember adds a voter, checked by the API (a non-empty id, host:port
 // addresses). It is idempotent: the same id and address change nothing;
 // a known id with a new address, or a known address under another id, is
-// removed first.
-func (n *Node) addMember(id, addr, httpAddr string) error {
+// removed first. A server not yet in the configuration is asked first
+// (askJoiner) and refused unless it is a new node of this cluster.
+func (n *Node) addMember(ctx context.Context, id, addr, httpAddr string) error {
+	known, err := n.isVoterAt(raft.ServerID(id), raft.ServerAddress(addr))
+	if err != nil {
+		return err
+	}
+	if !known {
+		if err := n.askJoiner(ctx, id, httpAddr); err != nil {
+			return err
+		}
+	}
 	if err := n.addVoter(raft.ServerID(id), raft.ServerAddress(addr)); err != nil {
 		return err
 	}
@@ -34,6 +44,71 @@ func (n *Node) addMember(id, addr, httpAddr string) error {
 		}
 	}
 	n.log.Info("node joined", "id", id, "addr", addr, "http", httpAddr)
+	return nil
+}
+
+// isVoterAt reports whether id is in the configuration at addr already.
+func (n *Node) isVoterAt(id raft.ServerID, addr raft.ServerAddress) (bool, error) {
+	f := n.raft.GetConfiguration()
+	if err := f.Error(); err != nil {
+		return false, unavailable("join", err)
+	}
+	for _, s := range f.Configuration().Servers {
+		if s.ID == id && s.Address == addr {
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
+// ErrJoinRefused is what a join wraps when the node to add may not be
+// added: it has raft state, belongs to another cluster, answers to
+// another id, or cannot be asked.
+var ErrJoinRefused = httpapi.ErrJoinRefused
+
+// askJoiner asks the node at httpAddr what it is (GET /v1/node) and
+// refuses to add it unless it is this cluster's, answers to id, and has
+// no raft state at all. Raft alone would accept a node with a log of its
+// own: where both logs hold an entry of the same index and term, the log
+// matching check passes, the cluster's entries land on top of the
+// node's, and the node's table, and any locks it granted alone, later
+// win an election.
+func (n *Node) askJoiner(ctx context.Context, id, httpAddr string) error {
+	if httpAddr == "" {
+		return fmt.Errorf("%w: node %s: no HTTP address given: the leader asks the node there before adding it "+
+			"(lockcluster join --http-addr)", ErrJoinRefused, id)
+	}
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, n.httpScheme()+"://"+httpAddr+api.PathNode, nil)
+	if err != nil {
+		return fmt.Errorf("%w: node %s: %v", ErrJoinRefused, id, err)
+	}
+	req.Header.Set(api.HeaderClusterID, n.cfg.ClusterID)
+	resp, err := n.proxy.RoundTrip(req)
+	if err != nil {
+		return fmt.Errorf("%w: cannot ask node %s at %s whether it may be added (is it running, at that address?): %v",
+			ErrJoinRefused, id, httpAddr, err)
+	}
+	defer resp.Body.Close()
+	raw, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
+	var info api.NodeInfo
+	if resp.StatusCode != http.StatusOK || json.Unmarshal(raw, &info) != nil {
+		return fmt.Errorf("%w: node %s at %s did not say what it is (status %d: %s); is it a lockcluster node of this version?",
+			ErrJoinRefused, id, httpAddr, resp.StatusCode, bytes.TrimSpace(raw))
+	}
+	switch {
+	case info.ClusterID != n.cfg.ClusterID:
+		return fmt.Errorf("%w: the node at %s is in cluster %q, not %q", ErrJoinRefused, httpAddr, info.ClusterID, n.cfg.ClusterID)
+	case info.ID != id:
+		return fmt.Errorf("%w: the node at %s is %q, not %q", ErrJoinRefused, httpAddr, info.ID, id)
+	case info.Membership == api.MemberRemoved:
+		return fmt.Errorf("%w: node %s was removed from a cluster and keeps its old data dir: empty it and restart the node first", ErrJoinRefused, id)
+	case info.LastIndex > 0 || info.Servers > 0:
+		return fmt.Errorf("%w: node %s has raft state of its own (last log index %d, a configuration of %d servers): "+
+			"adding it would fork the lock table. Stop it, empty its data dir, start it with neither --bootstrap nor --join, "+
+			"and join it again", ErrJoinRefused, id, info.LastIndex, info.Servers)
+	}
 	return nil
 }
 

@@ -15,6 +15,7 @@ import (
 	"github.com/hashicorp/raft"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/zerotal/lock/cluster/access"
 	"github.com/zerotal/lock/cluster/httpapi"
 	"github.com/zerotal/lock/cluster/metrics"
 	"github.com/zerotal/lock/cluster/raftstore"
@@ -35,6 +36,7 @@ type Node struct {
 	stores  *stores
 	metrics *metrics.Metrics
 	waits   *liveRequests
+	member  *membership
 	rounds  *rounds.Rounds // nil until raft runs
 	expiry  *term.Expiry
 
@@ -43,6 +45,10 @@ type Node struct {
 	handler  http.Handler
 	proxy    *http.Transport // forwarding to the leader
 	tls      *tlsSetup       // nil: plain TCP and HTTP
+
+	// creds are the API's credentials now (see ReloadTokens); nil: none
+	// configured, the API is open.
+	creds atomic.Pointer[access.Set]
 
 	// lead is set while this node is a leader that finished its takeover
 	// (barrier, clock, sweep); nil otherwise.
@@ -82,6 +88,7 @@ func NewNode(ctx context.Context, cfg Config) (_ *Node, err error) {
 		cfg:     cfg,
 		log:     cfg.Logger,
 		waits:   newLiveRequests(),
+		member:  newMembership(),
 		closing: make(chan struct{}),
 		proxy:   newProxyTransport(cfg.dialAddr),
 	}
@@ -132,6 +139,9 @@ func NewNode(ctx context.Context, cfg Config) (_ *Node, err error) {
 	if err := raftstore.CheckFiles(cfg.DataDir); err != nil {
 		return nil, err
 	}
+	if err := checkNotRemoved(cfg.DataDir); err != nil {
+		return nil, err
+	}
 	n.stores, err = openStores(cfg, n.tls)
 	if err != nil {
 		return nil, err
@@ -153,10 +163,14 @@ func NewNode(ctx context.Context, cfg Config) (_ *Node, err error) {
 		return nil, err
 	}
 
+	if err := n.ReloadTokens(cfg.Tokens); err != nil {
+		return nil, err
+	}
 	n.handler = httpapi.New(apiStore{n}, httpapi.Options{
 		NodeID:      cfg.ID,
 		ClusterID:   cfg.ClusterID,
-		Token:       cfg.Token,
+		Credentials: n.creds.Load,
+		Logger:      cfg.Logger.With(logbridge.NameKey, "http"),
 		ReadTimeout: cfg.HTTPReadTimeout,
 		MaxWaits:    cfg.MaxWaits,
 		Metrics:     promhttp.HandlerFor(n.metrics.Gatherer, promhttp.HandlerOpts{}),
@@ -173,7 +187,8 @@ func NewNode(ctx context.Context, cfg Config) (_ *Node, err error) {
 		BaseContext:       func(net.Listener) context.Context { return n.baseCtx },
 		ErrorLog:          logbridge.HCLog(cfg.Logger, "http").StandardLogger(&hclog.StandardLoggerOptions{InferLevels: true}),
 	}
-	n.wg.Add(2)
+	n.checkMembership()
+	n.wg.Add(3)
 	go func() {
 		defer n.wg.Done()
 		if err := n.serveHTTP(); err != nil && !errors.Is(err, http.ErrServerClosed) {
@@ -183,6 +198,10 @@ func NewNode(ctx context.Context, cfg Config) (_ *Node, err error) {
 	go func() {
 		defer n.wg.Done()
 		n.watchLeadership()
+	}()
+	go func() {
+		defer n.wg.Done()
+		n.watchMembership()
 	}()
 
 	switch {
@@ -210,12 +229,15 @@ func (n *Node) serveHTTP() error {
 	return n.httpSrv.ServeTLS(n.listener, "", "")
 }
 
-// bootstrap starts a new cluster when the data dir holds no raft state and
-// the node is not joining one.
+// bootstrap starts a new cluster when the data dir holds no raft state
+// and the configuration says to (Bootstrap or BootstrapSelf). A node told
+// neither waits to be added: one that bootstrapped a cluster of its own
+// would hold a log and a configuration, and adding it to another cluster
+// would fork the lock table.
 func (n *Node) bootstrap(existing bool) error {
 	if existing {
-		if len(n.cfg.Bootstrap) > 0 {
-			n.log.Info("raft state found on disk: ignoring bootstrap peers", "data_dir", n.cfg.DataDir)
+		if len(n.cfg.Bootstrap) > 0 || n.cfg.BootstrapSelf {
+			n.log.Info("raft state found on disk: ignoring the bootstrap settings", "data_dir", n.cfg.DataDir)
 		}
 		return nil
 	}
@@ -223,8 +245,14 @@ func (n *Node) bootstrap(existing bool) error {
 		return nil
 	}
 	var servers []raft.Server
-	if len(n.cfg.Bootstrap) == 0 {
+	switch {
+	case n.cfg.BootstrapSelf:
 		servers = []raft.Server{{ID: raft.ServerID(n.cfg.ID), Address: n.stores.transport.LocalAddr()}}
+	case len(n.cfg.Bootstrap) == 0:
+		n.log.Warn("no raft state, no bootstrap and no join: waiting to be added to a cluster; on a member run "+
+			"lockcluster join --id "+n.cfg.ID+" --raft-addr "+n.RaftAddr()+" --http-addr "+n.AdvertisedHTTPAddr(),
+			"data_dir", n.cfg.DataDir)
+		return nil
 	}
 	for _, p := range n.cfg.Bootstrap {
 		servers = append(servers, raft.Server{ID: raft.ServerID(p.ID), Address: raft.ServerAddress(p.RaftAddr)})
@@ -295,10 +323,11 @@ func (n *Node) WaitForLeader(ctx context.Context) error {
 	t := time.NewTicker(10 * time.Millisecond)
 	defer t.Stop()
 	for {
-		if n.IsLeader() {
+		if n.servingErr() != nil {
+			// waiting to be added, or removed: no leader serves here yet
+		} else if n.IsLeader() {
 			return nil
-		}
-		if _, id := n.raft.LeaderWithID(); id != "" && id != raft.ServerID(n.cfg.ID) {
+		} else if _, id := n.raft.LeaderWithID(); id != "" && id != raft.ServerID(n.cfg.ID) {
 			if _, ok := n.fsm.Member(string(id)); ok {
 				return nil
 			}

@@ -29,7 +29,7 @@ func inmemCluster(t *testing.T) ([]*Node, []*raft.InmemTransport) {
 	var nodes []*Node
 	for i, p := range peers {
 		cfg := testConfig(t, p.ID)
-		cfg.RaftAddr, cfg.HTTPAddr, cfg.Bootstrap, cfg.Transport = p.RaftAddr, p.HTTPAddr, peers, trans[i]
+		cfg.RaftAddr, cfg.HTTPAddr, cfg.Bootstrap, cfg.Transport, cfg.BootstrapSelf = p.RaftAddr, p.HTTPAddr, peers, trans[i], false
 		nodes = append(nodes, startNode(t, cfg))
 	}
 	// Runs before the nodes shut down: a closed inmem peer would otherwise

@@ -100,17 +100,22 @@ func forgedAppend(t *testing.T, n *Node, key string) *raft.AppendEntriesRequest 
 // without the cluster's secret is refused before raft sees its RPC: a
 // forged AppendEntries with a higher term neither deposes the leader nor
 // changes the term or the lock table, and the node keeps serving.
+//
+// Every lock client holds the API token: with it as the handshake's key
+// (what a node without RaftSecret used before), a client deposes the
+// leader and applies a grant of its choosing. It is no raft key now.
 func TestRaftAuth_OutsiderCannotWriteTheLog(t *testing.T) {
-	const secretValue = "the-cluster-raft-secret-0123456789"
+	const tokenValue = "the-cluster-api-token-0123456789"
 	for _, tc := range []struct{ name, attackerSecret string }{
 		{"no secret", ""},
 		{"wrong secret", "a-guessed-raft-secret-0123456789"},
+		{"the API token", tokenValue},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			nodes := startCluster(t, 1, func(c *Config) { c.Token = secretValue })
+			nodes := startCluster(t, 1, func(c *Config) { c.Token = tokenValue })
 			n := nodes[0]
 			c := newClient(t)
-			c.token = secretValue
+			c.token = tokenValue
 			mustStatus(t, c.acquire(n.HTTPAddr(), "k", "alice", time.Hour, 0), 200, "alice acquires k")
 			before := viewOf(t, n, "k")
 			if before.owner != "alice" {
@@ -153,7 +158,7 @@ func TestRaftAuth_WrongSecretCannotJoinTheCluster(t *testing.T) {
 	var nodes []*Node
 	for _, p := range peers {
 		cfg := testConfig(t, p.ID)
-		cfg.RaftAddr, cfg.HTTPAddr, cfg.Bootstrap = p.RaftAddr, p.HTTPAddr, peers
+		cfg.RaftAddr, cfg.HTTPAddr, cfg.Bootstrap, cfg.BootstrapSelf = p.RaftAddr, p.HTTPAddr, peers, false
 		cfg.RaftSecret = right
 		if p.ID == "n3" {
 			cfg.RaftSecret = wrong
@@ -214,39 +219,38 @@ func TestRaftAuth_ClusterWithSecretServes(t *testing.T) {
 	}
 }
 
-// Raft on an address others can reach needs TLS, a secret or an explicit
-// opt-out; loopback needs nothing.
-func TestRaftAuth_ExposedRaftNeedsAuthentication(t *testing.T) {
+// Raft needs TLS, a raft secret or an explicit opt-out, on loopback too
+// (any process of the host could write the table); the API token is no
+// raft key, and a node that relied on it is told how to keep its key.
+func TestRaftAuth_RaftNeedsItsOwnCredential(t *testing.T) {
 	for _, tc := range []struct {
-		name string
-		mod  func(*Config)
-		ok   bool
+		name    string
+		mod     func(*Config)
+		mention []string // nil: accepted
 	}{
-		{"loopback v4", func(c *Config) {}, true},
-		{"loopback v6", func(c *Config) { c.RaftAddr = "[::1]:7101" }, true},
-		{"localhost", func(c *Config) { c.RaftAddr = "localhost:7101" }, true},
-		{"LAN, nothing", func(c *Config) { c.RaftAddr = "10.0.0.1:7101" }, false},
-		{"host name, nothing", func(c *Config) { c.RaftAddr = "n1.internal:7101" }, false},
-		{"LAN, raft secret", func(c *Config) { c.RaftAddr = "10.0.0.1:7101"; c.RaftSecret = "sixteen-bytes-at-least" }, true},
-		{"LAN, token", func(c *Config) { c.RaftAddr = "10.0.0.1:7101"; c.Token = "tok" }, true},
+		{"loopback, nothing", func(c *Config) {}, []string{"nothing to authenticate", "--raft-secret-file", "LOCKCLUSTER_RAFT_SECRET", "--tls-cert", "--raft-insecure"}},
+		{"LAN, nothing", func(c *Config) { c.RaftAddr = "10.0.0.1:7101" }, []string{"nothing to authenticate"}},
+		{"LAN, token only", func(c *Config) { c.RaftAddr = "10.0.0.1:7101"; c.Token = "a-token-of-sixteen-bytes" },
+			[]string{"the API token no longer authenticates raft", "current token's value as its raft secret"}},
+		{"short token", func(c *Config) { c.Token = "tok"; c.RaftSecret = "sixteen-bytes-at-least" }, []string{"Token is 3 bytes"}},
+		{"short raft secret", func(c *Config) { c.RaftSecret = "short" }, []string{"RaftSecret is 5 bytes"}},
+		{"LAN, raft secret", func(c *Config) { c.RaftAddr = "10.0.0.1:7101"; c.RaftSecret = "sixteen-bytes-at-least" }, nil},
 		{"LAN, TLS", func(c *Config) {
 			c.RaftAddr = "10.0.0.1:7101"
 			c.TLS = TLSConfig{CertFile: "n.pem", KeyFile: "n-key.pem", CAFile: "ca.pem"}
-		}, true},
-		{"LAN, insecure on purpose", func(c *Config) { c.RaftAddr = "10.0.0.1:7101"; c.RaftInsecure = true }, true},
+		}, nil},
+		{"LAN, insecure on purpose", func(c *Config) { c.RaftAddr = "10.0.0.1:7101"; c.RaftInsecure = true }, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg := Config{ID: "n1", DataDir: "d", RaftAddr: "127.0.0.1:7101", HTTPAddr: "127.0.0.1:7001"}
 			tc.mod(&cfg)
 			err := cfg.withDefaults().Validate()
-			if tc.ok && err != nil {
+			if tc.mention == nil && err != nil {
 				t.Fatalf("refused: %v", err)
 			}
-			if !tc.ok {
-				for _, want := range []string{"not a loopback address", "--raft-secret", "--token", "--tls-cert", "--raft-insecure"} {
-					if err == nil || !strings.Contains(err.Error(), want) {
-						t.Fatalf("error %v does not mention %q", err, want)
-					}
+			for _, want := range tc.mention {
+				if err == nil || !strings.Contains(err.Error(), want) {
+					t.Fatalf("error %v does not mention %q", err, want)
 				}
 			}
 		})

@@ -90,6 +90,7 @@ func (n *Node) status() api.Status {
 		LastIndex:    n.raft.LastIndex(),
 		Peers:        []api.Peer{},
 		Keys:         n.fsm.Engine().Len(),
+		Membership:   n.member.get(),
 		Version:      buildinfo.Version(),
 	}
 	if leaderID != "" {
@@ -101,4 +102,13 @@ func (n *Node) status() api.Status {
 		}
 	}
 	return st
+}
+
+// nodeInfo is what this node tells a leader asked to add it.
+func (n *Node) nodeInfo() api.NodeInfo {
+	info := api.NodeInfo{ID: n.cfg.ID, ClusterID: n.cfg.ClusterID, Membership: n.member.get(), LastIndex: n.raft.LastIndex()}
+	if f := n.raft.GetConfiguration(); f.Error() == nil {
+		info.Servers = len(f.Configuration().Servers)
+	}
+	return info
 }

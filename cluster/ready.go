@@ -14,7 +14,10 @@ import (
 // node at one moment.
 type readyInput struct {
 	closing bool
-	state   raft.RaftState
+	// membership is api.Member*: a node waiting to be added or removed
+	// is never ready, whatever raft says.
+	membership string
+	state      raft.RaftState
 	// leading: this node leads and has finished its takeover.
 	leading  bool
 	leaderID string
@@ -35,6 +38,10 @@ func notReady(in readyInput) string {
 	switch {
 	case in.closing || in.state == raft.Shutdown:
 		return "shutting down"
+	case in.membership == api.MemberRemoved:
+		return "removed from the cluster"
+	case in.membership == api.MemberWaiting:
+		return "waiting to be added to a cluster (lockcluster join)"
 	case in.state == raft.Leader && !in.leading:
 		return "leader is still taking over"
 	case in.state == raft.Leader:
@@ -67,7 +74,8 @@ func roundSilence(d time.Duration) time.Duration {
 // readiness reads the state of the node and of its raft r and applies
 // the rule.
 func (n *Node) readiness(r *raft.Raft) api.Ready {
-	in := readyInput{state: r.State(), leading: n.IsLeader(), silence: -1, maxSilence: n.cfg.HeartbeatTimeout}
+	in := readyInput{state: r.State(), leading: n.IsLeader(), silence: -1, maxSilence: n.cfg.HeartbeatTimeout,
+		membership: n.member.get()}
 	select {
 	case <-n.closing:
 		in.closing = true

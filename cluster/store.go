@@ -25,6 +25,9 @@ var _ httpapi.Store = apiStore{}
 // otherwise it names the leader's HTTP address to forward them to.
 func (s apiStore) Leader(context.Context) (string, error) {
 	n := s.n
+	if err := n.servingErr(); err != nil {
+		return "", err
+	}
 	if n.lead.Load() != nil {
 		return "", nil
 	}
@@ -116,9 +119,11 @@ func (s apiStore) Status(context.Context) api.Status { return s.n.status() }
 
 func (s apiStore) Ready(context.Context) api.Ready { return s.n.readiness(s.n.raft) }
 
-func (s apiStore) Join(_ context.Context, id, raftAddr, httpAddr string) error {
-	return apiErr("join", s.n.addMember(id, raftAddr, httpAddr))
+func (s apiStore) Join(ctx context.Context, id, raftAddr, httpAddr string) error {
+	return apiErr("join", s.n.addMember(ctx, id, raftAddr, httpAddr))
 }
+
+func (s apiStore) Node(context.Context) api.NodeInfo { return s.n.nodeInfo() }
 
 func (s apiStore) Leave(_ context.Context, id string) error {
 	return apiErr("leave", s.n.removeMember(id))

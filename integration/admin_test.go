@@ -2,12 +2,20 @@ package integration
 
 import (
 	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/zerotal/lock/api"
+	"github.com/zerotal/lock/client"
+	"github.com/zerotal/lock/drivers"
 	"github.com/zerotal/lock/internal/loopback"
 	"github.com/zerotal/lock/internal/poll"
 )
@@ -19,7 +27,7 @@ func cli(t *testing.T, c *testCluster, args ...string) (int, string) {
 	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, binary, args...)
-	cmd.Env = append(cmd.Environ(), "LOCKCLUSTER_ENDPOINTS="+strings.Join(c.addrs(), ","))
+	cmd.Env = append(cmd.Environ(), "LOCKCLUSTER_ENDPOINTS="+strings.Join(c.addrs(), ","), "LOCKCLUSTER_TOKEN="+operatorToken)
 	out, err := cmd.CombinedOutput()
 	code := exitCode(err)
 	if code < 0 {
@@ -52,8 +60,10 @@ func TestAdmin_StatusLocksJoinLeave(t *testing.T) {
 		t.Fatalf("locks --prefix jobs/: exit %d\n%s", code, out)
 	}
 
-	// A fourth node asks to join when it starts.
-	n4 := &node{id: "n4", raftAddr: loopback.MustFreeAddr(t), httpAddr: loopback.MustFreeAddr(t), dataDir: t.TempDir(), join: c.nodes[0].httpAddr}
+	// A fourth node asks to join when it starts (agent --join, with the
+	// operator's token: joining is a membership right).
+	n4 := &node{id: "n4", raftAddr: loopback.MustFreeAddr(t), httpAddr: loopback.MustFreeAddr(t), dataDir: t.TempDir(), join: c.nodes[0].httpAddr,
+		env: []string{"LOCKCLUSTER_TOKEN=" + operatorToken}}
 	n4.logPath = filepath.Join(t.TempDir(), "n4.log")
 	c.nodes = append(c.nodes, n4) // stopped and logged with the others
 	c.start(n4)
@@ -66,22 +76,133 @@ func TestAdmin_StatusLocksJoinLeave(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("leave: exit %d\n%s", code, out)
 	}
-	n4.stop(t)
+	// The removed member stops serving and exits on its own, saying why;
+	// its data dir refuses a restart.
+	n4.waitExit(t, 30*time.Second, "removed from the cluster")
 	c.nodes = c.nodes[:3]
 	poll.Until(t, 30*time.Second, "status listing three voters", func() bool {
 		code, out := cli(t, c, "status")
 		return code == 0 && strings.Count(out, "voter") == 3
 	})
-	// Joining again by hand with the admin command is accepted (idempotent
-	// membership), then undone.
-	code, out = cli(t, c, "join", "--id", "n5", "--raft-addr", loopback.MustFreeAddr(t))
-	if code != 0 {
+	c.nodes = append(c.nodes, n4)
+	c.start(n4)
+	n4.waitExit(t, 30*time.Second, "was removed from its cluster")
+	c.nodes = c.nodes[:3]
+}
+
+// The join flow that docs/CLI.md and lockcluster join --help give, with
+// real processes: a node started with neither --bootstrap nor --join
+// waits and grants nothing; a join with a client token is refused (403),
+// and so is one of a node that has raft state of its own (409); after
+// the documented join and two leader changes every node has the same
+// table. On a node that bootstrapped itself when started without flags,
+// the first check fails, and the join then forked the table.
+func TestAdmin_DocumentedJoinFlowCannotFork(t *testing.T) {
+	c := newCluster(t)
+	cl := c.client()
+	ctx := t.Context()
+	for i := range 3 {
+		if _, ok, err := cl.Acquire(ctx, fmt.Sprintf("before-%d", i), "o", 5*time.Minute); err != nil || !ok {
+			t.Fatalf("acquire: %v %v", ok, err)
+		}
+	}
+
+	// 1. The new node, started as the docs say: no flags.
+	n4 := &node{id: "n4", raftAddr: loopback.MustFreeAddr(t), httpAddr: loopback.MustFreeAddr(t), dataDir: t.TempDir()}
+	n4.logPath = filepath.Join(t.TempDir(), "n4.log")
+	c.nodes = append(c.nodes, n4)
+	c.start(n4)
+	lonely, err := client.New(client.Config{Addrs: []string{n4.httpAddr}, Token: clientToken, Timeout: 2 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lonely.Close()
+	poll.Until(t, 20*time.Second, "n4 reports it waits to be added", func() bool {
+		st, err := lonely.NodeStatus(ctx, n4.httpAddr)
+		return err == nil && st.Membership == api.MemberWaiting
+	})
+	if _, ok, err := lonely.Acquire(ctx, "island", "o", time.Minute); ok || !errors.Is(err, drivers.ErrUnavailable) {
+		t.Fatalf("a node waiting to be added answered an acquire: ok=%v err=%v; want unavailable", ok, err)
+	}
+	if body := getBody(t, "http://"+n4.httpAddr+"/readyz"); !strings.Contains(body, "waiting to be added") {
+		t.Fatalf("/readyz of a waiting node: %s", body)
+	}
+
+	join := []string{"join", "--id", "n4", "--raft-addr", n4.raftAddr, "--http-addr", n4.httpAddr}
+	// 2. A worker's token may not change the membership.
+	code, out := cliAs(t, c, clientToken, join...)
+	if code != 77 || !strings.Contains(out, `lacks the "membership" right`) {
+		t.Fatalf("join with a client token: exit %d\n%s", code, out)
+	}
+	// 3. A node with state of its own is refused, with the reason.
+	n5 := &node{id: "n5", raftAddr: loopback.MustFreeAddr(t), httpAddr: loopback.MustFreeAddr(t), dataDir: t.TempDir(),
+		env: []string{"LOCKCLUSTER_BOOTSTRAP_SELF=true"}}
+	n5.logPath = filepath.Join(t.TempDir(), "n5.log")
+	c.nodes = append(c.nodes, n5)
+	c.start(n5)
+	poll.Until(t, 20*time.Second, "n5 leads its own cluster", func() bool {
+		st, err := lonely.NodeStatus(ctx, n5.httpAddr)
+		return err == nil && st.State == "leader"
+	})
+	code, out = cli(t, c, "join", "--id", "n5", "--raft-addr", n5.raftAddr, "--http-addr", n5.httpAddr)
+	if code != 65 || !strings.Contains(out, "has raft state of its own") {
+		t.Fatalf("join of a node with state: exit %d\n%s", code, out)
+	}
+	n5.kill()
+	c.nodes = c.nodes[:4]
+
+	// 4. The documented join.
+	if code, out := cli(t, c, join...); code != 0 {
 		t.Fatalf("join: exit %d\n%s", code, out)
 	}
-	code, out = cli(t, c, "leave", "--id", "n5")
-	if code != 0 {
-		t.Fatalf("leave n5: exit %d\n%s", code, out)
+	if _, ok, err := cl.Acquire(ctx, "after-join", "o", 5*time.Minute); err != nil || !ok {
+		t.Fatalf("acquire: %v %v", ok, err)
 	}
+	// 5. Two leader changes, then every node holds the same table.
+	for range 2 {
+		leader := c.waitLeader(30 * time.Second)
+		leader.stop(t)
+		c.waitLeader(30 * time.Second)
+		c.start(leader)
+	}
+	c.waitLeader(30 * time.Second)
+	poll.Until(t, 30*time.Second, "four nodes with the same applied index and four keys", func() bool {
+		var applied []uint64
+		for _, n := range c.nodes {
+			st, err := lonely.NodeStatus(ctx, n.httpAddr)
+			if err != nil || st.Keys != 4 {
+				return false
+			}
+			applied = append(applied, st.AppliedIndex)
+		}
+		return slices.Min(applied) == slices.Max(applied)
+	})
+}
+
+// cliAs is cli with the token given.
+func cliAs(t *testing.T, c *testCluster, token string, args ...string) (int, string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, binary, args...)
+	cmd.Env = append(cmd.Environ(), "LOCKCLUSTER_ENDPOINTS="+strings.Join(c.addrs(), ","), "LOCKCLUSTER_TOKEN="+token)
+	out, err := cmd.CombinedOutput()
+	code := exitCode(err)
+	if code < 0 {
+		t.Fatalf("%v: %v", args, err)
+	}
+	return code, string(out)
+}
+
+func getBody(t *testing.T, url string) string {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return string(b)
 }
 
 // TestBench_AgainstRealNodes is a smoke run of "lockcluster bench" on the

@@ -59,7 +59,7 @@ func TestCluster_FrozenLeaderStallsNoClient(t *testing.T) {
 		wg.Wait()
 	}()
 	for w := range workers {
-		cl, err := client.New(client.Config{Addrs: c.addrs()})
+		cl, err := client.New(client.Config{Addrs: c.addrs(), Token: clientToken})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -146,7 +146,7 @@ func TestCluster_FrozenLeaderStallsNoClient(t *testing.T) {
 // awaitNewLeader polls the nodes other than old until one of them says it
 // leads, and returns when it saw that (zero if ctx ended first).
 func (c *testCluster) awaitNewLeader(ctx context.Context, old *node) time.Time {
-	cl, err := client.New(client.Config{Addrs: c.addrs()})
+	cl, err := client.New(client.Config{Addrs: c.addrs(), Token: clientToken})
 	if err != nil {
 		return time.Time{}
 	}

@@ -26,7 +26,7 @@ func TestKeyNames_OneLockThroughEveryEntryPoint(t *testing.T) {
 	c := newCluster(t)
 	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
 	defer cancel()
-	m, err := lock.Open(ctx, lock.Config{Driver: "cluster", Cluster: lock.ClusterConfig{Addrs: c.addrs()}})
+	m, err := lock.Open(ctx, lock.Config{Driver: "cluster", Cluster: lock.ClusterConfig{Addrs: c.addrs(), Token: clientToken}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -126,6 +126,7 @@ func httpPost(t *testing.T, ctx context.Context, c *testCluster, path string, bo
 		t.Fatal(err)
 	}
 	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Authorization", "Bearer "+clientToken)
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)

@@ -16,6 +16,9 @@ import (
 // test first needs it).
 var binary, buildDir string
 
+// tokenFile is the token file every node of the suite reads (creds_test.go).
+var tokenFile string
+
 func TestMain(m *testing.M) {
 	os.Exit(runMain(m))
 }
@@ -39,6 +42,13 @@ func runMain(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, "build lockcluster:", err)
 		return 1
 	}
+	if tokenFile, err = writeTokenFile(dir); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	// The commands the tests start (run, bench, exclusion's workers)
+	// inherit this environment: a worker's credential.
+	os.Setenv("LOCKCLUSTER_TOKEN", clientToken)
 	code := m.Run()
 	if code == 0 {
 		if err := goleak.Find(); err != nil {

@@ -141,7 +141,7 @@ func newFaultClusterOn(t *testing.T, raftLog string) *faultCluster {
 			}
 		}
 	})
-	admin, err := client.New(client.Config{Addrs: c.addrs(), Timeout: 2 * time.Second})
+	admin, err := client.New(client.Config{Addrs: c.addrs(), Token: operatorToken, Timeout: 2 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}

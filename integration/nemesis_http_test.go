@@ -78,6 +78,7 @@ func (a *rawAPI) do(ctx context.Context, method, addr, path string, body any) ra
 		return rawAnswer{err: err}
 	}
 	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Authorization", "Bearer "+clientToken)
 	resp, err := a.http.Do(req)
 	if err != nil {
 		return rawAnswer{err: err}

@@ -40,7 +40,7 @@ func runUntuned(ctx context.Context, addrs []string, h *history) (*untunedLoad, 
 	u := &untunedLoad{h: h, start: h.now(), done: make(chan struct{})}
 	clients := make([]*client.Client, untunedClients)
 	for i := range clients {
-		cl, err := client.New(client.Config{Addrs: addrs})
+		cl, err := client.New(client.Config{Addrs: addrs, Token: clientToken})
 		if err != nil {
 			for _, c := range clients[:i] {
 				_ = c.Close()

@@ -78,7 +78,7 @@ const opTimeout = 3 * time.Second
 func (w *workload) run(ctx context.Context) error {
 	clients := make([]*client.Client, w.clients)
 	for id := range clients {
-		cl, err := client.New(client.Config{Addrs: w.addrs, Timeout: opTimeout})
+		cl, err := client.New(client.Config{Addrs: w.addrs, Token: clientToken, Timeout: opTimeout})
 		if err != nil {
 			for _, c := range clients[:id] {
 				_ = c.Close()
@@ -330,7 +330,7 @@ func (c *workClient) durableSession(ctx context.Context) {
 
 // newReadClient is a client like the workload's, for the checks.
 func newReadClient(addrs []string) (*client.Client, error) {
-	return client.New(client.Config{Addrs: addrs, Timeout: opTimeout})
+	return client.New(client.Config{Addrs: addrs, Token: clientToken, Timeout: opTimeout})
 }
 
 // keepSession takes the client's own key, or refreshes or releases it.

@@ -102,7 +102,10 @@ func (c *testCluster) start(n *node) {
 	}
 	cmd := exec.Command(bin, args...)
 	cmd.Stdout, cmd.Stderr = logf, logf
-	cmd.Env = append(os.Environ(), "LOCKCLUSTER_TOKEN=") // no auth in these tests
+	// The nodes' credentials: the raft secret and the token file (the
+	// variable LOCKCLUSTER_TOKEN the tests set for their workers is not
+	// the node's).
+	cmd.Env = append(os.Environ(), "LOCKCLUSTER_TOKEN=", "LOCKCLUSTER_RAFT_SECRET="+raftSecret, "LOCKCLUSTER_TOKEN_FILE="+tokenFile)
 	cmd.Env = append(cmd.Env, n.env...)
 	if err := cmd.Start(); err != nil {
 		logf.Close()
@@ -176,7 +179,7 @@ func (c *testCluster) addrs() []string {
 // client returns a client of the cluster, closed when the test ends.
 func (c *testCluster) client() *client.Client {
 	c.t.Helper()
-	cl, err := client.New(client.Config{Addrs: c.addrs()})
+	cl, err := client.New(client.Config{Addrs: c.addrs(), Token: clientToken})
 	if err != nil {
 		c.t.Fatal(err)
 	}
@@ -215,6 +218,27 @@ func (c *testCluster) waitLeader(timeout time.Duration) *node {
 	}
 	c.t.Fatalf("no leader within %v", timeout)
 	return nil
+}
+
+// waitExit waits for n to exit on its own, with a non-zero status and
+// a log that says what.
+func (n *node) waitExit(t *testing.T, timeout time.Duration, says string) {
+	t.Helper()
+	n.mu.Lock()
+	done := n.done
+	n.mu.Unlock()
+	select {
+	case <-done:
+	case <-time.After(timeout):
+		t.Fatalf("%s still runs after %v; want it to exit (%s)", n.id, timeout, says)
+	}
+	n.mu.Lock()
+	err := n.waitErr
+	n.mu.Unlock()
+	b, _ := os.ReadFile(n.logPath)
+	if err == nil || !strings.Contains(string(b), says) {
+		t.Fatalf("%s exited with %v; want a failure and a log saying %q:\n%s", n.id, err, says, b)
+	}
 }
 
 func (n *node) running() bool {

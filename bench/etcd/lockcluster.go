@@ -55,7 +55,8 @@ func startLockcluster(ctx context.Context, bin, dir string, extra []string) (*lo
 	lc := &lockCluster{}
 	for _, m := range ms {
 		args := []string{"agent", "--id", m.id, "--data-dir", filepath.Join(dir, m.id), "--raft-addr", m.raft,
-			"--http-addr", m.http, "--bootstrap", strings.Join(peers, ","), "--log-level", "warn"}
+			"--http-addr", m.http, "--bootstrap", strings.Join(peers, ","), "--log-level", "warn",
+			"--raft-secret", "bench-raft-secret-0123456789"}
 		p, err := startProc("lockcluster "+m.id, filepath.Join(dir, m.id+".log"), bin, append(args, extra...)...)
 		if err != nil {
 			lc.stop()

@@ -61,10 +61,13 @@ func Start(t testing.TB, n int, mod func(*cluster.Config)) *Cluster {
 	for i, p := range peers {
 		cfg := cluster.Config{
 			ID: p.ID, DataDir: filepath.Join(dir, p.ID), RaftAddr: p.RaftAddr, HTTPAddr: p.HTTPAddr,
-			Logger: slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelWarn})).With("node", p.ID),
+			Logger:     slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelWarn})).With("node", p.ID),
+			RaftSecret: RaftSecret,
 		}
 		if n > 1 {
 			cfg.Bootstrap = peers
+		} else {
+			cfg.BootstrapSelf = true
 		}
 		if mod != nil {
 			mod(&cfg)
@@ -91,6 +94,9 @@ func Start(t testing.TB, n int, mod func(*cluster.Config)) *Cluster {
 	}
 	return c
 }
+
+// RaftSecret is the raft secret of the clusters Start starts.
+const RaftSecret = "clustertest-raft-secret-0123456789"
 
 // Addrs are the nodes' HTTP addresses, in the order of Nodes.
 func (c *Cluster) Addrs() []string {

@@ -21,6 +21,11 @@ var (
 // does not have: a 404, so that a typo is not taken for a removal.
 var ErrUnknownMember = errors.New("cluster: unknown member")
 
+// ErrJoinRefused is what a Store's Join wraps for a node it will not add
+// (it has raft state, another cluster ID, another id, or cannot be
+// asked): a 409 with code join_refused and the reason.
+var ErrJoinRefused = errors.New("cluster: join refused")
+
 // classify maps an error to its API code (and so, by api.StatusOf, to
 // its HTTP status). It is the one place where errors become statuses. A
 // Store reports "no leader here now" as drivers.ErrUnavailable: this
@@ -34,8 +39,12 @@ func classify(err error) string {
 		return api.CodeInvalid
 	case errors.Is(err, errUnauthorized):
 		return api.CodeUnauthorized
+	case errors.Is(err, errForbidden):
+		return api.CodeForbidden
 	case errors.Is(err, errNotFound), errors.Is(err, ErrUnknownMember):
 		return api.CodeNotFound
+	case errors.Is(err, ErrJoinRefused):
+		return api.CodeJoinRefused
 	case errors.Is(err, drivers.ErrNotAcquired):
 		return api.CodeNotAcquired
 	case errors.Is(err, drivers.ErrFull):

@@ -54,7 +54,7 @@ func TestErrors_OneMapFromErrorsToStatuses(t *testing.T) {
 // unknown path is a JSON 405 or 404.
 func TestHandler_AuthAndRoutes(t *testing.T) {
 	metrics := http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("m 1\n")) })
-	h := newHandler(newFakeStore(), httpapi.Options{NodeID: "n1", ClusterID: "c1", Token: "s3cret", Metrics: metrics})
+	h := newHandler(newFakeStore(), httpapi.Options{NodeID: "n1", ClusterID: "c1", Credentials: operator("s3cret"), Metrics: metrics})
 	auth := api.Bearer("s3cret")
 	for _, tc := range []struct {
 		name, method, path string
@@ -99,13 +99,13 @@ func TestHandler_AuthAndRoutes(t *testing.T) {
 func TestHandler_DebugBehindTheToken(t *testing.T) {
 	debug := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { _, _ = w.Write([]byte(r.URL.Path)) })
 	auth := api.Bearer("s3cret")
-	h := newHandler(newFakeStore(), httpapi.Options{Token: "s3cret", Debug: debug})
+	h := newHandler(newFakeStore(), httpapi.Options{Credentials: operator("s3cret"), Debug: debug})
 	mustStatus(t, do(h, "GET", "/debug/pprof/heap", ""), http.StatusUnauthorized, "debug without a token")
 	a := do(h, "GET", "/debug/pprof/heap", "", api.HeaderAuthorization, auth)
 	mustStatus(t, a, http.StatusOK, "debug with the token")
 	if string(a.raw) != "/debug/pprof/heap" {
 		t.Fatalf("debug handler saw %q", a.raw)
 	}
-	off := newHandler(newFakeStore(), httpapi.Options{Token: "s3cret"})
+	off := newHandler(newFakeStore(), httpapi.Options{Credentials: operator("s3cret")})
 	mustStatus(t, do(off, "GET", "/debug/pprof/heap", "", api.HeaderAuthorization, auth), http.StatusNotFound, "debug when off")
 }

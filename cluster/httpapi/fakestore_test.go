@@ -140,6 +140,10 @@ func (s *fakeStore) Status(context.Context) api.Status {
 	return api.Status{ID: "n1", State: "leader", LeaderID: "n1", Peers: []api.Peer{}, Keys: s.keys()}
 }
 
+func (s *fakeStore) Node(context.Context) api.NodeInfo {
+	return api.NodeInfo{ID: "n1", ClusterID: "lockcluster", Membership: api.MemberWaiting}
+}
+
 func (s *fakeStore) Ready(context.Context) api.Ready {
 	return api.Ready{Ready: true, State: "leader"}
 }

@@ -2,12 +2,14 @@ package httpapi
 
 import (
 	"fmt"
+	"log/slog"
 	"net/http"
 	"sync"
 	"time"
 
 	"github.com/zerotal/lock/api"
 	"github.com/zerotal/lock/api/stream"
+	"github.com/zerotal/lock/cluster/access"
 	"github.com/zerotal/lock/drivers"
 )
 
@@ -20,9 +22,12 @@ type Options struct {
 	// ClusterID is this node's cluster: a request that names another one
 	// (api.HeaderClusterID) is answered 403.
 	ClusterID string
-	// Token, when set, is the bearer token every /v1 request and /metrics
-	// must carry; "": no check.
-	Token string
+	// Credentials returns the credentials the node accepts now, read for
+	// every request (a reload takes effect at once); nil, or a nil Set:
+	// no check, every request has every right.
+	Credentials func() *access.Set
+	// Logger receives a line for every refused credential; nil: none.
+	Logger *slog.Logger
 	// ReadTimeout bounds the read of a request body, from the end of its
 	// headers (see readBody); 0: no bound.
 	ReadTimeout time.Duration
@@ -76,37 +81,60 @@ func (h *handler) routes() http.Handler {
 		_, _ = w.Write([]byte("ok"))
 	})
 	mux.HandleFunc("GET /readyz", h.ready)
+	mux.Handle("GET "+api.PathNode, h.checkClusterID(http.HandlerFunc(h.node)))
 	if h.opts.Metrics != nil {
-		mux.Handle("GET "+api.PathMetrics, h.auth(h.opts.Metrics))
+		mux.Handle("GET "+api.PathMetrics, h.authorize(access.RightMetrics, h.opts.Metrics))
 	}
 	if h.opts.Debug != nil {
-		mux.Handle("/debug/", h.auth(h.opts.Debug))
+		mux.Handle("/debug/", h.authorize(access.RightDebug, h.opts.Debug))
 	}
-	mux.Handle("GET "+api.PathStatus, h.auth(http.HandlerFunc(h.status)))
-	mux.Handle("POST "+api.PathAcquire, h.auth(http.HandlerFunc(h.acquire)))
-	mux.Handle("POST "+api.PathRelease, h.auth(http.HandlerFunc(h.release)))
-	mux.Handle("POST "+api.PathExtend, h.auth(http.HandlerFunc(h.extend)))
-	mux.Handle("POST "+api.PathForceRelease, h.auth(http.HandlerFunc(h.forceRelease)))
-	mux.Handle("GET "+api.PathLock, h.auth(http.HandlerFunc(h.getLock)))
-	mux.Handle("GET "+api.PathLocks, h.auth(http.HandlerFunc(h.listLocks)))
-	mux.Handle("POST "+api.PathJoin, h.auth(http.HandlerFunc(h.join)))
-	mux.Handle("POST "+api.PathLeave, h.auth(http.HandlerFunc(h.leave)))
-	mux.Handle("/v1/", h.auth(http.HandlerFunc(noEndpoint)))
+	for _, rt := range routes {
+		mux.Handle(rt.method+" "+rt.path, h.authorize(rt.right, http.HandlerFunc(rt.serve(h))))
+	}
+	mux.Handle("/v1/", h.authorize(anyRight, http.HandlerFunc(noEndpoint)))
 	root := readBody(mux, h.opts.ReadTimeout)
-	mux.Handle("GET "+stream.Path, h.auth(h.serveStream(root)))
+	mux.Handle("GET "+stream.Path, h.authorize(access.RightLock, h.serveStream(root)))
 	return root
 }
 
-// endpointMethods lists the method of every /v1 path, so a wrong method
-// gets a JSON 405 and an unknown path a JSON 404.
-var endpointMethods = map[string]string{
-	api.PathStatus: "GET", api.PathLock: "GET", api.PathLocks: "GET",
-	api.PathAcquire: "POST", api.PathRelease: "POST", api.PathExtend: "POST",
-	api.PathForceRelease: "POST", api.PathJoin: "POST", api.PathLeave: "POST",
+// route is one /v1 endpoint behind a credential: its method, path, the
+// right it needs and its handler.
+type route struct {
+	method, path string
+	right        access.Right
+	serve        func(*handler) http.HandlerFunc
+}
+
+// routes is every authenticated /v1 endpoint; a wrong method on one of
+// these paths gets a JSON 405, an unknown path a JSON 404 (noEndpoint).
+// Keys are confined to a credential's prefixes by the handlers.
+var routes = []route{
+	{"GET", api.PathStatus, access.RightStatus, func(h *handler) http.HandlerFunc { return h.status }},
+	{"POST", api.PathAcquire, access.RightLock, func(h *handler) http.HandlerFunc { return h.acquire }},
+	{"POST", api.PathRelease, access.RightLock, func(h *handler) http.HandlerFunc { return h.release }},
+	{"POST", api.PathExtend, access.RightLock, func(h *handler) http.HandlerFunc { return h.extend }},
+	{"GET", api.PathLock, access.RightLock, func(h *handler) http.HandlerFunc { return h.getLock }},
+	{"GET", api.PathLocks, access.RightLock, func(h *handler) http.HandlerFunc { return h.listLocks }},
+	{"POST", api.PathForceRelease, access.RightForceRelease, func(h *handler) http.HandlerFunc { return h.forceRelease }},
+	{"POST", api.PathJoin, access.RightMembership, func(h *handler) http.HandlerFunc { return h.join }},
+	{"POST", api.PathLeave, access.RightMembership, func(h *handler) http.HandlerFunc { return h.leave }},
+}
+
+// endpointMethod is the method of a /v1 path, or "" for none.
+func endpointMethod(path string) string {
+	if path == api.PathNode {
+		return "GET"
+	}
+	for _, rt := range routes {
+		if rt.path == path {
+			return rt.method
+		}
+	}
+	return ""
 }
 
 func noEndpoint(w http.ResponseWriter, r *http.Request) {
-	if m, ok := endpointMethods[r.URL.Path]; ok {
+	if m := endpointMethod(r.URL.Path); m != "" {
 		w.Header().Set("Allow", m)
 		writeJSON(w, http.StatusMethodNotAllowed, api.ErrorBody{Code: api.CodeInvalid,
 			Message: fmt.Sprintf("cluster: %s takes %s, not %s", r.URL.Path, m, r.Method)})

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/zerotal/lock/api"
+	"github.com/zerotal/lock/cluster/access"
 	"github.com/zerotal/lock/cluster/httpapi"
 )
 
@@ -48,4 +49,14 @@ func mustStatus(t *testing.T, a answer, want int, what string) {
 	if a.status != want {
 		t.Fatalf("%s: status %d, want %d; body %s", what, a.status, want, a.raw)
 	}
+}
+
+// operator is the credentials of a node whose one token is an
+// operator's, as a node's --token is.
+func operator(token string) func() *access.Set {
+	set, err := access.NewSet().WithOperator("--token", token)
+	if err != nil {
+		panic(err)
+	}
+	return func() *access.Set { return set }
 }

@@ -5,6 +5,7 @@ import (
 	"net/http"
 
 	"github.com/zerotal/lock/api"
+	"github.com/zerotal/lock/cluster/access"
 )
 
 func (h *handler) acquire(w http.ResponseWriter, r *http.Request) {
@@ -34,6 +35,9 @@ func (h *handler) acquire(w http.ResponseWriter, r *http.Request) {
 		}
 		defer done()
 	}
+	if !h.scope(w, r, access.RightLock, req.Key) {
+		return
+	}
 	h.onLeader(w, r, raw, func() {
 		fence, err := h.store.Acquire(r.Context(), req.Key, req.Owner, ttl, api.Duration(req.WaitMillis))
 		if err != nil {
@@ -52,6 +56,9 @@ func (h *handler) release(w http.ResponseWriter, r *http.Request) {
 	}
 	if err != nil {
 		writeError(w, err)
+		return
+	}
+	if !h.scope(w, r, access.RightLock, req.Key) {
 		return
 	}
 	h.onLeader(w, r, raw, func() {
@@ -79,6 +86,9 @@ func (h *handler) extend(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
+	if !h.scope(w, r, access.RightLock, req.Key) {
+		return
+	}
 	h.onLeader(w, r, raw, func() {
 		extended, err := h.store.Extend(r.Context(), req.Key, req.Owner, ttl)
 		if err != nil {
@@ -97,6 +107,9 @@ func (h *handler) forceRelease(w http.ResponseWriter, r *http.Request) {
 	}
 	if err != nil {
 		writeError(w, err)
+		return
+	}
+	if !h.scope(w, r, access.RightForceRelease, req.Key) {
 		return
 	}
 	h.onLeader(w, r, raw, func() {

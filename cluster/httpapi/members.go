@@ -21,7 +21,9 @@ func (h *handler) join(w http.ResponseWriter, r *http.Request) {
 			err = invalidf("id", "missing")
 		case hostport.Check(req.Addr) != nil:
 			err = invalidf("addr", "%v", hostport.Check(req.Addr))
-		case req.HTTP != "" && hostport.Check(req.HTTP) != nil:
+		case req.HTTP == "":
+			err = invalidf("http", "missing: the leader asks the node at its HTTP address before it adds it")
+		case hostport.Check(req.HTTP) != nil:
 			err = invalidf("http", "%v", hostport.Check(req.HTTP))
 		}
 	}
@@ -60,4 +62,10 @@ func (h *handler) leave(w http.ResponseWriter, r *http.Request) {
 		}
 		writeJSON(w, http.StatusOK, struct{}{})
 	})
+}
+
+// node answers what this node says of itself (api.NodeInfo), never
+// forwarded.
+func (h *handler) node(w http.ResponseWriter, r *http.Request) {
+	writeJSON(w, http.StatusOK, h.store.Node(r.Context()))
 }

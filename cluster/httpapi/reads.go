@@ -5,6 +5,7 @@ import (
 	"strconv"
 
 	"github.com/zerotal/lock/api"
+	"github.com/zerotal/lock/cluster/access"
 )
 
 // The bounds of GET /v1/locks.
@@ -24,6 +25,9 @@ func (h *handler) getLock(w http.ResponseWriter, r *http.Request) {
 	key := q.Get("key")
 	if err := checkKey(key); err != nil {
 		writeError(w, err)
+		return
+	}
+	if !h.scope(w, r, access.RightLock, key) {
 		return
 	}
 	h.onLeader(w, r, nil, func() {
@@ -54,6 +58,9 @@ func (h *handler) listLocks(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		limit = v
+	}
+	if !h.scopePrefix(w, r, q.Get("prefix")) {
+		return
 	}
 	h.onLeader(w, r, nil, func() {
 		locks, truncated, err := h.store.List(r.Context(), q.Get("prefix"), limit)

@@ -48,10 +48,13 @@ type Store interface {
 	Status(ctx context.Context) api.Status
 	// Ready tells whether this node can serve requests now, and why not.
 	Ready(ctx context.Context) api.Ready
+	// Node is what this node says of itself to a leader asked to add it.
+	Node(ctx context.Context) api.NodeInfo
 
 	// Join adds (or re-adds under a new address) the member id, reached
-	// by its peers at raftAddr and serving its API at httpAddr (may be
-	// empty). It is idempotent.
+	// by its peers at raftAddr and serving its API at httpAddr. It is
+	// idempotent. A node it may not add is an error wrapping
+	// ErrJoinRefused.
 	Join(ctx context.Context, id, raftAddr, httpAddr string) error
 	// Leave removes the member id; an id the cluster does not have is an
 	// error wrapping ErrUnknownMember.

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"crypto/tls"
 	"fmt"
 	"net"
 	"net/http"
@@ -47,6 +48,7 @@ func (h *handler) serveStream(root http.Handler) http.HandlerFunc {
 			root: root, conn: conn, frameTimeout: h.opts.ReadTimeout, idle: IdleTimeout,
 			header:   streamHeader(r.Header),
 			remote:   r.RemoteAddr,
+			tls:      r.TLS,
 			inflight: map[uint64]context.CancelFunc{},
 			answers:  make(chan stream.Answer, MaxStreamRequests),
 			jobs:     make(chan func()),
@@ -95,8 +97,9 @@ type streamConn struct {
 	conn         net.Conn
 	header       http.Header
 	remote       string
-	frameTimeout time.Duration // from a frame's first byte to its last; 0: none
-	idle         time.Duration // with no request in progress
+	tls          *tls.ConnectionState // the connection's: a client certificate is a credential
+	frameTimeout time.Duration        // from a frame's first byte to its last; 0: none
+	idle         time.Duration        // with no request in progress
 
 	mu       sync.Mutex
 	inflight map[uint64]context.CancelFunc
@@ -272,7 +275,7 @@ func (s *streamConn) handle(ctx context.Context, f stream.Request, body []byte) 
 		return answerOf(f.ID, http.StatusBadRequest, api.ErrorBody{Code: api.CodeInvalid,
 			Message: fmt.Sprintf("cluster: stream request target %q: %v", f.Target, err)})
 	}
-	req.RequestURI, req.RemoteAddr = f.Target, s.remote
+	req.RequestURI, req.RemoteAddr, req.TLS = f.Target, s.remote, s.tls
 	req.Header = s.header.Clone()
 	if len(body) > 0 {
 		req.Header.Set("Content-Type", "application/json")

@@ -58,7 +58,7 @@ func newStreamServer(t *testing.T, readTimeout time.Duration) *streamServer {
 	base, cancel := context.WithCancel(context.Background())
 	s.cancel = cancel
 	s.srv = httptest.NewUnstartedServer(httpapi.New(s.store, httpapi.Options{
-		NodeID: "n1", ClusterID: "c1", Token: streamToken, ReadTimeout: readTimeout, Streams: s.streams, Metrics: bigMetrics,
+		NodeID: "n1", ClusterID: "c1", Credentials: operator(streamToken), ReadTimeout: readTimeout, Streams: s.streams, Metrics: bigMetrics,
 	}))
 	s.srv.Config.BaseContext = func(net.Listener) context.Context { return base }
 	s.srv.Start()
@@ -171,7 +171,7 @@ func (c *streamClient) closed(d time.Duration) bool {
 func TestStream_AnswersAsPlainHTTP(t *testing.T) {
 	s := newStreamServer(t, time.Second)
 	c := s.mustOpen(t)
-	plain := newHandler(newFakeStore(), httpapi.Options{NodeID: "n1", ClusterID: "c1", Token: streamToken, Metrics: bigMetrics})
+	plain := newHandler(newFakeStore(), httpapi.Options{NodeID: "n1", ClusterID: "c1", Credentials: operator(streamToken), Metrics: bigMetrics})
 	auth := []string{api.HeaderAuthorization, api.Bearer(streamToken)}
 	cases := []struct{ method, target, body string }{
 		{http.MethodPost, api.PathAcquire, `{"key":"k","owner":"o","ttl_ms":1000}`},

@@ -77,10 +77,8 @@ var (
 	ErrRaftAuth = errors.New("cluster: raft peer authentication failed")
 )
 
-// handshakeTimeout bounds the TLS handshake and the cluster handshake of
-// an inbound raft connection, and of an outbound one dialled without a
-// timeout: a peer that connects and stays silent must not hold a
-// goroutine and a socket for ever.
+// handshakeTimeout bounds the handshake of an outbound connection
+// dialled without a timeout (inbound ones: HandshakeTimeout).
 const handshakeTimeout = 10 * time.Second
 
 // handshakeMAC is the proof of the side labelled label.
@@ -187,7 +185,7 @@ func refusal(status byte, clusterID string, mode byte) error {
 
 // acceptHandshake runs the acceptor's side on an inbound connection.
 func acceptHandshake(c net.Conn, clusterID string, key []byte) error {
-	return withDeadline(c, handshakeTimeout, func() error {
+	return withDeadline(c, HandshakeTimeout, func() error {
 		head := make([]byte, len(handshakeMagic)+1)
 		if _, err := io.ReadFull(c, head); err != nil {
 			return fmt.Errorf("cluster: raft handshake: %w", err)
@@ -241,15 +239,10 @@ func writeStatus(c net.Conn, status byte) {
 	_, _ = c.Write(msg)
 }
 
-// handshakeConn runs the acceptor's handshake before the first byte of
-// the connection reaches raft or leaves it; on a failure every Read and
-// Write fails and raft drops the connection, logging the error.
+// handshakeConn is an inbound connection that passed its handshake, as
+// raft serves it; its Close tells the StreamLayer.
 type handshakeConn struct {
 	net.Conn
-	clusterID string
-	key       []byte
-	once      sync.Once
-	err       error
 	release   func() // tells the StreamLayer, once, that its server closed it
 	closeOnce sync.Once
 }
@@ -264,27 +257,4 @@ func (c *handshakeConn) Close() error {
 		}
 	})
 	return err
-}
-
-func (c *handshakeConn) handshake() error {
-	c.once.Do(func() {
-		if err := acceptHandshake(c.Conn, c.clusterID, c.key); err != nil {
-			c.err = fmt.Errorf("raft connection from %s refused: %w", c.RemoteAddr(), err)
-		}
-	})
-	return c.err
-}
-
-func (c *handshakeConn) Read(p []byte) (int, error) {
-	if err := c.handshake(); err != nil {
-		return 0, err
-	}
-	return c.Conn.Read(p)
-}
-
-func (c *handshakeConn) Write(p []byte) (int, error) {
-	if err := c.handshake(); err != nil {
-		return 0, err
-	}
-	return c.Conn.Write(p)
 }

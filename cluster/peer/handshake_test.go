@@ -2,6 +2,7 @@ package peer
 
 import (
 	"errors"
+	"io"
 	"net"
 	"strings"
 	"testing"
@@ -13,7 +14,8 @@ import (
 // The raft handshake refuses connections from another cluster and from
 // anything that is not a lockcluster node.
 func TestHandshake_OtherClusterAndRawConnectionsAreRefused(t *testing.T) {
-	a, err := NewStreamLayer(Config{Bind: "127.0.0.1:0", ClusterID: "alpha"})
+	refusals := make(chan error, 8)
+	a, err := NewStreamLayer(Config{Bind: "127.0.0.1:0", ClusterID: "alpha", OnRefuse: func(err error) { refusals <- err }})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -33,18 +35,7 @@ func TestHandshake_OtherClusterAndRawConnectionsAreRefused(t *testing.T) {
 	// reads (after the handshake) and the dialer's error.
 	read := func(dial func() (net.Conn, error)) (acceptErr, dialErr error) {
 		t.Helper()
-		accepted := make(chan error, 1)
-		go func() {
-			in, err := a.Accept()
-			if err != nil {
-				accepted <- err
-				return
-			}
-			defer in.Close()
-			buf := make([]byte, 1)
-			_, err = in.Read(buf)
-			accepted <- err
-		}()
+		accepted := acceptOne(a, refusals, 1)
 		out, dialErr := dial()
 		if dialErr == nil {
 			defer out.Close()
@@ -93,7 +84,8 @@ func TestHandshake_SecretPairings(t *testing.T) {
 				}
 				return []byte(s)
 			}
-			a, err := NewStreamLayer(Config{Bind: "127.0.0.1:0", ClusterID: "c", Key: key(tc.acceptor)})
+			refusals := make(chan error, 8)
+			a, err := NewStreamLayer(Config{Bind: "127.0.0.1:0", ClusterID: "c", Key: key(tc.acceptor), OnRefuse: func(err error) { refusals <- err }})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -103,18 +95,7 @@ func TestHandshake_SecretPairings(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer d.Close()
-			accepted := make(chan error, 1)
-			go func() {
-				in, err := a.Accept()
-				if err != nil {
-					accepted <- err
-					return
-				}
-				defer in.Close()
-				buf := make([]byte, 2)
-				_, err = in.Read(buf)
-				accepted <- err
-			}()
+			accepted := acceptOne(a, refusals, 2)
 			out, dialErr := d.Dial(raft.ServerAddress(a.Addr().String()), 5*time.Second)
 			if dialErr == nil {
 				defer out.Close()
@@ -147,22 +128,13 @@ func TestHandshake_SecretPairings(t *testing.T) {
 // refused: the direction is part of what is signed.
 func TestHandshake_ReflectedProofIsRefused(t *testing.T) {
 	const secretValue = "reflection-raft-secret-0123456789"
-	a, err := NewStreamLayer(Config{Bind: "127.0.0.1:0", ClusterID: "c", Key: []byte(secretValue)})
+	refusals := make(chan error, 8)
+	a, err := NewStreamLayer(Config{Bind: "127.0.0.1:0", ClusterID: "c", Key: []byte(secretValue), OnRefuse: func(err error) { refusals <- err }})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer a.Close()
-	accepted := make(chan error, 1)
-	go func() {
-		in, err := a.Accept()
-		if err != nil {
-			accepted <- err
-			return
-		}
-		defer in.Close()
-		_, err = in.Read(make([]byte, 1))
-		accepted <- err
-	}()
+	accepted := acceptOne(a, refusals, 1)
 	c, err := net.Dial("tcp", a.Addr().String())
 	if err != nil {
 		t.Fatal(err)
@@ -186,4 +158,32 @@ func TestHandshake_ReflectedProofIsRefused(t *testing.T) {
 	if err := <-accepted; !errors.Is(err, ErrRaftAuth) {
 		t.Fatalf("a proof for the acceptor's direction was accepted from a dialer: %v", err)
 	}
+}
+
+// acceptOne reports, on the channel it returns, what became of the next
+// inbound connection of a: the refusal of its handshake, or, once Accept
+// returned it, the error of reading n bytes from it (nil once read). The
+// goroutine ends when a is closed.
+func acceptOne(a *StreamLayer, refusals <-chan error, n int) <-chan error {
+	out := make(chan error, 1)
+	served := make(chan error, 1)
+	go func() {
+		in, err := a.Accept()
+		if err != nil {
+			served <- err
+			return
+		}
+		defer in.Close()
+		_, err = io.ReadFull(in, make([]byte, n))
+		served <- err
+	}()
+	go func() {
+		select {
+		case err := <-refusals:
+			out <- err
+		case err := <-served:
+			out <- err
+		}
+	}()
+	return out
 }

@@ -30,7 +30,29 @@ type Config struct {
 	// DialAddr rewrites the address dialled to reach a peer (a test's
 	// proxy); nil: the peer's address.
 	DialAddr func(addr string) string
+	// OnRefuse, when set, hears every inbound connection refused: a
+	// failed handshake, or one over a bound (MaxHandshakes, MaxConns).
+	// nil: refusals are dropped silently.
+	OnRefuse func(error)
 }
+
+// The bounds of the raft port. A connection costs a goroutine and a
+// descriptor (two with TLS buffers) from the moment it is accepted:
+// without a bound anyone who reaches the port could hold thousands.
+const (
+	// MaxHandshakes is the most inbound connections in their handshake
+	// at once; one more is closed as soon as it is accepted. A peer
+	// opens few connections (raft pools 3 per peer, plus one for
+	// snapshots and pipelines), so only a flood ever meets it.
+	MaxHandshakes = 32
+	// MaxConns is the most inbound connections open at once, in their
+	// handshake or served by raft; one more is closed at once. Ample for
+	// a cluster of a dozen nodes.
+	MaxConns = 256
+	// HandshakeTimeout bounds an inbound connection's TLS and cluster
+	// handshakes: a peer answers in a round trip or two.
+	HandshakeTimeout = 3 * time.Second
+)
 
 // StreamLayer is raft's network: a TCP listener for the peers'
 // connections and a dialer for this node's, both optionally wrapped in
@@ -51,12 +73,19 @@ type StreamLayer struct {
 	key       []byte
 	redirect  func(string) string // Config.DialAddr
 
+	onRefuse  func(error)
+
 	// accepted are the peers' connections raft still serves: see Close
-	// and Drained.
+	// and Drained. pending are those still in their handshake.
 	mu       sync.Mutex
 	accepted map[*handshakeConn]struct{}
+	pending  map[net.Conn]struct{}
 	closed   bool
 	drained  chan struct{} // closed once closed and accepted is empty
+
+	ready      chan *handshakeConn // authenticated, for Accept
+	stop       chan struct{}       // closed by Close
+	acceptLoop sync.WaitGroup      // the accept loop and the handshakes in progress
 }
 
 var _ raft.StreamLayer = (*StreamLayer)(nil)
@@ -71,11 +100,14 @@ func NewStreamLayer(c Config) (*StreamLayer, error) {
 		ln = tls.NewListener(ln, c.ServerTLS)
 	}
 	s := &StreamLayer{ln: ln, advertise: c.Advertise, clientTLS: c.ClientTLS, clusterID: c.ClusterID, key: c.Key, redirect: c.DialAddr,
-		accepted: map[*handshakeConn]struct{}{}, drained: make(chan struct{})}
+		onRefuse: c.OnRefuse, accepted: map[*handshakeConn]struct{}{}, pending: map[net.Conn]struct{}{},
+		drained: make(chan struct{}), ready: make(chan *handshakeConn), stop: make(chan struct{})}
 	if tcp, ok := s.Addr().(*net.TCPAddr); ok && (tcp.IP == nil || tcp.IP.IsUnspecified()) {
 		_ = ln.Close()
 		return nil, errors.New("the advertised raft address must not be all interfaces (0.0.0.0 or ::): set RaftAdvertise to the address peers dial")
 	}
+	s.acceptLoop.Add(1)
+	go s.acceptAll()
 	return s, nil
 }
 
@@ -89,24 +121,93 @@ func (a HostPort) Network() string { return "tcp" }
 // String is the address as configured.
 func (a HostPort) String() string { return string(a) }
 
-// Accept waits for a peer's connection. Its handshake runs at the first
-// Read, in raft's goroutine for the connection, so that a slow or
-// silent peer never holds up the accept loop.
+// Accept returns the next peer connection that passed its handshake.
+// The handshakes run on goroutines of their own, at most MaxHandshakes
+// at once and each within HandshakeTimeout, so that neither a silent
+// connection nor a flood of them holds up raft or grows the node.
 func (s *StreamLayer) Accept() (net.Conn, error) {
-	c, err := s.ln.Accept()
-	if err != nil {
-		return nil, err
-	}
-	hc := &handshakeConn{Conn: c, clusterID: s.clusterID, key: s.key}
-	hc.release = func() { s.release(hc) }
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.closed {
-		_ = c.Close()
+	select {
+	case hc := <-s.ready:
+		return hc, nil
+	case <-s.stop:
 		return nil, net.ErrClosed
 	}
-	s.accepted[hc] = struct{}{}
-	return hc, nil
+}
+
+// acceptAll accepts connections until the listener closes, closing at
+// once those over a bound, and hands each other one to a handshake.
+func (s *StreamLayer) acceptAll() {
+	defer s.acceptLoop.Done()
+	for {
+		c, err := s.ln.Accept()
+		if err != nil {
+			var ne net.Error
+			if errors.As(err, &ne) && ne.Timeout() {
+				continue
+			}
+			return // closed
+		}
+		s.mu.Lock()
+		switch {
+		case s.closed:
+			err = net.ErrClosed
+		case len(s.pending) >= MaxHandshakes:
+			err = fmt.Errorf("%d raft connections are in their handshake already, the most taken at once", MaxHandshakes)
+		case len(s.pending)+len(s.accepted) >= MaxConns:
+			err = fmt.Errorf("%d raft connections are open already, the most taken at once", MaxConns)
+		default:
+			s.pending[c] = struct{}{}
+			s.acceptLoop.Add(1)
+		}
+		s.mu.Unlock()
+		if err != nil {
+			cutSocket(c)
+			s.refused(fmt.Errorf("raft connection from %s refused: %w", c.RemoteAddr(), err))
+			continue
+		}
+		go s.handshake(c)
+	}
+}
+
+// handshake authenticates c and hands it to Accept, or closes it.
+func (s *StreamLayer) handshake(c net.Conn) {
+	defer s.acceptLoop.Done()
+	err := acceptHandshake(c, s.clusterID, s.key)
+	s.mu.Lock()
+	delete(s.pending, c)
+	var hc *handshakeConn
+	if err == nil && !s.closed {
+		hc = &handshakeConn{Conn: c}
+		hc.release = func() { s.release(hc) }
+		s.accepted[hc] = struct{}{}
+	}
+	s.mu.Unlock()
+	if hc == nil {
+		cutSocket(c)
+		if err != nil {
+			s.refused(fmt.Errorf("raft connection from %s refused: %w", c.RemoteAddr(), err))
+		}
+		return
+	}
+	select {
+	case s.ready <- hc:
+	case <-s.stop:
+		_ = hc.Close()
+	}
+}
+
+func (s *StreamLayer) refused(err error) {
+	if s.onRefuse != nil {
+		s.onRefuse(err)
+	}
+}
+
+// Open reports the inbound connections open now: in their handshake, and
+// served by raft.
+func (s *StreamLayer) Open() (handshaking, served int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.pending), len(s.accepted)
 }
 
 // Close stops the listener and cuts the peers' connections, so that
@@ -114,14 +215,19 @@ func (s *StreamLayer) Accept() (net.Conn, error) {
 func (s *StreamLayer) Close() error {
 	err := s.ln.Close()
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	if !s.closed {
 		s.closed = true
+		close(s.stop)
 		for hc := range s.accepted {
 			cutSocket(hc.Conn) // hc.Close is its server's, which tells release
 		}
+		for c := range s.pending {
+			cutSocket(c)
+		}
 		s.drainedIfDone()
 	}
+	s.mu.Unlock()
+	s.acceptLoop.Wait()
 	return err
 }
 
@@ -202,9 +308,13 @@ func (s *StreamLayer) Dial(address raft.ServerAddress, timeout time.Duration) (n
 
 // NewTransport builds raft's transport on a StreamLayer with the
 // settings raft's TCP transport uses (3 pooled connections per peer, 10s
-// I/O timeout).
+// I/O timeout). Refused inbound connections are logged to logger as
+// warnings (unless c.OnRefuse is set).
 // The StreamLayer is returned too, for its Drained.
 func NewTransport(c Config, logger hclog.Logger) (*raft.NetworkTransport, *StreamLayer, error) {
+	if c.OnRefuse == nil {
+		c.OnRefuse = func(err error) { logger.Warn(err.Error()) }
+	}
 	sl, err := NewStreamLayer(c)
 	if err != nil {
 		return nil, nil, fmt.Errorf("cluster: raft transport on %s: %w", c.Bind, err)

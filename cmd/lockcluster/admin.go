@@ -276,31 +276,42 @@ func runLocks(ctx context.Context, e *env, cmd *cobra.Command, a *adminFlags, pr
 	return nil
 }
 
-const joinExamples = `  # on the new node: lockcluster agent --id n4 --raft-addr 127.0.0.1:7104 --http-addr 127.0.0.1:7004 --data-dir /var/lib/lock/n4
-  lockcluster join --endpoints 127.0.0.1:7001 --id n4 --raft-addr 127.0.0.1:7104`
+const joinExamples = `  # 1. on the new machine: an empty data dir, neither --bootstrap nor --join; it waits to be added
+  lockcluster agent --id n4 --data-dir /var/lib/lock/n4 --raft-addr 10.0.0.4:7101 --http-addr 10.0.0.4:7001
+  # 2. anywhere, with an operator's token: the leader asks n4 first, then adds it
+  lockcluster join --endpoints 10.0.0.1:7001 --id n4 --raft-addr 10.0.0.4:7101 --http-addr 10.0.0.4:7001`
+
+const joinNotes = `The leader asks the node at --http-addr what it is before adding it, and refuses (exit
+status 65) a node that has raft state of its own (it bootstrapped, or it was a member of any
+cluster), belongs to another cluster, answers to another id, or cannot be reached: adding a node
+with a log would fork the lock table. Joining a member again at the same address does nothing.
+It needs an operator's token.`
 
 func newJoinCmd(e *env) *cobra.Command {
 	var a adminFlags
-	var id, raftAddr string
+	var id, raftAddr, httpAddr string
 	cmd := &cobra.Command{
-		Use:     "join --id ID --raft-addr HOST:PORT [flags]",
-		Short:   "add a node to the cluster",
-		Example: joinExamples,
-		Args:    noArgs,
+		Use:         "join --id ID --raft-addr HOST:PORT --http-addr HOST:PORT [flags]",
+		Short:       "add a node that waits to be added to the cluster",
+		Example:     joinExamples,
+		Annotations: map[string]string{annNotes: joinNotes},
+		Args:        noArgs,
 	}
 	a.register(cmd, false)
 	cmd.Flags().StringVar(&id, "id", "", "id of the node to add (required)")
-	cmd.Flags().StringVar(&raftAddr, "raft-addr", "", "raft address of the node to add (required)")
+	cmd.Flags().StringVar(&raftAddr, "raft-addr", "", "raft address of the node to add, as its peers dial it (required)")
+	cmd.Flags().StringVar(&httpAddr, "http-addr", "", "HTTP address of the node to add: the leader asks it there first (required)")
 	// LOCKCLUSTER_ID and LOCKCLUSTER_RAFT_ADDR configure an agent: a shell
 	// set up for one must not make join act on it unasked.
 	cliflags.NoEnv(cmd, "id", "it names the node to act on")
 	cliflags.NoEnv(cmd, "raft-addr", "it names the node to act on")
+	cliflags.NoEnv(cmd, "http-addr", "it names the node to act on")
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
-		if id == "" || raftAddr == "" {
-			return usagef("--id and --raft-addr are required")
+		if id == "" || raftAddr == "" || httpAddr == "" {
+			return usagef("--id, --raft-addr and --http-addr are required")
 		}
 		err := a.call(cmd.Context(), e, cmd, func(ctx context.Context, c *client.Client) error {
-			return c.Join(ctx, id, raftAddr)
+			return c.Join(ctx, id, raftAddr, httpAddr)
 		})
 		if err != nil {
 			return err

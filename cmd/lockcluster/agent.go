@@ -13,32 +13,39 @@ import (
 	"github.com/zerotal/lock/internal/cliexplain"
 )
 
-const agentExamples = `  # a new three-node cluster (run one line per machine; same --bootstrap and token everywhere;
-  # the token authenticates the API and, as no --raft-secret is given, raft)
-  export LOCKCLUSTER_TOKEN=$(cat /etc/lock/token)
+const agentExamples = `  # a new three-node cluster: one line per machine, the same --bootstrap and secrets everywhere.
+  # The raft secret is the nodes' own credential; the token file holds the clients' (lockcluster token)
+  export LOCKCLUSTER_RAFT_SECRET_FILE=/etc/lock/raft-secret LOCKCLUSTER_TOKEN_FILE=/etc/lock/tokens
   lockcluster agent --id n1 --data-dir /var/lib/lock/n1 --raft-addr 10.0.0.1:7101 --http-addr 10.0.0.1:7001 \
       --bootstrap n1=10.0.0.1:7101=10.0.0.1:7001,n2=10.0.0.2:7101=10.0.0.2:7001,n3=10.0.0.3:7101=10.0.0.3:7001
 
   # restart a member: its state is on disk, no --bootstrap needed
   lockcluster agent --id n1 --data-dir /var/lib/lock/n1 --raft-addr 10.0.0.1:7101 --http-addr 10.0.0.1:7001
 
-  # add a fourth node to a running cluster
-  LOCKCLUSTER_TOKEN=$(cat /etc/lock/token) lockcluster agent --id n4 --data-dir /var/lib/lock/n4 \
-      --raft-addr 10.0.0.4:7101 --http-addr 10.0.0.4:7001 --join 10.0.0.1:7001
+  # add a fourth node: start it with an empty data dir and neither --bootstrap nor --join (it waits
+  # to be added, and serves nothing until then), then, with an operator's token, on any machine:
+  lockcluster agent --id n4 --data-dir /var/lib/lock/n4 --raft-addr 10.0.0.4:7101 --http-addr 10.0.0.4:7001
+  lockcluster join --endpoints 10.0.0.1:7001 --id n4 --raft-addr 10.0.0.4:7101 --http-addr 10.0.0.4:7001
 
-  # a raft secret of its own (else the token authenticates raft too)
-  LOCKCLUSTER_RAFT_SECRET=$(cat /etc/lock/raft-secret) lockcluster agent --id n1 ...
+  # a single-node cluster
+  lockcluster agent --id n1 --data-dir /var/lib/lock/n1 --bootstrap-self
 
   # TLS for the API and raft (mutual TLS between nodes), clients need a certificate too
   lockcluster agent --id n1 ... --cluster-id prod-locks \
       --tls-cert n1.pem --tls-key n1-key.pem --tls-ca ca.pem --tls-client-auth`
 
 const agentNotes = `Every flag can also come from the environment, as shown under each (the flag wins).
-Prefer LOCKCLUSTER_TOKEN and LOCKCLUSTER_RAFT_SECRET to --token and --raft-secret: flags are
-visible to every user in the process list.
-Raft is authenticated by TLS, or by the raft secret (the token when no raft secret is given),
-or both. A node whose --raft-addr is not loopback refuses to start with none of them, unless
---raft-insecure says the network is trusted.
+Prefer files (--raft-secret-file, --token-file) or LOCKCLUSTER_RAFT_SECRET and LOCKCLUSTER_TOKEN
+to --raft-secret and --token: flags are visible to every user in the process list.
+A node bootstraps only when told to (--bootstrap or --bootstrap-self). With an empty data dir and
+neither, it waits to be added (lockcluster join), and its log, status and /readyz say so. The
+leader asks a node before adding it, and refuses one that has raft state or another cluster ID.
+A node removed from the cluster (lockcluster leave) stops serving and exits with status 1, and
+its data dir refuses a restart.
+Raft is authenticated by TLS or by the raft secret (never by the API token), or both. A node
+with neither refuses to start, unless --raft-insecure says every host and process is trusted.
+Credentials: --token is one operator token; --token-file holds named tokens with roles (client,
+operator, metrics) and key prefixes, and is read again on SIGHUP (docs/CLI.md, "Credentials").
 With TLS, every node of the cluster uses TLS; node certificates must be valid for both
 server and client auth and name the node's raft and HTTP hosts.
 SIGINT or SIGTERM stops the node gracefully (a leader hands leadership over first).`
@@ -47,8 +54,8 @@ SIGINT or SIGTERM stops the node gracefully (a leader hands leadership over firs
 type agentOptions struct {
 	id, dataDir, raftAddr, httpAddr, bootstrap, join string
 	raftAdvertise, httpAdvertise                     string
-	token, raftSecret                                string
-	raftInsecure                                     bool
+	token, tokenFile, raftSecret, raftSecretFile     string
+	raftInsecure, bootstrapSelf                      bool
 	clusterID, raftLog                               string
 	tlsCert, tlsKey, tlsCA                           string
 	tlsClientAuth, pprof                             bool
@@ -75,11 +82,14 @@ func newAgentCmd(e *env) *cobra.Command {
 	fs.StringVar(&o.raftAdvertise, "raft-advertise", "", "`host:port` other nodes dial for raft, when not --raft-addr (NAT, containers, a proxy);\nneeded when --raft-addr listens on all interfaces")
 	fs.StringVar(&o.httpAdvertise, "http-advertise", "", "`host:port` other nodes and clients are told to use for this node's HTTP\nAPI, when not --http-addr")
 	fs.StringVar(&o.bootstrap, "bootstrap", "", "start a NEW cluster with these voters: `id=raftaddr=httpaddr,...` (must include this node)")
-	fs.StringVar(&o.join, "join", "", "HTTP `address` of a member to ask to add this node")
-	fs.StringVar(&o.token, "token", "", "bearer token required on every request; also the raft secret when --raft-secret is not given")
+	fs.BoolVar(&o.bootstrapSelf, "bootstrap-self", false, "start a NEW cluster of this node alone (others may join it later)")
+	fs.StringVar(&o.join, "join", "", "HTTP `address` of a member to ask to add this node (needs an operator's --token);\nor start with neither flag and run lockcluster join")
+	fs.StringVar(&o.token, "token", "", fmt.Sprintf("an operator's bearer token (every right), at least %d bytes", cluster.MinTokenLen))
+	fs.StringVar(&o.tokenFile, "token-file", "", "`file` of named tokens with roles and key prefixes (one per line: name role prefixes\nsha256:HASH; lockcluster token makes one); read again on SIGHUP")
 	fs.StringVar(&o.raftSecret, "raft-secret", "", fmt.Sprintf(
-		"secret both ends of every raft connection prove they know, without sending it; the same on every\nnode, at least %d bytes (default: the token)", cluster.MinRaftSecretLen))
-	fs.BoolVar(&o.raftInsecure, "raft-insecure", false, "allow raft on a non-loopback address with neither TLS nor a secret: anyone who reaches\nit can write the lock table")
+		"secret both ends of every raft connection prove they know, without sending it; the same on every\nnode, at least %d bytes; never the API token", cluster.MinRaftSecretLen))
+	fs.StringVar(&o.raftSecretFile, "raft-secret-file", "", "`file` holding the raft secret (kept out of the process list)")
+	fs.BoolVar(&o.raftInsecure, "raft-insecure", false, "allow raft with neither TLS nor a raft secret: anyone who reaches it can write the lock table")
 	fs.StringVar(&o.clusterID, "cluster-id", cluster.DefaultClusterID,
 		"the cluster's name: stored in the data dir; joins and raft peers of another cluster are refused")
 	fs.StringVar(&o.raftLog, "raft-log", "", raftLogUsage)
@@ -118,10 +128,17 @@ func runAgent(ctx context.Context, e *env, o *agentOptions) error {
 	if err != nil {
 		return usagef("--log-level: %v", err)
 	}
+	if err := o.readSecretFile(); err != nil {
+		return err
+	}
+	tokens, err := o.readTokens()
+	if err != nil {
+		return err
+	}
 	cfg := cluster.Config{
 		ID: o.id, DataDir: o.dataDir, RaftAddr: o.raftAddr, HTTPAddr: o.httpAddr,
 		RaftAdvertise: o.raftAdvertise, HTTPAdvertise: o.httpAdvertise,
-		Bootstrap: peers, Join: o.join, Token: o.token,
+		Bootstrap: peers, BootstrapSelf: o.bootstrapSelf, Join: o.join, Token: o.token, Tokens: tokens,
 		RaftSecret: o.raftSecret, RaftInsecure: o.raftInsecure,
 		MaxConns: o.maxConns, HTTPReadTimeout: o.readTimeout,
 		Logger:             logger.With("node", o.id),
@@ -151,7 +168,7 @@ func runAgent(ctx context.Context, e *env, o *agentOptions) error {
 	}
 	logger.Info("node started", "id", o.id, "http", node.HTTPAddr(), "raft", o.raftAddr, "raft_advertise", node.RaftAddr(), "data_dir", o.dataDir,
 		"version", buildinfo.Version())
-	<-ctx.Done()
+	removed := serveUntilStopped(ctx, node, o, logger)
 	logger.Info("stopping", "id", o.id)
 	sctx, cancel := context.WithTimeout(context.Background(), o.stopTimeout)
 	defer cancel()
@@ -159,6 +176,9 @@ func runAgent(ctx context.Context, e *env, o *agentOptions) error {
 		return fmt.Errorf("shutdown: %w", err)
 	}
 	logger.Info("stopped", "id", o.id)
+	if removed {
+		return fmt.Errorf("node %s was removed from the cluster: its data dir refuses a restart; empty it and join the node again to bring it back", o.id)
+	}
 	return nil
 }
 

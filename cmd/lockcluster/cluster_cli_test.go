@@ -26,7 +26,7 @@ func startAgent(t *testing.T, token string, env ...string) string {
 	}
 	httpAddr, raftAddr := loopback.MustFreeAddr(t), loopback.MustFreeAddr(t)
 	startProc(t, append([]string{"LOCKCLUSTER_TOKEN=" + token}, env...), "agent", "--id", "n1", "--data-dir", t.TempDir(),
-		"--raft-addr", raftAddr, "--http-addr", httpAddr, "--log-level", "warn")
+		"--raft-addr", raftAddr, "--http-addr", httpAddr, "--bootstrap-self", "--log-level", "warn")
 	vars := map[string]string{"LOCKCLUSTER_ENDPOINTS": httpAddr, "LOCKCLUSTER_TOKEN": token}
 	var code int
 	var stderr string
@@ -196,7 +196,7 @@ func TestAgent_RaftAdvertise(t *testing.T) {
 
 	httpAddr, raftAddr, advertised := loopback.MustFreeAddr(t), loopback.MustFreeAddr(t), loopback.MustFreeAddr(t)
 	startProc(t, nil, "agent", "--id", "n1", "--data-dir", t.TempDir(), "--raft-addr", raftAddr,
-		"--raft-advertise", advertised, "--http-addr", httpAddr, "--log-level", "off")
+		"--raft-advertise", advertised, "--http-addr", httpAddr, "--bootstrap-self", "--log-level", "off")
 	vars := map[string]string{"LOCKCLUSTER_ENDPOINTS": httpAddr}
 	var stdout string
 	poll.Until(t, 10*time.Second, "status to succeed", func() bool {

@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -110,13 +112,21 @@ func runDev(ctx context.Context, e *env, o *devOptions, levelGiven bool) error {
 		}
 		stopDev(e, nodes)
 	}()
+	// The nodes' own credential, apart from any client's: made once per
+	// root, so that a restart on the same --data-dir keeps it.
+	secret, err := devRaftSecret(root)
+	if err != nil {
+		return err
+	}
 	for _, n := range nodes {
 		cfg := cluster.Config{ID: n.id, DataDir: n.dir, RaftAddr: n.raftAddr, HTTPAddr: n.httpAddr,
-			Token: o.token, Logger: logger.With("node", n.id), RaftLog: o.raftLog,
+			Token: o.token, RaftSecret: secret, Logger: logger.With("node", n.id), RaftLog: o.raftLog,
 			// All three stop together: a leadership transfer would have
 			// nobody to go to.
 			SkipLeadershipTransfer: true}
 		if !hasRaftState(n.dir) {
+			// dev bootstraps its three nodes itself: a node of lockcluster
+			// agent bootstraps only when told to.
 			cfg.Bootstrap = peers
 		}
 		injectFaults(&cfg)
@@ -253,4 +263,28 @@ func printDevBanner(e *env, nodes []*devNode, root string, temp bool, token stri
 	fmt.Fprintf(w, "  curl -s%s '%s/v1/lock?key=k'\n", auth, addrs[0])
 	fmt.Fprintf(w, "  curl -s%s -XPOST %s/v1/release -d '{\"key\":\"k\",\"owner\":\"me\"}'\n", auth, addrs[0])
 	fmt.Fprintln(w, "Ctrl-C stops all three nodes.")
+}
+
+// devRaftSecret is the raft secret of the dev cluster under root: read
+// from root/raft-secret, or made (32 random bytes, hex) and written there
+// (mode 0600) on the first start.
+func devRaftSecret(root string) (string, error) {
+	path := filepath.Join(root, "raft-secret")
+	if b, err := os.ReadFile(path); err == nil {
+		if s := strings.TrimSpace(string(b)); len(s) >= cluster.MinRaftSecretLen {
+			return s, nil
+		}
+	}
+	buf := make([]byte, 32)
+	if _, err := rand.Read(buf); err != nil {
+		return "", err
+	}
+	secret := hex.EncodeToString(buf)
+	if err := os.MkdirAll(root, 0o700); err != nil {
+		return "", err
+	}
+	if err := os.WriteFile(path, []byte(secret+"\n"), 0o600); err != nil {
+		return "", fmt.Errorf("write the raft secret: %w", err)
+	}
+	return secret, nil
 }

@@ -31,7 +31,7 @@ func startProc(t *testing.T, env []string, args ...string) *proc {
 	}
 	p := &proc{stdout: &syncbuf.Buffer{}, stderr: &syncbuf.Buffer{}, done: make(chan struct{})}
 	p.cmd = exec.Command(exe, args...)
-	p.cmd.Env = append([]string{beMainEnv + "=1", "PATH=" + os.Getenv("PATH")}, env...)
+	p.cmd.Env = append(baseEnv(args), env...)
 	p.cmd.Stdout, p.cmd.Stderr = p.stdout, p.stderr
 	if err := p.cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -54,6 +54,20 @@ func startProc(t *testing.T, env []string, args ...string) *proc {
 		}
 	})
 	return p
+}
+
+// testRaftSecret is the raft secret of the agents the tests start.
+const testRaftSecret = "cmd-test-raft-secret-0123456789"
+
+// baseEnv is the environment of a lockcluster process the tests start:
+// PATH and, for an agent, the raft secret (a node refuses to start with
+// nothing to authenticate raft); env given after it wins.
+func baseEnv(args []string) []string {
+	out := []string{beMainEnv + "=1", "PATH=" + os.Getenv("PATH")}
+	if len(args) > 0 && args[0] == "agent" {
+		out = append(out, "LOCKCLUSTER_RAFT_SECRET="+testRaftSecret)
+	}
+	return out
 }
 
 // wait returns the exit status once the process has exited.

@@ -5,8 +5,9 @@ import (
 	"testing"
 )
 
-// An agent that would serve raft on a non-loopback address with nothing
-// to authenticate its peers refuses to start, naming every way out; the
+// An agent that would serve raft with nothing to authenticate its peers
+// refuses to start, naming every way out, and so does one that has only
+// the API token (which is no raft key), saying how to upgrade; the
 // raft and HTTP settings reach the node from flags and from the
 // environment (each is seen by the node's validation).
 func TestAgent_RaftAndHTTPLimitSettings(t *testing.T) {
@@ -18,7 +19,13 @@ func TestAgent_RaftAndHTTPLimitSettings(t *testing.T) {
 		want []string
 	}{
 		{"exposed raft without auth", nil, []string{"--raft-addr", "10.0.0.1:7101"},
-			[]string{"not a loopback address", "--raft-secret", "LOCKCLUSTER_RAFT_SECRET", "--token", "--tls-cert", "--raft-insecure"}},
+			[]string{"nothing to authenticate", "--raft-secret-file", "LOCKCLUSTER_RAFT_SECRET", "--tls-cert", "--raft-insecure"}},
+		{"loopback raft without auth", nil, []string{"--raft-addr", "127.0.0.1:7101"},
+			[]string{"nothing to authenticate", "--raft-secret-file"}},
+		{"a token, no raft secret", map[string]string{"LOCKCLUSTER_TOKEN": "a-token-of-sixteen-bytes"}, []string{"--raft-addr", "127.0.0.1:7101"},
+			[]string{"the API token no longer authenticates raft", "current token's value as its raft secret"}},
+		{"short token", map[string]string{"LOCKCLUSTER_TOKEN": "short", "LOCKCLUSTER_RAFT_SECRET": "sixteen-bytes-at-least"}, nil,
+			[]string{"Token is 5 bytes"}},
 		{"short --raft-secret", nil, []string{"--raft-addr", "10.0.0.1:7101", "--raft-secret", "short"}, []string{"RaftSecret is 5 bytes"}},
 		{"short LOCKCLUSTER_RAFT_SECRET", map[string]string{"LOCKCLUSTER_RAFT_SECRET": "short"}, []string{"--raft-addr", "10.0.0.1:7101"}, []string{"RaftSecret is 5 bytes"}},
 		{"bad LOCKCLUSTER_RAFT_INSECURE", map[string]string{"LOCKCLUSTER_RAFT_INSECURE": "perhaps"}, nil, []string{"LOCKCLUSTER_RAFT_INSECURE"}},

@@ -69,6 +69,7 @@ func newRootCmd(e *env) *cobra.Command {
 		newLocksCmd(e),
 		newJoinCmd(e),
 		newLeaveCmd(e),
+		newTokenCmd(e),
 		newRunCmd(e),
 		newBenchCmd(e),
 		newVersionCmd(e),

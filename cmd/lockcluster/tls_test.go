@@ -30,7 +30,7 @@ func startAgentProcess(t *testing.T, env []string, args ...string) *agentProc {
 		t.Fatal(err)
 	}
 	cmd := exec.Command(exe, append([]string{"agent"}, args...)...)
-	cmd.Env = append([]string{beMainEnv + "=1", "PATH=" + os.Getenv("PATH")}, env...)
+	cmd.Env = append(baseEnv([]string{"agent"}), env...)
 	out := &syncbuf.Buffer{}
 	cmd.Stdout, cmd.Stderr = out, out
 	if err := cmd.Start(); err != nil {
@@ -65,9 +65,9 @@ func TestAgent_TLSProcess(t *testing.T) {
 	node := ca.Issue(t, "n1")
 	app := ca.Issue(t, "app")
 	httpAddr, raftAddr, dataDir := loopback.MustFreeAddr(t), loopback.MustFreeAddr(t), t.TempDir()
-	token := "agent-tls-token"
+	token := "agent-tls-token-0123456789"
 	agent := startAgentProcess(t, []string{"LOCKCLUSTER_TOKEN=" + token, "LOCKCLUSTER_TLS_CLIENT_AUTH=true"},
-		"--id", "n1", "--data-dir", dataDir, "--raft-addr", raftAddr, "--http-addr", httpAddr,
+		"--id", "n1", "--data-dir", dataDir, "--raft-addr", raftAddr, "--http-addr", httpAddr, "--bootstrap-self",
 		"--cluster-id", "prod-locks", "--tls-cert", node.CertFile, "--tls-key", node.KeyFile, "--tls-ca", ca.File,
 		"--log-level", "warn")
 

@@ -32,11 +32,12 @@ const (
 	ExitOK          = 0
 	ExitFailure     = 1  // anything else that went wrong
 	ExitUsage       = 64 // bad flags or arguments (EX_USAGE)
+	ExitRefused     = 65 // join: the leader refused the node (EX_DATAERR)
 	ExitNoMember    = 67 // leave: no member has that id (EX_NOUSER)
 	ExitUnavailable = 69 // the backend could not be reached, or has no leader (EX_UNAVAILABLE)
 	ExitNotAcquired = 75 // run: the lock is held by someone else (EX_TEMPFAIL)
 	ExitLost        = 76 // run: the lock was lost while held
-	ExitNoPerm      = 77 // the cluster refused the token (EX_NOPERM)
+	ExitNoPerm      = 77 // the cluster refused the token, or the token lacks the right (EX_NOPERM)
 	ExitCannotExec  = 126
 	ExitNotFound    = 127
 	ExitInterrupted = 130 // 128+SIGINT, as shells report it
@@ -154,8 +155,10 @@ func ExitCode(err error) int {
 			return ExitNotFound
 		}
 		return ExitCannotExec
-	case errors.Is(err, client.ErrUnauthorized):
+	case errors.Is(err, client.ErrUnauthorized), errors.Is(err, client.ErrForbidden):
 		return ExitNoPerm
+	case errors.Is(err, client.ErrJoinRefused):
+		return ExitRefused
 	case errors.Is(err, lock.ErrInvalid):
 		return ExitUsage
 	case errors.Is(err, lock.ErrUnavailable):

@@ -22,6 +22,7 @@ func main() {
 	defer os.RemoveAll(dir)
 	n, err := cluster.NewNode(ctx, cluster.Config{
 		ID: "n1", DataDir: filepath.Join(dir, "n1"), RaftAddr: "127.0.0.1:0", HTTPAddr: "127.0.0.1:0",
+		BootstrapSelf: true, RaftSecret: "acquirewalk-raft-secret-0123456789",
 	})
 	if err != nil {
 		log.Fatal(err)
