@@ -73,7 +73,7 @@ type StreamLayer struct {
 	key       []byte
 	redirect  func(string) string // Config.DialAddr
 
-	onRefuse  func(error)
+	onRefuse func(error)
 
 	// accepted are the peers' connections raft still serves: see Close
 	// and Drained. pending are those still in their handshake.
