@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"net/http"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/zerotal/lock/api"
@@ -31,6 +32,11 @@ type Options struct {
 	// ReadTimeout bounds the read of a request body, from the end of its
 	// headers (see readBody); 0: no bound.
 	ReadTimeout time.Duration
+	// WriteTimeout bounds the write of an answer, from its first byte
+	// (a plain request's) or of one write of answers (a stream's); a
+	// client that does not read is cut. A waiting acquire's wait comes
+	// before its answer and is not bound by it. 0: DefaultWriteTimeout.
+	WriteTimeout time.Duration
 	// MaxWaits caps the waiting acquires (wait_ms > 0) in progress on
 	// this node, served here or forwarded; drivers.Unlimited (or 0): no
 	// cap. The caller passes its resolved setting.
@@ -59,13 +65,23 @@ type handler struct {
 	store Store
 	opts  Options
 	waits *waitCap // nil: no cap
+	// queued is the bytes of stream answers not yet written, on every
+	// stream of the node (MaxQueuedBytes).
+	queued atomic.Int64
 }
+
+// DefaultWriteTimeout is Options.WriteTimeout's default: a client on any
+// network a lock service runs on reads a small answer well within it.
+const DefaultWriteTimeout = 10 * time.Second
 
 // New returns the HTTP API of one node over s: every route, the token
 // and cluster-ID checks, the body deadline, and forwarding to the leader.
 func New(s Store, opts Options) http.Handler {
 	if opts.Scheme == "" {
 		opts.Scheme = "http"
+	}
+	if opts.WriteTimeout == 0 {
+		opts.WriteTimeout = DefaultWriteTimeout
 	}
 	h := &handler{store: s, opts: opts}
 	if opts.MaxWaits != drivers.Unlimited && opts.MaxWaits != 0 {
@@ -94,7 +110,7 @@ func (h *handler) routes() http.Handler {
 	mux.Handle("/v1/", h.authorize(anyRight, http.HandlerFunc(noEndpoint)))
 	root := readBody(mux, h.opts.ReadTimeout)
 	mux.Handle("GET "+stream.Path, h.authorize(access.RightLock, h.serveStream(root)))
-	return root
+	return writeDeadline(root, h.opts.WriteTimeout)
 }
 
 // route is one /v1 endpoint behind a credential: its method, path, the

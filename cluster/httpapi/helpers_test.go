@@ -1,6 +1,9 @@
 package httpapi_test
 
 import (
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -59,4 +62,27 @@ func operator(token string) func() *access.Set {
 		panic(err)
 	}
 	return func() *access.Set { return set }
+}
+
+// httpRequestWithCN is a request that came over TLS with a verified
+// client certificate whose subject common name is cn.
+func httpRequestWithCN(t *testing.T, method, path, body, cn string) *http.Request {
+	t.Helper()
+	var rd io.Reader
+	if body != "" {
+		rd = strings.NewReader(body)
+	}
+	req := httptest.NewRequest(method, path, rd)
+	cert := &x509.Certificate{Subject: pkix.Name{CommonName: cn}}
+	req.TLS = &tls.ConnectionState{VerifiedChains: [][]*x509.Certificate{{cert}}}
+	return req
+}
+
+// serve sends req through h.
+func serve(h http.Handler, req *http.Request) answer {
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, req)
+	a := answer{status: rec.Code, header: rec.Header(), raw: rec.Body.Bytes()}
+	_ = json.Unmarshal(a.raw, &a.err)
+	return a
 }

@@ -18,10 +18,32 @@ import (
 	"github.com/zerotal/lock/api/stream"
 )
 
-// MaxStreamRequests caps the requests in progress on one stream; one
-// more is answered 429 at once. Waiting acquires are capped apart (the
-// wait cap), so this only bounds what one connection may hold.
+// MaxStreamRequests caps the requests in progress on one stream, from
+// their frame to the write of their answer; one more is answered 429 at
+// once. Waiting acquires are capped apart (the wait cap), so this only
+// bounds what one connection may hold: as many workers, bodies and
+// answers.
 const MaxStreamRequests = 4096
+
+// The bounds of what answers waiting to be written may hold. A client
+// that sends frames and stops reading would otherwise make the node hold
+// every answer: past either bound the stream is closed (its requests are
+// cancelled, and the client sees the connection end), as it is when one
+// write of answers takes longer than Options.WriteTimeout.
+const (
+	// MaxStreamQueuedBytes bounds the answers queued on one stream.
+	MaxStreamQueuedBytes = 4 << 20
+	// MaxQueuedBytes bounds the answers queued on all the streams of one
+	// node. Past it, a stream is closed when it has more than
+	// fairQueuedBytes of its own queued: one that reads its answers is
+	// never cut for the others' backlog.
+	MaxQueuedBytes  = 64 << 20
+	fairQueuedBytes = 256 << 10
+)
+
+// answerOverhead is what an answer costs beside its body, for the queued
+// bytes: the frame's header and the Answer itself.
+const answerOverhead = 64
 
 // serveStream upgrades the connection to the API stream (see package
 // api/stream) once auth has checked the token and cluster ID, then serves
@@ -46,11 +68,12 @@ func (h *handler) serveStream(root http.Handler) http.HandlerFunc {
 		}
 		s := &streamConn{
 			root: root, conn: conn, frameTimeout: h.opts.ReadTimeout, idle: IdleTimeout,
+			writeTimeout: h.opts.WriteTimeout, nodeQueued: &h.queued,
 			header:   streamHeader(r.Header),
 			remote:   r.RemoteAddr,
 			tls:      r.TLS,
 			inflight: map[uint64]context.CancelFunc{},
-			answers:  make(chan stream.Answer, MaxStreamRequests),
+			answers:  make(chan queuedAnswer, MaxStreamRequests),
 			jobs:     make(chan func()),
 			done:     make(chan struct{}),
 		}
@@ -100,6 +123,14 @@ type streamConn struct {
 	tls          *tls.ConnectionState // the connection's: a client certificate is a credential
 	frameTimeout time.Duration        // from a frame's first byte to its last; 0: none
 	idle         time.Duration        // with no request in progress
+	writeTimeout time.Duration        // one write of answers; 0: none
+
+	// pending counts the requests from their frame to the write of their
+	// answer (MaxStreamRequests); queued the bytes of answers not yet
+	// written, here and (nodeQueued) on every stream of the node.
+	pending    atomic.Int64
+	queued     atomic.Int64
+	nodeQueued *atomic.Int64
 
 	mu       sync.Mutex
 	inflight map[uint64]context.CancelFunc
@@ -112,7 +143,7 @@ type streamConn struct {
 	jobs    chan func()   // to an idle worker
 	done    chan struct{} // closed once the stream ended: workers exit
 	workers sync.WaitGroup
-	answers chan stream.Answer // room for MaxStreamRequests: a send never blocks
+	answers chan queuedAnswer // room for MaxStreamRequests
 	// running counts the requests whose answers are not yet queued: while
 	// some are, the writer lets them run before it writes (see write).
 	running atomic.Int32
@@ -218,16 +249,17 @@ func (s *streamConn) start(parent context.Context, req stream.Request) bool {
 		s.mu.Unlock()
 		return false
 	}
-	if len(s.inflight) >= MaxStreamRequests {
+	if s.pending.Load() >= MaxStreamRequests {
 		s.mu.Unlock()
-		s.answers <- answerOf(req.ID, http.StatusTooManyRequests, api.ErrorBody{Code: api.CodeFull,
-			Message: fmt.Sprintf("cluster: %d requests in progress on this stream, the most it carries", MaxStreamRequests)})
+		s.queue(answerOf(req.ID, http.StatusTooManyRequests, api.ErrorBody{Code: api.CodeFull,
+			Message: fmt.Sprintf("cluster: %d requests in progress on this stream, the most it carries (answers not yet read count)", MaxStreamRequests)}), false)
 		return true
 	}
 	ctx, cancel := context.WithCancel(parent)
 	s.inflight[req.ID] = cancel
 	s.handlers.Add(1)
 	s.running.Add(1)
+	s.pending.Add(1)
 	s.mu.Unlock()
 
 	body := bytes.Clone(req.Body) // the frame buffer is reused for the next frame
@@ -239,10 +271,40 @@ func (s *streamConn) start(parent context.Context, req stream.Request) bool {
 		s.mu.Unlock()
 		cancel()
 		s.running.Add(-1) // before the send: the writer counts the others
-		s.answers <- a
+		s.queue(a, true)
 		s.armIdle()
 	})
 	return true
+}
+
+// queuedAnswer is an answer on its way to the writer; pending: it
+// counts against MaxStreamRequests until written.
+type queuedAnswer struct {
+	stream.Answer
+	pending bool
+}
+
+// queue hands a to the writer, counting its bytes; past a bound of the
+// queued bytes it closes the stream: the client is not reading. A full
+// queue blocks the stream's reader, so that a client that does not read
+// stops being read too.
+func (s *streamConn) queue(a stream.Answer, pending bool) {
+	n := int64(len(a.Body) + answerOverhead)
+	mine, all := s.queued.Add(n), s.nodeQueued.Add(n)
+	s.answers <- queuedAnswer{a, pending}
+	if mine > MaxStreamQueuedBytes || (all > MaxQueuedBytes && mine > fairQueuedBytes) {
+		_ = s.conn.Close()
+	}
+}
+
+// written settles the accounts of an answer the writer took.
+func (s *streamConn) written(a queuedAnswer) {
+	n := int64(len(a.Body) + answerOverhead)
+	s.queued.Add(-n)
+	s.nodeQueued.Add(-n)
+	if a.pending {
+		s.pending.Add(-1)
+	}
 }
 
 // run hands job to an idle worker, or to a new one when none is idle.
@@ -301,10 +363,11 @@ func (s *streamConn) handle(ctx context.Context, f stream.Request, body []byte) 
 // key and one worker unchanged within noise (docs/PERFORMANCE.md).
 func (s *streamConn) write() {
 	var buf []byte
+	var batch []queuedAnswer
 	failed := false
 	for a := range s.answers {
-		buf = buf[:0]
-		buf = appendAnswer(buf, a)
+		buf, batch = buf[:0], append(batch[:0], a)
+		buf = appendAnswer(buf, a.Answer)
 		if s.running.Load() > 0 {
 			runtime.Gosched()
 		}
@@ -315,17 +378,23 @@ func (s *streamConn) write() {
 				if !ok {
 					break more
 				}
-				buf = appendAnswer(buf, a)
+				buf = appendAnswer(buf, a.Answer)
+				batch = append(batch, a)
 			default:
 				break more
 			}
 		}
-		if failed {
-			continue
+		if !failed {
+			if s.writeTimeout > 0 {
+				_ = s.conn.SetWriteDeadline(time.Now().Add(s.writeTimeout))
+			}
+			if _, err := s.conn.Write(buf); err != nil {
+				failed = true
+				_ = s.conn.Close()
+			}
 		}
-		if _, err := s.conn.Write(buf); err != nil {
-			failed = true
-			_ = s.conn.Close()
+		for _, a := range batch {
+			s.written(a)
 		}
 	}
 }

@@ -54,12 +54,19 @@ var bigMetrics = http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 
 func newStreamServer(t *testing.T, readTimeout time.Duration) *streamServer {
 	t.Helper()
+	return newStreamServerWith(t, httpapi.Options{
+		NodeID: "n1", ClusterID: "c1", Credentials: operator(streamToken), ReadTimeout: readTimeout, Metrics: bigMetrics,
+	})
+}
+
+// newStreamServerWith is newStreamServer with opts (Streams is set here).
+func newStreamServerWith(t *testing.T, opts httpapi.Options) *streamServer {
+	t.Helper()
 	s := &streamServer{store: &blockingStore{fakeStore: newFakeStore(), ended: make(chan string, 16)}, streams: &sync.WaitGroup{}}
 	base, cancel := context.WithCancel(context.Background())
 	s.cancel = cancel
-	s.srv = httptest.NewUnstartedServer(httpapi.New(s.store, httpapi.Options{
-		NodeID: "n1", ClusterID: "c1", Credentials: operator(streamToken), ReadTimeout: readTimeout, Streams: s.streams, Metrics: bigMetrics,
-	}))
+	opts.Streams = s.streams
+	s.srv = httptest.NewUnstartedServer(httpapi.New(s.store, opts))
 	s.srv.Config.BaseContext = func(net.Listener) context.Context { return base }
 	s.srv.Start()
 	t.Cleanup(func() {

@@ -31,7 +31,7 @@ func runCLI(t *testing.T, vars map[string]string, args ...string) (code int, std
 
 // commandNames are the commands lockcluster has, besides help and
 // completion.
-var commandNames = []string{"agent", "dev", "status", "locks", "join", "leave", "run", "bench", "version"}
+var commandNames = []string{"agent", "dev", "status", "locks", "join", "leave", "token", "run", "bench", "version"}
 
 func TestCLI_UsageAndHelp(t *testing.T) {
 	if code, _, stderr := runCLI(t, nil); code != exitUsage || !strings.Contains(stderr, "Commands:") {
@@ -89,7 +89,7 @@ func TestCLI_HelpListsOnlyFlagsThatWork(t *testing.T) {
 }
 
 func TestCLI_AdminCommandsNeedAnAddress(t *testing.T) {
-	for _, args := range [][]string{{"status"}, {"locks"}, {"join", "--id", "n4", "--raft-addr", "127.0.0.1:1"}, {"leave", "--id", "n4"}} {
+	for _, args := range [][]string{{"status"}, {"locks"}, {"join", "--id", "n4", "--raft-addr", "127.0.0.1:1", "--http-addr", "127.0.0.1:2"}, {"leave", "--id", "n4"}} {
 		code, _, stderr := runCLI(t, nil, args...)
 		if code != exitUsage || !strings.Contains(stderr, "--endpoints") || !strings.Contains(stderr, "LOCKCLUSTER_ENDPOINTS") {
 			t.Errorf("%v: code %d, stderr %q", args, code, stderr)

@@ -53,7 +53,7 @@ func TestCLI_RefusedTokenIsAnAuthenticationFailure(t *testing.T) {
 		{"locks without a token", nil, []string{"locks"}},
 		{"locks with a wrong token", []string{"LOCKCLUSTER_TOKEN=wrong"}, []string{"locks"}},
 		{"status with a wrong token", nil, []string{"status", "--token", "wrong"}},
-		{"join with a wrong token", []string{"LOCK_CLUSTER_TOKEN=wrong"}, []string{"join", "--id", "n9", "--raft-addr", "127.0.0.1:1"}},
+		{"join with a wrong token", []string{"LOCK_CLUSTER_TOKEN=wrong"}, []string{"join", "--id", "n9", "--raft-addr", "127.0.0.1:1", "--http-addr", "127.0.0.1:2"}},
 		{"run with a wrong token", []string{"LOCKCLUSTER_TOKEN=wrong"}, []string{"run", "--key", "k", "--", "echo", "ran"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -88,7 +88,7 @@ func TestCLI_LeaveOfAnUnknownIDAndInvalidRequests(t *testing.T) {
 	if code != exitNoMember || stdout != "" || !strings.Contains(stderr, `lockcluster leave: unknown member "nope": the members are n1`) {
 		t.Fatalf("leave nope: exit %d, stdout %q, stderr %q", code, stdout, stderr)
 	}
-	code, _, stderr = runBinary(t, env, "join", "--id", "n9", "--raft-addr", "nonsense")
+	code, _, stderr = runBinary(t, env, "join", "--id", "n9", "--raft-addr", "nonsense", "--http-addr", "127.0.0.1:2")
 	if code != exitUsage || !strings.Contains(stderr, "lockcluster join: invalid addr: ") {
 		t.Fatalf("join with a bad address: exit %d, stderr %q", code, stderr)
 	}

@@ -59,7 +59,7 @@ func TestCLI_HelpNamesTheVariableOfEveryFlag(t *testing.T) {
 		for flag, block := range helpFlags(stdout) {
 			switch {
 			case flag == "help":
-			case (name == "join" || name == "leave") && (flag == "id" || flag == "raft-addr"):
+			case (name == "join" || name == "leave") && (flag == "id" || flag == "raft-addr" || flag == "http-addr"):
 				if !strings.Contains(block, "not read from the environment") || strings.Contains(block, "env LOCKCLUSTER_") {
 					t.Errorf("%s --%s: the help does not say it is not read from the environment:\n%s", name, flag, block)
 				}

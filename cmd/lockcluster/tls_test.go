@@ -143,7 +143,7 @@ func TestAgent_RefusesDataDirOfAnotherCluster(t *testing.T) {
 	}
 	waitUntilOutput(t, p.out, "stopped")
 
-	code, _, stderr := runCLI(t, nil, "agent", "--id", "n1", "--data-dir", dataDir, "--raft-addr", raftAddr,
+	code, _, stderr := runCLI(t, map[string]string{"LOCKCLUSTER_RAFT_SECRET": testRaftSecret}, "agent", "--id", "n1", "--data-dir", dataDir, "--raft-addr", raftAddr,
 		"--http-addr", httpAddr, "--cluster-id", "beta", "--log-level", "off")
 	if code != exitFailure || !strings.Contains(stderr, `"alpha"`) || !strings.Contains(stderr, `"beta"`) {
 		t.Fatalf("restart under another cluster ID: exit %d, stderr %q", code, stderr)

@@ -1,0 +1,57 @@
+package access
+
+import (
+	"strings"
+	"testing"
+)
+
+// The token file's lines: each mistake is refused with its line number
+// and what is wrong, and never holds a token (there is none in the file).
+func TestParse_RefusesEveryMistakeByLine(t *testing.T) {
+	good := "sha256:" + HashToken("a-token-0123456789")
+	for _, tc := range []struct{ text, want string }{
+		{"a client", "2 fields, want 4"},
+		{"a boss * " + good, `role "boss"`},
+		{"a client a/,,b/ " + good, "empty item"},
+		{"a client * sha256:abc", "not a SHA-256 digest"},
+		{"a client * md5:abc", "must be sha256:"},
+		{"a client * " + good + "\nb client * " + good, "same token"},
+		{"a client * " + good + "\na client * cn:x", `name "a" is used twice`},
+		{"a client * cn:x\nb client * cn:x", `subject "x"`},
+	} {
+		_, err := Parse(strings.NewReader("# comment\n"+tc.text), "f")
+		if err == nil || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), "token file f, line") {
+			t.Errorf("%q: %v, want an error naming the line and %q", tc.text, err, tc.want)
+		}
+	}
+}
+
+// Roles and prefixes as the file gives them.
+func TestParse_RolesAndPrefixes(t *testing.T) {
+	set, err := Parse(strings.NewReader(strings.Join([]string{
+		"team-a client jobs/a/,locks/a/ sha256:" + HashToken("tok-a-0123456789"),
+		"", "  # indented comment",
+		"ops operator * sha256:" + HashToken("tok-ops-0123456789"),
+		"prom metrics - sha256:" + HashToken("tok-prom-0123456789"),
+	}, "\n")), "f")
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, ops, prom := set.ByToken("tok-a-0123456789"), set.ByToken("tok-ops-0123456789"), set.ByToken("tok-prom-0123456789")
+	if a == nil || ops == nil || prom == nil || set.ByToken("nope") != nil || set.Len() != 3 {
+		t.Fatalf("lookup: %v %v %v, len %d", a, ops, prom, set.Len())
+	}
+	if !a.Can(RightLock) || a.Can(RightMembership) || a.Can(RightMetrics) || !a.CoversKey("locks/a/x") || a.CoversKey("jobs/b/x") {
+		t.Errorf("team-a: %+v", a)
+	}
+	if !ops.Can(RightMembership) || !ops.Can(RightDebug) || !ops.CoversKey("anything") {
+		t.Errorf("ops: %+v", ops)
+	}
+	if !prom.Can(RightMetrics) || prom.Can(RightLock) || prom.Can(RightStatus) || prom.CoversKey("") {
+		t.Errorf("prom: %+v", prom)
+	}
+	with, err := set.WithOperator("--token", "single-token-0123456789")
+	if err != nil || with.ByToken("single-token-0123456789").Role != RoleOperator || with.Len() != 4 || set.Len() != 3 {
+		t.Fatalf("WithOperator: %v", err)
+	}
+}
