@@ -15,9 +15,13 @@
 // JSON bodies (the types of package api, which the Go client shares),
 // durations in milliseconds, keys in bodies or query parameters (never in
 // paths); a missing wait_ms means no wait. Bodies over 64 KiB are refused
-// (413) and unknown fields are an error (400). With Config.Token set,
-// every request but GET /healthz and GET /readyz needs "Authorization:
-// Bearer <token>" (401 otherwise).
+// (413) and unknown fields are an error (400). With Options.Credentials
+// set, every request but GET /healthz, GET /readyz and GET /v1/node needs
+// a credential the node knows ("Authorization: Bearer <token>", or a
+// verified TLS client certificate the token file names): 401 otherwise.
+// A credential without the right a route needs (package access: lock,
+// status, force-release, membership, debug, metrics), or for a key
+// outside its prefixes, is answered 403 forbidden, naming the right.
 //
 //	POST /v1/acquire        {"key","owner","ttl_ms","wait_ms"} -> {"key","owner","fence","ttl_ms"}
 //	POST /v1/release        {"key","owner"}                    -> {"released"}
@@ -26,7 +30,8 @@
 //	GET  /v1/lock?key=K                                        -> {"key","owner","fence","remaining_ms","waiters"}
 //	GET  /v1/locks?prefix=P&limit=N                            -> {"locks":[...],"truncated"}
 //	GET  /v1/status                                            -> raft state, leader, indexes, peers, keys, version
-//	POST /v1/join           {"id","addr"[,"http"]}             -> {}
+//	POST /v1/join           {"id","addr","http"}               -> {} (409 join_refused: the node has raft state, ...)
+//	GET  /v1/node                                              -> {"id","cluster_id","membership","last_index","servers"}
 //	POST /v1/leave          {"id"}                             -> {} (404 for an id that is no member)
 //	GET  /readyz                                               -> {"ready","state","reason"} (200 or 503)
 //	GET  /metrics, GET /healthz

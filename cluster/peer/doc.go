@@ -9,9 +9,6 @@
 //
 // # Security
 //
-// Config.Token is compared as SHA-256 digests in constant time. It, and
-// URLs with credentials, never appear in logs or errors.
-//
 // Config.TLS (cert, key, CA; optionally RequireClientCert) serves the API
 // over https and runs raft over mutual TLS: a raft peer must present a
 // certificate signed by the CA whether or not API clients must. Node-to-node HTTP (join, forwarding) uses https and
@@ -23,15 +20,20 @@
 // A renewed node certificate (its files replaced) is used from the next
 // handshake on, within a second; a new CA needs a restart.
 //
-// Config.RaftSecret (else Config.Token) authenticates raft without TLS:
+// Config.RaftSecret authenticates raft without TLS (never the API token,
+// which every lock client holds):
 // every raft connection opens with a challenge-response in which both
 // ends prove they know the secret without sending it (HMAC-SHA256 over
 // both nonces, the cluster ID and the direction), so a process without it
 // cannot append entries, vote or raise the term. It authenticates who
 // opened a connection, not the bytes after it: against a machine on the
 // network path that can rewrite traffic, use TLS. A node refuses to start
-// with raft on a non-loopback address and neither TLS nor a secret, unless
-// Config.RaftInsecure says so.
+// with neither TLS nor a secret, unless Config.RaftInsecure says so.
+//
+// The port is bounded: at most MaxHandshakes connections in their
+// handshake and MaxConns open at once (one more is closed as soon as it
+// is accepted), each handshake within HandshakeTimeout, run on a
+// goroutine of the layer's before raft sees the connection.
 //
 // Config.ClusterID (default "lockcluster") is stored in the data dir's
 // stable store on first start. A node refuses to start on a data dir that
