@@ -170,6 +170,7 @@ func NewNode(ctx context.Context, cfg Config) (_ *Node, err error) {
 		NodeID:      cfg.ID,
 		ClusterID:   cfg.ClusterID,
 		Credentials: n.creds.Load,
+		ForwardKey:  cfg.raftKey(),
 		Logger:      cfg.Logger.With(logbridge.NameKey, "http"),
 		ReadTimeout: cfg.HTTPReadTimeout,
 		MaxWaits:    cfg.MaxWaits,

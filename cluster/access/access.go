@@ -62,6 +62,9 @@ type Credential struct {
 	Role Role
 	// Prefixes confine the key rights; nil: every key.
 	Prefixes []string
+	// Subject is the certificate common name that admits the credential
+	// ("cn:" in the token file); "": a token does.
+	Subject string
 }
 
 // Can reports whether the credential has right r.
@@ -109,12 +112,12 @@ var Open = &Credential{Name: "anonymous (no credentials configured)", Role: Role
 type Set struct {
 	byHash    map[[sha256.Size]byte]*Credential
 	bySubject map[string]*Credential
-	names     map[string]bool
+	names     map[string]*Credential
 }
 
 // NewSet returns an empty set.
 func NewSet() *Set {
-	return &Set{byHash: map[[sha256.Size]byte]*Credential{}, bySubject: map[string]*Credential{}, names: map[string]bool{}}
+	return &Set{byHash: map[[sha256.Size]byte]*Credential{}, bySubject: map[string]*Credential{}, names: map[string]*Credential{}}
 }
 
 // Len is the number of credentials.
@@ -144,6 +147,14 @@ func (s *Set) BySubject(cn string) *Credential {
 	return s.bySubject[cn]
 }
 
+// ByName is the credential named name, or nil.
+func (s *Set) ByName(name string) *Credential {
+	if s == nil {
+		return nil
+	}
+	return s.names[name]
+}
+
 // WithOperator returns a copy of s with one more credential: an operator
 // named name with token, confined to no prefix (a node's single --token).
 func (s *Set) WithOperator(name, token string) (*Set, error) {
@@ -155,8 +166,8 @@ func (s *Set) WithOperator(name, token string) (*Set, error) {
 		for k, v := range s.bySubject {
 			out.bySubject[k] = v
 		}
-		for k := range s.names {
-			out.names[k] = true
+		for k, v := range s.names {
+			out.names[k] = v
 		}
 	}
 	if err := out.add(&Credential{Name: name, Role: RoleOperator}, "sha256:"+HashToken(token)); err != nil {
@@ -168,7 +179,7 @@ func (s *Set) WithOperator(name, token string) (*Set, error) {
 // add records c under its reference: "sha256:<hex digest of the token>"
 // or "cn:<certificate common name>".
 func (s *Set) add(c *Credential, ref string) error {
-	if s.names[c.Name] {
+	if s.names[c.Name] != nil {
 		return fmt.Errorf("credential name %q is used twice", c.Name)
 	}
 	kind, val, ok := strings.Cut(ref, ":")
@@ -184,14 +195,15 @@ func (s *Set) add(c *Credential, ref string) error {
 			return fmt.Errorf("credential %q has the same token as another", c.Name)
 		}
 		s.byHash[d] = c
-		s.names[c.Name] = true
+		s.names[c.Name] = c
 		return nil
 	case kind == "cn":
 		if _, dup := s.bySubject[val]; dup {
 			return fmt.Errorf("credential %q names certificate subject %q, as another does", c.Name, val)
 		}
+		c.Subject = val
 		s.bySubject[val] = c
-		s.names[c.Name] = true
+		s.names[c.Name] = c
 		return nil
 	}
 	return fmt.Errorf("%q must be sha256:<hex digest of the token> or cn:<client certificate common name>", ref)

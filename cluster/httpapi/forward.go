@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"bytes"
+	"encoding/hex"
 	"errors"
 	"io"
 	"net/http"
@@ -9,6 +10,7 @@ import (
 	"net/url"
 
 	"github.com/zerotal/lock/api"
+	"github.com/zerotal/lock/cluster/access"
 	"github.com/zerotal/lock/drivers"
 )
 
@@ -35,8 +37,12 @@ func (h *handler) onLeader(w http.ResponseWriter, r *http.Request, raw []byte, s
 
 // forward reverse-proxies r, with raw for its body, to the leader at
 // addr. The Authorization header travels with it; the leader checks it
-// again.
+// again. A credential a client certificate gave travels as its name and
+// this node's proof of it (see forwardProof): the leader sees this node's
+// certificate, not the client's.
 func (h *handler) forward(w http.ResponseWriter, r *http.Request, raw []byte, addr string) {
+	cred, _ := r.Context().Value(credKey{}).(*access.Credential)
+	byCert := cred != nil && cred.Subject != "" && r.Header.Get(api.HeaderCredential) == ""
 	target := &url.URL{Scheme: h.opts.Scheme, Host: addr}
 	if raw != nil {
 		// decodeBody consumed r.Body (all of it: it refuses more than
@@ -48,6 +54,12 @@ func (h *handler) forward(w http.ResponseWriter, r *http.Request, raw []byte, ad
 			pr.SetURL(target)
 			pr.Out.Host = r.Host
 			pr.Out.Header.Set(api.HeaderForwardedBy, h.opts.NodeID)
+			pr.Out.Header.Del(api.HeaderCredential)
+			pr.Out.Header.Del(api.HeaderCredentialProof)
+			if byCert && len(h.opts.ForwardKey) > 0 {
+				pr.Out.Header.Set(api.HeaderCredential, cred.Name)
+				pr.Out.Header.Set(api.HeaderCredentialProof, hex.EncodeToString(h.forwardProof(r, cred.Name)))
+			}
 		},
 		Transport: h.opts.Transport,
 		ErrorHandler: func(w http.ResponseWriter, _ *http.Request, err error) {

@@ -29,6 +29,12 @@ type Options struct {
 	Credentials func() *access.Set
 	// Logger receives a line for every refused credential; nil: none.
 	Logger *slog.Logger
+	// ForwardKey signs the credential a client certificate gave a request
+	// this node forwards to the leader (the nodes' raft secret); nil:
+	// such requests are not forwarded with their rights, and the leader
+	// answers them 401 (send them to the leader, or give the nodes a
+	// raft secret).
+	ForwardKey []byte
 	// ReadTimeout bounds the read of a request body, from the end of its
 	// headers (see readBody); 0: no bound.
 	ReadTimeout time.Duration

@@ -11,6 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/zerotal/lock/api"
 	"github.com/zerotal/lock/client"
 	"github.com/zerotal/lock/drivers"
 	"github.com/zerotal/lock/internal/cliexplain"
@@ -179,7 +180,11 @@ func runStatus(ctx context.Context, e *env, cmd *cobra.Command, a *adminFlags) e
 				continue
 			}
 			s := r.Status
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%d\t%d\t%d\n", r.Addr, s.ID, s.State, dash(s.LeaderID), s.Term, s.CommitIndex, s.AppliedIndex, s.Keys)
+			state := s.State
+			if s.Membership != "" && s.Membership != api.MemberOf {
+				state = s.Membership // waiting to be added, or removed: what the operator acts on
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%d\t%d\t%d\n", r.Addr, s.ID, state, dash(s.LeaderID), s.Term, s.CommitIndex, s.AppliedIndex, s.Keys)
 		}
 		_ = tw.Flush()
 		if len(peers) > 0 {
@@ -200,6 +205,15 @@ func runStatus(ctx context.Context, e *env, cmd *cobra.Command, a *adminFlags) e
 	for _, r := range rows {
 		if r.Error != "" && r.State != "unauthorized" {
 			fmt.Fprintf(e.stderr, "%s: %s: %s\n", name, r.Addr, r.Error)
+		}
+		if r.Status != nil {
+			switch r.Status.Membership {
+			case api.MemberWaiting:
+				fmt.Fprintf(e.stderr, "%s: %s (%s) is waiting to be added to a cluster: lockcluster join --id %s --raft-addr RAFT --http-addr %s\n",
+					name, r.Addr, r.Status.ID, r.Status.ID, r.Addr)
+			case api.MemberRemoved:
+				fmt.Fprintf(e.stderr, "%s: %s (%s) was removed from the cluster and serves nothing\n", name, r.Addr, r.Status.ID)
+			}
 		}
 	}
 	switch {

@@ -59,7 +59,8 @@ func TestCLI_HelpNamesTheVariableOfEveryFlag(t *testing.T) {
 		for flag, block := range helpFlags(stdout) {
 			switch {
 			case flag == "help":
-			case (name == "join" || name == "leave") && (flag == "id" || flag == "raft-addr" || flag == "http-addr"):
+			case (name == "join" || name == "leave") && (flag == "id" || flag == "raft-addr" || flag == "http-addr"),
+				name == "token" && (flag == "name" || flag == "role" || flag == "prefixes"):
 				if !strings.Contains(block, "not read from the environment") || strings.Contains(block, "env LOCKCLUSTER_") {
 					t.Errorf("%s --%s: the help does not say it is not read from the environment:\n%s", name, flag, block)
 				}

@@ -131,7 +131,7 @@ func TestAgent_RefusesDataDirOfAnotherCluster(t *testing.T) {
 	dataDir := t.TempDir()
 	httpAddr, raftAddr := loopback.MustFreeAddr(t), loopback.MustFreeAddr(t)
 	p := startAgentProcess(t, nil, "--id", "n1", "--data-dir", dataDir, "--raft-addr", raftAddr,
-		"--http-addr", httpAddr, "--cluster-id", "alpha", "--log-level", "info")
+		"--http-addr", httpAddr, "--cluster-id", "alpha", "--bootstrap-self", "--log-level", "info")
 	waitUntilOutput(t, p.out, "node started")
 	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)

@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/zerotal/lock/cluster/access"
+	"github.com/zerotal/lock/internal/cliflags"
 )
 
 const tokenExamples = `  # a client token for team A's workers, confined to keys under jobs/a/
@@ -38,6 +39,11 @@ func newTokenCmd(e *env) *cobra.Command {
 	fs.StringVar(&name, "name", "", "the credential's name, in logs and refusals (required)")
 	fs.StringVar(&role, "role", "", "client, operator or metrics (required)")
 	fs.StringVar(&prefixes, "prefixes", "*", "comma-separated key prefixes the lock rights reach; * for every key")
+	// A shell set up for an agent or a client must not name the token to
+	// make: each is said on the command line.
+	for _, f := range []string{"name", "role", "prefixes"} {
+		cliflags.NoEnv(cmd, f, "it describes the token to make")
+	}
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
 		if name == "" || strings.ContainsAny(name, " \t\r\n#") {
 			return usagef("--name is required, without spaces or #")
