@@ -62,12 +62,12 @@ func TestOpen_ClusterContactsARealNode(t *testing.T) {
 		t.Skip("starts a cluster node")
 	}
 	t.Parallel()
-	addr := startNode(t, "s3cret")
+	addr := startNode(t, "s3cret-0123456789abcdef")
 	dead := loopback.MustFreeAddr(t)
 
 	// A dead address first: the next node answers.
 	m, err := lock.Open(t.Context(), lock.Config{Driver: "cluster",
-		Cluster: lock.ClusterConfig{Addrs: []string{dead, addr}, Token: "s3cret"}})
+		Cluster: lock.ClusterConfig{Addrs: []string{dead, addr}, Token: "s3cret-0123456789abcdef"}})
 	if err != nil {
 		t.Fatalf("Open of a running cluster: %v", err)
 	}
