@@ -66,8 +66,9 @@ type Config struct {
 	// does).
 	Token string
 	// Tokens, when set, are the API's credentials with their roles and
-	// key prefixes (see TokenSet and ParseTokenFile); Token adds an
-	// operator beside them. Node.ReloadTokens replaces them at run time.
+	// key prefixes (package access; access.ParseFile reads a token
+	// file); Token adds an operator beside them. Node.ReloadTokens
+	// replaces them at run time.
 	Tokens *TokenSet
 	// TLS turns on TLS for the HTTP API and the raft transport (see
 	// TLSConfig); the zero value is plain TCP. Every node of a cluster uses

@@ -14,9 +14,14 @@ type TokenSet = access.Set
 // on (Config.Token stays beside them as an operator), on open streams
 // too: a token no longer in the set is refused at its next request.
 // lockcluster agent calls it on SIGHUP with its token file read anew.
-// nil with no Config.Token leaves the API open to every request.
+// nil on a node that has no Config.Token and started without Tokens
+// leaves its API open to every request; on any other node it leaves
+// Config.Token alone (a node never opens its API by a reload).
 func (n *Node) ReloadTokens(tokens *TokenSet) error {
 	set := tokens
+	if set == nil && n.creds.Load() != nil {
+		set = access.NewSet()
+	}
 	if n.cfg.Token != "" {
 		var err error
 		if set, err = tokens.WithOperator("--token", n.cfg.Token); err != nil {
