@@ -123,6 +123,12 @@ type NodeInfo struct {
 	LastIndex uint64 `json:"last_index"`
 	// Servers is the number of servers in its raft configuration.
 	Servers int `json:"servers"`
+	// State is its raft state, as in Status; Members the ids of its raft
+	// configuration. A removed node that missed its removal (it was down,
+	// or the leader stopped replicating to it first) asks the members:
+	// a leader whose configuration lacks it tells it so.
+	State   string   `json:"state"`
+	Members []string `json:"members"`
 }
 
 // JoinRequest is the body of POST /v1/join. Addr is the raft address of

@@ -80,22 +80,10 @@ func (n *Node) askJoiner(ctx context.Context, id, httpAddr string) error {
 	}
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, n.httpScheme()+"://"+httpAddr+api.PathNode, nil)
+	info, err := n.askNode(ctx, httpAddr)
 	if err != nil {
-		return fmt.Errorf("%w: node %s: %v", ErrJoinRefused, id, err)
-	}
-	req.Header.Set(api.HeaderClusterID, n.cfg.ClusterID)
-	resp, err := n.proxy.RoundTrip(req)
-	if err != nil {
-		return fmt.Errorf("%w: cannot ask node %s at %s whether it may be added (is it running, at that address?): %v",
+		return fmt.Errorf("%w: cannot ask node %s at %s whether it may be added (is it running, at that address, of this version?): %v",
 			ErrJoinRefused, id, httpAddr, err)
-	}
-	defer resp.Body.Close()
-	raw, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
-	var info api.NodeInfo
-	if resp.StatusCode != http.StatusOK || json.Unmarshal(raw, &info) != nil {
-		return fmt.Errorf("%w: node %s at %s did not say what it is (status %d: %s); is it a lockcluster node of this version?",
-			ErrJoinRefused, id, httpAddr, resp.StatusCode, bytes.TrimSpace(raw))
 	}
 	switch {
 	case info.ClusterID != n.cfg.ClusterID:

@@ -1,10 +1,17 @@
 package cluster
 
 import (
+	"bytes"
+	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
+	"maps"
+	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 	"time"
 
@@ -12,6 +19,11 @@ import (
 
 	"github.com/zerotal/lock/api"
 )
+
+// membersFile keeps, in the data dir, the members' HTTP addresses last
+// seen in the member map: a node that restarts knows them before its
+// table is replayed, which needs a leader (see askLeader).
+const membersFile = "members.json"
 
 // removedFile marks a data dir whose node was removed from its cluster:
 // a restart on it is refused, as etcd refuses a removed member, rather
@@ -45,8 +57,24 @@ func (m *membership) get() string {
 	return m.state
 }
 
-// observe updates the state from a configuration; it reports true the
-// one time the node turns out removed.
+// committed records a committed configuration: one that lists this node
+// makes it a member, even if the latest configuration no longer does by
+// the time the node looks (an add and a leave within one poll).
+func (m *membership) committed(self raft.ServerID, c raft.Configuration) {
+	for _, s := range c.Servers {
+		if s.ID == self {
+			m.mu.Lock()
+			if m.state == api.MemberWaiting {
+				m.state = api.MemberOf
+			}
+			m.mu.Unlock()
+			return
+		}
+	}
+}
+
+// observe updates the state from the latest configuration; it reports
+// true the one time the node turns out removed.
 func (m *membership) observe(self raft.ServerID, c raft.Configuration) bool {
 	listed := false
 	for _, s := range c.Servers {
@@ -64,6 +92,19 @@ func (m *membership) observe(self raft.ServerID, c raft.Configuration) bool {
 		return true
 	}
 	return false
+}
+
+// told records that a leader of the cluster said this member is not in
+// its configuration; it reports true the one time that removes it.
+func (m *membership) told() bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.state != api.MemberOf {
+		return false
+	}
+	m.state = api.MemberRemoved
+	close(m.removed)
+	return true
 }
 
 // checkNotRemoved refuses a data dir marked removed.
@@ -91,13 +132,33 @@ func trimNL(b []byte) []byte {
 // memory, so a read is cheap) until the node stops, and acts once on a
 // removal: it logs it, marks the data dir and stops the node's leadership
 // so that nothing more is served.
+//
+// The leader stops replicating to a server as it removes it, often before
+// the removal reaches it, and a node that was down when it was removed
+// never gets it: a member that has known no leader for two election
+// timeouts asks the members it knows (askLeader) every second.
 func (n *Node) watchMembership() {
 	t := time.NewTicker(100 * time.Millisecond)
 	defer t.Stop()
+	var leaderless time.Time // since when this member knows no leader; zero: it knows one
+	var asked time.Time
+	var saved map[string]string
 	for {
 		n.checkMembership()
+		saved = n.saveMembers(saved)
+		if _, id := n.raft.LeaderWithID(); id != "" || n.member.get() != api.MemberOf {
+			leaderless = time.Time{}
+		} else if leaderless.IsZero() {
+			leaderless = time.Now()
+		} else if time.Since(leaderless) > 2*n.cfg.ElectionTimeout && time.Since(asked) > time.Second {
+			asked = time.Now()
+			if by := n.askLeader(); by != "" && n.member.told() {
+				n.markRemoved("leader " + by + " does not list this node")
+			}
+		}
 		select {
 		case <-n.closing:
+			n.saveMembers(saved) // what the last moments applied
 			return
 		case <-n.member.removed:
 			return
@@ -111,10 +172,14 @@ func (n *Node) checkMembership() {
 	if f.Error() != nil {
 		return
 	}
-	if !n.member.observe(raft.ServerID(n.cfg.ID), f.Configuration()) {
-		return
+	if n.member.observe(raft.ServerID(n.cfg.ID), f.Configuration()) {
+		n.markRemoved("the raft configuration no longer lists this node")
 	}
-	n.log.Error("this node was removed from the cluster: it stops serving", "id", n.cfg.ID)
+}
+
+// markRemoved logs the removal and marks the data dir.
+func (n *Node) markRemoved(why string) {
+	n.log.Error("this node was removed from the cluster: it stops serving", "id", n.cfg.ID, "why", why)
 	mark := filepath.Join(n.cfg.DataDir, removedFile)
 	if err := os.WriteFile(mark, []byte(time.Now().UTC().Format(time.RFC3339)+"\n"), 0o600); err != nil {
 		n.log.Error("cannot mark the data dir removed", "file", mark, "error", err)
@@ -143,4 +208,92 @@ func (n *Node) servingErr() error {
 		return unavailable("serve", errWaiting)
 	}
 	return nil
+}
+
+// askLeader asks the members in the member map what they are
+// (GET /v1/node) and returns the id of one that leads this cluster and
+// does not list this node in its configuration, or "". A leader's
+// configuration is the cluster's latest; the addresses are the
+// replicated member map's, so only a member (or, without TLS, whoever
+// can intercept its HTTP) could say so.
+func (n *Node) askLeader() string {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	go func() {
+		select {
+		case <-n.closing:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	members := n.loadMembers()
+	for id, addr := range n.fsm.Members() {
+		members[id] = addr
+	}
+	for id, addr := range members {
+		if id == n.cfg.ID || addr == "" {
+			continue
+		}
+		info, err := n.askNode(ctx, addr)
+		if err != nil || info.ClusterID != n.cfg.ClusterID || info.State != "leader" || info.ID != id {
+			continue
+		}
+		if !slices.Contains(info.Members, n.cfg.ID) && slices.Contains(info.Members, id) {
+			return id
+		}
+	}
+	return ""
+}
+
+// askNode reads GET /v1/node of the node at httpAddr.
+func (n *Node) askNode(ctx context.Context, httpAddr string) (api.NodeInfo, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, n.httpScheme()+"://"+httpAddr+api.PathNode, nil)
+	if err != nil {
+		return api.NodeInfo{}, err
+	}
+	req.Header.Set(api.HeaderClusterID, n.cfg.ClusterID)
+	resp, err := n.proxy.RoundTrip(req)
+	if err != nil {
+		return api.NodeInfo{}, err
+	}
+	defer resp.Body.Close()
+	raw, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
+	var info api.NodeInfo
+	if resp.StatusCode != http.StatusOK {
+		return info, fmt.Errorf("status %d: %s", resp.StatusCode, bytes.TrimSpace(raw))
+	}
+	if err := json.Unmarshal(raw, &info); err != nil {
+		return info, fmt.Errorf("not a node's answer: %w", err)
+	}
+	return info, nil
+}
+
+// saveMembers writes the member map to membersFile when it differs from
+// saved, and returns what is on disk now.
+func (n *Node) saveMembers(saved map[string]string) map[string]string {
+	m := n.fsm.Members()
+	if len(m) == 0 || maps.Equal(m, saved) {
+		return saved
+	}
+	b, err := json.Marshal(m)
+	if err == nil {
+		path := filepath.Join(n.cfg.DataDir, membersFile)
+		if err = os.WriteFile(path+".tmp", b, 0o600); err == nil {
+			err = os.Rename(path+".tmp", path)
+		}
+	}
+	if err != nil {
+		n.log.Warn("cannot save the members' addresses", "error", err)
+		return saved
+	}
+	return m
+}
+
+// loadMembers reads membersFile; empty when there is none.
+func (n *Node) loadMembers() map[string]string {
+	m := map[string]string{}
+	if b, err := os.ReadFile(filepath.Join(n.cfg.DataDir, membersFile)); err == nil {
+		_ = json.Unmarshal(b, &m)
+	}
+	return m
 }

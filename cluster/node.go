@@ -109,6 +109,7 @@ func NewNode(ctx context.Context, cfg Config) (_ *Node, err error) {
 		MaxWaitersPerKey: cfg.MaxWaitersPerKey,
 		Logger:           cfg.Logger.With(logbridge.NameKey, "fsm"),
 		OnApply:          n.onApply,
+		OnConfiguration:  func(c raft.Configuration) { n.member.committed(raft.ServerID(cfg.ID), c) },
 	})
 	if err != nil {
 		return nil, err

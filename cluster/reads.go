@@ -106,9 +106,13 @@ func (n *Node) status() api.Status {
 
 // nodeInfo is what this node tells a leader asked to add it.
 func (n *Node) nodeInfo() api.NodeInfo {
-	info := api.NodeInfo{ID: n.cfg.ID, ClusterID: n.cfg.ClusterID, Membership: n.member.get(), LastIndex: n.raft.LastIndex()}
+	info := api.NodeInfo{ID: n.cfg.ID, ClusterID: n.cfg.ClusterID, Membership: n.member.get(), LastIndex: n.raft.LastIndex(),
+		State: strings.ToLower(n.raft.State().String()), Members: []string{}}
 	if f := n.raft.GetConfiguration(); f.Error() == nil {
-		info.Servers = len(f.Configuration().Servers)
+		for _, s := range f.Configuration().Servers {
+			info.Members = append(info.Members, string(s.ID))
+		}
+		info.Servers = len(info.Members)
 	}
 	return info
 }

@@ -28,6 +28,11 @@ type Config struct {
 	// engine. The cluster uses it to wake waiting requests and for metrics.
 	// It must not block.
 	OnApply func(Applied)
+	// OnConfiguration, when set, is called in the apply goroutine with
+	// every committed raft configuration, in log order (raft calls
+	// StoreConfiguration). The node learns from it that it was added,
+	// even when it is removed again before it looks. It must not block.
+	OnConfiguration func(raft.Configuration)
 }
 
 // Applied describes one applied lock entry, for Config.OnApply.
@@ -55,9 +60,10 @@ type Response struct {
 // and ApplyBatch run on raft's FSM goroutine; the accessors (Time, Members,
 // Waiters, AppliedIndex, Engine) are safe from any goroutine.
 type FSM struct {
-	eng     *engine.Engine
-	log     *slog.Logger
-	onApply func(Applied)
+	eng      *engine.Engine
+	log      *slog.Logger
+	onApply  func(Applied)
+	onConfig func(raft.Configuration)
 
 	// Reused by ApplyBatch (single goroutine) so a batch allocates little.
 	cmds []engine.Command
@@ -105,6 +111,7 @@ func New(cfg Config) (*FSM, error) {
 		eng:       eng,
 		log:       lg,
 		onApply:   cfg.OnApply,
+		onConfig:  cfg.OnConfiguration,
 		st:        newState(),
 		appliedCh: make(chan struct{}),
 	}, nil
@@ -122,6 +129,16 @@ func (f *FSM) Close() error { return f.eng.Close() }
 func (f *FSM) Engine() *engine.Engine { return f.eng }
 
 // Apply applies one entry; raft calls it only when batching is off.
+var _ raft.ConfigurationStore = (*FSM)(nil)
+
+// StoreConfiguration hands a committed configuration to
+// Config.OnConfiguration; the table keeps nothing of it.
+func (f *FSM) StoreConfiguration(_ uint64, c raft.Configuration) {
+	if f.onConfig != nil {
+		f.onConfig(c)
+	}
+}
+
 func (f *FSM) Apply(l *raft.Log) interface{} {
 	return f.ApplyBatch([]*raft.Log{l})[0]
 }

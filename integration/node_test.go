@@ -176,10 +176,15 @@ func (c *testCluster) addrs() []string {
 	return out
 }
 
-// client returns a client of the cluster, closed when the test ends.
-func (c *testCluster) client() *client.Client {
+// client returns a client of the cluster with a worker's token (lock
+// rights only), closed when the test ends.
+func (c *testCluster) client() *client.Client { return c.clientWith(clientToken) }
+
+// clientWith returns a client of the cluster with token, closed when the
+// test ends.
+func (c *testCluster) clientWith(token string) *client.Client {
 	c.t.Helper()
-	cl, err := client.New(client.Config{Addrs: c.addrs(), Token: clientToken})
+	cl, err := client.New(client.Config{Addrs: c.addrs(), Token: token})
 	if err != nil {
 		c.t.Fatal(err)
 	}

@@ -170,6 +170,14 @@ func (s *Set) WithOperator(name, token string) (*Set, error) {
 			out.names[k] = v
 		}
 	}
+	if c := out.ByToken(token); c != nil {
+		// The file names the same token: fine when it gives it the same
+		// rights, a contradiction otherwise.
+		if c.Role != RoleOperator || c.Prefixes != nil {
+			return nil, fmt.Errorf("the operator token %s is also credential %q, a %s for %s: give it one role", name, c.Name, c.Role, c.Scope())
+		}
+		return out, nil
+	}
 	if err := out.add(&Credential{Name: name, Role: RoleOperator}, "sha256:"+HashToken(token)); err != nil {
 		return nil, err
 	}

@@ -54,4 +54,12 @@ func TestParse_RolesAndPrefixes(t *testing.T) {
 	if err != nil || with.ByToken("single-token-0123456789").Role != RoleOperator || with.Len() != 4 || set.Len() != 3 {
 		t.Fatalf("WithOperator: %v", err)
 	}
+	// The file's own operator token given as --token too is the same
+	// credential; a client's is a contradiction.
+	if again, err := set.WithOperator("--token", "tok-ops-0123456789"); err != nil || again.Len() != 3 {
+		t.Fatalf("WithOperator of the file's operator token: %v", err)
+	}
+	if _, err := set.WithOperator("--token", "tok-a-0123456789"); err == nil || !strings.Contains(err.Error(), `credential "team-a", a client`) {
+		t.Fatalf("WithOperator of a client's token: %v", err)
+	}
 }
