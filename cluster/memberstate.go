@@ -94,12 +94,15 @@ func (m *membership) observe(self raft.ServerID, c raft.Configuration) bool {
 	return false
 }
 
-// told records that a leader of the cluster said this member is not in
-// its configuration; it reports true the one time that removes it.
-func (m *membership) told() bool {
+// told records that a leader of the cluster said this node is not in
+// its configuration; it reports true the one time that removes it. A
+// node still waiting counts when it holds raft state (hasLog): it got
+// the cluster's log, so it was added, and the leader stopped
+// replicating to it before it saw its addition committed.
+func (m *membership) told(hasLog bool) bool {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if m.state != api.MemberOf {
+	if m.state != api.MemberOf && (m.state != api.MemberWaiting || !hasLog) {
 		return false
 	}
 	m.state = api.MemberRemoved
@@ -134,9 +137,11 @@ func trimNL(b []byte) []byte {
 // so that nothing more is served.
 //
 // The leader stops replicating to a server as it removes it, often before
-// the removal reaches it, and a node that was down when it was removed
-// never gets it: a member that has known no leader for two election
-// timeouts asks the members it knows (askLeader) every second.
+// the removal reaches it (or before the node saw its own addition
+// committed), and a node that was down when it was removed never gets it:
+// a member, or a node that got the cluster's log, that has known no
+// leader for two election timeouts asks the members it knows (askLeader)
+// every second.
 func (n *Node) watchMembership() {
 	t := time.NewTicker(100 * time.Millisecond)
 	defer t.Stop()
@@ -146,13 +151,14 @@ func (n *Node) watchMembership() {
 	for {
 		n.checkMembership()
 		saved = n.saveMembers(saved)
-		if _, id := n.raft.LeaderWithID(); id != "" || n.member.get() != api.MemberOf {
+		state, hasLog := n.member.get(), n.raft.LastIndex() > 0
+		if _, id := n.raft.LeaderWithID(); id != "" || !(state == api.MemberOf || state == api.MemberWaiting && hasLog) {
 			leaderless = time.Time{}
 		} else if leaderless.IsZero() {
 			leaderless = time.Now()
 		} else if time.Since(leaderless) > 2*n.cfg.ElectionTimeout && time.Since(asked) > time.Second {
 			asked = time.Now()
-			if by := n.askLeader(); by != "" && n.member.told() {
+			if by := n.askLeader(); by != "" && n.member.told(hasLog) {
 				n.markRemoved("leader " + by + " does not list this node")
 			}
 		}
