@@ -92,7 +92,8 @@ func postJSON(hc *http.Client, url string, body any) (int, map[string]any, error
 // mutual TLS, and a follower forwards to the leader over https.
 func TestTLS_ThreeNodeClusterOverTLS(t *testing.T) {
 	files := newTLSFiles(t, "n1", "n2", "n3")
-	nodes := startCluster(t, 3, func(c *Config) { c.TLS = files.config(c.ID, true) })
+	// TLS alone authenticates raft: no raft secret.
+	nodes := startCluster(t, 3, func(c *Config) { c.TLS, c.RaftSecret = files.config(c.ID, true), "" })
 	leader := waitLeader(t, nodes)
 	app := files.ca.Issue(t, "app")
 	hc := httpsClient(t, caPool(t, files.ca.File), &app)
