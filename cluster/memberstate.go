@@ -133,8 +133,8 @@ func trimNL(b []byte) []byte {
 
 // watchMembership polls the raft configuration (raft keeps the latest in
 // memory, so a read is cheap) until the node stops, and acts once on a
-// removal: it logs it, marks the data dir and stops the node's leadership
-// so that nothing more is served.
+// removal: it logs it and marks the data dir; from then on servingErr
+// refuses every request.
 //
 // The leader stops replicating to a server as it removes it, often before
 // the removal reaches it (or before the node saw its own addition
