@@ -291,10 +291,12 @@ type queuedAnswer struct {
 func (s *streamConn) queue(a stream.Answer, pending bool) {
 	n := int64(len(a.Body) + answerOverhead)
 	mine, all := s.queued.Add(n), s.nodeQueued.Add(n)
-	s.answers <- queuedAnswer{a, pending}
 	if mine > MaxStreamQueuedBytes || (all > MaxQueuedBytes && mine > fairQueuedBytes) {
+		// Before the send, which blocks while the queue is full: the
+		// answers that wait to be queued count too.
 		_ = s.conn.Close()
 	}
+	s.answers <- queuedAnswer{a, pending}
 }
 
 // written settles the accounts of an answer the writer took.
