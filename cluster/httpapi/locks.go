@@ -35,6 +35,9 @@ func (h *handler) acquire(w http.ResponseWriter, r *http.Request) {
 		}
 		defer done()
 	}
+	if req.WaitMillis > 0 {
+		releaseRunSlot(r.Context()) // the wait cap, not the stream's slots, bounds what waits hold
+	}
 	if !h.scope(w, r, access.RightLock, req.Key) {
 		return
 	}

@@ -25,6 +25,15 @@ import (
 // answers.
 const MaxStreamRequests = 4096
 
+// MaxStreamRunning caps the requests of one stream whose handlers run at
+// once, a waiting acquire's wait excepted (it gives its slot back as it
+// starts to wait: the wait cap bounds those). Past it the stream's reader
+// waits for a slot before it reads the next frame. It bounds what one
+// stream's answers in the making may hold (a list answer is up to about
+// a megabyte, /metrics tens of kilobytes), which the queued-bytes bounds
+// below cannot see until they are made.
+const MaxStreamRunning = 256
+
 // The bounds of what answers waiting to be written may hold. A client
 // that sends frames and stops reading would otherwise make the node hold
 // every answer: past either bound the stream is closed (its requests are
@@ -74,6 +83,7 @@ func (h *handler) serveStream(root http.Handler) http.HandlerFunc {
 			tls:      r.TLS,
 			inflight: map[uint64]context.CancelFunc{},
 			answers:  make(chan queuedAnswer, MaxStreamRequests),
+			slots:    make(chan struct{}, MaxStreamRunning),
 			jobs:     make(chan func()),
 			done:     make(chan struct{}),
 		}
@@ -144,6 +154,7 @@ type streamConn struct {
 	done    chan struct{} // closed once the stream ended: workers exit
 	workers sync.WaitGroup
 	answers chan queuedAnswer // room for MaxStreamRequests
+	slots   chan struct{}     // MaxStreamRunning
 	// running counts the requests whose answers are not yet queued: while
 	// some are, the writer lets them run before it writes (see write).
 	running atomic.Int32
@@ -263,9 +274,22 @@ func (s *streamConn) start(parent context.Context, req stream.Request) bool {
 	s.mu.Unlock()
 
 	body := bytes.Clone(req.Body) // the frame buffer is reused for the next frame
+	slot := s.takeSlot(parent)
+	if slot == nil {
+		s.mu.Lock()
+		delete(s.inflight, req.ID)
+		s.mu.Unlock()
+		cancel()
+		s.running.Add(-1)
+		s.pending.Add(-1)
+		s.handlers.Done()
+		return false // the stream ends
+	}
+	ctx = context.WithValue(ctx, runSlotKey{}, slot)
 	s.run(func() {
 		defer s.handlers.Done()
 		a := s.handle(ctx, req, body)
+		slot.release()
 		s.mu.Lock()
 		delete(s.inflight, req.ID)
 		s.mu.Unlock()
@@ -275,6 +299,37 @@ func (s *streamConn) start(parent context.Context, req stream.Request) bool {
 		s.armIdle()
 	})
 	return true
+}
+
+// runSlot is one of a stream's MaxStreamRunning slots, held by a request
+// while its handler runs.
+type runSlot struct {
+	once  sync.Once
+	slots chan struct{}
+}
+
+// runSlotKey carries a stream request's slot in its context.
+type runSlotKey struct{}
+
+// takeSlot waits for a free slot (the reader: no frame is read
+// meanwhile), or for the stream's end (nil).
+func (s *streamConn) takeSlot(ctx context.Context) *runSlot {
+	select {
+	case s.slots <- struct{}{}:
+		return &runSlot{slots: s.slots}
+	case <-ctx.Done():
+		return nil
+	}
+}
+
+func (r *runSlot) release() { r.once.Do(func() { <-r.slots }) }
+
+// releaseRunSlot gives back the stream slot of a request that is about to
+// wait (a waiting acquire); a plain request has none.
+func releaseRunSlot(ctx context.Context) {
+	if r, ok := ctx.Value(runSlotKey{}).(*runSlot); ok {
+		r.release()
+	}
 }
 
 // queuedAnswer is an answer on its way to the writer; pending: it

@@ -13,6 +13,7 @@ import (
 	"github.com/zerotal/lock/api"
 	"github.com/zerotal/lock/api/stream"
 	"github.com/zerotal/lock/cluster/httpapi"
+	"github.com/zerotal/lock/internal/poll"
 )
 
 // A stream client that sends frames and never reads the answers: the
@@ -79,4 +80,106 @@ func TestStream_ClientThatNeverReadsIsBounded(t *testing.T) {
 	runtime.GC()
 	runtime.ReadMemStats(&ms)
 	t.Logf("flooder sent %d frames; +%d goroutines at the peak; heap in use %d MiB after", sent, peak, ms.HeapInuse>>20)
+}
+
+// countingStore holds every acquire of "block" until its context ends
+// and counts how many it holds at once.
+type countingStore struct {
+	*fakeStore
+	mu        sync.Mutex
+	now, peak int
+}
+
+func (s *countingStore) Acquire(ctx context.Context, key, owner string, ttl, wait time.Duration) (uint64, error) {
+	if key != "block" {
+		return s.fakeStore.Acquire(ctx, key, owner, ttl, wait)
+	}
+	s.mu.Lock()
+	s.now++
+	s.peak = max(s.peak, s.now)
+	s.mu.Unlock()
+	<-ctx.Done()
+	s.mu.Lock()
+	s.now--
+	s.mu.Unlock()
+	return 0, ctx.Err()
+}
+
+func (s *countingStore) held() (now, peak int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.now, s.peak
+}
+
+// At most MaxStreamRunning handlers of one stream run at once: past them
+// the stream is not read until one ends. A waiting acquire gives its slot
+// back as it starts to wait, so waits do not count.
+func TestStream_HandlersRunningAtOnceAreCapped(t *testing.T) {
+	store := &countingStore{fakeStore: newFakeStore()}
+	streams := &sync.WaitGroup{}
+	base, cancel := context.WithCancel(context.Background())
+	srv := httptest.NewUnstartedServer(httpapi.New(store, httpapi.Options{NodeID: "n1", ClusterID: "c1",
+		Credentials: operator(streamToken), Streams: streams}))
+	srv.Config.BaseContext = func(net.Listener) context.Context { return base }
+	srv.Start()
+	defer func() {
+		cancel()
+		srv.Close()
+		streams.Wait()
+	}()
+	s := &streamServer{srv: srv, streams: streams}
+	c := s.mustOpen(t)
+	var buf []byte
+	const held = httpapi.MaxStreamRunning + 44
+	for i := 1; i <= held; i++ {
+		buf, _ = stream.AppendRequest(buf, stream.Request{ID: uint64(i), Method: http.MethodPost, Target: api.PathAcquire,
+			Body: []byte(`{"key":"block","owner":"o","ttl_ms":1000}`)})
+	}
+	if _, err := c.conn.Write(buf); err != nil {
+		t.Fatal(err)
+	}
+	poll.Until(t, 10*time.Second, "the stream's slots to fill", func() bool {
+		now, _ := store.held()
+		return now == httpapi.MaxStreamRunning
+	})
+	// The reader waits for a slot before it reads the next frame, so
+	// nothing more starts until one ends.
+	time.Sleep(100 * time.Millisecond) // a negative check: give extra handlers the chance to start
+	if now, peak := store.held(); now != httpapi.MaxStreamRunning || peak != httpapi.MaxStreamRunning {
+		t.Fatalf("%d handlers at once (peak %d), want %d", now, peak, httpapi.MaxStreamRunning)
+	}
+	// While the reader waits for a slot it reads nothing, so a client's
+	// close is seen once a slot frees; the node's shutdown ends it at once.
+	cancel()
+	poll.Until(t, 10*time.Second, "the held acquires to end", func() bool {
+		now, _ := store.held()
+		return now == 0
+	})
+	if _, peak := store.held(); peak != httpapi.MaxStreamRunning {
+		t.Fatalf("peak %d, want %d", peak, httpapi.MaxStreamRunning)
+	}
+}
+
+// Waiting acquires give their slot back: more of them than
+// MaxStreamRunning wait on one stream at once.
+func TestStream_WaitsDoNotHoldRunSlots(t *testing.T) {
+	s := newStreamServer(t, time.Second)
+	c := s.mustOpen(t)
+	var buf []byte
+	const waits = httpapi.MaxStreamRunning + 44
+	for i := 1; i <= waits; i++ {
+		buf, _ = stream.AppendRequest(buf, stream.Request{ID: uint64(i), Method: http.MethodPost, Target: api.PathAcquire,
+			Body: []byte(`{"key":"block","owner":"o","ttl_ms":1000,"wait_ms":60000}`)})
+	}
+	if _, err := c.conn.Write(buf); err != nil {
+		t.Fatal(err)
+	}
+	c.send(stream.Request{ID: 1 << 20, Method: http.MethodGet, Target: api.PathStatus})
+	if a := c.answer(); a.ID != 1<<20 || a.Status != http.StatusOK {
+		t.Fatalf("a status behind %d waits: %d %d %s", waits, a.ID, a.Status, a.Body)
+	}
+	_ = c.conn.Close()
+	for range waits {
+		s.ended(t)
+	}
 }
