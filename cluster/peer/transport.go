@@ -140,12 +140,19 @@ func (s *StreamLayer) acceptAll() {
 	defer s.acceptLoop.Done()
 	for {
 		c, err := s.ln.Accept()
+		if errors.Is(err, net.ErrClosed) {
+			return
+		}
 		if err != nil {
-			var ne net.Error
-			if errors.As(err, &ne) && ne.Timeout() {
-				continue
+			// Out of descriptors, say: pause a moment and accept again,
+			// as net/http's server does, rather than stop accepting.
+			s.refused(fmt.Errorf("raft listener: %w", err))
+			select {
+			case <-s.stop:
+				return
+			case <-time.After(50 * time.Millisecond):
 			}
-			return // closed
+			continue
 		}
 		s.mu.Lock()
 		switch {
