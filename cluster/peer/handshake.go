@@ -14,7 +14,7 @@ import (
 
 // Every raft connection opens with a handshake, before raft reads or
 // writes a byte of it. It names the cluster, and when the nodes have a
-// secret (Config.Key: the node's raft secret, else its token) both ends
+// secret (Config.Key: the node's raft secret, never the API token) both ends
 // prove they know it without sending it: each sends a fresh random
 // nonce, then each sends
 // HMAC-SHA256(secret, role | cluster ID | dialer's nonce | acceptor's
@@ -159,7 +159,7 @@ func dialHandshake(c net.Conn, clusterID string, key []byte, timeout time.Durati
 			return err
 		}
 		if !hmac.Equal(proof[1:], handshakeMAC(key, labelAcceptor, clusterID, nonceD, nonceA)) {
-			return fmt.Errorf("%w: the peer did not prove it knows the raft secret (the nodes have different raft secrets or tokens)", ErrRaftAuth)
+			return fmt.Errorf("%w: the peer did not prove it knows the raft secret (the nodes have different raft secrets)", ErrRaftAuth)
 		}
 		return nil
 	})
@@ -174,11 +174,11 @@ func refusal(status byte, clusterID string, mode byte) error {
 		return fmt.Errorf("%w: the peer is not in cluster %q", ErrWrongCluster, clusterID)
 	case statusModeMismatch:
 		if mode == modeSecret {
-			return fmt.Errorf("%w: this node has a raft secret (or token) and the peer has none", ErrRaftAuth)
+			return fmt.Errorf("%w: this node has a raft secret and the peer has none", ErrRaftAuth)
 		}
-		return fmt.Errorf("%w: the peer requires a raft secret (or token) and this node has none", ErrRaftAuth)
+		return fmt.Errorf("%w: the peer requires a raft secret and this node has none", ErrRaftAuth)
 	case statusBadProof:
-		return fmt.Errorf("%w: the peer refused this node's proof (the nodes have different raft secrets or tokens)", ErrRaftAuth)
+		return fmt.Errorf("%w: the peer refused this node's proof (the nodes have different raft secrets)", ErrRaftAuth)
 	}
 	return fmt.Errorf("cluster: raft handshake: unknown answer %d from the peer", status)
 }
@@ -205,9 +205,9 @@ func acceptHandshake(c net.Conn, clusterID string, key []byte) error {
 		if mine := modeOf(key); mode != mine {
 			writeStatus(c, statusModeMismatch)
 			if mine == modeSecret {
-				return fmt.Errorf("%w: the peer sent no proof of the raft secret (it has no raft secret or token)", ErrRaftAuth)
+				return fmt.Errorf("%w: the peer sent no proof of the raft secret (it has no raft secret)", ErrRaftAuth)
 			}
-			return fmt.Errorf("%w: the peer has a raft secret (or token) and this node has none", ErrRaftAuth)
+			return fmt.Errorf("%w: the peer has a raft secret and this node has none", ErrRaftAuth)
 		}
 		nonceA, err := newNonce()
 		if err != nil {
@@ -225,7 +225,7 @@ func acceptHandshake(c net.Conn, clusterID string, key []byte) error {
 		}
 		if !hmac.Equal(macD, handshakeMAC(key, labelDialer, clusterID, nonceD, nonceA)) {
 			writeStatus(c, statusBadProof)
-			return fmt.Errorf("%w: the peer did not prove it knows the raft secret (a different raft secret or token, or not a member)", ErrRaftAuth)
+			return fmt.Errorf("%w: the peer did not prove it knows the raft secret (a different raft secret, or not a member)", ErrRaftAuth)
 		}
 		_, err = c.Write(append([]byte{statusOK}, handshakeMAC(key, labelAcceptor, clusterID, nonceD, nonceA)...))
 		return err
