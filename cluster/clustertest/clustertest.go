@@ -8,9 +8,11 @@ package clustertest
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"path/filepath"
+	"syscall"
 	"testing"
 	"time"
 
@@ -47,6 +49,22 @@ func Start(t testing.TB, n int, mod func(*cluster.Config)) *Cluster {
 	if n < 1 {
 		t.Fatalf("clustertest.Start: %d nodes, want at least one", n)
 	}
+	// A port picked free can be taken by another test process before the
+	// node binds it: start again on other ports, a few times.
+	for attempt := 1; ; attempt++ {
+		c, err := start(t, n, mod)
+		if err == nil {
+			return c
+		}
+		if attempt == 3 || !errors.Is(err, syscall.EADDRINUSE) {
+			t.Fatal(err)
+		}
+		t.Logf("clustertest.Start: %v; again on other ports", err)
+	}
+}
+
+func start(t testing.TB, n int, mod func(*cluster.Config)) (*Cluster, error) {
+	t.Helper()
 	dir := t.TempDir()
 	peers := make([]cluster.Peer, n)
 	for i := range peers {
@@ -74,7 +92,8 @@ func Start(t testing.TB, n int, mod func(*cluster.Config)) *Cluster {
 		}
 		node, err := cluster.NewNode(t.Context(), cfg)
 		if err != nil {
-			t.Fatalf("start %s: %v", cfg.ID, err)
+			c.stop(t)
+			return nil, fmt.Errorf("start %s: %w", cfg.ID, err)
 		}
 		c.Nodes[i] = node
 		t.Cleanup(func() {
@@ -92,7 +111,21 @@ func Start(t testing.TB, n int, mod func(*cluster.Config)) *Cluster {
 			t.Fatalf("no leader: %v", err)
 		}
 	}
-	return c
+	return c, nil
+}
+
+// stop shuts the nodes started so far down (a start that failed half-way).
+func (c *Cluster) stop(t testing.TB) {
+	for _, node := range c.Nodes {
+		if node == nil {
+			continue
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), ShutdownTimeout)
+		if err := node.Shutdown(ctx); err != nil {
+			t.Errorf("shutdown %s: %v", node.ID(), err)
+		}
+		cancel()
+	}
 }
 
 // RaftSecret is the raft secret of the clusters Start starts.
