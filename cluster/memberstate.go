@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/raft"
@@ -43,19 +44,25 @@ var errWaiting = errors.New("this node is waiting to be added to a cluster (lock
 // that predate its addition, which must not count.
 type membership struct {
 	mu      sync.Mutex
-	state   string        // api.Member*
+	state   string        // api.Member*; written under mu, then published in cur
 	removed chan struct{} // closed on removal
+	// cur is state for readers: every lock request reads it.
+	cur atomic.Pointer[string]
 }
 
 func newMembership() *membership {
-	return &membership{state: api.MemberWaiting, removed: make(chan struct{})}
+	m := &membership{removed: make(chan struct{})}
+	m.set(api.MemberWaiting)
+	return m
 }
 
-func (m *membership) get() string {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return m.state
+// set changes the state; m.mu is held, or m is not shared yet.
+func (m *membership) set(state string) {
+	m.state = state
+	m.cur.Store(&state)
 }
+
+func (m *membership) get() string { return *m.cur.Load() }
 
 // committed records a committed configuration: one that lists this node
 // makes it a member, even if the latest configuration no longer does by
@@ -65,7 +72,7 @@ func (m *membership) committed(self raft.ServerID, c raft.Configuration) {
 		if s.ID == self {
 			m.mu.Lock()
 			if m.state == api.MemberWaiting {
-				m.state = api.MemberOf
+				m.set(api.MemberOf)
 			}
 			m.mu.Unlock()
 			return
@@ -85,9 +92,9 @@ func (m *membership) observe(self raft.ServerID, c raft.Configuration) bool {
 	switch {
 	case m.state == api.MemberRemoved:
 	case listed:
-		m.state = api.MemberOf
+		m.set(api.MemberOf)
 	case m.state == api.MemberOf:
-		m.state = api.MemberRemoved
+		m.set(api.MemberRemoved)
 		close(m.removed)
 		return true
 	}
@@ -105,7 +112,7 @@ func (m *membership) told(hasLog bool) bool {
 	if m.state != api.MemberOf && (m.state != api.MemberWaiting || !hasLog) {
 		return false
 	}
-	m.state = api.MemberRemoved
+	m.set(api.MemberRemoved)
 	close(m.removed)
 	return true
 }
