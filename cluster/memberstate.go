@@ -68,25 +68,25 @@ func (m *membership) get() string { return *m.cur.Load() }
 // makes it a member, even if the latest configuration no longer does by
 // the time the node looks (an add and a leave within one poll).
 func (m *membership) committed(self raft.ServerID, c raft.Configuration) {
-	for _, s := range c.Servers {
-		if s.ID == self {
-			m.mu.Lock()
-			if m.state == api.MemberWaiting {
-				m.set(api.MemberOf)
-			}
-			m.mu.Unlock()
-			return
-		}
+	if !lists(c, self) {
+		return
 	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.state == api.MemberWaiting {
+		m.set(api.MemberOf)
+	}
+}
+
+// lists reports whether c has the server id.
+func lists(c raft.Configuration, id raft.ServerID) bool {
+	return slices.ContainsFunc(c.Servers, func(s raft.Server) bool { return s.ID == id })
 }
 
 // observe updates the state from the latest configuration; it reports
 // true the one time the node turns out removed.
 func (m *membership) observe(self raft.ServerID, c raft.Configuration) bool {
-	listed := false
-	for _, s := range c.Servers {
-		listed = listed || s.ID == self
-	}
+	listed := lists(c, self)
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	switch {

@@ -20,25 +20,13 @@ import (
 	"github.com/zerotal/lock/internal/poll"
 )
 
-// cli runs a lockcluster admin command against c and returns its status
-// and output.
+// cli runs a lockcluster admin command against c, with the operator's
+// token, and returns its status and output.
 func cli(t *testing.T, c *testCluster, args ...string) (int, string) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, binary, args...)
-	cmd.Env = append(cmd.Environ(), "LOCKCLUSTER_ENDPOINTS="+strings.Join(c.addrs(), ","), "LOCKCLUSTER_TOKEN="+operatorToken)
-	out, err := cmd.CombinedOutput()
-	code := exitCode(err)
-	if code < 0 {
-		t.Fatalf("%v: %v", args, err)
-	}
-	return code, string(out)
+	return cliAt(t, c.addrs(), operatorToken, args...)
 }
 
-// TestAdmin_StatusLocksJoinLeave drives the admin commands against real
-// nodes: status names the leader, locks lists holders, a fourth node joins
-// at start and is removed with leave.
 func TestAdmin_StatusLocksJoinLeave(t *testing.T) {
 	c := newCluster(t)
 	cl := c.client()

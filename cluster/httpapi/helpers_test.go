@@ -39,11 +39,7 @@ func do(h http.Handler, method, path, body string, header ...string) answer {
 	for i := 0; i+1 < len(header); i += 2 {
 		req.Header.Set(header[i], header[i+1])
 	}
-	rec := httptest.NewRecorder()
-	h.ServeHTTP(rec, req)
-	a := answer{status: rec.Code, header: rec.Header(), raw: rec.Body.Bytes()}
-	_ = json.Unmarshal(a.raw, &a.err)
-	return a
+	return serve(h, req)
 }
 
 // mustStatus fails t unless a has status want.

@@ -266,7 +266,15 @@ func (s *streamConn) start(parent context.Context, req stream.Request) bool {
 			Message: fmt.Sprintf("cluster: %d requests in progress on this stream, the most it carries (answers not yet read count)", MaxStreamRequests)}), false)
 		return true
 	}
+	s.mu.Unlock()
+	// The slot first, so that a stream that ends meanwhile has nothing to
+	// undo; only this reader registers requests, so the checks above hold.
+	slot := s.takeSlot(parent)
+	if slot == nil {
+		return false // the stream ends
+	}
 	ctx, cancel := context.WithCancel(parent)
+	s.mu.Lock()
 	s.inflight[req.ID] = cancel
 	s.handlers.Add(1)
 	s.running.Add(1)
@@ -274,17 +282,6 @@ func (s *streamConn) start(parent context.Context, req stream.Request) bool {
 	s.mu.Unlock()
 
 	body := bytes.Clone(req.Body) // the frame buffer is reused for the next frame
-	slot := s.takeSlot(parent)
-	if slot == nil {
-		s.mu.Lock()
-		delete(s.inflight, req.ID)
-		s.mu.Unlock()
-		cancel()
-		s.running.Add(-1)
-		s.pending.Add(-1)
-		s.handlers.Done()
-		return false // the stream ends
-	}
 	ctx = context.WithValue(ctx, runSlotKey{}, slot)
 	s.run(func() {
 		defer s.handlers.Done()

@@ -62,11 +62,21 @@ func newStreamServer(t *testing.T, readTimeout time.Duration) *streamServer {
 // newStreamServerWith is newStreamServer with opts (Streams is set here).
 func newStreamServerWith(t *testing.T, opts httpapi.Options) *streamServer {
 	t.Helper()
-	s := &streamServer{store: &blockingStore{fakeStore: newFakeStore(), ended: make(chan string, 16)}, streams: &sync.WaitGroup{}}
+	store := &blockingStore{fakeStore: newFakeStore(), ended: make(chan string, 16)}
+	s := newStreamServerOn(t, store, opts)
+	s.store = store
+	return s
+}
+
+// newStreamServerOn serves store with opts (Streams is set here); the
+// test's end, or cancel, ends every request's base context.
+func newStreamServerOn(t *testing.T, store httpapi.Store, opts httpapi.Options) *streamServer {
+	t.Helper()
+	s := &streamServer{streams: &sync.WaitGroup{}}
 	base, cancel := context.WithCancel(context.Background())
 	s.cancel = cancel
 	opts.Streams = s.streams
-	s.srv = httptest.NewUnstartedServer(httpapi.New(s.store, opts))
+	s.srv = httptest.NewUnstartedServer(httpapi.New(store, opts))
 	s.srv.Config.BaseContext = func(net.Listener) context.Context { return base }
 	s.srv.Start()
 	t.Cleanup(func() {

@@ -2,9 +2,7 @@ package httpapi_test
 
 import (
 	"context"
-	"net"
 	"net/http"
-	"net/http/httptest"
 	"runtime"
 	"sync"
 	"testing"
@@ -25,20 +23,10 @@ import (
 // grew the node by more than 14,000 goroutines and 500 MiB.
 func TestStream_ClientThatNeverReadsIsBounded(t *testing.T) {
 	const writeTimeout = 500 * time.Millisecond
-	streams := &sync.WaitGroup{}
-	base, cancel := context.WithCancel(context.Background())
-	srv := httptest.NewUnstartedServer(httpapi.New(newFakeStore(), httpapi.Options{
+	s := newStreamServerOn(t, newFakeStore(), httpapi.Options{
 		NodeID: "n1", ClusterID: "c1", Credentials: operator(streamToken), ReadTimeout: 5 * time.Second,
-		WriteTimeout: writeTimeout, Streams: streams, Metrics: bigMetrics,
-	}))
-	srv.Config.BaseContext = func(net.Listener) context.Context { return base }
-	srv.Start()
-	defer func() {
-		cancel()
-		srv.Close()
-		streams.Wait()
-	}()
-	s := &streamServer{srv: srv, streams: streams}
+		WriteTimeout: writeTimeout, Metrics: bigMetrics,
+	})
 	before := runtime.NumGoroutine()
 
 	// The flooder: frames asking for the status, written until the node
@@ -116,18 +104,7 @@ func (s *countingStore) held() (now, peak int) {
 // back as it starts to wait, so waits do not count.
 func TestStream_HandlersRunningAtOnceAreCapped(t *testing.T) {
 	store := &countingStore{fakeStore: newFakeStore()}
-	streams := &sync.WaitGroup{}
-	base, cancel := context.WithCancel(context.Background())
-	srv := httptest.NewUnstartedServer(httpapi.New(store, httpapi.Options{NodeID: "n1", ClusterID: "c1",
-		Credentials: operator(streamToken), Streams: streams}))
-	srv.Config.BaseContext = func(net.Listener) context.Context { return base }
-	srv.Start()
-	defer func() {
-		cancel()
-		srv.Close()
-		streams.Wait()
-	}()
-	s := &streamServer{srv: srv, streams: streams}
+	s := newStreamServerOn(t, store, httpapi.Options{NodeID: "n1", ClusterID: "c1", Credentials: operator(streamToken)})
 	c := s.mustOpen(t)
 	var buf []byte
 	const held = httpapi.MaxStreamRunning + 44
@@ -150,7 +127,7 @@ func TestStream_HandlersRunningAtOnceAreCapped(t *testing.T) {
 	}
 	// While the reader waits for a slot it reads nothing, so a client's
 	// close is seen once a slot frees; the node's shutdown ends it at once.
-	cancel()
+	s.cancel()
 	poll.Until(t, 10*time.Second, "the held acquires to end", func() bool {
 		now, _ := store.held()
 		return now == 0
