@@ -48,6 +48,11 @@ func TestMembership_RemovedMemberStopsAndStaysRefused(t *testing.T) {
 	n3 := startNode(t, cfg)
 	c := newClient(t)
 	mustStatus(t, c.do(leader.HTTPAddr(), "POST", "/v1/join", map[string]any{"id": "n3", "addr": n3.RaftAddr(), "http": n3.HTTPAddr()}), 200, "join n3")
+	// The leave follows as soon as the cluster's log reached n3, before
+	// its poll of the configuration. (A node removed before any entry
+	// reached it holds nothing: it still waits, as a new node does, and
+	// may be joined again.)
+	waitFor(t, 10*time.Second, "the cluster's log to reach n3", func() bool { return n3.raft.LastIndex() > 0 })
 	mustStatus(t, c.do(leader.HTTPAddr(), "POST", "/v1/leave", map[string]any{"id": "n3"}), 200, "leave n3")
 	select {
 	case <-n3.Removed():
