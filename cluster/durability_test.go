@@ -43,6 +43,9 @@ func testAcknowledgedGrantsSurviveFullRestart(t *testing.T, raftLog string) {
 			go func() { defer wg.Done(); nodes[i] = startNode(t, cfg) }()
 		}
 		wg.Wait()
+		if t.Failed() {
+			t.FailNow() // a node did not start (startNode failed its goroutine): no nil nodes to wait on
+		}
 		return nodes
 	}
 	nodes := start()
