@@ -11,11 +11,8 @@ import (
 	"github.com/zerotal/lock/drivers"
 )
 
-// Default configuration values.
-const (
-	DefaultDriver     = "memory"
-	DefaultSQLitePath = ":memory:"
-)
+// DefaultDriver is the driver of a Config that names none.
+const DefaultDriver = "memory"
 
 // Config selects and configures the backend for Open. The zero value is
 // valid: the in-process memory driver with DefaultPrefix.
@@ -47,12 +44,16 @@ type Config struct {
 
 // SQLiteConfig configures the "sqlite" driver.
 type SQLiteConfig struct {
-	// Path is the database file; empty means ":memory:", a database
-	// private to this one handle: no other Manager, in this process or
-	// another, sees its locks. Point it at a file to coordinate every
-	// process on the host (local file systems only: all processes must
-	// share one clock).
+	// Path is the database file, which every process that shares the locks
+	// opens (local file systems only: all processes must share one clock).
+	// It is required: ":memory:", written out, is a database private to
+	// this one handle, which no other Manager, in this process or another,
+	// sees.
 	Path string
+	// Durable makes every commit wait until it is on disk, so that grants
+	// and the fence counter survive an OS crash or a power cut as well as a
+	// process crash, for an fsync per commit (see sqlite.Config.Durable).
+	Durable bool
 }
 
 // RedisConfig configures the "redis" driver.
@@ -111,8 +112,8 @@ func (c ClusterConfig) GoString() string { return "lock.ClusterConfig" + c.Strin
 
 // String prints the configuration with every secret redacted.
 func (c Config) String() string {
-	return fmt.Sprintf("{Driver:%q Prefix:%q SQLite:{Path:%q} Redis:%s Cluster:%s}",
-		c.Driver, c.Prefix, c.SQLite.Path, c.Redis, c.Cluster)
+	return fmt.Sprintf("{Driver:%q Prefix:%q SQLite:{Path:%q Durable:%v} Redis:%s Cluster:%s}",
+		c.Driver, c.Prefix, c.SQLite.Path, c.SQLite.Durable, c.Redis, c.Cluster)
 }
 
 // GoString is String, so that %#v does not print secrets either.
@@ -122,9 +123,6 @@ func (c Config) GoString() string { return "lock.Config" + c.String() }
 func (c Config) withDefaults() Config {
 	if c.Driver == "" {
 		c.Driver = DefaultDriver
-	}
-	if c.SQLite.Path == "" {
-		c.SQLite.Path = DefaultSQLitePath
 	}
 	c.Cluster.Addrs = slices.Clone(c.Cluster.Addrs)
 	if c.Logger == nil {
@@ -150,6 +148,9 @@ func (c Config) Validate() error {
 	}
 	switch c.Driver {
 	case "sqlite":
+		if c.SQLite.Path == "" {
+			return &InvalidError{Field: "SQLite.Path", Reason: `is required for the sqlite driver (LOCKCLUSTER_SQLITE_PATH): a file every process opens, or ":memory:" for a database private to this handle`}
+		}
 		if strings.ContainsRune(c.SQLite.Path, 0) {
 			return &InvalidError{Field: "SQLite.Path", Reason: "must not contain a NUL byte"}
 		}

@@ -18,7 +18,7 @@ const secret = "s3cr3t-pass"
 // clearEnv unsets every variable ConfigFromEnv reads, under its name and
 // its deprecated one, for the test.
 func clearEnv(t *testing.T) {
-	for _, v := range []string{lock.EnvDriver, lock.EnvPrefix, lock.EnvSQLitePath, lock.EnvRedisURL, lock.EnvEndpoints,
+	for _, v := range []string{lock.EnvDriver, lock.EnvPrefix, lock.EnvSQLitePath, lock.EnvSQLiteDurable, lock.EnvRedisURL, lock.EnvEndpoints,
 		lock.EnvToken, lock.EnvTLSCA, lock.EnvTLSCert, lock.EnvTLSKey, lock.EnvClusterID} {
 		t.Setenv(v, "")
 		if old := lock.DeprecatedEnv(v); old != "" {
@@ -151,6 +151,69 @@ func TestConfigFromEnv_ClusterAddrsAloneSelectTheCluster(t *testing.T) {
 	}
 }
 
+// Each shared backend's variable alone selects that backend: a process
+// given only a database file or a Redis URL must not lock in its own
+// memory, where two processes would both hold one key with fence 1.
+func TestConfigFromEnv_OneBackendVariableSelectsItsBackend(t *testing.T) {
+	for _, c := range []struct{ env, value, driver string }{
+		{"LOCKCLUSTER_SQLITE_PATH", "/var/lib/app/locks.db", "sqlite"},
+		{"REDIS_URL", "redis://127.0.0.1:6379/0", "redis"},
+		{"LOCKCLUSTER_ENDPOINTS", "127.0.0.1:7001", "cluster"},
+	} {
+		clearEnv(t)
+		t.Setenv(c.env, c.value)
+		cfg, err := lock.ConfigFromEnv()
+		if err != nil || cfg.Driver != c.driver {
+			t.Errorf("%s alone: driver %q, err %v; want %s", c.env, cfg.Driver, err, c.driver)
+		}
+	}
+}
+
+// Two backends' variables and no LOCKCLUSTER_DRIVER: nothing says which to
+// lock on, so ConfigFromEnv refuses, naming the variables, and returns
+// nothing usable.
+func TestConfigFromEnv_TwoBackendsWithoutADriverAreRefused(t *testing.T) {
+	clearEnv(t)
+	t.Setenv("REDIS_URL", "redis://:"+secret+"@127.0.0.1:6379/0")
+	t.Setenv("LOCKCLUSTER_SQLITE_PATH", "/var/lib/app/locks.db")
+	cfg, err := lock.ConfigFromEnv()
+	var inv *lock.InvalidError
+	if !errors.As(err, &inv) || inv.Field != lock.EnvDriver {
+		t.Fatalf("ConfigFromEnv = %v, %v; want an invalid %s", cfg, err, lock.EnvDriver)
+	}
+	for _, name := range []string{"REDIS_URL", "LOCKCLUSTER_SQLITE_PATH"} {
+		if !strings.Contains(err.Error(), name) {
+			t.Errorf("the error does not name %s: %v", name, err)
+		}
+	}
+	if strings.Contains(err.Error(), secret) {
+		t.Errorf("the error prints the password: %v", err)
+	}
+	if cfg.Driver != "" || cfg.Redis.URL != "" || cfg.SQLite.Path != "" {
+		t.Errorf("a failed ConfigFromEnv returned a usable Config: %v", cfg)
+	}
+	t.Setenv("LOCKCLUSTER_DRIVER", "sqlite")
+	if cfg, err := lock.ConfigFromEnv(); err != nil || cfg.Driver != "sqlite" {
+		t.Errorf("with LOCKCLUSTER_DRIVER=sqlite: %v, %v", cfg.Driver, err)
+	}
+}
+
+// LOCKCLUSTER_SQLITE_DURABLE reaches SQLiteConfig.Durable; a value that is
+// not a boolean is refused by name.
+func TestConfigFromEnv_SQLiteDurable(t *testing.T) {
+	clearEnv(t)
+	t.Setenv("LOCKCLUSTER_SQLITE_PATH", "/var/lib/app/locks.db")
+	t.Setenv("LOCKCLUSTER_SQLITE_DURABLE", "true")
+	if cfg, err := lock.ConfigFromEnv(); err != nil || !cfg.SQLite.Durable {
+		t.Errorf("LOCKCLUSTER_SQLITE_DURABLE=true: %v, %v", cfg, err)
+	}
+	t.Setenv("LOCKCLUSTER_SQLITE_DURABLE", "yes please")
+	cfg, err := lock.ConfigFromEnv()
+	if inv, ok := errors.AsType[*lock.InvalidError](err); !ok || inv.Field != lock.EnvSQLiteDurable || cfg.Driver != "" {
+		t.Errorf("LOCKCLUSTER_SQLITE_DURABLE=\"yes please\": %v, %v; want an invalid %s", cfg, err, lock.EnvSQLiteDurable)
+	}
+}
+
 func TestConfigFromEnv_Invalid(t *testing.T) {
 	clearEnv(t)
 	t.Setenv("LOCKCLUSTER_DRIVER", "redis")
@@ -172,7 +235,8 @@ func TestConfig_Validate(t *testing.T) {
 		field string // "" = valid
 	}{
 		{"zero value", lock.Config{}, ""},
-		{"sqlite default path", lock.Config{Driver: "sqlite"}, ""},
+		{"sqlite in memory, written out", lock.Config{Driver: "sqlite", SQLite: lock.SQLiteConfig{Path: ":memory:"}}, ""},
+		{"sqlite without a path", lock.Config{Driver: "sqlite"}, "SQLite.Path"},
 		{"redis", lock.Config{Driver: "redis", Redis: lock.RedisConfig{URL: "rediss://:" + secret + "@127.0.0.1:6380/1"}}, ""},
 		{"cluster", lock.Config{Driver: "cluster", Cluster: lock.ClusterConfig{Addrs: []string{"127.0.0.1:7001"}}}, ""},
 		{"unknown driver", lock.Config{Driver: "etcd"}, "Driver"},

@@ -1,7 +1,9 @@
 package lock
 
 import (
+	"fmt"
 	"os"
+	"strconv"
 	"strings"
 )
 
@@ -14,13 +16,15 @@ const (
 	EnvDriver     = "LOCKCLUSTER_DRIVER"
 	EnvPrefix     = "LOCKCLUSTER_PREFIX"
 	EnvSQLitePath = "LOCKCLUSTER_SQLITE_PATH"
-	EnvRedisURL   = "REDIS_URL"
-	EnvEndpoints  = "LOCKCLUSTER_ENDPOINTS"  // comma separated
-	EnvToken      = "LOCKCLUSTER_TOKEN"      // bearer token of the cluster
-	EnvTLSCA      = "LOCKCLUSTER_TLS_CA"     // PEM file of the CA of a TLS cluster
-	EnvTLSCert    = "LOCKCLUSTER_TLS_CERT"   // PEM client certificate (mutual TLS)
-	EnvTLSKey     = "LOCKCLUSTER_TLS_KEY"    // its PEM key
-	EnvClusterID  = "LOCKCLUSTER_CLUSTER_ID" // the cluster ID the nodes must have
+	// EnvSQLiteDurable is true or false (strconv.ParseBool): SQLiteConfig.Durable.
+	EnvSQLiteDurable = "LOCKCLUSTER_SQLITE_DURABLE"
+	EnvRedisURL      = "REDIS_URL"
+	EnvEndpoints     = "LOCKCLUSTER_ENDPOINTS"  // comma separated
+	EnvToken         = "LOCKCLUSTER_TOKEN"      // bearer token of the cluster
+	EnvTLSCA         = "LOCKCLUSTER_TLS_CA"     // PEM file of the CA of a TLS cluster
+	EnvTLSCert       = "LOCKCLUSTER_TLS_CERT"   // PEM client certificate (mutual TLS)
+	EnvTLSKey        = "LOCKCLUSTER_TLS_KEY"    // its PEM key
+	EnvClusterID     = "LOCKCLUSTER_CLUSTER_ID" // the cluster ID the nodes must have
 )
 
 // Earlier Go names of the cluster variables, now naming the LOCKCLUSTER_*
@@ -70,23 +74,27 @@ func getenv(name string) string {
 }
 
 // ConfigFromEnv builds a Config from the environment: LOCKCLUSTER_DRIVER,
-// LOCKCLUSTER_PREFIX, LOCKCLUSTER_SQLITE_PATH, REDIS_URL,
-// LOCKCLUSTER_ENDPOINTS (comma separated), LOCKCLUSTER_TOKEN, and for a TLS
-// cluster LOCKCLUSTER_TLS_CA, LOCKCLUSTER_TLS_CERT and LOCKCLUSTER_TLS_KEY,
-// and LOCKCLUSTER_CLUSTER_ID. Unset variables leave their field at its
-// default. The result is validated; the error never contains the Redis URL
-// or the token.
+// LOCKCLUSTER_PREFIX, LOCKCLUSTER_SQLITE_PATH, LOCKCLUSTER_SQLITE_DURABLE,
+// REDIS_URL, LOCKCLUSTER_ENDPOINTS (comma separated), LOCKCLUSTER_TOKEN,
+// and for a TLS cluster LOCKCLUSTER_TLS_CA, LOCKCLUSTER_TLS_CERT and
+// LOCKCLUSTER_TLS_KEY, and LOCKCLUSTER_CLUSTER_ID. Unset variables leave
+// their field at its default. The result is validated; on an error the
+// Config is the zero value, never a usable one, and the error (matching
+// ErrInvalid) names the variable and never contains the Redis URL or the
+// token.
 //
 // The earlier names (LOCK_DRIVER, LOCK_PREFIX, LOCK_SQLITE_PATH,
 // LOCK_CLUSTER_ADDRS, LOCK_CLUSTER_TOKEN, LOCK_CLUSTER_CA,
 // LOCK_CLUSTER_CERT, LOCK_CLUSTER_KEY, LOCK_CLUSTER_ID) are deprecated but
 // still read; the new name wins when both are set (see DeprecatedEnv).
 //
-// When LOCKCLUSTER_DRIVER is unset and LOCKCLUSTER_ENDPOINTS names nodes,
-// the driver is "cluster": a process pointed at a cluster must not quietly
-// take its locks in its own memory, where no other process sees them.
-// (REDIS_URL selects nothing by itself: applications set it for other uses
-// too.)
+// When LOCKCLUSTER_DRIVER is unset, the backend is the one the other
+// variables point at: "cluster" for LOCKCLUSTER_ENDPOINTS, "sqlite" for
+// LOCKCLUSTER_SQLITE_PATH, "redis" for REDIS_URL. A process pointed at a
+// shared backend must not quietly take its locks in its own memory, where
+// no other process sees them. When more than one of them is set, nothing
+// says which to lock on, and ConfigFromEnv refuses: set
+// LOCKCLUSTER_DRIVER. With none of them, the driver is "memory".
 func ConfigFromEnv() (Config, error) {
 	cfg := Config{
 		Driver: strings.TrimSpace(getenv(EnvDriver)),
@@ -102,13 +110,53 @@ func ConfigFromEnv() (Config, error) {
 			ClusterID: strings.TrimSpace(getenv(EnvClusterID)),
 		},
 	}
-	if cfg.Driver == "" && len(cfg.Cluster.Addrs) > 0 {
-		cfg.Driver = "cluster"
+	if v := strings.TrimSpace(os.Getenv(EnvSQLiteDurable)); v != "" {
+		durable, err := strconv.ParseBool(v)
+		if err != nil {
+			return Config{}, &InvalidError{Field: EnvSQLiteDurable, Reason: fmt.Sprintf("is %q; want true or false", v)}
+		}
+		cfg.SQLite.Durable = durable
+	}
+	if cfg.Driver == "" {
+		driver, err := inferDriver(cfg)
+		if err != nil {
+			return Config{}, err
+		}
+		cfg.Driver = driver
 	}
 	if err := cfg.Validate(); err != nil {
 		return Config{}, err
 	}
 	return cfg, nil
+}
+
+// inferDriver is the driver the environment points at when
+// LOCKCLUSTER_DRIVER is unset: the one backend whose variable is set.
+func inferDriver(cfg Config) (string, error) {
+	var driver string
+	var set []string
+	for _, b := range []struct {
+		driver, env string
+		set         bool
+	}{
+		{"cluster", EnvEndpoints, len(cfg.Cluster.Addrs) > 0},
+		{"sqlite", EnvSQLitePath, cfg.SQLite.Path != ""},
+		{"redis", EnvRedisURL, cfg.Redis.URL != ""},
+	} {
+		if b.set {
+			driver = b.driver
+			set = append(set, b.env)
+		}
+	}
+	switch len(set) {
+	case 0:
+		return "", nil // the default, memory
+	case 1:
+		return driver, nil
+	}
+	return "", &InvalidError{Field: EnvDriver, Reason: fmt.Sprintf(
+		"is unset while %s are all set: set it to the backend to lock on (cluster, sqlite, redis or memory)",
+		strings.Join(set, " and "))}
 }
 
 // splitList splits a comma-separated list, dropping blanks.

@@ -244,5 +244,5 @@ func ExampleConfig_String() {
 	}
 	fmt.Println(cfg)
 	// Output:
-	// {Driver:"redis" Prefix:"" SQLite:{Path:""} Redis:{URL:redis://app:xxxxx@127.0.0.1:6379/0} Cluster:{Addrs:[] Token:""}}
+	// {Driver:"redis" Prefix:"" SQLite:{Path:"" Durable:false} Redis:{URL:redis://app:xxxxx@127.0.0.1:6379/0} Cluster:{Addrs:[] Token:""}}
 }

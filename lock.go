@@ -25,6 +25,14 @@ type Lock struct {
 	invalid error // a bad key or TTL, reported by every call
 
 	op sync.Mutex // serialises the backend calls made through this handle
+	// heldHint is the answer of the attempt that began a wait, and when
+	// it came (guarded by op): how long the holder had left, for the
+	// *NotAcquiredError of a wait that times out.
+	heldHint   *NotAcquiredError
+	heldHintAt time.Time
+	// owner, when set (WithOwner), is the owner token of every grant made
+	// through this handle, instead of a fresh one each time.
+	fixedOwner string
 
 	mu        sync.Mutex // guards the fields below; never held across a backend call
 	owner     string
@@ -67,17 +75,16 @@ func (l *Lock) ExpiresAt() time.Time {
 	return l.expiresAt
 }
 
-// Fence returns the fencing token of the current grant: it strictly
+// Fence returns the fencing token of the handle's last grant: it strictly
 // increases with every new grant of the key and is unchanged by refreshes.
 // Pass it to the resource the lock protects so that it can refuse a holder
-// whose lock was granted to someone else since. It is 0 when the lock is
-// not held or the driver has no fencing.
+// whose lock was granted to someone else since. It stays the last grant's
+// after Release or a loss (to log or to report what was held); check
+// IsAcquired for whether it is still held. It is 0 before the first grant,
+// or when the driver has no fencing.
 func (l *Lock) Fence() uint64 {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if !l.held {
-		return 0
-	}
 	return l.fence
 }
 
@@ -108,7 +115,8 @@ func (l *Lock) Acquire(ctx context.Context) (bool, error) {
 	if l.IsAcquired() {
 		return l.refreshLocked(ctx)
 	}
-	return l.acquireLocked(ctx)
+	ok, _, err := l.acquireLocked(ctx)
+	return ok, err
 }
 
 // Block waits up to timeout for the lock (0 means the TTL) and returns a
@@ -116,8 +124,9 @@ func (l *Lock) Acquire(ctx context.Context) (bool, error) {
 // when ctx ends first, or an error matching ErrClosed when the Manager is
 // closed meanwhile. Drivers that implement drivers.Waiter hand the lock
 // over as soon as it frees, in arrival order; the others are polled every
-// retry delay (WithRetryDelay). WithTimeout, the refresh options and
-// WithSafetyMargin do not apply here: timeout is the argument. On a handle that already holds the
+// retry delay (WithRetryDelay). WithTimeout, the refresh options,
+// WithSafetyMargin, WithReleaseTimeout and WithOwner do not apply here:
+// timeout is the argument. On a handle that already holds the
 // lock, Block refreshes it, and waits for a new grant only if it was lost.
 // Once Shutdown has begun, Block returns ErrClosed.
 func (l *Lock) Block(ctx context.Context, timeout time.Duration, opts ...Option) error {
@@ -188,7 +197,7 @@ func (l *Lock) ForceRelease(ctx context.Context) error {
 	l.op.Lock()
 	defer l.op.Unlock()
 	if err := l.m.driver.ForceRelease(ctx, l.fullKey); err != nil {
-		return wrapOp("force release", l.key, err)
+		return failed(ctx, "force release", l.key, true, err)
 	}
 	l.mu.Lock()
 	l.held, l.lost = false, false
@@ -219,20 +228,37 @@ func (l *Lock) usableToAcquire() error {
 	return nil
 }
 
+// nextOwner is the owner token of the next acquisition: the one given
+// with WithOwner, else a fresh one.
+func (l *Lock) nextOwner() string {
+	if l.fixedOwner != "" {
+		return l.fixedOwner
+	}
+	return newOwner()
+}
+
 // acquireLocked makes one fresh acquisition attempt. l.op must be held.
-func (l *Lock) acquireLocked(ctx context.Context) (bool, error) {
-	owner := newOwner()
+// When another owner holds the key, held says so, with the holder's
+// remaining time when the driver tells it (drivers.HolderTTLReporter).
+func (l *Lock) acquireLocked(ctx context.Context) (ok bool, held *NotAcquiredError, err error) {
+	owner := l.nextOwner()
 	sent := time.Now()
-	fence, ok, err := l.m.driver.Acquire(ctx, l.fullKey, owner, l.ttl)
+	var fence uint64
+	var holderTTL time.Duration
+	if r := l.m.holderTTL; r != nil {
+		fence, ok, holderTTL, err = r.AcquireHolderTTL(ctx, l.fullKey, owner, l.ttl)
+	} else {
+		fence, ok, err = l.m.driver.Acquire(ctx, l.fullKey, owner, l.ttl)
+	}
 	if err != nil {
 		l.abandon(ctx, owner, err)
-		return false, wrapOp("acquire", l.key, err)
+		return false, nil, failed(ctx, "acquire", l.key, true, err)
 	}
 	if !ok {
-		return false, nil
+		return false, &NotAcquiredError{Key: l.key, HolderTTL: holderTTL}, nil
 	}
 	l.granted(owner, fence, sent)
-	return true, nil
+	return true, nil, nil
 }
 
 func (l *Lock) granted(owner string, fence uint64, sent time.Time) {
@@ -269,7 +295,7 @@ func (l *Lock) refreshLocked(ctx context.Context) (bool, error) {
 	if ext, ok := l.m.driver.(drivers.Extender); ok {
 		ok, err := ext.Extend(ctx, l.fullKey, owner, l.ttl)
 		if err != nil {
-			return false, wrapOp("refresh", l.key, err)
+			return false, failed(ctx, "refresh", l.key, true, err)
 		}
 		if !ok {
 			l.markLost(owner)
@@ -288,7 +314,7 @@ func (l *Lock) refreshLocked(ctx context.Context) (bool, error) {
 	}
 	got, ok, err := l.m.driver.Acquire(ctx, l.fullKey, owner, l.ttl)
 	if err != nil {
-		return false, wrapOp("refresh", l.key, err)
+		return false, failed(ctx, "refresh", l.key, true, err)
 	}
 	if !ok {
 		l.markLost(owner)
@@ -326,14 +352,19 @@ func (l *Lock) releaseLocked(ctx context.Context) error {
 // must be held.
 func (l *Lock) releaseGrant(ctx context.Context, owner string) error {
 	if err := l.releaseAtBackend(ctx, owner); err != nil {
-		return wrapOp("release", l.key, err)
+		return failed(ctx, "release", l.key, true, err)
 	}
+	l.markReleased(owner)
+	return nil
+}
+
+// markReleased records that the handle no longer holds owner's grant.
+func (l *Lock) markReleased(owner string) {
 	l.mu.Lock()
 	if l.owner == owner {
 		l.held = false
 	}
 	l.mu.Unlock()
-	return nil
 }
 
 // releaseAtBackend asks the driver to release owner's grant. A release
@@ -347,21 +378,52 @@ func (l *Lock) releaseAtBackend(ctx context.Context, owner string) error {
 	return nil
 }
 
-// releaseOwner releases the grant of owner, if there is one, on a fresh
-// bounded context: it cleans up after a cancelled or failed call. Errors
-// are logged only: the lock expires by its TTL anyway.
+// releaseOwner releases the grant of owner, one the handle no longer
+// relies on: on ctx while ctx lives, so that the key is free when the call
+// returns, and in the background (cleanUp) once ctx has ended, so that the
+// call still returns by its deadline. Errors are logged only: the lock
+// expires by its TTL anyway.
 func (l *Lock) releaseOwner(ctx context.Context, owner string) {
-	ctx, cancel := cleanupContext(ctx)
-	defer cancel()
-	l.releaseBounded(ctx, owner)
+	if ctx.Err() == nil {
+		err := l.releaseAtBackend(ctx, owner)
+		if err == nil || ctx.Err() == nil {
+			l.logCleanup(err)
+			return
+		}
+	}
+	l.cleanUp(owner)
 }
 
-// releaseBounded is releaseOwner on a context the caller has bounded.
-func (l *Lock) releaseBounded(ctx context.Context, owner string) {
-	if l.m.closed.Load() {
+// cleanUp releases, in the background, a grant owner may hold at the
+// backend that nobody will use: the caller's ctx cut the call off, or the
+// backend's answer was lost. The release waits on a backend that just
+// failed, so it must not hold up the caller; it is bounded by
+// cleanupTimeout, and Close cancels it and waits for it. owner is a token
+// of this handle's alone, and releases are owner-guarded: it never frees
+// anyone else's grant.
+func (l *Lock) cleanUp(owner string) {
+	if owner == l.fixedOwner {
+		// A named owner may hold the key again by the time the release
+		// arrives, through a later call: its grant is left to the TTL.
 		return
 	}
-	if err := l.releaseAtBackend(ctx, owner); err != nil && !errors.Is(err, ErrClosed) && !errors.Is(err, context.Canceled) {
+	l.m.cleanups.add()
+	started := l.m.background(func(bg context.Context) {
+		defer l.m.cleanups.done()
+		ctx, cancel := context.WithTimeout(bg, cleanupTimeout)
+		defer cancel()
+		if l.m.closed.Load() {
+			return
+		}
+		l.logCleanup(l.releaseAtBackend(ctx, owner))
+	})
+	if !started {
+		l.m.cleanups.done()
+	}
+}
+
+func (l *Lock) logCleanup(err error) {
+	if err != nil && !errors.Is(err, ErrClosed) && !errors.Is(err, context.Canceled) {
 		l.m.logger.Warn("cleanup release failed", "key", l.key, "error", err)
 	}
 }
@@ -375,19 +437,11 @@ func (l *Lock) releaseBounded(ctx context.Context, owner string) {
 //   - the backend was unavailable: the request may have been applied and
 //     only its answer lost (a timeout, a dropped connection).
 //
-// owner is a fresh token that nobody else uses, so releasing it can only
-// free that orphan. After an outage the release runs in the background, so
-// that the caller learns of the failure at once.
+// Either way the release runs in the background (cleanUp), so that the
+// caller learns of the failure by its deadline.
 func (l *Lock) abandon(ctx context.Context, owner string, err error) {
-	switch {
-	case ctx.Err() != nil:
-		l.releaseOwner(ctx, owner)
-	case errors.Is(err, ErrUnavailable):
-		l.m.background(func(bg context.Context) {
-			ctx, cancel := context.WithTimeout(bg, cleanupTimeout)
-			defer cancel()
-			l.releaseBounded(ctx, owner)
-		})
+	if ctx.Err() != nil || errors.Is(err, ErrUnavailable) {
+		l.cleanUp(owner)
 	}
 }
 
@@ -395,4 +449,22 @@ func (l *Lock) abandon(ctx context.Context, owner string, err error) {
 // sentinels stay reachable with errors.Is.
 func wrapOp(op, key string, err error) error {
 	return fmt.Errorf("lock: %s %q: %w", op, key, err)
+}
+
+// failed is wrapOp for the error of a call made on ctx. A call whose
+// deadline passed before the backend answered got no answer in time: its
+// error also matches ErrUnavailable, and ErrOutcomeUnknown when it changes
+// state (it may have taken effect), so that a caller tells "the backend
+// said no" from "the backend said nothing in time". (A call the caller
+// cancelled claims neither; a request that changes state may still have
+// taken effect, and the Manager cleans up after it.)
+func failed(ctx context.Context, op, key string, changes bool, err error) error {
+	if errors.Is(ctx.Err(), context.DeadlineExceeded) && !errors.Is(err, ErrUnavailable) && !errors.Is(err, ErrClosed) {
+		if changes {
+			err = drivers.OutcomeUnknown("no answer before the context ended", err)
+		} else {
+			err = drivers.Unavailable("no answer before the context ended", err)
+		}
+	}
+	return wrapOp(op, key, err)
 }

@@ -27,6 +27,7 @@ const cleanupTimeout = 5 * time.Second
 // one per backend and share it.
 type Manager struct {
 	driver    drivers.Driver
+	holderTTL drivers.HolderTTLReporter // the driver, when it tells a holder's time left
 	prefix    string
 	prefixSet bool // WithPrefix was given
 	logger    *slog.Logger
@@ -38,6 +39,7 @@ type Manager struct {
 	watches   heldwatch.Registry // the locks held for callbacks of Try or Block
 	startMu   sync.RWMutex       // orders goroutine starts before Close's wait
 	wg        sync.WaitGroup     // refresher and background cleanup goroutines
+	cleanups  cleanupSet         // the background releases, for Shutdown
 
 	// bg is the context of background cleanups; Close cancels it, so that
 	// a backend that does not answer never holds Close up.
@@ -82,6 +84,10 @@ func New(d drivers.Driver, opts ...ManagerOption) *Manager {
 	}
 	m := &Manager{
 		driver: d,
+		holderTTL: func() drivers.HolderTTLReporter {
+			r, _ := d.(drivers.HolderTTLReporter)
+			return r
+		}(),
 		prefix: DefaultPrefix,
 		logger: slog.New(slog.DiscardHandler),
 	}
@@ -172,15 +178,9 @@ func (m *Manager) Exists(ctx context.Context, key string) (bool, error) {
 	}
 	ok, err := m.driver.Exists(ctx, m.prefix+key)
 	if err != nil {
-		return false, wrapOp("exists", key, err)
+		return false, failed(ctx, "exists", key, false, err)
 	}
 	return ok, nil
-}
-
-// cleanupContext is a context for work that must happen even though the
-// caller's context may have ended, bounded so it never hangs.
-func cleanupContext(ctx context.Context) (context.Context, context.CancelFunc) {
-	return context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
 }
 
 // register records the watch of a running callback so that Close can
@@ -219,15 +219,16 @@ func (m *Manager) unregister(h *heldWatch) {
 
 // background runs fn in a goroutine that Close waits for (after cancelling
 // fn's ctx), unless the Manager is closed already.
-func (m *Manager) background(fn func(ctx context.Context)) {
+func (m *Manager) background(fn func(ctx context.Context)) bool {
 	m.startMu.RLock()
 	defer m.startMu.RUnlock()
 	if m.closed.Load() {
-		return
+		return false
 	}
 	m.wg.Add(1)
 	go func() {
 		defer m.wg.Done()
 		fn(m.bg)
 	}()
+	return true
 }

@@ -46,7 +46,7 @@ func Open(ctx context.Context, cfg Config) (*Manager, error) {
 // openOptions is what a driver's Opener reads of c (defaults applied).
 func (c Config) openOptions() drivers.OpenOptions {
 	return drivers.OpenOptions{
-		SQLitePath: c.SQLite.Path,
+		SQLitePath: c.SQLite.Path, SQLiteDurable: c.SQLite.Durable,
 		RedisURL:   c.Redis.URL,
 		Cluster: drivers.ClusterOptions{
 			Addrs: c.Cluster.Addrs, Token: c.Cluster.Token,

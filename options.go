@@ -15,7 +15,8 @@ const DefaultRetryDelay = 100 * time.Millisecond
 // (An Option is a small value rather than a function so that applying
 // options costs no allocation on every call.)
 type Option struct {
-	kind optionKind
+	kind  optionKind
+	owner string
 	d    time.Duration
 }
 
@@ -28,6 +29,8 @@ const (
 	optRefresh
 	optRefreshEvery
 	optSafetyMargin
+	optReleaseTimeout
+	optOwner
 )
 
 // WithTimeout sets how long Block waits for the lock before it gives up
@@ -63,6 +66,26 @@ func WithRefreshEvery(d time.Duration) Option { return Option{kind: optRefreshEv
 // only at the estimated expiry. It must be shorter than the TTL.
 func WithSafetyMargin(d time.Duration) Option { return Option{kind: optSafetyMargin, d: d} }
 
+// WithReleaseTimeout bounds the release at the end of Try and Block: by
+// default it is bounded by the caller's ctx alone (and the driver's own
+// timeouts). A release that has not been answered by then goes on in the
+// background (as one after the caller's ctx ended does), bounded by a few
+// seconds, and Try or Block returns; the lock expires by its TTL if the
+// backend never answers. Shutdown waits for such releases.
+func WithReleaseTimeout(d time.Duration) Option { return Option{kind: optReleaseTimeout, d: d} }
+
+// WithOwner makes owner the owner token of the grant Try or Block takes,
+// instead of a fresh random one, so that another process can act for the
+// holder: "lockcluster run --owner" gives it to its command (LOCK_OWNER),
+// which can extend or release the lock through the HTTP API. One owner is
+// one holder: a second call with the same owner while the first holds the
+// key refreshes that grant (same fence) rather than waiting for it, so give
+// each holder its own. A call with a named owner that fails with an
+// unknown outcome leaves a grant it may have made to its TTL (or to the
+// owner's next call), since releasing it could free a later call's grant.
+// owner must be non-empty valid UTF-8, at most drivers.MaxOwnerLen bytes.
+func WithOwner(owner string) Option { return Option{kind: optOwner, owner: owner} }
+
 // MinInterval is the shortest retry delay and refresh interval accepted:
 // shorter ones would turn waiting and refreshing into a busy loop of
 // backend calls.
@@ -76,6 +99,8 @@ type options struct {
 	refreshEvery time.Duration // default: TTL/3
 	margin       time.Duration // default: TTL/5
 	marginSet    bool          // 0 is a valid margin
+	release      time.Duration // 0: the caller's ctx bounds the release
+	owner        string        // "": a fresh token per grant
 }
 
 // buildOptions applies opts and fills in the defaults that depend on ttl.
@@ -83,6 +108,13 @@ type options struct {
 func buildOptions(ttl time.Duration, opts []Option) (options, error) {
 	o := options{retryDelay: DefaultRetryDelay}
 	for _, opt := range opts {
+		if opt.kind == optOwner {
+			if err := validateOwner(opt.owner); err != nil {
+				return o, err
+			}
+			o.owner = opt.owner
+			continue
+		}
 		if opt.kind == optSafetyMargin {
 			if opt.d < 0 {
 				return o, &InvalidError{Field: "safety margin", Reason: fmt.Sprintf("must not be negative, got %v", opt.d)}
@@ -108,6 +140,8 @@ func buildOptions(ttl time.Duration, opts []Option) (options, error) {
 			o.refresh = true
 		case optRefreshEvery:
 			o.refresh, o.refreshEvery = true, opt.d
+		case optReleaseTimeout:
+			o.release = opt.d
 		}
 	}
 	if o.timeout == 0 {
@@ -135,6 +169,8 @@ func (k optionKind) field() string {
 		return "timeout"
 	case optRetryDelay:
 		return "retry delay"
+	case optReleaseTimeout:
+		return "release timeout"
 	default:
 		return "refresh interval"
 	}

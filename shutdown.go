@@ -20,7 +20,9 @@ import "context"
 //     Block returns that error once the callback has returned and its lock
 //     is released, as usual.
 //   - Shutdown waits until every such callback has returned and its lock is
-//     released, and then calls Close.
+//     released, and for the releases sent in the background (after a call
+//     whose ctx ended, or whose answer was lost; each bounded by a few
+//     seconds), and then calls Close.
 //
 // If ctx ends first, Shutdown returns ctx.Err() without closing anything:
 // the locks of the callbacks that returned are released; the callbacks
@@ -34,8 +36,7 @@ import "context"
 // Shutdown's to release: release them before. So are acquisitions still on
 // their way to the backend when Shutdown begins: one granted after
 // Shutdown has closed the driver stays held until its TTL on a shared
-// backend. Background releases of grants whose answer was lost are given
-// up, as Close does.
+// backend. Close gives up the background releases still under way.
 //
 // After Close, Shutdown returns nil at once.
 func (m *Manager) Shutdown(ctx context.Context) error {
@@ -56,6 +57,9 @@ func (m *Manager) Shutdown(ctx context.Context) error {
 		case <-ctx.Done():
 			return ctx.Err()
 		}
+	}
+	if err := m.cleanups.wait(ctx); err != nil {
+		return err
 	}
 	return m.Close()
 }

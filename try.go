@@ -37,12 +37,12 @@ func (m *Manager) Try(ctx context.Context, key string, ttl time.Duration, fn Fun
 		return err
 	}
 	// The handle is new and not shared yet: no need to serialise on it.
-	ok, err := c.l.acquireLocked(ctx)
+	ok, held, err := c.l.acquireLocked(ctx)
 	if err != nil {
 		return err
 	}
 	if !ok {
-		return &NotAcquiredError{Key: key}
+		return held
 	}
 	return m.callWhileHeld(ctx, c, fn, &o)
 }
@@ -95,6 +95,7 @@ func (m *Manager) prepare(key string, ttl time.Duration, fn Func, opts []Option)
 	}
 	c := &call{}
 	m.initLock(&c.l, key, ttl)
+	c.l.fixedOwner = o.owner
 	return c, o, nil
 }
 
@@ -129,10 +130,13 @@ func (m *Manager) callWhileHeld(ctx context.Context, c *call, fn Func, o *option
 // until then, so that Shutdown waits for the release too.
 //
 // The release goes out on the caller's context while that is still live
-// (creating a timer per call is a large share of a Try on a fast backend);
-// when the caller's context has ended, before or during that attempt, the
-// release is made again on a fresh context bounded by cleanupTimeout.
-// Releases are owner-guarded, so the second attempt is always safe.
+// (creating a timer per call is a large share of a Try on a fast backend),
+// bounded by WithReleaseTimeout when given.
+// When the caller's context has ended, before or during that attempt, the
+// release goes to the background (cleanUp), bounded by cleanupTimeout, so
+// that Try and Block return by the caller's deadline; the key is free as
+// soon as the backend answers, and by the TTL if it never does. Releases
+// are owner-guarded, so the second attempt is always safe.
 func (m *Manager) finish(ctx context.Context, h *heldWatch) error {
 	h.w.Stop()
 	defer m.unregister(h)
@@ -150,13 +154,19 @@ func (m *Manager) finish(ctx context.Context, h *heldWatch) error {
 		return nil
 	}
 	if ctx.Err() == nil {
-		if err := l.releaseGrant(ctx, owner); err == nil || ctx.Err() == nil {
+		rctx := ctx
+		if h.releaseTimeout > 0 {
+			var cancel context.CancelFunc
+			rctx, cancel = context.WithTimeout(ctx, h.releaseTimeout)
+			defer cancel()
+		}
+		if err := l.releaseGrant(rctx, owner); err == nil || rctx.Err() == nil {
 			return err
 		}
 	}
-	ctx, cancel := cleanupContext(ctx)
-	defer cancel()
-	return l.releaseGrant(ctx, owner)
+	l.markReleased(owner)
+	l.cleanUp(owner)
+	return nil
 }
 
 // releaseLost releases the grant that h reported lost, when the backend may
@@ -167,20 +177,15 @@ func (m *Manager) finish(ctx context.Context, h *heldWatch) error {
 // owner-guarded: it never frees someone else's grant.
 //
 // After an expiry the backend is presumably reachable, and the release is
-// made before Try or Block returns; after an outage it runs in the
-// background, so that the caller learns of the loss at once. Close cancels
-// it and waits for it.
+// made before Try or Block returns (while the caller's ctx lives); after an
+// outage it runs in the background, so that the caller learns of the loss
+// at once. Close cancels it and waits for it.
 func (m *Manager) releaseLost(ctx context.Context, h *heldWatch, lost *LostError) {
-	l := h.l
 	switch lost.Reason {
 	case ErrLostExpired:
-		l.releaseOwner(ctx, h.owner)
+		h.l.releaseOwner(ctx, h.owner)
 	case ErrLostUnreachable:
-		m.background(func(bg context.Context) {
-			ctx, cancel := context.WithTimeout(bg, cleanupTimeout)
-			defer cancel()
-			l.releaseBounded(ctx, h.owner)
-		})
+		h.l.cleanUp(h.owner)
 	}
 }
 

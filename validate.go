@@ -34,3 +34,16 @@ func validateTTL(ttl time.Duration) error {
 	}
 	return nil
 }
+
+// validateOwner checks an owner token given with WithOwner.
+func validateOwner(owner string) error {
+	switch {
+	case owner == "":
+		return &InvalidError{Field: "owner", Reason: "must not be empty"}
+	case !utf8.ValidString(owner):
+		return &InvalidError{Field: "owner", Reason: "must be valid UTF-8"}
+	case len(owner) > drivers.MaxOwnerLen:
+		return &InvalidError{Field: "owner", Reason: fmt.Sprintf("is %d bytes; the limit is %d", len(owner), drivers.MaxOwnerLen)}
+	}
+	return nil
+}

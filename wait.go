@@ -2,6 +2,7 @@ package lock
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"time"
@@ -19,9 +20,13 @@ func (l *Lock) waitLocked(ctx context.Context, timeout, retryDelay time.Duration
 		// A free key is taken without a timer, a registration or a
 		// cancellable call; a busy one is waited for as usual (an error
 		// shows again there).
-		if ok, err := l.acquireLocked(ctx); ok && err == nil {
+		ok, held, err := l.acquireLocked(ctx)
+		if ok && err == nil {
 			return nil
 		}
+		// The wait's own answer may not say how long the holder has left.
+		l.heldHint, l.heldHintAt = held, time.Now()
+		defer func() { l.heldHint = nil }()
 	}
 	waitCtx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
@@ -39,7 +44,7 @@ func (l *Lock) waitLocked(ctx context.Context, timeout, retryDelay time.Duration
 // waitPushed waits with the driver's own queue.
 func (l *Lock) waitPushed(ctx, waitCtx context.Context, w drivers.Waiter, retryDelay time.Duration) error {
 	for {
-		owner := newOwner()
+		owner := l.nextOwner()
 		sent := time.Now()
 		fence, err := w.AcquireWait(waitCtx, l.fullKey, owner, l.ttl, drivers.WaitOptions{RetryDelay: retryDelay})
 		if err != nil {
@@ -60,7 +65,11 @@ func (l *Lock) waitPushed(ctx, waitCtx context.Context, w drivers.Waiter, retryD
 		ok, err := l.refreshLocked(ctx)
 		if err != nil {
 			l.markLost(owner)
-			l.releaseOwner(ctx, owner)
+			if errors.Is(err, ErrUnavailable) {
+				l.cleanUp(owner)
+			} else {
+				l.releaseOwner(ctx, owner)
+			}
 			return err
 		}
 		if ok {
@@ -78,18 +87,23 @@ func (l *Lock) waitPolling(ctx, waitCtx context.Context, retryDelay time.Duratio
 	timer := time.NewTimer(0)
 	defer timer.Stop()
 	<-timer.C
+	var held *NotAcquiredError // the backend's last answer: the key is held
 	for {
-		ok, err := l.acquireLocked(waitCtx)
+		ok, answer, err := l.acquireLocked(waitCtx)
 		if err != nil {
+			if held != nil && waitCtx.Err() != nil && ctx.Err() == nil {
+				err = held // the timeout cut off a poll; the last answer stands
+			}
 			return l.waitFailed(ctx, waitCtx, "acquire", err)
 		}
 		if ok {
 			return nil
 		}
+		held = answer
 		timer.Reset(jitter(retryDelay))
 		select {
 		case <-waitCtx.Done():
-			return l.waitFailed(ctx, waitCtx, "wait", waitCtx.Err())
+			return l.waitFailed(ctx, waitCtx, "wait", held)
 		case <-timer.C:
 		}
 	}
@@ -98,14 +112,32 @@ func (l *Lock) waitPolling(ctx, waitCtx context.Context, retryDelay time.Duratio
 // waitFailed turns the end of a wait into the right error: the caller's own
 // cancellation, ErrClosed when the Manager was closed, a *NotAcquiredError
 // for the timeout, or the backend error.
+//
+// A wait that ran out is contention only if the backend's last word was
+// that the key is held: when its last attempt failed or got no answer
+// (err matches ErrUnavailable), the caller is told of the outage instead,
+// with that error, also when its own ctx ended. Code that reads
+// ErrNotAcquired as "someone else is on it" must not skip its work
+// because the backend was down.
 func (l *Lock) waitFailed(ctx, waitCtx context.Context, op string, err error) error {
+	outage := errors.Is(err, ErrUnavailable)
 	switch {
+	case l.m.stopping.Load() && ctx.Err() == nil:
+		return fmt.Errorf("lock: waiting for %q: %w", l.key, ErrClosed)
+	case ctx.Err() != nil && outage:
+		return fmt.Errorf("lock: waiting for %q: %w: %w", l.key, ctx.Err(), err)
 	case ctx.Err() != nil:
 		return l.waitCancelled(ctx)
-	case l.m.stopping.Load():
-		return fmt.Errorf("lock: waiting for %q: %w", l.key, ErrClosed)
+	case waitCtx.Err() != nil && outage:
+		return fmt.Errorf("lock: waiting for %q: timed out: %w", l.key, err)
 	case waitCtx.Err() != nil:
-		return &NotAcquiredError{Key: l.key}
+		na := &NotAcquiredError{Key: l.key}
+		if held, ok := errors.AsType[*NotAcquiredError](err); ok && held != nil && held.HolderTTL > 0 {
+			na.HolderTTL = held.HolderTTL
+		} else if l.heldHint != nil {
+			na.HolderTTL = max(l.heldHint.HolderTTL-time.Since(l.heldHintAt), 0)
+		}
+		return na
 	default:
 		return wrapOp(op, l.key, err)
 	}

@@ -16,10 +16,12 @@ type heldWatch struct {
 	l     *Lock
 	owner string // the grant watched; the handle may move on to another
 	w     heldwatch.Watch
+	// releaseTimeout bounds the release at the end (WithReleaseTimeout).
+	releaseTimeout time.Duration
 }
 
 func (h *heldWatch) init(l *Lock, owner string, fence uint64, cancel context.CancelCauseFunc, o *options) {
-	h.l, h.owner = l, owner
+	h.l, h.owner, h.releaseTimeout = l, owner, o.release
 	h.w.Init(h, l.key, fence, cancel, heldwatch.Options{
 		Refresh: o.refresh,
 		Every:   o.refreshEvery,

@@ -104,7 +104,7 @@ func (c *Client) send(ctx context.Context, r request, out any) (earlier bool, er
 				earlier = true
 			}
 			if ctx.Err() != nil {
-				return earlier, fmt.Errorf("client: %s: %w", r.op, ctx.Err())
+				return earlier, cutOff(ctx, r, earlier, lastErr)
 			}
 			if !retryable(err) {
 				return earlier, fmt.Errorf("client: %s: %w", r.op, err)
@@ -126,6 +126,22 @@ func (c *Client) send(ctx context.Context, r request, out any) (earlier bool, er
 		return true, drivers.OutcomeUnknown(r.op, lastErr)
 	}
 	return false, drivers.Unavailable(r.op, lastErr)
+}
+
+// cutOff is the error of a call that ctx ended. It wraps ctx.Err() and,
+// when an earlier try had failed, that failure too (matching
+// drivers.ErrUnavailable, or drivers.ErrOutcomeUnknown when a try may have
+// taken effect): what the caller needs to tell an outage from its own
+// deadline.
+func cutOff(ctx context.Context, r request, earlier bool, lastErr error) error {
+	switch {
+	case lastErr == nil:
+		return fmt.Errorf("client: %s: %w", r.op, ctx.Err())
+	case earlier:
+		return fmt.Errorf("client: %s: %w: %w", r.op, ctx.Err(), drivers.OutcomeUnknown(r.op, lastErr))
+	default:
+		return fmt.Errorf("client: %s: %w: %w", r.op, ctx.Err(), drivers.Unavailable(r.op, lastErr))
+	}
 }
 
 // mayHaveApplied reports whether a try that reached a node and failed

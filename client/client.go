@@ -1,6 +1,7 @@
 package client
 
 import (
+	"context"
 	"log/slog"
 	"net"
 	"net/http"
@@ -48,6 +49,14 @@ type Client struct {
 	// health tracks which nodes answer (health.go).
 	health health
 	closed atomic.Bool
+
+	// cleanups are the owner-guarded releases sent in the background after
+	// a wait whose caller gave up (releaseAbandoned); Close cancels them
+	// (cleanupStop) and waits. cleanupMu orders their start against Close.
+	cleanupMu   sync.Mutex
+	cleanups    sync.WaitGroup
+	cleanupCtx  context.Context
+	cleanupStop context.CancelFunc
 }
 
 // New checks cfg and returns a Client. It does not contact the cluster:
@@ -58,6 +67,7 @@ func New(cfg Config) (*Client, error) {
 	}
 	cfg = cfg.withDefaults()
 	c := &Client{cfg: cfg, log: cfg.Logger}
+	c.cleanupCtx, c.cleanupStop = context.WithCancel(context.Background())
 	seen := make(map[string]bool, len(cfg.Addrs))
 	for _, a := range cfg.Addrs {
 		b, err := baseURLWith(a, cfg.defaultScheme())
@@ -120,11 +130,18 @@ func newTransport() *http.Transport {
 
 // Close stops the client: idle connections are closed, status requests
 // of its own are stopped, and every later call returns drivers.ErrClosed.
-// Calls in flight finish normally. Close is idempotent and returns nil.
+// Calls in flight finish normally; the releases the client sends by itself
+// after an abandoned wait are cancelled (the lock expires by its TTL).
+// Close is idempotent and returns nil.
 func (c *Client) Close() error {
-	if c.closed.Swap(true) {
+	c.cleanupMu.Lock()
+	wasClosed := c.closed.Swap(true)
+	c.cleanupMu.Unlock()
+	if wasClosed {
 		return nil
 	}
+	c.cleanupStop()
+	c.cleanups.Wait()
 	c.health.close()
 	if c.stream != nil {
 		c.stream.Close()

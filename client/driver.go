@@ -1,6 +1,7 @@
 package client
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -25,22 +26,31 @@ var _ drivers.KeyNamer = (*Client)(nil)
 // holds the key. Retrying after a lost answer is safe: the retry is a
 // refresh by the same owner.
 func (c *Client) Acquire(ctx context.Context, key, owner string, ttl time.Duration) (uint64, bool, error) {
+	fence, ok, _, err := c.AcquireHolderTTL(ctx, key, owner, ttl)
+	return fence, ok, err
+}
+
+// AcquireHolderTTL is Acquire that, when another owner holds the key, also
+// returns how long the holder's grant has left (the node's holder_ttl_ms).
+func (c *Client) AcquireHolderTTL(ctx context.Context, key, owner string, ttl time.Duration) (uint64, bool, time.Duration, error) {
 	if err := checkKeyOwner(key, owner); err != nil {
-		return 0, false, err
+		return 0, false, 0, err
 	}
 	var out api.AcquireResponse
 	err := c.call(ctx, request{
 		op: "acquire", method: http.MethodPost, path: api.PathAcquire, key: key,
 		body: api.AcquireRequest{Key: key, Owner: owner, TTLMillis: api.Millis(ttl)},
 	}, &out)
-	if errors.Is(err, drivers.ErrNotAcquired) {
-		return 0, false, nil
+	if na, ok := errors.AsType[*drivers.NotAcquiredError](err); ok {
+		return 0, false, na.HolderTTL, nil
 	}
 	if err != nil {
-		return 0, false, err
+		return 0, false, 0, err
 	}
-	return out.Fence, true, nil
+	return out.Fence, true, 0, nil
 }
+
+var _ drivers.HolderTTLReporter = (*Client)(nil)
 
 // AcquireWait waits in the cluster's FIFO queue for key until it is
 // granted to owner, or until ctx ends (it then returns an error wrapping
@@ -56,9 +66,10 @@ func (c *Client) AcquireWait(ctx context.Context, key, owner string, ttl time.Du
 	if err := checkKeyOwner(key, owner); err != nil {
 		return 0, err
 	}
+	var held error // the last 409 of this wait: the key was held
 	for {
 		if err := ctx.Err(); err != nil {
-			return 0, fmt.Errorf("client: acquire wait: %w", err)
+			return 0, waitEnded(ctx, cmp.Or(held, err))
 		}
 		wait := c.cfg.WaitChunk
 		if dl, ok := ctx.Deadline(); ok {
@@ -91,11 +102,17 @@ func (c *Client) AcquireWait(ctx context.Context, key, owner string, ttl time.Du
 		}
 		if ctx.Err() != nil {
 			c.releaseAbandoned(key, owner)
-			return 0, fmt.Errorf("client: acquire wait: %w", ctx.Err())
+			if held != nil && !errors.Is(err, drivers.ErrUnavailable) {
+				// ctx cut off the request sent after a 409, at the end of
+				// the wait: the backend's last answer stands.
+				err = held
+			}
+			return 0, waitEnded(ctx, err)
 		}
 		if !errors.Is(err, drivers.ErrNotAcquired) {
 			return 0, err
 		}
+		held = err
 		if wait < 2*time.Millisecond {
 			// Too little time left to queue: wait for ctx to end rather
 			// than spinning on plain acquires.
@@ -104,15 +121,47 @@ func (c *Client) AcquireWait(ctx context.Context, key, owner string, ttl time.Du
 	}
 }
 
-// releaseAbandoned releases, on a fresh short context, a grant that may
-// have been made to a request whose caller gave up. Release is
-// owner-guarded, so releasing nothing is harmless.
-func (c *Client) releaseAbandoned(key, owner string) {
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-	defer cancel()
-	if _, err := c.Release(ctx, key, owner); err != nil {
-		c.log.Debug("release after abandoned wait failed", "error", err)
+// waitEnded is the error of a wait that ctx ended, with last, the error of
+// its last request. It wraps ctx.Err(). A node that queued the request
+// answers 409 before ctx ends (the wait asked for leaves a margin), so
+// that answer is contention, and the error carries it (with the holder's
+// TTL); a failure of the last request is carried (it matches
+// drivers.ErrUnavailable); a deadline that passed with no answer at all
+// means no node answered in time, and the error also matches
+// drivers.ErrOutcomeUnknown (the request may have been queued and
+// granted). A cancellation with no failure claims neither.
+func waitEnded(ctx context.Context, last error) error {
+	if errors.Is(last, drivers.ErrNotAcquired) {
+		return fmt.Errorf("client: acquire wait: %w (the key was held: %w)", ctx.Err(), last)
 	}
+	if errors.Is(last, drivers.ErrUnavailable) {
+		return fmt.Errorf("client: acquire wait: %w: %w", ctx.Err(), last)
+	}
+	if !errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		return fmt.Errorf("client: acquire wait: %w", ctx.Err()) // the caller cancelled: no claim either way
+	}
+	return fmt.Errorf("client: acquire wait: %w", drivers.OutcomeUnknown("no answer before the deadline", last))
+}
+
+// releaseAbandoned releases, in the background and bounded, a grant that
+// may have been made to a request whose caller gave up, so that the caller
+// returns by its deadline. Release is owner-guarded, so releasing nothing
+// is harmless. Close cancels it.
+func (c *Client) releaseAbandoned(key, owner string) {
+	c.cleanupMu.Lock()
+	defer c.cleanupMu.Unlock()
+	if c.closed.Load() {
+		return
+	}
+	c.cleanups.Add(1)
+	go func() {
+		defer c.cleanups.Done()
+		ctx, cancel := context.WithTimeout(c.cleanupCtx, 2*time.Second)
+		defer cancel()
+		if _, err := c.Release(ctx, key, owner); err != nil {
+			c.log.Debug("release after abandoned wait failed", "error", err)
+		}
+	}()
 }
 
 // Release deletes key if owner holds it and reports whether it did.

@@ -263,11 +263,22 @@ type streamConn struct {
 	mu       sync.Mutex
 	nextID   uint64
 	pending  map[uint64]*streamCall
-	out      []byte   // frames not yet written
-	wrote    []func() // their WroteRequest hooks, called as they are written
+	out      []byte        // frames not yet written
+	queued   []queuedFrame // the requests among them, in order
 	err      error    // set once the stream failed: every later call fails
 	lastRead time.Time
 	idle     *time.Timer
+}
+
+// queuedFrame is a request frame in streamConn.out, at out[start:end],
+// that the writer has not taken yet: a request given up now is cut out and
+// never sent. wrote is its WroteRequest hook (nil without a trace), called
+// as the writer takes the frame, under the stream's lock, so that a caller
+// that gives up afterwards already sees its request as sent.
+type queuedFrame struct {
+	id         uint64
+	start, end int
+	wrote      func()
 }
 
 // streamCall is a request waiting for its answer.
@@ -292,15 +303,18 @@ func (sc *streamConn) roundTrip(req *http.Request, body []byte) (*http.Response,
 	}
 	sc.nextID++
 	id := sc.nextID
+	start := len(sc.out)
 	out, err := stream.AppendRequest(sc.out, stream.Request{ID: id, Method: req.Method, Target: target, Body: body})
 	if err != nil {
 		sc.mu.Unlock()
 		return nil, err
 	}
 	sc.out = out
+	q := queuedFrame{id: id, start: start, end: len(out)}
 	if trace != nil && trace.WroteRequest != nil {
-		sc.wrote = append(sc.wrote, func() { trace.WroteRequest(httptrace.WroteRequestInfo{}) })
+		q.wrote = func() { trace.WroteRequest(httptrace.WroteRequestInfo{}) }
 	}
+	sc.queued = append(sc.queued, q)
 	sc.pending[id] = call
 	sc.idle.Stop()
 	sent := time.Now()
@@ -344,6 +358,13 @@ func (sc *streamConn) abandon(id uint64, sent time.Time) {
 		return
 	}
 	delete(sc.pending, id)
+	if sc.unqueueLocked(id) {
+		// Its frame was still waiting to be written: it never leaves,
+		// as its caller is told (its WroteRequest was not called).
+		sc.armIdleLocked()
+		sc.mu.Unlock()
+		return
+	}
 	silent := !sc.lastRead.After(sent) && time.Since(sent) >= sc.t.silent
 	if !silent {
 		sc.out, _ = stream.AppendRequest(sc.out, stream.Request{ID: id, Cancel: true})
@@ -355,6 +376,25 @@ func (sc *streamConn) abandon(id uint64, sent time.Time) {
 		return
 	}
 	sc.signal()
+}
+
+// unqueueLocked cuts request id's frame out of the frames not yet written,
+// and reports whether it was there. sc.mu must be held.
+func (sc *streamConn) unqueueLocked(id uint64) bool {
+	for i, q := range sc.queued {
+		if q.id != id {
+			continue
+		}
+		n := q.end - q.start
+		sc.out = append(sc.out[:q.start], sc.out[q.end:]...)
+		for j := i + 1; j < len(sc.queued); j++ {
+			sc.queued[j].start -= n
+			sc.queued[j].end -= n
+		}
+		sc.queued = append(sc.queued[:i], sc.queued[i+1:]...)
+		return true
+	}
+	return false
 }
 
 func (sc *streamConn) signal() {
@@ -380,17 +420,19 @@ func (sc *streamConn) write() {
 			return
 		}
 		buf, sc.out = sc.out, buf[:0]
-		hooks := sc.wrote
-		sc.wrote = nil
+		// Before the write, and before a caller can give up on a frame
+		// taken here: a write that fails part way may still have
+		// delivered whole frames, and a request that may have reached the
+		// node must never be reported as never sent.
+		for _, q := range sc.queued {
+			if q.wrote != nil {
+				q.wrote()
+			}
+		}
+		sc.queued = sc.queued[:0]
 		sc.mu.Unlock()
 		if len(buf) == 0 {
 			continue
-		}
-		// Before the write: a write that fails part way may still have
-		// delivered whole frames, and a request that may have reached the
-		// node must never be reported as never sent.
-		for _, h := range hooks {
-			h()
 		}
 		if _, err := sc.conn.Write(buf); err != nil {
 			sc.fail(fmt.Errorf("client: stream to %s: write: %w", sc.conn.RemoteAddr(), err))

@@ -64,8 +64,9 @@ func TestStream_ClientCarriesCallsOverOneStreamPerNode(t *testing.T) {
 }
 
 // A waiting acquire given up by its caller is cancelled on the node
-// through the stream: the key is never handed to the owner who left, so
-// the holder's release frees it.
+// through the stream: its queue entry goes at once (long before the
+// request's own wait_ms, DefaultWaitChunk, would end it), the key is never
+// handed to the owner who left, so the holder's release frees it.
 func TestStream_AbandonedWaitIsCancelledOnTheNode(t *testing.T) {
 	addrs, _ := startCluster(t)
 	c, err := client.New(client.Config{Addrs: addrs})
@@ -82,13 +83,26 @@ func TestStream_AbandonedWaitIsCancelledOnTheNode(t *testing.T) {
 		t.Fatalf("Acquire = %v, %v", ok, err)
 	}
 	opened := c.StreamsOpened()
+	waiters := func() int {
+		info, _, err := c.Get(ctx, "k")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return info.Waiters
+	}
 	for i := 0; i < 3; i++ {
-		wctx, cancel := context.WithTimeout(ctx, 150*time.Millisecond)
-		_, err := c.AcquireWait(wctx, "k", "leaver", time.Minute, drivers.WaitOptions{})
+		wctx, cancel := context.WithCancel(ctx)
+		done := make(chan error, 1)
+		go func() {
+			_, err := c.AcquireWait(wctx, "k", "leaver", time.Minute, drivers.WaitOptions{})
+			done <- err
+		}()
+		poll.Until(t, 5*time.Second, "the wait queued on the node", func() bool { return waiters() == 1 })
 		cancel()
-		if !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, drivers.ErrNotAcquired) {
+		if err := <-done; !errors.Is(err, context.Canceled) {
 			t.Fatalf("abandoned wait = %v", err)
 		}
+		poll.Until(t, client.DefaultWaitChunk/2, "the queue entry of the abandoned wait to go", func() bool { return waiters() == 0 })
 	}
 	if ok, err := c.Release(ctx, "k", "holder"); err != nil || !ok {
 		t.Fatalf("Release = %v, %v", ok, err)

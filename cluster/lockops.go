@@ -179,6 +179,12 @@ func (n *Node) acquireWait(ctx context.Context, l *leadership, q *request, ttl, 
 	defer timer.Stop()
 	select {
 	case g := <-ch:
+		if err := ctx.Err(); err != nil {
+			// The client went away as the key came: nobody will get this
+			// answer, so it is not returned, and leave releases the grant
+			// (unreturned) rather than leave it blocking the key for a TTL.
+			return 0, unavailable("acquire", err)
+		}
 		return g.Fence, nil
 	case <-l.ctx.Done():
 		return 0, unavailable("acquire", errLeadershipChanged)
@@ -189,7 +195,12 @@ func (n *Node) acquireWait(ctx context.Context, l *leadership, q *request, ttl, 
 		// The client went away, or this node is shutting down.
 		return 0, unavailable("acquire", err)
 	}
-	return 0, &drivers.NotAcquiredError{Key: key} // holder's lease unknown
+	// The wait ran out: tell how long the holder has left, as for an
+	// acquire that finds the key held (a local read of the leader's table).
+	if info, ok, err := n.fsm.Engine().Get(ctx, key); err == nil && ok {
+		return 0, heldBy(key, info.Deadline, l.clock.Now())
+	}
+	return 0, &drivers.NotAcquiredError{Key: key}
 }
 
 // applyWhileLeading proposes e (stamped with l's clock) until it commits

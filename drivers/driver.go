@@ -68,6 +68,19 @@ type KeyNamer interface {
 	DefaultPrefix() string
 }
 
+// HolderTTLReporter is the optional capability of saying, when Acquire
+// finds the key held, how long the holder's grant has left as the backend
+// sees it, so that a caller can be told "held for 12s more".
+//
+// AcquireHolderTTL is Acquire that, when ok is false, also returns the
+// holder's remaining time (0 when the backend cannot tell). Every driver of
+// this module implements it.
+//
+// Fallback when a driver lacks it: NotAcquiredError.HolderTTL stays 0.
+type HolderTTLReporter interface {
+	AcquireHolderTTL(ctx context.Context, key, owner string, ttl time.Duration) (fence uint64, ok bool, holderTTL time.Duration, err error)
+}
+
 // WaitOptions tunes AcquireWait.
 type WaitOptions struct {
 	// RetryDelay bounds the pause between two polls for drivers that cannot
@@ -80,7 +93,12 @@ type WaitOptions struct {
 // waiters close to their arrival order.
 //
 // AcquireWait blocks until key is granted to owner and returns the fence,
-// or returns ctx.Err() (possibly wrapped) when ctx ends first. A caller
+// or returns ctx.Err() (possibly wrapped) when ctx ends first. A wait
+// that ctx ends must not pass an outage off as contention: when the
+// backend's last attempt failed or got no answer, the error also matches
+// ErrUnavailable (and carries that failure); the Manager then reports the
+// outage rather than ErrNotAcquired. It may also carry a *NotAcquiredError
+// with the holder's remaining time. A caller
 // whose ctx ended may still have been granted the key at the backend in the
 // same instant; the driver must either release such a grant itself or
 // leave it to expire, and never report it as held.

@@ -59,6 +59,14 @@ func (e *NotAcquiredError) Is(target error) bool { return target == ErrNotAcquir
 // HTTPStatus is 409 Conflict, so an HTTP layer can map contention directly.
 func (e *NotAcquiredError) HTTPStatus() int { return http.StatusConflict }
 
+// HeldWhenEnded is the error of a wait that ctx ended while another owner
+// held key: it wraps err (ctx's error) and a *NotAcquiredError with the
+// holder's remaining time as last seen, so that the caller is told how
+// long the holder had left.
+func HeldWhenEnded(err error, key string, holderTTL time.Duration) error {
+	return fmt.Errorf("%w: %w", err, &NotAcquiredError{Key: key, HolderTTL: max(holderTTL, 0)})
+}
+
 // LostError reports that a held lock was lost (or must be treated as lost)
 // while its holder was using it. Reason says why; Cause is the error behind
 // it, if there was one.

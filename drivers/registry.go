@@ -16,6 +16,8 @@ import (
 type OpenOptions struct {
 	// SQLitePath is the database file of the "sqlite" driver.
 	SQLitePath string
+	// SQLiteDurable makes the "sqlite" driver's commits wait for the disk.
+	SQLiteDurable bool
 	// RedisURL is the server URL of the "redis" driver. It may hold a
 	// password: never print it.
 	RedisURL string

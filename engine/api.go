@@ -291,3 +291,12 @@ func (e *Engine) NextDeadline(ctx context.Context) (int64, bool, error) {
 	}
 	return d, ok, nil
 }
+
+// Remaining is how long g has left by the engine's clock, 0 once it has
+// ended (or in replicated mode, where time is the log's).
+func (e *Engine) Remaining(g Grant) time.Duration {
+	if e.now == nil {
+		return 0
+	}
+	return time.Duration(max(g.Deadline-e.now(), 0))
+}

@@ -114,12 +114,22 @@ func sqliteArgs(t *testing.T) []string {
 func TestRun_PassesFenceKeyAndExitStatus(t *testing.T) {
 	args := append(append([]string{"run"}, sqliteArgs(t)...), "--key", "job", "--ttl", "5s", "--")
 	code, stdout, stderr := runCLI(t, nil, append(args,
-		"sh", "-c", `echo "key=$LOCK_KEY fence=$LOCK_FENCE"; exit 7`)...)
+		"sh", "-c", `echo "key=$LOCK_KEY fence=$LOCK_FENCE owner=$LOCK_OWNER"; exit 7`)...)
 	if code != 7 {
 		t.Fatalf("exit %d, want the command's 7; stderr %q", code, stderr)
 	}
-	if !strings.Contains(stdout, "key=job fence=1") {
-		t.Fatalf("command output %q lacks the key and fence", stdout)
+	if !strings.Contains(stdout, "key=job fence=1 owner=") || strings.HasSuffix(strings.TrimSpace(stdout), "owner=") {
+		t.Fatalf("command output %q lacks the key, fence and owner", stdout)
+	}
+}
+
+// --owner names the grant's owner: the command gets it as LOCK_OWNER, and
+// the backend records it, so the command can act for the holder.
+func TestRun_OwnerIsGivenToTheCommand(t *testing.T) {
+	args := append(append([]string{"run"}, sqliteArgs(t)...), "--key", "job", "--owner", "deploy-42", "--")
+	code, stdout, stderr := runCLI(t, nil, append(args, "sh", "-c", `echo "owner=$LOCK_OWNER"`)...)
+	if code != 0 || !strings.Contains(stdout, "owner=deploy-42") {
+		t.Fatalf("exit %d, stdout %q, stderr %q; want the command to see owner=deploy-42", code, stdout, stderr)
 	}
 }
 

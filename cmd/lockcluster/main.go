@@ -57,6 +57,9 @@ type env struct {
 }
 
 func main() {
+	if len(os.Args) > 1 && os.Args[1] == supervise.GuardArg {
+		os.Exit(supervise.RunGuard(os.Args[2:])) // started by run beside its command
+	}
 	// SIGINT/SIGTERM cancel ctx: every command shuts down cleanly on it.
 	ctx, cancel := context.WithCancelCause(context.Background())
 	sigs := make(chan os.Signal, 1)

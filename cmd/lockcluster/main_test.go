@@ -1,6 +1,7 @@
 package main
 
 import (
+	"github.com/zerotal/lock/internal/supervise"
 	"os"
 	"testing"
 
@@ -12,6 +13,9 @@ import (
 const beMainEnv = "LOCKCLUSTER_TEST_BE_MAIN"
 
 func TestMain(m *testing.M) {
+	if len(os.Args) > 1 && os.Args[1] == supervise.GuardArg {
+		os.Exit(supervise.RunGuard(os.Args[2:])) // run's guard, started from this binary
+	}
 	if os.Getenv(beMainEnv) == "1" {
 		main() // exits
 	}

@@ -84,7 +84,7 @@ func requireShared(cfg lock.Config) error {
 	case "", "memory":
 		return fmt.Errorf("--driver memory keeps its locks in this one process: %w", errNotShared)
 	case "sqlite":
-		if cfg.SQLite.Path == "" || cfg.SQLite.Path == lock.DefaultSQLitePath {
+		if cfg.SQLite.Path == "" || cfg.SQLite.Path == ":memory:" {
 			return fmt.Errorf("--driver sqlite without --sqlite-path keeps its locks in a private in-memory database: %w", errNotShared)
 		}
 	}

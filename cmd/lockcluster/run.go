@@ -30,8 +30,8 @@ const runExamples = `  # run a backup; if another host runs one, wait until it i
   # wait at most five minutes, on a SQLite file shared by the processes of this host
   lockcluster run --driver sqlite --sqlite-path /var/lib/app/locks.db --key migrate --ttl 1m --timeout 5m -- ./migrate
 
-  # the command sees the key and its fence
-  lockcluster run --key report --ttl 10s -- sh -c 'echo "$LOCK_KEY fence $LOCK_FENCE"'
+  # the command sees the key, its fence and the owner token
+  lockcluster run --key report --ttl 10s -- sh -c 'echo "$LOCK_KEY fence $LOCK_FENCE owner $LOCK_OWNER"'
 
   # no command: hold the lock (refreshed) until Ctrl-C, SIGTERM or its loss, then release it
   lockcluster run --key maintenance --ttl 1m`
@@ -42,8 +42,10 @@ While it waits, run says so on stderr, with how long the holder's lease has left
 backend tells (the cluster does).
 
 The lock is refreshed every TTL/3 while it is held, so the TTL only bounds how long a crashed
-holder blocks the key. The command's environment gets LOCK_KEY (the key without prefix) and
-LOCK_FENCE (strictly increasing per grant: pass it to what you protect).
+holder blocks the key. The command's environment gets LOCK_KEY (the key without prefix),
+LOCK_FENCE (strictly increasing per grant: pass it to what you protect) and LOCK_OWNER (the
+grant's owner token, --owner or a fresh one: with it the command can extend or release the
+lock itself through the HTTP API).
 
 Without a command, run acquires the lock, prints "key=K owner=O fence=F" on stdout, holds it
 until SIGINT or SIGTERM (then releases it and exits 0) or until it is lost (exit status 76).
@@ -57,7 +59,12 @@ then SIGKILL after --grace, and the SIGKILL always goes out a sixth of the TTL b
 lease can run out at the backend. That is why --grace may be at most a third of --ttl.
 When the command exits while processes it started still run, they get the same SIGTERM
 and SIGKILL. The lock is released only once no process of the group is left. (A process
-that leaves the group, with setsid or setpgid, leaves run's control too.)
+that leaves the group, with setsid or setpgid, leaves run's control too.) If run itself
+dies, even of SIGKILL, a small guard process it started beside the command (in a session
+of its own) sees it and stops the group the same way, SIGTERM then SIGKILL after --grace,
+before the lease that nobody refreshes any more runs out. This holds on every Unix;
+on Windows run refuses to start a command. The final release is bounded: run waits at
+most 2s for it, and 2s more for a retry, then leaves the lock to its TTL.
 
 The lock must be seen by the other processes: run refuses --driver memory and a sqlite
 driver without --sqlite-path, whose locks no other process sees.
@@ -83,6 +90,7 @@ type runOptions struct {
 	noWait  bool
 	grace   time.Duration
 	quiet   bool
+	owner   string
 }
 
 func newRunCmd(e *env) *cobra.Command {
@@ -105,6 +113,7 @@ a command, it holds the lock until it is interrupted.`,
 	fs.BoolVar(&o.noWait, "no-wait", false, "fail at once (exit status 75) when the lock is held")
 	durationVar(fs, &o.grace, "grace", defaultGrace, "after SIGTERM, how long the command's process group has before SIGKILL;\nat most a third of --ttl, which is also the default when shorter than 10s")
 	fs.BoolVar(&o.quiet, "quiet", false, "print nothing of lockcluster's own on stderr")
+	fs.StringVar(&o.owner, "owner", "", "the grant's owner token (default: a fresh random one); the command gets it as LOCK_OWNER")
 	o.driverFlags.register(cmd, "cluster")
 	fs.Lookup("driver").Usage = "backend shared by the processes to keep apart: cluster, redis (URL from the variable\nREDIS_URL) or sqlite with --sqlite-path; memory is refused"
 	cliflags.Alias(cmd, map[string]string{"addr": "endpoints", "addrs": "endpoints", "wait": "timeout"})
@@ -157,7 +166,7 @@ func runRun(ctx context.Context, e *env, cmd *cobra.Command, o *runOptions, argv
 		say("%s", describeConfig(err))
 		return exitStatus(exitCodeFor(err))
 	}
-	defer m.Close()
+	defer closeBounded(m, say)
 
 	ran := false // the lock was granted and the callback ran
 	child := -1  // the command's exit status, once it ran
@@ -171,7 +180,7 @@ func runRun(ctx context.Context, e *env, cmd *cobra.Command, o *runOptions, argv
 		c := exec.Command(argv[0], argv[1:]...)
 		c.Stdin, c.Stdout, c.Stderr = e.stdin, e.stdout, e.stderr
 		c.Env = append(append([]string(nil), e.environ...),
-			"LOCK_KEY="+o.key, "LOCK_FENCE="+strconv.FormatUint(l.Fence(), 10))
+			"LOCK_KEY="+o.key, "LOCK_FENCE="+strconv.FormatUint(l.Fence(), 10), "LOCK_OWNER="+l.Owner())
 		c.WaitDelay = supervise.PipeDrain
 		// From here on run passes its signals on to the command's group
 		// instead of dying of them and leaving the group running.
@@ -194,7 +203,10 @@ func runRun(ctx context.Context, e *env, cmd *cobra.Command, o *runOptions, argv
 	}
 
 	start := time.Now()
-	opts := []lock.Option{lock.WithRefresh()}
+	opts := []lock.Option{lock.WithRefresh(), lock.WithReleaseTimeout(finalRelease)}
+	if o.owner != "" {
+		opts = append(opts, lock.WithOwner(o.owner))
+	}
 	switch {
 	case wait == 0:
 		err = m.Try(ctx, o.key, o.ttl, fn, opts...)
@@ -225,6 +237,10 @@ func runRun(ctx context.Context, e *env, cmd *cobra.Command, o *runOptions, argv
 	}
 	waited := time.Since(start)
 	switch {
+	case (errors.Is(err, lock.ErrLost) || errors.Is(err, errLeaseEnding)) && child >= 0:
+		// Why was said as the group got its SIGTERM (supervise.Group).
+		say("the command's process group is gone; exit status %d (lock lost)", exitLost)
+		return exitStatus(exitLost)
 	case errors.Is(err, lock.ErrLost):
 		say("%s", describe(err)) // lost "K" (fence F): why
 		return exitStatus(exitLost)
@@ -389,6 +405,22 @@ func quoteIfNeeded(s string) string {
 		return strconv.Quote(s)
 	}
 	return s
+}
+
+// finalRelease bounds run's release of the lock at its end, and then again
+// the release retried in the background: a backend that does not answer
+// holds run up for at most twice this, and the lock expires by its TTL.
+const finalRelease = 2 * time.Second
+
+// closeBounded closes m once the releases it sends in the background are
+// done, or finalRelease has passed.
+func closeBounded(m *lock.Manager, say func(string, ...any)) {
+	ctx, cancel := context.WithTimeout(context.Background(), finalRelease)
+	defer cancel()
+	if err := m.Shutdown(ctx); err != nil {
+		say("the release of the lock got no answer in %s; it expires by its TTL", formatDuration(finalRelease))
+	}
+	_ = m.Close()
 }
 
 // defaultGrace is --grace when not given (and a third of --ttl is longer).

@@ -314,3 +314,57 @@ while :; do sleep 0.05; done
 		t.Fatalf("the paused grandchild never handled SIGTERM (mark %q)", b)
 	}
 }
+
+// SIGKILL of run itself, which it cannot catch, still ends the command's
+// whole group (the guard sees run's end): nothing of it runs on without a
+// refreshed lock, until the TTL hands the key to the next holder, who
+// would run beside it. A grandchild that ignores SIGTERM gets SIGKILL
+// after the grace.
+func TestRun_SIGKILLOfRunEndsTheGroup(t *testing.T) {
+	needProc(t)
+	dir := t.TempDir()
+	db, pidfile := filepath.Join(dir, "locks.db"), filepath.Join(dir, "pid")
+	inner := proctest.Script(t, dir, "inner.sh", ignoreTerm)
+	p := startRunProcess(t, "--driver", "sqlite", "--sqlite-path", db, "--key", "k", "--ttl", "30s", "--grace", "500ms",
+		"--", "sh", "-c", `trap '' TERM; sh "$0" "$1" & wait`, inner, pidfile)
+	pid := proctest.ReadPID(t, pidfile)
+	t.Cleanup(func() { _ = syscall.Kill(pid, syscall.SIGKILL) })
+	if err := p.cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	p.wait(t)
+	killed := time.Now()
+	if !poll.Wait(5*time.Second, func() bool { return !proctest.Alive(pid) }) {
+		t.Fatalf("grandchild %d still runs %v after run was killed: it works without the lock", pid, time.Since(killed).Round(time.Millisecond))
+	}
+	t.Logf("the group was gone %v after run's SIGKILL", time.Since(killed).Round(time.Millisecond))
+}
+
+// A lost lock is told as the group gets its SIGTERM, while the command
+// still has its grace to stop, not once everything is over.
+func TestRun_LossIsToldAtTheSIGTERM(t *testing.T) {
+	needProc(t)
+	dir := t.TempDir()
+	db, pidfile := filepath.Join(dir, "locks.db"), filepath.Join(dir, "pid")
+	inner := proctest.Script(t, dir, "inner.sh", ignoreTerm)
+	p := startRunProcess(t, "--driver", "sqlite", "--sqlite-path", db, "--key", "k", "--ttl", "9s", "--grace", "3s",
+		"--", "sh", "-c", `trap '' TERM; sh "$0" "$1" & wait`, inner, pidfile)
+	pid := proctest.ReadPID(t, pidfile)
+	if err := openSQLite(t, db).Make("k", time.Second).ForceRelease(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	poll.Until(t, 5*time.Second, "run to say why it stops the command", func() bool {
+		return strings.Contains(p.output(), "SIGTERM to the command's process group")
+	})
+	if !proctest.Alive(pid) {
+		t.Fatalf("the loss was told only after the group was gone:\n%s", p.output())
+	}
+	out := p.output()
+	if !strings.Contains(out, "lost") {
+		t.Errorf("the message does not say the lock was lost:\n%s", out)
+	}
+	if code := p.wait(t); code != exitLost {
+		t.Fatalf("exit %d, want %d", code, exitLost)
+	}
+	t.Logf("run said:\n%s", p.output())
+}

@@ -57,6 +57,8 @@ var (
 	_ drivers.Extender = (*Driver)(nil)
 	_ drivers.Waiter   = (*Driver)(nil)
 
+	_ drivers.HolderTTLReporter = (*Driver)(nil)
+
 	_ drivers.InstantWaiter = (*Driver)(nil)
 )
 
@@ -101,6 +103,22 @@ func (d *Driver) Acquire(ctx context.Context, key, owner string, ttl time.Durati
 		return 0, false, err
 	}
 	return g.Fence, true, nil
+}
+
+// AcquireHolderTTL is Acquire that, when another owner holds the key, also
+// returns how long the holder's grant has left.
+func (d *Driver) AcquireHolderTTL(ctx context.Context, key, owner string, ttl time.Duration) (uint64, bool, time.Duration, error) {
+	if err := d.ready(ctx); err != nil {
+		return 0, false, 0, err
+	}
+	g, ok, err := d.e.Acquire(ctx, key, owner, ttl)
+	switch {
+	case err != nil:
+		return 0, false, 0, err
+	case !ok:
+		return 0, false, d.e.Remaining(g), nil
+	}
+	return g.Fence, true, 0, nil
 }
 
 // AcquireWait queues for key, FIFO, and returns when the engine hands it

@@ -34,7 +34,8 @@
 // server does not know them, after a restart or SCRIPT FLUSH.
 //
 // A key K is stored as "{K}" (the owner token, with the lock's TTL) and
-// "{K}:fence" (the last fence, no TTL, so fences outlive the lock). A key
+// "{K}:fence" (the last fence, kept for FenceRetention after the key's last
+// new grant, so that Redis holds one per recently used key). A key
 // that contains braces is stored under a digest tag instead:
 // "{#<hex>}K" and "{#<hex>}K:fence".
 //
@@ -42,9 +43,10 @@
 //
 // Each grant gets a fence larger than every earlier one of the same key:
 // max(previous fence + 1, the server's clock in microseconds). The clock
-// floor keeps fences increasing when the counter is lost (a restart without
-// persistence, a failover to a replica that had not received the last
-// writes), as long as the server clocks do not step back.
+// floor keeps fences increasing when the counter is gone (expired after
+// FenceRetention, a restart without persistence, a failover to a replica
+// that had not received the last writes), as long as the server clocks do
+// not step back by FenceRetention or more.
 //
 // # Batching
 //

@@ -31,12 +31,23 @@ type Driver struct {
 	done      chan struct{} // closed by Close; ends every wait
 
 	hub *hub // pushed wake-ups for AcquireWait
+
+	// cleanups are the owner-guarded releases sent in the background for
+	// waiters that gave up (releaseAbandoned); Close cancels them
+	// (cleanupStop) and waits before it closes the client. cleanupMu orders
+	// their start against Close.
+	cleanupMu   sync.Mutex
+	cleanups    sync.WaitGroup
+	cleanupCtx  context.Context
+	cleanupStop context.CancelFunc
 }
 
 var (
 	_ drivers.Driver   = (*Driver)(nil)
 	_ drivers.Extender = (*Driver)(nil)
 	_ drivers.Waiter   = (*Driver)(nil)
+
+	_ drivers.HolderTTLReporter = (*Driver)(nil)
 )
 
 // Open returns a Driver for cfg. With a URL it opens its own client, checks
@@ -108,6 +119,7 @@ func newDriver(client goredis.UniversalClient, owns bool, cfg Config) *Driver {
 		cfg:        cfg,
 		done:       make(chan struct{}),
 	}
+	d.cleanupCtx, d.cleanupStop = context.WithCancel(context.Background())
 	if cfg.PipelineAt >= 0 {
 		d.batch = newBatcher(client)
 	}
@@ -120,6 +132,14 @@ func newDriver(client goredis.UniversalClient, owns bool, cfg Config) *Driver {
 func (d *Driver) Acquire(ctx context.Context, key, owner string, ttl time.Duration) (uint64, bool, error) {
 	fence, ok, _, err := d.acquire(ctx, key, owner, ttl)
 	return fence, ok, err
+}
+
+// AcquireHolderTTL is Acquire that, when another owner holds the key, also
+// returns the holder's PTTL (0 for a key without one, which someone else
+// wrote).
+func (d *Driver) AcquireHolderTTL(ctx context.Context, key, owner string, ttl time.Duration) (uint64, bool, time.Duration, error) {
+	fence, ok, left, err := d.acquire(ctx, key, owner, ttl)
+	return fence, ok, max(left, 0), err
 }
 
 // acquire is Acquire that also reports, when the key is held by another
@@ -213,8 +233,12 @@ func (d *Driver) Exists(ctx context.Context, key string) (bool, error) {
 func (d *Driver) Close() error {
 	var err error
 	d.closeOnce.Do(func() {
+		d.cleanupMu.Lock()
 		d.closed.Store(true)
+		d.cleanupMu.Unlock()
 		close(d.done)
+		d.cleanupStop()
+		d.cleanups.Wait()
 		d.hub.close()
 		if d.ownsClient {
 			err = d.client.Close()

@@ -3,6 +3,7 @@ package redis_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -138,6 +139,39 @@ func TestFenceSurvivesExpiry(t *testing.T) {
 	}
 	if f2 := mustAcquire(t, d, key, token(), time.Hour); f2 <= f1 {
 		t.Fatalf("fence %d after %d", f2, f1)
+	}
+}
+
+// Fence counters do not pile up: each expires FenceRetention after its
+// key's last new grant, so Redis holds one per recently used key, not one
+// per key ever locked; and a key whose counter is gone (expired, or lost)
+// still gets a fence above every earlier one, from the server's clock.
+func TestFenceCountersExpireAndFencesStillGrow(t *testing.T) {
+	srv := redistest.Start(t)
+	d := open(t, srv)
+	rc := srv.Client()
+	last := map[string]uint64{}
+	for i := range 50 {
+		key := newKey(fmt.Sprintf("invoice:%d", i))
+		owner := token()
+		last[key] = mustAcquire(t, d, key, owner, time.Minute)
+		if _, err := d.Release(t.Context(), key, owner); err != nil {
+			t.Fatal(err)
+		}
+		_, fenceKey, _ := redis.KeyNames(key)
+		ttl, err := rc.PTTL(t.Context(), fenceKey).Result()
+		if err != nil || ttl <= 0 || ttl > redis.FenceRetention {
+			t.Fatalf("fence counter of %q: PTTL %v, %v; want it to expire within %v", key, ttl, err, redis.FenceRetention)
+		}
+	}
+	for key, f1 := range last {
+		_, fenceKey, _ := redis.KeyNames(key)
+		if err := rc.Del(t.Context(), fenceKey).Err(); err != nil { // as its expiry would
+			t.Fatal(err)
+		}
+		if f2 := mustAcquire(t, d, key, token(), time.Minute); f2 <= f1 {
+			t.Fatalf("%q: fence %d after %d, once its counter was gone", key, f2, f1)
+		}
 	}
 }
 

@@ -1,28 +1,45 @@
 package redis
 
-import goredis "github.com/redis/go-redis/v9"
+import (
+	"strconv"
+	"time"
+
+	goredis "github.com/redis/go-redis/v9"
+)
 
 // Every operation is one Lua script, so that Redis runs it atomically. They
 // are sent by SHA (EVALSHA) and fall back to EVAL when the server does not
 // know the SHA (after a restart or SCRIPT FLUSH), which also loads them
 // again: goredis.Script.Run does exactly that.
 
+// FenceRetention is how long a key's fence counter is kept after the
+// key's last new grant: the counter expires then, so that Redis holds one
+// for each key granted in the last FenceRetention, not one for every key
+// ever locked ("invoice:<id>" keys would otherwise grow it without bound).
+const FenceRetention = time.Hour
+
 // nextFence is the Lua that hands out a new fence for the key whose fence
 // counter is KEYS[2], leaving it in the local variable fence.
 //
-// A new fence is max(last fence + 1, server time in microseconds). The
-// counter alone would restart at 1 when the counter key is lost: a restart
-// without persistence, or a failover to a replica that had not yet received
-// the last increments (replication is asynchronous). The clock floor keeps
-// fences growing across both, as long as the server clock does not step
-// back. replicate_commands makes Redis before 5.0 replicate the effects
-// rather than the script, which TIME requires; later versions always do.
-const nextFence = `
+// A new fence is max(last fence + 1, server time in microseconds), and the
+// counter is kept for FenceRetention after it. The clock floor is what
+// makes fences grow: a fence exceeds the time of its grant only when
+// several grants of one key fall in one microsecond, by one per grant, so
+// once the counter is gone (expired, a restart without persistence, a
+// failover to a replica that had not yet received the last increments:
+// replication is asynchronous) the clock alone is past every fence handed
+// out. The counter covers what the clock cannot: grants within one
+// microsecond, and a server clock that steps back, by less than
+// FenceRetention. What it assumes: the clock of the Redis server (and of a
+// replica that takes over) never steps back by FenceRetention or more.
+// replicate_commands makes Redis before 5.0 replicate the effects rather
+// than the script, which TIME requires; later versions always do.
+var nextFence = `
 local now = redis.call('TIME')
 local fence = now[1] * 1000000 + now[2]
 local last = tonumber(redis.call('GET', KEYS[2]))
 if last and fence <= last then fence = last + 1 end
-redis.call('SET', KEYS[2], string.format('%.0f', fence))
+redis.call('SET', KEYS[2], string.format('%.0f', fence), 'PX', ` + strconv.FormatInt(FenceRetention.Milliseconds(), 10) + `)
 `
 
 const replicateEffects = `if redis.replicate_commands then redis.replicate_commands() end

@@ -40,7 +40,7 @@ func (d *Driver) AcquireWait(ctx context.Context, key, owner string, ttl time.Du
 		return 0, err // nothing sent, nothing to clean up
 	}
 	channel := keysFor(key).channel
-	holderTTL := d.cfg.PollInterval
+	holderTTL := time.Duration(-1) // unknown: try again after PollInterval
 	// Try at once, unless this process already has waiters for the key:
 	// then take a place behind them rather than overtake them (a holder
 	// that releases and asks again would otherwise win every time).
@@ -77,10 +77,23 @@ func (d *Driver) wait(ctx context.Context, key string, w *waiter, holderTTL time
 	defer timer.Stop()
 	var failingSince time.Time // start of the current run of failed attempts
 	var pause time.Duration    // before the next attempt while they fail
+	var lastErr error          // of the last attempt, nil once Redis answered
+	var heldUntil time.Time    // the holder's deadline, as last told
+	if holderTTL >= 0 {
+		heldUntil = time.Now().Add(holderTTL)
+	}
 	for {
 		select {
 		case <-ctx.Done():
-			return 0, fmt.Errorf("redis: wait for %q: %w", key, ctx.Err())
+			err := fmt.Errorf("redis: wait for %q: %w", key, ctx.Err())
+			if lastErr != nil {
+				// Redis's last word was no answer: an outage, not contention.
+				return 0, fmt.Errorf("%w: %w", err, lastErr)
+			}
+			if heldUntil.IsZero() {
+				return 0, err
+			}
+			return 0, drivers.HeldWhenEnded(err, key, time.Until(heldUntil))
 		case <-d.done:
 			return 0, drivers.ErrClosed
 		case <-w.wake:
@@ -110,8 +123,9 @@ func (d *Driver) wait(ctx context.Context, key string, w *waiter, holderTTL time
 		if err != nil {
 			if ctx.Err() != nil {
 				d.releaseAbandoned(ctx, key, w.owner)
-				return 0, err
+				return 0, cutOff(err)
 			}
+			lastErr = err
 			// A waiter can wake during an outage (the subscription drops
 			// when Redis goes away), and right after Redis restarts the
 			// pool still holds connections to the old process, whose first
@@ -129,10 +143,13 @@ func (d *Driver) wait(ctx context.Context, key string, w *waiter, holderTTL time
 			}
 			return 0, err
 		}
-		failingSince, pause = time.Time{}, 0
+		failingSince, pause, lastErr = time.Time{}, 0, nil
 		if ok {
 			d.hub.leave(w, true)
 			return fence, nil
+		}
+		if left >= 0 {
+			heldUntil = time.Now().Add(left)
 		}
 		timer.Reset(d.nextTry(left))
 	}
@@ -143,20 +160,39 @@ func (d *Driver) wait(ctx context.Context, key string, w *waiter, holderTTL time
 func (d *Driver) abandon(ctx context.Context, key, owner string, err error) error {
 	if ctx.Err() != nil {
 		d.releaseAbandoned(ctx, key, owner)
+		return cutOff(err)
 	}
 	return err
 }
 
-// releaseAbandoned releases a grant that the waiter gave up on. The release
-// is owner-guarded, so it cannot touch anyone else's lock, and spares the
-// other waiters a TTL of waiting for a holder that does not exist.
+// cutOff is the error of an attempt whose deadline passed before Redis
+// answered: it may have been applied, so it also matches
+// drivers.ErrOutcomeUnknown (and ErrUnavailable), never contention.
+func cutOff(err error) error {
+	if errors.Is(err, drivers.ErrUnavailable) || !errors.Is(err, context.DeadlineExceeded) {
+		return err // a failure already, or the caller cancelled: no claim
+	}
+	return drivers.OutcomeUnknown("no answer before the context ended", err)
+}
+
+// releaseAbandoned releases a grant that the waiter gave up on, in the
+// background so that the waiter returns by its deadline. The release is
+// owner-guarded, so it cannot touch anyone else's lock, and spares the
+// other waiters a TTL of waiting for a holder that does not exist. Close
+// cancels it and waits for it.
 func (d *Driver) releaseAbandoned(ctx context.Context, key, owner string) {
+	d.cleanupMu.Lock()
+	defer d.cleanupMu.Unlock()
 	if d.closed.Load() {
 		return
 	}
-	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
-	defer cancel()
-	_, _ = d.releaseFor(cctx, key, keysFor(key), owner)
+	d.cleanups.Add(1)
+	go func() {
+		defer d.cleanups.Done()
+		cctx, cancel := context.WithTimeout(d.cleanupCtx, cleanupTimeout)
+		defer cancel()
+		_, _ = d.releaseFor(cctx, key, keysFor(key), owner)
+	}()
 }
 
 // nextTry is how long a head waiter sleeps after a failed attempt: until

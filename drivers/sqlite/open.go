@@ -222,6 +222,6 @@ func dsnParams(readOnly, durable bool) string {
 // Importing the package registers the "sqlite" driver of lock.Open.
 func init() {
 	drivers.Register("sqlite", func(ctx context.Context, o drivers.OpenOptions) (drivers.Driver, error) {
-		return Open(ctx, Config{Path: o.SQLitePath})
+		return Open(ctx, Config{Path: o.SQLitePath, Durable: o.SQLiteDurable})
 	})
 }

@@ -77,6 +77,9 @@ func (d *Driver) AcquireWait(ctx context.Context, key, owner string, ttl time.Du
 			wait = max(untilFree, 0)
 		}
 		if err := d.waitChange(ctx, wait, changed); err != nil {
+			if ctx.Err() != nil && h.expiresUS > 0 {
+				err = drivers.HeldWhenEnded(err, key, time.Until(time.UnixMicro(h.expiresUS)))
+			}
 			return 0, err
 		}
 	}

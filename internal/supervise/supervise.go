@@ -8,13 +8,20 @@ package supervise
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
+	"strings"
 	"syscall"
 	"time"
 
 	"github.com/zerotal/lock"
 )
+
+// GuardArg, as the first argument of the lockcluster binary, makes it the
+// guard of a command's process group (see RunGuard and guard_unix.go):
+// main hands such a process to RunGuard before anything else.
+const GuardArg = "__run-guard"
 
 // Cause says why the group was stopped.
 type Cause int
@@ -87,6 +94,14 @@ func (g *Group) Supervise(ctx context.Context) (waitErr error, cause Cause, err 
 	s := &supervisor{g: g, pgid: g.Cmd.Process.Pid, exp: g.Lease()}
 	exited := make(chan error, 1)
 	go func() { exited <- g.Cmd.Wait() }()
+	gd, err := startGuard(s.pgid, g.Grace)
+	if err != nil {
+		// Unguarded, the group would outlive a run that is killed.
+		_ = signalGroup(s.pgid, sigKill)
+		<-exited
+		return nil, None, err
+	}
+	defer gd.release()
 
 	s.leaseTimer = time.NewTimer(s.untilLeaseCheck())
 	s.killTimer = stoppedTimer()
@@ -109,7 +124,7 @@ func (g *Group) Supervise(ctx context.Context) (waitErr error, cause Cause, err 
 			}
 			// The command is done, but something it started is not:
 			// stop it like the command, before the lock is released.
-			s.stop(None, true)
+			s.stop(None, true, "")
 			pollStart = time.Now()
 			s.pollTimer.Reset(poll)
 		case sig := <-g.Signals:
@@ -151,7 +166,7 @@ func (s *supervisor) forward(sig os.Signal) {
 	_ = signalGroup(s.pgid, ss)
 	if ss == sigInt || ss == sigTerm || ss == sigQuit {
 		_ = signalGroup(s.pgid, sigCont)
-		s.stop(Requested, false)
+		s.stop(Requested, false, "")
 	}
 }
 
@@ -161,13 +176,13 @@ func (s *supervisor) cancelled(ctx context.Context) {
 	var sig Interrupted
 	switch {
 	case errors.Is(cause, lock.ErrLost):
-		s.stop(Lost, true)
+		s.stop(Lost, true, strings.TrimPrefix(cause.Error(), "lock: "))
 	case errors.As(cause, &sig):
 		// The signal reaches run's own channel as well and is passed on
 		// from there, as itself: do not add a SIGTERM of our own.
-		s.stop(Requested, false)
+		s.stop(Requested, false, "")
 	default:
-		s.stop(Requested, true)
+		s.stop(Requested, true, "")
 	}
 }
 
@@ -179,7 +194,7 @@ func (s *supervisor) checkLease() {
 		s.exp = exp
 	}
 	if s.killAt.IsZero() && time.Until(s.exp) <= s.g.Grace+s.g.Margin {
-		s.stop(LeaseEnding, true)
+		s.stop(LeaseEnding, true, fmt.Sprintf("the lock could not be refreshed and its lease ends in %s", time.Until(s.exp).Round(time.Millisecond)))
 	}
 	if s.killAt.IsZero() {
 		s.leaseTimer.Reset(s.untilLeaseCheck())
@@ -193,19 +208,24 @@ func (s *supervisor) untilLeaseCheck() time.Duration {
 
 // stop starts stopping the group, once: SIGTERM and SIGCONT when term is
 // set, and SIGKILL after the grace or margin before the lease's end,
-// whichever comes first.
-func (s *supervisor) stop(cause Cause, term bool) {
+// whichever comes first. why, when set, is said as the SIGTERM goes out,
+// so that whoever watches knows at once why the command is being stopped.
+func (s *supervisor) stop(cause Cause, term bool, why string) {
 	if !s.killAt.IsZero() {
 		return
 	}
 	s.cause = cause
-	if term {
-		_ = signalGroup(s.pgid, sigTerm)
-		_ = signalGroup(s.pgid, sigCont)
-	}
 	s.killAt = time.Now().Add(s.g.Grace)
 	if deadline := s.exp.Add(-s.g.Margin); !s.exp.IsZero() && deadline.Before(s.killAt) {
 		s.killAt = deadline
+	}
+	if term {
+		if why != "" && s.g.Say != nil {
+			s.g.Say("%s: SIGTERM to the command's process group %d, SIGKILL in %s if it has not exited",
+				why, s.pgid, max(time.Until(s.killAt), 0).Round(time.Millisecond))
+		}
+		_ = signalGroup(s.pgid, sigTerm)
+		_ = signalGroup(s.pgid, sigCont)
 	}
 	s.killTimer.Reset(max(time.Until(s.killAt), 0))
 }

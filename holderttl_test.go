@@ -1,0 +1,83 @@
+package lock_test
+
+import (
+	"context"
+	"errors"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/zerotal/lock"
+	"github.com/zerotal/lock/cluster/clustertest"
+	"github.com/zerotal/lock/drivers/redis/redistest"
+)
+
+// realBackends opens a Manager on each of the four backends.
+func realBackends() []struct {
+	name string
+	open func(t *testing.T) *lock.Manager
+} {
+	return []struct {
+		name string
+		open func(t *testing.T) *lock.Manager
+	}{
+		{"memory", func(t *testing.T) *lock.Manager { return openManager(t, lock.Config{}) }},
+		{"sqlite", func(t *testing.T) *lock.Manager {
+			return openManager(t, lock.Config{Driver: "sqlite", SQLite: lock.SQLiteConfig{Path: filepath.Join(t.TempDir(), "locks.db")}})
+		}},
+		{"redis", func(t *testing.T) *lock.Manager {
+			return openManager(t, lock.Config{Driver: "redis", Redis: lock.RedisConfig{URL: redistest.Start(t).URL()}})
+		}},
+		{"cluster", func(t *testing.T) *lock.Manager {
+			return openManager(t, lock.Config{Driver: "cluster", Cluster: lock.ClusterConfig{Addrs: clustertest.Start(t, 1, nil).Addrs()}})
+		}},
+	}
+}
+
+// What the backend knows of the holder reaches the caller: a Try or a
+// timed-out Block says how long the holder's grant has left, on every
+// backend; and a handle keeps its last fence after it released.
+func TestNotAcquired_CarriesTheHolderTTLOnEveryBackend(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts real backends")
+	}
+	for _, b := range realBackends() {
+		t.Run(b.name, func(t *testing.T) {
+			t.Parallel()
+			m := b.open(t)
+			const ttl = 30 * time.Second
+			holder := m.Make("busy", ttl)
+			if ok, err := holder.Acquire(t.Context()); !ok || err != nil {
+				t.Fatalf("Acquire = %v, %v", ok, err)
+			}
+			check := func(call string, err error) {
+				t.Helper()
+				na, ok := errors.AsType[*lock.NotAcquiredError](err)
+				if !ok {
+					t.Fatalf("%s = %v; want a *NotAcquiredError", call, err)
+				}
+				if na.HolderTTL < ttl/2 || na.HolderTTL > ttl {
+					t.Errorf("%s: HolderTTL %v; want the holder's time left, in (%v, %v]", call, na.HolderTTL, ttl/2, ttl)
+				}
+			}
+			check("Try", m.Try(t.Context(), "busy", time.Second, noop))
+			check("Block", m.Block(t.Context(), "busy", time.Second, noop, lock.WithTimeout(300*time.Millisecond)))
+			check("Lock.Block", m.Make("busy", time.Second).Block(t.Context(), 300*time.Millisecond))
+
+			fence := holder.Fence()
+			if err := holder.Release(t.Context()); err != nil {
+				t.Fatal(err)
+			}
+			if holder.IsAcquired() || holder.Fence() != fence || fence == 0 {
+				t.Errorf("after Release: acquired %v, fence %d; want false and the last grant's fence %d", holder.IsAcquired(), holder.Fence(), fence)
+			}
+			var inside uint64
+			if err := m.Try(context.Background(), "busy", time.Second, func(_ context.Context, l *lock.Lock) error {
+				inside = l.Fence()
+				return nil
+			}); err != nil || inside <= fence {
+				t.Errorf("the next grant: %v, fence %d; want a fence above %d", err, inside, fence)
+			}
+		})
+	}
+}
