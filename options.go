@@ -17,7 +17,7 @@ const DefaultRetryDelay = 100 * time.Millisecond
 type Option struct {
 	kind  optionKind
 	owner string
-	d    time.Duration
+	d     time.Duration
 }
 
 type optionKind uint8

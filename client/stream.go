@@ -265,7 +265,7 @@ type streamConn struct {
 	pending  map[uint64]*streamCall
 	out      []byte        // frames not yet written
 	queued   []queuedFrame // the requests among them, in order
-	err      error    // set once the stream failed: every later call fails
+	err      error         // set once the stream failed: every later call fails
 	lastRead time.Time
 	idle     *time.Timer
 }
