@@ -251,6 +251,7 @@ func newLocksCmd(e *env) *cobra.Command {
 	a.register(cmd, true)
 	cmd.Flags().StringVar(&prefix, "prefix", "", "only keys starting with this (keys are named as written: \"deploy\" from lockcluster run,\nthe HTTP API and the Go API is one lock)")
 	cmd.Flags().IntVar(&limit, "limit", 1000, "list at most this many keys")
+	cliflags.NoEnv(cmd, "prefix", "it filters this listing, and LOCKCLUSTER_PREFIX is an application's key prefix")
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
 		if limit <= 0 {
 			return usagef("--limit must be positive")

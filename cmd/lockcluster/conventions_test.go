@@ -46,10 +46,13 @@ func TestCLI_Version(t *testing.T) {
 	}
 }
 
-// Every flag of every command names its variable in --help: LOCKCLUSTER_
-// and the flag's name; the client commands name the deprecated variable
-// too where there was one. The flags that name a node to act on are
-// never read from the environment, and say so.
+// The environment carries settings, not one command's behaviour: the
+// client commands read their connection settings from it, and --help
+// names the variable (with the deprecated one where there was one); every
+// other flag of theirs is read from the command line only, and its help
+// names no variable (LOCKCLUSTER_TIMEOUT=0 must not mean "do not wait" to
+// run and "fail at once" to status). agent and dev read every flag. The
+// flags that name a node to act on say why they are not read.
 func TestCLI_HelpNamesTheVariableOfEveryFlag(t *testing.T) {
 	for _, name := range commandNames {
 		code, stdout, _ := runCLI(t, nil, name, "--help")
@@ -63,6 +66,10 @@ func TestCLI_HelpNamesTheVariableOfEveryFlag(t *testing.T) {
 				name == "token" && (flag == "name" || flag == "role" || flag == "prefixes"):
 				if !strings.Contains(block, "not read from the environment") || strings.Contains(block, "env LOCKCLUSTER_") {
 					t.Errorf("%s --%s: the help does not say it is not read from the environment:\n%s", name, flag, block)
+				}
+			case name != "agent" && name != "dev" && (!cliflags.ConnectionFlags[flag] || (name == "locks" && flag == "prefix")):
+				if strings.Contains(block, "env LOCKCLUSTER_") {
+					t.Errorf("%s --%s: read from the environment, but it shapes what the command does:\n%s", name, flag, block)
 				}
 			case !strings.Contains(block, "env "+cliflags.EnvName(flag)):
 				t.Errorf("%s --%s: the help does not name %s:\n%s", name, flag, cliflags.EnvName(flag), block)
@@ -108,18 +115,15 @@ func TestCLI_EnvironmentFamilyAndDeprecatedNames(t *testing.T) {
 		})
 	}
 	// A value a flag refuses is a usage error naming the variable.
-	code, _, stderr := runBinary(t, []string{"LOCKCLUSTER_ENDPOINTS=127.0.0.1:1", "LOCKCLUSTER_TIMEOUT=30"}, "status")
-	if code != exitUsage || !strings.Contains(stderr, "LOCKCLUSTER_TIMEOUT: 30 has no unit") {
-		t.Errorf("LOCKCLUSTER_TIMEOUT=30: exit %d, stderr %q", code, stderr)
+	code, _, stderr := runBinary(t, []string{"LOCKCLUSTER_MAX_KEYS=lots"}, "agent")
+	if code != exitUsage || !strings.Contains(stderr, `LOCKCLUSTER_MAX_KEYS: "lots" is not an integer`) {
+		t.Errorf("agent with LOCKCLUSTER_MAX_KEYS=lots: exit %d, stderr %q", code, stderr)
 	}
-	code, _, stderr = runBinary(t, []string{"LOCKCLUSTER_ENDPOINTS=127.0.0.1:1", "LOCKCLUSTER_JSON=maybe"}, "status")
-	if code != exitUsage || !strings.Contains(stderr, `LOCKCLUSTER_JSON: "maybe" is not true or false`) {
-		t.Errorf("LOCKCLUSTER_JSON=maybe: exit %d, stderr %q", code, stderr)
-	}
-	// A boolean from the environment.
-	code, stdout, _ := runBinary(t, []string{"LOCKCLUSTER_ENDPOINTS=127.0.0.1:1", "LOCKCLUSTER_TIMEOUT=2s", "LOCKCLUSTER_JSON=true"}, "status")
-	if code != exitUnavailable || !strings.HasPrefix(stdout, "[") || !strings.Contains(stdout, `"state": "unreachable"`) {
-		t.Errorf("LOCKCLUSTER_JSON=true: exit %d, stdout %q", code, stdout)
+	// What one command does is not read from the environment: neither a
+	// timeout nor the output format reaches status.
+	code, stdout, stderr := runBinary(t, []string{"LOCKCLUSTER_ENDPOINTS=127.0.0.1:1", "LOCKCLUSTER_TIMEOUT=0", "LOCKCLUSTER_JSON=true"}, "status")
+	if code != exitUnavailable || strings.HasPrefix(stdout, "[") || !strings.Contains(stdout, "unreachable") {
+		t.Errorf("status with LOCKCLUSTER_TIMEOUT=0 and LOCKCLUSTER_JSON=true: exit %d, stdout %q, stderr %q", code, stdout, stderr)
 	}
 	// join and leave never take the node to act on from the environment:
 	// LOCKCLUSTER_ID configures an agent.

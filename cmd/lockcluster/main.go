@@ -4,9 +4,10 @@
 // a lock while a program runs, or holds it until interrupted (run), and a
 // load generator (bench).
 //
-// Every flag can also be set from the environment, as LOCKCLUSTER_ and the
-// flag's name ("--raft-secret": LOCKCLUSTER_RAFT_SECRET); the command line
-// wins. Run "lockcluster --help" or "lockcluster COMMAND --help" for the
+// Settings can also come from the environment, as LOCKCLUSTER_ and the
+// flag's name ("--endpoints": LOCKCLUSTER_ENDPOINTS): the connection
+// settings of the client commands, and every flag of agent and dev; the
+// command line wins. Run "lockcluster --help" or "lockcluster COMMAND --help" for the
 // details, and see docs/CLI.md.
 package main
 

@@ -15,8 +15,12 @@ import (
 const rootLong = `lockcluster: distributed locks on a Raft cluster (three nodes on loopback with "dev"),
 and the commands to run it, look into it and hold its locks from the shell.`
 
-const rootNotes = `Every flag can also be set from the environment: LOCKCLUSTER_ and the flag's name in
-upper case with _ for - (--endpoints: LOCKCLUSTER_ENDPOINTS); the command line wins.
+const rootNotes = `Settings can also come from the environment: LOCKCLUSTER_ and the flag's name in upper
+case with _ for - (--endpoints: LOCKCLUSTER_ENDPOINTS); the command line wins. The client
+commands read the connection settings only (--driver, --endpoints, --token, --sqlite-path,
+--prefix of run and bench, --tls-ca, --tls-cert, --tls-key, --cluster-id): what one command
+does (--timeout, --key, locks' --prefix filter) comes from its command line. agent and dev
+read every flag of theirs.
 
 Try it:
   lockcluster dev --demo                        # three nodes on 127.0.0.1, with a short demo

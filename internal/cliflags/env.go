@@ -17,14 +17,20 @@ import (
 	"github.com/zerotal/lock"
 )
 
-// The environment: every flag of a command can also be set by the variable
-// LOCKCLUSTER_ and the flag's name in upper case with _ for -
-// (--raft-secret: LOCKCLUSTER_RAFT_SECRET), one family for every command
-// and for lock.ConfigFromEnv. The command line wins over the variable.
+// The environment carries settings, not behaviour: a flag is set by the
+// variable LOCKCLUSTER_ and the flag's name in upper case with _ for -
+// (--endpoints: LOCKCLUSTER_ENDPOINTS), one family for every command and
+// for lock.ConfigFromEnv, and the command line wins over the variable.
 //
-// The client commands (status, locks, join, leave, run, bench) also read
-// the earlier names lock.ConfigFromEnv still accepts (LOCK_CLUSTER_ADDRS
-// for LOCKCLUSTER_ENDPOINTS ...), deprecated; the new name wins.
+// The client commands (status, locks, join, leave, run, bench) read only
+// the connection settings from it (ConnectionFlags), which mean the same
+// to every command and to the library; a flag that shapes what one
+// command does (run's --timeout, locks' --prefix filter, -o) is not read
+// from a variable that another command, or an application, also reads.
+// They also read the earlier names lock.ConfigFromEnv still accepts
+// (LOCK_CLUSTER_ADDRS for LOCKCLUSTER_ENDPOINTS ...), deprecated; the new
+// name wins. The node commands (agent, dev) read every flag of theirs:
+// each is a setting of the node.
 
 const envPrefix = "LOCKCLUSTER_"
 
@@ -42,6 +48,15 @@ const (
 	// why, shown in the help.
 	annNoEnv = "lockcluster/no-env"
 )
+
+// ConnectionFlags are the flags a client command reads from the
+// environment: where the backend is and how to reach it. --prefix is the
+// key prefix of the library (LOCKCLUSTER_PREFIX) where a command has it
+// (run, bench); locks' --prefix, a filter, is not read (NoEnv).
+var ConnectionFlags = map[string]bool{
+	"driver": true, "endpoints": true, "token": true, "sqlite-path": true, "prefix": true,
+	"tls-ca": true, "tls-cert": true, "tls-key": true, "cluster-id": true,
+}
 
 // How a command reads the environment (the value of annEnv).
 const (
@@ -72,6 +87,9 @@ func envVars(cmd *cobra.Command, f *pflag.Flag) []string {
 	mode := cmd.Annotations[annEnv]
 	if mode == "" || f.Hidden || f.Name == "help" || f.Name == "version" || f.Annotations[annNoEnv] != nil {
 		return nil
+	}
+	if mode == envWithAliases && !ConnectionFlags[f.Name] {
+		return nil // a client command's behaviour: the command line only
 	}
 	vars := []string{EnvName(f.Name)}
 	if mode == envWithAliases {
