@@ -24,6 +24,9 @@ var (
 	// ErrFull: the backend refuses new keys or waiters because a configured
 	// limit is reached.
 	ErrFull = drivers.ErrFull
+	// ErrUnauthorized: the backend refused the credentials (the cluster's
+	// token, Redis's password); it answered, so it is not ErrUnavailable.
+	ErrUnauthorized = drivers.ErrUnauthorized
 	// ErrNotLinked: Open was asked for a driver whose package the program
 	// does not import. It comes with ErrInvalid.
 	ErrNotLinked = drivers.ErrNotLinked

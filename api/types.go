@@ -99,6 +99,9 @@ type Status struct {
 type Peer struct {
 	ID   string `json:"id"`
 	Addr string `json:"addr"`
+	// HTTPAddr is the member's HTTP address from the member map; empty
+	// while unknown.
+	HTTPAddr string `json:"http_addr,omitempty"`
 	// Suffrage is raft's, in lower case: voter, nonvoter or staging.
 	Suffrage string `json:"suffrage"`
 }

@@ -10,7 +10,8 @@ import (
 )
 
 // ErrUnauthorized: the cluster rejected the request's token (missing or
-// wrong). It is never retried.
+// wrong). It is never retried. Errors that match it also match
+// drivers.ErrUnauthorized, the same refusal on every backend.
 var ErrUnauthorized = errors.New("client: unauthorized: missing or wrong token (set Token, LOCKCLUSTER_TOKEN)")
 
 // ErrNotFound: GET of a key that nobody holds, or an unknown endpoint.
@@ -69,7 +70,7 @@ func (e *APIError) Is(target error) bool {
 	case api.CodeUnavailable:
 		return target == drivers.ErrUnavailable
 	case api.CodeUnauthorized:
-		return target == ErrUnauthorized
+		return target == ErrUnauthorized || target == drivers.ErrUnauthorized
 	case api.CodeNotFound:
 		return target == ErrNotFound
 	case api.CodeWrongCluster:

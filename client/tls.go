@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"strings"
 )
 
 // ErrTLS: the TLS handshake with a node failed in a way that retrying
@@ -61,7 +62,7 @@ func tlsFailure(base string, err error) error {
 		hint = "its certificate does not name the address dialled"
 	case errors.As(err, &invalid), errors.As(err, &verify):
 		hint = "its certificate does not verify"
-	case errors.As(err, &header):
+	case errors.As(err, &header), strings.Contains(err.Error(), "server gave HTTP response to HTTPS client"):
 		hint = "it does not speak TLS (use an http:// address, or turn TLS on in the cluster)"
 	case errors.As(err, &op) && op.Op == "remote error":
 		// A TLS alert from the node: it refused this client's handshake,

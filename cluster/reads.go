@@ -98,7 +98,8 @@ func (n *Node) status() api.Status {
 	}
 	if f := n.raft.GetConfiguration(); f.Error() == nil {
 		for _, s := range f.Configuration().Servers {
-			st.Peers = append(st.Peers, api.Peer{ID: string(s.ID), Addr: string(s.Address), Suffrage: strings.ToLower(s.Suffrage.String())})
+			httpAddr, _ := n.fsm.Member(string(s.ID))
+			st.Peers = append(st.Peers, api.Peer{ID: string(s.ID), Addr: string(s.Address), HTTPAddr: httpAddr, Suffrage: strings.ToLower(s.Suffrage.String())})
 		}
 	}
 	return st

@@ -37,6 +37,10 @@ var (
 	// ErrFull: the backend refuses new keys or waiters because a configured
 	// limit is reached.
 	ErrFull = errors.New("lock: limit reached")
+	// ErrUnauthorized: the backend refused the credentials: the cluster a
+	// token, Redis a password (or none given where one is required). It
+	// is never retried, and is not ErrUnavailable: the backend answered.
+	ErrUnauthorized = errors.New("lock: credentials refused")
 )
 
 // NotAcquiredError says which key could not be acquired. It matches

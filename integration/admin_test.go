@@ -56,7 +56,7 @@ func TestAdmin_StatusLocksJoinLeave(t *testing.T) {
 	c.nodes = append(c.nodes, n4) // stopped and logged with the others
 	c.start(n4)
 	poll.Until(t, 30*time.Second, "four nodes each listing four voters", func() bool {
-		_, out := cli(t, c, "status", "--json")
+		_, out := cli(t, c, "status", "-o", "json")
 		return strings.Count(out, `"suffrage": "voter"`) >= 4*4 // four nodes each list four voters
 	})
 

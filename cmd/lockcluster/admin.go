@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strconv"
 	"text/tabwriter"
 	"time"
 
@@ -29,11 +30,22 @@ type adminFlags struct {
 	endpoints string
 	token     string
 	timeout   time.Duration
-	json      bool
+	output    string // -o: table or json
 }
 
-// register adds the connection flags, and --json for the commands that
-// print a table (join and leave print one line and have no --json).
+// checkOutput refuses an -o the command cannot print.
+func (a *adminFlags) checkOutput() error {
+	if a.output != "table" && a.output != "json" {
+		return usagef("-o %q: the formats are table and json", a.output)
+	}
+	return nil
+}
+
+// json reports whether -o json was asked for.
+func (a *adminFlags) json() bool { return a.output == "json" }
+
+// register adds the connection flags, and -o for the commands that print
+// a table (join and leave print one line and have no -o).
 func (a *adminFlags) register(cmd *cobra.Command, table bool) {
 	fs := cmd.Flags()
 	fs.SortFlags = false
@@ -42,7 +54,10 @@ func (a *adminFlags) register(cmd *cobra.Command, table bool) {
 	durationVar(fs, &a.timeout, "timeout", 10*time.Second, "give up after this long")
 	a.clientTLSFlags.register(cmd)
 	if table {
-		fs.BoolVar(&a.json, "json", false, "print JSON instead of a table")
+		fs.StringVarP(&a.output, "output", "o", "table", "`format`: table, or json (the HTTP API's schema)")
+		_ = cmd.RegisterFlagCompletionFunc("output", func(*cobra.Command, []string, string) ([]cobra.Completion, cobra.ShellCompDirective) {
+			return []cobra.Completion{"table", "json"}, cobra.ShellCompDirectiveNoFileComp
+		})
 	}
 	cliflags.Alias(cmd, oldEndpointFlags)
 	readsEnv(cmd, true)
@@ -119,12 +134,18 @@ func newStatusCmd(e *env) *cobra.Command {
 	}
 	a.register(cmd, true)
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
+		if err := a.checkOutput(); err != nil {
+			return err
+		}
 		return runStatus(cmd.Context(), e, cmd, &a)
 	}
 	return cmd
 }
 
-// runStatus asks every given node for its status.
+// runStatus asks every given node for its status, then every member the
+// raft configuration lists that was not given (at its HTTP address from
+// the member map), so that a member that is down shows even when only one
+// endpoint was given.
 func runStatus(ctx context.Context, e *env, cmd *cobra.Command, a *adminFlags) error {
 	c, err := a.client()
 	if err != nil {
@@ -136,47 +157,74 @@ func runStatus(ctx context.Context, e *env, cmd *cobra.Command, a *adminFlags) e
 
 	type row struct {
 		Addr   string         `json:"addr"`
+		Member bool           `json:"member_only,omitempty"` // listed by the configuration, not given
 		Status *client.Status `json:"status,omitempty"`
 		State  string         `json:"state,omitempty"` // when it did not answer: unauthorized, unreachable ...
 		Error  string         `json:"error,omitempty"`
 	}
-	var rows []row
+	given := splitList(a.endpoints)
+	probes := cliexplain.ProbeNodes(ctx, c, given, a.timeout)
+	seen := map[string]bool{}
+	for _, addr := range given {
+		seen[addr] = true
+	}
 	var peers []client.Peer
-	answered, unauthorized, leader := 0, 0, ""
-	for _, p := range cliexplain.ProbeNodes(ctx, c, splitList(a.endpoints), a.timeout) {
+	for _, p := range probes {
+		if p.Err == nil && len(p.Status.Peers) > len(peers) {
+			peers = p.Status.Peers
+		}
+	}
+	var more []string
+	for _, p := range peers {
+		if p.HTTPAddr != "" && !seen[p.HTTPAddr] {
+			seen[p.HTTPAddr] = true
+			more = append(more, p.HTTPAddr)
+		}
+	}
+	memberOnly := len(probes)
+	probes = append(probes, cliexplain.ProbeNodes(ctx, c, more, a.timeout)...)
+
+	var rows []row
+	var failed []cliexplain.Probe
+	answered, leader, leaderCommit := 0, "", uint64(0)
+	for i, p := range probes {
+		r := row{Addr: p.Addr, Member: i >= memberOnly}
 		switch {
 		case p.Err == nil:
 			answered++
 			if p.Status.LeaderID != "" {
 				leader = p.Status.LeaderID
 			}
-			if len(p.Status.Peers) > len(peers) {
-				peers = p.Status.Peers
+			if p.Status.State == "leader" {
+				leaderCommit = p.Status.CommitIndex
 			}
-			rows = append(rows, row{Addr: p.Addr, Status: &p.Status})
+			r.Status = &p.Status
 		case errors.Is(p.Err, client.ErrUnauthorized):
-			unauthorized++
-			rows = append(rows, row{Addr: p.Addr, State: "unauthorized", Error: cliexplain.MsgAuth})
+			r.State, r.Error = "unauthorized", cliexplain.MsgAuth
 		case errors.Is(p.Err, client.ErrWrongCluster):
-			rows = append(rows, row{Addr: p.Addr, State: "wrong-cluster", Error: describe(p.Err)})
+			r.State, r.Error = "wrong-cluster", describe(p.Err)
 		case errors.Is(p.Err, client.ErrTLS):
-			rows = append(rows, row{Addr: p.Addr, State: "tls-error", Error: describe(p.Err)})
+			r.State, r.Error = "tls-error", describe(p.Err)
 		default:
-			reason := describe(p.Err)
-			if _, r, ok := cliexplain.TransportFailure(p.Err); ok {
-				reason = r
-			}
-			rows = append(rows, row{Addr: p.Addr, State: "unreachable", Error: reason})
+			r.State, r.Error = "unreachable", describe(p.Err)
 		}
+		if p.Err != nil {
+			failed = append(failed, p)
+		}
+		rows = append(rows, r)
 	}
-	if a.json {
+	if a.json() {
 		printJSON(e.stdout, rows)
 	} else {
 		tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
-		fmt.Fprintln(tw, "ADDR\tID\tSTATE\tLEADER\tTERM\tCOMMIT\tAPPLIED\tKEYS")
+		fmt.Fprintln(tw, "ADDR\tID\tSTATE\tLEADER\tTERM\tCOMMIT\tAPPLIED\tLAG\tKEYS")
 		for _, r := range rows {
+			addr := r.Addr
+			if r.Member {
+				addr += " *"
+			}
 			if r.Status == nil {
-				fmt.Fprintf(tw, "%s\t-\t%s\t-\t-\t-\t-\t-\n", r.Addr, r.State)
+				fmt.Fprintf(tw, "%s\t-\t%s\t-\t-\t-\t-\t-\t-\n", addr, r.State)
 				continue
 			}
 			s := r.Status
@@ -184,28 +232,32 @@ func runStatus(ctx context.Context, e *env, cmd *cobra.Command, a *adminFlags) e
 			if s.Membership != "" && s.Membership != api.MemberOf {
 				state = s.Membership // waiting to be added, or removed: what the operator acts on
 			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%d\t%d\t%d\n", r.Addr, s.ID, state, dash(s.LeaderID), s.Term, s.CommitIndex, s.AppliedIndex, s.Keys)
+			lag := "-"
+			if leaderCommit > 0 {
+				lag = strconv.FormatUint(leaderCommit-min(leaderCommit, s.AppliedIndex), 10)
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%d\t%d\t%s\t%d\n", addr, s.ID, state, dash(s.LeaderID), s.Term, s.CommitIndex, s.AppliedIndex, lag, s.Keys)
 		}
 		_ = tw.Flush()
+		if memberOnly < len(rows) {
+			fmt.Fprintln(e.stdout, "(* a member the raft configuration lists, not among the endpoints given)")
+		}
 		if len(peers) > 0 {
 			fmt.Fprintln(e.stdout, "\nRaft configuration:")
 			tw = tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
-			fmt.Fprintln(tw, "ID\tRAFT ADDR\tSUFFRAGE")
+			fmt.Fprintln(tw, "ID\tRAFT ADDR\tHTTP ADDR\tSUFFRAGE")
 			for _, p := range peers {
-				fmt.Fprintf(tw, "%s\t%s\t%s\n", p.ID, p.Addr, p.Suffrage)
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", p.ID, p.Addr, dash(p.HTTPAddr), p.Suffrage)
 			}
 			_ = tw.Flush()
 		}
 	}
 	name := cmd.CommandPath()
-	if unauthorized > 0 {
-		// Said once, not once per node: the fix is the same.
-		fmt.Fprintf(e.stderr, "%s: %s\n", name, cliexplain.MsgAuth)
+	if len(failed) > 0 {
+		// Said once when every node fails the same way: the fix is the same.
+		fmt.Fprintf(e.stderr, "%s: %s\n", name, cliexplain.SayOnce(failed))
 	}
 	for _, r := range rows {
-		if r.Error != "" && r.State != "unauthorized" {
-			fmt.Fprintf(e.stderr, "%s: %s: %s\n", name, r.Addr, r.Error)
-		}
 		if r.Status != nil {
 			switch r.Status.Membership {
 			case api.MemberWaiting:
@@ -217,10 +269,8 @@ func runStatus(ctx context.Context, e *env, cmd *cobra.Command, a *adminFlags) e
 		}
 	}
 	switch {
-	case answered == 0 && unauthorized > 0:
-		return exitStatus(exitNoPerm)
 	case answered == 0:
-		return exitStatus(exitUnavailable)
+		return exitStatus(cliexplain.FailureCode(failed))
 	case leader == "":
 		fmt.Fprintf(e.stderr, "%s: %s\n", name, cliexplain.MsgNoLeader)
 		return exitStatus(exitUnavailable)
@@ -256,6 +306,9 @@ func newLocksCmd(e *env) *cobra.Command {
 		if limit <= 0 {
 			return usagef("--limit must be positive")
 		}
+		if err := a.checkOutput(); err != nil {
+			return err
+		}
 		return runLocks(cmd.Context(), e, cmd, &a, prefix, limit)
 	}
 	return cmd
@@ -272,8 +325,13 @@ func runLocks(ctx context.Context, e *env, cmd *cobra.Command, a *adminFlags, pr
 	if err != nil {
 		return err
 	}
-	if a.json {
-		printJSON(e.stdout, map[string]any{"locks": locks, "truncated": truncated})
+	if a.json() {
+		// The schema of GET /v1/locks: key, owner, fence, remaining_ms.
+		list := api.LockList{Locks: make([]api.LockInfo, len(locks)), Truncated: truncated}
+		for i, l := range locks {
+			list.Locks[i] = api.LockInfo{Key: l.Key, Owner: l.Owner, Fence: l.Fence, RemainingMillis: api.Millis(l.Remaining), Waiters: l.Waiters}
+		}
+		printJSON(e.stdout, list)
 		return nil
 	}
 	tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)

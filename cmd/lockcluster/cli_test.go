@@ -67,18 +67,18 @@ func TestCLI_UsageAndHelp(t *testing.T) {
 }
 
 // --help lists only flags that do something: join and leave print one line,
-// so they have no --json; run and bench say where the Redis URL comes from
+// so they have no -o; run and bench say where the Redis URL comes from
 // (it has no flag, to keep passwords out of the process list).
 func TestCLI_HelpListsOnlyFlagsThatWork(t *testing.T) {
 	for _, name := range []string{"join", "leave"} {
 		_, stdout, _ := runCLI(t, nil, name, "--help")
-		if strings.Contains(stdout, "-json") {
-			t.Errorf("%s --help offers --json, which it ignores:\n%s", name, stdout)
+		if strings.Contains(stdout, "--output") {
+			t.Errorf("%s --help offers -o, which it ignores:\n%s", name, stdout)
 		}
 	}
 	for _, name := range []string{"status", "locks"} {
-		if _, stdout, _ := runCLI(t, nil, name, "--help"); !strings.Contains(stdout, "-json") {
-			t.Errorf("%s --help lacks --json:\n%s", name, stdout)
+		if _, stdout, _ := runCLI(t, nil, name, "--help"); !strings.Contains(stdout, "-o, --output") {
+			t.Errorf("%s --help lacks -o:\n%s", name, stdout)
 		}
 	}
 	for _, name := range []string{"run", "bench"} {
@@ -234,4 +234,28 @@ func benchCycles(t *testing.T, stdout string) int {
 	}
 	n, _ := strconv.Atoi(m[1])
 	return n
+}
+
+// run takes its key as the first argument too (run KEY -- COMMAND, as
+// etcdctl lock NAME COMMAND), with flags after the key; -w is --timeout;
+// -n, consul's count of slots, points to --no-wait; help of no command is
+// a usage error.
+func TestCLI_RunKeyArgumentShorthandsAndHelp(t *testing.T) {
+	args := append(append([]string{"run"}, sqliteArgs(t)...), "job", "-w", "1s", "--ttl", "5s", "--", "sh", "-c", `echo "key=$LOCK_KEY"`)
+	if code, stdout, stderr := runCLI(t, nil, args...); code != 0 || !strings.Contains(stdout, "key=job") {
+		t.Errorf("run KEY -w 1s -- CMD: exit %d, stdout %q, stderr %q", code, stdout, stderr)
+	}
+	args = append(append([]string{"run"}, sqliteArgs(t)...), "job", "sh", "-c", `echo "key=$LOCK_KEY"`)
+	if code, stdout, stderr := runCLI(t, nil, args...); code != 0 || !strings.Contains(stdout, "key=job") {
+		t.Errorf("run KEY CMD: exit %d, stdout %q, stderr %q", code, stdout, stderr)
+	}
+	if code, _, stderr := runCLI(t, nil, "run", "-n", "job", "--", "true"); code != exitUsage || !strings.Contains(stderr, "--no-wait") {
+		t.Errorf("run -n: exit %d, stderr %q; want a usage error that points to --no-wait", code, stderr)
+	}
+	if code, _, stderr := runCLI(t, nil, "help", "nosuch"); code != exitUsage || !strings.Contains(stderr, `unknown command "nosuch"`) {
+		t.Errorf("help nosuch: exit %d, stderr %q; want %d", code, stderr, exitUsage)
+	}
+	if code, stdout, _ := runCLI(t, nil, "help", "run"); code != 0 || !strings.Contains(stdout, "run holds a lock") {
+		t.Errorf("help run: exit %d, stdout %q", code, stdout)
+	}
 }

@@ -3,6 +3,7 @@
 package main
 
 import (
+	"encoding/json"
 	"io"
 	"net/http"
 	"strings"
@@ -201,7 +202,7 @@ func TestAgent_RaftAdvertise(t *testing.T) {
 	var stdout string
 	poll.Until(t, 10*time.Second, "status to succeed", func() bool {
 		var code int
-		code, stdout, _ = runCLI(t, vars, "status", "--json", "--timeout", "2s")
+		code, stdout, _ = runCLI(t, vars, "status", "-o", "json", "--timeout", "2s")
 		return code == exitOK
 	})
 	if !strings.Contains(stdout, advertised) || strings.Contains(stdout, raftAddr) {
@@ -234,5 +235,36 @@ func TestAgent_PprofBehindTheToken(t *testing.T) {
 	}
 	if code, body := get(token); code != http.StatusOK || !strings.Contains(body, "agent") {
 		t.Fatalf("pprof with the token: %d %q, want 200 and the command line", code, body)
+	}
+}
+
+// locks -o json prints the HTTP API's schema (GET /v1/locks): the same
+// field names and milliseconds, not Go's field names and nanoseconds.
+func TestCLI_LocksJSONIsTheAPISchema(t *testing.T) {
+	addr := startAgent(t, "")
+	vars := map[string]string{"LOCKCLUSTER_ENDPOINTS": addr}
+	// run without a command holds the lock until the test's end stops it.
+	startProc(t, []string{"LOCKCLUSTER_ENDPOINTS=" + addr}, "run", "--driver", "cluster", "--key", "deploy", "--ttl", "1m")
+	var stdout string
+	poll.Until(t, 10*time.Second, "the lock to be held", func() bool {
+		_, stdout, _ = runCLI(t, vars, "locks", "-o", "json")
+		return strings.Contains(stdout, `"deploy"`)
+	})
+	var list struct {
+		Locks []map[string]any `json:"locks"`
+	}
+	if err := json.Unmarshal([]byte(stdout), &list); err != nil || len(list.Locks) != 1 {
+		t.Fatalf("locks -o json = %q (%v)", stdout, err)
+	}
+	for _, field := range []string{"key", "owner", "fence", "remaining_ms", "waiters"} {
+		if _, ok := list.Locks[0][field]; !ok {
+			t.Errorf("locks -o json lacks %q: %s", field, stdout)
+		}
+	}
+	if ms, _ := list.Locks[0]["remaining_ms"].(float64); ms <= 0 || ms > 60000 {
+		t.Errorf("remaining_ms %v; want milliseconds of a 1m lease", list.Locks[0]["remaining_ms"])
+	}
+	if code, _, stderr := runCLI(t, vars, "locks", "-o", "yaml"); code != exitUsage || !strings.Contains(stderr, "table and json") {
+		t.Errorf("locks -o yaml: exit %d, stderr %q", code, stderr)
 	}
 }

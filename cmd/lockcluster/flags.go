@@ -91,3 +91,7 @@ const raftLogWhy = "1.5-3.3x bolt's cycles/s measured with 1 worker or 1 hot key
 func raftLogs(*cobra.Command, []string, string) ([]cobra.Completion, cobra.ShellCompDirective) {
 	return []cobra.Completion{cluster.RaftLogWAL, cluster.RaftLogBolt}, cobra.ShellCompDirectiveNoFileComp
 }
+
+func durationVarP(fs *pflag.FlagSet, p *time.Duration, name, short string, def time.Duration, usage string) {
+	cliflags.DurationVarP(fs, p, name, short, def, usage)
+}

@@ -104,11 +104,11 @@ func dispatch(ctx context.Context, e *env, args []string) int {
 	}
 	var usage *usageError
 	if errors.As(err, &usage) {
-		fmt.Fprintf(e.stderr, "%s: %s\n", name, strings.TrimRight(err.Error(), "\n"))
+		fmt.Fprintf(e.stderr, "%s: %s\n", name, cliexplain.InFlagTerms(strings.TrimRight(err.Error(), "\n")))
 		fmt.Fprintf(e.stderr, "Run \"%s --help\" for usage.\n", name)
 		return exitUsage
 	}
-	fmt.Fprintf(e.stderr, "%s: %s\n", name, describe(err))
+	fmt.Fprintf(e.stderr, "%s: %s\n", name, cliexplain.InFlagTerms(describe(err)))
 	return exitCodeFor(err)
 }
 

@@ -66,6 +66,7 @@ func newRootCmd(e *env) *cobra.Command {
 	root.SetFlagErrorFunc(flagError)
 	root.SetHelpFunc(func(c *cobra.Command, _ []string) { cliflags.RenderHelp(c.OutOrStdout(), c) })
 	root.SetUsageFunc(func(c *cobra.Command) error { cliflags.RenderHelp(c.OutOrStderr(), c); return nil })
+	root.SetHelpCommand(newHelpCmd(e))
 	root.AddCommand(
 		newAgentCmd(e),
 		newDevCmd(e),
@@ -128,11 +129,46 @@ func noArgs(_ *cobra.Command, args []string) error {
 
 // flagError turns pflag's parse errors into usage errors that say what is
 // wrong with a value in the flag's own terms.
-func flagError(_ *cobra.Command, err error) error {
+func flagError(cmd *cobra.Command, err error) error {
 	var bad *pflag.InvalidValueError
 	if errors.As(err, &bad) {
 		f := bad.GetFlag()
 		return usagef("--%s: %s", f.Name, cliflags.ValueProblem(f, bad.GetValue(), bad.Unwrap()))
 	}
-	return &usageError{msg: err.Error()}
+	msg := err.Error()
+	if strings.Contains(msg, "unknown shorthand flag: 'n'") && cmd.Flags().Lookup("no-wait") != nil {
+		// consul lock -n is a count of slots; here not waiting is --no-wait.
+		msg += "; to fail at once when the lock is held, use --no-wait"
+	}
+	return &usageError{msg: msg}
+}
+
+// newHelpCmd is "lockcluster help [COMMAND]": the help of COMMAND, and a
+// usage error (exit 64) for a name that is no command.
+func newHelpCmd(e *env) *cobra.Command {
+	return &cobra.Command{
+		Use:   "help [COMMAND]",
+		Short: "show the help of lockcluster or of one command",
+		RunE: func(cmd *cobra.Command, args []string) error {
+			target, rest, err := cmd.Root().Find(args)
+			if err != nil || target == nil || len(rest) > 0 {
+				return unknownCommand(cmd.Root(), strings.Join(args, " "))
+			}
+			target.InitDefaultHelpFlag()
+			cliflags.RenderHelp(e.stdout, target)
+			return nil
+		},
+		ValidArgsFunction: func(cmd *cobra.Command, args []string, _ string) ([]cobra.Completion, cobra.ShellCompDirective) {
+			if len(args) > 0 {
+				return nil, cobra.ShellCompDirectiveNoFileComp
+			}
+			var names []cobra.Completion
+			for _, c := range cmd.Root().Commands() {
+				if c.IsAvailableCommand() {
+					names = append(names, c.Name())
+				}
+			}
+			return names, cobra.ShellCompDirectiveNoFileComp
+		},
+	}
 }

@@ -96,7 +96,7 @@ type runOptions struct {
 func newRunCmd(e *env) *cobra.Command {
 	var o runOptions
 	cmd := &cobra.Command{
-		Use:   "run --key K [flags] [-- COMMAND [ARGS...]]",
+		Use:   "run [flags] KEY [-- COMMAND [ARGS...]], or run --key KEY [flags] [-- COMMAND [ARGS...]]",
 		Short: "hold a lock while a command runs, or until interrupted",
 		Long: `run holds a lock while a command runs, and releases it when the command exits; without
 a command, it holds the lock until it is interrupted.`,
@@ -109,7 +109,7 @@ a command, it holds the lock until it is interrupted.`,
 	fs.SortFlags = false
 	fs.StringVar(&o.key, "key", "", "the lock's key (required)")
 	durationVar(fs, &o.ttl, "ttl", 30*time.Second, "lock TTL; refreshed every TTL/3 while held")
-	durationVar(fs, &o.timeout, "timeout", 0, "wait at most this long for the lock (default: as long as it takes; 0: do not wait)")
+	durationVarP(fs, &o.timeout, "timeout", "w", 0, "wait at most this long for the lock (default: as long as it takes; 0: do not wait)")
 	fs.BoolVar(&o.noWait, "no-wait", false, "fail at once (exit status 75) when the lock is held")
 	durationVar(fs, &o.grace, "grace", defaultGrace, "after SIGTERM, how long the command's process group has before SIGKILL;\nat most a third of --ttl, which is also the default when shorter than 10s")
 	fs.BoolVar(&o.quiet, "quiet", false, "print nothing of lockcluster's own on stderr")
@@ -118,9 +118,34 @@ a command, it holds the lock until it is interrupted.`,
 	fs.Lookup("driver").Usage = "backend shared by the processes to keep apart: cluster, redis (URL from the variable\nREDIS_URL) or sqlite with --sqlite-path; memory is refused"
 	cliflags.Alias(cmd, map[string]string{"addr": "endpoints", "addrs": "endpoints", "wait": "timeout"})
 	cmd.RunE = func(cmd *cobra.Command, args []string) error {
+		args, err := o.keyFromArgs(cmd, args)
+		if err != nil {
+			return err
+		}
 		return runRun(cmd.Context(), e, cmd, &o, args)
 	}
 	return cmd
+}
+
+// keyFromArgs takes the key from the first argument when --key is not
+// given (run KEY -- COMMAND, as etcdctl lock NAME COMMAND), reads the flags
+// that follow it, and returns the command: what follows "--", or the
+// arguments after the key.
+func (o *runOptions) keyFromArgs(cmd *cobra.Command, args []string) ([]string, error) {
+	if o.key != "" || len(args) == 0 || cmd.ArgsLenAtDash() == 0 {
+		// --key given, or "--" came first: everything is the command
+		// (and a missing key is runRun's to report).
+		return args, nil
+	}
+	o.key = args[0]
+	if err := cmd.Flags().Parse(args[1:]); err != nil {
+		return nil, flagError(cmd, err)
+	}
+	rest := cmd.Flags().Args()
+	if len(rest) > 0 && rest[0] == "--" {
+		rest = rest[1:]
+	}
+	return rest, nil
 }
 
 // errLeaseEnding is what run's callback returns when it stopped the command

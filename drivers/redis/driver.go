@@ -96,6 +96,9 @@ func openError(ctx context.Context, rawURL string, err error) error {
 		return fmt.Errorf("redis: open %s: %w", where, ctx.Err())
 	}
 	var reply goredis.Error
+	if errors.As(err, &reply) && isAuthReply(reply.Error()) {
+		return fmt.Errorf("redis: open %s: %w: %w", where, drivers.ErrUnauthorized, err)
+	}
 	if errors.As(err, &reply) && !isUnavailableReply(reply.Error()) {
 		return fmt.Errorf("redis: open %s: %w", where, err)
 	}

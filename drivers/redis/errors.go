@@ -36,10 +36,21 @@ func (d *Driver) translate(ctx context.Context, op, key string, err error) error
 		return fmt.Errorf("redis: %s %q: %w", op, key, drivers.ErrClosed)
 	}
 	var reply goredis.Error
+	if errors.As(err, &reply) && isAuthReply(reply.Error()) {
+		return fmt.Errorf("redis: %s %q: %w: %w", op, key, drivers.ErrUnauthorized, err)
+	}
 	if errors.As(err, &reply) && !isUnavailableReply(reply.Error()) {
 		return fmt.Errorf("redis: %s %q: %w", op, key, err)
 	}
 	return drivers.Unavailable(op, err)
+}
+
+// isAuthReply reports a reply that refuses the connection's credentials:
+// NOAUTH (a password is required), WRONGPASS (Redis 6 ACLs), and the
+// "invalid password" of older servers.
+func isAuthReply(msg string) bool {
+	return strings.HasPrefix(msg, "NOAUTH") || strings.HasPrefix(msg, "WRONGPASS") ||
+		strings.Contains(msg, "invalid password") || strings.Contains(msg, "invalid username-password")
 }
 
 func isUnavailableReply(msg string) bool {

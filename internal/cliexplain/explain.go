@@ -37,7 +37,8 @@ const (
 	ExitUnavailable = 69 // the backend could not be reached, or has no leader (EX_UNAVAILABLE)
 	ExitNotAcquired = 75 // run: the lock is held by someone else (EX_TEMPFAIL)
 	ExitLost        = 76 // run: the lock was lost while held
-	ExitNoPerm      = 77 // the cluster refused the token, or the token lacks the right (EX_NOPERM)
+	ExitNoPerm      = 77 // the backend refused the credentials (token, password), or the token lacks the right (EX_NOPERM)
+	ExitConfig      = 78 // the settings do not fit the backend: another cluster's ID, TLS on one side only or a certificate it refuses, an address that does not resolve (EX_CONFIG)
 	ExitCannotExec  = 126
 	ExitNotFound    = 127
 	ExitInterrupted = 130 // 128+SIGINT, as shells report it
@@ -63,7 +64,7 @@ func Describe(err error) string {
 	case errors.Is(err, client.ErrUnauthorized):
 		return MsgAuth
 	case errors.Is(err, client.ErrTLS):
-		return Strip(err.Error()) + "; the flags are --tls-ca, --tls-cert and --tls-key (LOCKCLUSTER_TLS_CA, LOCKCLUSTER_TLS_CERT, LOCKCLUSTER_TLS_KEY)"
+		return InFlagTerms(Strip(err.Error()))
 	case errors.As(err, &na):
 		return fmt.Sprintf("%q is held by another owner", na.Key)
 	case errors.As(err, &inv):
@@ -155,13 +156,15 @@ func ExitCode(err error) int {
 			return ExitNotFound
 		}
 		return ExitCannotExec
-	case errors.Is(err, client.ErrUnauthorized), errors.Is(err, client.ErrForbidden):
+	case errors.Is(err, lock.ErrUnauthorized), errors.Is(err, client.ErrUnauthorized), errors.Is(err, client.ErrForbidden):
 		return ExitNoPerm
+	case errors.Is(err, client.ErrWrongCluster), errors.Is(err, client.ErrTLS), badAddress(err):
+		return ExitConfig
 	case errors.Is(err, client.ErrJoinRefused):
 		return ExitRefused
 	case errors.Is(err, lock.ErrInvalid):
 		return ExitUsage
-	case errors.Is(err, lock.ErrUnavailable):
+	case errors.Is(err, lock.ErrUnavailable), errors.Is(err, context.DeadlineExceeded):
 		return ExitUnavailable
 	case errors.Is(err, lock.ErrNotAcquired):
 		return ExitNotAcquired
@@ -171,6 +174,13 @@ func ExitCode(err error) int {
 		return ExitNoMember
 	}
 	return ExitFailure
+}
+
+// badAddress reports an address that names no host: one that does not
+// resolve.
+func badAddress(err error) bool {
+	var dns *net.DNSError
+	return errors.As(err, &dns) && dns.IsNotFound
 }
 
 // StartError is a command run could not start: exit status 126 or 127.

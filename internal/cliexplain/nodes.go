@@ -49,40 +49,102 @@ func ExplainUnavailable(ctx context.Context, c NodeStatuser, addrs []string) (ms
 		return "", 0, false
 	}
 	probes := ProbeNodes(ctx, c, addrs, 2*time.Second)
-	answered, unauthorized, leader := 0, 0, ""
-	var down []string
+	answered, leader := 0, ""
+	var failed []Probe
 	for _, p := range probes {
-		switch {
-		case p.Err == nil:
+		if p.Err == nil {
 			answered++
 			if p.Status.LeaderID != "" {
 				leader = p.Status.LeaderID
 			}
-		case errors.Is(p.Err, client.ErrUnauthorized):
-			unauthorized++
-		default:
-			down = append(down, nodeProblem(p))
+			continue
 		}
+		failed = append(failed, p)
 	}
 	switch {
-	case unauthorized > 0 && answered == 0:
-		return MsgAuth, ExitNoPerm, true
 	case answered > 0 && leader == "":
 		msg := fmt.Sprintf("%s: %d of %d nodes answer, none knows a leader", MsgNoLeader, answered, len(probes))
-		if len(down) > 0 {
-			msg += "; " + strings.Join(down, "; ")
+		if len(failed) > 0 {
+			msg += "; " + SayOnce(failed)
 		}
 		return msg, ExitUnavailable, true
-	case answered == 0 && len(down) > 0:
-		return "no node answers: " + strings.Join(down, "; "), ExitUnavailable, true
+	case answered == 0 && len(failed) > 0:
+		code := FailureCode(failed)
+		msg := SayOnce(failed)
+		if code == ExitUnavailable {
+			msg = "no node answers: " + msg
+		}
+		return msg, code, true
 	}
 	return "", 0, false
 }
 
-// nodeProblem says in a few words why a node did not answer.
-func nodeProblem(p Probe) string {
-	if reason, ok := transportReason(p.Err); ok {
+// FailureCode is the exit status when none of the nodes answered: a
+// refused credential (77) or a setting that does not fit (78) when every
+// node said so, else unavailable (69).
+func FailureCode(failed []Probe) int {
+	if len(failed) == 0 {
+		return ExitUnavailable
+	}
+	c := ExitCode(failed[0].Err)
+	if c != ExitNoPerm && c != ExitConfig {
+		return ExitUnavailable
+	}
+	for _, p := range failed[1:] {
+		if ExitCode(p.Err) != c {
+			return ExitUnavailable
+		}
+	}
+	return c
+}
+
+// SayOnce says why the nodes failed: once, "all 3 nodes: ...", when they
+// failed the same way, else each with its address.
+func SayOnce(failed []Probe) string {
+	reasons := make([]string, len(failed))
+	same := true
+	for i, p := range failed {
+		reasons[i] = nodeReason(p)
+		same = same && reasons[i] == reasons[0]
+	}
+	switch {
+	case len(failed) == 1:
+		return failed[0].Addr + ": " + reasons[0]
+	case same:
+		return fmt.Sprintf("all %d nodes: %s", len(failed), reasons[0])
+	}
+	parts := make([]string, len(failed))
+	for i, p := range failed {
+		parts[i] = p.Addr + ": " + reasons[i]
+	}
+	return strings.Join(parts, "; ")
+}
+
+// tlsHint is what the client's ErrTLS says to do ("it does not speak
+// TLS (use an http:// address ...)"), in flag terms, without the address
+// and Go's own words.
+func tlsHint(err error) string {
+	msg := InFlagTerms(Strip(err.Error()))
+	parts := strings.Split(msg, ": ")
+	for i, p := range parts {
+		if strings.HasPrefix(p, "it ") || strings.HasPrefix(p, "its ") || strings.HasPrefix(p, "the node serves") {
+			return strings.Join(parts[i:i+1], ": ")
+		}
+	}
+	return msg
+}
+
+// nodeReason says in a few words why a node did not answer, without its
+// address.
+func nodeReason(p Probe) string {
+	if errors.Is(p.Err, client.ErrUnauthorized) {
+		return MsgAuth
+	}
+	if errors.Is(p.Err, client.ErrTLS) {
+		return "TLS: " + tlsHint(p.Err)
+	}
+	if _, reason, ok := TransportFailure(p.Err); ok {
 		return reason
 	}
-	return p.Addr + ": " + Describe(p.Err)
+	return strings.ReplaceAll(Describe(p.Err), p.Addr, "the node")
 }

@@ -130,3 +130,9 @@ func FormatDuration(d time.Duration) string {
 	}
 	return sign + s
 }
+
+// DurationVarP is DurationVar with a one-letter shorthand.
+func DurationVarP(fs *pflag.FlagSet, p *time.Duration, name, short string, def time.Duration, usage string) {
+	*p = def
+	fs.VarP(durationValue{p}, name, short, usage)
+}

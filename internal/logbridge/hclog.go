@@ -7,10 +7,12 @@ package logbridge
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log"
 	"log/slog"
+	"net"
 	"strings"
 
 	"github.com/hashicorp/go-hclog"
@@ -68,6 +70,12 @@ func (a *adapter) Log(level hclog.Level, msg string, args ...any) {
 
 func (a *adapter) log(level slog.Level, msg string, args []any) {
 	ctx := context.Background()
+	if level > slog.LevelDebug && closedUnderIt(args) {
+		// raft's transport reports a connection this node closed itself,
+		// as it stops, at ERROR ("failed to decode incoming command: use
+		// of closed network connection"): an ordinary stop is no error.
+		level = slog.LevelDebug
+	}
 	if !a.l.Enabled(ctx, level) {
 		return
 	}
@@ -79,6 +87,17 @@ func (a *adapter) log(level slog.Level, msg string, args []any) {
 		out = append(out, value(v))
 	}
 	a.l.Log(ctx, level, msg, out...)
+}
+
+// closedUnderIt reports an error argument that says the connection was
+// closed on this side (net.ErrClosed).
+func closedUnderIt(args []any) bool {
+	for _, v := range args {
+		if err, ok := v.(error); ok && errors.Is(err, net.ErrClosed) {
+			return true
+		}
+	}
+	return false
 }
 
 // value renders hclog's formatting wrappers as hclog would; other values

@@ -3,7 +3,10 @@ package logbridge
 import (
 	"bytes"
 	"context"
+	"errors"
+	"fmt"
 	"log/slog"
+	"net"
 	"strings"
 	"testing"
 
@@ -173,4 +176,19 @@ func TestHCLog_TextOutput(t *testing.T) {
 	}
 	var nilLogger *slog.Logger
 	HCLog(nilLogger, "x").Error("discarded") // a nil logger discards
+}
+
+// A connection the node closed itself, as it stops, is no error: raft's
+// transport reports it at ERROR, and the bridge logs it at DEBUG.
+func TestAdapter_ClosedConnectionOnStopIsDebug(t *testing.T) {
+	var buf bytes.Buffer
+	l := HCLog(slog.New(slog.NewTextHandler(&buf, &slog.HandlerOptions{Level: slog.LevelInfo})), "transport")
+	l.Error("failed to decode incoming command", "error", fmt.Errorf("read tcp 127.0.0.1:1->127.0.0.1:2: %w", net.ErrClosed))
+	if buf.Len() != 0 {
+		t.Fatalf("an ordinary stop was logged at INFO or above: %s", buf.String())
+	}
+	l.Error("failed to decode incoming command", "error", errors.New("unexpected EOF"))
+	if !strings.Contains(buf.String(), "level=ERROR") {
+		t.Fatalf("a real error was not logged at ERROR: %q", buf.String())
+	}
 }
