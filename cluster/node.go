@@ -23,6 +23,7 @@ import (
 	"github.com/zerotal/lock/cluster/term"
 	"github.com/zerotal/lock/drivers"
 	"github.com/zerotal/lock/fsm"
+	"github.com/zerotal/lock/internal/buildinfo"
 	"github.com/zerotal/lock/internal/logbridge"
 )
 
@@ -217,7 +218,7 @@ func NewNode(ctx context.Context, cfg Config) (_ *Node, err error) {
 		}
 	}
 	n.log.Info("node started", "id", cfg.ID, "raft_addr", n.RaftAddr(), "raft_bind", cfg.RaftAddr,
-		"http_addr", n.HTTPAddr(), "http_advertise", n.AdvertisedHTTPAddr())
+		"http_addr", n.HTTPAddr(), "http_advertise", n.AdvertisedHTTPAddr(), "data_dir", cfg.DataDir, "version", buildinfo.Version())
 	return n, nil
 }
 

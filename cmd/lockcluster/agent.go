@@ -9,7 +9,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/zerotal/lock/cluster"
-	"github.com/zerotal/lock/internal/buildinfo"
 	"github.com/zerotal/lock/internal/cliexplain"
 )
 
@@ -166,8 +165,7 @@ func runAgent(ctx context.Context, e *env, o *agentOptions) error {
 	if err != nil {
 		return err
 	}
-	logger.Info("node started", "id", o.id, "http", node.HTTPAddr(), "raft", o.raftAddr, "raft_advertise", node.RaftAddr(), "data_dir", o.dataDir,
-		"version", buildinfo.Version())
+	// The node logged "node started" (one line, with its addresses).
 	removed := serveUntilStopped(ctx, node, o, logger)
 	logger.Info("stopping", "id", o.id)
 	sctx, cancel := context.WithTimeout(context.Background(), o.stopTimeout)

@@ -2,9 +2,12 @@ package main
 
 import (
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/zerotal/lock/internal/cliflags"
+	"github.com/zerotal/lock/internal/poll"
 )
 
 func TestDev_DemoRunsAgainstThreeNodes(t *testing.T) {
@@ -115,4 +118,48 @@ func helpFlags(help string) map[string]string {
 		}
 	}
 	return flags
+}
+
+// An ordinary start and stop of a three-node cluster logs nothing at
+// ERROR (raft's transport reports the connections a stopping node closes
+// itself), and each node says "node started" once.
+func TestDev_OrdinaryStopLogsNoError(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a three-node cluster")
+	}
+	for round := range 1 {
+		dir := t.TempDir()
+		var p *proc
+		for range 3 { // a port picked free may be taken meanwhile: pick again
+			p = startProc(t, nil, "dev", "--base-port", "0", "--data-dir", dir, "--log-level", "info")
+			if !poll.Wait(30*time.Second, func() bool {
+				return strings.Contains(p.stdout.String(), "Ctrl-C stops") || strings.Contains(p.stderr.String(), "address already in use")
+			}) {
+				t.Fatalf("round %d: the cluster did not start:\n%s\n%s", round, p.stdout, p.stderr)
+			}
+			if !strings.Contains(p.stderr.String(), "address already in use") {
+				break
+			}
+			p.wait(t)
+		}
+		// Let the followers' raft connections come up before the stop.
+		poll.Until(t, 10*time.Second, "a heartbeat round", func() bool {
+			return strings.Count(p.stderr.String()+p.stdout.String(), "node started") >= 3
+		})
+		if err := p.cmd.Process.Signal(syscall.SIGINT); err != nil {
+			t.Fatal(err)
+		}
+		if code := p.wait(t); code != exitOK {
+			t.Fatalf("round %d: exit %d:\n%s", round, code, p.stderr)
+		}
+		logs := p.stderr.String() + p.stdout.String()
+		for line := range strings.SplitSeq(logs, "\n") {
+			if strings.Contains(line, "level=ERROR") {
+				t.Errorf("round %d: an ordinary stop logged an error: %s", round, line)
+			}
+		}
+		if n := strings.Count(logs, `msg="node started"`); n != 3 {
+			t.Errorf("round %d: %d \"node started\" lines for three nodes", round, n)
+		}
+	}
 }
