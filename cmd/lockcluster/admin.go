@@ -99,7 +99,10 @@ func (a *adminFlags) call(ctx context.Context, e *env, cmd *cobra.Command, fn fu
 // message says "no leader" rather than the last node's connection refused.
 func (a *adminFlags) failed(ctx context.Context, e *env, cmd *cobra.Command, c *client.Client, err error) error {
 	if errors.Is(err, drivers.ErrUnavailable) || errors.Is(err, context.DeadlineExceeded) {
-		pctx := context.WithoutCancel(ctx)
+		// Asking the nodes why may take a moment more than --timeout, not
+		// as long again.
+		pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), min(time.Second, a.timeout))
+		defer cancel()
 		if msg, code, ok := cliexplain.ExplainUnavailable(pctx, c, splitList(a.endpoints)); ok {
 			fmt.Fprintf(e.stderr, "%s: %s\n", cmd.CommandPath(), msg)
 			return exitStatus(code)

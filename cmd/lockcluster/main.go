@@ -38,6 +38,7 @@ const (
 	exitNotAcquired = cliexplain.ExitNotAcquired
 	exitLost        = cliexplain.ExitLost
 	exitNoPerm      = cliexplain.ExitNoPerm
+	exitConfig      = cliexplain.ExitConfig
 	exitCannotExec  = cliexplain.ExitCannotExec
 	exitNotFound    = cliexplain.ExitNotFound
 	exitInterrupted = cliexplain.ExitInterrupted
