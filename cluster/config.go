@@ -24,6 +24,13 @@ type Config struct {
 	DataDir  string // raft.db (stable store, and the bolt log), wal/ (the WAL log), snapshots (required)
 	RaftAddr string // host:port the raft TCP transport listens on (required)
 	HTTPAddr string // host:port of the HTTP API (required; port 0 picks one, see Node.HTTPAddr)
+	// HealthAddr, when set, is a host:port where the node also serves
+	// GET /healthz, GET /readyz and GET /metrics in plain HTTP with no
+	// credential (as etcd's --listen-metrics-urls), for probes and a
+	// Prometheus scraper that cannot present the client certificate or
+	// the token the API requires. Bind it to loopback or a management
+	// network: anyone who reaches it reads the metrics.
+	HealthAddr string
 	// RaftAdvertise is the host:port other nodes dial to reach this
 	// node's raft transport, when that is not RaftAddr: behind NAT, in a
 	// container whose ports are mapped, or with a proxy between the nodes.

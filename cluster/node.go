@@ -41,11 +41,14 @@ type Node struct {
 	rounds  *rounds.Rounds // nil until raft runs
 	expiry  *term.Expiry
 
-	httpSrv  *http.Server
-	listener net.Listener
-	handler  http.Handler
-	proxy    *http.Transport // forwarding to the leader
-	tls      *tlsSetup       // nil: plain TCP and HTTP
+	httpSrv *http.Server
+	// healthSrv serves Config.HealthAddr (nil when not set).
+	healthSrv *http.Server
+	healthLn  net.Listener
+	listener  net.Listener
+	handler   http.Handler
+	proxy     *http.Transport // forwarding to the leader
+	tls       *tlsSetup       // nil: plain TCP and HTTP
 
 	// creds are the API's credentials now (see ReloadTokens); nil: none
 	// configured, the API is open.
@@ -190,6 +193,9 @@ func NewNode(ctx context.Context, cfg Config) (_ *Node, err error) {
 		BaseContext:       func(net.Listener) context.Context { return n.baseCtx },
 		ErrorLog:          logbridge.HCLog(cfg.Logger, "http").StandardLogger(&hclog.StandardLoggerOptions{InferLevels: true}),
 	}
+	if err := n.startHealth(); err != nil {
+		return nil, err
+	}
 	n.checkMembership()
 	n.wg.Add(3)
 	go func() {
@@ -264,6 +270,46 @@ func (n *Node) bootstrap(existing bool) error {
 		return fmt.Errorf("cluster: bootstrap: %w", err)
 	}
 	return nil
+}
+
+// startHealth opens Config.HealthAddr, when set, and serves the probes and
+// the metrics there (httpapi.NewHealth).
+func (n *Node) startHealth() error {
+	if n.cfg.HealthAddr == "" {
+		return nil
+	}
+	ln, err := net.Listen("tcp", n.cfg.HealthAddr)
+	if err != nil {
+		return fmt.Errorf("cluster: listen for health on %s: %w", n.cfg.HealthAddr, err)
+	}
+	n.healthLn = ln
+	n.healthSrv = &http.Server{
+		Handler: httpapi.NewHealth(apiStore{n}, httpapi.Options{
+			NodeID:  n.cfg.ID,
+			Metrics: promhttp.HandlerFor(n.metrics.Gatherer, promhttp.HandlerOpts{}),
+		}),
+		ReadHeaderTimeout: n.cfg.HTTPReadTimeout,
+		MaxHeaderBytes:    httpapi.MaxHeaderBytes,
+		IdleTimeout:       httpapi.IdleTimeout,
+		ErrorLog:          logbridge.HCLog(n.cfg.Logger, "health").StandardLogger(&hclog.StandardLoggerOptions{InferLevels: true}),
+	}
+	n.wg.Add(1)
+	go func() {
+		defer n.wg.Done()
+		if err := n.healthSrv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			n.log.Error("health server stopped", "error", err)
+		}
+	}()
+	return nil
+}
+
+// HealthAddr is the address of the health listener (Config.HealthAddr,
+// with the real port when it asked for port 0); "" when there is none.
+func (n *Node) HealthAddr() string {
+	if n.healthLn == nil {
+		return ""
+	}
+	return n.healthLn.Addr().String()
 }
 
 // HTTPAddr is the address the HTTP API listens on (the real port when
@@ -362,6 +408,9 @@ func (n *Node) shutdown(ctx context.Context) error {
 	}
 	close(n.closing)
 	n.cancelBase()
+	if n.healthSrv != nil {
+		_ = n.healthSrv.Close() // probes and scrapes: nothing to drain
+	}
 	if n.httpSrv != nil {
 		if err := n.httpSrv.Shutdown(ctx); err != nil {
 			errs = append(errs, fmt.Errorf("cluster: http shutdown: %w", err), n.httpSrv.Close())

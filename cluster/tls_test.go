@@ -194,6 +194,38 @@ func TestTLS_MutualTLSRequiresClientCertificate(t *testing.T) {
 	}
 }
 
+// With client certificates required on the API, a probe and a Prometheus
+// scraper that have none reach /healthz, /readyz and /metrics on the
+// health listener (Config.HealthAddr), in plain HTTP; the lock API is not
+// served there.
+func TestTLS_HealthListenerServesProbesWithoutACertificate(t *testing.T) {
+	files := newTLSFiles(t, "n1")
+	nodes := startCluster(t, 1, func(c *Config) {
+		c.TLS = files.config(c.ID, true)
+		c.HealthAddr = "127.0.0.1:0"
+	})
+	base := "http://" + nodes[0].HealthAddr()
+	for path, want := range map[string]string{"/healthz": "ok", "/readyz": `"ready":true`, "/metrics": "zerotal_lock_"} {
+		resp, err := http.Get(base + path)
+		if err != nil {
+			t.Fatalf("GET %s: %v", path, err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		_ = resp.Body.Close()
+		if resp.StatusCode != http.StatusOK || !strings.Contains(string(b), want) {
+			t.Errorf("GET %s on the health listener: %d %.200q; want 200 and %q", path, resp.StatusCode, b, want)
+		}
+	}
+	resp, err := http.Post(base+"/v1/acquire", "application/json", strings.NewReader(`{"key":"k","owner":"o","ttl_ms":1000}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = resp.Body.Close()
+	if resp.StatusCode != http.StatusNotFound && resp.StatusCode != http.StatusMethodNotAllowed {
+		t.Errorf("POST /v1/acquire on the health listener: %d; the lock API must not be served there", resp.StatusCode)
+	}
+}
+
 // Unreadable TLS files stop NewNode with an error that names the file.
 func TestTLS_BadFilesNameTheFile(t *testing.T) {
 	files := newTLSFiles(t, "n1")

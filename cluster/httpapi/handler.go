@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"cmp"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -96,13 +97,31 @@ func New(s Store, opts Options) http.Handler {
 	return h.routes()
 }
 
-func (h *handler) routes() http.Handler {
+// NewHealth is the handler of a node's health listener: GET /healthz, GET
+// /readyz and GET /metrics as the API serves them, with no credential
+// asked (cluster.Config.HealthAddr).
+func NewHealth(s Store, opts Options) http.Handler {
+	h := &handler{store: s, opts: opts}
 	mux := http.NewServeMux()
+	h.health(mux)
+	if opts.Metrics != nil {
+		mux.Handle("GET "+api.PathMetrics, opts.Metrics)
+	}
+	return writeDeadline(mux, cmp.Or(opts.WriteTimeout, DefaultWriteTimeout))
+}
+
+// health adds the probes, which need no credential on any listener.
+func (h *handler) health(mux *http.ServeMux) {
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		_, _ = w.Write([]byte("ok"))
 	})
 	mux.HandleFunc("GET /readyz", h.ready)
+}
+
+func (h *handler) routes() http.Handler {
+	mux := http.NewServeMux()
+	h.health(mux)
 	mux.Handle("GET "+api.PathNode, h.checkClusterID(http.HandlerFunc(h.node)))
 	if h.opts.Metrics != nil {
 		mux.Handle("GET "+api.PathMetrics, h.authorize(access.RightMetrics, h.opts.Metrics))

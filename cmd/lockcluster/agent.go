@@ -53,6 +53,7 @@ SIGINT or SIGTERM stops the node gracefully (a leader hands leadership over firs
 type agentOptions struct {
 	id, dataDir, raftAddr, httpAddr, bootstrap, join string
 	raftAdvertise, httpAdvertise                     string
+	healthAddr                                       string
 	token, tokenFile, raftSecret, raftSecretFile     string
 	raftInsecure, bootstrapSelf                      bool
 	clusterID, raftLog                               string
@@ -80,6 +81,7 @@ func newAgentCmd(e *env) *cobra.Command {
 	fs.StringVar(&o.httpAddr, "http-addr", "127.0.0.1:7001", "`host:port` the HTTP API listens on")
 	fs.StringVar(&o.raftAdvertise, "raft-advertise", "", "`host:port` other nodes dial for raft, when not --raft-addr (NAT, containers, a proxy);\nneeded when --raft-addr listens on all interfaces")
 	fs.StringVar(&o.httpAdvertise, "http-advertise", "", "`host:port` other nodes and clients are told to use for this node's HTTP\nAPI, when not --http-addr")
+	fs.StringVar(&o.healthAddr, "health-addr", "", "`host:port` of a plain HTTP listener for /healthz, /readyz and /metrics with no credential,\nfor probes and Prometheus when the API requires client certificates (loopback or a\nmanagement network: anyone who reaches it reads the metrics)")
 	fs.StringVar(&o.bootstrap, "bootstrap", "", "start a NEW cluster with these voters: `id=raftaddr=httpaddr,...` (must include this node)")
 	fs.BoolVar(&o.bootstrapSelf, "bootstrap-self", false, "start a NEW cluster of this node alone (others may join it later)")
 	fs.StringVar(&o.join, "join", "", "HTTP `address` of a member to ask to add this node (needs an operator's --token);\nor start with neither flag and run lockcluster join")
@@ -136,7 +138,7 @@ func runAgent(ctx context.Context, e *env, o *agentOptions) error {
 	}
 	cfg := cluster.Config{
 		ID: o.id, DataDir: o.dataDir, RaftAddr: o.raftAddr, HTTPAddr: o.httpAddr,
-		RaftAdvertise: o.raftAdvertise, HTTPAdvertise: o.httpAdvertise,
+		RaftAdvertise: o.raftAdvertise, HTTPAdvertise: o.httpAdvertise, HealthAddr: o.healthAddr,
 		Bootstrap: peers, BootstrapSelf: o.bootstrapSelf, Join: o.join, Token: o.token, Tokens: tokens,
 		RaftSecret: o.raftSecret, RaftInsecure: o.raftInsecure,
 		MaxConns: o.maxConns, HTTPReadTimeout: o.readTimeout,
