@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"github.com/zerotal/lock"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -257,5 +258,37 @@ func TestCLI_RunKeyArgumentShorthandsAndHelp(t *testing.T) {
 	}
 	if code, stdout, _ := runCLI(t, nil, "help", "run"); code != 0 || !strings.Contains(stdout, "run holds a lock") {
 		t.Errorf("help run: exit %d, stdout %q", code, stdout)
+	}
+}
+
+// Completion never offers a value the command refuses: run is offered no
+// memory driver, and every value offered for -o is a format the reading
+// commands print.
+func TestCLI_CompletionOffersOnlyAcceptedValues(t *testing.T) {
+	complete := func(args ...string) []string {
+		_, stdout, _ := runCLI(t, nil, append([]string{"__complete"}, args...)...)
+		var out []string
+		for line := range strings.SplitSeq(strings.TrimSpace(stdout), "\n") {
+			if line != "" && !strings.HasPrefix(line, ":") {
+				out = append(out, line)
+			}
+		}
+		return out
+	}
+	for _, d := range complete("run", "--driver", "") {
+		if err := requireShared(lock.Config{Driver: d, SQLite: lock.SQLiteConfig{Path: "/var/lib/app/locks.db"}}); err != nil {
+			t.Errorf("run --driver completion offers %q, which run refuses: %v", d, err)
+		}
+	}
+	for _, cmd := range []string{"status", "locks"} {
+		for _, f := range complete(cmd, "-o", "") {
+			a := adminFlags{output: f}
+			if err := a.checkOutput(); err != nil {
+				t.Errorf("%s -o completion offers %q, which it refuses: %v", cmd, f, err)
+			}
+		}
+	}
+	if roles := complete("token", "--role", ""); strings.Join(roles, ",") != "client,operator,metrics" {
+		t.Errorf("token --role completion = %v", roles)
 	}
 }

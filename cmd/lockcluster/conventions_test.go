@@ -206,7 +206,7 @@ func TestCLI_Completion(t *testing.T) {
 			t.Errorf("completion %s: exit %d, stderr %q, %d bytes", shell, code, stderr, len(stdout))
 		}
 	}
-	code, stdout, _ := runCLI(t, nil, "__complete", "run", "--driver", "")
+	code, stdout, _ := runCLI(t, nil, "__complete", "bench", "--driver", "")
 	if code != exitOK || !strings.Contains(stdout, "cluster\nsqlite\nredis\nmemory\n") {
 		t.Errorf("completing --driver: exit %d, %q", code, stdout)
 	}

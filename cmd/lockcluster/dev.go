@@ -57,6 +57,7 @@ func newDevCmd(e *env) *cobra.Command {
 	fs.BoolVar(&o.demo, "demo", false, "run a short demo against the cluster once it is up")
 	fs.BoolVar(&o.exitAfterDemo, "exit-after-demo", false, "stop the cluster when the demo ends (implies --demo)")
 	fs.StringVar(&o.raftLog, "raft-log", "", raftLogUsage)
+	_ = cmd.RegisterFlagCompletionFunc("raft-log", raftLogs)
 	fs.StringVar(&o.logLevel, "log-level", "warn", "node log level: trace, debug, info, warn, error or off (before the banner, only\nerrors unless given)")
 	_ = cmd.RegisterFlagCompletionFunc("log-level", logLevels)
 	readsEnv(cmd, false)

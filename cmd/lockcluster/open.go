@@ -32,8 +32,12 @@ func (d *driverFlags) register(cmd *cobra.Command, defDriver string) {
 	fs.StringVar(&d.sqlitePath, "sqlite-path", "", "sqlite: database `file` shared by the processes")
 	fs.StringVar(&d.prefix, "prefix", "", "key prefix (default \"zerotal_lock:\", none on the cluster)")
 	d.clientTLSFlags.register(cmd)
-	_ = cmd.RegisterFlagCompletionFunc("driver", func(*cobra.Command, []string, string) ([]cobra.Completion, cobra.ShellCompDirective) {
-		return []cobra.Completion{"cluster", "sqlite", "redis", "memory"}, cobra.ShellCompDirectiveNoFileComp
+	_ = cmd.RegisterFlagCompletionFunc("driver", func(c *cobra.Command, _ []string, _ string) ([]cobra.Completion, cobra.ShellCompDirective) {
+		drivers := []cobra.Completion{"cluster", "sqlite", "redis"}
+		if c.Name() != "run" { // run refuses memory: its locks exclude no other process
+			drivers = append(drivers, "memory")
+		}
+		return drivers, cobra.ShellCompDirectiveNoFileComp
 	})
 	cliflags.Alias(cmd, oldEndpointFlags)
 	readsEnv(cmd, true)

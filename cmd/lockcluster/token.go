@@ -38,6 +38,9 @@ func newTokenCmd(e *env) *cobra.Command {
 	fs := cmd.Flags()
 	fs.StringVar(&name, "name", "", "the credential's name, in logs and refusals (required)")
 	fs.StringVar(&role, "role", "", "client, operator or metrics (required)")
+	_ = cmd.RegisterFlagCompletionFunc("role", func(*cobra.Command, []string, string) ([]cobra.Completion, cobra.ShellCompDirective) {
+		return []cobra.Completion{"client", "operator", "metrics"}, cobra.ShellCompDirectiveNoFileComp
+	})
 	fs.StringVar(&prefixes, "prefixes", "*", "comma-separated key prefixes the lock rights reach; * for every key")
 	// A shell set up for an agent or a client must not name the token to
 	// make: each is said on the command line.
