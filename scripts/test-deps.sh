@@ -11,7 +11,7 @@ set -euo pipefail
 
 missing=()  # packages to install
 commands=() # the commands they bring
-for arg in redis-server "$@"; do
+for arg in redis-server openssl "$@"; do
 	cmd=${arg%%:*}
 	pkg=${arg#*:}
 	command -v "$cmd" >/dev/null 2>&1 && continue

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"os"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -213,5 +215,30 @@ func TestCLI_Completion(t *testing.T) {
 	code, stdout, _ = runCLI(t, nil, "__complete", "st")
 	if code != exitOK || !strings.Contains(stdout, "status") {
 		t.Errorf("completing st: exit %d, %q", code, stdout)
+	}
+}
+
+// docs/CLI.md cannot drift from the commands: every flag of every command
+// (as its --help lists it) is named there, and every command has its
+// section.
+func TestCLI_DocsNameEveryFlag(t *testing.T) {
+	b, err := os.ReadFile("../../docs/CLI.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc := string(b)
+	for _, name := range commandNames {
+		code, stdout, _ := runCLI(t, nil, name, "--help")
+		if code != exitOK {
+			t.Fatalf("%s --help: exit %d", name, code)
+		}
+		if name != "version" && !strings.Contains(doc, "## "+name) && !strings.Contains(doc, ", "+name) && !strings.Contains(doc, name+", ") {
+			t.Errorf("docs/CLI.md has no section for %s", name)
+		}
+		for flag := range helpFlags(stdout) {
+			if flag != "help" && !regexp.MustCompile(`--`+regexp.QuoteMeta(flag)+`([^a-z0-9-]|$)`).MatchString(doc) {
+				t.Errorf("docs/CLI.md does not name %s --%s", name, flag)
+			}
+		}
 	}
 }

@@ -1,8 +1,10 @@
 package main
 
 import (
+	"net/http"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
@@ -154,5 +156,46 @@ func waitUntilOutput(t *testing.T, out *syncbuf.Buffer, s string) {
 	t.Helper()
 	if !poll.Wait(20*time.Second, func() bool { return strings.Contains(out.String(), s) }) {
 		t.Fatalf("no %q in the agent's output:\n%s", s, out.String())
+	}
+}
+
+// The certificate recipe of docs/CLI.md (scripts/tls-certs.sh, openssl)
+// makes certificates a mutual-TLS agent serves with and a client is let in
+// with; its health listener answers a probe that has none.
+func TestAgent_CertificateRecipe(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts an agent process")
+	}
+	if _, err := exec.LookPath("openssl"); err != nil {
+		t.Fatal("openssl not found: install the Debian package openssl (scripts/test-deps.sh does)")
+	}
+	dir := t.TempDir()
+	recipe := exec.Command("../../scripts/tls-certs.sh", dir, "n1=127.0.0.1", "app")
+	if out, err := recipe.CombinedOutput(); err != nil {
+		t.Fatalf("scripts/tls-certs.sh: %v\n%s", err, out)
+	}
+	file := func(name string) string { return filepath.Join(dir, name) }
+	httpAddr, raftAddr, healthAddr := loopback.MustFreeAddr(t), loopback.MustFreeAddr(t), loopback.MustFreeAddr(t)
+	startAgentProcess(t, nil, "--id", "n1", "--data-dir", t.TempDir(), "--raft-addr", raftAddr, "--http-addr", httpAddr,
+		"--bootstrap-self", "--tls-cert", file("n1.pem"), "--tls-key", file("n1-key.pem"), "--tls-ca", file("ca.pem"),
+		"--tls-client-auth", "--health-addr", healthAddr, "--log-level", "warn")
+	vars := map[string]string{"LOCKCLUSTER_ENDPOINTS": httpAddr, "LOCKCLUSTER_TLS_CA": file("ca.pem"),
+		"LOCKCLUSTER_TLS_CERT": file("app.pem"), "LOCKCLUSTER_TLS_KEY": file("app-key.pem")}
+	var code int
+	var stdout, stderr string
+	poll.Wait(20*time.Second, func() bool {
+		code, stdout, stderr = runCLI(t, vars, "status", "--timeout", "2s")
+		return code == exitOK
+	})
+	if code != exitOK || !strings.Contains(stdout, " leader ") {
+		t.Fatalf("status with the recipe's certificates: exit %d\nstdout %s\nstderr %s", code, stdout, stderr)
+	}
+	resp, err := http.Get("http://" + healthAddr + "/readyz")
+	if err != nil {
+		t.Fatalf("a probe without a certificate on --health-addr: %v", err)
+	}
+	_ = resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("GET /readyz on --health-addr: %d", resp.StatusCode)
 	}
 }
