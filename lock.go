@@ -401,7 +401,10 @@ func (l *Lock) releaseOwner(ctx context.Context, owner string) {
 // cleanupTimeout, and Close cancels it and waits for it. owner is a token
 // of this handle's alone, and releases are owner-guarded: it never frees
 // anyone else's grant.
-func (l *Lock) cleanUp(owner string) {
+func (l *Lock) cleanUp(owner string) { l.cleanUpWithin(owner, cleanupTimeout) }
+
+// cleanUpWithin is cleanUp bounded by d instead of cleanupTimeout.
+func (l *Lock) cleanUpWithin(owner string, d time.Duration) {
 	if owner == l.fixedOwner {
 		// A named owner may hold the key again by the time the release
 		// arrives, through a later call: its grant is left to the TTL.
@@ -410,7 +413,7 @@ func (l *Lock) cleanUp(owner string) {
 	l.m.cleanups.add()
 	started := l.m.background(func(bg context.Context) {
 		defer l.m.cleanups.done()
-		ctx, cancel := context.WithTimeout(bg, cleanupTimeout)
+		ctx, cancel := context.WithTimeout(bg, d)
 		defer cancel()
 		if l.m.closed.Load() {
 			return

@@ -68,9 +68,9 @@ func WithSafetyMargin(d time.Duration) Option { return Option{kind: optSafetyMar
 
 // WithReleaseTimeout bounds the release at the end of Try and Block: by
 // default it is bounded by the caller's ctx alone (and the driver's own
-// timeouts). A release that has not been answered by then goes on in the
-// background (as one after the caller's ctx ended does), bounded by a few
-// seconds, and Try or Block returns; the lock expires by its TTL if the
+// timeouts). A release that has not been answered by then is tried again
+// in the background (as one after the caller's ctx ended is), bounded by d
+// too, and Try or Block returns; the lock expires by its TTL if the
 // backend never answers. Shutdown waits for such releases.
 func WithReleaseTimeout(d time.Duration) Option { return Option{kind: optReleaseTimeout, d: d} }
 

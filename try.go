@@ -165,7 +165,11 @@ func (m *Manager) finish(ctx context.Context, h *heldWatch) error {
 		}
 	}
 	l.markReleased(owner)
-	l.cleanUp(owner)
+	if h.releaseTimeout > 0 {
+		l.cleanUpWithin(owner, h.releaseTimeout)
+	} else {
+		l.cleanUp(owner)
+	}
 	return nil
 }
 

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/zerotal/lock"
+	"github.com/zerotal/lock/drivers/redis/redistest"
 	"github.com/zerotal/lock/internal/poll"
 	"github.com/zerotal/lock/internal/proctest"
 )
@@ -367,4 +368,26 @@ func TestRun_LossIsToldAtTheSIGTERM(t *testing.T) {
 		t.Fatalf("exit %d, want %d", code, exitLost)
 	}
 	t.Logf("run said:\n%s", p.output())
+}
+
+// The release at the end of run is bounded: with the backend frozen as the
+// command ends (a redis-server stopped with SIGSTOP: nothing answers), run
+// still exits within its bound (finalRelease, and as long again for the
+// retry in the background), leaving the lock to its TTL.
+func TestRun_FinalReleaseIsBounded(t *testing.T) {
+	needProc(t)
+	srv := redistest.Start(t)
+	pid := srv.PID()
+	t.Cleanup(func() { _ = syscall.Kill(pid, syscall.SIGCONT) })
+	start := time.Now()
+	code, _, stderr := runCLI(t, map[string]string{"REDIS_URL": srv.URL()}, "run", "--driver", "redis", "--key", "k", "--ttl", "30s",
+		"--", "sh", "-c", "kill -STOP "+strconv.Itoa(pid))
+	took := time.Since(start)
+	if code != 0 {
+		t.Fatalf("exit %d, stderr %q; want the command's 0", code, stderr)
+	}
+	if bound := 2*finalRelease + time.Second; took > bound {
+		t.Fatalf("run took %v with a frozen backend; want at most %v", took.Round(time.Millisecond), bound)
+	}
+	t.Logf("run exited %v after its start, the backend frozen; stderr: %s", took.Round(time.Millisecond), stderr)
 }

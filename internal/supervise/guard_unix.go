@@ -54,15 +54,18 @@ func startGuard(pgid int, grace time.Duration) (*guard, error) {
 	return &guard{cmd: cmd, w: w}, nil
 }
 
-// release tells the guard that run is done with the group, and waits for
-// it to exit (a guard that does not within a second is killed: the group
-// is gone already).
+// release tells the guard that run is done with the group; the guard
+// exits on its own, and is reaped in the background so that the lock's
+// release does not wait for it (a guard that has not exited within five
+// seconds is killed: the group is gone already).
 func (g *guard) release() {
 	_, _ = g.w.Write([]byte{'x'})
 	_ = g.w.Close()
-	t := time.AfterFunc(time.Second, func() { _ = g.cmd.Process.Kill() })
-	defer t.Stop()
-	_ = g.cmd.Wait()
+	go func() {
+		t := time.AfterFunc(5*time.Second, func() { _ = g.cmd.Process.Kill() })
+		defer t.Stop()
+		_ = g.cmd.Wait()
+	}()
 }
 
 // RunGuard is the guard's main (args after GuardArg: the group and the
