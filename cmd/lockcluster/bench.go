@@ -111,7 +111,13 @@ func benchRun(ctx context.Context, m *lock.Manager, workers, nkeys int, warmup, 
 	return load.Run(ctx, o, func(ctx context.Context, w int) (func(context.Context) error, error) {
 		l := m.Make(keys[w], ttl)
 		end, _ := ctx.Deadline()
-		if err := l.Block(ctx, time.Until(end)); err != nil {
+		left := time.Until(end)
+		if left <= 0 {
+			// The run is over, though ctx may not say so yet: a Block
+			// with no time left would be asked for a bad timeout.
+			return nil, context.DeadlineExceeded
+		}
+		if err := l.Block(ctx, left); err != nil {
 			return nil, err
 		}
 		return l.Release, nil
@@ -124,6 +130,9 @@ func printBench(w io.Writer, r load.Result, c cpuResult) {
 	fmt.Fprintf(w, "acquire   p50 %s  p99 %s\n", fmtDur(load.Percentile(r.Acquire, 50)), fmtDur(load.Percentile(r.Acquire, 99)))
 	fmt.Fprintf(w, "release   p50 %s  p99 %s\n", fmtDur(load.Percentile(r.Release, 50)), fmtDur(load.Percentile(r.Release, 99)))
 	fmt.Fprintf(w, "errors    %d\n", r.Errors)
+	if r.FirstErr != nil {
+		fmt.Fprintf(w, "first error: %s\n", describe(r.FirstErr))
+	}
 }
 
 func fmtDur(d time.Duration) string {
