@@ -25,13 +25,8 @@ type Lock struct {
 	invalid error // a bad key or TTL, reported by every call
 
 	op sync.Mutex // serialises the backend calls made through this handle
-	// heldHint is the answer of the attempt that began a wait, and when
-	// it came (guarded by op): how long the holder had left, for the
-	// *NotAcquiredError of a wait that times out.
-	heldHint   *NotAcquiredError
-	heldHintAt time.Time
-	// owner, when set (WithOwner), is the owner token of every grant made
-	// through this handle, instead of a fresh one each time.
+	// fixedOwner, when set (WithOwner), is the owner token of every grant
+	// made through this handle, instead of a fresh one each time.
 	fixedOwner string
 
 	mu        sync.Mutex // guards the fields below; never held across a backend call

@@ -1,6 +1,7 @@
 package lock
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"time"
@@ -165,11 +166,7 @@ func (m *Manager) finish(ctx context.Context, h *heldWatch) error {
 		}
 	}
 	l.markReleased(owner)
-	if h.releaseTimeout > 0 {
-		l.cleanUpWithin(owner, h.releaseTimeout)
-	} else {
-		l.cleanUp(owner)
-	}
+	l.cleanUpWithin(owner, cmp.Or(h.releaseTimeout, cleanupTimeout))
 	return nil
 }
 

@@ -16,6 +16,8 @@ func (l *Lock) waitLocked(ctx context.Context, timeout, retryDelay time.Duration
 	if err := ctx.Err(); err != nil {
 		return l.waitCancelled(ctx)
 	}
+	var first *NotAcquiredError // the answer of an attempt before the wait
+	var firstAt time.Time
 	if _, ok := l.m.driver.(drivers.InstantWaiter); ok {
 		// A free key is taken without a timer, a registration or a
 		// cancellable call; a busy one is waited for as usual (an error
@@ -24,9 +26,7 @@ func (l *Lock) waitLocked(ctx context.Context, timeout, retryDelay time.Duration
 		if ok && err == nil {
 			return nil
 		}
-		// The wait's own answer may not say how long the holder has left.
-		l.heldHint, l.heldHintAt = held, time.Now()
-		defer func() { l.heldHint = nil }()
+		first, firstAt = held, time.Now()
 	}
 	waitCtx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
@@ -35,10 +35,18 @@ func (l *Lock) waitLocked(ctx context.Context, timeout, retryDelay time.Duration
 	// HTTP request to the cluster), and nobody should wait on a Manager
 	// that takes no more locks.
 	defer l.m.waits.add(cancel)()
+	var err error
 	if w, ok := l.m.driver.(drivers.Waiter); ok {
-		return l.waitPushed(ctx, waitCtx, w, retryDelay)
+		err = l.waitPushed(ctx, waitCtx, w, retryDelay)
+	} else {
+		err = l.waitPolling(ctx, waitCtx, retryDelay)
 	}
-	return l.waitPolling(ctx, waitCtx, retryDelay)
+	// The wait's own end may not say how long the holder has left; the
+	// attempt before it did.
+	if na, ok := err.(*NotAcquiredError); ok && na.HolderTTL == 0 && first != nil {
+		na.HolderTTL = max(first.HolderTTL-time.Since(firstAt), 0)
+	}
+	return err
 }
 
 // waitPushed waits with the driver's own queue.
@@ -132,10 +140,8 @@ func (l *Lock) waitFailed(ctx, waitCtx context.Context, op string, err error) er
 		return fmt.Errorf("lock: waiting for %q: timed out: %w", l.key, err)
 	case waitCtx.Err() != nil:
 		na := &NotAcquiredError{Key: l.key}
-		if held, ok := errors.AsType[*NotAcquiredError](err); ok && held != nil && held.HolderTTL > 0 {
+		if held, ok := errors.AsType[*NotAcquiredError](err); ok && held != nil {
 			na.HolderTTL = held.HolderTTL
-		} else if l.heldHint != nil {
-			na.HolderTTL = max(l.heldHint.HolderTTL-time.Since(l.heldHintAt), 0)
 		}
 		return na
 	default:
