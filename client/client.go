@@ -1,7 +1,6 @@
 package client
 
 import (
-	"context"
 	"log/slog"
 	"net"
 	"net/http"
@@ -11,6 +10,7 @@ import (
 
 	"github.com/zerotal/lock/api"
 	"github.com/zerotal/lock/drivers"
+	"github.com/zerotal/lock/internal/background"
 )
 
 // Compile-time checks of the capabilities the lock package looks for.
@@ -52,11 +52,8 @@ type Client struct {
 
 	// cleanups are the owner-guarded releases sent in the background after
 	// a wait whose caller gave up (releaseAbandoned); Close cancels them
-	// (cleanupStop) and waits. cleanupMu orders their start against Close.
-	cleanupMu   sync.Mutex
-	cleanups    sync.WaitGroup
-	cleanupCtx  context.Context
-	cleanupStop context.CancelFunc
+	// and waits.
+	cleanups background.Set
 }
 
 // New checks cfg and returns a Client. It does not contact the cluster:
@@ -67,7 +64,6 @@ func New(cfg Config) (*Client, error) {
 	}
 	cfg = cfg.withDefaults()
 	c := &Client{cfg: cfg, log: cfg.Logger}
-	c.cleanupCtx, c.cleanupStop = context.WithCancel(context.Background())
 	seen := make(map[string]bool, len(cfg.Addrs))
 	for _, a := range cfg.Addrs {
 		b, err := baseURLWith(a, cfg.defaultScheme())
@@ -134,14 +130,10 @@ func newTransport() *http.Transport {
 // after an abandoned wait are cancelled (the lock expires by its TTL).
 // Close is idempotent and returns nil.
 func (c *Client) Close() error {
-	c.cleanupMu.Lock()
-	wasClosed := c.closed.Swap(true)
-	c.cleanupMu.Unlock()
-	if wasClosed {
+	if c.closed.Swap(true) {
 		return nil
 	}
-	c.cleanupStop()
-	c.cleanups.Wait()
+	c.cleanups.Close()
 	c.health.close()
 	if c.stream != nil {
 		c.stream.Close()

@@ -148,20 +148,11 @@ func waitEnded(ctx context.Context, last error) error {
 // returns by its deadline. Release is owner-guarded, so releasing nothing
 // is harmless. Close cancels it.
 func (c *Client) releaseAbandoned(key, owner string) {
-	c.cleanupMu.Lock()
-	defer c.cleanupMu.Unlock()
-	if c.closed.Load() {
-		return
-	}
-	c.cleanups.Add(1)
-	go func() {
-		defer c.cleanups.Done()
-		ctx, cancel := context.WithTimeout(c.cleanupCtx, 2*time.Second)
-		defer cancel()
+	c.cleanups.Go(2*time.Second, func(ctx context.Context) {
 		if _, err := c.Release(ctx, key, owner); err != nil {
 			c.log.Debug("release after abandoned wait failed", "error", err)
 		}
-	}()
+	})
 }
 
 // Release deletes key if owner holds it and reports whether it did.

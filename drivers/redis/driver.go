@@ -11,6 +11,7 @@ import (
 	goredis "github.com/redis/go-redis/v9"
 
 	"github.com/zerotal/lock/drivers"
+	"github.com/zerotal/lock/internal/background"
 )
 
 // Driver is a lock backend on one Redis deployment. It implements
@@ -33,13 +34,9 @@ type Driver struct {
 	hub *hub // pushed wake-ups for AcquireWait
 
 	// cleanups are the owner-guarded releases sent in the background for
-	// waiters that gave up (releaseAbandoned); Close cancels them
-	// (cleanupStop) and waits before it closes the client. cleanupMu orders
-	// their start against Close.
-	cleanupMu   sync.Mutex
-	cleanups    sync.WaitGroup
-	cleanupCtx  context.Context
-	cleanupStop context.CancelFunc
+	// waiters that gave up (releaseAbandoned); Close cancels them and waits
+	// before it closes the client.
+	cleanups background.Set
 }
 
 var (
@@ -122,7 +119,6 @@ func newDriver(client goredis.UniversalClient, owns bool, cfg Config) *Driver {
 		cfg:        cfg,
 		done:       make(chan struct{}),
 	}
-	d.cleanupCtx, d.cleanupStop = context.WithCancel(context.Background())
 	if cfg.PipelineAt >= 0 {
 		d.batch = newBatcher(client)
 	}
@@ -236,12 +232,9 @@ func (d *Driver) Exists(ctx context.Context, key string) (bool, error) {
 func (d *Driver) Close() error {
 	var err error
 	d.closeOnce.Do(func() {
-		d.cleanupMu.Lock()
 		d.closed.Store(true)
-		d.cleanupMu.Unlock()
 		close(d.done)
-		d.cleanupStop()
-		d.cleanups.Wait()
+		d.cleanups.Close()
 		d.hub.close()
 		if d.ownsClient {
 			err = d.client.Close()

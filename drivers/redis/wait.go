@@ -63,7 +63,7 @@ func (d *Driver) AcquireWait(ctx context.Context, key, owner string, ttl time.Du
 	if err != nil {
 		// A hand-off may have given w the key just as it gave up.
 		if d.hub.leave(w, false) {
-			d.releaseAbandoned(ctx, key, owner)
+			d.releaseAbandoned(key, owner)
 		}
 		return 0, err
 	}
@@ -122,7 +122,7 @@ func (d *Driver) wait(ctx context.Context, key string, w *waiter, holderTTL time
 		fence, ok, left, err := d.acquire(ctx, key, w.owner, w.ttl)
 		if err != nil {
 			if ctx.Err() != nil {
-				d.releaseAbandoned(ctx, key, w.owner)
+				d.releaseAbandoned(key, w.owner)
 				return 0, cutOff(err)
 			}
 			lastErr = err
@@ -159,7 +159,7 @@ func (d *Driver) wait(ctx context.Context, key string, w *waiter, holderTTL time
 // while it was in flight, Redis may have granted the key all the same.
 func (d *Driver) abandon(ctx context.Context, key, owner string, err error) error {
 	if ctx.Err() != nil {
-		d.releaseAbandoned(ctx, key, owner)
+		d.releaseAbandoned(key, owner)
 		return cutOff(err)
 	}
 	return err
@@ -180,19 +180,10 @@ func cutOff(err error) error {
 // owner-guarded, so it cannot touch anyone else's lock, and spares the
 // other waiters a TTL of waiting for a holder that does not exist. Close
 // cancels it and waits for it.
-func (d *Driver) releaseAbandoned(ctx context.Context, key, owner string) {
-	d.cleanupMu.Lock()
-	defer d.cleanupMu.Unlock()
-	if d.closed.Load() {
-		return
-	}
-	d.cleanups.Add(1)
-	go func() {
-		defer d.cleanups.Done()
-		cctx, cancel := context.WithTimeout(d.cleanupCtx, cleanupTimeout)
-		defer cancel()
-		_, _ = d.releaseFor(cctx, key, keysFor(key), owner)
-	}()
+func (d *Driver) releaseAbandoned(key, owner string) {
+	d.cleanups.Go(cleanupTimeout, func(ctx context.Context) {
+		_, _ = d.releaseFor(ctx, key, keysFor(key), owner)
+	})
 }
 
 // nextTry is how long a head waiter sleeps after a failed attempt: until
