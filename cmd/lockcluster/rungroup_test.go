@@ -115,16 +115,29 @@ echo $$ > "$1"
 exec sleep 1000
 `
 
+// runStubborn starts "lockcluster run" on a fresh SQLite file with a
+// command whose grandchild ignores SIGTERM (ignoreTerm); the command waits
+// for it, or with leave set exits at once and leaves it running. It returns
+// the run process, the database and the grandchild's PID.
+func runStubborn(t *testing.T, ttl, grace string, leave bool) (*runProc, string, int) {
+	t.Helper()
+	dir := t.TempDir()
+	db, pidfile := filepath.Join(dir, "locks.db"), filepath.Join(dir, "pid")
+	inner := proctest.Script(t, dir, "inner.sh", ignoreTerm)
+	script := `trap '' TERM; sh "$0" "$1" & wait`
+	if leave {
+		script = `trap '' TERM; sh "$0" "$1" &`
+	}
+	p := startRunProcess(t, "--driver", "sqlite", "--sqlite-path", db, "--key", "k", "--ttl", ttl, "--grace", grace,
+		"--", "sh", "-c", script, inner, pidfile)
+	return p, db, proctest.ReadPID(t, pidfile)
+}
+
 // A lost lock stops the whole group, also a grandchild that ignores
 // SIGTERM, before run returns with status 76; the grandchild had its grace.
 func TestRun_LossKillsTheGrandchild(t *testing.T) {
 	needProc(t)
-	dir := t.TempDir()
-	db, pidfile := filepath.Join(dir, "locks.db"), filepath.Join(dir, "pid")
-	inner := proctest.Script(t, dir, "inner.sh", ignoreTerm)
-	p := startRunProcess(t, "--driver", "sqlite", "--sqlite-path", db, "--key", "k", "--ttl", "3s", "--grace", "500ms",
-		"--", "sh", "-c", `trap '' TERM; sh "$0" "$1" & wait`, inner, pidfile)
-	pid := proctest.ReadPID(t, pidfile)
+	p, db, pid := runStubborn(t, "3s", "500ms", false)
 
 	m := openSQLite(t, db)
 	forced := time.Now()
@@ -188,12 +201,7 @@ while :; do sleep 0.05; done
 // lock next finds no process of the group running.
 func TestRun_LingeringGrandchildDiesBeforeRelease(t *testing.T) {
 	needProc(t)
-	dir := t.TempDir()
-	db, pidfile := filepath.Join(dir, "locks.db"), filepath.Join(dir, "pid")
-	inner := proctest.Script(t, dir, "inner.sh", ignoreTerm)
-	p := startRunProcess(t, "--driver", "sqlite", "--sqlite-path", db, "--key", "k", "--ttl", "3s", "--grace", "1s",
-		"--", "sh", "-c", `trap '' TERM; sh "$0" "$1" &`, inner, pidfile)
-	pid := proctest.ReadPID(t, pidfile)
+	p, db, pid := runStubborn(t, "3s", "1s", true)
 
 	m := openSQLite(t, db)
 	aliveAtGrant := make(chan bool, 1)
@@ -323,12 +331,7 @@ while :; do sleep 0.05; done
 // after the grace.
 func TestRun_SIGKILLOfRunEndsTheGroup(t *testing.T) {
 	needProc(t)
-	dir := t.TempDir()
-	db, pidfile := filepath.Join(dir, "locks.db"), filepath.Join(dir, "pid")
-	inner := proctest.Script(t, dir, "inner.sh", ignoreTerm)
-	p := startRunProcess(t, "--driver", "sqlite", "--sqlite-path", db, "--key", "k", "--ttl", "30s", "--grace", "500ms",
-		"--", "sh", "-c", `trap '' TERM; sh "$0" "$1" & wait`, inner, pidfile)
-	pid := proctest.ReadPID(t, pidfile)
+	p, _, pid := runStubborn(t, "30s", "500ms", false)
 	t.Cleanup(func() { _ = syscall.Kill(pid, syscall.SIGKILL) })
 	if err := p.cmd.Process.Kill(); err != nil {
 		t.Fatal(err)
@@ -345,12 +348,7 @@ func TestRun_SIGKILLOfRunEndsTheGroup(t *testing.T) {
 // still has its grace to stop, not once everything is over.
 func TestRun_LossIsToldAtTheSIGTERM(t *testing.T) {
 	needProc(t)
-	dir := t.TempDir()
-	db, pidfile := filepath.Join(dir, "locks.db"), filepath.Join(dir, "pid")
-	inner := proctest.Script(t, dir, "inner.sh", ignoreTerm)
-	p := startRunProcess(t, "--driver", "sqlite", "--sqlite-path", db, "--key", "k", "--ttl", "9s", "--grace", "3s",
-		"--", "sh", "-c", `trap '' TERM; sh "$0" "$1" & wait`, inner, pidfile)
-	pid := proctest.ReadPID(t, pidfile)
+	p, db, pid := runStubborn(t, "9s", "3s", false)
 	if err := openSQLite(t, db).Make("k", time.Second).ForceRelease(t.Context()); err != nil {
 		t.Fatal(err)
 	}
