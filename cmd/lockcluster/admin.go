@@ -203,13 +203,16 @@ func runStatus(ctx context.Context, e *env, cmd *cobra.Command, a *adminFlags) e
 			}
 			r.Status = &p.Status
 		case errors.Is(p.Err, client.ErrUnauthorized):
-			r.State, r.Error = "unauthorized", cliexplain.MsgAuth
+			r.State = "unauthorized"
 		case errors.Is(p.Err, client.ErrWrongCluster):
-			r.State, r.Error = "wrong-cluster", describe(p.Err)
+			r.State = "wrong-cluster"
 		case errors.Is(p.Err, client.ErrTLS):
-			r.State, r.Error = "tls-error", describe(p.Err)
+			r.State = "tls-error"
 		default:
-			r.State, r.Error = "unreachable", describe(p.Err)
+			r.State = "unreachable"
+		}
+		if p.Err != nil {
+			r.Error = cliexplain.NodeReason(p) // the words of the summary line below
 		}
 		if p.Err != nil {
 			failed = append(failed, p)

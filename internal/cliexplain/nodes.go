@@ -104,7 +104,7 @@ func SayOnce(failed []Probe) string {
 	reasons := make([]string, len(failed))
 	same := true
 	for i, p := range failed {
-		reasons[i] = nodeReason(p)
+		reasons[i] = NodeReason(p)
 		same = same && reasons[i] == reasons[0]
 	}
 	switch {
@@ -134,9 +134,9 @@ func tlsHint(err error) string {
 	return msg
 }
 
-// nodeReason says in a few words why a node did not answer, without its
+// NodeReason says in a few words why a node did not answer, without its
 // address.
-func nodeReason(p Probe) string {
+func NodeReason(p Probe) string {
 	if errors.Is(p.Err, client.ErrUnauthorized) {
 		return MsgAuth
 	}
