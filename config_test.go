@@ -15,15 +15,11 @@ import (
 
 const secret = "s3cr3t-pass"
 
-// clearEnv unsets every variable ConfigFromEnv reads, under its name and
-// its deprecated one, for the test.
+// clearEnv unsets every variable ConfigFromEnv reads, for the test.
 func clearEnv(t *testing.T) {
 	for _, v := range []string{lock.EnvDriver, lock.EnvPrefix, lock.EnvSQLitePath, lock.EnvSQLiteDurable, lock.EnvRedisURL, lock.EnvEndpoints,
 		lock.EnvToken, lock.EnvTLSCA, lock.EnvTLSCert, lock.EnvTLSKey, lock.EnvClusterID} {
 		t.Setenv(v, "")
-		if old := lock.DeprecatedEnv(v); old != "" {
-			t.Setenv(old, "")
-		}
 	}
 }
 
@@ -60,44 +56,23 @@ func TestConfigFromEnv(t *testing.T) {
 	}
 }
 
-// The LOCK_* names the variables had before still work, and the
-// LOCKCLUSTER_* name wins when both are set.
-func TestConfigFromEnv_DeprecatedNames(t *testing.T) {
+// Only the LOCKCLUSTER_ family (and REDIS_URL) is read: variables of
+// other names, such as LOCK_DRIVER, configure nothing.
+func TestConfigFromEnv_ReadsOnlyItsOwnFamily(t *testing.T) {
 	clearEnv(t)
-	old := map[string]string{
-		"LOCK_DRIVER": "sqlite", "LOCK_PREFIX": "old:", "LOCK_SQLITE_PATH": "/tmp/old.db",
+	for k, v := range map[string]string{
+		"LOCK_DRIVER": "sqlite", "LOCK_PREFIX": "other:", "LOCK_SQLITE_PATH": "/tmp/other.db",
 		"LOCK_CLUSTER_ADDRS": "127.0.0.1:7001", "LOCK_CLUSTER_TOKEN": secret,
-		"LOCK_CLUSTER_CA": "ca.pem", "LOCK_CLUSTER_CERT": "app.pem", "LOCK_CLUSTER_KEY": "app-key.pem",
-		"LOCK_CLUSTER_ID": "prod",
-	}
-	for k, v := range old {
+	} {
 		t.Setenv(k, v)
 	}
 	cfg, err := lock.ConfigFromEnv()
 	if err != nil {
 		t.Fatal(err)
 	}
-	if cfg.Driver != "sqlite" || cfg.Prefix != "old:" || cfg.SQLite.Path != "/tmp/old.db" ||
-		!slices.Equal(cfg.Cluster.Addrs, []string{"127.0.0.1:7001"}) || cfg.Cluster.Token != secret ||
-		cfg.Cluster.CAFile != "ca.pem" || cfg.Cluster.CertFile != "app.pem" || cfg.Cluster.KeyFile != "app-key.pem" ||
-		cfg.Cluster.ClusterID != "prod" {
-		t.Fatalf("from the deprecated names: %v", cfg)
-	}
-	for _, v := range []string{lock.EnvDriver, lock.EnvPrefix, lock.EnvSQLitePath, lock.EnvEndpoints, lock.EnvToken,
-		lock.EnvTLSCA, lock.EnvTLSCert, lock.EnvTLSKey, lock.EnvClusterID} {
-		if _, ok := old[lock.DeprecatedEnv(v)]; !ok {
-			t.Errorf("DeprecatedEnv(%s) = %q, not one of the earlier names", v, lock.DeprecatedEnv(v))
-		}
-	}
-	t.Setenv("LOCKCLUSTER_DRIVER", "cluster")
-	t.Setenv("LOCKCLUSTER_ENDPOINTS", "127.0.0.1:7002")
-	t.Setenv("LOCKCLUSTER_CLUSTER_ID", "staging")
-	cfg, err = lock.ConfigFromEnv()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if cfg.Driver != "cluster" || !slices.Equal(cfg.Cluster.Addrs, []string{"127.0.0.1:7002"}) || cfg.Cluster.ClusterID != "staging" {
-		t.Fatalf("the new names must win over the old: %v", cfg)
+	if cfg.Driver != "memory" && cfg.Driver != "" || cfg.Prefix != "" || cfg.SQLite.Path != "" ||
+		len(cfg.Cluster.Addrs) != 0 || cfg.Cluster.Token != "" {
+		t.Fatalf("variables outside the family configured %v", cfg)
 	}
 }
 

@@ -27,52 +27,6 @@ const (
 	EnvClusterID     = "LOCKCLUSTER_CLUSTER_ID" // the cluster ID the nodes must have
 )
 
-// Earlier Go names of the cluster variables, now naming the LOCKCLUSTER_*
-// variables.
-//
-// Deprecated: use EnvEndpoints, EnvToken, EnvTLSCA, EnvTLSCert and
-// EnvTLSKey.
-const (
-	EnvClusterAddrs = EnvEndpoints
-	EnvClusterToken = EnvToken
-	EnvClusterCA    = EnvTLSCA
-	EnvClusterCert  = EnvTLSCert
-	EnvClusterKey   = EnvTLSKey
-)
-
-// deprecatedEnv maps each variable to the name it had before
-// (LOCK_DRIVER, LOCK_CLUSTER_ADDRS ...). The earlier name is still read
-// when the variable itself is unset or empty.
-var deprecatedEnv = map[string]string{
-	EnvDriver:     "LOCK_DRIVER",
-	EnvPrefix:     "LOCK_PREFIX",
-	EnvSQLitePath: "LOCK_SQLITE_PATH",
-	EnvEndpoints:  "LOCK_CLUSTER_ADDRS",
-	EnvToken:      "LOCK_CLUSTER_TOKEN",
-	EnvTLSCA:      "LOCK_CLUSTER_CA",
-	EnvTLSCert:    "LOCK_CLUSTER_CERT",
-	EnvTLSKey:     "LOCK_CLUSTER_KEY",
-	EnvClusterID:  "LOCK_CLUSTER_ID",
-}
-
-// DeprecatedEnv returns the earlier name of the variable name
-// ("LOCK_CLUSTER_ADDRS" for LOCKCLUSTER_ENDPOINTS), or "" when it had
-// none. The earlier name still works: it is read when name is unset or
-// empty, so the new name wins when both are set.
-func DeprecatedEnv(name string) string { return deprecatedEnv[name] }
-
-// getenv returns the variable name, or its deprecated name's value when
-// name is unset or empty.
-func getenv(name string) string {
-	if v := os.Getenv(name); v != "" {
-		return v
-	}
-	if old := deprecatedEnv[name]; old != "" {
-		return os.Getenv(old)
-	}
-	return ""
-}
-
 // ConfigFromEnv builds a Config from the environment: LOCKCLUSTER_DRIVER,
 // LOCKCLUSTER_PREFIX, LOCKCLUSTER_SQLITE_PATH, LOCKCLUSTER_SQLITE_DURABLE,
 // REDIS_URL, LOCKCLUSTER_ENDPOINTS (comma separated), LOCKCLUSTER_TOKEN,
@@ -83,11 +37,6 @@ func getenv(name string) string {
 // ErrInvalid) names the variable and never contains the Redis URL or the
 // token.
 //
-// The earlier names (LOCK_DRIVER, LOCK_PREFIX, LOCK_SQLITE_PATH,
-// LOCK_CLUSTER_ADDRS, LOCK_CLUSTER_TOKEN, LOCK_CLUSTER_CA,
-// LOCK_CLUSTER_CERT, LOCK_CLUSTER_KEY, LOCK_CLUSTER_ID) are deprecated but
-// still read; the new name wins when both are set (see DeprecatedEnv).
-//
 // When LOCKCLUSTER_DRIVER is unset, the backend is the one the other
 // variables point at: "cluster" for LOCKCLUSTER_ENDPOINTS, "sqlite" for
 // LOCKCLUSTER_SQLITE_PATH, "redis" for REDIS_URL. A process pointed at a
@@ -97,17 +46,17 @@ func getenv(name string) string {
 // LOCKCLUSTER_DRIVER. With none of them, the driver is "memory".
 func ConfigFromEnv() (Config, error) {
 	cfg := Config{
-		Driver: strings.TrimSpace(getenv(EnvDriver)),
-		Prefix: getenv(EnvPrefix),
-		SQLite: SQLiteConfig{Path: getenv(EnvSQLitePath)},
+		Driver: strings.TrimSpace(os.Getenv(EnvDriver)),
+		Prefix: os.Getenv(EnvPrefix),
+		SQLite: SQLiteConfig{Path: os.Getenv(EnvSQLitePath)},
 		Redis:  RedisConfig{URL: strings.TrimSpace(os.Getenv(EnvRedisURL))},
 		Cluster: ClusterConfig{
-			Addrs:     splitList(getenv(EnvEndpoints)),
-			Token:     getenv(EnvToken),
-			CAFile:    strings.TrimSpace(getenv(EnvTLSCA)),
-			CertFile:  strings.TrimSpace(getenv(EnvTLSCert)),
-			KeyFile:   strings.TrimSpace(getenv(EnvTLSKey)),
-			ClusterID: strings.TrimSpace(getenv(EnvClusterID)),
+			Addrs:     splitList(os.Getenv(EnvEndpoints)),
+			Token:     os.Getenv(EnvToken),
+			CAFile:    strings.TrimSpace(os.Getenv(EnvTLSCA)),
+			CertFile:  strings.TrimSpace(os.Getenv(EnvTLSCert)),
+			KeyFile:   strings.TrimSpace(os.Getenv(EnvTLSKey)),
+			ClusterID: strings.TrimSpace(os.Getenv(EnvClusterID)),
 		},
 	}
 	if v := strings.TrimSpace(os.Getenv(EnvSQLiteDurable)); v != "" {

@@ -53,11 +53,6 @@ const (
 	ErrLostClosed = drivers.ErrLostClosed
 )
 
-// ErrExpired is ErrLostExpired under its earlier name.
-//
-// Deprecated: use ErrLostExpired.
-const ErrExpired = ErrLostExpired
-
 // NotAcquiredError says which key could not be acquired. It matches
 // ErrNotAcquired and its Key is the key without the Manager's prefix.
 type NotAcquiredError = drivers.NotAcquiredError

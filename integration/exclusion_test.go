@@ -41,7 +41,7 @@ func exclusion(t *testing.T, env []string, driverArgs ...string) {
 		wg.Go(func() {
 			for range rounds {
 				args := append([]string{"run"}, driverArgs...)
-				args = append(args, "--key", "shared", "--ttl", "10s", "--wait", "60s", "--", "sh", "-c", criticalSection, dir)
+				args = append(args, "--key", "shared", "--ttl", "10s", "--timeout", "60s", "--", "sh", "-c", criticalSection, dir)
 				code, out := runWithEnv(ctx, env, args...)
 				if code != 0 {
 					errs <- "exit " + strconv.Itoa(code) + ": " + out
@@ -112,5 +112,5 @@ func TestRedis_ProcessesExclude(t *testing.T) {
 // TestCluster_ProcessesExclude: several OS processes on the cluster.
 func TestCluster_ProcessesExclude(t *testing.T) {
 	c := newCluster(t)
-	exclusion(t, nil, "--driver", "cluster", "--addrs", strings.Join(c.addrs(), ","))
+	exclusion(t, nil, "--driver", "cluster", "--endpoints", strings.Join(c.addrs(), ","))
 }

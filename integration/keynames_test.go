@@ -87,7 +87,7 @@ func TestKeyNames_OneLockThroughEveryEntryPoint(t *testing.T) {
 		// The command holds the lock until the test creates finish; the
 		// loop is bounded so that it never outlives the test.
 		script := `touch "$1"; i=0; while [ ! -e "$2" ] && [ $i -lt 1200 ]; do sleep 0.05; i=$((i+1)); done`
-		cmd := exec.CommandContext(ctx, binary, "run", "--driver", "cluster", "--addrs", strings.Join(c.addrs(), ","),
+		cmd := exec.CommandContext(ctx, binary, "run", "--driver", "cluster", "--endpoints", strings.Join(c.addrs(), ","),
 			"--key", key, "--ttl", "5s", "--", "sh", "-c", script, "sh", started, finish)
 		var stderr syncbuf.Buffer
 		cmd.Stderr = &stderr
@@ -140,7 +140,7 @@ func httpPost(t *testing.T, ctx context.Context, c *testCluster, path string, bo
 // lockLocks runs "lockcluster locks" against c and returns its output.
 func lockLocks(t *testing.T, ctx context.Context, c *testCluster) string {
 	t.Helper()
-	out, err := exec.CommandContext(ctx, binary, "locks", "--addr", c.addrs()[0]).CombinedOutput()
+	out, err := exec.CommandContext(ctx, binary, "locks", "--endpoints", c.addrs()[0]).CombinedOutput()
 	var exit *exec.ExitError
 	if err != nil && !errors.As(err, &exit) {
 		t.Fatal(err)

@@ -18,7 +18,7 @@ import (
 // output.
 func lockRun(t *testing.T, ctx context.Context, c *testCluster, args ...string) (int, string, string) {
 	t.Helper()
-	cmd := exec.CommandContext(ctx, binary, append([]string{"run", "--driver", "cluster", "--addrs", strings.Join(c.addrs(), ",")}, args...)...)
+	cmd := exec.CommandContext(ctx, binary, append([]string{"run", "--driver", "cluster", "--endpoints", strings.Join(c.addrs(), ",")}, args...)...)
 	var stdout, stderr syncbuf.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	cmd.Env = os.Environ()
@@ -85,7 +85,7 @@ func TestRun_EndToEnd(t *testing.T) {
 		}
 		done := make(chan result, 1)
 		go func() {
-			code, stdout, stderr := lockRun(t, ctx, c, "--key", "queue", "--ttl", "5s", "--wait", "30s", "--", "echo", "second")
+			code, stdout, stderr := lockRun(t, ctx, c, "--key", "queue", "--ttl", "5s", "--timeout", "30s", "--", "echo", "second")
 			done <- result{code, stdout, stderr}
 		}()
 		// Release once the run is queued behind the holder.

@@ -19,11 +19,6 @@ import (
 	"github.com/zerotal/lock/internal/cliflags"
 )
 
-// oldEndpointFlags are the names --endpoints had: --addr on the admin
-// commands, --addrs on run and bench. Both still work on every command
-// (hidden).
-var oldEndpointFlags = map[string]string{"addr": "endpoints", "addrs": "endpoints"}
-
 // adminFlags are the connection flags of status, locks, join and leave.
 type adminFlags struct {
 	clientTLSFlags
@@ -59,7 +54,6 @@ func (a *adminFlags) register(cmd *cobra.Command, table bool) {
 			return []cobra.Completion{"table", "json"}, cobra.ShellCompDirectiveNoFileComp
 		})
 	}
-	cliflags.Alias(cmd, oldEndpointFlags)
 	readsEnv(cmd, true)
 }
 

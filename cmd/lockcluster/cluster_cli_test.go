@@ -54,7 +54,7 @@ func TestCLI_RefusedTokenIsAnAuthenticationFailure(t *testing.T) {
 		{"locks without a token", nil, []string{"locks"}},
 		{"locks with a wrong token", []string{"LOCKCLUSTER_TOKEN=wrong"}, []string{"locks"}},
 		{"status with a wrong token", nil, []string{"status", "--token", "wrong"}},
-		{"join with a wrong token", []string{"LOCK_CLUSTER_TOKEN=wrong"}, []string{"join", "--id", "n9", "--raft-addr", "127.0.0.1:1", "--http-addr", "127.0.0.1:2"}},
+		{"join with a wrong token", []string{"LOCKCLUSTER_TOKEN=wrong"}, []string{"join", "--id", "n9", "--raft-addr", "127.0.0.1:1", "--http-addr", "127.0.0.1:2"}},
 		{"run with a wrong token", []string{"LOCKCLUSTER_TOKEN=wrong"}, []string{"run", "--key", "k", "--", "echo", "ran"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -78,20 +78,18 @@ func TestCLI_HelpNamesTheVariableOfEveryFlag(t *testing.T) {
 			}
 		}
 	}
-	_, stdout, _ := runCLI(t, nil, "status", "--help")
-	if !strings.Contains(stdout, "env LOCKCLUSTER_ENDPOINTS (or LOCK_CLUSTER_ADDRS, deprecated)") {
-		t.Errorf("status --help does not name the deprecated LOCK_CLUSTER_ADDRS:\n%s", stdout)
-	}
-	_, stdout, _ = runCLI(t, nil, "agent", "--help")
-	if strings.Contains(stdout, "deprecated") {
-		t.Errorf("agent --help names deprecated variables, which agent never read:\n%s", stdout)
+	for _, name := range []string{"status", "run", "agent"} {
+		_, stdout, _ := runCLI(t, nil, name, "--help")
+		if strings.Contains(stdout, "deprecated") || strings.Contains(stdout, "LOCK_CLUSTER") {
+			t.Errorf("%s --help names a variable outside the LOCKCLUSTER_ family:\n%s", name, stdout)
+		}
 	}
 }
 
-// One family of variables sets every flag: LOCKCLUSTER_<FLAG>. The
-// earlier LOCK_CLUSTER_* names still work on the client commands; the new
-// name wins over the old, and the flag over both.
-func TestCLI_EnvironmentFamilyAndDeprecatedNames(t *testing.T) {
+// One family of variables sets every flag: LOCKCLUSTER_<FLAG>; a name
+// outside it (LOCK_CLUSTER_ADDRS) sets nothing, and the flag wins over the
+// variable.
+func TestCLI_EnvironmentFamily(t *testing.T) {
 	// status lists every address it was given, each unreachable here.
 	for _, tc := range []struct {
 		name string
@@ -100,8 +98,7 @@ func TestCLI_EnvironmentFamilyAndDeprecatedNames(t *testing.T) {
 		want string // the address status lists
 	}{
 		{"LOCKCLUSTER_ENDPOINTS", []string{"LOCKCLUSTER_ENDPOINTS=127.0.0.1:1"}, nil, "127.0.0.1:1"},
-		{"deprecated LOCK_CLUSTER_ADDRS", []string{"LOCK_CLUSTER_ADDRS=127.0.0.1:2"}, nil, "127.0.0.1:2"},
-		{"new name wins", []string{"LOCKCLUSTER_ENDPOINTS=127.0.0.1:1", "LOCK_CLUSTER_ADDRS=127.0.0.1:2"}, nil, "127.0.0.1:1"},
+		{"only the family is read", []string{"LOCKCLUSTER_ENDPOINTS=127.0.0.1:1", "LOCK_CLUSTER_ADDRS=127.0.0.1:2"}, nil, "127.0.0.1:1"},
 		{"flag wins", []string{"LOCKCLUSTER_ENDPOINTS=127.0.0.1:1"}, []string{"--endpoints", "127.0.0.1:3"}, "127.0.0.1:3"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -136,18 +133,13 @@ func TestCLI_EnvironmentFamilyAndDeprecatedNames(t *testing.T) {
 }
 
 // --endpoints is the one name of the node addresses on every command;
-// --addr (admin commands) and --addrs (run, bench) still work, hidden.
-// --flag=value works as well as --flag value.
-func TestCLI_EndpointsAndTheirOldNames(t *testing.T) {
+// --flag=value works as well as --flag value, and --addr is no flag.
+func TestCLI_Endpoints(t *testing.T) {
 	for _, args := range [][]string{
 		{"status", "--endpoints", "127.0.0.1:1"},
 		{"status", "--endpoints=127.0.0.1:1"},
-		{"status", "--addr", "127.0.0.1:1"},
-		{"status", "--addr=127.0.0.1:1"},
-		{"locks", "--addr", "127.0.0.1:1"},
-		{"status", "--addrs", "127.0.0.1:1"},
-		{"status", "-endpoints", "127.0.0.1:1"}, // Go's single-dash form, as lockcluster once took it
-		{"status", "-addr=127.0.0.1:1"},
+		{"status", "-endpoints", "127.0.0.1:1"}, // Go's single-dash form
+		{"status", "-endpoints=127.0.0.1:1"},
 	} {
 		code, stdout, stderr := runBinary(t, []string{"LOCKCLUSTER_TIMEOUT=2s"}, args...)
 		if code != exitUnavailable || !strings.Contains(stdout+stderr, "127.0.0.1:1") {
@@ -156,10 +148,16 @@ func TestCLI_EndpointsAndTheirOldNames(t *testing.T) {
 	}
 	// (A cluster that cannot be reached takes the client's whole time
 	// budget, 10s: one run is enough.)
-	args := []string{"run", "--driver", "cluster", "--addrs", "127.0.0.1:1", "--key", "k", "--no-wait", "--", "true"}
+	args := []string{"run", "--driver", "cluster", "--endpoints", "127.0.0.1:1", "--key", "k", "--no-wait", "--", "true"}
 	code, _, stderr := runBinary(t, nil, args...)
 	if code != exitUnavailable || !strings.Contains(stderr, "127.0.0.1:1: connection refused") {
 		t.Errorf("%v: exit %d, want %d; stderr %q", args, code, exitUnavailable, stderr)
+	}
+	for _, args := range [][]string{{"status", "--addr", "127.0.0.1:1"}, {"run", "--addrs", "127.0.0.1:1", "--key", "k", "--", "true"}} {
+		code, _, stderr := runBinary(t, nil, args...)
+		if code != exitUsage || !strings.Contains(stderr, "unknown flag") {
+			t.Errorf("%v: exit %d, want %d for an unknown flag; stderr %q", args, code, exitUsage, stderr)
+		}
 	}
 	for _, name := range []string{"status", "locks", "join", "leave", "run", "bench"} {
 		_, stdout, _ := runCLI(t, nil, name, "--help")

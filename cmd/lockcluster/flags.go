@@ -16,7 +16,7 @@ import (
 )
 
 // The flag conventions every command follows (the environment, earlier
-// names, durations, the help) are cliflags'; these are the short names of
+// durations, the help) are cliflags'; these are the short names of
 // the ones most commands use.
 
 const (
@@ -32,7 +32,9 @@ func formatDuration(d time.Duration) string { return cliflags.FormatDuration(d) 
 
 func given(cmd *cobra.Command, name string) bool { return cliflags.Given(cmd, name) }
 
-func readsEnv(cmd *cobra.Command, aliases bool) { cliflags.ReadsEnv(cmd, aliases) }
+// readsEnv marks cmd as reading its flags from the environment: only the
+// connection flags for a client command.
+func readsEnv(cmd *cobra.Command, client bool) { cliflags.ReadsEnv(cmd, client) }
 
 // splitList splits a comma-separated list, dropping empty items.
 func splitList(s string) []string {

@@ -9,7 +9,6 @@ import (
 
 	"github.com/zerotal/lock"
 	"github.com/zerotal/lock/internal/cliexplain"
-	"github.com/zerotal/lock/internal/cliflags"
 )
 
 // driverFlags select and configure the backend of run and bench: the
@@ -39,7 +38,6 @@ func (d *driverFlags) register(cmd *cobra.Command, defDriver string) {
 		}
 		return drivers, cobra.ShellCompDirectiveNoFileComp
 	})
-	cliflags.Alias(cmd, oldEndpointFlags)
 	readsEnv(cmd, true)
 }
 

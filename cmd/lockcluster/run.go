@@ -116,7 +116,6 @@ a command, it holds the lock until it is interrupted.`,
 	fs.StringVar(&o.owner, "owner", "", "the grant's owner token (default: a fresh random one); the command gets it as LOCK_OWNER")
 	o.driverFlags.register(cmd, "cluster")
 	fs.Lookup("driver").Usage = "backend shared by the processes to keep apart: cluster, redis (URL from the variable\nREDIS_URL) or sqlite with --sqlite-path; memory is refused"
-	cliflags.Alias(cmd, map[string]string{"addr": "endpoints", "addrs": "endpoints", "wait": "timeout"})
 	cmd.RunE = func(cmd *cobra.Command, args []string) error {
 		args, err := o.keyFromArgs(cmd, args)
 		if err != nil {

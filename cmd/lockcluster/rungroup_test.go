@@ -230,7 +230,6 @@ func TestRun_RefusesProcessPrivateBackends(t *testing.T) {
 	}{
 		{"memory", nil, []string{"--driver", "memory"}},
 		{"memory from LOCKCLUSTER_DRIVER", map[string]string{"LOCKCLUSTER_DRIVER": "memory"}, nil},
-		{"memory from the deprecated LOCK_DRIVER", map[string]string{"LOCK_DRIVER": "memory"}, nil},
 		{"sqlite without a path", nil, []string{"--driver", "sqlite"}},
 		{"sqlite in memory", nil, []string{"--driver", "sqlite", "--sqlite-path", ":memory:"}},
 	} {

@@ -60,9 +60,8 @@ func TestRun_NoWaitAndTimeout(t *testing.T) {
 	}{
 		{[]string{"--no-wait"}, []string{"did not wait (--no-wait)", "leave out --no-wait, or give a --timeout"}, 0},
 		{[]string{"--timeout", "0"}, []string{"did not wait (--timeout 0)"}, 0},
-		{[]string{"--wait", "0"}, []string{"did not wait (--timeout 0)"}, 0},
 		{[]string{"--timeout", "1s"}, []string{"gave up after waiting 1", "(--timeout 1s)", "give a longer --timeout"}, time.Second},
-		{[]string{"--wait=1s"}, []string{"gave up after waiting 1", "(--timeout 1s)"}, time.Second},
+		{[]string{"-w", "1s"}, []string{"gave up after waiting 1", "(--timeout 1s)"}, time.Second},
 	} {
 		t.Run(strings.Join(tc.flags, " "), func(t *testing.T) {
 			start := time.Now()

@@ -77,11 +77,6 @@ func TestAgent_TLSProcess(t *testing.T) {
 		"LOCKCLUSTER_ENDPOINTS": httpAddr, "LOCKCLUSTER_TOKEN": token,
 		"LOCKCLUSTER_TLS_CA": ca.File, "LOCKCLUSTER_TLS_CERT": app.CertFile, "LOCKCLUSTER_TLS_KEY": app.KeyFile,
 	}
-	// The deprecated names of the same variables.
-	oldVars := map[string]string{
-		"LOCK_CLUSTER_ADDRS": httpAddr, "LOCK_CLUSTER_TOKEN": token,
-		"LOCK_CLUSTER_CA": ca.File, "LOCK_CLUSTER_CERT": app.CertFile, "LOCK_CLUSTER_KEY": app.KeyFile,
-	}
 	var code int
 	var stdout, stderr string
 	poll.Wait(20*time.Second, func() bool {
@@ -90,11 +85,6 @@ func TestAgent_TLSProcess(t *testing.T) {
 	})
 	if code != exitOK || !strings.Contains(stdout, " leader ") {
 		t.Fatalf("status over mutual TLS: exit %d\nstdout %s\nstderr %s", code, stdout, stderr)
-	}
-
-	code, stdout, stderr = runCLI(t, oldVars, "status", "--timeout", "2s")
-	if code != exitOK || !strings.Contains(stdout, " leader ") {
-		t.Fatalf("status over mutual TLS from the deprecated variables: exit %d\nstdout %s\nstderr %s", code, stdout, stderr)
 	}
 
 	code, stdout, stderr = runCLI(t, vars, "run", "--key", "tls-job", "--ttl", "5s", "--cluster-id", "prod-locks", "--",

@@ -1,7 +1,6 @@
 // Package cliflags holds lockcluster's conventions for flags, shared by
 // every command: each flag can also be set by a variable of the
-// LOCKCLUSTER_ family, earlier flag names and the single-dash form keep
-// working, durations take days, and the help lists each flag with its
+// LOCKCLUSTER_ family, the single-dash form keeps working, durations take days, and the help lists each flag with its
 // variable. The commands themselves, and what their flags mean, stay in
 // cmd/lockcluster.
 package cliflags
@@ -13,8 +12,6 @@ import (
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
-
-	"github.com/zerotal/lock"
 )
 
 // The environment carries settings, not behaviour: a flag is set by the
@@ -27,9 +24,7 @@ import (
 // to every command and to the library; a flag that shapes what one
 // command does (run's --timeout, locks' --prefix filter, -o) is not read
 // from a variable that another command, or an application, also reads.
-// They also read the earlier names lock.ConfigFromEnv still accepts
-// (LOCK_CLUSTER_ADDRS for LOCKCLUSTER_ENDPOINTS ...), deprecated; the new
-// name wins. The node commands (agent, dev) read every flag of theirs:
+// The node commands (agent, dev) read every flag of theirs:
 // each is a setting of the node.
 
 const envPrefix = "LOCKCLUSTER_"
@@ -41,8 +36,8 @@ func EnvName(flag string) string {
 
 // Annotations.
 const (
-	// annEnv on a command: its flags are read from the environment;
-	// envWithAliases also from the deprecated names.
+	// annEnv on a command: its flags are read from the environment,
+	// only the connection flags for a client command.
 	annEnv = "lockcluster/env"
 	// annNoEnv on a flag: never read from the environment; the value is
 	// why, shown in the help.
@@ -60,19 +55,19 @@ var ConnectionFlags = map[string]bool{
 
 // How a command reads the environment (the value of annEnv).
 const (
-	envOnly        = "env"
-	envWithAliases = "env+aliases"
+	envAll        = "env"
+	envConnection = "env:connection"
 )
 
-// ReadsEnv marks cmd as reading its flags from the environment, with the
-// deprecated names when aliases is set.
-func ReadsEnv(cmd *cobra.Command, aliases bool) {
+// ReadsEnv marks cmd as reading its flags from the environment: all of
+// them for a node command, only the ConnectionFlags for a client command.
+func ReadsEnv(cmd *cobra.Command, client bool) {
 	if cmd.Annotations == nil {
 		cmd.Annotations = map[string]string{}
 	}
-	cmd.Annotations[annEnv] = envOnly
-	if aliases {
-		cmd.Annotations[annEnv] = envWithAliases
+	cmd.Annotations[annEnv] = envAll
+	if client {
+		cmd.Annotations[annEnv] = envConnection
 	}
 }
 
@@ -81,38 +76,28 @@ func NoEnv(cmd *cobra.Command, name, why string) {
 	_ = cmd.Flags().SetAnnotation(name, annNoEnv, []string{why})
 }
 
-// envVars returns the variables that set f on cmd, the preferred first;
-// none when the flag is not read from the environment.
-func envVars(cmd *cobra.Command, f *pflag.Flag) []string {
+// envVar returns the variable that sets f on cmd, or "" when the flag
+// is not read from the environment.
+func envVar(cmd *cobra.Command, f *pflag.Flag) string {
 	mode := cmd.Annotations[annEnv]
 	if mode == "" || f.Hidden || f.Name == "help" || f.Name == "version" || f.Annotations[annNoEnv] != nil {
-		return nil
+		return ""
 	}
-	if mode == envWithAliases && !ConnectionFlags[f.Name] {
-		return nil // a client command's behaviour: the command line only
+	if mode == envConnection && !ConnectionFlags[f.Name] {
+		return "" // a client command's behaviour: the command line only
 	}
-	vars := []string{EnvName(f.Name)}
-	if mode == envWithAliases {
-		if old := lock.DeprecatedEnv(vars[0]); old != "" {
-			vars = append(vars, old)
-		}
-	}
-	return vars
+	return EnvName(f.Name)
 }
 
-// EnvNote is the line of a flag's help that names its variables.
+// EnvNote is the line of a flag's help that names its variable.
 func EnvNote(cmd *cobra.Command, f *pflag.Flag) string {
 	if why := f.Annotations[annNoEnv]; why != nil {
 		return "(not read from the environment: " + why[0] + ")"
 	}
-	vars := envVars(cmd, f)
-	switch len(vars) {
-	case 0:
-		return ""
-	case 1:
-		return "env " + vars[0]
+	if name := envVar(cmd, f); name != "" {
+		return "env " + name
 	}
-	return "env " + vars[0] + " (or " + strings.Join(vars[1:], ", ") + ", deprecated)"
+	return ""
 }
 
 // ApplyEnv sets every flag of cmd the command line left unset from its
@@ -124,18 +109,19 @@ func ApplyEnv(cmd *cobra.Command, getenv func(string) string) error {
 		if err != nil || f.Changed {
 			return
 		}
-		for _, name := range envVars(cmd, f) {
-			v := getenv(name)
-			if v == "" {
-				continue
-			}
-			if serr := cmd.Flags().Set(f.Name, v); serr != nil {
-				err = &EnvValueError{Var: name, Problem: ValueProblem(f, v, serr)}
-				return
-			}
-			_ = cmd.Flags().SetAnnotation(f.Name, annFromEnv, []string{name})
+		name := envVar(cmd, f)
+		v := ""
+		if name != "" {
+			v = getenv(name)
+		}
+		if v == "" {
 			return
 		}
+		if serr := cmd.Flags().Set(f.Name, v); serr != nil {
+			err = &EnvValueError{Var: name, Problem: ValueProblem(f, v, serr)}
+			return
+		}
+		_ = cmd.Flags().SetAnnotation(f.Name, annFromEnv, []string{name})
 	})
 	return err
 }
@@ -195,17 +181,6 @@ func FlagSource(cmd *cobra.Command, name string) Source {
 		return FromEnv
 	}
 	return FromCommandLine
-}
-
-// Alias makes the flag names old (hidden: they are in no help and no
-// completion) mean the flag name: the names an earlier version used.
-func Alias(cmd *cobra.Command, aliases map[string]string) {
-	cmd.Flags().SetNormalizeFunc(func(_ *pflag.FlagSet, name string) pflag.NormalizedName {
-		if to, ok := aliases[name]; ok {
-			name = to
-		}
-		return pflag.NormalizedName(name)
-	})
 }
 
 // SingleDash rewrites "-name" and "-name=value" to "--name" for the
