@@ -11,7 +11,7 @@ import (
 	"github.com/zerotal/lock"
 	"github.com/zerotal/lock/drivers/memory"
 	"github.com/zerotal/lock/engine"
-	"github.com/zerotal/lock/internal/naiveactor"
+	"github.com/zerotal/lock/internal/testkit/naiveactor"
 )
 
 // benchWorkers is the number of parallel workers, each on its own key.
@@ -36,7 +36,7 @@ type contender struct {
 // on the memory driver (acquire, empty callback, release) and a
 // Make + Block + Release cycle with the same cycle on the engine alone
 // (Acquire then Release, a fresh owner per cycle), on the memory driver
-// alone, and on a naive channel actor (internal/naiveactor: what a first
+// alone, and on a naive channel actor (internal/testkit/naiveactor: what a first
 // in-process lock looks like). 32 workers, each on its own key; defaults
 // everywhere.
 //

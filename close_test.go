@@ -12,7 +12,7 @@ import (
 	"github.com/zerotal/lock/drivers"
 	"github.com/zerotal/lock/drivers/memory"
 	"github.com/zerotal/lock/engine"
-	"github.com/zerotal/lock/internal/poll"
+	"github.com/zerotal/lock/internal/testkit/poll"
 )
 
 // Not parallel: goleak.VerifyNone must see this test's goroutines only.

@@ -9,7 +9,7 @@ import (
 	"github.com/zerotal/lock"
 	"github.com/zerotal/lock/drivers"
 	"github.com/zerotal/lock/drivers/driverstest"
-	"github.com/zerotal/lock/internal/poll"
+	"github.com/zerotal/lock/internal/testkit/poll"
 )
 
 func TestLock_MakeDoesNotAcquire(t *testing.T) {

@@ -12,7 +12,7 @@ import (
 	"github.com/zerotal/lock"
 	"github.com/zerotal/lock/drivers"
 	"github.com/zerotal/lock/drivers/driverstest"
-	"github.com/zerotal/lock/internal/poll"
+	"github.com/zerotal/lock/internal/testkit/poll"
 )
 
 // Timing bounds of the tests below. The lower bound is exact (a timer never

@@ -11,7 +11,7 @@ import (
 	"github.com/zerotal/lock/client"
 	"github.com/zerotal/lock/cluster"
 	"github.com/zerotal/lock/cluster/clustertest"
-	"github.com/zerotal/lock/internal/testtls"
+	"github.com/zerotal/lock/internal/testkit/testtls"
 )
 
 // startTLSNode starts a one-node cluster with mutual TLS and returns its

@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/zerotal/lock"
-	"github.com/zerotal/lock/internal/poll"
+	"github.com/zerotal/lock/internal/testkit/poll"
 )
 
 func TestManager_TryRunsCallbackAndReleases(t *testing.T) {

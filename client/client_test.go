@@ -14,7 +14,7 @@ import (
 	"github.com/zerotal/lock/api"
 	"github.com/zerotal/lock/drivers"
 	"github.com/zerotal/lock/internal/loopback"
-	"github.com/zerotal/lock/internal/poll"
+	"github.com/zerotal/lock/internal/testkit/poll"
 )
 
 func newTestClient(t *testing.T, cfg Config) *Client {

@@ -9,7 +9,7 @@ import (
 
 	"github.com/zerotal/lock/drivers"
 	"github.com/zerotal/lock/internal/loopback"
-	"github.com/zerotal/lock/internal/poll"
+	"github.com/zerotal/lock/internal/testkit/poll"
 )
 
 // leaderAndFollower returns a node that leads and one that names it as

@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/zerotal/lock/cluster/clustertest"
-	"github.com/zerotal/lock/internal/poll"
+	"github.com/zerotal/lock/internal/testkit/poll"
 )
 
 // A node without the stream (an older version: fakeNode serves only the

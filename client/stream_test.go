@@ -9,7 +9,7 @@ import (
 	"github.com/zerotal/lock/client"
 	"github.com/zerotal/lock/drivers"
 	"github.com/zerotal/lock/drivers/driverstest"
-	"github.com/zerotal/lock/internal/poll"
+	"github.com/zerotal/lock/internal/testkit/poll"
 )
 
 // TestConformance_PlainHTTP runs the conformance suite with the stream

@@ -12,7 +12,7 @@ import (
 	"github.com/zerotal/lock/client"
 	"github.com/zerotal/lock/cluster"
 	"github.com/zerotal/lock/drivers"
-	"github.com/zerotal/lock/internal/testtls"
+	"github.com/zerotal/lock/internal/testkit/testtls"
 )
 
 // startTLSCluster starts three nodes with TLS (mutual TLS for clients when

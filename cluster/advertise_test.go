@@ -8,7 +8,7 @@ import (
 	"github.com/hashicorp/raft"
 
 	"github.com/zerotal/lock/internal/loopback"
-	"github.com/zerotal/lock/internal/tcpproxy"
+	"github.com/zerotal/lock/internal/testkit/tcpproxy"
 )
 
 // startForwarder forwards a new loopback port to target, as a NAT or a

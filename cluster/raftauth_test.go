@@ -14,7 +14,7 @@ import (
 	"github.com/zerotal/lock/fsm"
 	"github.com/zerotal/lock/internal/logbridge"
 	"github.com/zerotal/lock/internal/loopback"
-	"github.com/zerotal/lock/internal/syncbuf"
+	"github.com/zerotal/lock/internal/testkit/syncbuf"
 )
 
 // attacker is a raft.NetworkTransport on this package's own stream layer,

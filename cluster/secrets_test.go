@@ -15,7 +15,7 @@ import (
 	"github.com/zerotal/lock/client"
 	"github.com/zerotal/lock/cluster/peer"
 	"github.com/zerotal/lock/internal/logbridge"
-	"github.com/zerotal/lock/internal/syncbuf"
+	"github.com/zerotal/lock/internal/testkit/syncbuf"
 )
 
 func secret(t *testing.T, name string) string {

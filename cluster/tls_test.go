@@ -16,7 +16,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/zerotal/lock/internal/testtls"
+	"github.com/zerotal/lock/internal/testkit/testtls"
 )
 
 // tlsFiles are a throwaway CA and one certificate per node, all for

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/zerotal/lock/internal/naiveactor"
+	"github.com/zerotal/lock/internal/testkit/naiveactor"
 )
 
 // Benchmarks compare the engine with two baselines inside the same run:
@@ -70,7 +70,7 @@ func (l *mutexLocker) close() {}
 
 // ---- baseline (b): naive channel actor ----
 
-// naiveLocker drives internal/naiveactor.
+// naiveLocker drives internal/testkit/naiveactor.
 type naiveLocker struct{ *naiveactor.Actor }
 
 func newNaiveActor() naiveLocker { return naiveLocker{naiveactor.New()} }

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/zerotal/lock/drivers"
-	"github.com/zerotal/lock/internal/poll"
+	"github.com/zerotal/lock/internal/testkit/poll"
 )
 
 // The hand-off reaches a waiter at the very moment its caller gives up:

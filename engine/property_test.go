@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/zerotal/lock/internal/poll"
+	"github.com/zerotal/lock/internal/testkit/poll"
 )
 
 var (

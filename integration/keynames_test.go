@@ -15,8 +15,8 @@ import (
 
 	lock "github.com/zerotal/lock"
 	_ "github.com/zerotal/lock/drivers/cluster" // lock.Open of the "cluster" driver
-	"github.com/zerotal/lock/internal/poll"
-	"github.com/zerotal/lock/internal/syncbuf"
+	"github.com/zerotal/lock/internal/testkit/poll"
+	"github.com/zerotal/lock/internal/testkit/syncbuf"
 )
 
 // One name is one lock through every entry point: the Go API, lockcluster

@@ -15,7 +15,7 @@ import (
 
 	"github.com/zerotal/lock/client"
 	"github.com/zerotal/lock/internal/loopback"
-	"github.com/zerotal/lock/internal/tcpproxy"
+	"github.com/zerotal/lock/internal/testkit/tcpproxy"
 )
 
 // faultsBuild is the lockcluster binary built with -tags faults, made

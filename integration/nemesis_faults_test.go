@@ -6,7 +6,7 @@ import (
 	"math/rand/v2"
 	"time"
 
-	"github.com/zerotal/lock/internal/tcpproxy"
+	"github.com/zerotal/lock/internal/testkit/tcpproxy"
 )
 
 // faultKind names one fault the nemesis injects.

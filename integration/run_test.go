@@ -10,8 +10,8 @@ import (
 	"time"
 
 	"github.com/zerotal/lock/client"
-	"github.com/zerotal/lock/internal/poll"
-	"github.com/zerotal/lock/internal/syncbuf"
+	"github.com/zerotal/lock/internal/testkit/poll"
+	"github.com/zerotal/lock/internal/testkit/syncbuf"
 )
 
 // lockRun runs "lockcluster run" against c and returns its exit status and

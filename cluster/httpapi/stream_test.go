@@ -16,7 +16,7 @@ import (
 	"github.com/zerotal/lock/api"
 	"github.com/zerotal/lock/api/stream"
 	"github.com/zerotal/lock/cluster/httpapi"
-	"github.com/zerotal/lock/internal/poll"
+	"github.com/zerotal/lock/internal/testkit/poll"
 )
 
 const streamToken = "stream-token-0123456789"

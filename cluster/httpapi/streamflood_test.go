@@ -11,7 +11,7 @@ import (
 	"github.com/zerotal/lock/api"
 	"github.com/zerotal/lock/api/stream"
 	"github.com/zerotal/lock/cluster/httpapi"
-	"github.com/zerotal/lock/internal/poll"
+	"github.com/zerotal/lock/internal/testkit/poll"
 )
 
 // A stream client that sends frames and never reads the answers: the

@@ -10,7 +10,7 @@ import (
 
 	"github.com/hashicorp/raft"
 
-	"github.com/zerotal/lock/internal/testtls"
+	"github.com/zerotal/lock/internal/testkit/testtls"
 )
 
 // loadT loads the TLS material of a certificate of ca for hosts.

@@ -11,7 +11,7 @@ import (
 	"github.com/zerotal/lock/drivers"
 	"github.com/zerotal/lock/engine"
 	"github.com/zerotal/lock/fsm"
-	"github.com/zerotal/lock/internal/poll"
+	"github.com/zerotal/lock/internal/testkit/poll"
 )
 
 // fsmRaft is a one-node raft stand-in with a real FSM: apply appends to

@@ -14,9 +14,9 @@ import (
 
 	"github.com/zerotal/lock/api"
 	"github.com/zerotal/lock/client"
+	"github.com/zerotal/lock/cmd/lockcluster/internal/cliexplain"
+	"github.com/zerotal/lock/cmd/lockcluster/internal/cliflags"
 	"github.com/zerotal/lock/drivers"
-	"github.com/zerotal/lock/internal/cliexplain"
-	"github.com/zerotal/lock/internal/cliflags"
 )
 
 // adminFlags are the connection flags of status, locks, join and leave.

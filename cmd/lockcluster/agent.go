@@ -9,7 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/zerotal/lock/cluster"
-	"github.com/zerotal/lock/internal/cliexplain"
+	"github.com/zerotal/lock/cmd/lockcluster/internal/cliexplain"
 )
 
 const agentExamples = `  # a new three-node cluster: one line per machine, the same --bootstrap and secrets everywhere.

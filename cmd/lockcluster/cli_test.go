@@ -11,8 +11,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/zerotal/lock/internal/poll"
-	"github.com/zerotal/lock/internal/syncbuf"
+	"github.com/zerotal/lock/internal/testkit/poll"
+	"github.com/zerotal/lock/internal/testkit/syncbuf"
 )
 
 // runCLI runs the command line in-process with the given environment.

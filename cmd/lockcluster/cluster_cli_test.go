@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/zerotal/lock/internal/loopback"
-	"github.com/zerotal/lock/internal/poll"
+	"github.com/zerotal/lock/internal/testkit/poll"
 )
 
 // These tests run lockcluster against a real agent process.

@@ -6,8 +6,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/zerotal/lock/cmd/lockcluster/internal/cliflags"
 	"github.com/zerotal/lock/internal/buildinfo"
-	"github.com/zerotal/lock/internal/cliflags"
 )
 
 // These tests run the lockcluster binary (this test binary running main)

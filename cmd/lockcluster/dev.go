@@ -16,7 +16,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/zerotal/lock/cluster"
-	"github.com/zerotal/lock/internal/demo"
+	"github.com/zerotal/lock/cmd/lockcluster/internal/demo"
 	"github.com/zerotal/lock/internal/loopback"
 )
 

@@ -6,8 +6,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/zerotal/lock/internal/cliflags"
-	"github.com/zerotal/lock/internal/poll"
+	"github.com/zerotal/lock/cmd/lockcluster/internal/cliflags"
+	"github.com/zerotal/lock/internal/testkit/poll"
 )
 
 func TestDev_DemoRunsAgainstThreeNodes(t *testing.T) {

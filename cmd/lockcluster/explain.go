@@ -1,6 +1,6 @@
 package main
 
-import "github.com/zerotal/lock/internal/cliexplain"
+import "github.com/zerotal/lock/cmd/lockcluster/internal/cliexplain"
 
 // The few cliexplain calls every command makes, under short names: what
 // to print for an error, and the exit status it ends with.

@@ -11,7 +11,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/zerotal/lock/cluster"
-	"github.com/zerotal/lock/internal/cliflags"
+	"github.com/zerotal/lock/cmd/lockcluster/internal/cliflags"
 	"github.com/zerotal/lock/internal/logbridge"
 )
 

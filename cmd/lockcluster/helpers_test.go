@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/zerotal/lock/internal/syncbuf"
+	"github.com/zerotal/lock/internal/testkit/syncbuf"
 )
 
 // proc is a lockcluster process: this test binary, running main.

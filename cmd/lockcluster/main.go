@@ -23,9 +23,9 @@ import (
 	"strings"
 	"syscall"
 
-	"github.com/zerotal/lock/internal/cliexplain"
-	"github.com/zerotal/lock/internal/cliflags"
-	"github.com/zerotal/lock/internal/supervise"
+	"github.com/zerotal/lock/cmd/lockcluster/internal/cliexplain"
+	"github.com/zerotal/lock/cmd/lockcluster/internal/cliflags"
+	"github.com/zerotal/lock/cmd/lockcluster/internal/supervise"
 )
 
 // Exit statuses: see cliexplain, which maps errors to them.

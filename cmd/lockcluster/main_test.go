@@ -1,7 +1,7 @@
 package main
 
 import (
-	"github.com/zerotal/lock/internal/supervise"
+	"github.com/zerotal/lock/cmd/lockcluster/internal/supervise"
 	"os"
 	"testing"
 

@@ -8,7 +8,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/zerotal/lock"
-	"github.com/zerotal/lock/internal/cliexplain"
+	"github.com/zerotal/lock/cmd/lockcluster/internal/cliexplain"
 )
 
 // driverFlags select and configure the backend of run and bench: the

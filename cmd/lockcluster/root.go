@@ -8,8 +8,8 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/zerotal/lock/cmd/lockcluster/internal/cliflags"
 	"github.com/zerotal/lock/internal/buildinfo"
-	"github.com/zerotal/lock/internal/cliflags"
 )
 
 const rootLong = `lockcluster: distributed locks on a Raft cluster (three nodes on loopback with "dev"),

@@ -16,9 +16,9 @@ import (
 
 	"github.com/zerotal/lock"
 	"github.com/zerotal/lock/client"
-	"github.com/zerotal/lock/internal/cliexplain"
-	"github.com/zerotal/lock/internal/cliflags"
-	"github.com/zerotal/lock/internal/supervise"
+	"github.com/zerotal/lock/cmd/lockcluster/internal/cliexplain"
+	"github.com/zerotal/lock/cmd/lockcluster/internal/cliflags"
+	"github.com/zerotal/lock/cmd/lockcluster/internal/supervise"
 )
 
 const runExamples = `  # run a backup; if another host runs one, wait until it is done (cluster from LOCKCLUSTER_ENDPOINTS)

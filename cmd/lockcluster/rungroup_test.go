@@ -16,8 +16,8 @@ import (
 
 	"github.com/zerotal/lock"
 	"github.com/zerotal/lock/drivers/redis/redistest"
-	"github.com/zerotal/lock/internal/poll"
-	"github.com/zerotal/lock/internal/proctest"
+	"github.com/zerotal/lock/internal/testkit/poll"
+	"github.com/zerotal/lock/internal/testkit/proctest"
 )
 
 // These tests run "lockcluster run" as a real process (this test binary

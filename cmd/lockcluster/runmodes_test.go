@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/zerotal/lock/internal/poll"
+	"github.com/zerotal/lock/internal/testkit/poll"
 )
 
 // These tests run "lockcluster run" as a real process on a SQLite file

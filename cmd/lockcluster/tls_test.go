@@ -11,9 +11,9 @@ import (
 	"time"
 
 	"github.com/zerotal/lock/internal/loopback"
-	"github.com/zerotal/lock/internal/poll"
-	"github.com/zerotal/lock/internal/syncbuf"
-	"github.com/zerotal/lock/internal/testtls"
+	"github.com/zerotal/lock/internal/testkit/poll"
+	"github.com/zerotal/lock/internal/testkit/syncbuf"
+	"github.com/zerotal/lock/internal/testkit/testtls"
 )
 
 // agentProc is a lockcluster agent child process.

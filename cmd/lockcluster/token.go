@@ -10,7 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/zerotal/lock/cluster/access"
-	"github.com/zerotal/lock/internal/cliflags"
+	"github.com/zerotal/lock/cmd/lockcluster/internal/cliflags"
 )
 
 const tokenExamples = `  # a client token for team A's workers, confined to keys under jobs/a/

@@ -13,7 +13,7 @@ import (
 	"github.com/zerotal/lock/api"
 	"github.com/zerotal/lock/cluster/access"
 	"github.com/zerotal/lock/internal/loopback"
-	"github.com/zerotal/lock/internal/poll"
+	"github.com/zerotal/lock/internal/testkit/poll"
 )
 
 // An agent with a token file: a client token takes locks but may not

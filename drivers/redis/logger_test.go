@@ -9,7 +9,7 @@ import (
 
 	"github.com/zerotal/lock/drivers/redis"
 	"github.com/zerotal/lock/drivers/redis/redistest"
-	"github.com/zerotal/lock/internal/poll"
+	"github.com/zerotal/lock/internal/testkit/poll"
 )
 
 // lockedBuffer is a log destination safe for the driver's goroutines.

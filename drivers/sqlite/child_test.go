@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/zerotal/lock/internal/syncbuf"
+	"github.com/zerotal/lock/internal/testkit/syncbuf"
 )
 
 // child is a helper process started from a test. Its stdout arrives line

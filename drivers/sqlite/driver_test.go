@@ -9,7 +9,7 @@ import (
 
 	"github.com/zerotal/lock/drivers"
 	"github.com/zerotal/lock/drivers/sqlite"
-	"github.com/zerotal/lock/internal/poll"
+	"github.com/zerotal/lock/internal/testkit/poll"
 )
 
 func TestDriver_BusyDatabaseIsRetriedThenUnavailable(t *testing.T) {

@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/zerotal/lock/drivers"
-	"github.com/zerotal/lock/internal/poll"
+	"github.com/zerotal/lock/internal/testkit/poll"
 )
 
 func TestJitter_StaysWithinHalfAndWhole(t *testing.T) {

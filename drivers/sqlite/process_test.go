@@ -14,7 +14,7 @@ import (
 
 	"github.com/zerotal/lock/drivers"
 	"github.com/zerotal/lock/drivers/sqlite"
-	"github.com/zerotal/lock/internal/poll"
+	"github.com/zerotal/lock/internal/testkit/poll"
 )
 
 // hold is one journal line: a critical section as its process saw it.

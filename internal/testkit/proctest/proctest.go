@@ -14,7 +14,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/zerotal/lock/internal/poll"
+	"github.com/zerotal/lock/internal/testkit/poll"
 )
 
 // Script writes a shell script into dir and returns its path.

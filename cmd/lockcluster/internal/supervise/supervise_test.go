@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/zerotal/lock/internal/proctest"
+	"github.com/zerotal/lock/internal/testkit/proctest"
 )
 
 func needProc(t *testing.T) {
