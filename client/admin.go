@@ -50,22 +50,42 @@ func (c *Client) Status(ctx context.Context) (Status, error) {
 // NodeStatus returns the status of the node at addr ("host:port" or a base
 // URL), without failing over to another node.
 func (c *Client) NodeStatus(ctx context.Context, addr string) (Status, error) {
-	base, err := baseURLWith(addr, c.cfg.defaultScheme())
-	if err != nil {
+	var st Status
+	if err := c.callNode(ctx, addr, "status", api.PathStatus, &st); err != nil {
 		return Status{}, err
 	}
-	var st Status
-	r := request{op: "status", method: http.MethodGet, path: api.PathStatus}
-	if _, err := c.attempt(ctx, ctx, base, r, nil, &st, false); err != nil {
+	return st, nil
+}
+
+// NodeInfo returns what the node at addr ("host:port" or a base URL) says
+// of itself at api.PathNode, which needs no credential: its id, cluster
+// ID, membership and raft state. A leader asks a node this before adding
+// it. It does not fail over to another node.
+func (c *Client) NodeInfo(ctx context.Context, addr string) (api.NodeInfo, error) {
+	var info api.NodeInfo
+	if err := c.callNode(ctx, addr, "node", api.PathNode, &info); err != nil {
+		return api.NodeInfo{}, err
+	}
+	return info, nil
+}
+
+// callNode GETs path of the node at addr into out, without failing over.
+func (c *Client) callNode(ctx context.Context, addr, op, path string, out any) error {
+	base, err := baseURLWith(addr, c.cfg.defaultScheme())
+	if err != nil {
+		return err
+	}
+	r := request{op: op, method: http.MethodGet, path: path}
+	if _, err := c.attempt(ctx, ctx, base, r, nil, out, false); err != nil {
 		if ctx.Err() != nil {
-			return Status{}, fmt.Errorf("client: status: %w", ctx.Err())
+			return fmt.Errorf("client: %s: %w", op, ctx.Err())
 		}
 		if retryable(err) {
-			err = drivers.Unavailable("status", err)
+			err = drivers.Unavailable(op, err)
 		}
-		return Status{}, &nodeError{base: base, err: err}
+		return &nodeError{base: base, err: err}
 	}
-	return st, nil
+	return nil
 }
 
 // maxMetrics bounds the exposition NodeMetrics reads.

@@ -91,8 +91,6 @@ func (e *APIError) Unwrap() error {
 	return e.notAcquired
 }
 
-// HTTPStatus returns the status the server answered.
-func (e *APIError) HTTPStatus() int { return e.StatusCode }
 
 // kind is the error code, derived from the status when the body had none
 // (a proxy in between, or an older server).

@@ -1,12 +1,9 @@
 package cluster
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"strings"
 	"time"
@@ -14,7 +11,9 @@ import (
 	"github.com/hashicorp/raft"
 
 	"github.com/zerotal/lock/api"
+	"github.com/zerotal/lock/client"
 	"github.com/zerotal/lock/cluster/httpapi"
+	"github.com/zerotal/lock/drivers"
 	"github.com/zerotal/lock/fsm"
 )
 
@@ -157,26 +156,24 @@ func (n *Node) removeMember(id string) error {
 // joinCluster asks the member at Config.Join to add this node, retrying
 // transient failures until ctx ends. The request names this node's
 // cluster ID: a member of another cluster refuses it (403), and so does
-// one with another token (401); neither is retried.
+// one with another token (401); no refusal is retried.
 func (n *Node) joinCluster(ctx context.Context) error {
-	target := n.cfg.Join
-	if !strings.Contains(target, "://") {
-		target = n.httpScheme() + "://" + target
-	}
-	target = strings.TrimSuffix(target, "/") + api.PathJoin
-	body, err := json.Marshal(api.JoinRequest{ID: n.cfg.ID, Addr: n.RaftAddr(), HTTP: n.AdvertisedHTTPAddr()})
+	c, err := n.apiClient(n.cfg.Join)
 	if err != nil {
-		return fmt.Errorf("cluster: join: %w", err)
+		return fmt.Errorf("cluster: join via %s: %w", n.cfg.Join, err)
 	}
-	client := &http.Client{Transport: n.proxy, Timeout: 10 * time.Second}
+	defer c.Close()
 	backoff := 50 * time.Millisecond
 	for attempt := 1; ; attempt++ {
-		err := n.joinOnce(ctx, client, target, body)
+		err := c.Join(ctx, n.cfg.ID, n.RaftAddr(), n.AdvertisedHTTPAddr())
 		if err == nil {
 			return nil
 		}
-		var perm *permanentError
-		if errors.As(err, &perm) {
+		if errors.Is(err, client.ErrWrongCluster) {
+			return fmt.Errorf("cluster: join via %s: refused: this node is configured for cluster %q, which the member does not belong to: %w",
+				n.cfg.Join, n.cfg.ClusterID, err)
+		}
+		if refused(err) {
 			return fmt.Errorf("cluster: join via %s: %w", n.cfg.Join, err)
 		}
 		n.log.Warn("join attempt failed", "attempt", attempt, "error", err)
@@ -189,39 +186,12 @@ func (n *Node) joinCluster(ctx context.Context) error {
 	}
 }
 
-// permanentError is a join answer that retrying cannot fix (4xx).
-type permanentError struct{ msg string }
-
-func (e *permanentError) Error() string { return e.msg }
-
-func (n *Node) joinOnce(ctx context.Context, client *http.Client, target string, body []byte) error {
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, target, bytes.NewReader(body))
-	if err != nil {
-		return &permanentError{msg: err.Error()}
+// refused reports whether a join answer is one that retrying cannot fix:
+// a 4xx other than 429, or an address that is no URL.
+func refused(err error) bool {
+	var apiErr *client.APIError
+	if errors.As(err, &apiErr) {
+		return apiErr.StatusCode >= 400 && apiErr.StatusCode < 500 && apiErr.StatusCode != http.StatusTooManyRequests
 	}
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set(api.HeaderClusterID, n.cfg.ClusterID)
-	if n.cfg.Token != "" {
-		req.Header.Set(api.HeaderAuthorization, api.Bearer(n.cfg.Token))
-	}
-	resp, err := client.Do(req)
-	if err != nil {
-		return err
-	}
-	defer resp.Body.Close()
-	raw, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
-	msg := string(bytes.TrimSpace(raw))
-	var eb api.ErrorBody
-	if json.Unmarshal(raw, &eb) == nil && eb.Message != "" {
-		msg = eb.Message
-	}
-	switch {
-	case resp.StatusCode == http.StatusOK:
-		return nil
-	case resp.StatusCode == http.StatusForbidden && eb.Code == api.CodeWrongCluster:
-		return &permanentError{msg: fmt.Sprintf("refused: this node is configured for cluster %q, which the member does not belong to (%s)", n.cfg.ClusterID, msg)}
-	case resp.StatusCode >= 400 && resp.StatusCode < 500 && resp.StatusCode != http.StatusTooManyRequests:
-		return &permanentError{msg: fmt.Sprintf("status %d: %s", resp.StatusCode, msg)}
-	}
-	return fmt.Errorf("status %d: %s", resp.StatusCode, msg)
+	return errors.Is(err, drivers.ErrInvalid)
 }

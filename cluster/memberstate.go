@@ -1,14 +1,11 @@
 package cluster
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"maps"
-	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
@@ -256,29 +253,6 @@ func (n *Node) askLeader() string {
 		}
 	}
 	return ""
-}
-
-// askNode reads GET /v1/node of the node at httpAddr.
-func (n *Node) askNode(ctx context.Context, httpAddr string) (api.NodeInfo, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, n.httpScheme()+"://"+httpAddr+api.PathNode, nil)
-	if err != nil {
-		return api.NodeInfo{}, err
-	}
-	req.Header.Set(api.HeaderClusterID, n.cfg.ClusterID)
-	resp, err := n.proxy.RoundTrip(req)
-	if err != nil {
-		return api.NodeInfo{}, err
-	}
-	defer resp.Body.Close()
-	raw, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
-	var info api.NodeInfo
-	if resp.StatusCode != http.StatusOK {
-		return info, fmt.Errorf("status %d: %s", resp.StatusCode, bytes.TrimSpace(raw))
-	}
-	if err := json.Unmarshal(raw, &info); err != nil {
-		return info, fmt.Errorf("not a node's answer: %w", err)
-	}
-	return info, nil
 }
 
 // saveMembers writes the member map to membersFile when it differs from

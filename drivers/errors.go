@@ -3,7 +3,6 @@ package drivers
 import (
 	"errors"
 	"fmt"
-	"net/http"
 	"time"
 )
 
@@ -60,9 +59,6 @@ func (e *NotAcquiredError) Error() string {
 // Is makes errors.Is(err, ErrNotAcquired) true.
 func (e *NotAcquiredError) Is(target error) bool { return target == ErrNotAcquired }
 
-// HTTPStatus is 409 Conflict, so an HTTP layer can map contention directly.
-func (e *NotAcquiredError) HTTPStatus() int { return http.StatusConflict }
-
 // HeldWhenEnded is the error of a wait that ctx ended while another owner
 // held key: it wraps err (ctx's error) and a *NotAcquiredError with the
 // holder's remaining time as last seen, so that the caller is told how
@@ -103,9 +99,6 @@ func (e *LostError) Is(target error) bool {
 // when the lock was lost because the backend was unreachable.
 func (e *LostError) Unwrap() error { return e.Cause }
 
-// HTTPStatus is 409 Conflict.
-func (e *LostError) HTTPStatus() int { return http.StatusConflict }
-
 // InvalidError describes input rejected before any backend call.
 type InvalidError struct {
 	Field  string
@@ -118,9 +111,6 @@ func (e *InvalidError) Error() string {
 
 // Is makes errors.Is(err, ErrInvalid) true.
 func (e *InvalidError) Is(target error) bool { return target == ErrInvalid }
-
-// HTTPStatus is 400 Bad Request.
-func (e *InvalidError) HTTPStatus() int { return http.StatusBadRequest }
 
 // Unavailable wraps err so that it matches ErrUnavailable as well as itself.
 func Unavailable(op string, err error) error {
@@ -155,5 +145,4 @@ func (e *unavailableError) Error() string {
 func (e *unavailableError) Is(target error) bool {
 	return target == ErrUnavailable || (e.unknown && target == ErrOutcomeUnknown)
 }
-func (e *unavailableError) Unwrap() error   { return e.err }
-func (e *unavailableError) HTTPStatus() int { return http.StatusServiceUnavailable }
+func (e *unavailableError) Unwrap() error { return e.err }

@@ -1,0 +1,43 @@
+package cluster
+
+import (
+	"context"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/zerotal/lock/api"
+	"github.com/zerotal/lock/client"
+)
+
+// nodeClientTimeout bounds one call of the node to another node's API
+// (a join, asking a node what it is).
+const nodeClientTimeout = 10 * time.Second
+
+// apiClient is a client of the API of the node at addr (host:port, or a
+// URL), speaking as this node does to its peers' HTTP ports: through the
+// proxy transport (the node's TLS and dialer), with its cluster ID and
+// token. The node uses the same client as applications, so there is one
+// client of the node API. Close it after use.
+func (n *Node) apiClient(addr string) (*client.Client, error) {
+	if !strings.Contains(addr, "://") {
+		addr = n.httpScheme() + "://" + addr
+	}
+	return client.New(client.Config{
+		Addrs:      []string{addr},
+		Token:      n.cfg.Token,
+		ClusterID:  n.cfg.ClusterID,
+		HTTPClient: &http.Client{Transport: n.proxy},
+		Timeout:    nodeClientTimeout,
+	})
+}
+
+// askNode reads GET /v1/node of the node at httpAddr.
+func (n *Node) askNode(ctx context.Context, httpAddr string) (api.NodeInfo, error) {
+	c, err := n.apiClient(httpAddr)
+	if err != nil {
+		return api.NodeInfo{}, err
+	}
+	defer c.Close()
+	return c.NodeInfo(ctx, httpAddr)
+}
