@@ -91,7 +91,6 @@ func (e *APIError) Unwrap() error {
 	return e.notAcquired
 }
 
-
 // kind is the error code, derived from the status when the body had none
 // (a proxy in between, or an older server).
 func (e *APIError) kind() string {
