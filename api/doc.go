@@ -22,7 +22,7 @@
 //	POST /v1/release        ReleaseRequest       -> ReleaseResponse
 //	POST /v1/extend         ExtendRequest        -> ExtendResponse
 //	POST /v1/force-release  ForceReleaseRequest  -> ReleaseResponse
-//	GET  /v1/lock?key=K                          -> LockInfo
+//	GET  /v1/lock?key=K                          -> Lock
 //	GET  /v1/locks?prefix=P&limit=N              -> LockList
 //	GET  /v1/status                              -> Status
 //	POST /v1/join           JoinRequest          -> {}

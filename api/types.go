@@ -51,22 +51,11 @@ type ForceReleaseRequest struct {
 	Key string `json:"key"`
 }
 
-// LockInfo describes one held key (GET /v1/lock, and each element of
-// GET /v1/locks).
-type LockInfo struct {
-	Key             string `json:"key"`
-	Owner           string `json:"owner"`
-	Fence           uint64 `json:"fence"`
-	RemainingMillis int64  `json:"remaining_ms"`
-	// Waiters is the number of requests queued for the key.
-	Waiters int `json:"waiters"`
-}
-
 // LockList is the answer of GET /v1/locks: the held keys, sorted by key.
 // Truncated is true when more keys matched than the limit let through.
 type LockList struct {
-	Locks     []LockInfo `json:"locks"`
-	Truncated bool       `json:"truncated"`
+	Locks     []Lock `json:"locks"`
+	Truncated bool   `json:"truncated"`
 }
 
 // Status is one node's view of the cluster (GET /v1/status).

@@ -15,7 +15,7 @@ import (
 // List returns the held keys that start with prefix, sorted by key, at
 // most limit of them (limit <= 0: the server's default). truncated is true
 // when more keys matched.
-func (c *Client) List(ctx context.Context, prefix string, limit int) (locks []LockInfo, truncated bool, err error) {
+func (c *Client) List(ctx context.Context, prefix string, limit int) (locks []api.Lock, truncated bool, err error) {
 	if err := checkText("prefix", prefix); err != nil {
 		return nil, false, err
 	}
@@ -30,11 +30,7 @@ func (c *Client) List(ctx context.Context, prefix string, limit int) (locks []Lo
 	if err := c.call(ctx, request{op: "list", method: http.MethodGet, path: api.PathLocks, query: q}, &w); err != nil {
 		return nil, false, err
 	}
-	locks = make([]LockInfo, 0, len(w.Locks))
-	for _, lw := range w.Locks {
-		locks = append(locks, lockInfo(lw))
-	}
-	return locks, w.Truncated, nil
+	return w.Locks, w.Truncated, nil
 }
 
 // Status returns the status of the first node that answers (the leader

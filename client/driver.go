@@ -228,21 +228,20 @@ func (c *Client) Exists(ctx context.Context, key string) (bool, error) {
 }
 
 // Get returns the holder of key; found is false when the key is free.
-func (c *Client) Get(ctx context.Context, key string) (info LockInfo, found bool, err error) {
+func (c *Client) Get(ctx context.Context, key string) (l api.Lock, found bool, err error) {
 	if err := checkText("key", key); err != nil {
-		return LockInfo{}, false, err
+		return api.Lock{}, false, err
 	}
-	var w api.LockInfo
 	err = c.call(ctx, request{
 		op: "get", method: http.MethodGet, path: api.PathLock, query: url.Values{"key": {key}},
-	}, &w)
+	}, &l)
 	if errors.Is(err, ErrNotFound) {
-		return LockInfo{}, false, nil
+		return api.Lock{}, false, nil
 	}
 	if err != nil {
-		return LockInfo{}, false, err
+		return api.Lock{}, false, err
 	}
-	return lockInfo(w), true, nil
+	return l, true, nil
 }
 
 // checkText refuses text that is not valid UTF-8 before any request is

@@ -32,3 +32,22 @@ func (c *Client) StreamsOpened() int64 {
 	}
 	return c.stream.opened.Load()
 }
+
+// EndStreamUnderARequest ends the client's one open stream as if it had
+// been closed just after a request found it: the stream stays in the
+// client's table, ended.
+func (c *Client) EndStreamUnderARequest(err error) {
+	c.stream.mu.Lock()
+	var sc *streamConn
+	for _, s := range c.stream.conns {
+		sc = s
+	}
+	c.stream.mu.Unlock()
+	sc.fail(err)
+	c.stream.mu.Lock()
+	c.stream.conns[sc.key] = sc
+	c.stream.mu.Unlock()
+}
+
+// IsSuspect reports whether the client takes its first node to be silent.
+func (c *Client) IsSuspect() bool { return c.isSuspect(c.bases[0]) }

@@ -1,12 +1,7 @@
 package client
 
 import (
-	"errors"
 	"testing"
-	"time"
-
-	"github.com/zerotal/lock/cluster/clustertest"
-	"github.com/zerotal/lock/internal/testkit/poll"
 )
 
 // A node without the stream (an older version: fakeNode serves only the
@@ -28,39 +23,5 @@ func TestStream_NodeWithoutTheStreamGetsPlainHTTP(t *testing.T) {
 	}
 	if got := n.hitCount("/v1/stream"); got != 1 {
 		t.Fatalf("the upgrade was asked %d times, want once (then plain HTTP for noStreamFor)", got)
-	}
-}
-
-// A request that finds its stream just ended (closed while idle, or
-// broken by another request) before it went on it is carried by plain
-// HTTP instead of failing: nothing of it was sent.
-func TestStream_RequestOnAStreamThatJustEndedGoesPlain(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts a node")
-	}
-	cl := clustertest.Start(t, 1, nil)
-	c := newTestClient(t, Config{Addrs: cl.Addrs()})
-	ctx := t.Context()
-	poll.Until(t, 5*time.Second, "a stream to the node", func() bool {
-		_, _, _ = c.Get(ctx, "k")
-		return c.Streams() == 1
-	})
-	c.stream.mu.Lock()
-	var sc *streamConn
-	for _, s := range c.stream.conns {
-		sc = s
-	}
-	c.stream.mu.Unlock()
-	sc.fail(errors.New("closed under the request"))
-	c.stream.mu.Lock()
-	c.stream.conns[sc.key] = sc // as if the request had found it just before
-	c.stream.mu.Unlock()
-
-	f, ok, err := c.Acquire(ctx, "k", "o", time.Minute)
-	if err != nil || !ok || f == 0 {
-		t.Fatalf("Acquire on a stream that just ended = %d, %v, %v; want granted through plain HTTP", f, ok, err)
-	}
-	if c.isSuspect(c.bases[0]) {
-		t.Fatal("the node was marked silent for a stream the client closed")
 	}
 }

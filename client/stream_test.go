@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/zerotal/lock/client"
+	"github.com/zerotal/lock/cluster/clustertest"
 	"github.com/zerotal/lock/drivers"
 	"github.com/zerotal/lock/drivers/driverstest"
 	"github.com/zerotal/lock/internal/testkit/poll"
@@ -119,5 +120,30 @@ func TestStream_AbandonedWaitIsCancelledOnTheNode(t *testing.T) {
 	})
 	if got := c.StreamsOpened(); got != opened {
 		t.Fatalf("%d streams opened during the abandoned waits: a wait given up closed the stream of a node that answers", got-opened)
+	}
+}
+
+// A request that finds its stream just ended (closed while idle, or
+// broken by another request) before it went on it is carried by plain
+// HTTP instead of failing: nothing of it was sent.
+func TestStream_RequestOnAStreamThatJustEndedGoesPlain(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a node")
+	}
+	cl := clustertest.Start(t, 1, nil)
+	c := newClient(t, client.Config{Addrs: cl.Addrs()})
+	ctx := t.Context()
+	poll.Until(t, 5*time.Second, "a stream to the node", func() bool {
+		_, _, _ = c.Get(ctx, "k")
+		return c.Streams() == 1
+	})
+	c.EndStreamUnderARequest(errors.New("closed under the request"))
+
+	f, ok, err := c.Acquire(ctx, "k", "o", time.Minute)
+	if err != nil || !ok || f == 0 {
+		t.Fatalf("Acquire on a stream that just ended = %d, %v, %v; want granted through plain HTTP", f, ok, err)
+	}
+	if c.IsSuspect() {
+		t.Fatal("the node was marked silent for a stream the client closed")
 	}
 }

@@ -12,7 +12,7 @@
 // node that receives one while not leading answers 503 rather than
 // forwarding again. Status, /metrics, /healthz and /readyz are answered
 // locally. The HTTP layer is package httpapi, over the node's lock
-// operations (store.go): every node, follower or leader, decodes and
+// operations (apistore.go): every node, follower or leader, decodes and
 // checks a request once before it serves or forwards it, so a bad request
 // is refused without a hop.
 //

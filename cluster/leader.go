@@ -45,7 +45,7 @@ func (n *Node) watchLeadership() {
 	defer stepDown()
 	for {
 		select {
-		case <-n.closing:
+		case <-n.stopping.Done():
 			return
 		case isLeader := <-n.raft.LeaderCh():
 			stepDown()
@@ -55,7 +55,7 @@ func (n *Node) watchLeadership() {
 				continue
 			}
 			n.log.Info("gained leadership, taking over")
-			ctx, cancel := context.WithCancel(n.baseCtx)
+			ctx, cancel := context.WithCancel(n.stopping)
 			endTerm = cancel // called by stepDown, also on return
 			wg.Add(1)
 			go func() {

@@ -12,7 +12,7 @@ import (
 )
 
 // The lock operations a leader serves, with plain arguments already
-// checked by the API (package httpapi) and drivers-typed errors; store.go
+// checked by the API (package httpapi) and drivers-typed errors; apistore.go
 // hands them to the API.
 
 // applyErr turns a proposal error into an API error: raft's "no leader
@@ -221,7 +221,7 @@ func (n *Node) applyWhileLeading(l *leadership, e fsm.Entry) (*fsm.Response, err
 		case <-l.ctx.Done():
 			t.Stop()
 			return nil, errLeadershipChanged
-		case <-n.closing:
+		case <-n.stopping.Done():
 			t.Stop()
 			return nil, err
 		case <-t.C:

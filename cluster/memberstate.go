@@ -167,7 +167,7 @@ func (n *Node) watchMembership() {
 			}
 		}
 		select {
-		case <-n.closing:
+		case <-n.stopping.Done():
 			n.saveMembers(saved) // what the last moments applied
 			return
 		case <-n.member.removed:
@@ -231,7 +231,7 @@ func (n *Node) askLeader() string {
 	defer cancel()
 	go func() {
 		select {
-		case <-n.closing:
+		case <-n.stopping.Done():
 			cancel()
 		case <-ctx.Done():
 		}

@@ -69,12 +69,11 @@ type Node struct {
 	// delivery past the engine's apply).
 	applyHook atomic.Pointer[func(fsm.Applied)]
 
-	// baseCtx is every HTTP request's parent; Shutdown cancels it so that
-	// long waits and forwarded requests end promptly.
-	baseCtx    context.Context
-	cancelBase context.CancelFunc
-
-	closing      chan struct{}
+	// stopping is the node's one shutdown signal: every HTTP request's
+	// parent and every loop's stop, so that long waits and forwarded
+	// requests end promptly. Shutdown cancels it.
+	stopping     context.Context
+	stop         context.CancelFunc
 	shutdownOnce sync.Once
 	shutdownErr  error
 	wg           sync.WaitGroup
@@ -89,14 +88,13 @@ func NewNode(ctx context.Context, cfg Config) (_ *Node, err error) {
 		return nil, err
 	}
 	n := &Node{
-		cfg:     cfg,
-		log:     cfg.Logger,
-		waits:   newLiveRequests(),
-		member:  newMembership(),
-		closing: make(chan struct{}),
-		proxy:   newProxyTransport(cfg.dialAddr),
+		cfg:    cfg,
+		log:    cfg.Logger,
+		waits:  newLiveRequests(),
+		member: newMembership(),
+		proxy:  newProxyTransport(cfg.dialAddr),
 	}
-	n.baseCtx, n.cancelBase = context.WithCancel(context.Background())
+	n.stopping, n.stop = context.WithCancel(context.Background())
 	// Everything started below is undone by Shutdown, which copes with a
 	// partly built node.
 	defer func() {
@@ -190,7 +188,7 @@ func NewNode(ctx context.Context, cfg Config) (_ *Node, err error) {
 		ReadHeaderTimeout: cfg.HTTPReadTimeout, // no ReadTimeout: see httpapi/readbody.go
 		MaxHeaderBytes:    httpapi.MaxHeaderBytes,
 		IdleTimeout:       httpapi.IdleTimeout,
-		BaseContext:       func(net.Listener) context.Context { return n.baseCtx },
+		BaseContext:       func(net.Listener) context.Context { return n.stopping },
 		ErrorLog:          logbridge.HCLog(cfg.Logger, "http").StandardLogger(&hclog.StandardLoggerOptions{InferLevels: true}),
 	}
 	if err := n.startHealth(); err != nil {
@@ -384,7 +382,7 @@ func (n *Node) WaitForLeader(ctx context.Context) error {
 		select {
 		case <-ctx.Done():
 			return fmt.Errorf("cluster: waiting for a leader: %w", ctx.Err())
-		case <-n.closing:
+		case <-n.stopping.Done():
 			return fmt.Errorf("cluster: waiting for a leader: %w", drivers.ErrClosed)
 		case <-t.C:
 		}
@@ -406,8 +404,7 @@ func (n *Node) shutdown(ctx context.Context) error {
 			n.log.Warn("leadership transfer failed", "error", err)
 		}
 	}
-	close(n.closing)
-	n.cancelBase()
+	n.stop()
 	if n.healthSrv != nil {
 		_ = n.healthSrv.Close() // probes and scrapes: nothing to drain
 	}

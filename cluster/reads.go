@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/zerotal/lock/api"
-	"github.com/zerotal/lock/cluster/httpapi"
 	"github.com/zerotal/lock/engine"
 	"github.com/zerotal/lock/internal/buildinfo"
 )
@@ -29,24 +28,24 @@ func (n *Node) readIndex(ctx context.Context) error {
 // getLock reads key on the leader l, linearizably. A grant past its
 // deadline is free to acquire even before the expiry entry commits, so it
 // is reported as free (ok false).
-func (n *Node) getLock(ctx context.Context, l *leadership, key string) (httpapi.Lock, bool, error) {
+func (n *Node) getLock(ctx context.Context, l *leadership, key string) (api.Lock, bool, error) {
 	if err := n.readIndex(ctx); err != nil {
-		return httpapi.Lock{}, false, err
+		return api.Lock{}, false, err
 	}
 	info, ok, err := n.fsm.Engine().Get(ctx, key)
 	if err != nil {
-		return httpapi.Lock{}, false, unavailable("get", err)
+		return api.Lock{}, false, unavailable("get", err)
 	}
 	now := l.clock.Now()
 	if !ok || info.Deadline <= now {
-		return httpapi.Lock{}, false, nil
+		return api.Lock{}, false, nil
 	}
 	return heldLock(info, now), true, nil
 }
 
 // listLocks reads up to limit keys under prefix on the leader l,
 // linearizably, leaving out grants past their deadline.
-func (n *Node) listLocks(ctx context.Context, l *leadership, prefix string, limit int) ([]httpapi.Lock, bool, error) {
+func (n *Node) listLocks(ctx context.Context, l *leadership, prefix string, limit int) ([]api.Lock, bool, error) {
 	if err := n.readIndex(ctx); err != nil {
 		return nil, false, err
 	}
@@ -59,7 +58,7 @@ func (n *Node) listLocks(ctx context.Context, l *leadership, prefix string, limi
 		infos = infos[:limit]
 	}
 	now := l.clock.Now()
-	locks := make([]httpapi.Lock, 0, len(infos))
+	locks := make([]api.Lock, 0, len(infos))
 	for _, in := range infos {
 		if in.Deadline <= now {
 			continue
@@ -71,8 +70,8 @@ func (n *Node) listLocks(ctx context.Context, l *leadership, prefix string, limi
 
 // heldLock is the engine's record of a held key at now (the FSM's clock,
 // nanoseconds) as the API reports it.
-func heldLock(in engine.Info, now int64) httpapi.Lock {
-	return httpapi.Lock{Key: in.Key, Owner: in.Owner, Fence: in.Fence,
+func heldLock(in engine.Info, now int64) api.Lock {
+	return api.Lock{Key: in.Key, Owner: in.Owner, Fence: in.Fence,
 		Remaining: time.Duration(in.Deadline - now), Waiters: in.Waiters}
 }
 

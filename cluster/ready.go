@@ -77,7 +77,7 @@ func (n *Node) readiness(r *raft.Raft) api.Ready {
 	in := readyInput{state: r.State(), leading: n.IsLeader(), silence: -1, maxSilence: n.cfg.HeartbeatTimeout,
 		membership: n.member.get()}
 	select {
-	case <-n.closing:
+	case <-n.stopping.Done():
 		in.closing = true
 	default:
 	}

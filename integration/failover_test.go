@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/zerotal/lock/api"
 	"github.com/zerotal/lock/client"
 	"github.com/zerotal/lock/drivers"
 )
@@ -245,7 +246,7 @@ func TestCluster_RestartAllKeepsGrants(t *testing.T) {
 }
 
 // getRetry reads a key, retrying while the restarted cluster settles.
-func getRetry(ctx context.Context, cl *client.Client, key string) (client.LockInfo, bool, error) {
+func getRetry(ctx context.Context, cl *client.Client, key string) (api.Lock, bool, error) {
 	var lastErr error
 	for range 20 {
 		info, found, err := cl.Get(ctx, key)
@@ -255,5 +256,5 @@ func getRetry(ctx context.Context, cl *client.Client, key string) (client.LockIn
 		lastErr = err
 		time.Sleep(100 * time.Millisecond)
 	}
-	return client.LockInfo{}, false, lastErr
+	return api.Lock{}, false, lastErr
 }

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/zerotal/lock/client"
+	"github.com/zerotal/lock/api"
 	"github.com/zerotal/lock/internal/testkit/poll"
 	"github.com/zerotal/lock/internal/testkit/syncbuf"
 )
@@ -89,7 +89,7 @@ func TestRun_EndToEnd(t *testing.T) {
 			done <- result{code, stdout, stderr}
 		}()
 		// Release once the run is queued behind the holder.
-		var info client.LockInfo
+		var info api.Lock
 		var found bool
 		var err error
 		if !poll.Wait(20*time.Second, func() bool {

@@ -19,7 +19,7 @@ import (
 // handler.
 type fakeStore struct {
 	mu      sync.Mutex
-	locks   map[string]*httpapi.Lock
+	locks   map[string]*api.Lock
 	ttls    map[string]time.Duration
 	fence   uint64
 	members map[string]bool
@@ -35,7 +35,7 @@ type fakeStore struct {
 }
 
 func newFakeStore(members ...string) *fakeStore {
-	s := &fakeStore{locks: map[string]*httpapi.Lock{}, ttls: map[string]time.Duration{}, members: map[string]bool{}}
+	s := &fakeStore{locks: map[string]*api.Lock{}, ttls: map[string]time.Duration{}, members: map[string]bool{}}
 	for _, m := range members {
 		s.members[m] = true
 	}
@@ -71,7 +71,7 @@ func (s *fakeStore) Acquire(_ context.Context, key, owner string, ttl, _ time.Du
 		return l.Fence, nil
 	}
 	s.fence++
-	s.locks[key] = &httpapi.Lock{Key: key, Owner: owner, Fence: s.fence, Remaining: ttl}
+	s.locks[key] = &api.Lock{Key: key, Owner: owner, Fence: s.fence, Remaining: ttl}
 	return s.fence, nil
 }
 
@@ -106,16 +106,16 @@ func (s *fakeStore) ForceRelease(_ context.Context, key string) (bool, error) {
 	return ok, nil
 }
 
-func (s *fakeStore) Get(_ context.Context, key string) (httpapi.Lock, bool, error) {
+func (s *fakeStore) Get(_ context.Context, key string) (api.Lock, bool, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if l, ok := s.locks[key]; ok {
 		return *l, true, nil
 	}
-	return httpapi.Lock{}, false, nil
+	return api.Lock{}, false, nil
 }
 
-func (s *fakeStore) List(_ context.Context, prefix string, limit int) ([]httpapi.Lock, bool, error) {
+func (s *fakeStore) List(_ context.Context, prefix string, limit int) ([]api.Lock, bool, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	var keys []string
@@ -129,7 +129,7 @@ func (s *fakeStore) List(_ context.Context, prefix string, limit int) ([]httpapi
 	if truncated {
 		keys = keys[:limit]
 	}
-	locks := make([]httpapi.Lock, 0, len(keys))
+	locks := make([]api.Lock, 0, len(keys))
 	for _, k := range keys {
 		locks = append(locks, *s.locks[k])
 	}

@@ -40,7 +40,7 @@ func (h *handler) getLock(w http.ResponseWriter, r *http.Request) {
 			writeError(w, errNotFound)
 			return
 		}
-		writeJSON(w, http.StatusOK, l.info())
+		writeJSON(w, http.StatusOK, l)
 	})
 }
 
@@ -68,11 +68,10 @@ func (h *handler) listLocks(w http.ResponseWriter, r *http.Request) {
 			writeError(w, err)
 			return
 		}
-		resp := api.LockList{Locks: make([]api.LockInfo, 0, len(locks)), Truncated: truncated}
-		for _, l := range locks {
-			resp.Locks = append(resp.Locks, l.info())
+		if locks == nil {
+			locks = []api.Lock{} // [] on the wire, never null
 		}
-		writeJSON(w, http.StatusOK, resp)
+		writeJSON(w, http.StatusOK, api.LockList{Locks: locks, Truncated: truncated})
 	})
 }
 

@@ -316,7 +316,7 @@ func newLocksCmd(e *env) *cobra.Command {
 
 // runLocks lists the held keys.
 func runLocks(ctx context.Context, e *env, cmd *cobra.Command, a *adminFlags, prefix string, limit int) error {
-	var locks []client.LockInfo
+	var locks []api.Lock
 	var truncated bool
 	err := a.call(ctx, e, cmd, func(ctx context.Context, c *client.Client) (err error) {
 		locks, truncated, err = c.List(ctx, prefix, limit)
@@ -327,11 +327,10 @@ func runLocks(ctx context.Context, e *env, cmd *cobra.Command, a *adminFlags, pr
 	}
 	if a.json() {
 		// The schema of GET /v1/locks: key, owner, fence, remaining_ms.
-		list := api.LockList{Locks: make([]api.LockInfo, len(locks)), Truncated: truncated}
-		for i, l := range locks {
-			list.Locks[i] = api.LockInfo{Key: l.Key, Owner: l.Owner, Fence: l.Fence, RemainingMillis: api.Millis(l.Remaining), Waiters: l.Waiters}
+		if locks == nil {
+			locks = []api.Lock{}
 		}
-		printJSON(e.stdout, list)
+		printJSON(e.stdout, api.LockList{Locks: locks, Truncated: truncated})
 		return nil
 	}
 	tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)

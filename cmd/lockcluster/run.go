@@ -15,7 +15,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/zerotal/lock"
-	"github.com/zerotal/lock/client"
+	"github.com/zerotal/lock/api"
 	"github.com/zerotal/lock/cmd/lockcluster/internal/cliexplain"
 	"github.com/zerotal/lock/cmd/lockcluster/internal/cliflags"
 	"github.com/zerotal/lock/cmd/lockcluster/internal/supervise"
@@ -383,7 +383,7 @@ func (n *waitNote) after(d time.Duration, msg func(context.Context) string, say 
 // lockGetter reads a held key's holder and remaining time (a
 // *client.Client does).
 type lockGetter interface {
-	Get(ctx context.Context, key string) (client.LockInfo, bool, error)
+	Get(ctx context.Context, key string) (api.Lock, bool, error)
 }
 
 // holderLeft is how long the holder of key has before its lease ends

@@ -170,7 +170,7 @@ func GetLock(t *testing.T, s *Server, rawQuery string) {
 	}
 	rec := s.Serve(req)
 	expectStatus(t, rec, want, []byte(rawQuery))
-	var resp api.LockInfo
+	var resp api.Lock
 	checkAnswer(t, rec, &resp, "key", "query")
 	if rec.Code == http.StatusOK && (resp.Key != "held" || resp.Owner != "o" || resp.Fence == 0) {
 		t.Fatalf("lock info %+v, want the held key", resp)

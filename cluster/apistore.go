@@ -97,16 +97,16 @@ func (s apiStore) ForceRelease(_ context.Context, key string) (bool, error) {
 	return ok, apiErr("force-release", err)
 }
 
-func (s apiStore) Get(ctx context.Context, key string) (httpapi.Lock, bool, error) {
+func (s apiStore) Get(ctx context.Context, key string) (api.Lock, bool, error) {
 	l, err := s.leading("get")
 	if err != nil {
-		return httpapi.Lock{}, false, err
+		return api.Lock{}, false, err
 	}
 	lock, ok, err := s.n.getLock(ctx, l, key)
 	return lock, ok, apiErr("get", err)
 }
 
-func (s apiStore) List(ctx context.Context, prefix string, limit int) ([]httpapi.Lock, bool, error) {
+func (s apiStore) List(ctx context.Context, prefix string, limit int) ([]api.Lock, bool, error) {
 	l, err := s.leading("list")
 	if err != nil {
 		return nil, false, err

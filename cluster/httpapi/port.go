@@ -39,10 +39,10 @@ type Store interface {
 
 	// Get reads key linearizably; ok is false when it is free (an expired
 	// grant counts as free).
-	Get(ctx context.Context, key string) (l Lock, ok bool, err error)
+	Get(ctx context.Context, key string) (l api.Lock, ok bool, err error)
 	// List reads up to limit held keys under prefix, in key order;
 	// truncated reports that more were held.
-	List(ctx context.Context, prefix string, limit int) (locks []Lock, truncated bool, err error)
+	List(ctx context.Context, prefix string, limit int) (locks []api.Lock, truncated bool, err error)
 
 	// Status describes this node and its view of the cluster.
 	Status(ctx context.Context) api.Status
@@ -59,22 +59,4 @@ type Store interface {
 	// Leave removes the member id; an id the cluster does not have is an
 	// error wrapping ErrUnknownMember.
 	Leave(ctx context.Context, id string) error
-}
-
-// Lock is one held key, as Get and List report it.
-type Lock struct {
-	Key   string
-	Owner string
-	Fence uint64
-	// Remaining is the time left on the grant (positive).
-	Remaining time.Duration
-	// Waiters is the number of requests queued for the key.
-	Waiters int
-}
-
-// info is l on the wire: the remaining lease in whole milliseconds,
-// rounded down.
-func (l Lock) info() api.LockInfo {
-	return api.LockInfo{Key: l.Key, Owner: l.Owner, Fence: l.Fence,
-		RemainingMillis: max(int64(l.Remaining/time.Millisecond), 0), Waiters: l.Waiters}
 }
