@@ -67,7 +67,7 @@ func TestCluster_TrafficGoesToAdvertisedAddresses(t *testing.T) {
 	mustStatus(t, c.acquire(leader.HTTPAddr(), "k", "o", time.Minute, 0), http.StatusOK, "acquire on the leader")
 	waitFor(t, 10*time.Second, "the grant on every node", func() bool {
 		for _, n := range nodes {
-			if n.fsm.Engine().Len() != 1 {
+			if n.fsm.Keys() != 1 {
 				return false
 			}
 		}

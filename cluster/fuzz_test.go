@@ -30,7 +30,7 @@ func startFuzzNode(f *testing.F) *apifuzz.Server {
 	waitLeader(f, []*Node{n})
 	return &apifuzz.Server{
 		H:    n.Handler(),
-		Keys: n.fsm.Engine().Len,
+		Keys: n.fsm.Keys,
 		Self: apifuzz.Member{ID: n.ID(), Addr: n.RaftAddr(), HTTP: n.AdvertisedHTTPAddr()},
 	}
 }

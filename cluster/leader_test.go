@@ -98,7 +98,7 @@ func TestCluster_StaleLeaderExpireIsNoOp(t *testing.T) {
 		waitFor(t, 5*time.Second, n.ID()+" to apply the stale expiry", func() bool {
 			return n.fsm.AppliedIndex() >= resp.Index
 		})
-		info, ok, err := n.fsm.Engine().Get(t.Context(), "k")
+		info, ok, err := n.fsm.Get(t.Context(), "k")
 		if err != nil || !ok || info.Owner != "a" || info.Fence != fence {
 			t.Fatalf("%s after the stale expiry: %+v %v %v", n.ID(), info, ok, err)
 		}

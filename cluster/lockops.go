@@ -76,7 +76,7 @@ func (n *Node) proposeAcquire(ctx context.Context, e fsm.Entry) (*fsm.Response, 
 	// The table is read only when it can matter: for a wait, or when some
 	// key has waiters. A stale read is harmless: the FSM decides.
 	if e.Wait || n.fsm.WaiterCount() > 0 {
-		info, ok, err := n.fsm.Engine().Get(ctx, e.Key)
+		info, ok, err := n.fsm.Get(ctx, e.Key)
 		switch {
 		case err != nil || !ok:
 		case info.Deadline <= e.Now && info.Waiters > 0:
@@ -158,7 +158,7 @@ func (n *Node) acquireWait(ctx context.Context, l *leadership, q *request, ttl, 
 	// deliveries (which would hold every waiting acquire behind the batch
 	// being applied): if the engine already handed the owner the key, the
 	// acquire proposed below is a refresh of that grant.
-	queued, err := n.fsm.Engine().IsWaiting(ctx, key, owner)
+	queued, err := n.fsm.IsQueued(ctx, key, owner)
 	if err != nil {
 		return 0, unavailable("acquire", err)
 	}
@@ -197,7 +197,7 @@ func (n *Node) acquireWait(ctx context.Context, l *leadership, q *request, ttl, 
 	}
 	// The wait ran out: tell how long the holder has left, as for an
 	// acquire that finds the key held (a local read of the leader's table).
-	if info, ok, err := n.fsm.Engine().Get(ctx, key); err == nil && ok {
+	if info, ok, err := n.fsm.Get(ctx, key); err == nil && ok {
 		return 0, heldBy(key, info.Deadline, l.clock.Now())
 	}
 	return 0, &drivers.NotAcquiredError{Key: key}

@@ -116,13 +116,13 @@ func NewNode(ctx context.Context, cfg Config) (_ *Node, err error) {
 	if err != nil {
 		return nil, err
 	}
-	n.expiry = term.NewExpiry(n.fsm.Engine(), n.propose, cfg.TickInterval)
+	n.expiry = term.NewExpiry(n.fsm, n.propose, cfg.TickInterval)
 	n.metrics, err = metrics.New(metrics.Sources{
 		ID:       cfg.ID,
 		Registry: cfg.Registry,
 		Raft:     n.raftForMetrics.Load,
 		Waiters:  n.fsm.WaiterCount,
-		Keys:     n.fsm.Engine().Len,
+		Keys:     n.fsm.Keys,
 		Ready:    func(r *raft.Raft) bool { return n.readiness(r).Ready },
 	})
 	if err != nil {

@@ -126,7 +126,7 @@ func TestCluster_PartitionedLeaderCannotExpireRefreshedLock(t *testing.T) {
 		return old.fsm.AppliedIndex() >= newLeader.fsm.AppliedIndex() && old.raft.State() == raft.Follower
 	})
 	for _, n := range nodes {
-		info, ok, err := n.fsm.Engine().Get(t.Context(), "k")
+		info, ok, err := n.fsm.Get(t.Context(), "k")
 		if err != nil || !ok || info.Owner != "a" || int64(info.Fence) != fence {
 			t.Fatalf("%s: lock = %+v %v %v, want owner a fence %d", n.ID(), info, ok, err, fence)
 		}

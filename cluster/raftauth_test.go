@@ -53,7 +53,7 @@ func viewOf(t *testing.T, n *Node, key string) raftView {
 	t.Helper()
 	_, leader := n.raft.LeaderWithID()
 	v := raftView{term: n.raft.CurrentTerm(), leader: leader}
-	info, ok, err := n.fsm.Engine().Get(t.Context(), key)
+	info, ok, err := n.fsm.Get(t.Context(), key)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -32,7 +32,7 @@ func (n *Node) getLock(ctx context.Context, l *leadership, key string) (api.Lock
 	if err := n.readIndex(ctx); err != nil {
 		return api.Lock{}, false, err
 	}
-	info, ok, err := n.fsm.Engine().Get(ctx, key)
+	info, ok, err := n.fsm.Get(ctx, key)
 	if err != nil {
 		return api.Lock{}, false, unavailable("get", err)
 	}
@@ -49,7 +49,7 @@ func (n *Node) listLocks(ctx context.Context, l *leadership, prefix string, limi
 	if err := n.readIndex(ctx); err != nil {
 		return nil, false, err
 	}
-	infos, err := n.fsm.Engine().List(ctx, prefix, limit+1)
+	infos, err := n.fsm.List(ctx, prefix, limit+1)
 	if err != nil {
 		return nil, false, unavailable("list", err)
 	}
@@ -88,7 +88,7 @@ func (n *Node) status() api.Status {
 		AppliedIndex: n.fsm.AppliedIndex(),
 		LastIndex:    n.raft.LastIndex(),
 		Peers:        []api.Peer{},
-		Keys:         n.fsm.Engine().Len(),
+		Keys:         n.fsm.Keys(),
 		Membership:   n.member.get(),
 		Version:      buildinfo.Version(),
 	}

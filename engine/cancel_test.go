@@ -163,7 +163,7 @@ func TestEngine_CloseUnderLoadAnswersEveryCall(t *testing.T) {
 // Commands that were queued when the engine closed are answered with
 // ErrClosed, never dropped.
 func TestEngine_CloseAnswersQueuedCommands(t *testing.T) {
-	e, err := New(Config{Replicated: true})
+	e, err := NewReplicated(Config{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,7 +1,10 @@
 // Package engine is the embedded lock engine: atomic, owner-guarded,
 // TTL-bounded locks with fencing tokens and FIFO waiters, in one process.
-// The in-process driver runs it live; the Raft state machine runs it
-// replicated.
+// It comes as two types over one table and one loop: Engine (New), the
+// live engine the in-process driver runs, and Replicated (NewReplicated),
+// the deterministic state machine the Raft FSM runs. Each has only the
+// calls that make sense for it; both have Get, List, Len, Snapshot,
+// Restore and Close.
 //
 // # Design
 //
@@ -12,7 +15,7 @@
 // made there from its arguments and its own state, so it is table-tested
 // directly and two tables fed the same calls end up byte-identical.
 //
-// An Engine is ONE goroutine that owns the table. A caller sends a command
+// Each engine is ONE goroutine that owns the table. A caller sends a command
 // struct carrying a reply channel with room for one answer, selecting on
 // the request channel, its context and the engine's done channel; it then
 // waits on its reply and its context only (the loop answers everything it
@@ -48,7 +51,7 @@
 // owner keeps its fence. A global counter is strictly increasing per key
 // and costs no memory per key.
 //
-// # Live mode
+// # Engine: live
 //
 // Time comes from the Clock (SystemClock by default, FakeClock in tests).
 // Each batch reads the clock once and first ends every grant whose deadline
@@ -59,10 +62,10 @@
 // and its blocked AcquireWait returns: no polling. A key with nobody
 // waiting is deleted, so memory returns.
 //
-// # Replicated mode
+// # Replicated
 //
-// With Config.Replicated the engine is a deterministic state machine for
-// Raft: time comes only from Command.Now (engine time is the maximum seen,
+// A Replicated engine is a deterministic state machine for Raft, changed
+// only by Apply: time comes only from Command.Now (engine time is the maximum seen,
 // so it never goes backwards), no timer runs, and a grant ends only by
 // release, force release, or an OpExpire naming that exact grant (key,
 // owner, fence) once its deadline has passed in engine time — a stale

@@ -73,8 +73,8 @@ func ExampleEngine_AcquireWait() {
 // A replicated engine applies committed batches; the fence of a grant is
 // the log index given in the command, and expiry happens only when a
 // command says so, and only for the exact grant it names.
-func ExampleEngine_Apply() {
-	e, err := engine.New(engine.Config{Replicated: true})
+func ExampleReplicated_Apply() {
+	e, err := engine.NewReplicated(engine.Config{})
 	if err != nil {
 		panic(err)
 	}
@@ -103,14 +103,14 @@ func ExampleEngine_Apply() {
 }
 
 // Snapshots are deterministic bytes that restore the whole table.
-func ExampleEngine_Snapshot() {
+func ExampleReplicated_Snapshot() {
 	ctx := context.Background()
-	src, _ := engine.New(engine.Config{Replicated: true})
+	src, _ := engine.NewReplicated(engine.Config{})
 	defer src.Close()
 	src.Apply(ctx, []engine.Command{{Op: engine.OpAcquire, Key: "k", Owner: "o", TTL: time.Minute, Now: 1}})
 	snap, _ := src.Snapshot(ctx)
 
-	dst, _ := engine.New(engine.Config{Replicated: true})
+	dst, _ := engine.NewReplicated(engine.Config{})
 	defer dst.Close()
 	if err := dst.Restore(ctx, snap); err != nil {
 		panic(err)

@@ -104,7 +104,7 @@ func TestProperty_ReplicatedMatchesModel(t *testing.T) {
 }
 
 // checkAgainstModel compares Get of every key and Due at dueAt.
-func checkAgainstModel(t *testing.T, e *Engine, m *model, dueAt int) {
+func checkAgainstModel(t *testing.T, e *Replicated, m *model, dueAt int) {
 	t.Helper()
 	ctx := t.Context()
 	for _, k := range propKeys {
@@ -144,7 +144,7 @@ func checkAgainstModel(t *testing.T, e *Engine, m *model, dueAt int) {
 
 // restoredCopy moves the state of e into a new engine by snapshot and
 // checks the bytes survive the trip.
-func restoredCopy(t *testing.T, e *Engine) *Engine {
+func restoredCopy(t *testing.T, e *Replicated) *Replicated {
 	t.Helper()
 	snap, err := e.Snapshot(t.Context())
 	if err != nil {

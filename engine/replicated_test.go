@@ -10,18 +10,17 @@ import (
 	"github.com/zerotal/lock/drivers"
 )
 
-func newReplicated(t *testing.T, cfg Config) *Engine {
+func newReplicated(t *testing.T, cfg Config) *Replicated {
 	t.Helper()
-	cfg.Replicated = true
-	e, err := New(cfg)
+	e, err := NewReplicated(cfg)
 	if err != nil {
-		t.Fatalf("New: %v", err)
+		t.Fatalf("NewReplicated: %v", err)
 	}
 	t.Cleanup(func() { _ = e.Close() })
 	return e
 }
 
-func mustApply(t *testing.T, e *Engine, cmds ...Command) []Result {
+func mustApply(t *testing.T, e *Replicated, cmds ...Command) []Result {
 	t.Helper()
 	res, err := e.Apply(t.Context(), cmds)
 	if err != nil {
@@ -107,33 +106,15 @@ func TestEngine_ReplicatedStaleExpiryAfterRefreshIsNoOp(t *testing.T) {
 	}
 }
 
-func TestEngine_ModeChecks(t *testing.T) {
-	rep := newReplicated(t, Config{})
-	ctx := t.Context()
-	if _, _, err := rep.Acquire(ctx, "k", "a", time.Second); !errors.Is(err, drivers.ErrInvalid) {
-		t.Fatalf("Acquire on a replicated engine: %v", err)
-	}
-	if _, err := rep.AcquireWait(ctx, "k", "a", time.Second); !errors.Is(err, drivers.ErrInvalid) {
-		t.Fatalf("AcquireWait on a replicated engine: %v", err)
-	}
-	if _, err := rep.Release(ctx, "k", "a"); !errors.Is(err, drivers.ErrInvalid) {
-		t.Fatalf("Release on a replicated engine: %v", err)
-	}
-	if _, _, err := rep.Extend(ctx, "k", "a", time.Second); !errors.Is(err, drivers.ErrInvalid) {
-		t.Fatalf("Extend on a replicated engine: %v", err)
-	}
-	if _, err := rep.ForceRelease(ctx, "k"); !errors.Is(err, drivers.ErrInvalid) {
-		t.Fatalf("ForceRelease on a replicated engine: %v", err)
-	}
-	live, _ := newLive(t, Config{})
-	if _, err := live.Apply(ctx, []Command{acq("k", "a", 1, 1)}); !errors.Is(err, drivers.ErrInvalid) {
-		t.Fatalf("Apply on a live engine: %v", err)
-	}
+func TestEngine_ConfigChecks(t *testing.T) {
 	if _, err := New(Config{MaxKeys: -2}); !errors.Is(err, drivers.ErrInvalid) {
 		t.Fatalf("New with MaxKeys -2: %v", err)
 	}
 	if _, err := New(Config{MaxWaitersPerKey: -2}); !errors.Is(err, drivers.ErrInvalid) {
 		t.Fatalf("New with MaxWaitersPerKey -2: %v", err)
+	}
+	if _, err := NewReplicated(Config{MaxKeys: -2}); !errors.Is(err, drivers.ErrInvalid) {
+		t.Fatalf("NewReplicated with MaxKeys -2: %v", err)
 	}
 }
 
@@ -149,7 +130,7 @@ func TestEngine_ReplicatedPerCommandErrorsDoNotFailBatch(t *testing.T) {
 }
 
 func TestEngine_ApplyAfterCloseIsErrClosed(t *testing.T) {
-	e, err := New(Config{Replicated: true})
+	e, err := NewReplicated(Config{})
 	if err != nil {
 		t.Fatal(err)
 	}

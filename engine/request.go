@@ -47,7 +47,12 @@ type request struct {
 	table  *table   // kRestore: the decoded replacement
 	target *request // kCancelWait: the AcquireWait to withdraw
 	reply  chan struct{}
+	answer
+}
 
+// answer is what the loop answers a request: each call reads the fields
+// of its kind.
+type answer struct {
 	ok       bool
 	grant    Grant
 	info     Info
@@ -71,6 +76,13 @@ func getReq(kind reqKind) *request {
 	return r
 }
 
+// newReq is a pooled request of kind about key and owner.
+func newReq(kind reqKind, key, owner string, ttl time.Duration) *request {
+	r := getReq(kind)
+	r.key, r.owner, r.ttl = key, owner, ttl
+	return r
+}
+
 func putReq(r *request) {
 	reply := r.reply
 	*r = request{reply: reply}
@@ -84,7 +96,7 @@ var errRestored = fmt.Errorf("engine: wait ended because the lock table was rest
 
 // send hands r to the loop. On failure r has not been sent and is back in
 // the pool.
-func (e *Engine) send(ctx context.Context, r *request) error {
+func (e *loop) send(ctx context.Context, r *request) error {
 	if err := ctx.Err(); err != nil {
 		putReq(r)
 		return err
@@ -118,7 +130,7 @@ func (e *Engine) send(ctx context.Context, r *request) error {
 // it, so a request sent while done was open is always answered. This
 // check spares callers from waiting on the shared done channel, which
 // every caller would otherwise contend on.
-func (e *Engine) sentAfterClose() bool {
+func (e *loop) sentAfterClose() bool {
 	select {
 	case <-e.done:
 		return true
@@ -130,7 +142,7 @@ func (e *Engine) sentAfterClose() bool {
 // roundTrip sends r and waits for its answer. On a nil return the answer
 // is in r and the caller puts r back; on an error the caller must not
 // touch r (the loop may still answer it).
-func (e *Engine) roundTrip(ctx context.Context, r *request) error {
+func (e *loop) roundTrip(ctx context.Context, r *request) error {
 	if err := e.send(ctx, r); err != nil {
 		return err
 	}
@@ -152,10 +164,32 @@ func (e *Engine) roundTrip(ctx context.Context, r *request) error {
 	}
 }
 
+// ask sends r, waits for its answer (as roundTrip) and returns it, with
+// the answer's error; r goes back to the pool.
+func (e *loop) ask(ctx context.Context, r *request) (answer, error) {
+	if err := e.roundTrip(ctx, r); err != nil {
+		return answer{}, err
+	}
+	a := r.answer
+	putReq(r)
+	return a, a.err
+}
+
+// askSettled is ask for commands whose outcome the caller must know
+// (settle).
+func (e *loop) askSettled(ctx context.Context, r *request) (answer, error) {
+	if err := e.settle(ctx, r); err != nil {
+		return answer{}, err
+	}
+	a := r.answer
+	putReq(r)
+	return a, a.err
+}
+
 // settle sends r and waits for its answer however long ctx lasts: for
 // commands whose outcome the caller must know (Apply, Restore). The loop
 // never blocks, so the wait is short.
-func (e *Engine) settle(ctx context.Context, r *request) error {
+func (e *loop) settle(ctx context.Context, r *request) error {
 	if err := e.send(ctx, r); err != nil {
 		return err
 	}
@@ -169,7 +203,7 @@ func (e *Engine) settle(ctx context.Context, r *request) error {
 // closedReply: done is closed, so r was either answered already or is
 // answered with ErrClosed by the final drain, or never seen. The caller
 // must not reuse r after an error.
-func (e *Engine) closedReply(r *request) error {
+func (e *loop) closedReply(r *request) error {
 	select {
 	case <-r.reply:
 		return nil
@@ -179,7 +213,7 @@ func (e *Engine) closedReply(r *request) error {
 }
 
 // handle executes one request inside the loop.
-func (e *Engine) handle(r *request) {
+func (e *loop) handle(r *request) {
 	t := e.t
 	switch r.kind {
 	case kAcquire:
@@ -232,13 +266,13 @@ func (e *Engine) handle(r *request) {
 		en := t.entries[r.key]
 		r.ok = en != nil && en.waiterIndex(r.owner) >= 0
 	}
-	e.answer(r)
+	e.queueReply(r)
 }
 
 // cancelWait withdraws the AcquireWait w whose caller gave up. If the loop
 // had already handed w the key (the hand-off crossed the cancellation),
 // nobody will use that grant, so the loop releases it and hands it on.
-func (e *Engine) cancelWait(w *request) {
+func (e *loop) cancelWait(w *request) {
 	t := e.t
 	if t.cancelTag(w.key, w) {
 		return
@@ -258,18 +292,18 @@ func (e *Engine) cancelWait(w *request) {
 // restore swaps in nt. Blocked AcquireWait callers of the old table are
 // told their wait ended; the waiters of nt came from a snapshot and have
 // no caller (their grants, if they come, run out by TTL).
-func (e *Engine) restore(nt *table) {
+func (e *loop) restore(nt *table) {
 	old := e.t
 	e.failWaiters(old, errRestored)
 	nt.maxKeys, nt.maxWaiters = old.maxKeys, old.maxWaiters
-	if !e.cfg.Replicated {
-		nt.advance(old.now)
+	if e.clock != nil {
+		nt.advance(old.now) // live time never goes back
 	}
 	e.t = nt
 }
 
 // apply runs a replicated batch in order.
-func (e *Engine) apply(cmds []Command) []Result {
+func (e *loop) apply(cmds []Command) []Result {
 	out := make([]Result, len(cmds))
 	for i := range cmds {
 		out[i] = e.t.applyCommand(&cmds[i])

@@ -115,7 +115,7 @@ func FuzzRestore(f *testing.F) {
 	f.Add(known)
 	f.Add(newTable(0, 0).encode())
 	f.Add(known[:len(known)-1])
-	e, err := New(Config{Replicated: true})
+	e, err := NewReplicated(Config{})
 	if err != nil {
 		f.Fatal(err)
 	}

@@ -1,7 +1,6 @@
 package engine
 
 import (
-	"fmt"
 	"time"
 
 	"github.com/zerotal/lock/drivers"
@@ -10,14 +9,9 @@ import (
 // Config configures an Engine. The zero value is a live engine on the
 // system clock with no limits.
 type Config struct {
-	// Clock is the source of time in live mode; nil means SystemClock().
-	// It is not used in replicated mode.
+	// Clock is the source of time of a live Engine; nil means
+	// SystemClock(). A Replicated engine takes its time from the log.
 	Clock Clock
-	// Replicated makes time come only from the commands given to Apply; no
-	// timer runs and nothing expires unless an OpExpire says so. The live
-	// mutating calls (Acquire, AcquireWait, Release, Extend, ForceRelease)
-	// are refused in this mode.
-	Replicated bool
 	// MaxKeys caps the number of keys; 0 (the default) and
 	// drivers.Unlimited mean no cap. A new key beyond
 	// it is refused with an error matching drivers.ErrFull.
@@ -36,14 +30,6 @@ func (c Config) Validate() error {
 		return invalid("MaxWaitersPerKey", "must be positive, 0 (the default: no cap) or drivers.Unlimited")
 	}
 	return nil
-}
-
-// withDefaults returns a copy of c with the defaults filled in.
-func (c Config) withDefaults() Config {
-	if c.Clock == nil && !c.Replicated {
-		c.Clock = SystemClock()
-	}
-	return c
 }
 
 // Grant describes a held lock.
@@ -150,8 +136,3 @@ type Result struct {
 	// the rest of the batch.
 	Err error
 }
-
-var (
-	errReplicatedOnly = fmt.Errorf("engine: Apply needs a replicated engine (Config.Replicated): %w", drivers.ErrInvalid)
-	errLiveOnly       = fmt.Errorf("engine: a replicated engine changes only through Apply: %w", drivers.ErrInvalid)
-)

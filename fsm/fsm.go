@@ -58,9 +58,9 @@ type Response struct {
 
 // FSM applies committed log entries to an engine in replicated mode. Apply
 // and ApplyBatch run on raft's FSM goroutine; the accessors (Time, Members,
-// Waiters, AppliedIndex, Engine) are safe from any goroutine.
+// Waiters, AppliedIndex, the table's reads) are safe from any goroutine.
 type FSM struct {
-	eng      *engine.Engine
+	eng      *engine.Replicated
 	log      *slog.Logger
 	onApply  func(Applied)
 	onConfig func(raft.Configuration)
@@ -95,8 +95,7 @@ func New(cfg Config) (*FSM, error) {
 	if cfg.MaxKeys < drivers.Unlimited || cfg.MaxWaitersPerKey < drivers.Unlimited {
 		return nil, fmt.Errorf("fsm: MaxKeys (%d) and MaxWaitersPerKey (%d) must be positive, 0 (default: no cap) or drivers.Unlimited", cfg.MaxKeys, cfg.MaxWaitersPerKey)
 	}
-	eng, err := engine.New(engine.Config{
-		Replicated:       true,
+	eng, err := engine.NewReplicated(engine.Config{
 		MaxKeys:          cfg.MaxKeys,
 		MaxWaitersPerKey: cfg.MaxWaitersPerKey,
 	})
@@ -124,9 +123,44 @@ func newState() state {
 // Close stops the engine. Entries applied afterwards answer with errors.
 func (f *FSM) Close() error { return f.eng.Close() }
 
-// Engine gives read access to the lock table (Get, List, Due, NextDeadline).
-// Writes must go through the log.
-func (f *FSM) Engine() *engine.Engine { return f.eng }
+// The reads of the lock table the node needs; every write goes through
+// the log.
+
+// Get describes key as applied so far; ok is false when nobody holds it.
+// A grant past its deadline that no expiry has ended yet is reported as it
+// is, with its deadline.
+func (f *FSM) Get(ctx context.Context, key string) (info engine.Info, ok bool, err error) {
+	return f.eng.Get(ctx, key)
+}
+
+// List describes the held keys that start with prefix, sorted by key; at
+// most limit of them when limit > 0.
+func (f *FSM) List(ctx context.Context, prefix string, limit int) ([]engine.Info, error) {
+	return f.eng.List(ctx, prefix, limit)
+}
+
+// Keys is the number of keys in the table as of the last applied batch
+// (no round trip: for metrics and status).
+func (f *FSM) Keys() int { return f.eng.Len() }
+
+// IsQueued reports whether owner is queued for key, as the engine has it
+// now: unlike IsWaiter, it does not wait for the hand-offs already applied
+// to be delivered.
+func (f *FSM) IsQueued(ctx context.Context, key, owner string) (bool, error) {
+	return f.eng.IsWaiting(ctx, key, owner)
+}
+
+// Due returns up to limit grants (all when limit <= 0) whose deadline is
+// <= now in FSM time, soonest first: what the leader proposes expiries for.
+func (f *FSM) Due(ctx context.Context, now int64, limit int) ([]engine.Grant, error) {
+	return f.eng.Due(ctx, now, limit)
+}
+
+// NextDeadline is the earliest deadline in the table; ok is false when
+// nothing is held.
+func (f *FSM) NextDeadline(ctx context.Context) (deadline int64, ok bool, err error) {
+	return f.eng.NextDeadline(ctx)
+}
 
 // Apply applies one entry; raft calls it only when batching is off.
 var _ raft.ConfigurationStore = (*FSM)(nil)

@@ -190,10 +190,10 @@ func TestFSM_SnapshotRoundTrip(t *testing.T) {
 	if !reflect.DeepEqual(dst.Members(), src.Members()) || !reflect.DeepEqual(dst.Waiters(), src.Waiters()) {
 		t.Fatalf("members/waiters differ: %v %v vs %v %v", dst.Members(), dst.Waiters(), src.Members(), src.Waiters())
 	}
-	if _, ok, _ := dst.Engine().Get(t.Context(), "junk"); ok {
+	if _, ok, _ := dst.Get(t.Context(), "junk"); ok {
 		t.Fatal("restore kept state from before the snapshot")
 	}
-	info, ok, err := dst.Engine().Get(t.Context(), "held")
+	info, ok, err := dst.Get(t.Context(), "held")
 	if err != nil || !ok || info.Owner != "x" || info.Fence != 402 || info.Waiters != 1 {
 		t.Fatalf("restored lock = %+v %v %v", info, ok, err)
 	}
@@ -271,7 +271,7 @@ func TestFSM_StaleExpireIsNoOp(t *testing.T) {
 			t.Fatalf("stale expire %d applied: %+v", i, r)
 		}
 	}
-	info, ok, err := f.Engine().Get(t.Context(), "k")
+	info, ok, err := f.Get(t.Context(), "k")
 	if err != nil || !ok || info.Owner != "a" || info.Fence != 1 {
 		t.Fatalf("lock after stale expiries = %+v %v %v", info, ok, err)
 	}
@@ -279,7 +279,7 @@ func TestFSM_StaleExpireIsNoOp(t *testing.T) {
 	if r := apply1(t, f, 6, Entry{Op: engine.OpExpire, Key: "k", Owner: "a", ExpectFence: 1, Now: 200 * sec}); !r.Result.OK {
 		t.Fatalf("due expire did not apply: %+v", r)
 	}
-	if _, ok, _ := f.Engine().Get(t.Context(), "k"); ok {
+	if _, ok, _ := f.Get(t.Context(), "k"); ok {
 		t.Fatal("lock still there after its expiry applied")
 	}
 }
@@ -360,7 +360,7 @@ func TestFSM_TimeNeverGoesBack(t *testing.T) {
 	}
 	// The acquire was stamped earlier than FSM time: its deadline counts
 	// from FSM time, never from the past.
-	info, _, _ := f.Engine().Get(t.Context(), "k")
+	info, _, _ := f.Get(t.Context(), "k")
 	if info.Deadline != 51*sec {
 		t.Fatalf("deadline = %d, want %d", info.Deadline, 51*sec)
 	}

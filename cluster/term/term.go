@@ -65,7 +65,7 @@ const expireBatch = 256
 // locks are held. The FSM re-checks each expiry against replicated state,
 // so a proposal that turns stale on the way is a no-op.
 type Expiry struct {
-	eng     *engine.Engine
+	eng     Table
 	propose func(fsm.Entry) *rounds.Proposal
 	tick    time.Duration
 
@@ -78,10 +78,22 @@ type Expiry struct {
 	paused atomic.Bool
 }
 
+// Table is what the expiry loop reads of the replicated lock table (the
+// node's *fsm.FSM).
+type Table interface {
+	// Due returns up to limit grants whose deadline is <= now.
+	Due(ctx context.Context, now int64, limit int) ([]engine.Grant, error)
+	// NextDeadline is the earliest deadline; ok is false when the table
+	// is empty.
+	NextDeadline(ctx context.Context) (deadline int64, ok bool, err error)
+	// Keys is the number of keys held.
+	Keys() int
+}
+
 // NewExpiry returns the expiry loop of a node whose table is eng, which
 // proposes through propose and commits a time-only tick every tick while
 // locks are held.
-func NewExpiry(eng *engine.Engine, propose func(fsm.Entry) *rounds.Proposal, tick time.Duration) *Expiry {
+func NewExpiry(eng Table, propose func(fsm.Entry) *rounds.Proposal, tick time.Duration) *Expiry {
 	x := &Expiry{eng: eng, propose: propose, tick: tick, kick: make(chan struct{}, 1)}
 	x.wake.Store(math.MaxInt64)
 	return x
@@ -152,7 +164,7 @@ func (x *Expiry) Run(ctx context.Context, clock *Clock) {
 		case <-x.kick: // Reset above discards a pending fire (Go 1.23 timers)
 		case <-timer.C:
 		}
-		if time.Since(lastTick) >= x.tick && x.eng.Len() > 0 {
+		if time.Since(lastTick) >= x.tick && x.eng.Keys() > 0 {
 			lastTick = time.Now()
 			if _, err := x.propose(fsm.Entry{Op: engine.OpTick, Now: clock.Now()}).Wait(); err != nil && rounds.Unavailable(err) {
 				return

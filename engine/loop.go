@@ -17,12 +17,15 @@ const (
 	maxBatch = 512
 )
 
-// Engine is the embedded lock engine: one goroutine owns the lock table and
-// serves the commands callers send it. It is safe for concurrent use.
-type Engine struct {
-	// Read by callers, written once by New.
+// loop is what the two engines share: one goroutine owns the lock table
+// and serves the requests callers send it. Engine (live: time from a
+// clock, grants expire by themselves) and Replicated (time and every
+// change from the raft log) are this loop with their own calls; only the
+// live one has a clock.
+type loop struct {
+	// Read by callers, written once by newLoop.
 	cfg    Config
-	now    func() int64  // live mode: the clock in unix nanoseconds
+	clock  *liveClock    // nil in a Replicated engine: time comes from the log
 	reqc   chan *request // never closed: senders also watch done
 	signal chan struct{} // wakes the loop for the timer or for Close
 	done   chan struct{} // closed by the loop: it processes nothing more
@@ -37,65 +40,52 @@ type Engine struct {
 
 	// Owned by the loop goroutine.
 	t        *table
-	timer    Timer // live mode only
-	armed    bool
-	armedAt  int64
 	replies  []*request // answers of the current batch, sent after it
 	handoffs []outcome
 }
 
-// New starts an engine. It copies cfg; the caller's struct is never
-// written. Close it to stop its goroutine and timer.
-func New(cfg Config) (*Engine, error) {
-	if err := cfg.Validate(); err != nil {
-		return nil, err
-	}
-	cfg = cfg.withDefaults()
-	e := &Engine{
-		cfg:    cfg,
-		reqc:   make(chan *request, queueLen),
-		signal: make(chan struct{}, 1),
-		done:   make(chan struct{}),
-		exited: make(chan struct{}),
-		t:      newTable(cfg.MaxKeys, cfg.MaxWaitersPerKey),
-	}
-	if !cfg.Replicated {
-		e.now = func() int64 { return cfg.Clock.Now().UnixNano() }
-		if c, ok := cfg.Clock.(unixNanoClock); ok {
-			e.now = c.UnixNano
-		}
-		e.timer = cfg.Clock.AfterFunc(time.Hour, e.poke)
-		e.timer.Stop()
-		e.t.advance(e.now())
-	}
-	go e.run()
-	return e, nil
+// liveClock is a live engine's time: the clock, and the timer that wakes
+// the loop at the earliest deadline.
+type liveClock struct {
+	now     func() int64 // unix nanoseconds
+	timer   Timer
+	armed   bool // owned by the loop
+	armedAt int64
 }
 
-// Close stops the engine. Every command still queued and every blocked
-// AcquireWait is answered with drivers.ErrClosed; later calls return it
-// too. Close is idempotent and returns once the loop has exited.
-func (e *Engine) Close() error {
-	e.once.Do(func() {
-		e.stopping.Store(true)
-		e.poke()
-	})
-	<-e.exited
+// start validates cfg, fills in e and starts its goroutine; live gives
+// it a clock. It copies cfg; the caller's struct is never written.
+func (e *loop) start(cfg Config, live bool) error {
+	if err := cfg.Validate(); err != nil {
+		return err
+	}
+	e.cfg = cfg
+	e.reqc = make(chan *request, queueLen)
+	e.signal = make(chan struct{}, 1)
+	e.done = make(chan struct{})
+	e.exited = make(chan struct{})
+	e.t = newTable(cfg.MaxKeys, cfg.MaxWaitersPerKey)
+	if live {
+		clock := cfg.Clock
+		if clock == nil {
+			clock = SystemClock()
+		}
+		c := &liveClock{now: func() int64 { return clock.Now().UnixNano() }}
+		if u, ok := clock.(unixNanoClock); ok {
+			c.now = u.UnixNano
+		}
+		c.timer = clock.AfterFunc(time.Hour, e.poke)
+		c.timer.Stop()
+		e.t.advance(c.now())
+		e.clock = c
+	}
+	go e.run()
 	return nil
 }
 
-// Len returns the number of keys in the table as of the last batch. It is
-// cheap (an atomic load), for metrics.
-func (e *Engine) Len() int { return int(e.keys.Load()) }
-
-// WaiterCount is the number of queued waiters over all keys, as of the
-// last batch the loop finished (no round trip: cheap enough for every
-// request).
-func (e *Engine) WaiterCount() int { return int(e.waiting.Load()) }
-
 // poke nudges the loop without ever blocking; it runs on the timer's
 // goroutine or in Close. A pending nudge is enough for both.
-func (e *Engine) poke() {
+func (e *loop) poke() {
 	select {
 	case e.signal <- struct{}{}:
 	default:
@@ -103,13 +93,13 @@ func (e *Engine) poke() {
 }
 
 // signalled handles a nudge; it reports whether the loop must stop.
-func (e *Engine) signalled() bool {
+func (e *loop) signalled() bool {
 	if e.stopping.Load() {
 		e.shutdown()
 		return true
 	}
-	if !e.cfg.Replicated {
-		e.armed = false
+	if e.clock != nil {
+		e.clock.armed = false
 		e.process(nil)
 	}
 	return false
@@ -119,7 +109,7 @@ func (e *Engine) signalled() bool {
 // when Close is called. While requests keep coming it receives without
 // a blocking select, and checks the timer and Close with a cheap
 // non-blocking receive after each batch.
-func (e *Engine) run() {
+func (e *loop) run() {
 	defer close(e.exited)
 	batch := make([]*request, 0, maxBatch)
 	for {
@@ -160,7 +150,7 @@ func (e *Engine) run() {
 }
 
 // drain appends the requests already waiting, without blocking.
-func (e *Engine) drain(batch []*request) []*request {
+func (e *loop) drain(batch []*request) []*request {
 	for len(batch) < maxBatch {
 		select {
 		case r := <-e.reqc:
@@ -172,15 +162,15 @@ func (e *Engine) drain(batch []*request) []*request {
 	return batch
 }
 
-// process applies one batch. In live mode it first reads the clock once
+// process applies one batch. A live engine first reads the clock once
 // and ends every grant that is due, so all commands of the batch see the
 // same instant and never an expired holder. Answers go out after the
 // expiry timer is re-armed, so a caller that moves a fake clock right
 // after its call returns always finds the timer in place.
-func (e *Engine) process(batch []*request) {
+func (e *loop) process(batch []*request) {
 	t := e.t
-	if !e.cfg.Replicated {
-		t.advance(e.now())
+	if e.clock != nil {
+		t.advance(e.clock.now())
 		e.handoffs = t.expireDue(e.handoffs[:0])
 		for i := range e.handoffs {
 			e.deliver(&e.handoffs[i])
@@ -190,7 +180,7 @@ func (e *Engine) process(batch []*request) {
 	for _, r := range batch {
 		e.handle(r)
 	}
-	if !e.cfg.Replicated {
+	if e.clock != nil {
 		e.rearm()
 	}
 	if n := int64(len(e.t.entries)); n != e.keys.Load() {
@@ -206,41 +196,42 @@ func (e *Engine) process(batch []*request) {
 	e.replies = e.replies[:0]
 }
 
-// answer queues r's reply for the end of the batch.
-func (e *Engine) answer(r *request) { e.replies = append(e.replies, r) }
+// queueReply queues r's reply for the end of the batch.
+func (e *loop) queueReply(r *request) { e.replies = append(e.replies, r) }
 
 // deliver answers the blocked AcquireWait that a hand-off granted.
-func (e *Engine) deliver(o *outcome) {
+func (e *loop) deliver(o *outcome) {
 	if !o.handoff || o.nextTag == nil {
 		return
 	}
 	w := o.nextTag
 	w.ok = true
 	w.grant = o.next
-	e.answer(w)
+	e.queueReply(w)
 }
 
 // rearm points the timer at the earliest deadline. A timer already armed
 // for an earlier moment is left alone, and so is a timer whose table
 // emptied: it fires early, finds nothing due and re-arms. That is cheaper
 // than resetting the timer on every release.
-func (e *Engine) rearm() {
+func (e *loop) rearm() {
+	c := e.clock
 	d, ok := e.t.nextDeadline()
-	if !ok || (e.armed && e.armedAt <= d) {
+	if !ok || (c.armed && c.armedAt <= d) {
 		return
 	}
-	e.armed = true
-	e.armedAt = d
-	e.timer.Reset(time.Duration(d - e.t.now))
+	c.armed = true
+	c.armedAt = d
+	c.timer.Reset(time.Duration(d - e.t.now))
 }
 
 // shutdown stops the loop for good. done is closed FIRST, then the
 // request channel is drained: a caller that sent before done closed is
 // answered here, and a caller that sends later sees done closed right
 // after its send (see await). Blocked waiters are answered too.
-func (e *Engine) shutdown() {
-	if e.timer != nil {
-		e.timer.Stop()
+func (e *loop) shutdown() {
+	if e.clock != nil {
+		e.clock.timer.Stop()
 	}
 	close(e.done)
 	// Everything sent before done closed is in the buffer now, at most
@@ -260,7 +251,7 @@ func (e *Engine) shutdown() {
 }
 
 // failWaiters answers every blocked AcquireWait queued in t with err.
-func (e *Engine) failWaiters(t *table, err error) {
+func (e *loop) failWaiters(t *table, err error) {
 	for _, en := range t.entries {
 		if en.queue == nil {
 			continue

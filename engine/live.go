@@ -1,0 +1,129 @@
+package engine
+
+import (
+	"context"
+	"time"
+)
+
+// Engine is the embedded lock engine: one goroutine owns the lock table
+// and serves the commands callers send it, with time from a clock, so a
+// grant ends by itself at its deadline and its first waiter gets it. It
+// is safe for concurrent use.
+type Engine struct{ loop }
+
+// New starts a live engine on cfg.Clock (nil: the system clock). It
+// copies cfg; the caller's struct is never written. Close it to stop its
+// goroutine and timer.
+func New(cfg Config) (*Engine, error) {
+	e := new(Engine)
+	if err := e.start(cfg, true); err != nil {
+		return nil, err
+	}
+	return e, nil
+}
+
+// Acquire takes key for owner for ttl when the key is free or its holder's
+// deadline has passed (a new grant with a new fence), or refreshes it when
+// owner already holds it (deadline = now+ttl, same fence). When another
+// owner holds the key it returns ok=false, a nil error, and the holder's
+// grant.
+//
+// If ctx ends after the command reached the engine, Acquire returns
+// ctx.Err() and the command may still take effect; a caller that cares
+// releases with a fresh context.
+func (e *Engine) Acquire(ctx context.Context, key, owner string, ttl time.Duration) (Grant, bool, error) {
+	a, err := e.ask(ctx, newReq(kAcquire, key, owner, ttl))
+	return a.grant, a.ok && err == nil, err
+}
+
+// AcquireWait is Acquire that, when another owner holds the key, queues
+// owner FIFO behind it and blocks until the key is handed over (on
+// release, force release or expiry of the holder) or ctx ends. When ctx
+// ends it returns ctx.Err() and the waiter is withdrawn; if the hand-off
+// crossed the cancellation, the engine releases that grant itself and
+// hands it to the next waiter, so a cancelled wait never leaves a lock
+// behind. The same owner waiting twice for one key gets an error matching
+// drivers.ErrInvalid.
+func (e *Engine) AcquireWait(ctx context.Context, key, owner string, ttl time.Duration) (Grant, error) {
+	r := newReq(kAcquireWait, key, owner, ttl)
+	if err := e.send(ctx, r); err != nil {
+		return Grant{}, err
+	}
+	if e.sentAfterClose() {
+		if err := e.closedReply(r); err != nil {
+			return Grant{}, err
+		}
+	} else {
+		select {
+		case <-r.reply:
+		case <-ctx.Done():
+			e.withdraw(r)
+			return Grant{}, ctx.Err()
+		}
+	}
+	g, err := r.grant, r.err
+	putReq(r)
+	return g, err
+}
+
+// withdraw tells the loop that the caller of w stopped waiting. The cancel
+// is sent without ctx (it must reach the loop) but gives up if the engine
+// closes, since Close answers every waiter anyway.
+func (e *Engine) withdraw(w *request) {
+	c := getReq(kCancelWait)
+	c.key, c.target = w.key, w
+	select {
+	case e.reqc <- c:
+	case <-e.done:
+		putReq(c)
+		return
+	}
+	if e.sentAfterClose() {
+		// Close answers w and c (or never sees c); neither is reused.
+		return
+	}
+	<-c.reply
+	if c.err != nil {
+		// Closed: the final drain answered c, and answers w separately,
+		// perhaps not yet; neither is reused.
+		return
+	}
+	putReq(c)
+	// The loop has processed the cancel: w was withdrawn (no answer will
+	// come) or answered before it (the answer is buffered). Either way the
+	// loop holds no reference to w any more.
+	select {
+	case <-w.reply:
+	default:
+	}
+	putReq(w)
+}
+
+// Release frees key if owner holds it; the next waiter, if any, is handed
+// the key at once. A release by an owner that no longer holds the key (it
+// expired, or another owner holds it now) is a no-op that returns false.
+func (e *Engine) Release(ctx context.Context, key, owner string) (bool, error) {
+	a, err := e.ask(ctx, newReq(kRelease, key, owner, 0))
+	return a.ok && err == nil, err
+}
+
+// Extend sets the deadline of key to now+ttl if owner holds it and it has
+// not expired. It never grants: extending a lock that is gone returns
+// false (with the current holder's grant, if another owner holds it).
+func (e *Engine) Extend(ctx context.Context, key, owner string, ttl time.Duration) (Grant, bool, error) {
+	a, err := e.ask(ctx, newReq(kExtend, key, owner, ttl))
+	return a.grant, a.ok && err == nil, err
+}
+
+// ForceRelease frees key whoever holds it and hands it to the next
+// waiter. It reports whether the key was held; a free key is not an error.
+func (e *Engine) ForceRelease(ctx context.Context, key string) (bool, error) {
+	a, err := e.ask(ctx, newReq(kForce, key, "", 0))
+	return a.ok && err == nil, err
+}
+
+// Remaining is how long g has left by the engine's clock, 0 once it has
+// ended.
+func (e *Engine) Remaining(g Grant) time.Duration {
+	return time.Duration(max(g.Deadline-e.clock.now(), 0))
+}
