@@ -71,10 +71,13 @@ soak:
 	ZEROTAL_RAFT_LOG=$(ZEROTAL_RAFT_LOG) ZEROTAL_SOAK=$(SOAK) ZEROTAL_RETRIED_WAITS=$(SOAK) ZEROTAL_NEMESIS_REPORT_DIR=$(CURDIR)/soak-report \
 		$(GO) test -race -count=1 -run '^(TestSoak|TestNemesis_RetriedWaits)$$' -timeout 0 -v ./integration/
 
-## lint: check only (gofmt and go vet); `make fmt` rewrites.
+## lint: check only (gofmt, go vet and staticcheck, at a pinned version from the
+## module proxy); `make fmt` rewrites.
+STATICCHECK ?= honnef.co/go/tools/cmd/staticcheck@v0.8.2
 lint:
 	@out="$$(gofmt -l .)"; if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet $(PKGS)
+	$(GO) run $(STATICCHECK) $(PKGS)
 
 fmt:
 	gofmt -w .

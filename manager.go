@@ -137,7 +137,11 @@ func (m *Manager) Close() error {
 			w.Close()
 		}
 		m.cancelBg()
-		m.startMu.Lock() // no goroutine starts after this
+		// A barrier, not a critical section: once every start that took
+		// the read lock before the drain has counted itself in wg, none
+		// can start any more (watches refuse, closed is set).
+		m.startMu.Lock()
+		//lint:ignore SA2001 the empty critical section is the barrier
 		m.startMu.Unlock()
 		m.wg.Wait()
 		m.closeErr = m.driver.Close()

@@ -172,7 +172,7 @@ func demoLost(ctx context.Context, m *lock.Manager, say func(string, ...any)) er
 		}
 	}, lock.WithRefreshEvery(200*time.Millisecond))
 	if !errors.Is(err, lock.ErrLost) {
-		return fmt.Errorf("Try returned %v, want a LostError", err)
+		return fmt.Errorf("try returned %v, want a LostError", err)
 	}
 	say("  Try returned: %v", err)
 	return nil
