@@ -20,16 +20,22 @@ const nodeClientTimeout = 10 * time.Second
 // token. The node uses the same client as applications, so there is one
 // client of the node API. Close it after use.
 func (n *Node) apiClient(addr string) (*client.Client, error) {
-	if !strings.Contains(addr, "://") {
-		addr = n.httpScheme() + "://" + addr
-	}
 	return client.New(client.Config{
-		Addrs:      []string{addr},
+		Addrs:      []string{n.apiURL(addr)},
 		Token:      n.cfg.Token,
 		ClusterID:  n.cfg.ClusterID,
 		HTTPClient: &http.Client{Transport: n.proxy},
 		Timeout:    nodeClientTimeout,
 	})
+}
+
+// apiURL is addr with the scheme this node's peers serve their API in
+// (https when the node has TLS), unless it names one.
+func (n *Node) apiURL(addr string) string {
+	if strings.Contains(addr, "://") {
+		return addr
+	}
+	return n.httpScheme() + "://" + addr
 }
 
 // askNode reads GET /v1/node of the node at httpAddr.
@@ -39,5 +45,5 @@ func (n *Node) askNode(ctx context.Context, httpAddr string) (api.NodeInfo, erro
 		return api.NodeInfo{}, err
 	}
 	defer c.Close()
-	return c.NodeInfo(ctx, httpAddr)
+	return c.NodeInfo(ctx, n.apiURL(httpAddr))
 }

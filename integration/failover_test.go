@@ -11,6 +11,7 @@ import (
 	"github.com/zerotal/lock/api"
 	"github.com/zerotal/lock/client"
 	"github.com/zerotal/lock/drivers"
+	"github.com/zerotal/lock/internal/testkit/poll"
 )
 
 // loadStats is what the load workers saw.
@@ -105,22 +106,16 @@ func TestCluster_KillLeaderUnderLoad(t *testing.T) {
 	t.Logf("killed leader %s after %d grants", leader.id, before)
 
 	// Acquisitions resume within a few election timeouts (500 ms each).
-	deadline := killed.Add(15 * time.Second)
-	for {
+	var resumed time.Time
+	poll.Until(t, 15*time.Second, "an acquisition after the kill", func() bool {
 		st.mu.Lock()
-		resumed := st.firstAfter
+		resumed = st.firstAfter
 		st.mu.Unlock()
-		if !resumed.IsZero() {
-			t.Logf("first grant %v after the kill", resumed.Sub(killed).Round(time.Millisecond))
-			if d := resumed.Sub(killed); d > 10*time.Second {
-				t.Errorf("acquisitions resumed only after %v", d)
-			}
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("no acquisition succeeded within 15s of the kill")
-		}
-		time.Sleep(20 * time.Millisecond)
+		return !resumed.IsZero()
+	})
+	t.Logf("first grant %v after the kill", resumed.Sub(killed).Round(time.Millisecond))
+	if d := resumed.Sub(killed); d > 10*time.Second {
+		t.Errorf("acquisitions resumed only after %v", d)
 	}
 	time.Sleep(time.Second) // more load on the new leader
 	stopLoad()
@@ -245,16 +240,12 @@ func TestCluster_RestartAllKeepsGrants(t *testing.T) {
 	}
 }
 
-// getRetry reads a key, retrying while the restarted cluster settles.
-func getRetry(ctx context.Context, cl *client.Client, key string) (api.Lock, bool, error) {
-	var lastErr error
-	for range 20 {
-		info, found, err := cl.Get(ctx, key)
-		if err == nil || !errors.Is(err, drivers.ErrUnavailable) {
-			return info, found, err
-		}
-		lastErr = err
-		time.Sleep(100 * time.Millisecond)
-	}
-	return api.Lock{}, false, lastErr
+// getRetry reads a key, retrying for up to 2s while the restarted
+// cluster settles.
+func getRetry(ctx context.Context, cl *client.Client, key string) (info api.Lock, found bool, err error) {
+	poll.Wait(2*time.Second, func() bool {
+		info, found, err = cl.Get(ctx, key)
+		return err == nil || !errors.Is(err, drivers.ErrUnavailable)
+	})
+	return info, found, err
 }

@@ -15,6 +15,7 @@ import (
 
 	"github.com/zerotal/lock/client"
 	"github.com/zerotal/lock/internal/loopback"
+	"github.com/zerotal/lock/internal/testkit/poll"
 	"github.com/zerotal/lock/internal/testkit/tcpproxy"
 )
 
@@ -228,36 +229,43 @@ func (n *node) procStatusKiB(field string) int {
 // leader polls until a running, unpaused node says it leads and a
 // majority of the nodes that answer name it; it returns its index.
 func (c *faultCluster) leader(timeout time.Duration) (int, error) {
-	deadline := time.Now().Add(timeout)
-	for time.Now().Before(deadline) {
-		votes := map[string]int{}
-		leaderIdx := -1
-		for i, n := range c.nodes {
-			c.mu.Lock()
-			paused := c.paused[i]
-			c.mu.Unlock()
-			if paused || !n.running() {
-				continue
-			}
-			ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
-			st, err := c.admin.NodeStatus(ctx, n.httpAddr)
-			cancel()
-			if err != nil {
-				continue
-			}
-			if st.LeaderID != "" {
-				votes[st.LeaderID]++
-			}
-			if strings.EqualFold(st.State, "leader") {
-				leaderIdx = i
-			}
-		}
-		if leaderIdx >= 0 && votes[c.nodes[leaderIdx].id] >= 2 {
-			return leaderIdx, nil
-		}
-		time.Sleep(50 * time.Millisecond)
+	leaderIdx := -1
+	if poll.Wait(timeout, func() bool { leaderIdx = c.majorityLeader(); return leaderIdx >= 0 }) {
+		return leaderIdx, nil
 	}
 	return -1, fmt.Errorf("no leader agreed by a majority within %v", timeout)
+}
+
+// majorityLeader asks every running, unpaused node once and returns the
+// index of one that says it leads and that a majority of those answering
+// name, or -1.
+func (c *faultCluster) majorityLeader() int {
+	votes := map[string]int{}
+	leaderIdx := -1
+	for i, n := range c.nodes {
+		c.mu.Lock()
+		paused := c.paused[i]
+		c.mu.Unlock()
+		if paused || !n.running() {
+			continue
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
+		st, err := c.admin.NodeStatus(ctx, n.httpAddr)
+		cancel()
+		if err != nil {
+			continue
+		}
+		if st.LeaderID != "" {
+			votes[st.LeaderID]++
+		}
+		if strings.EqualFold(st.State, "leader") {
+			leaderIdx = i
+		}
+	}
+	if leaderIdx >= 0 && votes[c.nodes[leaderIdx].id] >= 2 {
+		return leaderIdx
+	}
+	return -1
 }
 
 // partition cuts (or heals) both directions of the links between i and

@@ -11,6 +11,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/zerotal/lock/internal/testkit/poll"
 )
 
 // A retried wait: owner b queues for a key (request R1, server-side wait)
@@ -387,30 +389,28 @@ func (rw *retriedWaits) skip(ctx context.Context, reason string) {
 
 // queued polls the leader until key has at least n waiters (2s at most).
 func (rw *retriedWaits) queued(ctx context.Context, l int, key string, n int) bool {
-	deadline := time.Now().Add(2 * time.Second)
-	for time.Now().Before(deadline) && ctx.Err() == nil {
-		rctx, cancel := context.WithTimeout(ctx, 500*time.Millisecond)
-		got := rw.api.waiters(rctx, rw.c.nodes[l].httpAddr, key)
-		cancel()
-		if got >= n {
-			return true
+	got := 0
+	poll.Wait(2*time.Second, func() bool {
+		if ctx.Err() != nil {
+			return true // the round is over: stop asking
 		}
-		sleepCtx(ctx, 5*time.Millisecond)
-	}
-	return false
+		rctx, cancel := context.WithTimeout(ctx, 500*time.Millisecond)
+		got = rw.api.waiters(rctx, rw.c.nodes[l].httpAddr, key)
+		cancel()
+		return got >= n
+	})
+	return got >= n && ctx.Err() == nil
 }
 
 // waitServing polls node i's status until it answers.
 func (rw *retriedWaits) waitServing(i int, timeout time.Duration) error {
-	deadline := time.Now().Add(timeout)
-	for time.Now().Before(deadline) {
+	if poll.Wait(timeout, func() bool {
 		ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
 		st, err := rw.c.admin.NodeStatus(ctx, rw.c.nodes[i].httpAddr)
 		cancel()
-		if err == nil && st.LeaderID != "" {
-			return nil
-		}
-		schedule(50 * time.Millisecond)
+		return err == nil && st.LeaderID != ""
+	}) {
+		return nil
 	}
 	return fmt.Errorf("%s did not serve again within %v after its restart", rw.c.nodes[i].id, timeout)
 }

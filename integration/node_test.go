@@ -14,6 +14,7 @@ import (
 
 	"github.com/zerotal/lock/client"
 	"github.com/zerotal/lock/internal/loopback"
+	"github.com/zerotal/lock/internal/testkit/poll"
 )
 
 // node is one lockcluster agent process and what it needs to restart.
@@ -197,32 +198,33 @@ func (c *testCluster) clientWith(token string) *client.Client {
 func (c *testCluster) waitLeader(timeout time.Duration) *node {
 	c.t.Helper()
 	cl := c.client()
-	deadline := time.Now().Add(timeout)
-	for time.Now().Before(deadline) {
-		var leader *node
-		agree := true
-		for _, n := range c.nodes {
-			if !n.running() {
-				continue
-			}
-			ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-			st, err := cl.NodeStatus(ctx, n.httpAddr)
-			cancel()
-			if err != nil || st.LeaderID == "" {
-				agree = false
-				break
-			}
-			if strings.EqualFold(st.State, "leader") {
-				leader = n
-			}
+	var leader *node
+	poll.Until(c.t, timeout, "a leader every running node agrees on", func() bool {
+		leader = c.agreedLeader(cl)
+		return leader != nil
+	})
+	return leader
+}
+
+// agreedLeader asks every running node once and returns the one that
+// leads when every running node names a leader, or nil.
+func (c *testCluster) agreedLeader(cl *client.Client) *node {
+	var leader *node
+	for _, n := range c.nodes {
+		if !n.running() {
+			continue
 		}
-		if agree && leader != nil {
-			return leader
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		st, err := cl.NodeStatus(ctx, n.httpAddr)
+		cancel()
+		if err != nil || st.LeaderID == "" {
+			return nil
 		}
-		time.Sleep(50 * time.Millisecond)
+		if strings.EqualFold(st.State, "leader") {
+			leader = n
+		}
 	}
-	c.t.Fatalf("no leader within %v", timeout)
-	return nil
+	return leader
 }
 
 // waitExit waits for n to exit on its own, with a non-zero status and

@@ -167,12 +167,14 @@ func (c *streamClient) answer() stream.Answer {
 	return a
 }
 
-// closed reports whether the node closed the stream within d. Whole
-// answers read on the way are skipped: a request that shutdown ends may be
-// answered before the stream closes, or not, as the race falls.
+// closed reports whether the node closed the stream with no more than d
+// between two frames. Whole answers read on the way are skipped: a request
+// that shutdown ends may be answered before the stream closes, or not, as
+// the race falls; and a node that queued many answers takes a while to
+// send them on a loaded machine, which is not keeping the stream open.
 func (c *streamClient) closed(d time.Duration) bool {
-	_ = c.conn.SetReadDeadline(time.Now().Add(d))
 	for {
+		_ = c.conn.SetReadDeadline(time.Now().Add(d))
 		_, err := stream.ReadFrame(c.br, nil, stream.MaxAnswer, nil)
 		var ne net.Error
 		if errors.As(err, &ne) && ne.Timeout() {

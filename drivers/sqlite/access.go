@@ -118,6 +118,7 @@ func (b *busyBackoff) wait(ctx context.Context, op string, busy error) error {
 	} else if now.After(b.deadline) {
 		return fmt.Errorf("%s: database locked by other connections for %v: %w", op, b.d.cfg.BusyTimeout, busy)
 	}
+	b.d.busyWaits.Add(1)
 	if err := b.d.sleep(ctx, jitter(b.pause)); err != nil {
 		return err
 	}

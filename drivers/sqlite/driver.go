@@ -37,6 +37,7 @@ type Driver struct {
 	queues keyQueues
 
 	lastSweep atomic.Int64 // Unix microseconds of the last sweep
+	busyWaits atomic.Int64 // pauses on a database another connection locked
 	closed    atomic.Bool
 	done      chan struct{}
 	closeOnce sync.Once

@@ -46,6 +46,7 @@ func TestDriver_BusyDatabaseIsRetriedThenUnavailable(t *testing.T) {
 	}
 
 	// A write lock freed while the driver retries lets the call through.
+	waits := d.BusyWaits()
 	done := make(chan error, 1)
 	go func() {
 		_, ok, err := d.Acquire(context.Background(), "k", "o", time.Minute)
@@ -54,7 +55,8 @@ func TestDriver_BusyDatabaseIsRetriedThenUnavailable(t *testing.T) {
 		}
 		done <- err
 	}()
-	time.Sleep(20 * time.Millisecond) // the other program's transaction runs a little longer
+	// The other program's transaction lasts until the call has met it.
+	poll.Until(t, 5*time.Second, "the acquire to find the database locked", func() bool { return d.BusyWaits() > waits })
 	if _, err := conn.ExecContext(t.Context(), `COMMIT`); err != nil {
 		t.Fatal(err)
 	}
