@@ -207,34 +207,48 @@ func (c *Client) attempt(ctx, budget context.Context, base string, r request, bo
 		w.stop()
 	}
 	if err != nil {
-		if tlsErr := tlsFailure(base, err); tlsErr != nil {
-			return wrote.Load(), tlsErr
-		}
-		cause := context.Cause(actx)
-		switch {
-		case ctx.Err() != nil:
-			if w != nil {
-				// The caller gave up first; the node may still be silent.
-				if w.silentFor() >= c.cfg.AttemptTimeout {
-					c.suspectNode(base)
-				} else {
-					c.probe(base, w.sent)
-				}
-			}
-		case abandoned(cause):
-			c.stale.Store(true)
-			return wrote.Load(), &transportError{err: fmt.Errorf("%s %s: %w", r.method, base, cause)}
-		case tctx.Err() != nil:
-			c.stale.Store(true)
-			return wrote.Load(), &transportError{err: fmt.Errorf("%s %s: no answer in time", r.method, base)}
-		case watched:
-			c.suspectNode(base) // refused, reset: the node is down
-		}
-		return wrote.Load(), &transportError{err: err}
+		return wrote.Load(), c.noAnswer(ctx, tctx, actx, base, r, w, err)
 	}
 	if watched {
 		c.clearSuspect(base)
 	}
+	return true, c.readAnswer(actx, base, r, resp, out)
+}
+
+// noAnswer is the error of an attempt that got no answer (err from the
+// transport), after it has marked the node by what the silence says: tctx
+// is the attempt's time limit, actx the attempt's own context (cancelled
+// with a cause when the client abandons it), w its watch or nil.
+func (c *Client) noAnswer(ctx, tctx, actx context.Context, base string, r request, w *watch, err error) error {
+	if tlsErr := tlsFailure(base, err); tlsErr != nil {
+		return tlsErr
+	}
+	cause := context.Cause(actx)
+	switch {
+	case ctx.Err() != nil:
+		if w != nil {
+			// The caller gave up first; the node may still be silent.
+			if w.silentFor() >= c.cfg.AttemptTimeout {
+				c.suspectNode(base)
+			} else {
+				c.probe(base, w.sent)
+			}
+		}
+	case abandoned(cause):
+		c.stale.Store(true)
+		return &transportError{err: fmt.Errorf("%s %s: %w", r.method, base, cause)}
+	case tctx.Err() != nil:
+		c.stale.Store(true)
+		return &transportError{err: fmt.Errorf("%s %s: no answer in time", r.method, base)}
+	case w != nil:
+		c.suspectNode(base) // refused, reset: the node is down
+	}
+	return &transportError{err: err}
+}
+
+// readAnswer decodes a 2xx answer into out, or returns the error a
+// non-2xx answer carries.
+func (c *Client) readAnswer(actx context.Context, base string, r request, resp *http.Response, out any) error {
 	defer func() {
 		// Drain a little so the connection goes back to the pool.
 		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
@@ -242,20 +256,20 @@ func (c *Client) attempt(ctx, budget context.Context, base string, r request, bo
 	}()
 	if resp.StatusCode >= 200 && resp.StatusCode < 300 {
 		if out == nil {
-			return true, nil
+			return nil
 		}
 		if err := json.NewDecoder(io.LimitReader(resp.Body, 16<<20)).Decode(out); err != nil {
 			if cause := context.Cause(actx); abandoned(cause) {
 				// Given up on just as the answer came: try elsewhere.
-				return true, &transportError{err: fmt.Errorf("%s %s: %w", r.method, base, cause)}
+				return &transportError{err: fmt.Errorf("%s %s: %w", r.method, base, cause)}
 			}
-			return true, fmt.Errorf("decode %s answer: %w", r.path, err)
+			return fmt.Errorf("decode %s answer: %w", r.path, err)
 		}
-		return true, nil
+		return nil
 	}
 	// Nodes forward to the leader themselves and never redirect: a 3xx is
 	// an error like any other non-2xx answer.
-	return true, readAPIError(resp, r.key)
+	return readAPIError(resp, r.key)
 }
 
 // identify sets what every request of the client carries: the bearer

@@ -308,6 +308,18 @@ func (c Config) Validate() error {
 	bad := func(format string, args ...any) {
 		errs = append(errs, fmt.Errorf("cluster: "+format, args...))
 	}
+	c.checkAddrs(bad)
+	c.checkBootstrap(bad)
+	c.checkTimingAndLimits(bad)
+	c.checkCredentials(bad, &errs)
+	return errors.Join(errs...)
+}
+
+// badFunc records one problem of a Config.
+type badFunc func(format string, args ...any)
+
+// checkAddrs checks the id, the data dir and the addresses.
+func (c Config) checkAddrs(bad badFunc) {
 	if c.ID == "" {
 		bad("ID is required")
 	} else if strings.ContainsAny(c.ID, " \t\r\n") || len(c.ID) > drivers.MaxMemberIDLen {
@@ -341,6 +353,11 @@ func (c Config) Validate() error {
 			bad("HTTPAdvertise: %v", err)
 		}
 	}
+}
+
+// checkBootstrap checks how the node starts: bootstrap or join, and the
+// voters it bootstraps with.
+func (c Config) checkBootstrap(bad badFunc) {
 	if (len(c.Bootstrap) > 0 || c.BootstrapSelf) && c.Join != "" {
 		bad("Bootstrap and Join are exclusive: bootstrap a new cluster or join an existing one")
 	}
@@ -373,6 +390,11 @@ func (c Config) Validate() error {
 			bad("bootstrap peers do not include this node %q", c.ID)
 		}
 	}
+}
+
+// checkTimingAndLimits checks raft's timeouts, the limits and the raft
+// log's store.
+func (c Config) checkTimingAndLimits(bad badFunc) {
 	if c.ElectionTimeout < 5*time.Millisecond || c.HeartbeatTimeout < 5*time.Millisecond || c.LeaderLeaseTimeout < 5*time.Millisecond {
 		bad("ElectionTimeout (%s), HeartbeatTimeout (%s) and LeaderLeaseTimeout (%s) must each be at least 5ms",
 			c.ElectionTimeout, c.HeartbeatTimeout, c.LeaderLeaseTimeout)
@@ -393,13 +415,26 @@ func (c Config) Validate() error {
 		bad("MaxConns (%d) must exceed MaxWaits (%d): every waiting acquire holds a connection, and the other requests need some too",
 			conns, waits)
 	}
+	switch c.RaftLog {
+	case "", RaftLogBolt, RaftLogWAL:
+	default:
+		bad("RaftLog %q must be %q or %q (empty: the data dir's, %q for a new one)", c.RaftLog, RaftLogBolt, RaftLogWAL, DefaultRaftLog)
+	}
+	if c.TickInterval < 0 || c.MaxWait < 0 || c.ApplyTimeout < 0 || c.HTTPReadTimeout < 0 {
+		bad("TickInterval, MaxWait, ApplyTimeout and HTTPReadTimeout must not be negative")
+	}
+}
+
+// checkCredentials checks the cluster ID, TLS, the raft secret and the
+// token; errs gets the errors that come whole.
+func (c Config) checkCredentials(bad badFunc, errs *[]error) {
 	if c.ClusterID != "" {
 		if err := checkClusterID(c.ClusterID); err != nil {
 			bad("ClusterID: %v", err)
 		}
 	}
 	if err := c.TLS.Validate(); err != nil {
-		errs = append(errs, err)
+		*errs = append(*errs, err)
 	}
 	if c.RaftSecret != "" && len(c.RaftSecret) < MinRaftSecretLen {
 		// The length only: the secret itself never goes into an error.
@@ -409,17 +444,8 @@ func (c Config) Validate() error {
 		bad("Token is %d bytes; use at least %d (a random one: openssl rand -hex 32)", len(c.Token), MinTokenLen)
 	}
 	if err := c.checkRaftAuth(); err != nil {
-		errs = append(errs, err)
+		*errs = append(*errs, err)
 	}
-	switch c.RaftLog {
-	case "", RaftLogBolt, RaftLogWAL:
-	default:
-		bad("RaftLog %q must be %q or %q (empty: the data dir's, %q for a new one)", c.RaftLog, RaftLogBolt, RaftLogWAL, DefaultRaftLog)
-	}
-	if c.TickInterval < 0 || c.MaxWait < 0 || c.ApplyTimeout < 0 || c.HTTPReadTimeout < 0 {
-		bad("TickInterval, MaxWait, ApplyTimeout and HTTPReadTimeout must not be negative")
-	}
-	return errors.Join(errs...)
 }
 
 // checkClusterID allows printable ASCII without spaces, up to 128 bytes:

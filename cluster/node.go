@@ -106,26 +106,7 @@ func NewNode(ctx context.Context, cfg Config) (_ *Node, err error) {
 	if err := n.setupTLS(); err != nil {
 		return nil, err
 	}
-	n.fsm, err = fsm.New(fsm.Config{
-		MaxKeys:          cfg.MaxKeys,
-		MaxWaitersPerKey: cfg.MaxWaitersPerKey,
-		Logger:           cfg.Logger.With(logbridge.NameKey, "fsm"),
-		OnApply:          n.onApply,
-		OnConfiguration:  func(c raft.Configuration) { n.member.committed(raft.ServerID(cfg.ID), c) },
-	})
-	if err != nil {
-		return nil, err
-	}
-	n.expiry = term.NewExpiry(n.fsm, n.propose, cfg.TickInterval)
-	n.metrics, err = metrics.New(metrics.Sources{
-		ID:       cfg.ID,
-		Registry: cfg.Registry,
-		Raft:     n.raftForMetrics.Load,
-		Waiters:  n.fsm.WaiterCount,
-		Keys:     n.fsm.Keys,
-		Ready:    func(r *raft.Raft) bool { return n.readiness(r).Ready },
-	})
-	if err != nil {
+	if err := n.newStateMachine(); err != nil {
 		return nil, err
 	}
 	// Listen first: a busy port fails the start before any raft state is
@@ -137,38 +118,98 @@ func NewNode(ctx context.Context, cfg Config) (_ *Node, err error) {
 	if cfg.MaxConns != drivers.Unlimited {
 		n.listener = httpapi.LimitListener(n.listener, cfg.MaxConns)
 	}
-	// Damaged files refuse the start with an error naming them, before
-	// bbolt or raft can crash on them or start without their content.
-	if err := raftstore.CheckFiles(cfg.DataDir); err != nil {
-		return nil, err
-	}
-	if err := checkNotRemoved(cfg.DataDir); err != nil {
-		return nil, err
-	}
-	n.stores, err = openStores(cfg, n.tls)
+	existing, err := n.startRaft()
 	if err != nil {
 		return nil, err
 	}
-	if err := n.stores.Check(); err != nil {
-		return nil, err
-	}
-	existing, err := n.stores.HasExistingState()
-	if err != nil {
-		return nil, fmt.Errorf("cluster: read raft state in %s: %w", cfg.DataDir, err)
-	}
-	n.raft, err = raft.NewRaft(raftConfig(cfg), n.fsm, n.stores.LogStore, n.stores.StableStore, n.stores.SnapshotStore, n.stores.transport)
-	if err != nil {
-		return nil, fmt.Errorf("cluster: start raft: %w", err)
-	}
-	n.raftForMetrics.Store(n.raft)
-	n.rounds = rounds.New(rounds.Config{Apply: n.raft.Apply, Timeout: cfg.ApplyTimeout})
-	if err := n.bootstrap(existing); err != nil {
-		return nil, err
-	}
-
 	if err := n.ReloadTokens(cfg.Tokens); err != nil {
 		return nil, err
 	}
+	n.newHTTPServer()
+	if err := n.startHealth(); err != nil {
+		return nil, err
+	}
+	n.checkMembership()
+	n.startLoops()
+
+	switch {
+	case cfg.Join != "" && existing:
+		// Already a member: the configuration is in the log, and the
+		// cluster may be restarting as a whole, with nobody to answer.
+		n.log.Info("raft state found on disk: not joining again", "join", cfg.Join)
+	case cfg.Join != "":
+		if err := n.joinCluster(ctx); err != nil {
+			return nil, err
+		}
+	}
+	n.log.Info("node started", "id", cfg.ID, "raft_addr", n.RaftAddr(), "raft_bind", cfg.RaftAddr,
+		"http_addr", n.HTTPAddr(), "http_advertise", n.AdvertisedHTTPAddr(), "data_dir", cfg.DataDir, "version", buildinfo.Version())
+	return n, nil
+}
+
+// newStateMachine builds the FSM, the expiry loop over it and the
+// metrics that read it.
+func (n *Node) newStateMachine() (err error) {
+	cfg := n.cfg
+	n.fsm, err = fsm.New(fsm.Config{
+		MaxKeys:          cfg.MaxKeys,
+		MaxWaitersPerKey: cfg.MaxWaitersPerKey,
+		Logger:           cfg.Logger.With(logbridge.NameKey, "fsm"),
+		OnApply:          n.onApply,
+		OnConfiguration:  func(c raft.Configuration) { n.member.committed(raft.ServerID(cfg.ID), c) },
+	})
+	if err != nil {
+		return err
+	}
+	n.expiry = term.NewExpiry(n.fsm, n.propose, cfg.TickInterval)
+	n.metrics, err = metrics.New(metrics.Sources{
+		ID:       cfg.ID,
+		Registry: cfg.Registry,
+		Raft:     n.raftForMetrics.Load,
+		Waiters:  n.fsm.WaiterCount,
+		Keys:     n.fsm.Keys,
+		Ready:    func(r *raft.Raft) bool { return n.readiness(r).Ready },
+	})
+	return err
+}
+
+// startRaft checks and opens the data dir's stores, starts raft on them
+// and bootstraps when told to. existing reports whether the dir held raft
+// state already.
+func (n *Node) startRaft() (existing bool, err error) {
+	cfg := n.cfg
+	// Damaged files refuse the start with an error naming them, before
+	// bbolt or raft can crash on them or start without their content.
+	if err := raftstore.CheckFiles(cfg.DataDir); err != nil {
+		return false, err
+	}
+	if err := checkNotRemoved(cfg.DataDir); err != nil {
+		return false, err
+	}
+	n.stores, err = openStores(cfg, n.tls)
+	if err != nil {
+		return false, err
+	}
+	if err := n.stores.Check(); err != nil {
+		return false, err
+	}
+	existing, err = n.stores.HasExistingState()
+	if err != nil {
+		return false, fmt.Errorf("cluster: read raft state in %s: %w", cfg.DataDir, err)
+	}
+	n.raft, err = raft.NewRaft(raftConfig(cfg), n.fsm, n.stores.LogStore, n.stores.StableStore, n.stores.SnapshotStore, n.stores.transport)
+	if err != nil {
+		return false, fmt.Errorf("cluster: start raft: %w", err)
+	}
+	n.raftForMetrics.Store(n.raft)
+	n.rounds = rounds.New(rounds.Config{Apply: n.raft.Apply, Timeout: cfg.ApplyTimeout})
+	return existing, n.bootstrap(existing)
+}
+
+// newHTTPServer builds the API handler and the server that serves it on
+// the node's listener.
+func (n *Node) newHTTPServer() {
+	cfg := n.cfg
 	n.handler = httpapi.New(apiStore{n}, httpapi.Options{
 		NodeID:      cfg.ID,
 		ClusterID:   cfg.ClusterID,
@@ -191,10 +232,11 @@ func NewNode(ctx context.Context, cfg Config) (_ *Node, err error) {
 		BaseContext:       func(net.Listener) context.Context { return n.stopping },
 		ErrorLog:          logbridge.HCLog(cfg.Logger, "http").StandardLogger(&hclog.StandardLoggerOptions{InferLevels: true}),
 	}
-	if err := n.startHealth(); err != nil {
-		return nil, err
-	}
-	n.checkMembership()
+}
+
+// startLoops starts the node's goroutines, which Shutdown waits for: the
+// HTTP server, and the watches of leadership and membership.
+func (n *Node) startLoops() {
 	n.wg.Add(3)
 	go func() {
 		defer n.wg.Done()
@@ -210,20 +252,6 @@ func NewNode(ctx context.Context, cfg Config) (_ *Node, err error) {
 		defer n.wg.Done()
 		n.watchMembership()
 	}()
-
-	switch {
-	case cfg.Join != "" && existing:
-		// Already a member: the configuration is in the log, and the
-		// cluster may be restarting as a whole, with nobody to answer.
-		n.log.Info("raft state found on disk: not joining again", "join", cfg.Join)
-	case cfg.Join != "":
-		if err := n.joinCluster(ctx); err != nil {
-			return nil, err
-		}
-	}
-	n.log.Info("node started", "id", cfg.ID, "raft_addr", n.RaftAddr(), "raft_bind", cfg.RaftAddr,
-		"http_addr", n.HTTPAddr(), "http_advertise", n.AdvertisedHTTPAddr(), "data_dir", cfg.DataDir, "version", buildinfo.Version())
-	return n, nil
 }
 
 // serveHTTP serves the API on the node's listener, over TLS when

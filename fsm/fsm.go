@@ -187,13 +187,44 @@ func (f *FSM) ApplyBatch(logs []*raft.Log) []interface{} {
 	if len(logs) == 0 {
 		return nil
 	}
-	resps := make([]interface{}, len(logs))
 	entries := f.decodeBatch(logs)
-	f.cmds, f.pos = f.cmds[:0], f.pos[:0]
-
 	last := logs[len(logs)-1].Index
+	resps := f.stage(logs, entries)
+
+	var results []engine.Result
+	var applyErr error
+	if len(f.cmds) > 0 {
+		// Never cancelled: a committed entry must be applied.
+		results, applyErr = f.eng.Apply(context.Background(), f.cmds)
+		if applyErr == nil && len(results) != len(f.cmds) {
+			applyErr = fmt.Errorf("fsm: engine returned %d results for %d commands", len(results), len(f.cmds))
+		}
+		if applyErr != nil {
+			f.log.Error("engine apply failed", "first_index", logs[0].Index, "error", applyErr)
+		}
+	}
+
+	// OnApply runs before the batch counts as applied, so that whoever
+	// waits for an index (WaitApplied, IsWaiter) finds its hand-offs
+	// delivered.
+	if f.onApply != nil && applyErr == nil {
+		for k, p := range f.pos {
+			f.onApply(Applied{Index: logs[p.log].Index, Entry: entries[p.log][p.part], Result: results[k]})
+		}
+	}
+	f.settle(last, resps, results, applyErr)
+	return resps
+}
+
+// stage makes the batch's responses, applies its member entries and FSM
+// time, and gathers its lock entries in f.cmds (from where, in f.pos) for
+// one engine.Apply; the batch counts as being applied from here on.
+func (f *FSM) stage(logs []*raft.Log, entries [][]Entry) []interface{} {
+	resps := make([]interface{}, len(logs))
+	f.cmds, f.pos = f.cmds[:0], f.pos[:0]
 	f.mu.Lock()
-	f.applying = max(f.applying, last)
+	defer f.mu.Unlock()
+	f.applying = max(f.applying, logs[len(logs)-1].Index)
 	for i, l := range logs {
 		if l.Type != raft.LogCommand {
 			continue // configuration entries: raft keeps membership itself
@@ -228,30 +259,12 @@ func (f *FSM) ApplyBatch(logs []*raft.Log) []interface{} {
 			}
 		}
 	}
-	f.mu.Unlock()
+	return resps
+}
 
-	var results []engine.Result
-	var applyErr error
-	if len(f.cmds) > 0 {
-		// Never cancelled: a committed entry must be applied.
-		results, applyErr = f.eng.Apply(context.Background(), f.cmds)
-		if applyErr == nil && len(results) != len(f.cmds) {
-			applyErr = fmt.Errorf("fsm: engine returned %d results for %d commands", len(results), len(f.cmds))
-		}
-		if applyErr != nil {
-			f.log.Error("engine apply failed", "first_index", logs[0].Index, "error", applyErr)
-		}
-	}
-
-	// OnApply runs before the batch counts as applied, so that whoever
-	// waits for an index (WaitApplied, IsWaiter) finds its hand-offs
-	// delivered.
-	if f.onApply != nil && applyErr == nil {
-		for k, p := range f.pos {
-			f.onApply(Applied{Index: logs[p.log].Index, Entry: entries[p.log][p.part], Result: results[k]})
-		}
-	}
-
+// settle puts the engine's results (or its error) into the responses and
+// marks the batch up to last applied, waking WaitApplied.
+func (f *FSM) settle(last uint64, resps []interface{}, results []engine.Result, applyErr error) {
 	f.mu.Lock()
 	f.st.applied = max(f.st.applied, last)
 	for k, p := range f.pos {
@@ -270,7 +283,6 @@ func (f *FSM) ApplyBatch(logs []*raft.Log) []interface{} {
 	f.appliedCh = make(chan struct{})
 	f.mu.Unlock()
 	close(old)
-	return resps
 }
 
 // part locates a lock entry in the logs of a batch: the log, and the

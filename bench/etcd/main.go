@@ -84,31 +84,17 @@ func benchMain(ctx context.Context, o options) int {
 	} else {
 		defer os.RemoveAll(dir)
 	}
-	lockBin := o.lockBin
-	if lockBin == "" {
-		if lockBin, err = buildLockcluster(o.repo, dir); err != nil {
-			fmt.Fprintln(os.Stderr, err)
-			return 1
-		}
+	ec, lc, err := startSystems(ctx, o, dir)
+	if ec != nil {
+		defer ec.stop()
 	}
-	for _, sub := range []string{"etcd", "lockcluster"} {
-		if err := os.MkdirAll(dir+"/"+sub, 0o700); err != nil {
-			fmt.Fprintln(os.Stderr, err)
-			return 1
-		}
+	if lc != nil {
+		defer lc.stop()
 	}
-	ec, err := startEtcd(ctx, o.etcdBin, dir+"/etcd", o.etcdArgs)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	defer ec.stop()
-	lc, err := startLockcluster(ctx, lockBin, dir+"/lockcluster", o.lockclusterArgs)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	defer lc.stop()
 
 	slice := o.duration / time.Duration(o.slices)
 	fmt.Printf("three-member etcd %s (concurrency.Mutex, one session per worker) vs three-node lockcluster (client, AcquireWait+Release)\n", ec.version)
@@ -120,38 +106,80 @@ func benchMain(ctx context.Context, o options) int {
 	fmt.Printf("one cycle = acquire (waiting) + release; cpu/cycle = CPU time (user+system, /proc/PID/stat) of the three members plus this process's (getrusage: the clients) over the measured time, per cycle\n")
 
 	systems := []system{{"etcd", ec}, {"lockcluster", lc}}
-	if o.idle > 0 {
-		// What the members use with no client at work (heartbeats, the
-		// runtime): at low cycle rates it is a good part of cpu/cycle.
-		fmt.Printf("at rest (%s, no clients), CPU time per second of the members:", o.idle)
-		before := make([]cpuReading, len(systems))
-		for s, sys := range systems {
-			before[s] = readCPU(sys.l.members())
-		}
-		start := time.Now()
-		select {
-		case <-ctx.Done():
-			return 1
-		case <-time.After(o.idle):
-		}
-		wall := time.Since(start)
-		var parts []string
-		for s, sys := range systems {
-			after := readCPU(sys.l.members())
-			if before[s].err != nil || after.err != nil {
-				parts = append(parts, sys.name+" n/a")
-				continue
-			}
-			per := make([]string, len(after.members))
-			for i := range after.members {
-				per[i] = fmt.Sprintf("%.0f", float64(after.members[i]-before[s].members[i])/float64(time.Millisecond)/wall.Seconds())
-			}
-			parts = append(parts, sys.name+" "+strings.Join(per, "+")+"ms/s")
-		}
-		fmt.Println(" " + strings.Join(parts, ", "))
+	if o.idle > 0 && !printIdle(ctx, systems, o.idle) {
+		return 1
 	}
 	fmt.Println()
-	rows := make(map[string][]measurement, len(scenarios))
+	rows, ok := measureAll(ctx, o, systems, slice)
+	if !ok {
+		return 1
+	}
+	printRows(systems, rows)
+	if !printTargets(rows) {
+		return 3
+	}
+	return 0
+}
+
+// startSystems builds lockcluster when no binary was given, and starts
+// both three-member systems under dir. A system that started is returned
+// to be stopped, also with an error.
+func startSystems(ctx context.Context, o options, dir string) (ec *etcdCluster, lc *lockCluster, err error) {
+	lockBin := o.lockBin
+	if lockBin == "" {
+		if lockBin, err = buildLockcluster(o.repo, dir); err != nil {
+			return nil, nil, err
+		}
+	}
+	for _, sub := range []string{"etcd", "lockcluster"} {
+		if err := os.MkdirAll(dir+"/"+sub, 0o700); err != nil {
+			return nil, nil, err
+		}
+	}
+	if ec, err = startEtcd(ctx, o.etcdBin, dir+"/etcd", o.etcdArgs); err != nil {
+		return nil, nil, err
+	}
+	lc, err = startLockcluster(ctx, lockBin, dir+"/lockcluster", o.lockclusterArgs)
+	return ec, lc, err
+}
+
+// printIdle prints what the members use with no client at work
+// (heartbeats, the runtime): at low cycle rates it is a good part of
+// cpu/cycle. It reports false when ctx ended first.
+func printIdle(ctx context.Context, systems []system, idle time.Duration) bool {
+	fmt.Printf("at rest (%s, no clients), CPU time per second of the members:", idle)
+	before := make([]cpuReading, len(systems))
+	for s, sys := range systems {
+		before[s] = readCPU(sys.l.members())
+	}
+	start := time.Now()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-time.After(idle):
+	}
+	wall := time.Since(start)
+	var parts []string
+	for s, sys := range systems {
+		after := readCPU(sys.l.members())
+		if before[s].err != nil || after.err != nil {
+			parts = append(parts, sys.name+" n/a")
+			continue
+		}
+		per := make([]string, len(after.members))
+		for i := range after.members {
+			per[i] = fmt.Sprintf("%.0f", float64(after.members[i]-before[s].members[i])/float64(time.Millisecond)/wall.Seconds())
+		}
+		parts = append(parts, sys.name+" "+strings.Join(per, "+")+"ms/s")
+	}
+	fmt.Println(" " + strings.Join(parts, ", "))
+	return true
+}
+
+// measureAll runs every scenario on both systems in alternating slices;
+// ok is false when ctx ended or a run failed.
+func measureAll(ctx context.Context, o options, systems []system, slice time.Duration) (rows map[string][]measurement, ok bool) {
+	rows = make(map[string][]measurement, len(scenarios))
 	for _, sc := range scenarios {
 		ms := make([]measurement, len(systems))
 		for i := range o.slices {
@@ -161,12 +189,12 @@ func benchMain(ctx context.Context, o options) int {
 			}
 			for _, s := range order {
 				if ctx.Err() != nil {
-					return 1
+					return nil, false
 				}
 				m, err := run(ctx, systems[s].l, sc, o.warmup, slice)
 				if err != nil {
 					fmt.Fprintf(os.Stderr, "%s %s: %v\n", sc.name, systems[s].name, err)
-					return 1
+					return nil, false
 				}
 				fmt.Fprintf(os.Stderr, "%s %s slice %d/%d: %.0f cycles/s\n", sc.name, systems[s].name, i+1, o.slices, m.PerSecond())
 				ms[s].add(m)
@@ -182,10 +210,12 @@ func benchMain(ctx context.Context, o options) int {
 		}
 		rows[sc.name] = ms
 	}
-	if ctx.Err() != nil {
-		return 1
-	}
+	return rows, ctx.Err() == nil
+}
 
+// printRows prints the table of measurements, with lockcluster's ratio
+// to etcd.
+func printRows(systems []system, rows map[string][]measurement) {
 	tw := tabwriter.NewWriter(os.Stdout, 0, 4, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "scenario\tsystem\tcycles/s\tacquire p50\tacquire p99\trelease p50\trelease p99\terrors\tcpu/cycle\tmembers\tclient\tratio\t")
 	for _, sc := range scenarios {
@@ -212,26 +242,27 @@ func benchMain(ctx context.Context, o options) int {
 		}
 	}
 	_ = tw.Flush()
+}
 
+// printTargets prints each target's condition as measured; it reports
+// whether all were met.
+func printTargets(rows map[string][]measurement) bool {
 	fmt.Println("\ntargets (lockcluster against etcd, this run):")
-	tw = tabwriter.NewWriter(os.Stdout, 0, 4, 2, ' ', 0)
+	tw := tabwriter.NewWriter(os.Stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "scenario\tcondition\ttarget\tmeasured\tresult\tmargin\t")
-	missed := false
+	met := true
 	for _, sc := range scenarios {
 		ms, t := rows[sc.name], targets[sc.name]
 		for _, c := range checks(ms[0], ms[1], t) {
 			result := "met"
 			if !c.met {
-				result, missed = "MISSED", true
+				result, met = "MISSED", false
 			}
 			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%+.0f%%\t\n", sc.name, c.what, c.target, c.measured, result, 100*c.margin)
 		}
 	}
 	_ = tw.Flush()
-	if missed {
-		return 3
-	}
-	return 0
+	return met
 }
 
 // check is one condition of a target, as measured.

@@ -152,20 +152,49 @@ func runStatus(ctx context.Context, e *env, cmd *cobra.Command, a *adminFlags) e
 	ctx, cancel := context.WithTimeout(ctx, a.timeout)
 	defer cancel()
 
-	type row struct {
-		Addr   string         `json:"addr"`
-		Member bool           `json:"member_only,omitempty"` // listed by the configuration, not given
-		Status *client.Status `json:"status,omitempty"`
-		State  string         `json:"state,omitempty"` // when it did not answer: unauthorized, unreachable ...
-		Error  string         `json:"error,omitempty"`
+	probes, memberOnly, peers := probeCluster(ctx, c, a)
+	st := statusRows(probes, memberOnly)
+	if a.json() {
+		printJSON(e.stdout, st.rows)
+	} else {
+		st.print(e.stdout, peers)
 	}
+	name := cmd.CommandPath()
+	if len(st.failed) > 0 {
+		// Said once when every node fails the same way: the fix is the same.
+		fmt.Fprintf(e.stderr, "%s: %s\n", name, cliexplain.SayOnce(st.failed))
+	}
+	for _, r := range st.rows {
+		if r.Status != nil {
+			switch r.Status.Membership {
+			case api.MemberWaiting:
+				fmt.Fprintf(e.stderr, "%s: %s (%s) is waiting to be added to a cluster: lockcluster join --id %s --raft-addr RAFT --http-addr %s\n",
+					name, r.Addr, r.Status.ID, r.Status.ID, r.Addr)
+			case api.MemberRemoved:
+				fmt.Fprintf(e.stderr, "%s: %s (%s) was removed from the cluster and serves nothing\n", name, r.Addr, r.Status.ID)
+			}
+		}
+	}
+	switch {
+	case st.answered == 0:
+		return exitStatus(cliexplain.FailureCode(st.failed))
+	case st.leader == "":
+		fmt.Fprintf(e.stderr, "%s: %s\n", name, cliexplain.MsgNoLeader)
+		return exitStatus(exitUnavailable)
+	}
+	return nil
+}
+
+// probeCluster asks the nodes given, then the members of the raft
+// configuration they report that were not given (from memberOnly on in
+// probes), and returns the largest configuration seen.
+func probeCluster(ctx context.Context, c *client.Client, a *adminFlags) (probes []cliexplain.Probe, memberOnly int, peers []client.Peer) {
 	given := splitList(a.endpoints)
-	probes := cliexplain.ProbeNodes(ctx, c, given, a.timeout)
+	probes = cliexplain.ProbeNodes(ctx, c, given, a.timeout)
 	seen := map[string]bool{}
 	for _, addr := range given {
 		seen[addr] = true
 	}
-	var peers []client.Peer
 	for _, p := range probes {
 		if p.Err == nil && len(p.Status.Peers) > len(peers) {
 			peers = p.Status.Peers
@@ -178,22 +207,42 @@ func runStatus(ctx context.Context, e *env, cmd *cobra.Command, a *adminFlags) e
 			more = append(more, p.HTTPAddr)
 		}
 	}
-	memberOnly := len(probes)
-	probes = append(probes, cliexplain.ProbeNodes(ctx, c, more, a.timeout)...)
+	memberOnly = len(probes)
+	return append(probes, cliexplain.ProbeNodes(ctx, c, more, a.timeout)...), memberOnly, peers
+}
 
-	var rows []row
-	var failed []cliexplain.Probe
-	answered, leader, leaderCommit := 0, "", uint64(0)
+// statusRow is one node in status's answer (-o json prints these).
+type statusRow struct {
+	Addr   string         `json:"addr"`
+	Member bool           `json:"member_only,omitempty"` // listed by the configuration, not given
+	Status *client.Status `json:"status,omitempty"`
+	State  string         `json:"state,omitempty"` // when it did not answer: unauthorized, unreachable ...
+	Error  string         `json:"error,omitempty"`
+}
+
+// clusterStatus is what the probes found.
+type clusterStatus struct {
+	rows         []statusRow
+	failed       []cliexplain.Probe
+	answered     int
+	leader       string // the leader's id, as the nodes that answered name it
+	leaderCommit uint64
+	memberOnly   int // rows from here on were not given
+}
+
+// statusRows turns the probes into rows.
+func statusRows(probes []cliexplain.Probe, memberOnly int) clusterStatus {
+	st := clusterStatus{memberOnly: memberOnly}
 	for i, p := range probes {
-		r := row{Addr: p.Addr, Member: i >= memberOnly}
+		r := statusRow{Addr: p.Addr, Member: i >= memberOnly}
 		switch {
 		case p.Err == nil:
-			answered++
+			st.answered++
 			if p.Status.LeaderID != "" {
-				leader = p.Status.LeaderID
+				st.leader = p.Status.LeaderID
 			}
 			if p.Status.State == "leader" {
-				leaderCommit = p.Status.CommitIndex
+				st.leaderCommit = p.Status.CommitIndex
 			}
 			r.Status = &p.Status
 		case errors.Is(p.Err, client.ErrUnauthorized):
@@ -206,76 +255,51 @@ func runStatus(ctx context.Context, e *env, cmd *cobra.Command, a *adminFlags) e
 			r.State = "unreachable"
 		}
 		if p.Err != nil {
-			r.Error = cliexplain.NodeReason(p) // the words of the summary line below
+			r.Error = cliexplain.NodeReason(p) // the words of the summary line
+			st.failed = append(st.failed, p)
 		}
-		if p.Err != nil {
-			failed = append(failed, p)
-		}
-		rows = append(rows, r)
+		st.rows = append(st.rows, r)
 	}
-	if a.json() {
-		printJSON(e.stdout, rows)
-	} else {
-		tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
-		fmt.Fprintln(tw, "ADDR\tID\tSTATE\tLEADER\tTERM\tCOMMIT\tAPPLIED\tLAG\tKEYS")
-		for _, r := range rows {
-			addr := r.Addr
-			if r.Member {
-				addr += " *"
-			}
-			if r.Status == nil {
-				fmt.Fprintf(tw, "%s\t-\t%s\t-\t-\t-\t-\t-\t-\n", addr, r.State)
-				continue
-			}
-			s := r.Status
-			state := s.State
-			if s.Membership != "" && s.Membership != api.MemberOf {
-				state = s.Membership // waiting to be added, or removed: what the operator acts on
-			}
-			lag := "-"
-			if leaderCommit > 0 {
-				lag = strconv.FormatUint(leaderCommit-min(leaderCommit, s.AppliedIndex), 10)
-			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%d\t%d\t%s\t%d\n", addr, s.ID, state, dash(s.LeaderID), s.Term, s.CommitIndex, s.AppliedIndex, lag, s.Keys)
+	return st
+}
+
+// print writes the table of nodes and the raft configuration.
+func (st clusterStatus) print(w io.Writer, peers []client.Peer) {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "ADDR\tID\tSTATE\tLEADER\tTERM\tCOMMIT\tAPPLIED\tLAG\tKEYS")
+	for _, r := range st.rows {
+		addr := r.Addr
+		if r.Member {
+			addr += " *"
+		}
+		if r.Status == nil {
+			fmt.Fprintf(tw, "%s\t-\t%s\t-\t-\t-\t-\t-\t-\n", addr, r.State)
+			continue
+		}
+		s := r.Status
+		state := s.State
+		if s.Membership != "" && s.Membership != api.MemberOf {
+			state = s.Membership // waiting to be added, or removed: what the operator acts on
+		}
+		lag := "-"
+		if st.leaderCommit > 0 {
+			lag = strconv.FormatUint(st.leaderCommit-min(st.leaderCommit, s.AppliedIndex), 10)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%d\t%d\t%s\t%d\n", addr, s.ID, state, dash(s.LeaderID), s.Term, s.CommitIndex, s.AppliedIndex, lag, s.Keys)
+	}
+	_ = tw.Flush()
+	if st.memberOnly < len(st.rows) {
+		fmt.Fprintln(w, "(* a member the raft configuration lists, not among the endpoints given)")
+	}
+	if len(peers) > 0 {
+		fmt.Fprintln(w, "\nRaft configuration:")
+		tw = tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "ID\tRAFT ADDR\tHTTP ADDR\tSUFFRAGE")
+		for _, p := range peers {
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", p.ID, p.Addr, dash(p.HTTPAddr), p.Suffrage)
 		}
 		_ = tw.Flush()
-		if memberOnly < len(rows) {
-			fmt.Fprintln(e.stdout, "(* a member the raft configuration lists, not among the endpoints given)")
-		}
-		if len(peers) > 0 {
-			fmt.Fprintln(e.stdout, "\nRaft configuration:")
-			tw = tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
-			fmt.Fprintln(tw, "ID\tRAFT ADDR\tHTTP ADDR\tSUFFRAGE")
-			for _, p := range peers {
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", p.ID, p.Addr, dash(p.HTTPAddr), p.Suffrage)
-			}
-			_ = tw.Flush()
-		}
 	}
-	name := cmd.CommandPath()
-	if len(failed) > 0 {
-		// Said once when every node fails the same way: the fix is the same.
-		fmt.Fprintf(e.stderr, "%s: %s\n", name, cliexplain.SayOnce(failed))
-	}
-	for _, r := range rows {
-		if r.Status != nil {
-			switch r.Status.Membership {
-			case api.MemberWaiting:
-				fmt.Fprintf(e.stderr, "%s: %s (%s) is waiting to be added to a cluster: lockcluster join --id %s --raft-addr RAFT --http-addr %s\n",
-					name, r.Addr, r.Status.ID, r.Status.ID, r.Addr)
-			case api.MemberRemoved:
-				fmt.Fprintf(e.stderr, "%s: %s (%s) was removed from the cluster and serves nothing\n", name, r.Addr, r.Status.ID)
-			}
-		}
-	}
-	switch {
-	case answered == 0:
-		return exitStatus(cliexplain.FailureCode(failed))
-	case leader == "":
-		fmt.Fprintf(e.stderr, "%s: %s\n", name, cliexplain.MsgNoLeader)
-		return exitStatus(exitUnavailable)
-	}
-	return nil
 }
 
 func dash(s string) string {

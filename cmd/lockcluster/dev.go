@@ -113,42 +113,11 @@ func runDev(ctx context.Context, e *env, o *devOptions, levelGiven bool) error {
 		}
 		stopDev(e, nodes)
 	}()
-	// The nodes' own credential, apart from any client's: made once per
-	// root, so that a restart on the same --data-dir keeps it.
-	secret, err := devRaftSecret(root)
-	if err != nil {
+	if err := startDevNodes(ctx, o, logger, root, nodes, peers); err != nil {
+		if ctx.Err() != nil {
+			return nil // interrupted while starting
+		}
 		return err
-	}
-	for _, n := range nodes {
-		cfg := cluster.Config{ID: n.id, DataDir: n.dir, RaftAddr: n.raftAddr, HTTPAddr: n.httpAddr,
-			Token: o.token, RaftSecret: secret, Logger: logger.With("node", n.id), RaftLog: o.raftLog,
-			// All three stop together: a leadership transfer would have
-			// nobody to go to.
-			SkipLeadershipTransfer: true}
-		if !hasRaftState(n.dir) {
-			// dev bootstraps its three nodes itself: a node of lockcluster
-			// agent bootstraps only when told to.
-			cfg.Bootstrap = peers
-		}
-		injectFaults(&cfg)
-		node, err := cluster.NewNode(ctx, cfg)
-		if err != nil {
-			if ctx.Err() != nil {
-				return nil // interrupted while starting
-			}
-			return fmt.Errorf("start %s: %w", n.id, err)
-		}
-		n.node = node
-	}
-	wctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	defer cancel()
-	for _, n := range nodes {
-		if err := n.node.WaitForLeader(wctx); err != nil {
-			if ctx.Err() != nil {
-				return nil
-			}
-			return fmt.Errorf("no leader: %w", err)
-		}
 	}
 	printDevBanner(e, nodes, root, o.dataDir == "", o.token)
 	levelVar.Set(level)
@@ -169,6 +138,43 @@ func runDev(ctx context.Context, e *env, o *devOptions, levelGiven bool) error {
 	}
 	<-ctx.Done()
 	fmt.Fprintln(e.stdout, "\nstopping the three nodes...")
+	return nil
+}
+
+// startDevNodes starts the three nodes and waits until each knows the
+// leader.
+func startDevNodes(ctx context.Context, o *devOptions, logger *slog.Logger, root string, nodes []*devNode, peers []cluster.Peer) error {
+	// The nodes' own credential, apart from any client's: made once per
+	// root, so that a restart on the same --data-dir keeps it.
+	secret, err := devRaftSecret(root)
+	if err != nil {
+		return err
+	}
+	for _, n := range nodes {
+		cfg := cluster.Config{ID: n.id, DataDir: n.dir, RaftAddr: n.raftAddr, HTTPAddr: n.httpAddr,
+			Token: o.token, RaftSecret: secret, Logger: logger.With("node", n.id), RaftLog: o.raftLog,
+			// All three stop together: a leadership transfer would have
+			// nobody to go to.
+			SkipLeadershipTransfer: true}
+		if !hasRaftState(n.dir) {
+			// dev bootstraps its three nodes itself: a node of lockcluster
+			// agent bootstraps only when told to.
+			cfg.Bootstrap = peers
+		}
+		injectFaults(&cfg)
+		node, err := cluster.NewNode(ctx, cfg)
+		if err != nil {
+			return fmt.Errorf("start %s: %w", n.id, err)
+		}
+		n.node = node
+	}
+	wctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	for _, n := range nodes {
+		if err := n.node.WaitForLeader(wctx); err != nil {
+			return fmt.Errorf("no leader: %w", err)
+		}
+	}
 	return nil
 }
 

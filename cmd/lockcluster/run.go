@@ -157,142 +157,176 @@ const waitForever = 100 * 365 * 24 * time.Hour
 // runRun holds the lock while argv runs, or, without argv, until
 // interrupted.
 func runRun(ctx context.Context, e *env, cmd *cobra.Command, o *runOptions, argv []string) error {
-	if o.key == "" {
-		return usagef("--key is required")
-	}
-	if o.timeout < 0 || o.grace < 0 {
-		return usagef("--timeout and --grace must not be negative")
-	}
-	wait, err := o.waitLimit(cmd)
+	r := &runner{e: e, o: o, argv: argv, child: -1}
+	wait, err := r.check(cmd)
 	if err != nil {
 		return err
 	}
-	cfg := o.config(e)
-	if err := requireShared(cfg); err != nil {
-		return &usageError{msg: err.Error()}
+	m, err := openManager(ctx, r.cfg)
+	if err != nil {
+		r.say("%s", describeConfig(err))
+		return exitStatus(exitCodeFor(err))
 	}
-	margin := o.ttl / 6
+	defer closeBounded(m, r.say)
+	start := time.Now()
+	err = r.acquire(ctx, m, wait)
+	return r.exit(ctx, m, err, wait, time.Since(start))
+}
+
+// runner is one run of a command under a lock.
+type runner struct {
+	e      *env
+	o      *runOptions
+	argv   []string
+	cfg    lock.Config
+	margin time.Duration // SIGKILL goes out this long before the lease ends
+
+	ran   bool // the lock was granted and the callback ran
+	child int  // the command's exit status, once it ran; -1 before
+	note  waitNote
+}
+
+// say prints a line of run's own on stderr, unless --quiet.
+func (r *runner) say(format string, a ...any) {
+	if !r.o.quiet {
+		fmt.Fprintf(r.e.stderr, "lockcluster run: "+format+"\n", a...)
+	}
+}
+
+// check refuses flags that do not fit together, fills in the backend's
+// Config and the grace, and returns how long to wait for the lock.
+func (r *runner) check(cmd *cobra.Command) (time.Duration, error) {
+	o := r.o
+	if o.key == "" {
+		return 0, usagef("--key is required")
+	}
+	if o.timeout < 0 || o.grace < 0 {
+		return 0, usagef("--timeout and --grace must not be negative")
+	}
+	wait, err := o.waitLimit(cmd)
+	if err != nil {
+		return 0, err
+	}
+	r.cfg = o.config(r.e)
+	if err := requireShared(r.cfg); err != nil {
+		return 0, &usageError{msg: err.Error()}
+	}
+	r.margin = o.ttl / 6
 	if o.ttl > 0 && o.grace > maxGrace(o.ttl) {
 		if given(cmd, "grace") {
-			return usagef("--grace %v is too long for --ttl %v: SIGKILL must go out %v (a sixth of the TTL) before the lease can run out, so the grace can be at most a third of the TTL, %v; give a shorter --grace or a longer --ttl",
-				o.grace, o.ttl, margin, maxGrace(o.ttl))
+			return 0, usagef("--grace %v is too long for --ttl %v: SIGKILL must go out %v (a sixth of the TTL) before the lease can run out, so the grace can be at most a third of the TTL, %v; give a shorter --grace or a longer --ttl",
+				o.grace, o.ttl, r.margin, maxGrace(o.ttl))
 		}
 		o.grace = maxGrace(o.ttl)
 	}
-	say := func(format string, a ...any) {
-		if !o.quiet {
-			fmt.Fprintf(e.stderr, "lockcluster run: "+format+"\n", a...)
-		}
-	}
+	return wait, nil
+}
 
-	m, err := openManager(ctx, cfg)
+// holding is the callback run holds the lock for: the command, under
+// supervision, or nothing until interrupted.
+func (r *runner) holding(lctx context.Context, l *lock.Lock) error {
+	r.ran = true
+	r.note.granted()
+	if len(r.argv) == 0 {
+		return hold(lctx, r.e, l, r.say)
+	}
+	c := exec.Command(r.argv[0], r.argv[1:]...)
+	c.Stdin, c.Stdout, c.Stderr = r.e.stdin, r.e.stdout, r.e.stderr
+	c.Env = append(append([]string(nil), r.e.environ...),
+		"LOCK_KEY="+r.o.key, "LOCK_FENCE="+strconv.FormatUint(l.Fence(), 10), "LOCK_OWNER="+l.Owner())
+	c.WaitDelay = supervise.PipeDrain
+	// From here on run passes its signals on to the command's group
+	// instead of dying of them and leaving the group running.
+	sigs := make(chan os.Signal, 4)
+	signal.Notify(sigs, supervise.Signals...)
+	defer signal.Stop(sigs)
+	if lctx.Err() != nil {
+		return context.Cause(lctx) // interrupted or lost before the start
+	}
+	g := &supervise.Group{Cmd: c, Grace: r.o.grace, Margin: r.margin, Lease: l.ExpiresAt, Signals: sigs, Say: r.say}
+	waitErr, cause, err := g.Supervise(lctx)
 	if err != nil {
-		say("%s", describeConfig(err))
-		return exitStatus(exitCodeFor(err))
+		return &cliexplain.StartError{Err: err}
 	}
-	defer closeBounded(m, say)
-
-	ran := false // the lock was granted and the callback ran
-	child := -1  // the command's exit status, once it ran
-	var note waitNote
-	fn := func(lctx context.Context, l *lock.Lock) error {
-		ran = true
-		note.granted()
-		if len(argv) == 0 {
-			return hold(lctx, e, l, say)
-		}
-		c := exec.Command(argv[0], argv[1:]...)
-		c.Stdin, c.Stdout, c.Stderr = e.stdin, e.stdout, e.stderr
-		c.Env = append(append([]string(nil), e.environ...),
-			"LOCK_KEY="+o.key, "LOCK_FENCE="+strconv.FormatUint(l.Fence(), 10), "LOCK_OWNER="+l.Owner())
-		c.WaitDelay = supervise.PipeDrain
-		// From here on run passes its signals on to the command's group
-		// instead of dying of them and leaving the group running.
-		sigs := make(chan os.Signal, 4)
-		signal.Notify(sigs, supervise.Signals...)
-		defer signal.Stop(sigs)
-		if lctx.Err() != nil {
-			return context.Cause(lctx) // interrupted or lost before the start
-		}
-		g := &supervise.Group{Cmd: c, Grace: o.grace, Margin: margin, Lease: l.ExpiresAt, Signals: sigs, Say: say}
-		waitErr, cause, err := g.Supervise(lctx)
-		if err != nil {
-			return &cliexplain.StartError{Err: err}
-		}
-		child = supervise.StatusOf(c, waitErr)
-		if cause == supervise.LeaseEnding {
-			return errLeaseEnding
-		}
-		return nil
+	r.child = supervise.StatusOf(c, waitErr)
+	if cause == supervise.LeaseEnding {
+		return errLeaseEnding
 	}
+	return nil
+}
 
-	start := time.Now()
+// acquire takes the lock, waiting up to wait, and runs holding under it.
+func (r *runner) acquire(ctx context.Context, m *lock.Manager, wait time.Duration) error {
+	o := r.o
 	opts := []lock.Option{lock.WithRefresh(), lock.WithReleaseTimeout(finalRelease)}
 	if o.owner != "" {
 		opts = append(opts, lock.WithOwner(o.owner))
 	}
-	switch {
-	case wait == 0:
-		err = m.Try(ctx, o.key, o.ttl, fn, opts...)
-	case wait == waitForever:
+	switch wait {
+	case 0:
+		return m.Try(ctx, o.key, o.ttl, r.holding, opts...)
+	case waitForever:
 		// Try first: a free lock is taken at once, and a backend that
 		// cannot be reached is reported without a wait's longer time
 		// budget.
-		err = m.Try(ctx, o.key, o.ttl, fn, opts...)
-		if errors.Is(err, lock.ErrNotAcquired) && !ran {
-			msg := fmt.Sprintf("%q is held by another owner", o.key)
-			if left, ok := holderLeft(ctx, m, o.key); ok {
-				msg += "; its lease " + leaseEnds(left)
-			}
-			say("%s; waiting", msg)
-			err = m.Block(ctx, o.key, o.ttl, fn, append(opts, lock.WithTimeout(wait))...)
+		err := m.Try(ctx, o.key, o.ttl, r.holding, opts...)
+		if !errors.Is(err, lock.ErrNotAcquired) || r.ran {
+			return err
 		}
-	default:
-		// The wait bounds the whole acquisition, so Block at once; say
-		// that run waits if the lock is not granted within a second.
-		stop := note.after(time.Second, func(nctx context.Context) string {
-			if left, ok := holderLeft(nctx, m, o.key); ok {
-				return fmt.Sprintf("waiting for %q, up to %s; it is held by another owner, whose lease %s", o.key, formatDuration(wait), leaseEnds(left))
-			}
-			return fmt.Sprintf("waiting for %q, up to %s", o.key, formatDuration(wait))
-		}, say)
-		err = m.Block(ctx, o.key, o.ttl, fn, append(opts, lock.WithTimeout(wait))...)
-		stop()
+		msg := fmt.Sprintf("%q is held by another owner", o.key)
+		if left, ok := holderLeft(ctx, m, o.key); ok {
+			msg += "; its lease " + leaseEnds(left)
+		}
+		r.say("%s; waiting", msg)
+		return m.Block(ctx, o.key, o.ttl, r.holding, append(opts, lock.WithTimeout(wait))...)
 	}
-	waited := time.Since(start)
+	// The wait bounds the whole acquisition, so Block at once; say that
+	// run waits if the lock is not granted within a second.
+	stop := r.note.after(time.Second, func(nctx context.Context) string {
+		if left, ok := holderLeft(nctx, m, o.key); ok {
+			return fmt.Sprintf("waiting for %q, up to %s; it is held by another owner, whose lease %s", o.key, formatDuration(wait), leaseEnds(left))
+		}
+		return fmt.Sprintf("waiting for %q, up to %s", o.key, formatDuration(wait))
+	}, r.say)
+	defer stop()
+	return m.Block(ctx, o.key, o.ttl, r.holding, append(opts, lock.WithTimeout(wait))...)
+}
+
+// exit says what became of the run and returns its exit status.
+func (r *runner) exit(ctx context.Context, m *lock.Manager, err error, wait, waited time.Duration) error {
 	switch {
-	case (errors.Is(err, lock.ErrLost) || errors.Is(err, errLeaseEnding)) && child >= 0:
+	case (errors.Is(err, lock.ErrLost) || errors.Is(err, errLeaseEnding)) && r.child >= 0:
 		// Why was said as the group got its SIGTERM (supervise.Group).
-		say("the command's process group is gone; exit status %d (lock lost)", exitLost)
+		r.say("the command's process group is gone; exit status %d (lock lost)", exitLost)
 		return exitStatus(exitLost)
 	case errors.Is(err, lock.ErrLost):
-		say("%s", describe(err)) // lost "K" (fence F): why
+		r.say("%s", describe(err)) // lost "K" (fence F): why
 		return exitStatus(exitLost)
 	case errors.Is(err, errLeaseEnding):
-		say("stopped the command on %q: %v", o.key, err)
+		r.say("stopped the command on %q: %v", r.o.key, err)
 		return exitStatus(exitLost)
-	case errors.Is(err, lock.ErrNotAcquired) && !ran:
+	case errors.Is(err, lock.ErrNotAcquired) && !r.ran:
 		// A wait that ran out may have failed to reach the cluster at all.
-		if msg, code, ok := explainManager(ctx, m, cfg); ok {
-			say("%s", msg)
+		if msg, code, ok := explainManager(ctx, m, r.cfg); ok {
+			r.say("%s", msg)
 			return exitStatus(code)
 		}
-		say("%s", o.notAcquired(ctx, m, wait, waited))
+		r.say("%s", r.o.notAcquired(ctx, m, wait, waited))
 		return exitStatus(exitNotAcquired)
-	case child >= 0:
-		return exitStatus(child)
+	case r.child >= 0:
+		return exitStatus(r.child)
 	case err == nil:
 		return nil
-	case ctx.Err() != nil && !ran:
-		say("interrupted while waiting for %q, after %s", o.key, formatDuration(waited.Round(time.Millisecond)))
+	case ctx.Err() != nil && !r.ran:
+		r.say("interrupted while waiting for %q, after %s", r.o.key, formatDuration(waited.Round(time.Millisecond)))
 		return exitStatus(exitInterrupted)
 	case errors.Is(err, lock.ErrUnavailable):
-		if msg, code, ok := explainManager(ctx, m, cfg); ok {
-			say("%s", msg)
+		if msg, code, ok := explainManager(ctx, m, r.cfg); ok {
+			r.say("%s", msg)
 			return exitStatus(code)
 		}
 	}
-	say("%s", describe(err))
+	r.say("%s", describe(err))
 	return exitStatus(exitCodeFor(err))
 }
 
