@@ -79,7 +79,7 @@ type Status struct {
 	// MemberWaiting (started with no state and no bootstrap, it waits to
 	// be added) or MemberRemoved (it stopped serving).
 	Membership string `json:"membership"`
-	// Version is the node's build: "v1.2.3", or "devel (<revision>)" for
+	// Version is the node's build: "v1.2.3", or "v0.1.0 (<revision>)" for
 	// a build from a checkout; empty from a node that does not report it.
 	Version string `json:"version"`
 }

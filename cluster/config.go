@@ -218,12 +218,11 @@ const (
 	DefaultClusterID          = "lockcluster"
 	// DefaultRaftLog is the log store of a new data dir. The WAL appends
 	// a batch and fsyncs it once, where bbolt writes pages and then its
-	// meta page. Measured on three nodes sharing one disk (README,
-	// docs/PERFORMANCE.md), four interleaved runs each: 1.7-3.3x bolt's
-	// cycles/s with one worker, 1.5-2.4x on one hot key, 0.9-2.4x with
-	// 32 workers on distinct keys, and a lower acquire p50 in every run.
-	// It costs disk up front: raft-wal allocates each 64 MiB segment when
-	// it creates it. Existing data dirs keep their bolt log.
+	// meta page: more cycles/s and a lower p50 than bolt in every
+	// measured run (the figures and their command are in
+	// docs/PERFORMANCE.md, "Raft log store"). It costs disk up front: raft-wal
+	// allocates each 64 MiB segment when it creates it. Existing data
+	// dirs keep their bolt log.
 	DefaultRaftLog = RaftLogWAL
 	// DefaultMaxKeys bounds the table's memory on every node: about 1.2 KB
 	// of heap per held lock with short keys and owners (measured by

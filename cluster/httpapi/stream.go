@@ -412,9 +412,8 @@ func (s *streamConn) handle(ctx context.Context, f stream.Request, body []byte) 
 // after another: while other requests are in progress, the writer yields
 // once before it gathers, so that those answering now join the same write
 // rather than one write (and one wake-up of the client) each. A lone
-// request is written at once. Measured with 32 workers on distinct keys:
-// 1.02–1.62× cycles/s in 8 pairs and 4–41 % less CPU per cycle; one hot
-// key and one worker unchanged within noise (docs/PERFORMANCE.md).
+// request is written at once. It pays with many workers and costs nothing
+// measurable with one (docs/PERFORMANCE.md, "Each lever, measured on its own").
 func (s *streamConn) write() {
 	var buf []byte
 	var batch []queuedAnswer

@@ -1,0 +1,56 @@
+package lock_test
+
+import (
+	"os/exec"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// The import rules of ARCHITECTURE.md ("What each package may import"),
+// checked: each package's dependencies inside this module are within the
+// set the document allows, and raft is linked only where it says.
+func TestArchitecture_ImportRules(t *testing.T) {
+	t.Parallel()
+	goBin, err := exec.LookPath("go")
+	if err != nil {
+		t.Fatalf("the go command is needed to list dependencies: %v", err)
+	}
+	const mod = "github.com/zerotal/lock"
+	for _, rule := range []struct {
+		pkg     string
+		allowed []string // this module's packages it may depend on, itself aside
+		noRaft  bool
+	}{
+		{"api", nil, true},
+		{"api/stream", []string{"api"}, true},
+		{"drivers", nil, true},
+		{"engine", []string{"drivers"}, true},
+		{"client", []string{"api", "api/stream", "drivers", "internal/background"}, true},
+		{"cluster/access", nil, true},
+		{"cluster/httpapi", []string{"api", "api/stream", "drivers", "cluster/access", "internal/hostport"}, true},
+		{"fsm", []string{"engine", "drivers"}, false},
+		{"cluster/rounds", []string{"fsm", "engine", "drivers"}, false},
+		{"cluster/term", []string{"cluster/rounds", "fsm", "engine", "drivers"}, false},
+		{".", []string{"drivers", "drivers/memory", "engine", "internal/heldwatch"}, true},
+	} {
+		path := mod
+		if rule.pkg != "." {
+			path += "/" + rule.pkg
+		}
+		out, err := exec.CommandContext(t.Context(), goBin, "list", "-deps", path).CombinedOutput()
+		if err != nil {
+			t.Fatalf("go list -deps %s: %v\n%s", path, err, out)
+		}
+		for _, dep := range strings.Fields(string(out)) {
+			if rule.noRaft && strings.HasPrefix(dep, "github.com/hashicorp/raft") {
+				t.Errorf("%s links %s; ARCHITECTURE.md says it knows nothing of raft", rule.pkg, dep)
+			}
+			inner, ok := strings.CutPrefix(dep, mod+"/")
+			if !ok || dep == path || slices.Contains(rule.allowed, inner) {
+				continue
+			}
+			t.Errorf("%s depends on %s, which ARCHITECTURE.md does not allow it", rule.pkg, inner)
+		}
+	}
+}
