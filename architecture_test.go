@@ -12,10 +12,6 @@ import (
 // set the document allows, and raft is linked only where it says.
 func TestArchitecture_ImportRules(t *testing.T) {
 	t.Parallel()
-	goBin, err := exec.LookPath("go")
-	if err != nil {
-		t.Fatalf("the go command is needed to list dependencies: %v", err)
-	}
 	const mod = "github.com/zerotal/lock"
 	for _, rule := range []struct {
 		pkg     string
@@ -38,11 +34,7 @@ func TestArchitecture_ImportRules(t *testing.T) {
 		if rule.pkg != "." {
 			path += "/" + rule.pkg
 		}
-		out, err := exec.CommandContext(t.Context(), goBin, "list", "-deps", path).CombinedOutput()
-		if err != nil {
-			t.Fatalf("go list -deps %s: %v\n%s", path, err, out)
-		}
-		for _, dep := range strings.Fields(string(out)) {
+		for _, dep := range goListDeps(t, path) {
 			if rule.noRaft && strings.HasPrefix(dep, "github.com/hashicorp/raft") {
 				t.Errorf("%s links %s; ARCHITECTURE.md says it knows nothing of raft", rule.pkg, dep)
 			}
@@ -53,4 +45,19 @@ func TestArchitecture_ImportRules(t *testing.T) {
 			t.Errorf("%s depends on %s, which ARCHITECTURE.md does not allow it", rule.pkg, inner)
 		}
 	}
+}
+
+// goListDeps lists every package pkg depends on, itself included (go list
+// -deps).
+func goListDeps(t *testing.T, pkg string) []string {
+	t.Helper()
+	goBin, err := exec.LookPath("go")
+	if err != nil {
+		t.Fatalf("the go command is needed to list a package's dependencies: %v", err)
+	}
+	out, err := exec.CommandContext(t.Context(), goBin, "list", "-deps", pkg).CombinedOutput()
+	if err != nil {
+		t.Fatalf("go list -deps %s: %v\n%s", pkg, err, out)
+	}
+	return strings.Fields(string(out))
 }

@@ -2,6 +2,7 @@ package lock_test
 
 import (
 	"os/exec"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -11,17 +12,9 @@ import (
 // imports none but memory.
 func TestOpen_MemoryOnlyProgramLinksNoOtherBackend(t *testing.T) {
 	t.Parallel()
-	goBin, err := exec.LookPath("go")
-	if err != nil {
-		t.Fatalf("the go command is needed to list a program's dependencies: %v", err)
-	}
-	out, err := exec.CommandContext(t.Context(), goBin, "list", "-deps", "./testdata/memonly").CombinedOutput()
-	if err != nil {
-		t.Fatalf("go list -deps: %v\n%s", err, out)
-	}
-	deps := strings.Fields(string(out))
-	if len(deps) == 0 || !strings.Contains(string(out), "github.com/zerotal/lock/drivers/memory") {
-		t.Fatalf("go list -deps listed no memory driver:\n%s", out)
+	deps := goListDeps(t, "./testdata/memonly")
+	if !slices.Contains(deps, "github.com/zerotal/lock/drivers/memory") {
+		t.Fatalf("go list -deps listed no memory driver:\n%s", strings.Join(deps, "\n"))
 	}
 	for _, dep := range deps {
 		for _, banned := range []string{
@@ -41,7 +34,11 @@ func TestOpen_MemoryOnlyProgramLinksNoOtherBackend(t *testing.T) {
 
 	// The same program asks for redis without importing it: the error
 	// names the import.
-	out, err = exec.CommandContext(t.Context(), goBin, "run", "./testdata/memonly").CombinedOutput()
+	goBin, err := exec.LookPath("go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := exec.CommandContext(t.Context(), goBin, "run", "./testdata/memonly").CombinedOutput()
 	if err != nil {
 		t.Fatalf("go run: %v\n%s", err, out)
 	}

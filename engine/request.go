@@ -167,18 +167,19 @@ func (e *loop) roundTrip(ctx context.Context, r *request) error {
 // ask sends r, waits for its answer (as roundTrip) and returns it, with
 // the answer's error; r goes back to the pool.
 func (e *loop) ask(ctx context.Context, r *request) (answer, error) {
-	if err := e.roundTrip(ctx, r); err != nil {
-		return answer{}, err
-	}
-	a := r.answer
-	putReq(r)
-	return a, a.err
+	return answerOf(r, e.roundTrip(ctx, r))
 }
 
 // askSettled is ask for commands whose outcome the caller must know
 // (settle).
 func (e *loop) askSettled(ctx context.Context, r *request) (answer, error) {
-	if err := e.settle(ctx, r); err != nil {
+	return answerOf(r, e.settle(ctx, r))
+}
+
+// answerOf returns r's answer and puts r back, unless err says r was not
+// answered (then r is not touched: the loop may still answer it).
+func answerOf(r *request, err error) (answer, error) {
+	if err != nil {
 		return answer{}, err
 	}
 	a := r.answer

@@ -1,8 +1,10 @@
 package httpapi
 
 import (
+	"context"
 	"errors"
 	"net/http"
+	"time"
 
 	"github.com/zerotal/lock/api"
 	"github.com/zerotal/lock/cluster/access"
@@ -10,20 +12,18 @@ import (
 
 func (h *handler) acquire(w http.ResponseWriter, r *http.Request) {
 	var req api.AcquireRequest
-	raw, err := decodeBody(w, r, &req)
-	if err != nil {
-		writeError(w, err)
-		return
-	}
-	ttl, err := checkTTL(req.TTLMillis)
-	if err == nil {
-		err = errors.Join(checkKey(req.Key), checkOwner(req.Owner))
-	}
-	if err == nil && req.WaitMillis < 0 {
-		err = invalidf("wait_ms", "%d is negative", req.WaitMillis)
-	}
-	if err != nil {
-		writeError(w, err)
+	var ttl time.Duration
+	raw, ok := decodeChecked(w, r, &req, func() (err error) {
+		ttl, err = checkTTL(req.TTLMillis)
+		if err == nil {
+			err = errors.Join(checkKey(req.Key), checkOwner(req.Owner))
+		}
+		if err == nil && req.WaitMillis < 0 {
+			err = invalidf("wait_ms", "%d is negative", req.WaitMillis)
+		}
+		return err
+	})
+	if !ok {
 		return
 	}
 	if req.WaitMillis > 0 && h.waits != nil {
@@ -38,89 +38,83 @@ func (h *handler) acquire(w http.ResponseWriter, r *http.Request) {
 	if req.WaitMillis > 0 {
 		releaseRunSlot(r.Context()) // the wait cap, not the stream's slots, bounds what waits hold
 	}
-	if !h.scope(w, r, access.RightLock, req.Key) {
-		return
-	}
-	h.onLeader(w, r, raw, func() {
-		fence, err := h.store.Acquire(r.Context(), req.Key, req.Owner, ttl, api.Duration(req.WaitMillis))
-		if err != nil {
-			writeError(w, err)
-			return
-		}
-		writeJSON(w, http.StatusOK, api.AcquireResponse{Key: req.Key, Owner: req.Owner, Fence: fence, TTLMillis: req.TTLMillis})
+	h.serveKey(w, r, raw, access.RightLock, req.Key, func(ctx context.Context) (any, error) {
+		fence, err := h.store.Acquire(ctx, req.Key, req.Owner, ttl, api.Duration(req.WaitMillis))
+		return api.AcquireResponse{Key: req.Key, Owner: req.Owner, Fence: fence, TTLMillis: req.TTLMillis}, err
 	})
 }
 
 func (h *handler) release(w http.ResponseWriter, r *http.Request) {
 	var req api.ReleaseRequest
-	raw, err := decodeBody(w, r, &req)
-	if err == nil {
-		err = errors.Join(checkKey(req.Key), checkOwner(req.Owner))
-	}
-	if err != nil {
-		writeError(w, err)
+	raw, ok := decodeChecked(w, r, &req, func() error { return errors.Join(checkKey(req.Key), checkOwner(req.Owner)) })
+	if !ok {
 		return
 	}
-	if !h.scope(w, r, access.RightLock, req.Key) {
-		return
-	}
-	h.onLeader(w, r, raw, func() {
-		released, err := h.store.Release(r.Context(), req.Key, req.Owner)
-		if err != nil {
-			writeError(w, err)
-			return
-		}
-		writeJSON(w, http.StatusOK, api.ReleaseResponse{Released: released})
+	h.serveKey(w, r, raw, access.RightLock, req.Key, func(ctx context.Context) (any, error) {
+		released, err := h.store.Release(ctx, req.Key, req.Owner)
+		return api.ReleaseResponse{Released: released}, err
 	})
 }
 
 func (h *handler) extend(w http.ResponseWriter, r *http.Request) {
 	var req api.ExtendRequest
-	raw, err := decodeBody(w, r, &req)
-	if err != nil {
-		writeError(w, err)
-		return
-	}
-	ttl, err := checkTTL(req.TTLMillis)
-	if err == nil {
-		err = errors.Join(checkKey(req.Key), checkOwner(req.Owner))
-	}
-	if err != nil {
-		writeError(w, err)
-		return
-	}
-	if !h.scope(w, r, access.RightLock, req.Key) {
-		return
-	}
-	h.onLeader(w, r, raw, func() {
-		extended, err := h.store.Extend(r.Context(), req.Key, req.Owner, ttl)
-		if err != nil {
-			writeError(w, err)
-			return
+	var ttl time.Duration
+	raw, ok := decodeChecked(w, r, &req, func() (err error) {
+		ttl, err = checkTTL(req.TTLMillis)
+		if err == nil {
+			err = errors.Join(checkKey(req.Key), checkOwner(req.Owner))
 		}
-		writeJSON(w, http.StatusOK, api.ExtendResponse{Extended: extended, TTLMillis: req.TTLMillis})
+		return err
+	})
+	if !ok {
+		return
+	}
+	h.serveKey(w, r, raw, access.RightLock, req.Key, func(ctx context.Context) (any, error) {
+		extended, err := h.store.Extend(ctx, req.Key, req.Owner, ttl)
+		return api.ExtendResponse{Extended: extended, TTLMillis: req.TTLMillis}, err
 	})
 }
 
 func (h *handler) forceRelease(w http.ResponseWriter, r *http.Request) {
 	var req api.ForceReleaseRequest
-	raw, err := decodeBody(w, r, &req)
+	raw, ok := decodeChecked(w, r, &req, func() error { return checkKey(req.Key) })
+	if !ok {
+		return
+	}
+	h.serveKey(w, r, raw, access.RightForceRelease, req.Key, func(ctx context.Context) (any, error) {
+		released, err := h.store.ForceRelease(ctx, req.Key)
+		return api.ReleaseResponse{Released: released}, err
+	})
+}
+
+// decodeChecked decodes the body into req (decodeBody) and checks its
+// fields with check. On failure it has answered, and ok is false.
+func decodeChecked(w http.ResponseWriter, r *http.Request, req any, check func() error) (raw []byte, ok bool) {
+	raw, err := decodeBody(w, r, req)
 	if err == nil {
-		err = checkKey(req.Key)
+		err = check()
 	}
 	if err != nil {
 		writeError(w, err)
-		return
+		return nil, false
 	}
-	if !h.scope(w, r, access.RightForceRelease, req.Key) {
+	return raw, true
+}
+
+// serveKey serves a request about key, which the credential must reach
+// with right: on the leader, here or through a forward of raw, by serve,
+// whose answer is written as JSON, or its error as its status.
+func (h *handler) serveKey(w http.ResponseWriter, r *http.Request, raw []byte, right access.Right, key string,
+	serve func(ctx context.Context) (any, error)) {
+	if !h.scope(w, r, right, key) {
 		return
 	}
 	h.onLeader(w, r, raw, func() {
-		released, err := h.store.ForceRelease(r.Context(), req.Key)
+		body, err := serve(r.Context())
 		if err != nil {
 			writeError(w, err)
 			return
 		}
-		writeJSON(w, http.StatusOK, api.ReleaseResponse{Released: released})
+		writeJSON(w, http.StatusOK, body)
 	})
 }

@@ -112,7 +112,7 @@ func printJSON(w io.Writer, v any) {
 }
 
 const statusExamples = `  lockcluster status --endpoints 127.0.0.1:7001,127.0.0.1:7002,127.0.0.1:7003
-  LOCKCLUSTER_ENDPOINTS=127.0.0.1:7001 lockcluster status --json`
+  LOCKCLUSTER_ENDPOINTS=127.0.0.1:7001 lockcluster status -o json`
 
 const statusNotes = `Each node answers for itself, so a table of all of them shows who leads and who lags.
 A node that refuses the token shows as "unauthorized", one that cannot be reached as
