@@ -87,6 +87,22 @@ func newStreamServerOn(t *testing.T, store httpapi.Store, opts httpapi.Options) 
 	return s
 }
 
+// streamsEnded reports whether every stream the node serves ended within
+// d.
+func (s *streamServer) streamsEnded(d time.Duration) bool {
+	done := make(chan struct{})
+	go func() {
+		s.streams.Wait()
+		close(done)
+	}()
+	select {
+	case <-done:
+		return true
+	case <-time.After(d):
+		return false // the goroutine above ends with the test's cleanup
+	}
+}
+
 // ended waits for a held acquire's context to end and returns its owner.
 func (s *streamServer) ended(t *testing.T) string {
 	t.Helper()
