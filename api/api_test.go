@@ -186,3 +186,15 @@ func TestBearer(t *testing.T) {
 		t.Fatalf("Bearer = %q", got)
 	}
 }
+
+// A list with no locks is an empty array on the wire, never null, however
+// the server built it.
+func TestWire_EmptyLockListIsAnArray(t *testing.T) {
+	b, err := json.Marshal(api.LockList{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := `{"locks":[],"truncated":false}`; string(b) != want {
+		t.Fatalf("LockList{} = %s, want %s", b, want)
+	}
+}

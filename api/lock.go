@@ -44,3 +44,13 @@ func (l *Lock) UnmarshalJSON(b []byte) error {
 	*l = Lock{Key: w.Key, Owner: w.Owner, Fence: w.Fence, Remaining: Duration(w.RemainingMillis), Waiters: w.Waiters}
 	return nil
 }
+
+// MarshalJSON writes l with its locks as a JSON array, [] when there are
+// none, never null.
+func (l LockList) MarshalJSON() ([]byte, error) {
+	type plain LockList // without this method
+	if l.Locks == nil {
+		l.Locks = []Lock{}
+	}
+	return json.Marshal(plain(l))
+}

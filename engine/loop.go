@@ -23,7 +23,7 @@ const (
 // change from the raft log) are this loop with their own calls; only the
 // live one has a clock.
 type loop struct {
-	// Read by callers, written once by newLoop.
+	// Read by callers, written once by start.
 	cfg    Config
 	clock  *liveClock    // nil in a Replicated engine: time comes from the log
 	reqc   chan *request // never closed: senders also watch done

@@ -396,7 +396,7 @@ func (f *FSM) Waiters() []Waiter {
 // handed a grant must not be reading in between. It must not be called
 // from OnApply.
 func (f *FSM) IsWaiter(ctx context.Context, key, owner string) (bool, error) {
-	ok, err := f.eng.IsWaiting(ctx, key, owner)
+	ok, err := f.IsQueued(ctx, key, owner)
 	if err != nil || ok {
 		return ok, err
 	}

@@ -68,9 +68,6 @@ func (h *handler) listLocks(w http.ResponseWriter, r *http.Request) {
 			writeError(w, err)
 			return
 		}
-		if locks == nil {
-			locks = []api.Lock{} // [] on the wire, never null
-		}
 		writeJSON(w, http.StatusOK, api.LockList{Locks: locks, Truncated: truncated})
 	})
 }

@@ -351,9 +351,6 @@ func runLocks(ctx context.Context, e *env, cmd *cobra.Command, a *adminFlags, pr
 	}
 	if a.json() {
 		// The schema of GET /v1/locks: key, owner, fence, remaining_ms.
-		if locks == nil {
-			locks = []api.Lock{}
-		}
 		printJSON(e.stdout, api.LockList{Locks: locks, Truncated: truncated})
 		return nil
 	}
