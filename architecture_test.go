@@ -26,6 +26,7 @@ func TestArchitecture_ImportRules(t *testing.T) {
 		{"cluster/access", nil, true},
 		{"cluster/httpapi", []string{"api", "api/stream", "drivers", "cluster/access", "internal/hostport"}, true},
 		{"fsm", []string{"engine", "drivers"}, false},
+		{"cluster/handoff", []string{"fsm", "engine", "drivers"}, false},
 		{"cluster/rounds", []string{"fsm", "engine", "drivers"}, false},
 		{"cluster/term", []string{"cluster/rounds", "fsm", "engine", "drivers"}, false},
 		{".", []string{"drivers", "drivers/memory", "engine", "internal/heldwatch"}, true},

@@ -277,6 +277,6 @@ func (s *memSink) ID() string    { return "mem" }
 
 // isWaiter reports whether owner is queued for key on n.
 func isWaiter(n *Node, key, owner string) bool {
-	ok, err := n.fsm.IsWaiter(context.Background(), key, owner)
+	ok, err := n.fsm.IsQueuedOnceDelivered(context.Background(), key, owner)
 	return ok && err == nil
 }

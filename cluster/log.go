@@ -53,7 +53,7 @@ func (n *Node) onApply(a fsm.Applied) {
 		(*hook)(a)
 	}
 	if h := a.Result.Handoff; h != nil {
-		n.waits.deliver(*h)
+		n.waits.Deliver(*h)
 	}
 	// Only a new or handed-off grant can bring the earliest deadline
 	// forward.

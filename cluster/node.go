@@ -16,6 +16,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/zerotal/lock/cluster/access"
+	"github.com/zerotal/lock/cluster/handoff"
 	"github.com/zerotal/lock/cluster/httpapi"
 	"github.com/zerotal/lock/cluster/metrics"
 	"github.com/zerotal/lock/cluster/raftstore"
@@ -36,7 +37,7 @@ type Node struct {
 	raft    *raft.Raft
 	stores  *stores
 	metrics *metrics.Metrics
-	waits   *liveRequests
+	waits   *handoff.Requests
 	member  *membership
 	rounds  *rounds.Rounds // nil until raft runs
 	expiry  *term.Expiry
@@ -90,7 +91,7 @@ func NewNode(ctx context.Context, cfg Config) (_ *Node, err error) {
 	n := &Node{
 		cfg:    cfg,
 		log:    cfg.Logger,
-		waits:  newLiveRequests(),
+		waits:  handoff.NewRequests(cfg.Logger),
 		member: newMembership(),
 		proxy:  newProxyTransport(cfg.dialAddr),
 	}

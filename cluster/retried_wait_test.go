@@ -70,7 +70,10 @@ func startAbandonedWait(t *testing.T, n *Node, c *apiClient, key string) (*cance
 }
 
 // liveRequests is how many requests of (key, owner) the leader serves.
-func liveCount(n *Node, key, owner string) int { return n.waits.live(key, owner) }
+func liveCount(n *Node, key, owner string) int {
+	live, _ := n.waits.Live(key, owner)
+	return live
+}
 
 // Order 1: the retry waits, the hand-off commits, then the abandoned
 // request's cancel (which finds nothing to cancel). The retry answers

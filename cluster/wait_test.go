@@ -70,7 +70,7 @@ func TestCluster_WaitTimeoutAnswers409AndLeavesNoWaiter(t *testing.T) {
 	if g := c.get(addr, "k"); g.num("waiters") != 0 || g.str("owner") != "a" {
 		t.Fatalf("lock after the timeout = %s", g.Raw)
 	}
-	if n := nodes[0].waits.pending(); n != 0 {
+	if n := nodes[0].waits.Listening(); n != 0 {
 		t.Fatalf("%d waits still registered", n)
 	}
 }
@@ -189,7 +189,7 @@ func TestCluster_RetriedWaitDoesNotCommitAgain(t *testing.T) {
 	before := n.raft.LastIndex()
 
 	go func() { results <- c.acquire(addr, "k", "b", time.Minute, 20*time.Second) }()
-	waitFor(t, 5*time.Second, "the retry to wait", func() bool { return n.waits.pending() == 2 })
+	waitFor(t, 5*time.Second, "the retry to wait", func() bool { return n.waits.Listening() == 2 })
 	if after := n.raft.LastIndex(); after != before {
 		t.Fatalf("the retry committed %d entries, want none", after-before)
 	}
@@ -241,7 +241,8 @@ func TestCluster_HandoffDeliveredAfterTheWaitTimedOutIsReleased(t *testing.T) {
 		case r = <-answer:
 			return true
 		default:
-			return n.waits.cleaning("k", "b")
+			_, cleaning := n.waits.Live("k", "b")
+			return cleaning
 		}
 	})
 	close(release)

@@ -144,7 +144,7 @@ func (f *FSM) List(ctx context.Context, prefix string, limit int) ([]engine.Info
 func (f *FSM) Keys() int { return f.eng.Len() }
 
 // IsQueued reports whether owner is queued for key, as the engine has it
-// now: unlike IsWaiter, it does not wait for the hand-offs already applied
+// now: unlike IsQueuedOnceDelivered, it does not wait for the hand-offs already applied
 // to be delivered.
 func (f *FSM) IsQueued(ctx context.Context, key, owner string) (bool, error) {
 	return f.eng.IsWaiting(ctx, key, owner)
@@ -205,7 +205,7 @@ func (f *FSM) ApplyBatch(logs []*raft.Log) []interface{} {
 	}
 
 	// OnApply runs before the batch counts as applied, so that whoever
-	// waits for an index (WaitApplied, IsWaiter) finds its hand-offs
+	// waits for an index (WaitApplied, IsQueuedOnceDelivered) finds its hand-offs
 	// delivered.
 	if f.onApply != nil && applyErr == nil {
 		for k, p := range f.pos {
@@ -389,13 +389,13 @@ func (f *FSM) Waiters() []Waiter {
 	return w
 }
 
-// IsWaiter reports whether owner is queued for key. When it is not, it
-// returns only once every entry the engine has applied so far has been
-// through Config.OnApply: the engine hands a key to a waiter before
+// IsQueuedOnceDelivered reports whether owner is queued for key. When it
+// is not, it returns only once every entry the engine has applied so far
+// has been through Config.OnApply (the hand-offs are delivered): the engine hands a key to a waiter before
 // OnApply hears of it, and a caller that finds owner neither queued nor
 // handed a grant must not be reading in between. It must not be called
 // from OnApply.
-func (f *FSM) IsWaiter(ctx context.Context, key, owner string) (bool, error) {
+func (f *FSM) IsQueuedOnceDelivered(ctx context.Context, key, owner string) (bool, error) {
 	ok, err := f.IsQueued(ctx, key, owner)
 	if err != nil || ok {
 		return ok, err

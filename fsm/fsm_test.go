@@ -470,10 +470,10 @@ func TestFSM_MembersAndWaitApplied(t *testing.T) {
 }
 
 // The engine hands a key to a waiter before OnApply hears of it. While
-// OnApply has not run, the batch does not count as applied, and IsWaiter,
+// OnApply has not run, the batch does not count as applied, and IsQueuedOnceDelivered,
 // finding the waiter gone from the queue, does not answer: a caller that
 // sees "not queued" also sees the hand-off delivered.
-func TestFSM_IsWaiterAnswersNotQueuedOnlyOnceTheHandoffIsDelivered(t *testing.T) {
+func TestFSM_IsQueuedOnceDeliveredAnswersNotQueuedOnlyOnceTheHandoffIsDelivered(t *testing.T) {
 	reached, release := make(chan struct{}), make(chan struct{})
 	f := newTestFSM(t, Config{OnApply: func(a Applied) {
 		if h := a.Result.Handoff; h != nil && h.Owner == "b" {
@@ -494,13 +494,13 @@ func TestFSM_IsWaiterAnswersNotQueuedOnlyOnceTheHandoffIsDelivered(t *testing.T)
 	}
 	ctx, cancel := context.WithTimeout(t.Context(), 50*time.Millisecond)
 	defer cancel()
-	if ok, err := f.IsWaiter(ctx, "k", "b"); ok || !errors.Is(err, context.DeadlineExceeded) {
-		t.Fatalf("IsWaiter while the hand-off is undelivered = %v, %v; want no answer", ok, err)
+	if ok, err := f.IsQueuedOnceDelivered(ctx, "k", "b"); ok || !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("IsQueuedOnceDelivered while the hand-off is undelivered = %v, %v; want no answer", ok, err)
 	}
 	close(release)
 	<-done
-	if ok, err := f.IsWaiter(t.Context(), "k", "b"); ok || err != nil {
-		t.Fatalf("IsWaiter after the hand-off = %v, %v", ok, err)
+	if ok, err := f.IsQueuedOnceDelivered(t.Context(), "k", "b"); ok || err != nil {
+		t.Fatalf("IsQueuedOnceDelivered after the hand-off = %v, %v", ok, err)
 	}
 	if got := f.AppliedIndex(); got != 3 {
 		t.Fatalf("AppliedIndex = %d, want 3", got)

@@ -1,14 +1,15 @@
-package cluster
+package handoff
 
 import (
 	"context"
+	"log/slog"
 	"sync"
 
 	"github.com/zerotal/lock/engine"
 	"github.com/zerotal/lock/fsm"
 )
 
-// liveRequests is the leader's record of every acquire request it is
+// Requests is the leader's record of every acquire request it is
 // serving, by (key, owner). A client retries an acquire with the same
 // owner after a timeout or a failover, so one owner may have several
 // requests here at once, some of them abandoned (their client gone) and
@@ -25,12 +26,13 @@ import (
 //     released, nor waits on a queue entry about to be removed. The
 //     request cleaning up stays live until it has settled.
 //
-// The FSM's apply hook delivers hand-offs here (deliver). A waiting
+// The FSM's apply hook delivers hand-offs here (Deliver). A waiting
 // request listens BEFORE it reads the table or proposes its acquire, so
 // a hand-off applied right after cannot slip past it.
-type liveRequests struct {
-	mu sync.Mutex
-	m  map[fsm.Waiter]*claim
+type Requests struct {
+	log *slog.Logger
+	mu  sync.Mutex
+	m   map[fsm.Waiter]*claim
 }
 
 // claim is one owner's live requests for one key.
@@ -56,13 +58,18 @@ type request struct {
 	settler bool              // this request owns c.settling
 }
 
-func newLiveRequests() *liveRequests {
-	return &liveRequests{m: map[fsm.Waiter]*claim{}}
+// NewRequests returns an empty record that logs the clean-ups' failures
+// to log (nil: nowhere). A node keeps one across its terms.
+func NewRequests(log *slog.Logger) *Requests {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return &Requests{m: map[fsm.Waiter]*claim{}, log: log}
 }
 
 // enter records a new request of owner for key. Every request that enters
 // must leave.
-func (r *liveRequests) enter(key, owner string) *request {
+func (r *Requests) enter(key, owner string) *request {
 	w := fsm.Waiter{Key: key, Owner: owner}
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -77,7 +84,7 @@ func (r *liveRequests) enter(key, owner string) *request {
 
 // settle waits until no cancel or release of the owner's entry is on its
 // way, so the request sees the table as it will stay.
-func (r *liveRequests) settle(ctx context.Context, done <-chan struct{}, q *request) error {
+func (r *Requests) settle(ctx context.Context, done <-chan struct{}, q *request) error {
 	for {
 		r.mu.Lock()
 		s := q.c.settling
@@ -90,13 +97,13 @@ func (r *liveRequests) settle(ctx context.Context, done <-chan struct{}, q *requ
 		case <-ctx.Done():
 			return ctx.Err()
 		case <-done:
-			return errLeadershipChanged
+			return ErrEnded
 		}
 	}
 }
 
 // listen makes q receive the next grant handed off to its owner.
-func (r *liveRequests) listen(q *request) <-chan engine.Grant {
+func (r *Requests) listen(q *request) <-chan engine.Grant {
 	q.ch = make(chan engine.Grant, 1)
 	r.mu.Lock()
 	q.c.listened = true
@@ -105,10 +112,10 @@ func (r *liveRequests) listen(q *request) <-chan engine.Grant {
 	return q.ch
 }
 
-// deliver records the hand-off g and wakes the requests listening for
+// Deliver records the hand-off g and wakes the requests listening for
 // it. It runs in the FSM goroutine and never blocks: each channel has
 // room for the one grant it will get.
-func (r *liveRequests) deliver(g engine.Grant) {
+func (r *Requests) Deliver(g engine.Grant) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	c := r.m[fsm.Waiter{Key: g.Key, Owner: g.Owner}]
@@ -125,13 +132,13 @@ func (r *liveRequests) deliver(g engine.Grant) {
 	c.waiting = nil
 }
 
-// leave ends q; fence is the grant it returned to its client (0: none).
+// leaveRecord ends q; fence is the grant it returned to its client (0: none).
 // It reports whether q must clean up for its owner: when q is the owner's
 // last live request and may have left a queue entry or an unreturned
 // grant behind. Then q owns the settling: the caller cancels the queue
 // entry if there is one, releases what unreturned answers, and calls
 // settled; requests arriving meanwhile wait for that.
-func (r *liveRequests) leave(q *request, fence uint64) (cleanUp bool) {
+func (r *Requests) leaveRecord(q *request, fence uint64) (cleanUp bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.unlistenLocked(q)
@@ -156,7 +163,7 @@ func (r *liveRequests) leave(q *request, fence uint64) (cleanUp bool) {
 // unreturned takes the fence of the grant handed off to q's owner that no
 // request returned (0: none). Only the request cleaning up calls it, after
 // its cancel has committed, so no hand-off can follow.
-func (r *liveRequests) unreturned(q *request) uint64 {
+func (r *Requests) unreturned(q *request) uint64 {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	f := q.c.unreturned
@@ -165,13 +172,13 @@ func (r *liveRequests) unreturned(q *request) uint64 {
 }
 
 // settled ends the clean-up that leave asked for.
-func (r *liveRequests) settled(q *request) {
+func (r *Requests) settled(q *request) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.settledLocked(q)
 }
 
-func (r *liveRequests) settledLocked(q *request) {
+func (r *Requests) settledLocked(q *request) {
 	c := q.c
 	c.live--
 	if q.settler {
@@ -184,7 +191,7 @@ func (r *liveRequests) settledLocked(q *request) {
 	}
 }
 
-func (r *liveRequests) unlistenLocked(q *request) {
+func (r *Requests) unlistenLocked(q *request) {
 	if q.ch == nil {
 		return
 	}
@@ -196,4 +203,27 @@ func (r *liveRequests) unlistenLocked(q *request) {
 		}
 	}
 	q.ch = nil
+}
+
+// Live is the number of requests of owner for key being served, and
+// whether the last of them is cleaning up (it has left and its clean-up
+// has not committed yet).
+func (r *Requests) Live(key, owner string) (live int, cleaning bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if c := r.m[fsm.Waiter{Key: key, Owner: owner}]; c != nil {
+		return c.live, c.settling != nil
+	}
+	return 0, false
+}
+
+// Listening is the number of requests waiting for a hand-off.
+func (r *Requests) Listening() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	n := 0
+	for _, c := range r.m {
+		n += len(c.waiting)
+	}
+	return n
 }
