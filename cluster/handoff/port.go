@@ -31,7 +31,12 @@ type Port interface {
 	// Now is the term's clock, to stamp an entry with (fsm.Entry.Now).
 	Now() int64
 	// Propose proposes e and waits until it is applied or has failed. An
-	// error after which this node no longer leads matches ErrEnded.
+	// error after which this node no longer leads matches ErrEnded. It
+	// answers an applied entry only once every hand-off applied up to it
+	// has been delivered (raft's FSM runs the apply hook before it
+	// answers): a request that returns a grant handed off to its owner
+	// has seen that hand-off recorded, so the clean-up cannot take it
+	// for one nobody returned.
 	Propose(ctx context.Context, e fsm.Entry) (*fsm.Response, error)
 	// Queued reports whether owner is queued for key as the table has it
 	// now.
