@@ -86,15 +86,15 @@ type world struct {
 	table  modelTable
 	index  uint64 // the last "raft index", the fence of a grant
 
-	term     *fakeTerm
-	reqs     *Requests // the current leader's record
-	pending  []*proposal
+	term    *fakeTerm
+	reqs    *Requests // the current leader's record
+	pending []*proposal
 	// undeliv holds the hand-offs applied and not yet delivered, and the
 	// answers to proposals applied after them: raft's FSM answers a
 	// proposal only once the hand-offs applied up to it are delivered, so
 	// a table read may run ahead of the deliveries, an answer may not.
 	undeliv  []applied
-	delivery chan struct{}  // closed and replaced on each delivery
+	delivery chan struct{} // closed and replaced on each delivery
 
 	clients map[string]*client
 	lost    map[engine.Grant]bool // grants answered to a client that had gone
