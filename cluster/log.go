@@ -52,19 +52,15 @@ func (n *Node) onApply(a fsm.Applied) {
 	if hook := n.applyHook.Load(); hook != nil {
 		(*hook)(a)
 	}
-	if h := a.Result.Handoff; h != nil {
-		n.waits.Deliver(*h)
-	}
 	// Only a new or handed-off grant can bring the earliest deadline
 	// forward.
-	var deadline int64
-	switch {
-	case a.Result.Handoff != nil:
-		deadline = a.Result.Handoff.Deadline
-	case a.Entry.Op == engine.OpAcquire && a.Result.OK:
-		deadline = a.Result.Grant.Deadline
-	default:
-		deadline = math.MaxInt64
+	deadline := int64(math.MaxInt64)
+	for _, h := range a.Result.Handoffs {
+		n.waits.Deliver(h)
+		deadline = min(deadline, h.Deadline)
+	}
+	if (a.Entry.Op == engine.OpAcquire || a.Entry.Op == engine.OpAcquireShared) && a.Result.OK {
+		deadline = min(deadline, a.Result.Grant.Deadline)
 	}
 	if n.expiry != nil {
 		n.expiry.Granted(deadline)

@@ -221,7 +221,7 @@ func TestCluster_HandoffDeliveredAfterTheWaitTimedOutIsReleased(t *testing.T) {
 	reached, release := make(chan struct{}), make(chan struct{})
 	var once sync.Once
 	hook := func(a fsm.Applied) {
-		if h := a.Result.Handoff; h != nil && h.Owner == "b" {
+		if h := a.Result.Handoffs; len(h) == 1 && h[0].Owner == "b" {
 			once.Do(func() { close(reached) })
 			<-release
 		}

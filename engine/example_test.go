@@ -95,7 +95,7 @@ func ExampleReplicated_Apply() {
 		{Op: engine.OpExpire, Key: "job", Owner: "a", ExpectFence: 6, Now: 12 * sec, Fence: 9},
 		{Op: engine.OpExpire, Key: "job", Owner: "a", ExpectFence: 7, Now: 12 * sec, Fence: 9},
 	})
-	fmt.Println("stale expire:", res[0].OK, "| expire:", res[1].OK, "-> handed to", res[1].Handoff.Owner, "fence", res[1].Handoff.Fence)
+	fmt.Println("stale expire:", res[0].OK, "| expire:", res[1].OK, "-> handed to", res[1].Handoffs[0].Owner, "fence", res[1].Handoffs[0].Fence)
 	// Output:
 	// a: true fence 7 | b queued: true
 	// due: 1 a

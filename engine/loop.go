@@ -201,12 +201,21 @@ func (e *loop) queueReply(r *request) { e.replies = append(e.replies, r) }
 
 // deliver answers the blocked AcquireWait that a hand-off granted.
 func (e *loop) deliver(o *outcome) {
-	if !o.handoff || o.nextTag == nil {
+	if !o.handoff {
 		return
 	}
-	w := o.nextTag
+	e.answerWaiter(o.nextTag, o.next)
+	for _, h := range o.more {
+		e.answerWaiter(h.tag, h.g)
+	}
+}
+
+func (e *loop) answerWaiter(w *request, g Grant) {
+	if w == nil {
+		return
+	}
 	w.ok = true
-	w.grant = o.next
+	w.grant = g
 	e.queueReply(w)
 }
 

@@ -143,15 +143,14 @@ func (m *model) apply(c Command) modelResult {
 			// acquire then contends with it.
 			m.end(c.Key, c.Fence)
 			r = m.contend(c, l)
-			g := m.grant(c.Key)
-			r.Handoff = &g
+			r.Handoffs = []Grant{m.grant(c.Key)}
 		default:
 			r = m.contend(c, l)
 		}
 	case OpRelease:
 		if l != nil && l.owner == c.Owner && l.deadline > m.now {
 			r.OK = true
-			r.Handoff = m.end(c.Key, c.Fence)
+			r.Handoffs = optional(m.end(c.Key, c.Fence))
 		}
 	case OpExtend:
 		if l == nil {
@@ -165,12 +164,12 @@ func (m *model) apply(c Command) modelResult {
 	case OpForceRelease:
 		if l != nil {
 			r.OK = true
-			r.Handoff = m.end(c.Key, c.Fence)
+			r.Handoffs = optional(m.end(c.Key, c.Fence))
 		}
 	case OpExpire:
 		if l != nil && l.owner == c.Owner && l.fence == c.ExpectFence && l.deadline <= m.now {
 			r.OK = true
-			r.Handoff = m.end(c.Key, c.Fence)
+			r.Handoffs = optional(m.end(c.Key, c.Fence))
 		}
 	case OpCancelWait:
 		if l != nil {
@@ -250,4 +249,12 @@ func (r modelResult) matches(got Result) string {
 		diffs = append(diffs, "got "+fmtResult(got)+" want "+fmtResult(r.Result))
 	}
 	return strings.Join(diffs, "; ")
+}
+
+// optional is the hand-off g as a Result has it: none when nil.
+func optional(g *Grant) []Grant {
+	if g == nil {
+		return nil
+	}
+	return []Grant{*g}
 }

@@ -204,10 +204,7 @@ func TestProperty_LiveMatchesModel(t *testing.T) {
 				}
 			}
 			handoff := func(r modelResult) []Grant {
-				if r.Handoff == nil {
-					return nil
-				}
-				return []Grant{*r.Handoff}
+				return r.Handoffs
 			}
 
 			for step := range 400 {

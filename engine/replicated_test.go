@@ -49,7 +49,7 @@ func TestEngine_ReplicatedBatchUsesRaftIndexAsFence(t *testing.T) {
 		t.Fatalf("queued = %+v", res[2])
 	}
 	res = mustApply(t, e, Command{Op: OpRelease, Key: "a", Owner: "x", Now: t0 + 5, Fence: 12})
-	if !res[0].OK || res[0].Handoff == nil || *res[0].Handoff != grantOf("a", "y", 12, t0+5+int64(time.Second)) {
+	if !res[0].OK || len(res[0].Handoffs) != 1 || res[0].Handoffs[0] != grantOf("a", "y", 12, t0+5+int64(time.Second)) {
 		t.Fatalf("hand-off = %s", fmtResult(res[0]))
 	}
 	info, ok, err := e.Get(t.Context(), "a")
@@ -197,7 +197,7 @@ func TestEngine_SnapshotDeterministicAndRoundTrip(t *testing.T) {
 			t.Fatalf("command %d: original %s, restored %s", i, fmtResult(r1[i]), fmtResult(r3[i]))
 		}
 	}
-	if r1[0].Handoff == nil || r1[0].Handoff.Owner != "z" || r1[1].Grant.Fence != 21 {
+	if len(r1[0].Handoffs) != 1 || r1[0].Handoffs[0].Owner != "z" || r1[1].Grant.Fence != 21 {
 		t.Fatalf("unexpected answers after restore: %s %s", fmtResult(r1[0]), fmtResult(r1[1]))
 	}
 }

@@ -38,6 +38,7 @@ const (
 // caller after it receives.
 type request struct {
 	kind   reqKind
+	claim  Claim // kAcquire, kAcquireWait: a shared name's
 	key    string
 	owner  string
 	ttl    time.Duration
@@ -218,11 +219,11 @@ func (e *loop) handle(r *request) {
 	t := e.t
 	switch r.kind {
 	case kAcquire:
-		o := t.acquire(r.key, r.owner, r.ttl, 0, false, nil)
+		o := t.acquireClaim(r.key, r.owner, r.ttl, r.claim, false, nil)
 		r.ok, r.grant, r.err = o.ok, o.grant, o.err
 		e.deliver(&o) // an expired key went to its first waiter
 	case kAcquireWait:
-		o := t.acquire(r.key, r.owner, r.ttl, 0, true, r)
+		o := t.acquireClaim(r.key, r.owner, r.ttl, r.claim, true, r)
 		e.deliver(&o)
 		switch {
 		case o.err != nil:
@@ -275,18 +276,30 @@ func (e *loop) handle(r *request) {
 // nobody will use that grant, so the loop releases it and hands it on.
 func (e *loop) cancelWait(w *request) {
 	t := e.t
-	if t.cancelTag(w.key, w) {
+	var o outcome
+	if t.cancelTag(w.key, w, &o) {
+		e.deliver(&o) // a shared name may let the waiters behind it in
 		return
 	}
 	if !w.ok || w.err != nil {
 		return
 	}
 	en := t.entries[w.key]
-	if en == nil || en.owner != w.owner || en.fence != w.grant.Fence {
+	switch {
+	case en == nil:
 		return
+	case en.isShared():
+		i := en.holderIndex(w.owner)
+		if i < 0 || en.queue.holders[i].fence != w.grant.Fence {
+			return
+		}
+		o = t.releaseShared(en, w.owner, 0)
+	case en.owner != w.owner || en.fence != w.grant.Fence:
+		return
+	default:
+		o.ok = true
+		t.handOn(en, 0, &o)
 	}
-	o := outcome{ok: true}
-	t.handOn(en, 0, &o)
 	e.deliver(&o)
 }
 

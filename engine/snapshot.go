@@ -19,9 +19,19 @@ import (
 //
 // where str is a uvarint length followed by the bytes. Sorting the keys
 // makes the bytes a function of the state alone.
+//
+// Version 2 is written when the table holds a semaphore or read/write
+// lock (so a table of mutexes stays readable by a release that knows only
+// version 1). Each key then carries its kind after its name:
+//
+//	key str | kind byte
+//	kind 0 (mutex): as version 1 from owner on
+//	kind 1, 2: limit uvarint | holders uvarint
+//	    per holder, by fence: owner str | fence u64 | deadline i64 | write byte
+//	    waiters uvarint | per waiter, in queue order: owner str | ttl i64 | write byte
 const (
 	snapMagic   = "ZTLK"
-	snapVersion = 1
+	snapVersion = 2
 	snapHeader  = len(snapMagic) + 1 + 8 + 8
 	snapTrailer = 4
 )
@@ -46,15 +56,29 @@ func (t *table) encode() []byte {
 		}
 	}
 	sort.Strings(keys)
+	version := byte(1)
+	for _, e := range t.entries {
+		if e.isShared() {
+			version = 2
+			break
+		}
+	}
 	b := make([]byte, 0, size)
 	b = append(b, snapMagic...)
-	b = append(b, snapVersion)
+	b = append(b, version)
 	b = binary.BigEndian.AppendUint64(b, t.counter)
 	b = binary.BigEndian.AppendUint64(b, uint64(t.now))
 	b = binary.AppendUvarint(b, uint64(len(keys)))
 	for _, k := range keys {
 		e := t.entries[k]
 		b = appendString(b, k)
+		if version == 2 {
+			b = append(b, byte(e.kind()))
+			if e.isShared() {
+				b = appendShared(b, e.queue)
+				continue
+			}
+		}
 		b = appendString(b, e.owner)
 		b = binary.BigEndian.AppendUint64(b, e.fence)
 		b = binary.BigEndian.AppendUint64(b, uint64(e.deadline))
@@ -67,6 +91,38 @@ func (t *table) encode() []byte {
 		}
 	}
 	return binary.BigEndian.AppendUint32(b, crc32.ChecksumIEEE(b))
+}
+
+func (e *entry) kind() Kind {
+	if e.queue == nil {
+		return Mutex
+	}
+	return e.queue.kind
+}
+
+func appendShared(b []byte, q *waitQueue) []byte {
+	b = binary.AppendUvarint(b, uint64(q.limit))
+	b = binary.AppendUvarint(b, uint64(len(q.holders)))
+	for _, h := range q.holders {
+		b = appendString(b, h.owner)
+		b = binary.BigEndian.AppendUint64(b, h.fence)
+		b = binary.BigEndian.AppendUint64(b, uint64(h.deadline))
+		b = appendBool(b, h.write)
+	}
+	b = binary.AppendUvarint(b, uint64(len(q.items)))
+	for _, w := range q.items {
+		b = appendString(b, w.owner)
+		b = binary.BigEndian.AppendUint64(b, uint64(w.ttl))
+		b = appendBool(b, w.write)
+	}
+	return b
+}
+
+func appendBool(b []byte, v bool) []byte {
+	if v {
+		return append(b, 1)
+	}
+	return append(b, 0)
 }
 
 func appendString(b []byte, s string) []byte {
@@ -83,8 +139,9 @@ func decodeTable(b []byte) (*table, error) {
 	if string(b[:len(snapMagic)]) != snapMagic {
 		return nil, fmt.Errorf("%w: not an engine snapshot (bad magic)", errCorrupt)
 	}
-	if v := b[len(snapMagic)]; v != snapVersion {
-		return nil, fmt.Errorf("%w: unsupported version %d", errCorrupt, v)
+	version := b[len(snapMagic)]
+	if version < 1 || version > snapVersion {
+		return nil, fmt.Errorf("%w: unsupported version %d", errCorrupt, version)
 	}
 	body, sum := b[:len(b)-snapTrailer], binary.BigEndian.Uint32(b[len(b)-snapTrailer:])
 	if crc32.ChecksumIEEE(body) != sum {
@@ -101,7 +158,15 @@ func decodeTable(b []byte) (*table, error) {
 	t.heap = make([]*entry, 0, n)
 	prev := ""
 	for i := 0; i < n && d.err == nil; i++ {
-		e := &entry{key: d.str(), owner: d.str(), fence: d.u64(), deadline: int64(d.u64())}
+		e := &entry{key: d.str()}
+		if version == 2 {
+			if kind := Kind(d.byte()); kind != Mutex {
+				d.shared(t, e, kind, prev, i)
+				prev = e.key
+				continue
+			}
+		}
+		e.owner, e.fence, e.deadline = d.str(), d.u64(), int64(d.u64())
 		nw := d.count(10)
 		if d.err != nil {
 			break
@@ -165,6 +230,30 @@ func (d *decoder) fail(format string, args ...any) {
 	}
 }
 
+func (d *decoder) byte() byte {
+	if d.err != nil {
+		return 0
+	}
+	if len(d.b) < 1 {
+		d.fail("truncated")
+		return 0
+	}
+	v := d.b[0]
+	d.b = d.b[1:]
+	return v
+}
+
+func (d *decoder) bool() bool {
+	switch d.byte() {
+	case 0:
+		return false
+	case 1:
+		return true
+	}
+	d.fail("bad flag")
+	return false
+}
+
 func (d *decoder) u64() uint64 {
 	if d.err != nil {
 		return 0
@@ -221,4 +310,64 @@ func (d *decoder) str() string {
 func CheckSnapshot(snap []byte) error {
 	_, err := decodeTable(snap)
 	return err
+}
+
+// shared decodes a semaphore's or read/write lock's holders and waiters
+// into e and adds it to t.
+func (d *decoder) shared(t *table, e *entry, kind Kind, prev string, i int) {
+	q := &waitQueue{kind: kind, limit: uint32(d.uvarint())}
+	e.queue = q
+	if d.err == nil && (Claim{Kind: kind, Limit: q.limit}).check() != nil {
+		d.fail("bad kind %d or limit %d for key %q", kind, q.limit, e.key)
+	}
+	switch {
+	case e.key == "":
+		d.fail("empty key")
+	case i > 0 && e.key <= prev:
+		d.fail("keys out of order or repeated")
+	}
+	nh := d.count(18)
+	seen := map[string]bool{}
+	for j := 0; j < nh && d.err == nil; j++ {
+		h := holder{owner: d.str(), fence: d.u64(), deadline: int64(d.u64()), write: d.bool()}
+		switch {
+		case d.err != nil:
+		case h.owner == "" || seen[h.owner]:
+			d.fail("bad or repeated holder for key %q", e.key)
+		case h.fence == 0 || h.fence > t.counter || (j > 0 && h.fence <= q.holders[j-1].fence):
+			d.fail("fence %d of key %q out of order or outside 1..%d", h.fence, e.key, t.counter)
+		case h.write && (kind != RWLock || nh != 1):
+			d.fail("a writer beside others, or of a semaphore, for key %q", e.key)
+		}
+		seen[h.owner] = true
+		q.holders = append(q.holders, h)
+	}
+	if d.err == nil && (nh == 0 || (kind == Semaphore && uint32(nh) > q.limit)) {
+		d.fail("%d holders for key %q", nh, e.key)
+	}
+	nw := d.count(11)
+	for j := 0; j < nw && d.err == nil; j++ {
+		w := waiter{owner: d.str(), ttl: time.Duration(d.u64()), write: d.bool()}
+		switch {
+		case d.err != nil:
+		case w.owner == "" || seen[w.owner]:
+			d.fail("bad or repeated waiter for key %q", e.key)
+		case w.ttl <= 0:
+			d.fail("bad waiter ttl for key %q", e.key)
+		case kind == Semaphore && w.write:
+			d.fail("a semaphore's waiter wants the write side, key %q", e.key)
+		}
+		seen[w.owner] = true
+		q.items = append(q.items, w)
+	}
+	if d.err != nil {
+		return
+	}
+	e.deadline = q.holders[0].deadline
+	for _, h := range q.holders[1:] {
+		e.deadline = min(e.deadline, h.deadline)
+	}
+	t.entries[e.key] = e
+	t.heapPush(e)
+	t.waiting += len(q.items)
 }

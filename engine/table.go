@@ -43,8 +43,13 @@ type entry struct {
 	hidx     int // index in table.heap
 }
 
+// waitQueue is a mutex's queue, or everything of a shared name beyond
+// its key: its kind, its holders and its queue (see shared.go).
 type waitQueue struct {
-	items []waiter
+	items   []waiter
+	kind    Kind
+	limit   uint32
+	holders []holder // a shared name's grants, by fence
 }
 
 // waiter is one owner queued for a key. tag is the blocked caller in live
@@ -54,6 +59,7 @@ type waiter struct {
 	owner string
 	ttl   time.Duration
 	tag   *request
+	write bool // a read/write lock's writer
 }
 
 // outcome is what a table operation decided.
@@ -68,7 +74,23 @@ type outcome struct {
 	handoff bool
 	next    Grant
 	nextTag *request
-	err     error
+	// more: a shared name's further hand-offs of the same operation.
+	more []handed
+	err  error
+}
+
+type handed struct {
+	g   Grant
+	tag *request
+}
+
+// handOff records the grant g handed to the waiter tagged tag.
+func (o *outcome) handOff(g Grant, tag *request) {
+	if !o.handoff {
+		o.handoff, o.next, o.nextTag = true, g, tag
+		return
+	}
+	o.more = append(o.more, handed{g, tag})
 }
 
 const maxSpare = 1024
@@ -150,6 +172,9 @@ func (t *table) acquire(key, owner string, ttl time.Duration, fence uint64, wait
 		return outcome{err: err}
 	}
 	e := t.entries[key]
+	if e != nil && e.isShared() {
+		return outcome{err: kindMismatch(e, Claim{})}
+	}
 	if e == nil {
 		if t.maxKeys > 0 && len(t.entries) >= t.maxKeys {
 			return outcome{err: fmt.Errorf("engine: key limit %d reached: %w", t.maxKeys, drivers.ErrFull)}
@@ -184,6 +209,14 @@ func (t *table) acquire(key, owner string, ttl time.Duration, fence uint64, wait
 		return out
 	}
 	return t.contend(e, key, owner, ttl, wait, tag)
+}
+
+// acquireClaim is acquire with a claim: a mutex's, or a shared name's.
+func (t *table) acquireClaim(key, owner string, ttl time.Duration, c Claim, wait bool, tag *request) outcome {
+	if c.Kind == Mutex && c == (Claim{}) {
+		return t.acquire(key, owner, ttl, 0, wait, tag)
+	}
+	return t.acquireShared(key, owner, ttl, c, 0, wait, tag)
 }
 
 // contend is an acquire of a key that is held and not expired: a refresh
@@ -222,6 +255,9 @@ func (t *table) release(key, owner string, fence uint64) outcome {
 		return outcome{err: err}
 	}
 	e := t.entries[key]
+	if e != nil && e.isShared() {
+		return t.releaseShared(e, owner, fence)
+	}
 	if e == nil || e.owner != owner || e.deadline <= t.now {
 		return outcome{}
 	}
@@ -243,6 +279,9 @@ func (t *table) extend(key, owner string, ttl time.Duration) outcome {
 	if e == nil {
 		return outcome{}
 	}
+	if e.isShared() {
+		return t.extendShared(e, owner, ttl)
+	}
 	if e.owner != owner || e.deadline <= t.now {
 		return outcome{grant: e.grant()}
 	}
@@ -261,6 +300,9 @@ func (t *table) forceRelease(key string, fence uint64) outcome {
 	if e == nil {
 		return outcome{}
 	}
+	if e.isShared() {
+		return t.forceShared(e, fence)
+	}
 	out := outcome{ok: true}
 	t.handOn(e, fence, &out)
 	return out
@@ -272,6 +314,9 @@ func (t *table) forceRelease(key string, fence uint64) outcome {
 // expiry can never delete a live lock.
 func (t *table) expire(key, owner string, expectFence, fence uint64) outcome {
 	e := t.entries[key]
+	if e != nil && e.isShared() {
+		return t.expireShared(e, owner, expectFence, fence)
+	}
 	if e == nil || e.owner != owner || e.fence != expectFence || e.deadline > t.now {
 		return outcome{}
 	}
@@ -280,18 +325,24 @@ func (t *table) expire(key, owner string, expectFence, fence uint64) outcome {
 	return out
 }
 
-// cancelWait removes owner from key's queue; false when it is not queued.
-func (t *table) cancelWait(key, owner string) bool {
+// cancelWait removes owner from key's queue; ok is false when it is not
+// queued. Of a shared name, the waiters behind it may then be let in.
+func (t *table) cancelWait(key, owner string, fence uint64) outcome {
 	e := t.entries[key]
 	if e == nil || !e.removeWaiter(owner) {
-		return false
+		return outcome{}
 	}
 	t.waiting--
-	return true
+	out := outcome{ok: true}
+	if e.isShared() {
+		t.admit(e, fence, &out)
+		t.settleShared(e)
+	}
+	return out
 }
 
 // cancelTag removes the waiter carrying tag from key's queue.
-func (t *table) cancelTag(key string, tag *request) bool {
+func (t *table) cancelTag(key string, tag *request, out *outcome) bool {
 	e := t.entries[key]
 	if e == nil || e.queue == nil {
 		return false
@@ -300,6 +351,10 @@ func (t *table) cancelTag(key string, tag *request) bool {
 		if e.queue.items[i].tag == tag {
 			e.dropWaiter(i)
 			t.waiting--
+			if e.isShared() {
+				t.admit(e, 0, out)
+				t.settleShared(e)
+			}
 			return true
 		}
 	}
@@ -328,10 +383,11 @@ func (e *entry) waiterIndex(owner string) int {
 	return -1
 }
 
-// dropWaiter removes the i-th waiter, and the queue with its last one.
+// dropWaiter removes the i-th waiter, and a mutex's queue with its last
+// one.
 func (e *entry) dropWaiter(i int) {
 	e.queue.remove(i)
-	if len(e.queue.items) == 0 {
+	if len(e.queue.items) == 0 && e.queue.kind == Mutex {
 		e.queue = nil
 	}
 }
@@ -371,7 +427,12 @@ func (t *table) handOn(e *entry, want uint64, out *outcome) {
 func (t *table) expireDue(out []outcome) []outcome {
 	for len(t.heap) > 0 && t.heap[0].deadline <= t.now {
 		var o outcome
-		t.handOn(t.heap[0], 0, &o)
+		if e := t.heap[0]; e.isShared() {
+			t.purgeShared(e, 0, &o)
+			t.settleShared(e)
+		} else {
+			t.handOn(e, 0, &o)
+		}
 		if o.handoff {
 			out = append(out, o)
 		}
@@ -404,7 +465,14 @@ func (t *table) get(key string) (Info, bool) {
 	if e == nil {
 		return Info{}, false
 	}
-	return Info{Grant: e.grant(), Waiters: e.waiters()}, true
+	return e.info(), true
+}
+
+func (e *entry) info() Info {
+	if e.isShared() {
+		return e.sharedInfo()
+	}
+	return Info{Grant: e.grant(), Waiters: e.waiters()}
 }
 
 // list returns the entries whose key starts with prefix, sorted by key, at
@@ -422,8 +490,7 @@ func (t *table) list(prefix string, limit int) []Info {
 	}
 	out := make([]Info, len(keys))
 	for i, k := range keys {
-		e := t.entries[k]
-		out[i] = Info{Grant: e.grant(), Waiters: e.waiters()}
+		out[i] = t.entries[k].info()
 	}
 	return out
 }
@@ -459,13 +526,22 @@ func (t *table) due(now int64, limit int) []Grant {
 	// frontier is a small min-heap of heap indices still to visit.
 	frontier := []int{0}
 	less := func(a, b int) bool { return entryLess(t.heap[a], t.heap[b]) }
+	defer func() {
+		if limit > 0 && len(out) > limit {
+			out = out[:limit] // a shared name's due holders came together
+		}
+	}()
 	for len(frontier) > 0 && (limit <= 0 || len(out) < limit) {
 		i := frontier[0]
 		last := len(frontier) - 1
 		frontier[0] = frontier[last]
 		frontier = frontier[:last]
 		siftDownInts(frontier, 0, less)
-		out = append(out, t.heap[i].grant())
+		if e := t.heap[i]; e.isShared() {
+			out = e.dueHolders(now, out)
+		} else {
+			out = append(out, e.grant())
+		}
 		for _, c := range [2]int{2*i + 1, 2*i + 2} {
 			if c < len(t.heap) && t.heap[c].deadline <= now {
 				frontier = append(frontier, c)
@@ -499,8 +575,10 @@ func (t *table) applyCommand(c *Command) Result {
 		o = t.forceRelease(c.Key, c.Fence)
 	case OpExpire:
 		o = t.expire(c.Key, c.Owner, c.ExpectFence, c.Fence)
+	case OpAcquireShared:
+		o = t.acquireShared(c.Key, c.Owner, c.TTL, c.Claim, c.Fence, c.Wait, nil)
 	case OpCancelWait:
-		o.ok = t.cancelWait(c.Key, c.Owner)
+		o = t.cancelWait(c.Key, c.Owner, c.Fence)
 	case OpTick:
 		o.ok = true
 	default:
@@ -508,8 +586,11 @@ func (t *table) applyCommand(c *Command) Result {
 	}
 	res := Result{OK: o.ok, Queued: o.queued, Grant: o.grant, Err: o.err}
 	if o.handoff {
-		g := o.next
-		res.Handoff = &g
+		res.Handoffs = make([]Grant, 1, 1+len(o.more))
+		res.Handoffs[0] = o.next
+		for _, h := range o.more {
+			res.Handoffs = append(res.Handoffs, h.g)
+		}
 	}
 	return res
 }

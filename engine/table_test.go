@@ -3,6 +3,7 @@ package engine
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -31,7 +32,7 @@ func grantOf(key, owner string, fence uint64, deadline int64) Grant {
 	return Grant{Key: key, Owner: owner, Fence: fence, Deadline: deadline}
 }
 
-func ptr(g Grant) *Grant { return &g }
+func one(g Grant) []Grant { return []Grant{g} }
 
 func TestTable_Operations(t *testing.T) {
 	const ttl = time.Duration(100)
@@ -121,14 +122,14 @@ func TestTable_Operations(t *testing.T) {
 			name:     "expired key goes to the head of the queue, not to a later acquirer",
 			setup:    []Command{acq("k", "a", ttl, t0), acqWait("k", "b", ttl, t0), acqWait("k", "c", ttl, t0)},
 			cmd:      acq("k", "c", ttl, t0+100),
-			want:     Result{Grant: grantOf("k", "b", 2, t0+200), Handoff: ptr(grantOf("k", "b", 2, t0+200))},
+			want:     Result{Grant: grantOf("k", "b", 2, t0+200), Handoffs: one(grantOf("k", "b", 2, t0+200))},
 			wantInfo: &Info{Grant: grantOf("k", "b", 2, t0+200), Waiters: 1},
 		},
 		{
 			name:     "expired key acquired by the head of the queue",
 			setup:    []Command{acq("k", "a", ttl, t0), acqWait("k", "b", ttl, t0), acqWait("k", "c", ttl, t0)},
 			cmd:      acq("k", "b", 2*ttl, t0+100),
-			want:     Result{OK: true, Grant: grantOf("k", "b", 2, t0+300), Handoff: ptr(grantOf("k", "b", 2, t0+300))},
+			want:     Result{OK: true, Grant: grantOf("k", "b", 2, t0+300), Handoffs: one(grantOf("k", "b", 2, t0+300))},
 			wantInfo: &Info{Grant: grantOf("k", "b", 2, t0+300), Waiters: 1},
 		},
 		{
@@ -167,14 +168,14 @@ func TestTable_Operations(t *testing.T) {
 			name:     "release hands off to the first waiter",
 			setup:    []Command{acq("k", "a", ttl, t0), acqWait("k", "b", 300, t0), acqWait("k", "c", ttl, t0)},
 			cmd:      rel("k", "a", t0+10),
-			want:     Result{OK: true, Handoff: ptr(grantOf("k", "b", 2, t0+310))},
+			want:     Result{OK: true, Handoffs: one(grantOf("k", "b", 2, t0+310))},
 			wantInfo: &Info{Grant: grantOf("k", "b", 2, t0+310), Waiters: 1},
 		},
 		{
 			name:     "hand-off takes the command fence",
 			setup:    []Command{acq("k", "a", ttl, t0), acqWait("k", "b", ttl, t0)},
 			cmd:      Command{Op: OpRelease, Key: "k", Owner: "a", Now: t0, Fence: 7},
-			want:     Result{OK: true, Handoff: ptr(grantOf("k", "b", 7, t0+100))},
+			want:     Result{OK: true, Handoffs: one(grantOf("k", "b", 7, t0+100))},
 			wantInfo: &Info{Grant: grantOf("k", "b", 7, t0+100)},
 		},
 		{
@@ -198,7 +199,7 @@ func TestTable_Operations(t *testing.T) {
 			name:     "force release hands off",
 			setup:    []Command{acq("k", "a", ttl, t0), acqWait("k", "b", ttl, t0)},
 			cmd:      Command{Op: OpForceRelease, Key: "k", Now: t0 + 20},
-			want:     Result{OK: true, Handoff: ptr(grantOf("k", "b", 2, t0+120))},
+			want:     Result{OK: true, Handoffs: one(grantOf("k", "b", 2, t0+120))},
 			wantInfo: &Info{Grant: grantOf("k", "b", 2, t0+120)},
 		},
 		{
@@ -258,7 +259,7 @@ func TestTable_Operations(t *testing.T) {
 			name:     "expire hands off",
 			setup:    []Command{acq("k", "a", ttl, t0), acqWait("k", "b", ttl, t0)},
 			cmd:      Command{Op: OpExpire, Key: "k", Owner: "a", ExpectFence: 1, Now: t0 + 100, Fence: 9},
-			want:     Result{OK: true, Handoff: ptr(grantOf("k", "b", 9, t0+200))},
+			want:     Result{OK: true, Handoffs: one(grantOf("k", "b", 9, t0+200))},
 			wantInfo: &Info{Grant: grantOf("k", "b", 9, t0+200)},
 		},
 		{
@@ -350,10 +351,10 @@ func TestTable_Operations(t *testing.T) {
 }
 
 func sameResult(a, b Result) bool {
-	if a.OK != b.OK || a.Queued != b.Queued || a.Grant != b.Grant || (a.Handoff == nil) != (b.Handoff == nil) {
+	if a.OK != b.OK || a.Queued != b.Queued || a.Grant != b.Grant || !slices.Equal(a.Handoffs, b.Handoffs) {
 		return false
 	}
-	return a.Handoff == nil || *a.Handoff == *b.Handoff
+	return true
 }
 
 func fmtResult(r Result) string {
@@ -368,8 +369,8 @@ func fmtResult(r Result) string {
 		s.WriteString(" Queued")
 	}
 	s.WriteString(" Grant:" + fmtGrant(r.Grant))
-	if r.Handoff != nil {
-		s.WriteString(" Handoff:" + fmtGrant(*r.Handoff))
+	for _, h := range r.Handoffs {
+		s.WriteString(" Handoff:" + fmtGrant(h))
 	}
 	if r.Err != nil {
 		s.WriteString(" Err:" + r.Err.Error())

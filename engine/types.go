@@ -47,6 +47,9 @@ type Info struct {
 	Grant
 	// Waiters is the number of owners queued for the key.
 	Waiters int
+	// Shared is set for a semaphore or read/write lock: every holder and
+	// waiter (Grant is then its holder with the earliest deadline).
+	Shared *Shared
 }
 
 // Waiter is an owner queued for a key.
@@ -76,6 +79,11 @@ const (
 	OpCancelWait Op = 6
 	// OpTick uses Now: it only advances engine time.
 	OpTick Op = 7
+	// OpAcquireShared is OpAcquire of a semaphore or read/write lock: it
+	// also uses Claim. Release, extend, force release, expire and
+	// cancel-wait of a shared name are the ops above, naming one holder
+	// or waiter by its owner.
+	OpAcquireShared Op = 8
 )
 
 // String names the operation.
@@ -95,6 +103,8 @@ func (o Op) String() string {
 		return "cancel_wait"
 	case OpTick:
 		return "tick"
+	case OpAcquireShared:
+		return "acquire_shared"
 	}
 	return "unknown"
 }
@@ -116,6 +126,8 @@ type Command struct {
 	// Wait makes an OpAcquire of a busy key queue Owner FIFO (an owner
 	// already queued is not queued twice).
 	Wait bool
+	// Claim is how an OpAcquireShared holds the name.
+	Claim Claim
 }
 
 // Result is the outcome of one Command.
@@ -128,11 +140,70 @@ type Result struct {
 	// Grant is the grant after OpAcquire or OpExtend when OK, and the
 	// holder's grant when not OK and the key is held.
 	Grant Grant
-	// Handoff is the grant this command handed to the next waiter
-	// (release, force release, expire, or an acquire that found the key
-	// expired with waiters queued: they are served first), or nil.
-	Handoff *Grant
+	// Handoffs are the grants this command handed to waiters (release,
+	// force release, expire, or an acquire that found the key expired
+	// with waiters queued: they are served first; of a shared name also a
+	// cancel-wait, which may let the waiters behind it in). A mutex hands
+	// off at most one.
+	Handoffs []Grant
 	// Err is a per-command error (ErrFull, ErrInvalid...). It never fails
 	// the rest of the batch.
 	Err error
+}
+
+// Kind is what a name is while it is held: a mutex (the zero value), a
+// semaphore of up to Limit holders, or a read/write lock. A name takes
+// the kind of the acquire that creates its entry and keeps it until the
+// entry is gone (nobody holds or waits); an acquire of another kind, or
+// of a semaphore with another limit, meanwhile is refused with an error
+// matching drivers.ErrInvalid.
+type Kind uint8
+
+// The kinds of a name.
+const (
+	Mutex     Kind = 0
+	Semaphore Kind = 1
+	RWLock    Kind = 2
+)
+
+// String names the kind.
+func (k Kind) String() string {
+	switch k {
+	case Mutex:
+		return "mutex"
+	case Semaphore:
+		return "semaphore"
+	case RWLock:
+		return "rwlock"
+	}
+	return "unknown"
+}
+
+// Claim is how an acquire holds its name. The zero Claim is a mutex.
+type Claim struct {
+	Kind Kind
+	// Limit is a semaphore's number of holders at most (1 or more).
+	Limit uint32
+	// Write takes a read/write lock's exclusive side; false its shared
+	// (read) side.
+	Write bool
+}
+
+// Shared describes the holders and waiters of a semaphore or read/write
+// lock (Info.Shared).
+type Shared struct {
+	Kind  Kind
+	Limit uint32
+	// Holders are the grants, by fence; Writer marks the holder of a
+	// read/write lock's write side.
+	Holders []Grant
+	Writer  bool
+	// Queue is the waiters in order; Write marks a waiting writer.
+	Queue []QueuedWaiter
+}
+
+// QueuedWaiter is one waiter of a shared name, in queue order.
+type QueuedWaiter struct {
+	Owner string
+	Write bool
 }

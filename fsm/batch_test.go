@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"errors"
 	"math/rand"
+	"reflect"
+	"slices"
 	"testing"
 	"time"
 
@@ -68,7 +70,7 @@ func results(t *testing.T, resps []interface{}) []*Response {
 			out = append(out, r)
 			continue
 		}
-		if r.Result != (engine.Result{}) || r.Err != nil {
+		if !reflect.DeepEqual(r.Result, engine.Result{}) || r.Err != nil {
 			t.Fatalf("a batch's own response carries %+v, %v", r.Result, r.Err)
 		}
 		for i := range r.Parts {
@@ -81,10 +83,11 @@ func results(t *testing.T, resps []interface{}) []*Response {
 // withoutFences is a result with every fence zeroed.
 func withoutFences(r engine.Result) engine.Result {
 	r.Grant.Fence = 0
-	if r.Handoff != nil {
-		h := *r.Handoff
-		h.Fence = 0
-		r.Handoff = &h
+	if r.Handoffs != nil {
+		r.Handoffs = slices.Clone(r.Handoffs)
+		for i := range r.Handoffs {
+			r.Handoffs[i].Fence = 0
+		}
 	}
 	return r
 }
@@ -137,11 +140,11 @@ func TestFSM_BatchEntriesApplyLikeTheirPartsOneByOne(t *testing.T) {
 }
 
 func equalResults(a, b engine.Result) bool {
-	if (a.Handoff == nil) != (b.Handoff == nil) || (a.Handoff != nil && *a.Handoff != *b.Handoff) {
+	if !slices.Equal(a.Handoffs, b.Handoffs) {
 		return false
 	}
-	a.Handoff, b.Handoff = nil, nil
-	return errors.Is(a.Err, b.Err) && errors.Is(b.Err, a.Err) && withoutErr(a) == withoutErr(b)
+	a.Handoffs, b.Handoffs = nil, nil
+	return errors.Is(a.Err, b.Err) && errors.Is(b.Err, a.Err) && reflect.DeepEqual(withoutErr(a), withoutErr(b))
 }
 
 func withoutErr(r engine.Result) engine.Result { r.Err = nil; return r }
@@ -154,9 +157,11 @@ func newGrants(e Entry, r engine.Result, held map[string]uint64) []uint64 {
 		fs = append(fs, r.Grant.Fence)
 		held[e.Key] = r.Grant.Fence
 	}
-	if h := r.Handoff; h != nil && (len(fs) == 0 || fs[0] != h.Fence) { // an acquire may report its own grant as the hand-off
-		fs = append(fs, h.Fence)
-		held[h.Key] = h.Fence
+	for _, h := range r.Handoffs {
+		if len(fs) == 0 || fs[0] != h.Fence { // an acquire may report its own grant as the hand-off
+			fs = append(fs, h.Fence)
+			held[h.Key] = h.Fence
+		}
 	}
 	return fs
 }
@@ -174,7 +179,7 @@ func TestFSM_BatchGrantsTakeIncreasingFences(t *testing.T) {
 	)
 	rs := results(t, f.ApplyBatch([]*raft.Log{{Index: 5, Type: raft.LogCommand, Data: b}}))
 	if rs[0].Result.Grant.Fence != 5 || rs[1].Result.Grant.Fence != 6 || !rs[2].Result.Queued ||
-		rs[3].Result.Handoff == nil || rs[3].Result.Handoff.Owner != "p" || rs[3].Result.Handoff.Fence != 7 {
+		handoffOf(rs[3].Result) == nil || handoffOf(rs[3].Result).Owner != "p" || handoffOf(rs[3].Result).Fence != 7 {
 		t.Fatalf("fences in the batch: %+v %+v %+v %+v", rs[0].Result, rs[1].Result, rs[2].Result, rs[3].Result)
 	}
 	if r := apply1(t, f, 6, Entry{Op: engine.OpAcquire, Key: "c", Owner: "o", TTL: time.Minute, Now: sec}); r.Result.Grant.Fence != 8 {

@@ -199,8 +199,8 @@ func TestFSM_SnapshotRoundTrip(t *testing.T) {
 	}
 	// The restored FSM keeps applying where the original left off.
 	r := apply1(t, dst, 404, Entry{Op: engine.OpRelease, Key: "held", Owner: "x", Now: dst.Time()})
-	if r.Result.Handoff == nil || r.Result.Handoff.Owner != "w" || r.Result.Handoff.Fence != 404 {
-		t.Fatalf("hand-off after restore = %+v", r.Result.Handoff)
+	if handoffOf(r.Result) == nil || handoffOf(r.Result).Owner != "w" || handoffOf(r.Result).Fence != 404 {
+		t.Fatalf("hand-off after restore = %+v", handoffOf(r.Result))
 	}
 }
 
@@ -316,7 +316,7 @@ func TestFSM_HandoffFenceIsEntryIndex(t *testing.T) {
 		owner string
 		fence uint64
 	}{{"b", 15}, {"c", 16}} {
-		h := resps[i].(*Response).Result.Handoff
+		h := handoffOf(resps[i].(*Response).Result)
 		if h == nil || h.Owner != want.owner || h.Fence != want.fence {
 			t.Fatalf("hand-off %d = %+v, want %s with fence %d", i, h, want.owner, want.fence)
 		}
@@ -325,7 +325,7 @@ func TestFSM_HandoffFenceIsEntryIndex(t *testing.T) {
 		t.Fatalf("waiters after hand-offs = %v", got)
 	}
 	last := seen[len(seen)-1]
-	if last.Index != 16 || last.Result.Handoff == nil || last.Result.Handoff.Owner != "c" {
+	if last.Index != 16 || handoffOf(last.Result) == nil || handoffOf(last.Result).Owner != "c" {
 		t.Fatalf("OnApply saw %+v last", last)
 	}
 	if len(seen) != 5 {
@@ -346,7 +346,7 @@ func TestFSM_CancelWaitRemovesWaiter(t *testing.T) {
 	if f.WaiterCount() != 0 {
 		t.Fatalf("waiter count after cancel = %d", f.WaiterCount())
 	}
-	if r := apply1(t, f, 4, Entry{Op: engine.OpRelease, Key: "k", Owner: "a", Now: sec}); !r.Result.OK || r.Result.Handoff != nil {
+	if r := apply1(t, f, 4, Entry{Op: engine.OpRelease, Key: "k", Owner: "a", Now: sec}); !r.Result.OK || handoffOf(r.Result) != nil {
 		t.Fatalf("release after cancel = %+v, want no hand-off", r.Result)
 	}
 }
@@ -476,7 +476,7 @@ func TestFSM_MembersAndWaitApplied(t *testing.T) {
 func TestFSM_IsQueuedOnceDeliveredAnswersNotQueuedOnlyOnceTheHandoffIsDelivered(t *testing.T) {
 	reached, release := make(chan struct{}), make(chan struct{})
 	f := newTestFSM(t, Config{OnApply: func(a Applied) {
-		if h := a.Result.Handoff; h != nil && h.Owner == "b" {
+		if h := handoffOf(a.Result); h != nil && h.Owner == "b" {
 			close(reached)
 			<-release
 		}
@@ -505,4 +505,12 @@ func TestFSM_IsQueuedOnceDeliveredAnswersNotQueuedOnlyOnceTheHandoffIsDelivered(
 	if got := f.AppliedIndex(); got != 3 {
 		t.Fatalf("AppliedIndex = %d, want 3", got)
 	}
+}
+
+// handoffOf is r's one hand-off, or nil.
+func handoffOf(r engine.Result) *engine.Grant {
+	if len(r.Handoffs) != 1 {
+		return nil
+	}
+	return &r.Handoffs[0]
 }

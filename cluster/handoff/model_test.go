@@ -367,9 +367,9 @@ func (w *world) apply(e fsm.Entry) *fsm.Response {
 	w.index++
 	cmd := engine.Command{Op: e.Op, Key: e.Key, Owner: e.Owner, TTL: e.TTL, Now: e.Now, Fence: w.index, Wait: e.Wait}
 	r := w.table.apply(cmd)
-	w.logf("commit %v %s (wait %v): ok %v queued %v grant %+v handoff %v", e.Op, e.Owner, e.Wait, r.OK, r.Queued, r.Grant, r.Handoff)
-	if r.Handoff != nil {
-		w.undeliv = append(w.undeliv, applied{handoff: r.Handoff})
+	w.logf("commit %v %s (wait %v): ok %v queued %v grant %+v handoff %v", e.Op, e.Owner, e.Wait, r.OK, r.Queued, r.Grant, r.Handoffs)
+	for _, h := range r.Handoffs {
+		w.undeliv = append(w.undeliv, applied{handoff: &h})
 		if w.rng.IntN(2) == 0 {
 			w.deliver() // delivered at once, as the FSM mostly does
 		}

@@ -36,7 +36,11 @@ func (t *modelTable) apply(c engine.Command) engine.Result {
 		if t.holder.Owner != c.Owner || c.Owner == "" {
 			return engine.Result{}
 		}
-		return engine.Result{OK: true, Handoff: t.handOn(c)}
+		r := engine.Result{OK: true}
+		if g := t.handOn(c); g != nil {
+			r.Handoffs = []engine.Grant{*g}
+		}
+		return r
 	case engine.OpCancelWait:
 		i := slices.Index(t.queue, c.Owner)
 		if i < 0 {

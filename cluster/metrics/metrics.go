@@ -153,7 +153,9 @@ func (m *Metrics) ObserveApplied(a fsm.Applied) {
 			}
 		}
 	}
-	if h := r.Handoff; h != nil {
+	// A shared name's holders share its one start: the histogram times a
+	// name from a grant to the end of a grant.
+	for _, h := range r.Handoffs {
 		m.grants[h.Key] = grantStart{fence: h.Fence, at: e.Now}
 	}
 }

@@ -1,0 +1,357 @@
+package engine
+
+import (
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/zerotal/lock/drivers"
+)
+
+// Shared names: semaphores and read/write locks. Their entry keeps its
+// holders and waiters in its waitQueue (kind != Mutex), and its deadline
+// is the earliest of its holders', so the one heap serves every kind.
+//
+// The rules, for both kinds:
+//   - FIFO: an acquire is granted at once only when nobody waits and it
+//     fits; otherwise it queues (or is refused without wait). The head of
+//     the queue is served first, and nobody behind it is granted while it
+//     waits, even one that would fit: a waiting writer stops new readers,
+//     and no waiter is ever overtaken by a later one.
+//   - fits: a semaphore slot while fewer than Limit hold it; a read while
+//     no writer holds it; a write while nobody holds it.
+//   - every grant gets its own fence, strictly increasing per table; a
+//     refresh by a holder keeps its fence; one owner holds one grant of a
+//     name (asking for the other side of a read/write lock while holding
+//     one is refused: release first).
+//   - when a grant ends (release, expiry, force release) or a waiter
+//     leaves, the waiters from the head are let in while they fit.
+//   - a holder past its deadline is ended whenever its name is acquired,
+//     as a live expiry would: the expired are never counted as holders.
+
+// holder is one grant of a shared name.
+type holder struct {
+	owner    string
+	fence    uint64
+	deadline int64
+	write    bool
+}
+
+func (h holder) grant(key string) Grant {
+	return Grant{Key: key, Owner: h.owner, Fence: h.fence, Deadline: h.deadline}
+}
+
+func (e *entry) isShared() bool { return e.queue != nil && e.queue.kind != Mutex }
+
+// check reports a claim that cannot be served.
+func (c Claim) check() error {
+	switch c.Kind {
+	case Mutex:
+		if c.Limit != 0 || c.Write {
+			return invalid("claim", "a mutex has no limit and no write side")
+		}
+	case Semaphore:
+		if c.Limit == 0 {
+			return invalid("limit", "a semaphore needs a limit of 1 or more")
+		}
+		if c.Write {
+			return invalid("claim", "a semaphore has no write side")
+		}
+	case RWLock:
+		if c.Limit != 0 {
+			return invalid("limit", "a read/write lock has no limit")
+		}
+	default:
+		return invalid("kind", fmt.Sprintf("unknown kind %d", c.Kind))
+	}
+	return nil
+}
+
+// kindMismatch is the error for claim c on e, a name of another kind or
+// limit.
+func kindMismatch(e *entry, c Claim) error {
+	have := Kind(Mutex)
+	var limit uint32
+	if e.queue != nil {
+		have, limit = e.queue.kind, e.queue.limit
+	}
+	if have == Semaphore && c.Kind == Semaphore {
+		return &drivers.InvalidError{Field: "limit", Reason: fmt.Sprintf(
+			"%q is held as a semaphore of %d; this acquire names %d (a new limit takes effect once nobody holds or waits for the name)",
+			e.key, limit, c.Limit)}
+	}
+	return &drivers.InvalidError{Field: "kind", Reason: fmt.Sprintf("%q is held as a %s; this acquire is for a %s", e.key, have, c.Kind)}
+}
+
+// acquireShared is acquire of a semaphore or read/write lock.
+func (t *table) acquireShared(key, owner string, ttl time.Duration, c Claim, fence uint64, wait bool, tag *request) outcome {
+	if err := checkKeyOwner(key, owner); err != nil {
+		return outcome{err: err}
+	}
+	if err := checkTTL(ttl); err != nil {
+		return outcome{err: err}
+	}
+	if err := c.check(); err != nil {
+		return outcome{err: err}
+	}
+	if c.Kind == Mutex {
+		return t.acquire(key, owner, ttl, fence, wait, tag)
+	}
+	e := t.entries[key]
+	if e == nil {
+		if t.maxKeys > 0 && len(t.entries) >= t.maxKeys {
+			return outcome{err: fmt.Errorf("engine: key limit %d reached: %w", t.maxKeys, drivers.ErrFull)}
+		}
+		e = t.newEntry(key)
+		e.queue = &waitQueue{kind: c.Kind, limit: c.Limit}
+		t.entries[key] = e
+		h := t.addHolder(e, owner, ttl, c.Write, fence)
+		t.heapPush(e)
+		return outcome{ok: true, grant: h}
+	}
+	if !e.isShared() || e.queue.kind != c.Kind || e.queue.limit != c.Limit {
+		return outcome{err: kindMismatch(e, c)}
+	}
+	var out outcome
+	t.purgeShared(e, fence, &out)
+	t.contendShared(e, owner, ttl, c, fence, wait, tag, &out)
+	t.settleShared(e)
+	return out
+}
+
+// contendShared is acquireShared of a name with no expired holder.
+func (t *table) contendShared(e *entry, owner string, ttl time.Duration, c Claim, fence uint64, wait bool, tag *request, out *outcome) {
+	q := e.queue
+	if i := e.holderIndex(owner); i >= 0 {
+		h := &q.holders[i]
+		if h.write != c.Write {
+			out.err = invalid("claim", fmt.Sprintf("owner holds the %s side of %q; release it before taking the other", side(h.write), e.key))
+			return
+		}
+		h.deadline = t.deadlineAfter(ttl)
+		out.ok, out.grant = true, h.grant(e.key)
+		return
+	}
+	if len(q.items) == 0 && e.fits(c.Write) {
+		out.ok, out.grant = true, t.addHolder(e, owner, ttl, c.Write, fence)
+		return
+	}
+	out.grant = e.blocker()
+	if !wait {
+		return
+	}
+	if i := e.waiterIndex(owner); i >= 0 {
+		if q.items[i].write != c.Write {
+			out.err = invalid("claim", fmt.Sprintf("owner already waits for the %s side of %q", side(q.items[i].write), e.key))
+			return
+		}
+		out.queued, out.dup = true, true
+		return
+	}
+	if t.maxWaiters > 0 && len(q.items) >= t.maxWaiters {
+		out.err = fmt.Errorf("engine: waiter limit %d reached for key %q: %w", t.maxWaiters, e.key, drivers.ErrFull)
+		return
+	}
+	q.items = append(q.items, waiter{owner: owner, ttl: ttl, tag: tag, write: c.Write})
+	t.waiting++
+	out.queued = true
+}
+
+func side(write bool) string {
+	if write {
+		return "write"
+	}
+	return "read"
+}
+
+// fits reports whether a grant of the given side may join e's holders.
+func (e *entry) fits(write bool) bool {
+	q := e.queue
+	switch {
+	case q.kind == Semaphore:
+		return uint32(len(q.holders)) < q.limit
+	case write:
+		return len(q.holders) == 0
+	default:
+		return len(q.holders) == 0 || !q.holders[0].write
+	}
+}
+
+// blocker is the grant a refused acquire is told of: the holder whose
+// deadline comes first.
+func (e *entry) blocker() Grant {
+	q := e.queue
+	if len(q.holders) == 0 {
+		return Grant{Key: e.key}
+	}
+	b := q.holders[0]
+	for _, h := range q.holders[1:] {
+		if h.deadline < b.deadline {
+			b = h
+		}
+	}
+	return b.grant(e.key)
+}
+
+func (e *entry) holderIndex(owner string) int {
+	for i := range e.queue.holders {
+		if e.queue.holders[i].owner == owner {
+			return i
+		}
+	}
+	return -1
+}
+
+// addHolder grants e to owner with a new fence. The caller settles e.
+func (t *table) addHolder(e *entry, owner string, ttl time.Duration, write bool, fence uint64) Grant {
+	h := holder{owner: owner, fence: t.nextFence(fence), deadline: t.deadlineAfter(ttl), write: write}
+	e.queue.holders = append(e.queue.holders, h)
+	if len(e.queue.holders) == 1 {
+		e.deadline = h.deadline // a new entry's heap key, before its push
+	}
+	return h.grant(e.key)
+}
+
+// admit lets waiters in from the head of e's queue while they fit.
+func (t *table) admit(e *entry, fence uint64, out *outcome) {
+	q := e.queue
+	for len(q.items) > 0 && e.fits(q.items[0].write) {
+		w := q.items[0]
+		q.remove(0)
+		t.waiting--
+		out.handOff(t.addHolder(e, w.owner, w.ttl, w.write, fence), w.tag)
+	}
+}
+
+// dropHolder ends e's i-th grant.
+func (e *entry) dropHolder(i int) {
+	e.queue.holders = slices.Delete(e.queue.holders, i, i+1)
+}
+
+// purgeShared ends e's grants that are past their deadline and lets
+// waiters in.
+func (t *table) purgeShared(e *entry, fence uint64, out *outcome) {
+	q := e.queue
+	n := len(q.holders)
+	q.holders = slices.DeleteFunc(q.holders, func(h holder) bool { return h.deadline <= t.now })
+	if len(q.holders) != n {
+		t.admit(e, fence, out)
+	}
+}
+
+// settleShared restores the invariants after e changed: its deadline is
+// its earliest holder's, and an entry nobody holds is gone (nobody can be
+// waiting then: admit lets the head of the queue into an empty name).
+func (t *table) settleShared(e *entry) {
+	q := e.queue
+	if len(q.holders) == 0 {
+		t.heapRemove(e)
+		delete(t.entries, e.key)
+		t.recycle(e)
+		return
+	}
+	d := q.holders[0].deadline
+	for _, h := range q.holders[1:] {
+		d = min(d, h.deadline)
+	}
+	if d != e.deadline {
+		e.deadline = d
+		t.heapFix(e)
+	}
+}
+
+func (t *table) releaseShared(e *entry, owner string, fence uint64) outcome {
+	i := e.holderIndex(owner)
+	if i < 0 || e.queue.holders[i].deadline <= t.now {
+		return outcome{}
+	}
+	out := outcome{ok: true}
+	e.dropHolder(i)
+	t.admit(e, fence, &out)
+	t.settleShared(e)
+	return out
+}
+
+func (t *table) extendShared(e *entry, owner string, ttl time.Duration) outcome {
+	i := e.holderIndex(owner)
+	if i < 0 || e.queue.holders[i].deadline <= t.now {
+		return outcome{grant: e.blocker()}
+	}
+	h := &e.queue.holders[i]
+	h.deadline = t.deadlineAfter(ttl)
+	g := h.grant(e.key)
+	t.settleShared(e)
+	return outcome{ok: true, grant: g}
+}
+
+// forceShared ends every grant of e and lets the waiters in.
+func (t *table) forceShared(e *entry, fence uint64) outcome {
+	out := outcome{ok: true}
+	e.queue.holders = e.queue.holders[:0]
+	t.admit(e, fence, &out)
+	t.settleShared(e)
+	return out
+}
+
+// expireShared ends the grant (owner, expectFence) if it is still there
+// and past its deadline.
+func (t *table) expireShared(e *entry, owner string, expectFence, fence uint64) outcome {
+	i := e.holderIndex(owner)
+	if i < 0 || e.queue.holders[i].fence != expectFence || e.queue.holders[i].deadline > t.now {
+		return outcome{}
+	}
+	out := outcome{ok: true}
+	e.dropHolder(i)
+	t.admit(e, fence, &out)
+	t.settleShared(e)
+	return out
+}
+
+// dueHolders appends e's grants whose deadline is <= now, soonest first.
+func (e *entry) dueHolders(now int64, out []Grant) []Grant {
+	start := len(out)
+	for _, h := range e.queue.holders {
+		if h.deadline <= now {
+			out = append(out, h.grant(e.key))
+		}
+	}
+	slices.SortFunc(out[start:], func(a, b Grant) int {
+		if a.Deadline != b.Deadline {
+			if a.Deadline < b.Deadline {
+				return -1
+			}
+			return 1
+		}
+		return cmpFence(a.Fence, b.Fence)
+	})
+	return out
+}
+
+// sharedInfo describes a shared name: Grant is its holder with the
+// earliest deadline.
+func (e *entry) sharedInfo() Info {
+	q := e.queue
+	s := &Shared{Kind: q.kind, Limit: q.limit, Holders: make([]Grant, len(q.holders))}
+	for i, h := range q.holders {
+		s.Holders[i] = h.grant(e.key)
+		s.Writer = s.Writer || h.write
+	}
+	slices.SortFunc(s.Holders, func(a, b Grant) int { return cmpFence(a.Fence, b.Fence) })
+	if len(q.items) > 0 {
+		s.Queue = make([]QueuedWaiter, len(q.items))
+		for i, w := range q.items {
+			s.Queue[i] = QueuedWaiter{Owner: w.owner, Write: w.write}
+		}
+	}
+	return Info{Grant: e.blocker(), Waiters: len(q.items), Shared: s}
+}
+
+func cmpFence(a, b uint64) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
