@@ -45,7 +45,32 @@ func (e *Engine) Acquire(ctx context.Context, key, owner string, ttl time.Durati
 // behind. The same owner waiting twice for one key gets an error matching
 // drivers.ErrInvalid.
 func (e *Engine) AcquireWait(ctx context.Context, key, owner string, ttl time.Duration) (Grant, error) {
+	return e.await(ctx, newReq(kAcquireWait, key, owner, ttl))
+}
+
+// AcquireShared is Acquire of a semaphore or read/write lock, held as c
+// says: ok is false when the name has no room for owner now, or others
+// wait before it (Grant is then the holder whose deadline comes first). A
+// name held as another kind, or as a semaphore of another limit, is an
+// error matching drivers.ErrInvalid.
+func (e *Engine) AcquireShared(ctx context.Context, key, owner string, ttl time.Duration, c Claim) (Grant, bool, error) {
+	r := newReq(kAcquire, key, owner, ttl)
+	r.claim = c
+	a, err := e.ask(ctx, r)
+	return a.grant, a.ok && err == nil, err
+}
+
+// AcquireSharedWait is AcquireShared that queues owner FIFO and blocks
+// until it is let in or ctx ends, as AcquireWait does for a mutex.
+func (e *Engine) AcquireSharedWait(ctx context.Context, key, owner string, ttl time.Duration, c Claim) (Grant, error) {
 	r := newReq(kAcquireWait, key, owner, ttl)
+	r.claim = c
+	return e.await(ctx, r)
+}
+
+// await sends the AcquireWait r and waits for its grant; when ctx ends
+// first it withdraws r.
+func (e *Engine) await(ctx context.Context, r *request) (Grant, error) {
 	if err := e.send(ctx, r); err != nil {
 		return Grant{}, err
 	}
