@@ -16,7 +16,7 @@ import (
 // numbers are part of the on-disk format: they are explicit, and a number is
 // never reused for another meaning once released.
 //
-// A lock entry's type is the number of the engine.Op it carries (1 to 7),
+// A lock entry's type is the number of the engine.Op it carries (1 to 8),
 // so a lock operation has one name from the log to the engine. The
 // member-map entries, which keep the id -> HTTP address map that followers
 // use to forward requests, have types of their own.
@@ -70,6 +70,7 @@ type Entry struct {
 	Now         int64         // leader-stamped time, unix nanoseconds; every lock entry and tick
 	ExpectFence uint64        // expire: the fence of the grant the leader saw due
 	Wait        bool          // acquire: queue FIFO when the key is busy
+	Claim       engine.Claim  // acquire-shared: a semaphore's or read/write lock's
 	ID          string        // member entries: raft server id
 	HTTPAddr    string        // set-member: host:port of the node's HTTP API
 }
@@ -95,7 +96,7 @@ func entryOfType(t EntryType) Entry {
 // known reports whether this version knows how to apply t.
 func (t EntryType) known() bool {
 	switch {
-	case t >= EntryType(engine.OpAcquire) && t <= EntryType(engine.OpTick):
+	case t >= EntryType(engine.OpAcquire) && t <= EntryType(engine.OpAcquireShared):
 		return true
 	case t == SetMember || t == RemoveMember:
 		return true
@@ -144,6 +145,20 @@ func Encode(e Entry) ([]byte, error) {
 			flags |= 1
 		}
 		b = append(b, flags)
+	case engine.OpAcquireShared:
+		b = appendString(b, e.Key)
+		b = appendString(b, e.Owner)
+		b = binary.AppendVarint(b, int64(e.TTL))
+		b = binary.AppendVarint(b, e.Now)
+		var flags byte
+		if e.Wait {
+			flags |= 1
+		}
+		if e.Claim.Write {
+			flags |= 2
+		}
+		b = append(b, flags, byte(e.Claim.Kind))
+		b = binary.AppendUvarint(b, uint64(e.Claim.Limit))
 	case engine.OpRelease, engine.OpCancelWait:
 		b = appendString(b, e.Key)
 		b = appendString(b, e.Owner)
@@ -208,6 +223,25 @@ func Decode(b []byte) (Entry, error) {
 			r.err = fmt.Errorf("%w: unknown acquire flags %#x", ErrMalformed, flags)
 		}
 		e.Wait = flags&1 != 0
+	case engine.OpAcquireShared:
+		e.Key = r.str("key", maxKeyLen)
+		e.Owner = r.str("owner", maxOwnerLen)
+		e.TTL = time.Duration(r.varint("ttl"))
+		e.Now = r.varint("now")
+		flags := r.byte("flags")
+		if flags&^3 != 0 && r.err == nil {
+			r.err = fmt.Errorf("%w: unknown acquire flags %#x", ErrMalformed, flags)
+		}
+		e.Wait, e.Claim.Write = flags&1 != 0, flags&2 != 0
+		e.Claim.Kind = engine.Kind(r.byte("kind"))
+		limit := r.uvarint("limit")
+		if limit > math.MaxUint32 && r.err == nil {
+			r.err = fmt.Errorf("%w: limit %d", ErrMalformed, limit)
+		}
+		e.Claim.Limit = uint32(limit)
+		if r.err == nil && e.checkClaim() != nil {
+			r.err = fmt.Errorf("%w: %v", ErrMalformed, e.checkClaim())
+		}
 	case engine.OpRelease, engine.OpCancelWait:
 		e.Key = r.str("key", maxKeyLen)
 		e.Owner = r.str("owner", maxOwnerLen)
@@ -271,6 +305,25 @@ func (e Entry) check() error {
 	}
 	if e.TTL < 0 {
 		return &drivers.InvalidError{Field: "ttl", Reason: fmt.Sprintf("%s is negative", e.TTL)}
+	}
+	return e.checkClaim()
+}
+
+// checkClaim refuses a claim on any entry but an acquire-shared, and an
+// acquire-shared of anything but a semaphore (limit 1 or more) or a
+// read/write lock: a mutex is an OpAcquire.
+func (e Entry) checkClaim() error {
+	if e.Op != engine.OpAcquireShared {
+		if e.Claim != (engine.Claim{}) {
+			return &drivers.InvalidError{Field: "claim", Reason: "only an acquire-shared entry has one"}
+		}
+		return nil
+	}
+	switch c := e.Claim; {
+	case c.Kind == engine.Semaphore && c.Limit >= 1 && !c.Write:
+	case c.Kind == engine.RWLock && c.Limit == 0:
+	default:
+		return &drivers.InvalidError{Field: "claim", Reason: fmt.Sprintf("%s with limit %d (write %v) is not a semaphore or read/write lock claim", c.Kind, c.Limit, c.Write)}
 	}
 	return nil
 }

@@ -22,6 +22,9 @@ func allTypesEntries() []Entry {
 		{Op: engine.OpExpire, Key: "k", Owner: "o", ExpectFence: 1 << 60, Now: 10},
 		{Op: engine.OpCancelWait, Key: "k", Owner: "o", Now: 11},
 		{Op: engine.OpTick, Now: 12},
+		{Op: engine.OpAcquireShared, Key: "pool", Owner: "o", TTL: time.Second, Now: 3, Wait: true, Claim: engine.Claim{Kind: engine.Semaphore, Limit: 4}},
+		{Op: engine.OpAcquireShared, Key: "doc", Owner: "w", TTL: time.Second, Now: 3, Claim: engine.Claim{Kind: engine.RWLock, Write: true}},
+		{Op: engine.OpAcquireShared, Key: "doc", Owner: "r", TTL: time.Second, Now: 3, Wait: true, Claim: engine.Claim{Kind: engine.RWLock}},
 		{Member: SetMember, ID: "node-1", HTTPAddr: "127.0.0.1:8080"},
 		{Member: RemoveMember, ID: "node-1"},
 		{Op: engine.OpAcquire, Key: strings.Repeat("é", 512), Owner: strings.Repeat("x", maxOwnerLen), TTL: 7 * 24 * time.Hour, Now: 1},
@@ -53,7 +56,7 @@ func TestCodec_TypeNumbersAreStable(t *testing.T) {
 	want := map[EntryType]uint8{
 		EntryType(engine.OpAcquire): 1, EntryType(engine.OpRelease): 2, EntryType(engine.OpExtend): 3,
 		EntryType(engine.OpForceRelease): 4, EntryType(engine.OpExpire): 5,
-		EntryType(engine.OpCancelWait): 6, EntryType(engine.OpTick): 7, SetMember: 16, RemoveMember: 17,
+		EntryType(engine.OpCancelWait): 6, EntryType(engine.OpTick): 7, EntryType(engine.OpAcquireShared): 8, SetMember: 16, RemoveMember: 17,
 	}
 	for typ, n := range want {
 		if uint8(typ) != n {
@@ -116,6 +119,10 @@ func TestCodec_EncodeRefusesWhatDecodeRefuses(t *testing.T) {
 		{Member: SetMember, ID: strings.Repeat("n", maxMemberLen+1), HTTPAddr: "127.0.0.1:1"},
 		{Member: SetMember, ID: "n1", HTTPAddr: strings.Repeat("h", maxMemberLen+1)},
 		{Member: RemoveMember, ID: "\xc0"},
+		{Op: engine.OpAcquireShared, Key: "k", Owner: "o", TTL: time.Second, Claim: engine.Claim{Kind: engine.Semaphore}},
+		{Op: engine.OpAcquireShared, Key: "k", Owner: "o", TTL: time.Second, Claim: engine.Claim{}},
+		{Op: engine.OpAcquireShared, Key: "k", Owner: "o", TTL: time.Second, Claim: engine.Claim{Kind: engine.Semaphore, Limit: 2, Write: true}},
+		{Op: engine.OpAcquire, Key: "k", Owner: "o", TTL: time.Second, Claim: engine.Claim{Kind: engine.RWLock}},
 	}
 	for _, e := range cases {
 		b, err := Encode(e)

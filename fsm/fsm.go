@@ -324,6 +324,7 @@ func toCommand(e Entry, index uint64) engine.Command {
 		Fence:       index,
 		ExpectFence: e.ExpectFence,
 		Wait:        e.Wait,
+		Claim:       e.Claim,
 	}
 }
 
