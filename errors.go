@@ -27,6 +27,9 @@ var (
 	// ErrUnauthorized: the backend refused the credentials (the cluster's
 	// token, Redis's password); it answered, so it is not ErrUnavailable.
 	ErrUnauthorized = drivers.ErrUnauthorized
+	// ErrUnsupported: the backend cannot serve the request, such as a
+	// semaphore on a driver without them.
+	ErrUnsupported = drivers.ErrUnsupported
 	// ErrNotLinked: Open was asked for a driver whose package the program
 	// does not import. It comes with ErrInvalid.
 	ErrNotLinked = drivers.ErrNotLinked

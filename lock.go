@@ -28,6 +28,9 @@ type Lock struct {
 	// fixedOwner, when set (WithOwner), is the owner token of every grant
 	// made through this handle, instead of a fresh one each time.
 	fixedOwner string
+	// claim is how the handle holds its key: a mutex (zero), a semaphore's
+	// slot, a read/write lock's side.
+	claim drivers.Claim
 
 	mu        sync.Mutex // guards the fields below; never held across a backend call
 	owner     string
@@ -121,7 +124,8 @@ func (l *Lock) Acquire(ctx context.Context) (bool, error) {
 // over as soon as it frees, in arrival order; the others are polled every
 // retry delay (WithRetryDelay). WithTimeout, the refresh options,
 // WithSafetyMargin, WithReleaseTimeout and WithOwner do not apply here:
-// timeout is the argument. On a handle that already holds the
+// timeout is the argument; Semaphore, Read and Write belong to Make. On a
+// handle that already holds the
 // lock, Block refreshes it, and waits for a new grant only if it was lost.
 // Once Shutdown has begun, Block returns ErrClosed.
 func (l *Lock) Block(ctx context.Context, timeout time.Duration, opts ...Option) error {
@@ -137,6 +141,9 @@ func (l *Lock) Block(ctx context.Context, timeout time.Duration, opts ...Option)
 	o, err := buildOptions(l.ttl, opts)
 	if err != nil {
 		return err
+	}
+	if o.claim != (drivers.Claim{}) {
+		return &InvalidError{Field: "option", Reason: "a handle's Semaphore, Read or Write is given to Make"}
 	}
 	l.op.Lock()
 	defer l.op.Unlock()
@@ -238,13 +245,7 @@ func (l *Lock) nextOwner() string {
 func (l *Lock) acquireLocked(ctx context.Context) (ok bool, held *NotAcquiredError, err error) {
 	owner := l.nextOwner()
 	sent := time.Now()
-	var fence uint64
-	var holderTTL time.Duration
-	if r := l.m.holderTTL; r != nil {
-		fence, ok, holderTTL, err = r.AcquireHolderTTL(ctx, l.fullKey, owner, l.ttl)
-	} else {
-		fence, ok, err = l.m.driver.Acquire(ctx, l.fullKey, owner, l.ttl)
-	}
+	fence, ok, holderTTL, err := l.acquireAt(ctx, owner)
 	if err != nil {
 		l.abandon(ctx, owner, err)
 		return false, nil, failed(ctx, "acquire", l.key, true, err)
@@ -307,7 +308,7 @@ func (l *Lock) refreshLocked(ctx context.Context) (bool, error) {
 		l.releaseOwner(ctx, owner)
 		return false, nil
 	}
-	got, ok, err := l.m.driver.Acquire(ctx, l.fullKey, owner, l.ttl)
+	got, ok, _, err := l.acquireAt(ctx, owner)
 	if err != nil {
 		return false, failed(ctx, "refresh", l.key, true, err)
 	}

@@ -28,6 +28,7 @@ const cleanupTimeout = 5 * time.Second
 type Manager struct {
 	driver    drivers.Driver
 	holderTTL drivers.HolderTTLReporter // the driver, when it tells a holder's time left
+	sharer    drivers.Sharer            // the driver, when it has semaphores and read/write locks
 	prefix    string
 	prefixSet bool // WithPrefix was given
 	logger    *slog.Logger
@@ -91,6 +92,7 @@ func New(d drivers.Driver, opts ...ManagerOption) *Manager {
 		prefix: DefaultPrefix,
 		logger: slog.New(slog.DiscardHandler),
 	}
+	m.sharer, _ = d.(drivers.Sharer)
 	m.bg, m.cancelBg = context.WithCancel(context.Background())
 	m.idle, m.shutdownSem = make(chan struct{}, 1), make(chan struct{}, 1)
 	for _, opt := range opts {
@@ -155,15 +157,38 @@ func (m *Manager) Close() error {
 // Make returns a handle on key with the given TTL, not acquired: call
 // Acquire or Block on it. An invalid key or TTL is reported by every call
 // made on the handle.
-func (m *Manager) Make(key string, ttl time.Duration) *Lock {
+func (m *Manager) Make(key string, ttl time.Duration, opts ...Option) *Lock {
 	l := &Lock{}
 	m.initLock(l, key, ttl)
 	if err := validateKey(m.prefix, key); err != nil {
 		l.invalid = err
 	} else if err := validateTTL(ttl); err != nil {
 		l.invalid = err
+	} else if l.claim, err = makeClaim(opts); err != nil {
+		l.invalid = err
+	} else if err := m.checkClaim(l.claim); err != nil {
+		l.invalid = err
 	}
 	return l
+}
+
+// makeClaim is the claim of Make's options, which may only be Semaphore,
+// Read or Write.
+func makeClaim(opts []Option) (drivers.Claim, error) {
+	var c drivers.Claim
+	for _, opt := range opts {
+		switch opt.kind {
+		case optNone:
+		case optClaim:
+			var err error
+			if c, err = claimOf(opt); err != nil {
+				return c, err
+			}
+		default:
+			return c, &InvalidError{Field: "option", Reason: "Make takes only Semaphore, Read or Write; give the others to Lock.Block"}
+		}
+	}
+	return c, nil
 }
 
 // initLock sets up a handle allocated by the caller, once key and ttl have

@@ -3,6 +3,8 @@ package lock
 import (
 	"fmt"
 	"time"
+
+	"github.com/zerotal/lock/drivers"
 )
 
 // DefaultRetryDelay is the pause between two attempts of Block on a driver
@@ -18,6 +20,7 @@ type Option struct {
 	kind  optionKind
 	owner string
 	d     time.Duration
+	claim drivers.Claim
 }
 
 type optionKind uint8
@@ -31,6 +34,7 @@ const (
 	optSafetyMargin
 	optReleaseTimeout
 	optOwner
+	optClaim
 )
 
 // WithTimeout sets how long Block waits for the lock before it gives up
@@ -101,6 +105,7 @@ type options struct {
 	marginSet    bool          // 0 is a valid margin
 	release      time.Duration // 0: the caller's ctx bounds the release
 	owner        string        // "": a fresh token per grant
+	claim        drivers.Claim // Semaphore, Read, Write
 }
 
 // buildOptions applies opts and fills in the defaults that depend on ttl.
@@ -108,6 +113,14 @@ type options struct {
 func buildOptions(ttl time.Duration, opts []Option) (options, error) {
 	o := options{retryDelay: DefaultRetryDelay}
 	for _, opt := range opts {
+		if opt.kind == optClaim {
+			c, err := claimOf(opt)
+			if err != nil {
+				return o, err
+			}
+			o.claim = c
+			continue
+		}
 		if opt.kind == optOwner {
 			if err := validateOwner(opt.owner); err != nil {
 				return o, err

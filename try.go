@@ -94,9 +94,12 @@ func (m *Manager) prepare(key string, ttl time.Duration, fn Func, opts []Option)
 	if m.stopping.Load() {
 		return nil, options{}, ErrClosed
 	}
+	if err := m.checkClaim(o.claim); err != nil {
+		return nil, options{}, err
+	}
 	c := &call{}
 	m.initLock(&c.l, key, ttl)
-	c.l.fixedOwner = o.owner
+	c.l.fixedOwner, c.l.claim = o.owner, o.claim
 	return c, o, nil
 }
 

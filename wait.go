@@ -36,7 +36,7 @@ func (l *Lock) waitLocked(ctx context.Context, timeout, retryDelay time.Duration
 	// that takes no more locks.
 	defer l.m.waits.add(cancel)()
 	var err error
-	if w, ok := l.m.driver.(drivers.Waiter); ok {
+	if w, ok := l.pushedWait(); ok {
 		err = l.waitPushed(ctx, waitCtx, w, retryDelay)
 	} else {
 		err = l.waitPolling(ctx, waitCtx, retryDelay)
@@ -50,11 +50,11 @@ func (l *Lock) waitLocked(ctx context.Context, timeout, retryDelay time.Duration
 }
 
 // waitPushed waits with the driver's own queue.
-func (l *Lock) waitPushed(ctx, waitCtx context.Context, w drivers.Waiter, retryDelay time.Duration) error {
+func (l *Lock) waitPushed(ctx, waitCtx context.Context, wait func(context.Context, string, string, time.Duration, drivers.WaitOptions) (uint64, error), retryDelay time.Duration) error {
 	for {
 		owner := l.nextOwner()
 		sent := time.Now()
-		fence, err := w.AcquireWait(waitCtx, l.fullKey, owner, l.ttl, drivers.WaitOptions{RetryDelay: retryDelay})
+		fence, err := wait(waitCtx, l.fullKey, owner, l.ttl, drivers.WaitOptions{RetryDelay: retryDelay})
 		if err != nil {
 			if waitCtx.Err() == nil {
 				// The driver cleans up after a cancelled wait itself

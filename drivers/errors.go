@@ -40,6 +40,10 @@ var (
 	// token, Redis a password (or none given where one is required). It
 	// is never retried, and is not ErrUnavailable: the backend answered.
 	ErrUnauthorized = errors.New("lock: credentials refused")
+	// ErrUnsupported: the backend cannot serve the request: a driver
+	// without semaphores and read/write locks (Sharer), or a cluster with
+	// a member too old to apply them. It is not retried.
+	ErrUnsupported = errors.New("lock: not supported by the backend")
 )
 
 // NotAcquiredError says which key could not be acquired. It matches

@@ -44,7 +44,7 @@ func (h holder) grant(key string) Grant {
 func (e *entry) isShared() bool { return e.queue != nil && e.queue.kind != Mutex }
 
 // check reports a claim that cannot be served.
-func (c Claim) check() error {
+func checkClaim(c Claim) error {
 	switch c.Kind {
 	case Mutex:
 		if c.Limit != 0 || c.Write {
@@ -91,7 +91,7 @@ func (t *table) acquireShared(key, owner string, ttl time.Duration, c Claim, fen
 	if err := checkTTL(ttl); err != nil {
 		return outcome{err: err}
 	}
-	if err := c.check(); err != nil {
+	if err := checkClaim(c); err != nil {
 		return outcome{err: err}
 	}
 	if c.Kind == Mutex {

@@ -124,7 +124,7 @@ func (w *sharedWorld) apply(c Command) modelResult {
 		if c.Op == OpAcquireShared && c.Claim.Kind != Mutex {
 			return w.create(c)
 		}
-		if c.Op == OpAcquireShared && c.Claim.check() != nil {
+		if c.Op == OpAcquireShared && checkClaim(c.Claim) != nil {
 			return modelResult{errInvalid: true}
 		}
 		if c.Op == OpAcquireShared {
@@ -184,7 +184,7 @@ func (w *sharedWorld) apply(c Command) modelResult {
 }
 
 func (w *sharedWorld) create(c Command) modelResult {
-	if c.Key == "" || c.Owner == "" || c.TTL <= 0 || c.Claim.check() != nil {
+	if c.Key == "" || c.Owner == "" || c.TTL <= 0 || checkClaim(c.Claim) != nil {
 		return modelResult{errInvalid: true}
 	}
 	if w.mutexes.locks[c.Key] != nil {
@@ -198,7 +198,7 @@ func (w *sharedWorld) create(c Command) modelResult {
 
 func (w *sharedWorld) acquire(c Command, n *sharedModel) modelResult {
 	var r modelResult
-	if c.Owner == "" || c.TTL <= 0 || c.Claim.check() != nil || n.kind != c.Claim.Kind || n.limit != c.Claim.Limit {
+	if c.Owner == "" || c.TTL <= 0 || checkClaim(c.Claim) != nil || n.kind != c.Claim.Kind || n.limit != c.Claim.Limit {
 		r.errInvalid = true
 		return r
 	}

@@ -317,7 +317,7 @@ func CheckSnapshot(snap []byte) error {
 func (d *decoder) shared(t *table, e *entry, kind Kind, prev string, i int) {
 	q := &waitQueue{kind: kind, limit: uint32(d.uvarint())}
 	e.queue = q
-	if d.err == nil && (Claim{Kind: kind, Limit: q.limit}).check() != nil {
+	if d.err == nil && checkClaim(Claim{Kind: kind, Limit: q.limit}) != nil {
 		d.fail("bad kind %d or limit %d for key %q", kind, q.limit, e.key)
 	}
 	switch {

@@ -151,43 +151,19 @@ type Result struct {
 	Err error
 }
 
-// Kind is what a name is while it is held: a mutex (the zero value), a
-// semaphore of up to Limit holders, or a read/write lock. A name takes
-// the kind of the acquire that creates its entry and keeps it until the
-// entry is gone (nobody holds or waits); an acquire of another kind, or
-// of a semaphore with another limit, meanwhile is refused with an error
-// matching drivers.ErrInvalid.
-type Kind uint8
+// Kind is what a name is while it is held (drivers.Kind).
+type Kind = drivers.Kind
 
 // The kinds of a name.
 const (
-	Mutex     Kind = 0
-	Semaphore Kind = 1
-	RWLock    Kind = 2
+	Mutex     = drivers.Mutex
+	Semaphore = drivers.Semaphore
+	RWLock    = drivers.RWLock
 )
 
-// String names the kind.
-func (k Kind) String() string {
-	switch k {
-	case Mutex:
-		return "mutex"
-	case Semaphore:
-		return "semaphore"
-	case RWLock:
-		return "rwlock"
-	}
-	return "unknown"
-}
-
-// Claim is how an acquire holds its name. The zero Claim is a mutex.
-type Claim struct {
-	Kind Kind
-	// Limit is a semaphore's number of holders at most (1 or more).
-	Limit uint32
-	// Write takes a read/write lock's exclusive side; false its shared
-	// (read) side.
-	Write bool
-}
+// Claim is how an acquire holds its name (drivers.Claim). The zero Claim
+// is a mutex.
+type Claim = drivers.Claim
 
 // Shared describes the holders and waiters of a semaphore or read/write
 // lock (Info.Shared).

@@ -45,7 +45,7 @@ func (c Config) Validate() error {
 }
 
 // Driver is a handle on an engine. It implements drivers.Driver,
-// drivers.Extender and drivers.Waiter.
+// drivers.Extender, drivers.Waiter and drivers.Sharer.
 type Driver struct {
 	e      *engine.Engine
 	owns   bool // Close also closes the engine
@@ -53,9 +53,11 @@ type Driver struct {
 }
 
 var (
-	_ drivers.Driver   = (*Driver)(nil)
-	_ drivers.Extender = (*Driver)(nil)
-	_ drivers.Waiter   = (*Driver)(nil)
+	_ drivers.Driver    = (*Driver)(nil)
+	_ drivers.Extender  = (*Driver)(nil)
+	_ drivers.Waiter    = (*Driver)(nil)
+	_ drivers.Sharer    = (*Driver)(nil)
+	_ drivers.Inspector = (*Driver)(nil)
 
 	_ drivers.HolderTTLReporter = (*Driver)(nil)
 
@@ -132,6 +134,64 @@ func (d *Driver) AcquireWait(ctx context.Context, key, owner string, ttl time.Du
 		return 0, err
 	}
 	return g.Fence, nil
+}
+
+// AcquireShared takes a semaphore's slot or a read/write lock's side (see
+// drivers.Sharer).
+func (d *Driver) AcquireShared(ctx context.Context, key, owner string, ttl time.Duration, c drivers.Claim) (uint64, bool, error) {
+	if err := d.ready(ctx); err != nil {
+		return 0, false, err
+	}
+	g, ok, err := d.e.AcquireShared(ctx, key, owner, ttl, c)
+	if err != nil || !ok {
+		return 0, false, err
+	}
+	return g.Fence, true, nil
+}
+
+// AcquireSharedWait is AcquireShared that waits its turn in the name's
+// FIFO queue.
+func (d *Driver) AcquireSharedWait(ctx context.Context, key, owner string, ttl time.Duration, c drivers.Claim, _ drivers.WaitOptions) (uint64, error) {
+	if err := d.ready(ctx); err != nil {
+		return 0, err
+	}
+	g, err := d.e.AcquireSharedWait(ctx, key, owner, ttl, c)
+	if err != nil {
+		return 0, err
+	}
+	return g.Fence, nil
+}
+
+// Inspect describes key: its kind, holders and waiters (drivers.Inspector).
+func (d *Driver) Inspect(ctx context.Context, key string) (drivers.Holding, bool, error) {
+	if err := d.ready(ctx); err != nil {
+		return drivers.Holding{}, false, err
+	}
+	info, ok, err := d.e.Get(ctx, key)
+	if err != nil || !ok {
+		return drivers.Holding{}, false, err
+	}
+	return HoldingOf(info, d.e.Remaining), true, nil
+}
+
+// HoldingOf describes an engine's entry as a drivers.Holding; remaining
+// tells a grant's time left.
+func HoldingOf(info engine.Info, remaining func(engine.Grant) time.Duration) drivers.Holding {
+	s := info.Shared
+	if s == nil {
+		return drivers.Holding{
+			Holders:     []drivers.Holder{{Owner: info.Owner, Fence: info.Fence, Remaining: remaining(info.Grant)}},
+			WaiterCount: info.Waiters,
+		}
+	}
+	h := drivers.Holding{Claim: drivers.Claim{Kind: s.Kind, Limit: s.Limit}, WaiterCount: info.Waiters}
+	for _, g := range s.Holders {
+		h.Holders = append(h.Holders, drivers.Holder{Owner: g.Owner, Fence: g.Fence, Remaining: remaining(g), Write: s.Writer})
+	}
+	for _, w := range s.Queue {
+		h.Waiters = append(h.Waiters, drivers.Waiting{Owner: w.Owner, Write: w.Write})
+	}
+	return h
 }
 
 // AcquireIsInstant marks the driver as a drivers.InstantWaiter: Acquire is

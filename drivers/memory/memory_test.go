@@ -21,16 +21,18 @@ type harness struct{ e *engine.Engine }
 
 func (h harness) NewDriver(context.Context) (drivers.Driver, error) { return memory.Wrap(h.e), nil }
 
-func TestConformance(t *testing.T) {
-	driverstest.Run(t, func(t *testing.T) driverstest.Harness {
-		e, err := engine.New(engine.Config{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { _ = e.Close() })
-		return harness{e: e}
-	})
+func newHarness(t *testing.T) driverstest.Harness {
+	e, err := engine.New(engine.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = e.Close() })
+	return harness{e: e}
 }
+
+func TestConformance(t *testing.T) { driverstest.Run(t, newHarness) }
+
+func TestConformance_Shared(t *testing.T) { driverstest.RunShared(t, newHarness) }
 
 func TestOwningDriverClosesItsEngine(t *testing.T) {
 	d, err := memory.New(memory.Config{})

@@ -1,0 +1,95 @@
+package lock
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"time"
+
+	"github.com/zerotal/lock/drivers"
+)
+
+// Semaphores and read/write locks are a key held in another way: give Try,
+// Block or Make one of the options below, and the rest (the TTL, refresh,
+// the lost-lock signal, the fence, Release) works as for a mutex. Every
+// grant has its own fence, strictly increasing per key, so a resource can
+// order holders, and readers against writers.
+//
+// Waiting is first come, first served: a caller is granted at once only
+// when nobody waits and there is room; the first waiter is served first,
+// and nobody behind it is let in while it waits, even a caller there would
+// be room for. So a waiting writer stops new readers (no writer
+// starvation), and a waiter is never overtaken.
+//
+// A key is one kind at a time: while anyone holds or waits for it as a
+// semaphore of n, a call naming another n, or a mutex, read or write lock,
+// gets an error matching ErrInvalid that says what the key is held as. A
+// new n takes effect once the key is free, so nobody is ever beyond the
+// limit: to change it, drain the key or use a new name.
+
+// Semaphore makes the call take one of n slots of the key: up to n holders
+// at once (n >= 1).
+func Semaphore(n int) Option {
+	if n < 1 || n > math.MaxUint32 {
+		return Option{kind: optClaim, d: -1, owner: fmt.Sprint(n)}
+	}
+	return Option{kind: optClaim, claim: drivers.Claim{Kind: drivers.Semaphore, Limit: uint32(n)}}
+}
+
+// Read makes the call take the shared side of a read/write lock: any
+// number of readers hold the key at once, never beside a writer.
+func Read() Option {
+	return Option{kind: optClaim, claim: drivers.Claim{Kind: drivers.RWLock}}
+}
+
+// Write makes the call take the exclusive side of a read/write lock: one
+// writer, alone.
+func Write() Option {
+	return Option{kind: optClaim, claim: drivers.Claim{Kind: drivers.RWLock, Write: true}}
+}
+
+// claimOf returns the claim opt names, or an *InvalidError.
+func claimOf(opt Option) (drivers.Claim, error) {
+	if opt.d < 0 {
+		return drivers.Claim{}, &InvalidError{Field: "semaphore", Reason: fmt.Sprintf("n must be between 1 and %d, got %s", uint32(math.MaxUint32), opt.owner)}
+	}
+	return opt.claim, nil
+}
+
+// shared reports whether l holds its key in another way than a mutex.
+func (l *Lock) shared() bool { return l.claim != (drivers.Claim{}) }
+
+// checkClaim refuses a claim the driver cannot serve.
+func (m *Manager) checkClaim(c drivers.Claim) error {
+	if c != (drivers.Claim{}) && m.sharer == nil {
+		return fmt.Errorf("%w: the %T driver has no semaphores or read/write locks (drivers.Sharer)", ErrUnsupported, m.driver)
+	}
+	return nil
+}
+
+// acquireAt makes one acquire of l's key for owner, as l's claim says.
+func (l *Lock) acquireAt(ctx context.Context, owner string) (fence uint64, ok bool, holderTTL time.Duration, err error) {
+	switch {
+	case l.shared():
+		fence, ok, err = l.m.sharer.AcquireShared(ctx, l.fullKey, owner, l.ttl, l.claim)
+	case l.m.holderTTL != nil:
+		fence, ok, holderTTL, err = l.m.holderTTL.AcquireHolderTTL(ctx, l.fullKey, owner, l.ttl)
+	default:
+		fence, ok, err = l.m.driver.Acquire(ctx, l.fullKey, owner, l.ttl)
+	}
+	return fence, ok, holderTTL, err
+}
+
+// pushedWait is the driver's wait for l's claim; ok is false when the
+// driver is not told when a key frees (then Block polls).
+func (l *Lock) pushedWait() (wait func(ctx context.Context, key, owner string, ttl time.Duration, o drivers.WaitOptions) (uint64, error), ok bool) {
+	if l.shared() {
+		return func(ctx context.Context, key, owner string, ttl time.Duration, o drivers.WaitOptions) (uint64, error) {
+			return l.m.sharer.AcquireSharedWait(ctx, key, owner, ttl, l.claim, o)
+		}, true
+	}
+	if w, ok := l.m.driver.(drivers.Waiter); ok {
+		return w.AcquireWait, true
+	}
+	return nil, false
+}

@@ -1,0 +1,118 @@
+package drivers
+
+import (
+	"context"
+	"strconv"
+	"time"
+)
+
+// Kind is what a name is while it is held: a mutex (the zero value), a
+// semaphore of up to Limit holders, or a read/write lock. A name takes the
+// kind of the acquire that creates it and keeps it until nobody holds or
+// waits for it; an acquire of another kind, or of a semaphore with another
+// limit, meanwhile is refused with an error matching ErrInvalid.
+type Kind uint8
+
+// The kinds of a name.
+const (
+	Mutex     Kind = 0
+	Semaphore Kind = 1
+	RWLock    Kind = 2
+)
+
+// String names the kind.
+func (k Kind) String() string {
+	switch k {
+	case Mutex:
+		return "mutex"
+	case Semaphore:
+		return "semaphore"
+	case RWLock:
+		return "rwlock"
+	}
+	return "unknown"
+}
+
+// Claim is how an acquire holds its name. The zero Claim is a mutex.
+type Claim struct {
+	Kind Kind
+	// Limit is a semaphore's number of holders at most (1 or more).
+	Limit uint32
+	// Write takes a read/write lock's exclusive side; false its shared
+	// (read) side.
+	Write bool
+}
+
+// String describes the claim: "mutex", "semaphore of 4", "read", "write".
+func (c Claim) String() string {
+	switch {
+	case c.Kind == Semaphore:
+		return "semaphore of " + strconv.FormatUint(uint64(c.Limit), 10)
+	case c.Kind == RWLock && c.Write:
+		return "write"
+	case c.Kind == RWLock:
+		return "read"
+	}
+	return c.Kind.String()
+}
+
+// Sharer is the optional capability of shared names: semaphores (up to N
+// holders) and read/write locks (any number of readers, or one writer).
+// Every grant has its own owner and its own fence, strictly increasing
+// per name; Release, Extend, ForceRelease and Exists of the Driver apply
+// to a shared name's grants by owner as they do to a mutex's.
+//
+// Waiting is FIFO: an acquire is granted at once only when nobody waits
+// and it fits; the head of the queue is served first, and a waiting writer
+// stops new readers.
+//
+// AcquireShared is Acquire with a claim (ok is false when the name has no
+// room for owner now, or others wait before it); AcquireSharedWait is
+// Waiter.AcquireWait with a claim, under the same rules.
+//
+// Fallback when a driver lacks it: the Manager refuses shared claims with
+// an error matching ErrUnsupported.
+type Sharer interface {
+	AcquireShared(ctx context.Context, key, owner string, ttl time.Duration, c Claim) (fence uint64, ok bool, err error)
+	AcquireSharedWait(ctx context.Context, key, owner string, ttl time.Duration, c Claim, opts WaitOptions) (fence uint64, err error)
+}
+
+// Holding describes who holds a name and who waits for it, as an
+// Inspector reports it.
+type Holding struct {
+	// Claim is what the name is held as: Kind and, for a semaphore, Limit
+	// (Write is unused).
+	Claim Claim
+	// Holders are the grants, by fence.
+	Holders []Holder
+	// Waiters are the queued owners in order, where the backend tells
+	// them (WaiterCount counts them either way).
+	Waiters     []Waiting
+	WaiterCount int
+}
+
+// Holder is one grant of a name.
+type Holder struct {
+	Owner string
+	Fence uint64
+	// Remaining is how long the grant has left as the backend sees it.
+	Remaining time.Duration
+	// Write marks the holder of a read/write lock's write side.
+	Write bool
+}
+
+// Waiting is one queued owner of a name.
+type Waiting struct {
+	Owner string
+	Write bool
+}
+
+// Inspector is the optional capability of describing a name: its kind,
+// every holder and, where the backend keeps them in order, its waiters.
+// ok is false when nobody holds the name.
+//
+// Fallback when a driver lacks it: Exists, which says only whether the
+// name is held.
+type Inspector interface {
+	Inspect(ctx context.Context, key string) (h Holding, ok bool, err error)
+}
