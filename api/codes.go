@@ -33,6 +33,10 @@ const (
 	// CodeUnavailable: no leader, no quorum, leadership moved, or the node
 	// is shutting down (503): safe to retry, on this node or another.
 	CodeUnavailable = "unavailable"
+	// CodeUnsupported: the cluster cannot serve the request yet: a
+	// semaphore or read/write lock while a member runs a release without
+	// them (501). The message names the member.
+	CodeUnsupported = "unsupported"
 	// CodeInternal: anything else (500).
 	CodeInternal = "internal"
 )
@@ -59,6 +63,8 @@ func StatusOf(code string) int {
 		return http.StatusTooManyRequests
 	case CodeUnavailable:
 		return http.StatusServiceUnavailable
+	case CodeUnsupported:
+		return http.StatusNotImplemented
 	}
 	return http.StatusInternalServerError
 }

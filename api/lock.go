@@ -18,21 +18,68 @@ type Lock struct {
 	Remaining time.Duration
 	// Waiters is the number of requests queued for the key.
 	Waiters int
+	// Kind is "semaphore" or "rwlock" for a shared key, "" for a mutex;
+	// Limit a semaphore's most holders. Owner, Fence and Remaining are
+	// then those of the holder whose grant ends first, Holders every
+	// holder (by fence) and Queue the waiters in order.
+	Kind    string
+	Limit   uint32
+	Holders []Holder
+	Queue   []Waiting
 }
+
+// Holder is one grant of a shared key.
+type Holder struct {
+	Owner     string
+	Fence     uint64
+	Remaining time.Duration
+	// Mode is ModeRead or ModeWrite for a read/write lock, "" for a
+	// semaphore.
+	Mode string
+}
+
+// Waiting is one queued owner of a shared key.
+type Waiting struct {
+	Owner string `json:"owner"`
+	Mode  string `json:"mode,omitempty"`
+}
+
+// Kinds of a shared key (Lock.Kind).
+const (
+	KindSemaphore = "semaphore"
+	KindRWLock    = "rwlock"
+)
 
 // lockJSON is Lock on the wire.
 type lockJSON struct {
-	Key             string `json:"key"`
+	Key             string       `json:"key"`
+	Owner           string       `json:"owner"`
+	Fence           uint64       `json:"fence"`
+	RemainingMillis int64        `json:"remaining_ms"`
+	Waiters         int          `json:"waiters"`
+	Kind            string       `json:"kind,omitempty"`
+	Limit           uint32       `json:"limit,omitempty"`
+	Holders         []holderJSON `json:"holders,omitempty"`
+	Queue           []Waiting    `json:"queue,omitempty"`
+}
+
+type holderJSON struct {
 	Owner           string `json:"owner"`
 	Fence           uint64 `json:"fence"`
 	RemainingMillis int64  `json:"remaining_ms"`
-	Waiters         int    `json:"waiters"`
+	Mode            string `json:"mode,omitempty"`
 }
 
-// MarshalJSON writes l with its remaining time in whole milliseconds.
+func millisDown(d time.Duration) int64 { return max(int64(d/time.Millisecond), 0) }
+
+// MarshalJSON writes l with its remaining times in whole milliseconds.
 func (l Lock) MarshalJSON() ([]byte, error) {
-	return json.Marshal(lockJSON{Key: l.Key, Owner: l.Owner, Fence: l.Fence,
-		RemainingMillis: max(int64(l.Remaining/time.Millisecond), 0), Waiters: l.Waiters})
+	w := lockJSON{Key: l.Key, Owner: l.Owner, Fence: l.Fence,
+		RemainingMillis: millisDown(l.Remaining), Waiters: l.Waiters, Kind: l.Kind, Limit: l.Limit, Queue: l.Queue}
+	for _, h := range l.Holders {
+		w.Holders = append(w.Holders, holderJSON{Owner: h.Owner, Fence: h.Fence, RemainingMillis: millisDown(h.Remaining), Mode: h.Mode})
+	}
+	return json.Marshal(w)
 }
 
 // UnmarshalJSON reads l from its wire form.
@@ -41,7 +88,11 @@ func (l *Lock) UnmarshalJSON(b []byte) error {
 	if err := json.Unmarshal(b, &w); err != nil {
 		return err
 	}
-	*l = Lock{Key: w.Key, Owner: w.Owner, Fence: w.Fence, Remaining: Duration(w.RemainingMillis), Waiters: w.Waiters}
+	*l = Lock{Key: w.Key, Owner: w.Owner, Fence: w.Fence, Remaining: Duration(w.RemainingMillis), Waiters: w.Waiters,
+		Kind: w.Kind, Limit: w.Limit, Queue: w.Queue}
+	for _, h := range w.Holders {
+		l.Holders = append(l.Holders, Holder{Owner: h.Owner, Fence: h.Fence, Remaining: Duration(h.RemainingMillis), Mode: h.Mode})
+	}
 	return nil
 }
 

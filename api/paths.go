@@ -2,15 +2,19 @@ package api
 
 // Paths of the /v1 endpoints.
 const (
-	PathAcquire      = "/v1/acquire"
-	PathRelease      = "/v1/release"
-	PathExtend       = "/v1/extend"
-	PathForceRelease = "/v1/force-release"
-	PathLock         = "/v1/lock"
-	PathLocks        = "/v1/locks"
-	PathStatus       = "/v1/status"
-	PathJoin         = "/v1/join"
-	PathLeave        = "/v1/leave"
+	PathAcquire = "/v1/acquire"
+	// PathAcquireShared takes a semaphore's slot or a read/write lock's
+	// side (AcquireSharedRequest). A path of its own, so that a node that
+	// does not know it answers 404 rather than grant a mutex.
+	PathAcquireShared = "/v1/acquire-shared"
+	PathRelease       = "/v1/release"
+	PathExtend        = "/v1/extend"
+	PathForceRelease  = "/v1/force-release"
+	PathLock          = "/v1/lock"
+	PathLocks         = "/v1/locks"
+	PathStatus        = "/v1/status"
+	PathJoin          = "/v1/join"
+	PathLeave         = "/v1/leave"
 	// PathNode is what a node says of itself (NodeInfo), answered by the
 	// node asked, never forwarded, to any caller: it holds nothing that
 	// the wrong-cluster answer does not already give away.

@@ -11,6 +11,22 @@ type AcquireRequest struct {
 	WaitMillis int64  `json:"wait_ms,omitempty"`
 }
 
+// AcquireSharedRequest is the body of POST /v1/acquire-shared: an
+// AcquireRequest that names either Semaphore, the most holders of the key
+// at once (1 or more), or Mode, "read" or "write", a side of a read/write
+// lock. It is answered with an AcquireResponse.
+type AcquireSharedRequest struct {
+	AcquireRequest
+	Semaphore uint32 `json:"semaphore,omitempty"`
+	Mode      string `json:"mode,omitempty"`
+}
+
+// The modes of a read/write lock (AcquireSharedRequest.Mode, Holder.Mode).
+const (
+	ModeRead  = "read"
+	ModeWrite = "write"
+)
+
 // AcquireResponse is the answer to a granted acquire.
 type AcquireResponse struct {
 	Key       string `json:"key"`
@@ -121,7 +137,15 @@ type NodeInfo struct {
 	// a leader whose configuration lacks it tells it so.
 	State   string   `json:"state"`
 	Members []string `json:"members"`
+	// Features are what the node's release applies beyond v0.1.0's log
+	// entries (FeatureShared): a leader writes an entry only every member
+	// can apply.
+	Features []string `json:"features,omitempty"`
 }
+
+// FeatureShared: the node applies semaphores and read/write locks (log
+// entry type 8).
+const FeatureShared = "shared"
 
 // JoinRequest is the body of POST /v1/join. Addr is the raft address of
 // the new node, HTTP its HTTP address (host:port): the leader asks the

@@ -56,6 +56,13 @@ func TestConformance(t *testing.T) {
 	driverstest.Run(t, func(t *testing.T) driverstest.Harness { return harness{addrs: addrs} })
 }
 
+// TestConformance_Shared runs the semaphore and read/write lock sections
+// against a real three-node cluster.
+func TestConformance_Shared(t *testing.T) {
+	addrs, _ := startCluster(t)
+	driverstest.RunShared(t, func(t *testing.T) driverstest.Harness { return harness{addrs: addrs} })
+}
+
 // TestClient_FailsOverWhenTheLeaderStops stops the leader in the middle
 // of a run of acquisitions: the client finds the new leader, and a lock
 // held before the failover is still held by its owner afterwards.

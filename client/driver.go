@@ -33,14 +33,20 @@ func (c *Client) Acquire(ctx context.Context, key, owner string, ttl time.Durati
 // AcquireHolderTTL is Acquire that, when another owner holds the key, also
 // returns how long the holder's grant has left (the node's holder_ttl_ms).
 func (c *Client) AcquireHolderTTL(ctx context.Context, key, owner string, ttl time.Duration) (uint64, bool, time.Duration, error) {
+	return c.acquireOnce(ctx, key, owner, ttl, nil)
+}
+
+// acquireOnce is one acquire without wait, of a mutex (claim nil) or a
+// shared key.
+func (c *Client) acquireOnce(ctx context.Context, key, owner string, ttl time.Duration, claim *drivers.Claim) (uint64, bool, time.Duration, error) {
 	if err := checkKeyOwner(key, owner); err != nil {
 		return 0, false, 0, err
 	}
 	var out api.AcquireResponse
-	err := c.call(ctx, request{
-		op: "acquire", method: http.MethodPost, path: api.PathAcquire, key: key,
-		body: api.AcquireRequest{Key: key, Owner: owner, TTLMillis: api.Millis(ttl)},
-	}, &out)
+	err := c.call(ctx, acquireRequest(key, owner, ttl, 0, claim), &out)
+	if claim != nil {
+		err = sharedUnsupported(err)
+	}
 	if na, ok := errors.AsType[*drivers.NotAcquiredError](err); ok {
 		return 0, false, na.HolderTTL, nil
 	}
@@ -63,6 +69,11 @@ var _ drivers.HolderTTLReporter = (*Client)(nil)
 // server still holds is removed by the server when its wait_ms passes, and
 // a grant made to it after that point expires with its TTL.
 func (c *Client) AcquireWait(ctx context.Context, key, owner string, ttl time.Duration, _ drivers.WaitOptions) (uint64, error) {
+	return c.acquireWait(ctx, key, owner, ttl, nil)
+}
+
+// acquireWait is AcquireWait of a mutex (claim nil) or a shared key.
+func (c *Client) acquireWait(ctx context.Context, key, owner string, ttl time.Duration, claim *drivers.Claim) (uint64, error) {
 	if err := checkKeyOwner(key, owner); err != nil {
 		return 0, err
 	}
@@ -84,7 +95,7 @@ func (c *Client) AcquireWait(ctx context.Context, key, owner string, ttl time.Du
 		if wait < 2*time.Millisecond {
 			var ok bool
 			var fence uint64
-			fence, ok, err = c.Acquire(ctx, key, owner, ttl)
+			fence, ok, _, err = c.acquireOnce(ctx, key, owner, ttl, claim)
 			if err == nil && ok {
 				return fence, nil
 			}
@@ -92,10 +103,10 @@ func (c *Client) AcquireWait(ctx context.Context, key, owner string, ttl time.Du
 				err = &drivers.NotAcquiredError{Key: key}
 			}
 		} else {
-			err = c.call(ctx, request{
-				op: "acquire", method: http.MethodPost, path: api.PathAcquire, key: key, wait: wait,
-				body: api.AcquireRequest{Key: key, Owner: owner, TTLMillis: api.Millis(ttl), WaitMillis: api.Millis(wait)},
-			}, &out)
+			err = c.call(ctx, acquireRequest(key, owner, ttl, wait, claim), &out)
+			if claim != nil {
+				err = sharedUnsupported(err)
+			}
 			if err == nil {
 				return out.Fence, nil
 			}

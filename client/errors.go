@@ -79,6 +79,8 @@ func (e *APIError) Is(target error) bool {
 		return target == ErrForbidden
 	case api.CodeJoinRefused:
 		return target == ErrJoinRefused
+	case api.CodeUnsupported:
+		return target == drivers.ErrUnsupported
 	}
 	return false
 }

@@ -11,6 +11,8 @@ import (
 	"github.com/zerotal/lock/cluster/httpapi"
 	"github.com/zerotal/lock/cluster/rounds"
 	"github.com/zerotal/lock/drivers"
+	"github.com/zerotal/lock/engine"
+	"github.com/zerotal/lock/fsm"
 )
 
 // apiStore is the node as the HTTP API (package httpapi) sees it. It
@@ -66,7 +68,21 @@ func (s apiStore) Acquire(ctx context.Context, key, owner string, ttl, wait time
 	if err != nil {
 		return 0, err
 	}
-	fence, err := s.n.acquireLock(ctx, l, key, owner, ttl, wait)
+	e := fsm.Entry{Op: engine.OpAcquire, Key: key, Owner: owner, TTL: ttl}
+	fence, err := s.n.acquireLock(ctx, l, e, wait)
+	return fence, apiErr("acquire", err)
+}
+
+func (s apiStore) AcquireShared(ctx context.Context, key, owner string, ttl, wait time.Duration, c drivers.Claim) (uint64, error) {
+	l, err := s.leading("acquire")
+	if err != nil {
+		return 0, err
+	}
+	if err := s.n.sharedSupported(ctx); err != nil {
+		return 0, err
+	}
+	e := fsm.Entry{Op: engine.OpAcquireShared, Key: key, Owner: owner, TTL: ttl, Claim: c}
+	fence, err := s.n.acquireLock(ctx, l, e, wait)
 	return fence, apiErr("acquire", err)
 }
 

@@ -27,10 +27,10 @@ func applyErr(op string, err error) error {
 
 // acquireLock serves an acquire on the leader l: it caps wait at
 // Config.MaxWait and records the contention and wait metrics.
-func (n *Node) acquireLock(ctx context.Context, l *leadership, key, owner string, ttl, wait time.Duration) (uint64, error) {
+func (n *Node) acquireLock(ctx context.Context, l *leadership, e fsm.Entry, wait time.Duration) (uint64, error) {
 	wait = min(wait, n.cfg.MaxWait)
 	start := time.Now()
-	fence, err := n.acquire(ctx, l, key, owner, ttl, wait)
+	fence, err := n.acquire(ctx, l, e, wait)
 	if err != nil {
 		if isConflict(err) {
 			n.metrics.Contention.Inc()
@@ -85,8 +85,8 @@ func (n *Node) proposeAcquire(ctx context.Context, e fsm.Entry) (*fsm.Response, 
 // package handoff) and maps its answer: a refusal is a 409 with the
 // holder's remaining lease, an ended term or a client gone a 503. ctx is
 // the request's: it ends when the client goes away or the node shuts down.
-func (n *Node) acquire(ctx context.Context, l *leadership, key, owner string, ttl, wait time.Duration) (uint64, error) {
-	e := fsm.Entry{Op: engine.OpAcquire, Key: key, Owner: owner, TTL: ttl}
+func (n *Node) acquire(ctx context.Context, l *leadership, e fsm.Entry, wait time.Duration) (uint64, error) {
+	key := e.Key
 	a, err := n.waits.Acquire(ctx, termPort{n, l}, e, wait)
 	switch {
 	case errors.Is(err, handoff.ErrEnded) || (err != nil && ctx.Err() != nil):

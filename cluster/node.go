@@ -38,9 +38,12 @@ type Node struct {
 	stores  *stores
 	metrics *metrics.Metrics
 	waits   *handoff.Requests
-	member  *membership
-	rounds  *rounds.Rounds // nil until raft runs
-	expiry  *term.Expiry
+	// sharedMembers are the ids of members known to apply semaphores and
+	// read/write locks (features.go).
+	sharedMembers sync.Map
+	member        *membership
+	rounds        *rounds.Rounds // nil until raft runs
+	expiry        *term.Expiry
 
 	httpSrv *http.Server
 	// healthSrv serves Config.HealthAddr (nil when not set).

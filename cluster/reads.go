@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"context"
+	"math"
 	"strings"
 	"time"
 
@@ -36,11 +37,11 @@ func (n *Node) getLock(ctx context.Context, l *leadership, key string) (api.Lock
 	if err != nil {
 		return api.Lock{}, false, unavailable("get", err)
 	}
-	now := l.clock.Now()
-	if !ok || info.Deadline <= now {
+	if !ok {
 		return api.Lock{}, false, nil
 	}
-	return heldLock(info, now), true, nil
+	lock, held := heldLock(info, l.clock.Now())
+	return lock, held, nil
 }
 
 // listLocks reads up to limit keys under prefix on the leader l,
@@ -60,19 +61,52 @@ func (n *Node) listLocks(ctx context.Context, l *leadership, prefix string, limi
 	now := l.clock.Now()
 	locks := make([]api.Lock, 0, len(infos))
 	for _, in := range infos {
-		if in.Deadline <= now {
-			continue
+		if lock, held := heldLock(in, now); held {
+			locks = append(locks, lock)
 		}
-		locks = append(locks, heldLock(in, now))
 	}
 	return locks, truncated, nil
 }
 
-// heldLock is the engine's record of a held key at now (the FSM's clock,
-// nanoseconds) as the API reports it.
-func heldLock(in engine.Info, now int64) api.Lock {
-	return api.Lock{Key: in.Key, Owner: in.Owner, Fence: in.Fence,
-		Remaining: time.Duration(in.Deadline - now), Waiters: in.Waiters}
+// heldLock is the engine's record of a key at now (the FSM's clock,
+// nanoseconds) as the API reports it, leaving out grants past their
+// deadline; held is false when none is left.
+func heldLock(in engine.Info, now int64) (lock api.Lock, held bool) {
+	s := in.Shared
+	if s == nil {
+		return api.Lock{Key: in.Key, Owner: in.Owner, Fence: in.Fence,
+			Remaining: time.Duration(in.Deadline - now), Waiters: in.Waiters}, in.Deadline > now
+	}
+	lock = api.Lock{Key: in.Key, Waiters: in.Waiters, Limit: s.Limit, Kind: api.KindSemaphore}
+	mode := ""
+	if s.Kind == engine.RWLock {
+		lock.Kind, mode = api.KindRWLock, api.ModeRead
+		if s.Writer {
+			mode = api.ModeWrite
+		}
+	}
+	first := int64(math.MaxInt64)
+	for _, g := range s.Holders {
+		if g.Deadline <= now {
+			continue
+		}
+		lock.Holders = append(lock.Holders, api.Holder{Owner: g.Owner, Fence: g.Fence, Remaining: time.Duration(g.Deadline - now), Mode: mode})
+		if g.Deadline < first {
+			first = g.Deadline
+			lock.Owner, lock.Fence, lock.Remaining = g.Owner, g.Fence, time.Duration(g.Deadline-now)
+		}
+	}
+	for _, w := range s.Queue {
+		q := api.Waiting{Owner: w.Owner}
+		if s.Kind == engine.RWLock {
+			q.Mode = api.ModeRead
+			if w.Write {
+				q.Mode = api.ModeWrite
+			}
+		}
+		lock.Queue = append(lock.Queue, q)
+	}
+	return lock, len(lock.Holders) > 0
 }
 
 // status describes this node and its view of the cluster, leader or not.
@@ -107,7 +141,7 @@ func (n *Node) status() api.Status {
 // nodeInfo is what this node tells a leader asked to add it.
 func (n *Node) nodeInfo() api.NodeInfo {
 	info := api.NodeInfo{ID: n.cfg.ID, ClusterID: n.cfg.ClusterID, Membership: n.member.get(), LastIndex: n.raft.LastIndex(),
-		State: strings.ToLower(n.raft.State().String()), Members: []string{}}
+		State: strings.ToLower(n.raft.State().String()), Members: []string{}, Features: []string{api.FeatureShared}}
 	if f := n.raft.GetConfiguration(); f.Error() == nil {
 		for _, s := range f.Configuration().Servers {
 			info.Members = append(info.Members, string(s.ID))

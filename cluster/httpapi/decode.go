@@ -147,6 +147,12 @@ func jsonFields(v any) []string {
 			continue
 		}
 		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		if f.Anonymous && name == "" && f.Type.Kind() == reflect.Struct {
+			// An embedded request's fields are the body's own, as
+			// encoding/json decodes them.
+			names = append(names, jsonFields(reflect.New(f.Type).Interface())...)
+			continue
+		}
 		switch name {
 		case "-":
 			continue

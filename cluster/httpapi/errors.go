@@ -49,6 +49,8 @@ func classify(err error) string {
 		return api.CodeNotAcquired
 	case errors.Is(err, drivers.ErrFull):
 		return api.CodeFull
+	case errors.Is(err, drivers.ErrUnsupported):
+		return api.CodeUnsupported
 	case errors.Is(err, drivers.ErrUnavailable), errors.Is(err, drivers.ErrClosed),
 		errors.Is(err, context.DeadlineExceeded):
 		return api.CodeUnavailable

@@ -32,6 +32,10 @@ type fakeStore struct {
 	acquired func()
 	// fail, when set, is what Release answers.
 	fail error
+	// claim is the last claim AcquireShared was given; unsupported, when
+	// set, is what it answers.
+	claim       drivers.Claim
+	unsupported error
 }
 
 func newFakeStore(members ...string) *fakeStore {
@@ -73,6 +77,17 @@ func (s *fakeStore) Acquire(_ context.Context, key, owner string, ttl, _ time.Du
 	s.fence++
 	s.locks[key] = &api.Lock{Key: key, Owner: owner, Fence: s.fence, Remaining: ttl}
 	return s.fence, nil
+}
+
+func (s *fakeStore) AcquireShared(ctx context.Context, key, owner string, ttl, wait time.Duration, c drivers.Claim) (uint64, error) {
+	s.mu.Lock()
+	s.claim = c
+	err := s.unsupported
+	s.mu.Unlock()
+	if err != nil {
+		return 0, err
+	}
+	return s.Acquire(ctx, key, owner, ttl, wait)
 }
 
 func (s *fakeStore) Release(_ context.Context, key, owner string) (bool, error) {

@@ -8,24 +8,75 @@ import (
 
 	"github.com/zerotal/lock/api"
 	"github.com/zerotal/lock/cluster/access"
+	"github.com/zerotal/lock/drivers"
 )
 
 func (h *handler) acquire(w http.ResponseWriter, r *http.Request) {
 	var req api.AcquireRequest
 	var ttl time.Duration
 	raw, ok := decodeChecked(w, r, &req, func() (err error) {
-		ttl, err = checkTTL(req.TTLMillis)
+		ttl, err = checkAcquire(req)
+		return err
+	})
+	if !ok {
+		return
+	}
+	h.serveAcquire(w, r, raw, req, func(ctx context.Context) (uint64, error) {
+		return h.store.Acquire(ctx, req.Key, req.Owner, ttl, api.Duration(req.WaitMillis))
+	})
+}
+
+func (h *handler) acquireShared(w http.ResponseWriter, r *http.Request) {
+	var req api.AcquireSharedRequest
+	var ttl time.Duration
+	var claim drivers.Claim
+	raw, ok := decodeChecked(w, r, &req, func() (err error) {
+		ttl, err = checkAcquire(req.AcquireRequest)
 		if err == nil {
-			err = errors.Join(checkKey(req.Key), checkOwner(req.Owner))
-		}
-		if err == nil && req.WaitMillis < 0 {
-			err = invalidf("wait_ms", "%d is negative", req.WaitMillis)
+			claim, err = claimOf(req)
 		}
 		return err
 	})
 	if !ok {
 		return
 	}
+	h.serveAcquire(w, r, raw, req.AcquireRequest, func(ctx context.Context) (uint64, error) {
+		return h.store.AcquireShared(ctx, req.Key, req.Owner, ttl, api.Duration(req.WaitMillis), claim)
+	})
+}
+
+// checkAcquire checks an acquire's fields and returns its TTL.
+func checkAcquire(req api.AcquireRequest) (time.Duration, error) {
+	ttl, err := checkTTL(req.TTLMillis)
+	if err == nil {
+		err = errors.Join(checkKey(req.Key), checkOwner(req.Owner))
+	}
+	if err == nil && req.WaitMillis < 0 {
+		err = invalidf("wait_ms", "%d is negative", req.WaitMillis)
+	}
+	return ttl, err
+}
+
+// claimOf is the claim a shared acquire names: a semaphore or a mode.
+func claimOf(req api.AcquireSharedRequest) (drivers.Claim, error) {
+	switch {
+	case req.Semaphore > 0 && req.Mode != "":
+		return drivers.Claim{}, invalidf("mode", "a semaphore has no mode; name either semaphore or mode")
+	case req.Semaphore > 0:
+		return drivers.Claim{Kind: drivers.Semaphore, Limit: req.Semaphore}, nil
+	case req.Mode == api.ModeRead:
+		return drivers.Claim{Kind: drivers.RWLock}, nil
+	case req.Mode == api.ModeWrite:
+		return drivers.Claim{Kind: drivers.RWLock, Write: true}, nil
+	case req.Mode != "":
+		return drivers.Claim{}, invalidf("mode", "%q is neither %q nor %q", req.Mode, api.ModeRead, api.ModeWrite)
+	}
+	return drivers.Claim{}, invalidf("semaphore", "name semaphore (1 or more) or mode (read or write)")
+}
+
+// serveAcquire serves a checked acquire: its slot of the wait cap when it
+// waits, then acquire on the leader.
+func (h *handler) serveAcquire(w http.ResponseWriter, r *http.Request, raw []byte, req api.AcquireRequest, acquire func(context.Context) (uint64, error)) {
 	if req.WaitMillis > 0 && h.waits != nil {
 		done, err := h.waits.take()
 		if err != nil {
@@ -39,7 +90,7 @@ func (h *handler) acquire(w http.ResponseWriter, r *http.Request) {
 		releaseRunSlot(r.Context()) // the wait cap, not the stream's slots, bounds what waits hold
 	}
 	h.serveKey(w, r, raw, access.RightLock, req.Key, func(ctx context.Context) (any, error) {
-		fence, err := h.store.Acquire(ctx, req.Key, req.Owner, ttl, api.Duration(req.WaitMillis))
+		fence, err := acquire(ctx)
 		return api.AcquireResponse{Key: req.Key, Owner: req.Owner, Fence: fence, TTLMillis: req.TTLMillis}, err
 	})
 }

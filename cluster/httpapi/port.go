@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/zerotal/lock/api"
+	"github.com/zerotal/lock/drivers"
 )
 
 // Store is what the API serves: the lock operations of one node, with
@@ -30,6 +31,10 @@ type Store interface {
 	// With wait > 0 it waits up to wait (the Store may cap it) for the
 	// key to be handed over. It returns the grant's fence.
 	Acquire(ctx context.Context, key, owner string, ttl, wait time.Duration) (fence uint64, err error)
+	// AcquireShared is Acquire of a semaphore's slot or a read/write
+	// lock's side, as c says. A cluster that cannot apply it yet answers
+	// an error matching drivers.ErrUnsupported (501).
+	AcquireShared(ctx context.Context, key, owner string, ttl, wait time.Duration, c drivers.Claim) (fence uint64, err error)
 	// Release frees key if owner holds it; released reports whether it did.
 	Release(ctx context.Context, key, owner string) (released bool, err error)
 	// Extend sets owner's grant of key to end ttl from now.
