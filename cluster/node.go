@@ -41,6 +41,9 @@ type Node struct {
 	// sharedMembers are the ids of members known to apply semaphores and
 	// read/write locks (features.go).
 	sharedMembers sync.Map
+	// olderRelease makes the node's GET /v1/node say none of the
+	// features (tests only: a member of an older release).
+	olderRelease atomic.Bool
 	member        *membership
 	rounds        *rounds.Rounds // nil until raft runs
 	expiry        *term.Expiry

@@ -142,6 +142,9 @@ func (n *Node) status() api.Status {
 func (n *Node) nodeInfo() api.NodeInfo {
 	info := api.NodeInfo{ID: n.cfg.ID, ClusterID: n.cfg.ClusterID, Membership: n.member.get(), LastIndex: n.raft.LastIndex(),
 		State: strings.ToLower(n.raft.State().String()), Members: []string{}, Features: []string{api.FeatureShared}}
+	if n.olderRelease.Load() {
+		info.Features = nil
+	}
 	if f := n.raft.GetConfiguration(); f.Error() == nil {
 		for _, s := range f.Configuration().Servers {
 			info.Members = append(info.Members, string(s.ID))
