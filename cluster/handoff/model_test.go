@@ -147,6 +147,10 @@ func newWorld(t *testing.T, seed uint64) *world {
 		delivery: make(chan struct{}),
 		clients:  map[string]*client{},
 		lost:     map[engine.Grant]bool{},
+		table:    modelTable{limit: 1},
+	}
+	if seed%3 == 2 {
+		w.table.limit = 2 // a semaphore: hand-offs to several, several believers
 	}
 	for _, o := range modelOwners {
 		w.clients[o] = &client{owner: o}
@@ -241,6 +245,9 @@ func (w *world) startRequest() bool {
 	reqs, term := w.reqs, w.term
 	go func() {
 		e := fsm.Entry{Op: engine.OpAcquire, Key: modelKey, Owner: r.owner, TTL: time.Hour}
+		if w.table.limit > 1 {
+			e.Op, e.Claim = engine.OpAcquireShared, engine.Claim{Kind: engine.Semaphore, Limit: uint32(w.table.limit)}
+		}
 		a, err := reqs.Acquire(ctx, term, e, wait)
 		w.answered(r, a, err)
 	}()
@@ -256,7 +263,6 @@ func (w *world) nextID() int { lastID++; return lastID }
 func (w *world) answered(r *modelRequest, a Answer, err error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	info, held := w.table.holder, w.table.holder.Owner != ""
 	c := w.clients[r.owner]
 	gone := r.ctx.Err() != nil
 	w.logf("request %d of %s answers %+v, %v (client gone: %v)", r.id, r.owner, a, err, gone)
@@ -272,8 +278,8 @@ func (w *world) answered(r *modelRequest, a Answer, err error) {
 			w.fail("request %d failed (%v) with no commit failure", r.id, err)
 		}
 	case a.Fence != 0:
-		if !held || info.Owner != r.owner || info.Fence != a.Fence {
-			w.fail("request %d of %s answered fence %d; the table has %+v (held %v)", r.id, r.owner, a.Fence, info, held)
+		if !w.table.holds(r.owner, a.Fence) {
+			w.fail("request %d of %s answered fence %d; the table has %+v", r.id, r.owner, a.Fence, w.table.holders)
 		}
 		if gone {
 			w.lost[engine.Grant{Key: modelKey, Owner: r.owner, Fence: a.Fence}] = true
@@ -430,14 +436,10 @@ func (w *world) changeLeader() {
 
 // check is the referee at a quiet moment: every belief is the table's.
 func (w *world) check(step int) {
-	info, held := w.table.holder, w.table.holder.Owner != ""
 	for _, o := range modelOwners {
 		c := w.clients[o]
-		if c.holds == 0 {
-			continue
-		}
-		if !held || info.Owner != o || info.Fence != c.holds {
-			w.fail("step %d: %s believes it holds fence %d; the table has %+v (held %v): a double grant", step, o, c.holds, info, held)
+		if c.holds != 0 && !w.table.holds(o, c.holds) {
+			w.fail("step %d: %s believes it holds fence %d; the table has %+v: a double grant", step, o, c.holds, w.table.holders)
 		}
 	}
 }
@@ -463,12 +465,10 @@ func (w *world) drain() {
 	if len(w.table.queue) != 0 {
 		w.fail("after every request left, still queued: %v", w.table.queue)
 	}
-	info := w.table.holder
-	if info.Owner == "" || w.clients[info.Owner].holds == info.Fence {
-		return
-	}
-	if !w.lost[info] && !w.failed {
-		w.fail("the table holds %+v for nobody: no client believes it, and no answer was lost", info)
+	for _, g := range w.table.holders {
+		if w.clients[g.Owner].holds != g.Fence && !w.lost[g] && !w.failed {
+			w.fail("the table holds %+v for nobody: no client believes it, and no answer was lost", g)
+		}
 	}
 }
 

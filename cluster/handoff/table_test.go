@@ -6,63 +6,90 @@ import (
 	"github.com/zerotal/lock/engine"
 )
 
-// modelTable is the lock table the model test's "raft" applies to: one
-// holder, a FIFO queue, a fence per grant, no expiry (TTLs are an hour,
-// the schedules last minutes). The real engine keeps its reply channels in
-// a pool across tests, which a synctest bubble may not share; the table's
-// rules are the engine's, tested against its own model in package engine.
+// modelTable is the lock table the model test's "raft" applies to: up to
+// limit holders (1: a mutex, through OpAcquire; more: a semaphore, through
+// OpAcquireShared), a FIFO queue served from its head, a fence per grant,
+// no expiry (TTLs are an hour, the schedules last minutes). The real
+// engine keeps its reply channels in a pool across tests, which a
+// synctest bubble may not share; the table's rules are the engine's,
+// tested against its own model in package engine.
 type modelTable struct {
-	holder engine.Grant // Owner "" when free
-	queue  []string
+	limit   int
+	holders []engine.Grant
+	queue   []string
 }
 
 func (t *modelTable) apply(c engine.Command) engine.Result {
 	switch c.Op {
-	case engine.OpAcquire:
-		switch {
-		case t.holder.Owner == "":
-			t.holder = engine.Grant{Key: c.Key, Owner: c.Owner, Fence: c.Fence}
-			return engine.Result{OK: true, Grant: t.holder}
-		case t.holder.Owner == c.Owner:
-			return engine.Result{OK: true, Grant: t.holder}
-		case !c.Wait:
-			return engine.Result{Grant: t.holder}
+	case engine.OpAcquire, engine.OpAcquireShared:
+		if i := t.holderIndex(c.Owner); i >= 0 {
+			return engine.Result{OK: true, Grant: t.holders[i]}
+		}
+		if len(t.queue) == 0 && len(t.holders) < t.limit {
+			return engine.Result{OK: true, Grant: t.grant(c, c.Owner)}
+		}
+		r := engine.Result{Grant: t.blocker()}
+		if !c.Wait {
+			return r
 		}
 		if !slices.Contains(t.queue, c.Owner) {
 			t.queue = append(t.queue, c.Owner)
 		}
-		return engine.Result{Queued: true, Grant: t.holder}
+		r.Queued = true
+		return r
 	case engine.OpRelease:
-		if t.holder.Owner != c.Owner || c.Owner == "" {
+		i := t.holderIndex(c.Owner)
+		if i < 0 || c.Owner == "" {
 			return engine.Result{}
 		}
-		r := engine.Result{OK: true}
-		if g := t.handOn(c); g != nil {
-			r.Handoffs = []engine.Grant{*g}
-		}
-		return r
+		t.holders = slices.Delete(t.holders, i, i+1)
+		return engine.Result{OK: true, Handoffs: t.admit(c)}
 	case engine.OpCancelWait:
 		i := slices.Index(t.queue, c.Owner)
 		if i < 0 {
 			return engine.Result{}
 		}
 		t.queue = slices.Delete(t.queue, i, i+1)
-		return engine.Result{OK: true}
+		return engine.Result{OK: true, Handoffs: t.admit(c)}
 	}
 	panic("the model applies no " + c.Op.String())
 }
 
-// handOn ends the grant: the head of the queue gets the next one.
-func (t *modelTable) handOn(c engine.Command) *engine.Grant {
-	if len(t.queue) == 0 {
-		t.holder = engine.Grant{}
-		return nil
+func (t *modelTable) grant(c engine.Command, owner string) engine.Grant {
+	fence := c.Fence
+	if n := len(t.holders); n > 0 {
+		fence = max(fence, t.holders[n-1].Fence+1)
 	}
-	next := t.queue[0]
-	t.queue = t.queue[1:]
-	t.holder = engine.Grant{Key: c.Key, Owner: next, Fence: c.Fence}
-	g := t.holder
-	return &g
+	g := engine.Grant{Key: c.Key, Owner: owner, Fence: fence}
+	t.holders = append(t.holders, g)
+	return g
+}
+
+// admit lets waiters in from the head while there is room.
+func (t *modelTable) admit(c engine.Command) []engine.Grant {
+	var out []engine.Grant
+	for len(t.queue) > 0 && len(t.holders) < t.limit {
+		next := t.queue[0]
+		t.queue = t.queue[1:]
+		out = append(out, t.grant(c, next))
+	}
+	return out
+}
+
+func (t *modelTable) holderIndex(owner string) int {
+	return slices.IndexFunc(t.holders, func(g engine.Grant) bool { return g.Owner == owner })
+}
+
+func (t *modelTable) holds(owner string, fence uint64) bool {
+	i := t.holderIndex(owner)
+	return i >= 0 && t.holders[i].Fence == fence
+}
+
+func (t *modelTable) blocker() engine.Grant {
+	if len(t.holders) == 0 {
+		return engine.Grant{}
+	}
+	return t.holders[0]
 }
 
 func (t *modelTable) queued(owner string) bool { return slices.Contains(t.queue, owner) }
