@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"strconv"
+	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -318,7 +319,7 @@ func newLocksCmd(e *env) *cobra.Command {
 	var limit int
 	cmd := &cobra.Command{
 		Use:     "locks [flags]",
-		Short:   "list held locks with owner, fence, expiry and waiters",
+		Short:   "list held locks: every holder with its fence and expiry, and the waiters",
 		Example: locksExamples,
 		Args:    noArgs,
 	}
@@ -355,9 +356,9 @@ func runLocks(ctx context.Context, e *env, cmd *cobra.Command, a *adminFlags, pr
 		return nil
 	}
 	tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "KEY\tOWNER\tFENCE\tEXPIRES IN\tWAITERS")
+	fmt.Fprintln(tw, "KEY\tKIND\tOWNER\tFENCE\tEXPIRES IN\tWAITERS")
 	for _, l := range locks {
-		fmt.Fprintf(tw, "%q\t%s\t%d\t%s\t%d\n", l.Key, l.Owner, l.Fence, l.Remaining.Round(time.Millisecond), l.Waiters)
+		printLockRows(tw, l)
 	}
 	_ = tw.Flush()
 	if truncated {
@@ -367,6 +368,37 @@ func runLocks(ctx context.Context, e *env, cmd *cobra.Command, a *adminFlags, pr
 		fmt.Fprintln(e.stdout, "(no locks held)")
 	}
 	return nil
+}
+
+// printLockRows prints one row per holder of l: a mutex's one, every
+// holder of a semaphore or read/write lock. The first row counts the
+// waiters and, for a shared key, names them in queue order.
+func printLockRows(tw io.Writer, l api.Lock) {
+	waiters := strconv.Itoa(l.Waiters)
+	if len(l.Queue) > 0 {
+		names := make([]string, len(l.Queue))
+		for i, q := range l.Queue {
+			names[i] = q.Owner
+			if q.Mode != "" {
+				names[i] += " (" + q.Mode + ")"
+			}
+		}
+		waiters += ": " + strings.Join(names, ", ")
+	}
+	if l.Kind == "" {
+		fmt.Fprintf(tw, "%q\tmutex\t%s\t%d\t%s\t%s\n", l.Key, l.Owner, l.Fence, l.Remaining.Round(time.Millisecond), waiters)
+		return
+	}
+	for i, h := range l.Holders {
+		kind := fmt.Sprintf("semaphore/%d", l.Limit)
+		if l.Kind == api.KindRWLock {
+			kind = h.Mode
+		}
+		if i > 0 {
+			waiters = ""
+		}
+		fmt.Fprintf(tw, "%q\t%s\t%s\t%d\t%s\t%s\n", l.Key, kind, h.Owner, h.Fence, h.Remaining.Round(time.Millisecond), waiters)
+	}
 }
 
 const joinExamples = `  # 1. on the new machine: an empty data dir, neither --bootstrap nor --join; it waits to be added

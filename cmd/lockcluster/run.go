@@ -34,7 +34,14 @@ const runExamples = `  # run a backup; if another host runs one, wait until it i
   lockcluster run --key report --ttl 10s -- sh -c 'echo "$LOCK_KEY fence $LOCK_FENCE owner $LOCK_OWNER"'
 
   # no command: hold the lock (refreshed) until Ctrl-C, SIGTERM or its loss, then release it
-  lockcluster run --key maintenance --ttl 1m`
+  lockcluster run --key maintenance --ttl 1m
+
+  # at most three exports at once across the hosts (a semaphore, as "consul lock -n 3")
+  lockcluster run -n 3 --key exports -- ./export.sh
+
+  # readers share the catalog, a writer has it alone (as flock -s and flock -x)
+  lockcluster run --shared --key catalog -- ./read-catalog.sh
+  lockcluster run --exclusive --key catalog -- ./rebuild-catalog.sh`
 
 const runNotes = `Like flock(1), "etcdctl lock" and "consul lock", run waits for the lock by default;
 --timeout bounds the wait and --no-wait (or --timeout 0) fails at once when the lock is held.
@@ -66,6 +73,14 @@ before the lease that nobody refreshes any more runs out. This holds on every Un
 on Windows run refuses to start a command. The final release is bounded: run waits at
 most 2s for it, and 2s more for a retry, then leaves the lock to its TTL.
 
+With -n N (N > 1) the key is a semaphore: up to N runs hold it at once, each with its own
+fence. With --shared the key is a read/write lock taken for reading: any number of --shared
+runs hold it together, never beside an --exclusive one, which holds it alone. Waiting is
+first come, first served: a waiting --exclusive run stops new --shared ones, so writers are
+never starved. Every run of one key must say the same: a key held as a semaphore of 3 refuses
+-n 4, a mutex or a read/write lock (exit status 64, saying what the key is held as) until
+nobody holds or waits for it. "lockcluster locks" lists every holder and waiter.
+
 The lock must be seen by the other processes: run refuses --driver memory and a sqlite
 driver without --sqlite-path, whose locks no other process sees.
 
@@ -74,6 +89,8 @@ Exit status:
   0   no command: the lock was held until SIGINT or SIGTERM, and released
   64  bad flags or arguments
   69  the backend could not be reached, or the cluster has no leader
+  78  the backend cannot serve -n, --shared or --exclusive (a driver without them, or a
+      cluster member of an older release)
   75  the lock is held by someone else (at once with --no-wait, else after --timeout)
   76  the lock was lost while held (or could not be refreshed before its lease ran out)
   77  the cluster refused the token
@@ -91,6 +108,30 @@ type runOptions struct {
 	grace   time.Duration
 	quiet   bool
 	owner   string
+	// slots (-n), shared and exclusive choose a semaphore or a side of a
+	// read/write lock instead of a mutex.
+	slots     int
+	shared    bool
+	exclusive bool
+}
+
+// claim is the lock option the flags name, if any.
+func (o *runOptions) claim() (lock.Option, bool, error) {
+	switch {
+	case o.slots < 1:
+		return lock.Option{}, false, fmt.Errorf("-n must be 1 or more, got %d: %w", o.slots, lock.ErrInvalid)
+	case o.shared && o.exclusive:
+		return lock.Option{}, false, fmt.Errorf("--shared and --exclusive are the two sides of one lock: give one: %w", lock.ErrInvalid)
+	case o.slots > 1 && (o.shared || o.exclusive):
+		return lock.Option{}, false, fmt.Errorf("-n makes a semaphore, which has no --shared or --exclusive side: %w", lock.ErrInvalid)
+	case o.slots > 1:
+		return lock.Semaphore(o.slots), true, nil
+	case o.shared:
+		return lock.Read(), true, nil
+	case o.exclusive:
+		return lock.Write(), true, nil
+	}
+	return lock.Option{}, false, nil
 }
 
 func newRunCmd(e *env) *cobra.Command {
@@ -114,6 +155,9 @@ a command, it holds the lock until it is interrupted.`,
 	durationVar(fs, &o.grace, "grace", defaultGrace, "after SIGTERM, how long the command's process group has before SIGKILL;\nat most a third of --ttl, which is also the default when shorter than 10s")
 	fs.BoolVar(&o.quiet, "quiet", false, "print nothing of lockcluster's own on stderr")
 	fs.StringVar(&o.owner, "owner", "", "the grant's owner token (default: a fresh random one); the command gets it as LOCK_OWNER")
+	fs.IntVarP(&o.slots, "slots", "n", 1, "hold one of N slots of the key: up to N runs at once (a semaphore; 1: a plain lock)")
+	fs.BoolVar(&o.shared, "shared", false, "take the key's read side: shared with other --shared runs, never with an --exclusive one")
+	fs.BoolVar(&o.exclusive, "exclusive", false, "take the key's write side: alone, and no new --shared run overtakes it while it waits")
 	o.driverFlags.register(cmd, "cluster")
 	fs.Lookup("driver").Usage = "backend shared by the processes to keep apart: cluster, redis (URL from the variable\nREDIS_URL) or sqlite with --sqlite-path; memory is refused"
 	cmd.RunE = func(cmd *cobra.Command, args []string) error {
@@ -207,6 +251,9 @@ func (r *runner) check(cmd *cobra.Command) (time.Duration, error) {
 	if err != nil {
 		return 0, err
 	}
+	if _, _, err := o.claim(); err != nil {
+		return 0, &usageError{msg: strings.TrimSuffix(err.Error(), ": "+lock.ErrInvalid.Error())}
+	}
 	r.cfg = o.config(r.e)
 	if err := requireShared(r.cfg); err != nil {
 		return 0, &usageError{msg: err.Error()}
@@ -261,6 +308,11 @@ func (r *runner) acquire(ctx context.Context, m *lock.Manager, wait time.Duratio
 	opts := []lock.Option{lock.WithRefresh(), lock.WithReleaseTimeout(finalRelease)}
 	if o.owner != "" {
 		opts = append(opts, lock.WithOwner(o.owner))
+	}
+	if c, ok, err := o.claim(); err != nil {
+		return err
+	} else if ok {
+		opts = append(opts, c)
 	}
 	switch wait {
 	case 0:

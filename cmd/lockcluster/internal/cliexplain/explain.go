@@ -158,7 +158,8 @@ func ExitCode(err error) int {
 		return ExitCannotExec
 	case errors.Is(err, lock.ErrUnauthorized), errors.Is(err, client.ErrUnauthorized), errors.Is(err, client.ErrForbidden):
 		return ExitNoPerm
-	case errors.Is(err, client.ErrWrongCluster), errors.Is(err, client.ErrTLS), badAddress(err):
+	case errors.Is(err, client.ErrWrongCluster), errors.Is(err, client.ErrTLS), badAddress(err),
+		errors.Is(err, lock.ErrUnsupported):
 		return ExitConfig
 	case errors.Is(err, client.ErrJoinRefused):
 		return ExitRefused
