@@ -44,9 +44,9 @@ type Node struct {
 	// olderRelease makes the node's GET /v1/node say none of the
 	// features (tests only: a member of an older release).
 	olderRelease atomic.Bool
-	member        *membership
-	rounds        *rounds.Rounds // nil until raft runs
-	expiry        *term.Expiry
+	member       *membership
+	rounds       *rounds.Rounds // nil until raft runs
+	expiry       *term.Expiry
 
 	httpSrv *http.Server
 	// healthSrv serves Config.HealthAddr (nil when not set).
