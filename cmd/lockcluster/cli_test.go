@@ -239,8 +239,8 @@ func benchCycles(t *testing.T, stdout string) int {
 
 // run takes its key as the first argument too (run KEY -- COMMAND, as
 // etcdctl lock NAME COMMAND), with flags after the key; -w is --timeout;
-// -n, consul's count of slots, points to --no-wait; help of no command is
-// a usage error.
+// -n is consul's count of slots, and a value that is no number (flock's
+// -n, no wait) points to --no-wait; help of no command is a usage error.
 func TestCLI_RunKeyArgumentShorthandsAndHelp(t *testing.T) {
 	args := append(append([]string{"run"}, sqliteArgs(t)...), "job", "-w", "1s", "--ttl", "5s", "--", "sh", "-c", `echo "key=$LOCK_KEY"`)
 	if code, stdout, stderr := runCLI(t, nil, args...); code != 0 || !strings.Contains(stdout, "key=job") {

@@ -133,14 +133,14 @@ func flagError(cmd *cobra.Command, err error) error {
 	var bad *pflag.InvalidValueError
 	if errors.As(err, &bad) {
 		f := bad.GetFlag()
-		return usagef("--%s: %s", f.Name, cliflags.ValueProblem(f, bad.GetValue(), bad.Unwrap()))
+		msg := fmt.Sprintf("--%s: %s", f.Name, cliflags.ValueProblem(f, bad.GetValue(), bad.Unwrap()))
+		if f.Name == "slots" {
+			// flock -n does not wait; here, as in consul lock, -n counts slots.
+			msg += "; -n is the number of slots (as consul lock -n): to fail at once when the lock is held (flock -n), use --no-wait"
+		}
+		return &usageError{msg: msg}
 	}
-	msg := err.Error()
-	if strings.Contains(msg, "unknown shorthand flag: 'n'") && cmd.Flags().Lookup("no-wait") != nil {
-		// consul lock -n is a count of slots; here not waiting is --no-wait.
-		msg += "; to fail at once when the lock is held, use --no-wait"
-	}
-	return &usageError{msg: msg}
+	return &usageError{msg: err.Error()}
 }
 
 // newHelpCmd is "lockcluster help [COMMAND]": the help of COMMAND, and a

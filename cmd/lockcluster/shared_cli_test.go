@@ -3,11 +3,14 @@
 package main
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/zerotal/lock"
 	"github.com/zerotal/lock/client"
+	"github.com/zerotal/lock/cmd/lockcluster/internal/cliexplain"
 	"github.com/zerotal/lock/drivers"
 )
 
@@ -79,10 +82,22 @@ func TestRun_SemaphoreAndSidesOnTheCluster(t *testing.T) {
 	}
 }
 
-// A backend without semaphores says so (exit status 78).
-func TestRun_SemaphoreOnABackendWithoutThem(t *testing.T) {
-	args := append(append([]string{"run"}, sqliteArgs(t)...), "-n", "2", "--key", "k", "--", "true")
-	if code, _, stderr := runCLI(t, nil, args...); code != exitConfig || !strings.Contains(stderr, "semaphores") {
-		t.Fatalf("exit %d, want %d; stderr %q", code, exitConfig, stderr)
+// On a SQLite file, -n and --shared work as on the cluster.
+func TestRun_SemaphoreOnSQLite(t *testing.T) {
+	db := sqliteArgs(t)
+	for _, kind := range [][]string{{"-n", "2", "--key", "pool"}, {"--shared", "--key", "doc"}} {
+		args := append(append(append([]string{"run"}, db...), kind...), "--", "sh", "-c", `echo "fence=$LOCK_FENCE"`)
+		if code, stdout, stderr := runCLI(t, nil, args...); code != 0 || !strings.Contains(stdout, "fence=") {
+			t.Fatalf("run %v: exit %d, stdout %q, stderr %q", kind, code, stdout, stderr)
+		}
+	}
+}
+
+// A backend or cluster that cannot serve a semaphore is a configuration
+// problem (exit status 78), not an outage or contention.
+func TestRun_UnsupportedIsAConfigurationError(t *testing.T) {
+	err := fmt.Errorf("acquire: %w: member n3 runs an older release", lock.ErrUnsupported)
+	if code := cliexplain.ExitCode(err); code != exitConfig {
+		t.Fatalf("ExitCode(%v) = %d, want %d", err, code, exitConfig)
 	}
 }

@@ -93,7 +93,7 @@ func (d *Driver) runOnce(ops []*writeOp) error {
 	}
 	// The statements of a run take microseconds and must not be cut short
 	// by one caller's ctx, which would undo the others' work.
-	ctx := context.Background()
+	ctx := context.WithValue(context.Background(), runKey{}, true)
 	if _, err := d.wconn.ExecContext(ctx, "BEGIN IMMEDIATE"); err != nil {
 		if isBusy(err) {
 			return err

@@ -22,3 +22,12 @@ func TestConformance_File(t *testing.T) {
 		return fileHarness{path: filepath.Join(t.TempDir(), "locks.db")}
 	})
 }
+
+// TestConformance_SharedFile runs the semaphore and read/write lock
+// sections with handles on one file, each its own connections, as the
+// processes of one host have.
+func TestConformance_SharedFile(t *testing.T) {
+	driverstest.RunShared(t, func(t *testing.T) driverstest.Harness {
+		return fileHarness{path: filepath.Join(t.TempDir(), "locks.db")}
+	})
+}

@@ -62,9 +62,22 @@
 // one handle queue in arrival order and only the first polls; a release by
 // the same handle wakes it at once.
 //
+// # Semaphores and read/write locks
+//
+// AcquireShared and AcquireSharedWait (drivers.Sharer) keep a key's kind,
+// grants and queue in tables of their own, each operation one BEGIN
+// IMMEDIATE transaction; fences come from the same counter. The queue is
+// in the file, so waiting is first come, first served across processes:
+// only the head of a key's queue is granted, when it fits. A waiter keeps
+// its place alive by visiting it at least once a second; the place of a
+// process that died lapses after three seconds. A trigger keeps a mutex
+// off a key with a live grant or place.
+//
 // # Schema
 //
-// The tables (zerotal_lock_meta, zerotal_locks) are created on first use,
+// The tables (zerotal_lock_meta, zerotal_locks, and from version 2
+// zerotal_shared_names, zerotal_shared_holders, zerotal_shared_queue) are
+// created or migrated on first use,
 // and the schema version is stored in the file. A file written by a newer
 // version of this package is refused with ErrSchemaTooNew rather than
 // misread; a file that is not a SQLite database is refused with

@@ -70,12 +70,18 @@ func deadlineUS(now time.Time, ttl time.Duration) int64 {
 // owner holds it. ok is false, with a nil error, when another owner holds
 // the key. One statement does all of it, fence counter included.
 func (d *Driver) Acquire(ctx context.Context, key, owner string, ttl time.Duration) (fence uint64, ok bool, err error) {
+	var refused error // the key is a shared one
 	err = d.write(ctx, "acquire", func(ctx context.Context) error {
+		refused = nil
 		now := time.Now()
 		var f int64
 		err := d.w.acquire.QueryRowContext(ctx, key, owner, deadlineUS(now, ttl), now.UnixMicro()).Scan(&f)
 		if errors.Is(err, sql.ErrNoRows) {
 			fence, ok = 0, false
+			return nil
+		}
+		if isSharedMarker(err) {
+			refused = &drivers.InvalidError{Field: "kind", Reason: fmt.Sprintf("%q is held as a semaphore or read/write lock; this acquire is for a mutex", key)}
 			return nil
 		}
 		if err != nil {
@@ -84,6 +90,9 @@ func (d *Driver) Acquire(ctx context.Context, key, owner string, ttl time.Durati
 		fence, ok = uint64(f), true
 		return nil
 	})
+	if err == nil {
+		err = refused
+	}
 	if err != nil {
 		return 0, false, err
 	}
@@ -119,8 +128,8 @@ func (d *Driver) Release(ctx context.Context, key, owner string) (bool, error) {
 		var expires int64
 		err := d.w.release.QueryRowContext(ctx, key, owner).Scan(&expires)
 		if errors.Is(err, sql.ErrNoRows) {
-			deleted, released = false, false
-			return nil
+			deleted, released, err = d.releaseShared(ctx, key, owner)
+			return err
 		}
 		if err != nil {
 			return err
@@ -134,11 +143,27 @@ func (d *Driver) Release(ctx context.Context, key, owner string) (bool, error) {
 	return released, err
 }
 
-// ForceRelease deletes key whoever holds it.
+// ForceRelease deletes key whoever holds it: a mutex's holder, or every
+// holder of a shared key (whose waiters then come in).
 func (d *Driver) ForceRelease(ctx context.Context, key string) error {
 	return d.deleteRows(ctx, "force release", func(ctx context.Context) (sql.Result, error) {
-		return d.w.force.ExecContext(ctx, key)
+		res, err := d.w.force.ExecContext(ctx, key)
+		if n, _ := rowsAffected(res, err); n > 0 || err != nil {
+			return res, err
+		}
+		if res, err = d.wconn.ExecContext(ctx, sharedForceSQL, key); err != nil {
+			return res, err
+		}
+		d.forget(ctx, key, time.Now().UnixMicro())
+		return res, nil
 	})
+}
+
+func rowsAffected(res sql.Result, err error) (int64, error) {
+	if err != nil {
+		return 0, err
+	}
+	return res.RowsAffected()
 }
 
 // deleteRows runs one deleting statement as a write, and tells this host's
@@ -176,10 +201,10 @@ func (d *Driver) Extend(ctx context.Context, key, owner string, ttl time.Duratio
 	err := d.write(ctx, "extend", func(ctx context.Context) error {
 		now := time.Now()
 		res, err := d.w.extend.ExecContext(ctx, key, owner, deadlineUS(now, ttl), now.UnixMicro())
-		if err != nil {
-			return err
+		n, err := rowsAffected(res, err)
+		if n == 0 && err == nil {
+			n, err = rowsAffected(d.wconn.ExecContext(ctx, sharedRefreshSQL, key, owner, deadlineUS(now, ttl), now.UnixMicro()))
 		}
-		n, err := res.RowsAffected()
 		extended = n == 1
 		return err
 	})
@@ -226,6 +251,10 @@ func (d *Driver) maybeSweep(ctx context.Context) {
 		return
 	}
 	_ = d.deleteRows(ctx, "sweep", func(ctx context.Context) (sql.Result, error) {
-		return d.w.sweep.ExecContext(ctx, time.Now().UnixMicro())
+		now := time.Now().UnixMicro()
+		if _, err := d.wconn.ExecContext(ctx, sharedSweepSQL, now); err != nil {
+			return nil, err
+		}
+		return d.w.sweep.ExecContext(ctx, now)
 	})
 }

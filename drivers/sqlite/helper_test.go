@@ -33,6 +33,7 @@ const (
 	envDuration   = "ZEROTAL_SQLITE_DURATION"
 	envKeyPrefix  = "ZEROTAL_SQLITE_KEY_PREFIX"
 	envLapsesOK   = "ZEROTAL_SQLITE_LAPSES_OK"
+	envLimit      = "ZEROTAL_SQLITE_LIMIT"
 	helperTimeout = 2 * time.Minute
 )
 
@@ -43,6 +44,8 @@ func runHelper(mode string) int {
 	switch mode {
 	case "hammer":
 		err = helperHammer(ctx)
+	case "semhammer":
+		err = helperSemHammer(ctx)
 	case "hold":
 		err = helperHold(ctx)
 	case "waiter":
@@ -217,4 +220,56 @@ func helperCmd(t testing.TB, mode string, env ...string) *exec.Cmd {
 	cmd.Env = append(os.Environ(), helperEnv+"="+mode)
 	cmd.Env = append(cmd.Env, env...)
 	return cmd
+}
+
+// helperSemHammer: WORKERS goroutines each wait ROUNDS times for a slot of
+// the semaphore "sem" of LIMIT, hold it a moment and release it, and
+// journal each hold as helperHammer does.
+func helperSemHammer(ctx context.Context) error {
+	d, err := openHelperDriver(ctx)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	journal, err := os.OpenFile(os.Getenv(envJournal), os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
+	if err != nil {
+		return err
+	}
+	defer journal.Close()
+	workers, rounds := envInt(envWorkers, 4), envInt(envRounds, 20)
+	claim := drivers.Claim{Kind: drivers.Semaphore, Limit: uint32(envInt(envLimit, 2))}
+	var mu sync.Mutex
+	errs := make(chan error, workers)
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for r := range rounds {
+				owner := newToken()
+				fence, err := d.AcquireSharedWait(ctx, "sem", owner, 10*time.Second, claim, drivers.WaitOptions{RetryDelay: 20 * time.Millisecond})
+				if err != nil {
+					errs <- fmt.Errorf("AcquireSharedWait: %w", err)
+					return
+				}
+				start := time.Now().UnixNano()
+				time.Sleep(time.Duration(r%4) * 100 * time.Microsecond) // the work done in the slot
+				end := time.Now().UnixNano()
+				if ok, err := d.Release(ctx, "sem", owner); err != nil || !ok {
+					errs <- fmt.Errorf("Release fence %d = %v, %v; want true", fence, ok, err)
+					return
+				}
+				mu.Lock()
+				_, err = fmt.Fprintf(journal, "sem %d %d %d %d\n", fence, start, end, os.Getpid())
+				mu.Unlock()
+				if err != nil {
+					errs <- err
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	return <-errs
 }

@@ -269,3 +269,64 @@ func TestProcesses_FencesSurviveRestarts(t *testing.T) {
 		}
 	}
 }
+
+// mostAtOnce is the largest number of holds that overlap in time, and the
+// fences granted more than once.
+func mostAtOnce(holds []hold) (most int, reused []uint64) {
+	type edge struct {
+		at    int64
+		delta int
+	}
+	var edges []edge
+	seen := map[uint64]bool{}
+	for _, h := range holds {
+		edges = append(edges, edge{h.start, 1}, edge{h.end, -1})
+		if seen[h.fence] {
+			reused = append(reused, h.fence)
+		}
+		seen[h.fence] = true
+	}
+	// An end and a start at one instant: the end first.
+	slices.SortFunc(edges, func(a, b edge) int { return cmp.Or(cmp.Compare(a.at, b.at), cmp.Compare(a.delta, b.delta)) })
+	n := 0
+	for _, e := range edges {
+		n += e.delta
+		most = max(most, n)
+	}
+	return most, reused
+}
+
+// A semaphore of 2 on one file, its slots taken by the waiting workers of
+// four processes: never more than two holds overlap, every fence is its
+// own, and every worker got its turns.
+func TestProcesses_SemaphoreAcrossProcesses(t *testing.T) {
+	dir := t.TempDir()
+	path, journal := filepath.Join(dir, "locks.db"), filepath.Join(dir, "journal")
+	const procs, workers, rounds, limit = 4, 3, 15, 2
+	env := append(hammerEnv(path, journal, 1, workers, rounds, 10*time.Second), envLimit+"="+strconv.Itoa(limit))
+	var children []*child
+	for range procs {
+		children = append(children, startChild(t, helperCmd(t, "semhammer", env...)))
+	}
+	for _, c := range children {
+		if err := c.wait(90 * time.Second); err != nil {
+			t.Fatal(err)
+		}
+	}
+	holds := readJournal(t, journal)
+	if len(holds) != procs*workers*rounds {
+		t.Fatalf("journal has %d holds, want %d", len(holds), procs*workers*rounds)
+	}
+	most, reused := mostAtOnce(holds)
+	if most > limit || len(reused) > 0 {
+		t.Fatalf("%d holds at once (limit %d), fences granted twice: %v", most, limit, reused)
+	}
+	t.Logf("%d holds by %d processes, at most %d at once (limit %d)", len(holds), procs, most, limit)
+}
+
+func TestJournalCheck_CountsOverlaps(t *testing.T) {
+	holds := []hold{{fence: 1, start: 0, end: 10}, {fence: 2, start: 5, end: 15}, {fence: 3, start: 6, end: 7}, {fence: 3, start: 20, end: 30}}
+	if most, reused := mostAtOnce(holds); most != 3 || len(reused) != 1 {
+		t.Fatalf("mostAtOnce = %d, %v; want 3 and fence 3 reused", most, reused)
+	}
+}

@@ -10,7 +10,7 @@ import (
 // schemaVersion is the version this package writes and reads. migrations[i]
 // takes a file from version i to version i+1; a later version appends to the
 // list and never edits an entry already released.
-const schemaVersion = 1
+const schemaVersion = 2
 
 var migrations = []string{
 	// 0 -> 1: the lock table and the fence counter.
@@ -36,6 +36,40 @@ var migrations = []string{
 	CREATE TRIGGER zerotal_locks_fence_on_update AFTER UPDATE OF fence ON zerotal_locks
 	WHEN NEW.fence > OLD.fence BEGIN
 		UPDATE zerotal_lock_meta SET value = NEW.fence WHERE name = 'last_fence' AND value < NEW.fence;
+	END;`,
+
+	// 1 -> 2: semaphores and read/write locks (shared.go). A key is in
+	// zerotal_shared_names while anyone holds or waits for it as one; the
+	// trigger keeps a mutex off a key with a live grant or place (by
+	// SQLite's clock, the host's), and the shared acquire checks the
+	// other way. Grants draw their fences from the same last_fence.
+	`CREATE TABLE zerotal_shared_names (
+		key  TEXT PRIMARY KEY,
+		kind INTEGER NOT NULL,
+		lim  INTEGER NOT NULL
+	) WITHOUT ROWID;
+	CREATE TABLE zerotal_shared_holders (
+		key        TEXT NOT NULL,
+		owner      TEXT NOT NULL,
+		fence      INTEGER NOT NULL,
+		expires_us INTEGER NOT NULL,
+		write      INTEGER NOT NULL,
+		PRIMARY KEY (key, owner)
+	) WITHOUT ROWID;
+	CREATE TABLE zerotal_shared_queue (
+		key      TEXT NOT NULL,
+		owner    TEXT NOT NULL,
+		seq      INTEGER NOT NULL,
+		write    INTEGER NOT NULL,
+		alive_us INTEGER NOT NULL,
+		PRIMARY KEY (key, owner)
+	) WITHOUT ROWID;
+	CREATE TRIGGER zerotal_locks_not_shared BEFORE INSERT ON zerotal_locks
+	WHEN EXISTS (SELECT 1 FROM zerotal_shared_holders WHERE key = NEW.key
+		AND expires_us > CAST((julianday('now') - 2440587.5) * 86400000000 AS INTEGER))
+	OR EXISTS (SELECT 1 FROM zerotal_shared_queue WHERE key = NEW.key
+		AND alive_us > CAST((julianday('now') - 2440587.5) * 86400000000 AS INTEGER)) BEGIN
+		SELECT RAISE(ABORT, 'zerotal: the key is held as a semaphore or read/write lock');
 	END;`,
 }
 

@@ -30,7 +30,8 @@ RETURNING fence`
 	extendSQL  = `UPDATE zerotal_locks SET expires_us = ?3 WHERE key = ?1 AND owner = ?2 AND expires_us > ?4`
 	sweepSQL   = `DELETE FROM zerotal_locks WHERE expires_us <= ?1`
 
-	existsSQL = `SELECT EXISTS (SELECT 1 FROM zerotal_locks WHERE key = ?1 AND expires_us > ?2)`
+	existsSQL = `SELECT EXISTS (SELECT 1 FROM zerotal_locks WHERE key = ?1 AND expires_us > ?2)
+OR EXISTS (SELECT 1 FROM zerotal_shared_holders WHERE key = ?1 AND expires_us > ?2)`
 	holderSQL = `SELECT owner, expires_us FROM zerotal_locks WHERE key = ?1`
 
 	dataVersionSQL = `PRAGMA data_version`
@@ -45,6 +46,7 @@ type writeStmts struct {
 // memory mode).
 type readStmts struct {
 	exists, holder *sql.Stmt
+	db             querier // where other reads go
 }
 
 type preparer interface {
@@ -73,6 +75,7 @@ func (d *Driver) prepare(ctx context.Context) error {
 	if err != nil || !d.memory {
 		return err
 	}
+	d.r.db = d.wconn
 	return prepareAll(ctx, d.wconn, map[**sql.Stmt]string{
 		&d.r.exists: existsSQL,
 		&d.r.holder: holderSQL,
@@ -80,6 +83,7 @@ func (d *Driver) prepare(ctx context.Context) error {
 }
 
 func (d *Driver) prepareReads(ctx context.Context) error {
+	d.r.db = d.rdb
 	return prepareAll(ctx, d.rdb, map[**sql.Stmt]string{
 		&d.r.exists: existsSQL,
 		&d.r.holder: holderSQL,

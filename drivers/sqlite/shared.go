@@ -1,0 +1,480 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/zerotal/lock/drivers"
+)
+
+// Semaphores and read/write locks (drivers.Sharer) live in tables of their
+// own (schema version 2): a key's kind and limit (zerotal_shared_names),
+// its grants (zerotal_shared_holders) and its queue (zerotal_shared_queue),
+// every operation one write transaction. Unlike the mutex's per-handle
+// lines, the queue is in the file, so waiting is first come, first served
+// across processes: only the head of the queue is granted, when it fits.
+// A waiting process keeps its place alive (alive_us) while it waits; the
+// place of a process that died lapses after waiterLease and the queue
+// moves on.
+var _ drivers.Sharer = (*Driver)(nil)
+
+// waiterLease is how long a waiter's place in a queue outlives its last
+// visit; a waiter visits at least three times per lease.
+const waiterLease = 3 * time.Second
+
+// sharedMarker is the message of the trigger that keeps a mutex off a
+// shared key.
+const sharedMarker = "zerotal: the key is held as a semaphore or read/write lock"
+
+// sharedStmts are the shared keys' statements (prepared on first use).
+const (
+	sharedMutexSQL   = `SELECT expires_us FROM zerotal_locks WHERE key = ?1`
+	sharedDropMutex  = `DELETE FROM zerotal_locks WHERE key = ?1 AND expires_us <= ?2`
+	sharedNameSQL    = `SELECT kind, lim FROM zerotal_shared_names WHERE key = ?1`
+	sharedPurgeSQL   = `DELETE FROM zerotal_shared_holders WHERE key = ?1 AND expires_us <= ?2`
+	sharedPurgeQSQL  = `DELETE FROM zerotal_shared_queue WHERE key = ?1 AND alive_us <= ?2`
+	sharedHoldersSQL = `SELECT owner, fence, expires_us, write FROM zerotal_shared_holders WHERE key = ?1 ORDER BY fence`
+	sharedQueueSQL   = `SELECT owner, write FROM zerotal_shared_queue WHERE key = ?1 ORDER BY seq`
+	sharedFenceSQL   = `UPDATE zerotal_lock_meta SET value = value + 1 WHERE name = 'last_fence' RETURNING value`
+	sharedGrantSQL   = `INSERT INTO zerotal_shared_holders (key, owner, fence, expires_us, write) VALUES (?1, ?2, ?3, ?4, ?5)`
+	sharedRefreshSQL = `UPDATE zerotal_shared_holders SET expires_us = ?3 WHERE key = ?1 AND owner = ?2 AND expires_us > ?4`
+	sharedNameSet    = `INSERT INTO zerotal_shared_names (key, kind, lim) VALUES (?1, ?2, ?3) ON CONFLICT (key) DO NOTHING`
+	sharedEnqueueSQL = `INSERT INTO zerotal_shared_queue (key, owner, seq, write, alive_us)
+VALUES (?1, ?2, (SELECT COALESCE(MAX(seq), 0) + 1 FROM zerotal_shared_queue WHERE key = ?1), ?3, ?4)
+ON CONFLICT (key, owner) DO UPDATE SET alive_us = excluded.alive_us`
+	sharedDequeueSQL = `DELETE FROM zerotal_shared_queue WHERE key = ?1 AND owner = ?2`
+	sharedReleaseSQL = `DELETE FROM zerotal_shared_holders WHERE key = ?1 AND owner = ?2 RETURNING expires_us`
+	sharedForceSQL   = `DELETE FROM zerotal_shared_holders WHERE key = ?1`
+	// sharedForgetSQL drops a key's name once nobody holds or waits for
+	// it, so that it may be taken as another kind.
+	sharedForgetSQL = `DELETE FROM zerotal_shared_names WHERE key = ?1
+AND NOT EXISTS (SELECT 1 FROM zerotal_shared_holders WHERE key = ?1 AND expires_us > ?2)
+AND NOT EXISTS (SELECT 1 FROM zerotal_shared_queue WHERE key = ?1 AND alive_us > ?2)`
+	sharedSweepSQL = `DELETE FROM zerotal_shared_holders WHERE expires_us <= ?1`
+)
+
+// sharedHolder is one grant of a shared key as read.
+type sharedHolder struct {
+	owner     string
+	fence     uint64
+	expiresUS int64
+	write     bool
+}
+
+// sharedOutcome is what one shared acquire decided.
+type sharedOutcome struct {
+	fence   uint64
+	ok      bool
+	queued  bool
+	blocker int64 // the earliest holder's deadline (us) when not granted
+	err     error // a refusal to report (kind or limit mismatch), not a failure
+}
+
+// AcquireShared takes a semaphore's slot or a read/write lock's side of
+// key for owner (drivers.Sharer). ok is false when the key has no room for
+// owner now, or others wait before it.
+func (d *Driver) AcquireShared(ctx context.Context, key, owner string, ttl time.Duration, c drivers.Claim) (uint64, bool, error) {
+	out, err := d.acquireShared(ctx, key, owner, ttl, c, false)
+	if err != nil {
+		return 0, false, err
+	}
+	return out.fence, out.ok, out.err
+}
+
+// AcquireSharedWait waits in key's queue, in the file, until owner is at
+// its head and fits, or ctx ends; then its place is given up.
+func (d *Driver) AcquireSharedWait(ctx context.Context, key, owner string, ttl time.Duration, c drivers.Claim, opts drivers.WaitOptions) (uint64, error) {
+	if err := d.enter(ctx, "acquire wait"); err != nil {
+		return 0, err
+	}
+	d.watch.subscribe()
+	defer d.watch.unsubscribe()
+	retryDelay := opts.RetryDelay
+	if retryDelay <= 0 {
+		retryDelay = fallbackRetryDelay
+	}
+	for {
+		changed := d.watch.next()
+		out, err := d.acquireShared(ctx, key, owner, ttl, c, true)
+		switch {
+		case err != nil:
+			d.leaveShared(ctx, key, owner)
+			return 0, err
+		case out.err != nil:
+			return 0, out.err
+		case out.ok:
+			return out.fence, nil
+		}
+		// Look again at a change, when the first holder's grant ends, and
+		// in time to keep the place alive.
+		wait := min(waiterLease/3, retryDelay*10)
+		if until := time.Until(time.UnixMicro(out.blocker)); out.blocker > 0 && until < wait {
+			wait = max(until, time.Millisecond)
+		}
+		if err := d.waitChange(ctx, wait, changed); err != nil {
+			d.leaveShared(ctx, key, owner)
+			if ctx.Err() != nil && out.blocker > 0 {
+				err = drivers.HeldWhenEnded(err, key, time.Until(time.UnixMicro(out.blocker)))
+			}
+			return 0, err
+		}
+	}
+}
+
+// leaveShared gives up owner's place in key's queue, and a grant an
+// acquire whose ctx ended may have written, with a fresh bounded context.
+func (d *Driver) leaveShared(ctx context.Context, key, owner string) {
+	if ctx.Err() == nil || d.closed.Load() {
+		return
+	}
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), d.cfg.BusyTimeout)
+	defer cancel()
+	_ = d.write(rctx, "leave queue", func(ctx context.Context) error {
+		return d.inTx(ctx, func(ctx context.Context) error {
+			now := time.Now().UnixMicro()
+			if _, err := d.wconn.ExecContext(ctx, sharedDequeueSQL, key, owner); err != nil {
+				return err
+			}
+			if _, err := d.wconn.ExecContext(ctx, `DELETE FROM zerotal_shared_holders WHERE key = ?1 AND owner = ?2`, key, owner); err != nil {
+				return err
+			}
+			_, err := d.wconn.ExecContext(ctx, sharedForgetSQL, key, now)
+			return err
+		})
+	})
+	d.watch.bump()
+}
+
+// acquireShared runs one shared acquire as one write transaction.
+func (d *Driver) acquireShared(ctx context.Context, key, owner string, ttl time.Duration, c drivers.Claim, wait bool) (sharedOutcome, error) {
+	if err := checkClaim(c); err != nil {
+		return sharedOutcome{}, err
+	}
+	var out sharedOutcome
+	err := d.write(ctx, "acquire", func(ctx context.Context) error {
+		return d.inTx(ctx, func(ctx context.Context) (err error) {
+			out, err = d.acquireSharedTx(ctx, key, owner, ttl, c, wait)
+			return err
+		})
+	})
+	if err == nil && out.ok {
+		d.watch.bump() // a waiter behind may fit too
+	}
+	return out, err
+}
+
+func checkClaim(c drivers.Claim) error {
+	switch {
+	case c.Kind == drivers.Semaphore && c.Limit >= 1 && !c.Write:
+	case c.Kind == drivers.RWLock && c.Limit == 0:
+	default:
+		return &drivers.InvalidError{Field: "claim", Reason: fmt.Sprintf("%v is not a semaphore (limit 1 or more) or a read/write lock side", c)}
+	}
+	return nil
+}
+
+// acquireSharedTx is acquireShared's transaction: it checks the key's
+// kind, drops the grants and places that have lapsed, then refreshes
+// owner's grant, grants owner when it is at the head and fits, or queues
+// it (wait) or refuses.
+func (d *Driver) acquireSharedTx(ctx context.Context, key, owner string, ttl time.Duration, c drivers.Claim, wait bool) (sharedOutcome, error) {
+	conn := d.wconn
+	now := time.Now()
+	nowUS := now.UnixMicro()
+	if held, err := d.mutexHeld(ctx, key, nowUS); err != nil || held {
+		return sharedOutcome{err: mismatch(key, "a mutex", c)}, err
+	}
+	// What has lapsed goes first, and the key's name with it when nothing
+	// is left: a key nobody holds or waits for may be taken as any kind.
+	for _, q := range []string{sharedPurgeSQL, sharedPurgeQSQL, sharedForgetSQL} {
+		if _, err := conn.ExecContext(ctx, q, key, nowUS); err != nil {
+			return sharedOutcome{}, err
+		}
+	}
+	var kind, lim int64
+	err := conn.QueryRowContext(ctx, sharedNameSQL, key).Scan(&kind, &lim)
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+	case err != nil:
+		return sharedOutcome{}, err
+	case drivers.Kind(kind) != c.Kind || uint32(lim) != c.Limit:
+		return sharedOutcome{err: mismatch(key, drivers.Claim{Kind: drivers.Kind(kind), Limit: uint32(lim)}.String(), c)}, nil
+	}
+	holders, err := d.sharedHolders(ctx, key)
+	if err != nil {
+		return sharedOutcome{}, err
+	}
+	queue, err := d.sharedQueue(ctx, key)
+	if err != nil {
+		return sharedOutcome{}, err
+	}
+	for _, h := range holders {
+		if h.owner != owner {
+			continue
+		}
+		if h.write != c.Write {
+			return sharedOutcome{err: &drivers.InvalidError{Field: "claim", Reason: fmt.Sprintf("owner holds the other side of %q; release it first", key)}}, nil
+		}
+		_, err := conn.ExecContext(ctx, sharedRefreshSQL, key, owner, deadlineUS(now, ttl), nowUS)
+		return sharedOutcome{fence: h.fence, ok: true}, err
+	}
+	ahead := len(queue)
+	for i, q := range queue {
+		if q.owner == owner {
+			ahead = i
+			break
+		}
+	}
+	if _, err := conn.ExecContext(ctx, sharedNameSet, key, int64(c.Kind), int64(c.Limit)); err != nil {
+		return sharedOutcome{}, err
+	}
+	if ahead == 0 && fits(holders, c) {
+		return d.grantShared(ctx, key, owner, deadlineUS(now, ttl), c.Write)
+	}
+	out := sharedOutcome{blocker: earliest(holders)}
+	if !wait {
+		_, err := conn.ExecContext(ctx, sharedForgetSQL, key, nowUS)
+		return out, err
+	}
+	if ahead < len(queue) && queue[ahead].write != c.Write {
+		out.err = &drivers.InvalidError{Field: "claim", Reason: fmt.Sprintf("owner already waits for the other side of %q", key)}
+		return out, nil
+	}
+	_, err = conn.ExecContext(ctx, sharedEnqueueSQL, key, owner, c.Write, now.Add(waiterLease).UnixMicro())
+	out.queued = true
+	return out, err
+}
+
+// mutexHeld reports whether key is held as a mutex, dropping its row when
+// it has lapsed.
+func (d *Driver) mutexHeld(ctx context.Context, key string, nowUS int64) (bool, error) {
+	var exp int64
+	err := d.wconn.QueryRowContext(ctx, sharedMutexSQL, key).Scan(&exp)
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+		return false, nil
+	case err != nil:
+		return false, err
+	case exp > nowUS:
+		return true, nil
+	}
+	_, err = d.wconn.ExecContext(ctx, sharedDropMutex, key, nowUS)
+	return false, err
+}
+
+func (d *Driver) grantShared(ctx context.Context, key, owner string, expiresUS int64, write bool) (sharedOutcome, error) {
+	var fence int64
+	if err := d.wconn.QueryRowContext(ctx, sharedFenceSQL).Scan(&fence); err != nil {
+		return sharedOutcome{}, err
+	}
+	if _, err := d.wconn.ExecContext(ctx, sharedGrantSQL, key, owner, fence, expiresUS, write); err != nil {
+		return sharedOutcome{}, err
+	}
+	_, err := d.wconn.ExecContext(ctx, sharedDequeueSQL, key, owner)
+	return sharedOutcome{fence: uint64(fence), ok: true}, err
+}
+
+func fits(holders []sharedHolder, c drivers.Claim) bool {
+	switch {
+	case c.Kind == drivers.Semaphore:
+		return uint32(len(holders)) < c.Limit
+	case c.Write:
+		return len(holders) == 0
+	}
+	return len(holders) == 0 || !holders[0].write
+}
+
+func earliest(holders []sharedHolder) int64 {
+	var e int64
+	for i, h := range holders {
+		if i == 0 || h.expiresUS < e {
+			e = h.expiresUS
+		}
+	}
+	return e
+}
+
+func mismatch(key, heldAs string, c drivers.Claim) error {
+	return &drivers.InvalidError{Field: "kind", Reason: fmt.Sprintf(
+		"%q is held as %s; this acquire is for %s (a new kind or limit takes effect once nobody holds or waits for the key)", key, heldAs, describe(c))}
+}
+
+func describe(c drivers.Claim) string {
+	switch {
+	case c.Kind == drivers.Mutex:
+		return "a mutex"
+	case c.Kind == drivers.Semaphore:
+		return "a " + c.String()
+	}
+	return "a read/write lock"
+}
+
+func (d *Driver) sharedHolders(ctx context.Context, key string) ([]sharedHolder, error) {
+	rows, err := d.wconn.QueryContext(ctx, sharedHoldersSQL, key)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var hs []sharedHolder
+	for rows.Next() {
+		var h sharedHolder
+		var fence int64
+		if err := rows.Scan(&h.owner, &fence, &h.expiresUS, &h.write); err != nil {
+			return nil, err
+		}
+		h.fence = uint64(fence)
+		hs = append(hs, h)
+	}
+	return hs, rows.Err()
+}
+
+type sharedWaiter struct {
+	owner string
+	write bool
+}
+
+func (d *Driver) sharedQueue(ctx context.Context, key string) ([]sharedWaiter, error) {
+	rows, err := d.wconn.QueryContext(ctx, sharedQueueSQL, key)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var qs []sharedWaiter
+	for rows.Next() {
+		var q sharedWaiter
+		if err := rows.Scan(&q.owner, &q.write); err != nil {
+			return nil, err
+		}
+		qs = append(qs, q)
+	}
+	return qs, rows.Err()
+}
+
+// releaseShared is Release of a shared key's grant: it reports whether
+// owner held one that had not lapsed.
+func (d *Driver) releaseShared(ctx context.Context, key, owner string) (deleted, released bool, err error) {
+	var expires int64
+	err = d.wconn.QueryRowContext(ctx, sharedReleaseSQL, key, owner).Scan(&expires)
+	if errors.Is(err, sql.ErrNoRows) {
+		return false, false, nil
+	}
+	if err != nil {
+		return false, false, err
+	}
+	now := time.Now().UnixMicro()
+	d.forget(ctx, key, now)
+	return true, expires > now, nil
+}
+
+// forget drops key's name once nobody holds or waits for it. It is the
+// second statement of a release or force release, which run without a
+// transaction of their own when alone: the first has taken effect, so a
+// failure here (the database busy) must not fail the call and have it
+// run again. A name left behind goes at the key's next acquire.
+func (d *Driver) forget(ctx context.Context, key string, nowUS int64) {
+	_, _ = d.wconn.ExecContext(ctx, sharedForgetSQL, key, nowUS)
+}
+
+// inTx runs fn as one transaction: inside the run's BEGIN IMMEDIATE when
+// the call is part of a joint run (see runOnce), in one of its own
+// otherwise.
+func (d *Driver) inTx(ctx context.Context, fn func(ctx context.Context) error) error {
+	if inRun(ctx) {
+		return fn(ctx)
+	}
+	if _, err := d.wconn.ExecContext(ctx, "BEGIN IMMEDIATE"); err != nil {
+		return err
+	}
+	if err := fn(ctx); err != nil {
+		d.rollback(context.WithoutCancel(ctx))
+		return err
+	}
+	if _, err := d.wconn.ExecContext(ctx, "COMMIT"); err != nil {
+		d.rollback(context.WithoutCancel(ctx))
+		return err
+	}
+	return nil
+}
+
+// runKey marks the context of a call run inside a joint transaction.
+type runKey struct{}
+
+func inRun(ctx context.Context) bool { return ctx.Value(runKey{}) != nil }
+
+// isSharedMarker reports the trigger's refusal of a mutex on a shared key.
+func isSharedMarker(err error) bool { return err != nil && strings.Contains(err.Error(), sharedMarker) }
+
+// Inspect describes key (drivers.Inspector): a mutex's holder, or a
+// shared key's kind, holders and queue.
+func (d *Driver) Inspect(ctx context.Context, key string) (drivers.Holding, bool, error) {
+	var h drivers.Holding
+	var ok bool
+	err := d.read(ctx, "inspect", func(ctx context.Context, r *readStmts) error {
+		var err error
+		h, ok, err = inspectTx(ctx, r.db, key)
+		return err
+	})
+	return h, ok, err
+}
+
+// inspectTx reads key's state through q.
+func inspectTx(ctx context.Context, q querier, key string) (drivers.Holding, bool, error) {
+	now := time.Now()
+	var owner string
+	var fence, exp int64
+	err := q.QueryRowContext(ctx, `SELECT owner, fence, expires_us FROM zerotal_locks WHERE key = ?1 AND expires_us > ?2`, key, now.UnixMicro()).Scan(&owner, &fence, &exp)
+	if err == nil {
+		return drivers.Holding{Holders: []drivers.Holder{{Owner: owner, Fence: uint64(fence), Remaining: time.UnixMicro(exp).Sub(now)}}}, true, nil
+	}
+	if !errors.Is(err, sql.ErrNoRows) {
+		return drivers.Holding{}, false, err
+	}
+	var kind, lim int64
+	err = q.QueryRowContext(ctx, sharedNameSQL, key).Scan(&kind, &lim)
+	if errors.Is(err, sql.ErrNoRows) {
+		return drivers.Holding{}, false, nil
+	}
+	if err != nil {
+		return drivers.Holding{}, false, err
+	}
+	h := drivers.Holding{Claim: drivers.Claim{Kind: drivers.Kind(kind), Limit: uint32(lim)}}
+	rows, err := q.QueryContext(ctx, `SELECT owner, fence, expires_us, write FROM zerotal_shared_holders WHERE key = ?1 AND expires_us > ?2 ORDER BY fence`, key, now.UnixMicro())
+	if err != nil {
+		return drivers.Holding{}, false, err
+	}
+	for rows.Next() {
+		var x drivers.Holder
+		if err := rows.Scan(&x.Owner, &fence, &exp, &x.Write); err != nil {
+			rows.Close()
+			return drivers.Holding{}, false, err
+		}
+		x.Fence, x.Remaining = uint64(fence), time.UnixMicro(exp).Sub(now)
+		h.Holders = append(h.Holders, x)
+	}
+	rows.Close()
+	rows, err = q.QueryContext(ctx, `SELECT owner, write FROM zerotal_shared_queue WHERE key = ?1 AND alive_us > ?2 ORDER BY seq`, key, now.UnixMicro())
+	if err != nil {
+		return drivers.Holding{}, false, err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var w drivers.Waiting
+		if err := rows.Scan(&w.Owner, &w.Write); err != nil {
+			return drivers.Holding{}, false, err
+		}
+		h.Waiters = append(h.Waiters, w)
+	}
+	h.WaiterCount = len(h.Waiters)
+	return h, len(h.Holders) > 0, rows.Err()
+}
+
+// querier is what inspectTx reads through: the reader pool or the write
+// connection.
+type querier interface {
+	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+}
