@@ -89,8 +89,7 @@ Exit status:
   0   no command: the lock was held until SIGINT or SIGTERM, and released
   64  bad flags or arguments
   69  the backend could not be reached, or the cluster has no leader
-  78  the backend cannot serve -n, --shared or --exclusive (a driver without them, or a
-      cluster member of an older release)
+  78  the cluster cannot serve -n, --shared or --exclusive yet (a member of an older release)
   75  the lock is held by someone else (at once with --no-wait, else after --timeout)
   76  the lock was lost while held (or could not be refreshed before its lease ran out)
   77  the cluster refused the token

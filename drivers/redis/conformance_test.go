@@ -73,3 +73,24 @@ func TestConformance_ClusterPipelined(t *testing.T) {
 		return clusterHarness{t: t, addrs: cluster.Addrs(), pipelineAt: 1}
 	})
 }
+
+// TestConformance_Shared runs the semaphore and read/write lock sections
+// on a real redis-server, alone and pipelined.
+func TestConformance_Shared(t *testing.T) {
+	srv := redistest.Start(t)
+	driverstest.RunShared(t, func(t *testing.T) driverstest.Harness { return urlHarness{url: srv.URL()} })
+}
+
+func TestConformance_SharedPipelined(t *testing.T) {
+	srv := redistest.Start(t)
+	driverstest.RunShared(t, func(t *testing.T) driverstest.Harness { return urlHarness{url: srv.URL(), pipelineAt: 1} })
+}
+
+// TestConformance_SharedCluster runs them on a three-node Redis Cluster:
+// a shared key's hash and its fence counter share a slot.
+func TestConformance_SharedCluster(t *testing.T) {
+	cluster := redistest.StartCluster(t, 3)
+	driverstest.RunShared(t, func(t *testing.T) driverstest.Harness {
+		return clusterHarness{t: t, addrs: cluster.Addrs()}
+	})
+}

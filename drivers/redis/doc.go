@@ -77,6 +77,18 @@
 // waiters keep handing a key to each other releases it to everyone as soon
 // as another process waits for it too.
 //
+// # Semaphores and read/write locks
+//
+// AcquireShared and AcquireSharedWait (drivers.Sharer) keep a shared key
+// as one hash at the lock's own name: its kind and limit, a field per
+// grant and per place in its queue, each operation one script. Only the
+// head of the queue is granted, when it fits, so waiting is first come,
+// first served across processes; a waiter keeps its place alive with every
+// attempt, and the place of a process that died lapses after three
+// seconds. The hash expires with its last grant or place. A mutex script
+// meets a key of the wrong type and takes nothing (ErrInvalid), also from
+// a release of this package that predates shared keys.
+//
 // # Errors
 //
 // A Redis that cannot be reached, or answers that it cannot serve

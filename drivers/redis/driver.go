@@ -149,6 +149,9 @@ func (d *Driver) acquire(ctx context.Context, key, owner string, ttl time.Durati
 	}
 	ks := keysFor(key)
 	res, err := d.run(ctx, acquireScript, []string{ks.lock, ks.fence}, owner, millis(ttl)).Int64Slice()
+	if isWrongType(err) {
+		return 0, false, 0, mutexOnShared(key)
+	}
 	if err != nil {
 		return 0, false, 0, d.translate(ctx, "acquire", key, err)
 	}
@@ -182,6 +185,9 @@ func (d *Driver) Release(ctx context.Context, key, owner string) (bool, error) {
 // releaseFor is the plain owner-guarded release, published to waiters.
 func (d *Driver) releaseFor(ctx context.Context, key string, ks keyspace, owner string) (bool, error) {
 	n, err := d.run(ctx, releaseScript, []string{ks.lock}, owner, ks.channel).Int64()
+	if isWrongType(err) {
+		return d.releaseShared(ctx, key, owner)
+	}
 	if err != nil {
 		return false, d.translate(ctx, "release", key, err)
 	}
@@ -196,6 +202,9 @@ func (d *Driver) Extend(ctx context.Context, key, owner string, ttl time.Duratio
 	}
 	ks := keysFor(key)
 	n, err := d.run(ctx, extendScript, []string{ks.lock}, owner, millis(ttl)).Int64()
+	if isWrongType(err) {
+		return d.extendShared(ctx, key, owner, ttl)
+	}
 	if err != nil {
 		return false, d.translate(ctx, "extend", key, err)
 	}
@@ -211,6 +220,8 @@ func (d *Driver) ForceRelease(ctx context.Context, key string) error {
 	if err := d.run(ctx, forceReleaseScript, []string{ks.lock}, ks.channel).Err(); err != nil {
 		return d.translate(ctx, "force release", key, err)
 	}
+	// A shared key's waiters listen on a channel of their own.
+	_ = d.client.Publish(ctx, ks.shared, "forced").Err()
 	return nil
 }
 

@@ -22,6 +22,7 @@ type keyspace struct {
 	lock    string // the owner token, with the lock's TTL
 	fence   string // the last fence handed out, never expires
 	channel string // where a release of this key is published
+	shared  string // where a release of a shared key's grant is published
 }
 
 func keysFor(key string) keyspace {
@@ -36,5 +37,6 @@ func keysFor(key string) keyspace {
 		lock:    tagged,
 		fence:   tagged + ":fence",
 		channel: tagged + ":released",
+		shared:  tagged + ":shared",
 	}
 }

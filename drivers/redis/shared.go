@@ -1,0 +1,428 @@
+package redis
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	goredis "github.com/redis/go-redis/v9"
+
+	"github.com/zerotal/lock/drivers"
+)
+
+// Semaphores and read/write locks (drivers.Sharer). A shared key is one
+// Redis hash at the lock's own name, so a mutex acquire of it meets a key
+// that exists (and the wrong type) and never takes it, whatever release the
+// caller runs. Its fields:
+//
+//	kind, lim      the key's kind and limit while anyone holds or waits
+//	h:<owner>      a grant: "fence:expires_ms:write"
+//	q:<owner>      a place in the queue: "seq:alive_ms:write"
+//	seq            the last place handed out
+//
+// Every operation is one script. Only the head of the queue is granted,
+// when it fits, so waiting is first come, first served across processes; a
+// waiter keeps its place alive by visiting it (every attempt does), and
+// the place of a process that died lapses after waiterLease. The hash
+// expires with its last grant or place. Waiters are woken by a publish on
+// the key's shared channel, and within a process each one granted wakes
+// the next local waiter at once (hub.leave).
+var (
+	_ drivers.Sharer    = (*Driver)(nil)
+	_ drivers.Inspector = (*Driver)(nil)
+)
+
+// waiterLease is how long a waiter's place outlives its last visit.
+const waiterLease = 3 * time.Second
+
+// sharedLoad is the Lua that reads the hash KEYS[1] at now (ms), drops the
+// grants and places that lapsed, and leaves holders and queue (sorted by
+// seq) in locals, with settle to set the hash's expiry to its last grant
+// or place, or delete it when none is left.
+const sharedLoad = `
+local function split(v)
+  local a, b, c = string.match(v, '^([^:]*):([^:]*):([^:]*)$')
+  return tonumber(a), tonumber(b), c
+end
+local holders, queue, kind, lim = {}, {}, nil, nil
+local all = redis.call('HGETALL', KEYS[1])
+for i = 1, #all, 2 do
+  local f, v = all[i], all[i + 1]
+  local p = string.sub(f, 1, 2)
+  if f == 'kind' then kind = v
+  elseif f == 'lim' then lim = v
+  elseif p == 'h:' then
+    local fence, exp, w = split(v)
+    if exp <= now then redis.call('HDEL', KEYS[1], f)
+    else table.insert(holders, {owner = string.sub(f, 3), fence = fence, exp = exp, w = w}) end
+  elseif p == 'q:' then
+    local seq, alive, w = split(v)
+    if alive <= now then redis.call('HDEL', KEYS[1], f)
+    else table.insert(queue, {owner = string.sub(f, 3), seq = seq, alive = alive, w = w}) end
+  end
+end
+table.sort(queue, function(a, b) return a.seq < b.seq end)
+local function settle()
+  local last = 0
+  for _, h in ipairs(holders) do if h.exp > last then last = h.exp end end
+  for _, q in ipairs(queue) do if q.alive > last then last = q.alive end end
+  if last <= now then redis.call('DEL', KEYS[1]) return end
+  redis.call('PEXPIRE', KEYS[1], last - now)
+end
+`
+
+const sharedNow = `
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+`
+
+// acquireSharedScript takes, refreshes, queues or refuses.
+//
+// KEYS[1] lock, KEYS[2] fence; ARGV[1] owner, ARGV[2] TTL ms, ARGV[3]
+// kind, ARGV[4] limit, ARGV[5] write (0/1), ARGV[6] wait (0/1), ARGV[7]
+// the place's lease ms. Reply {1, fence} granted; {0, holder's ms left,
+// queued 0/1}; {-1, kind, limit} held as another kind or limit ("mutex"
+// for a mutex); {-2} owner holds or waits for the other side.
+var acquireSharedScript = goredis.NewScript(replicateEffects + sharedNow + `
+if redis.call('TYPE', KEYS[1]).ok == 'string' then return {-1, 'mutex', '0'} end
+` + sharedLoad + `
+local owner, ttl, write = ARGV[1], tonumber(ARGV[2]), ARGV[5]
+if kind and (#holders > 0 or #queue > 0) and (kind ~= ARGV[3] or lim ~= ARGV[4]) then
+  return {-1, kind, lim}
+end
+redis.call('HSET', KEYS[1], 'kind', ARGV[3], 'lim', ARGV[4])
+for _, h in ipairs(holders) do
+  if h.owner == owner then
+    if h.w ~= write then return {-2} end
+    h.exp = now + ttl
+    redis.call('HSET', KEYS[1], 'h:' .. owner, string.format('%.0f:%d:%s', h.fence, h.exp, write))
+    settle()
+    return {1, h.fence}
+  end
+end
+local ahead = #queue
+for i, q in ipairs(queue) do if q.owner == owner then ahead = i - 1 break end end
+local fits
+if ARGV[3] == '1' then fits = #holders < tonumber(ARGV[4])
+elseif write == '1' then fits = #holders == 0
+else fits = #holders == 0 or holders[1].w == '0' end
+if ahead == 0 and fits then
+  local fence = (function()
+` + nextFence + `
+    return fence
+  end)()
+  redis.call('HSET', KEYS[1], 'h:' .. owner, string.format('%.0f:%d:%s', fence, now + ttl, write))
+  redis.call('HDEL', KEYS[1], 'q:' .. owner)
+  table.insert(holders, {owner = owner, fence = fence, exp = now + ttl, w = write})
+  for i, q in ipairs(queue) do if q.owner == owner then table.remove(queue, i) break end end
+  settle()
+  return {1, fence}
+end
+local left = -1
+for _, h in ipairs(holders) do if left < 0 or h.exp - now < left then left = h.exp - now end end
+if ARGV[6] ~= '1' then
+  settle()
+  return {0, left, 0}
+end
+local seq
+if ahead < #queue then
+  if queue[ahead + 1].w ~= write then return {-2} end
+  seq = queue[ahead + 1].seq
+  queue[ahead + 1].alive = now + tonumber(ARGV[7])
+else
+  seq = redis.call('HINCRBY', KEYS[1], 'seq', 1)
+  table.insert(queue, {owner = owner, seq = seq, alive = now + tonumber(ARGV[7]), w = write})
+end
+redis.call('HSET', KEYS[1], 'q:' .. owner, string.format('%d:%d:%s', seq, now + tonumber(ARGV[7]), write))
+settle()
+return {0, left, 1}
+`)
+
+// releaseSharedScript ends owner's grant or place and wakes the waiters.
+//
+// KEYS[1] lock; ARGV[1] owner, ARGV[2] channel. Reply 1 when a grant that
+// had not lapsed ended, 0 otherwise, -1 when the key is no shared one.
+var releaseSharedScript = goredis.NewScript(replicateEffects + sharedNow + `
+if redis.call('TYPE', KEYS[1]).ok ~= 'hash' then return -1 end
+` + sharedLoad + `
+local released = 0
+for i, h in ipairs(holders) do
+  if h.owner == ARGV[1] then
+    redis.call('HDEL', KEYS[1], 'h:' .. ARGV[1])
+    table.remove(holders, i)
+    released = 1
+    break
+  end
+end
+settle()
+if released == 1 then redis.call('PUBLISH', ARGV[2], 'released') end
+return released
+`)
+
+// extendSharedScript sets owner's grant to end TTL from now, if it has
+// not lapsed.
+//
+// KEYS[1] lock; ARGV[1] owner, ARGV[2] TTL ms. Reply 1 when extended.
+var extendSharedScript = goredis.NewScript(replicateEffects + sharedNow + `
+if redis.call('TYPE', KEYS[1]).ok ~= 'hash' then return 0 end
+` + sharedLoad + `
+for _, h in ipairs(holders) do
+  if h.owner == ARGV[1] then
+    h.exp = now + tonumber(ARGV[2])
+    redis.call('HSET', KEYS[1], 'h:' .. ARGV[1], string.format('%.0f:%d:%s', h.fence, h.exp, h.w))
+    settle()
+    return 1
+  end
+end
+return 0
+`)
+
+// inspectScript describes the key: {type, kind, limit, holders..., '|',
+// queue...} with each holder as owner, fence, ms left, write and each
+// waiter as owner, write.
+//
+// KEYS[1] lock.
+var inspectScript = goredis.NewScript(sharedNow + `
+local t = redis.call('TYPE', KEYS[1]).ok
+if t == 'string' then
+  return {'mutex', '0', '0', redis.call('GET', KEYS[1]), '0', tostring(redis.call('PTTL', KEYS[1])), '0', '|'}
+end
+if t ~= 'hash' then return {'none'} end
+local holders, queue, kind, lim = {}, {}, nil, nil
+local all = redis.call('HGETALL', KEYS[1])
+local out = {}
+for i = 1, #all, 2 do
+  local f, v = all[i], all[i + 1]
+  if f == 'kind' then kind = v elseif f == 'lim' then lim = v end
+end
+local reply = {'shared', kind or '0', lim or '0'}
+local waiters = {}
+for i = 1, #all, 2 do
+  local f, v = all[i], all[i + 1]
+  local a, b, c = string.match(v, '^([^:]*):([^:]*):([^:]*)$')
+  if string.sub(f, 1, 2) == 'h:' and tonumber(b) > now then
+    table.insert(reply, string.sub(f, 3)) table.insert(reply, a)
+    table.insert(reply, tostring(tonumber(b) - now)) table.insert(reply, c)
+  elseif string.sub(f, 1, 2) == 'q:' and tonumber(b) > now then
+    table.insert(waiters, {owner = string.sub(f, 3), seq = tonumber(a), w = c})
+  end
+end
+table.sort(waiters, function(x, y) return x.seq < y.seq end)
+table.insert(reply, '|')
+for _, w in ipairs(waiters) do table.insert(reply, w.owner) table.insert(reply, w.w) end
+return reply
+`)
+
+// AcquireShared takes a semaphore's slot or a read/write lock's side of
+// key for owner (drivers.Sharer): one script.
+func (d *Driver) AcquireShared(ctx context.Context, key, owner string, ttl time.Duration, c drivers.Claim) (uint64, bool, error) {
+	r, err := d.acquireShared(ctx, key, owner, ttl, c, false)
+	return r.fence, r.ok, err
+}
+
+type sharedReply struct {
+	fence uint64
+	ok    bool
+	left  time.Duration // the first holder's time left; negative: none
+}
+
+func (d *Driver) acquireShared(ctx context.Context, key, owner string, ttl time.Duration, c drivers.Claim, wait bool) (sharedReply, error) {
+	if err := d.usable(ctx, "acquire", key); err != nil {
+		return sharedReply{}, err
+	}
+	if err := checkClaim(c); err != nil {
+		return sharedReply{}, err
+	}
+	ks := keysFor(key)
+	res, err := d.run(ctx, acquireSharedScript, []string{ks.lock, ks.fence},
+		owner, millis(ttl), int(c.Kind), int64(c.Limit), flag(c.Write), flag(wait), waiterLease.Milliseconds()).Slice()
+	if err != nil {
+		return sharedReply{}, d.translate(ctx, "acquire", key, err)
+	}
+	code, _ := res[0].(int64)
+	switch code {
+	case 1:
+		f, _ := res[1].(int64)
+		return sharedReply{fence: uint64(f), ok: true}, nil
+	case 0:
+		left, _ := res[1].(int64)
+		return sharedReply{left: time.Duration(left) * time.Millisecond}, nil
+	case -1:
+		return sharedReply{}, &drivers.InvalidError{Field: "kind", Reason: fmt.Sprintf(
+			"%q is held as %s; this acquire is for %s (a new kind or limit takes effect once nobody holds or waits for the key)",
+			key, heldAs(res), describe(c))}
+	}
+	return sharedReply{}, &drivers.InvalidError{Field: "claim", Reason: fmt.Sprintf("owner holds or waits for the other side of %q; release it first", key)}
+}
+
+func heldAs(res []any) string {
+	kind, _ := res[1].(string)
+	lim, _ := res[2].(string)
+	switch kind {
+	case "mutex":
+		return "a mutex"
+	case "1":
+		return "a semaphore of " + lim
+	}
+	return "a read/write lock"
+}
+
+func describe(c drivers.Claim) string {
+	if c.Kind == drivers.Semaphore {
+		return "a " + c.String()
+	}
+	return "a read/write lock"
+}
+
+func checkClaim(c drivers.Claim) error {
+	switch {
+	case c.Kind == drivers.Semaphore && c.Limit >= 1 && !c.Write:
+	case c.Kind == drivers.RWLock && c.Limit == 0:
+	default:
+		return &drivers.InvalidError{Field: "claim", Reason: fmt.Sprintf("%v is not a semaphore (limit 1 or more) or a read/write lock side", c)}
+	}
+	return nil
+}
+
+func flag(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// AcquireSharedWait waits in key's queue until owner is at its head and
+// fits, or ctx ends; then its place is given up.
+func (d *Driver) AcquireSharedWait(ctx context.Context, key, owner string, ttl time.Duration, c drivers.Claim, _ drivers.WaitOptions) (uint64, error) {
+	if err := d.usable(ctx, "wait for", key); err != nil {
+		return 0, err
+	}
+	w, err := d.hub.join(ctx, keysFor(key).shared, owner, ttl)
+	if err != nil {
+		return 0, err
+	}
+	fence, err := d.waitShared(ctx, key, owner, ttl, c, w)
+	d.hub.leave(w, false) // the next local waiter tries at once
+	if err != nil {
+		d.leaveShared(key, owner)
+	}
+	return fence, err
+}
+
+// waitShared tries at every wake-up, when the first holder's grant ends,
+// and in time to keep the place alive.
+func (d *Driver) waitShared(ctx context.Context, key, owner string, ttl time.Duration, c drivers.Claim, w *waiter) (uint64, error) {
+	timer := time.NewTimer(0)
+	defer timer.Stop()
+	var heldUntil time.Time
+	for {
+		select {
+		case <-ctx.Done():
+			err := fmt.Errorf("redis: wait for %q: %w", key, ctx.Err())
+			if heldUntil.IsZero() {
+				return 0, err
+			}
+			return 0, drivers.HeldWhenEnded(err, key, time.Until(heldUntil))
+		case <-d.done:
+			return 0, drivers.ErrClosed
+		case <-w.wake:
+		case <-timer.C:
+		}
+		r, err := d.acquireShared(ctx, key, owner, ttl, c, true)
+		if err != nil {
+			return 0, err
+		}
+		if r.ok {
+			return r.fence, nil
+		}
+		next := min(waiterLease/3, d.cfg.PollInterval)
+		if r.left >= 0 {
+			heldUntil = time.Now().Add(r.left)
+			next = min(next, max(r.left, time.Millisecond))
+		}
+		timer.Reset(next)
+	}
+}
+
+// leaveShared gives up owner's place, and a grant an attempt cut off by
+// the caller's ctx may have made, in the background, bounded.
+func (d *Driver) leaveShared(key, owner string) {
+	if d.closed.Load() {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), cleanupTimeout)
+	defer cancel()
+	ks := keysFor(key)
+	_ = d.client.HDel(ctx, ks.lock, "q:"+owner).Err()
+	_ = releaseSharedScript.Run(ctx, d.client, []string{ks.lock}, owner, ks.shared).Err()
+}
+
+// isWrongType reports the error of a mutex script run on a shared key.
+func isWrongType(err error) bool {
+	var reply goredis.Error
+	return errors.As(err, &reply) && strings.Contains(reply.Error(), "WRONGTYPE")
+}
+
+// releaseShared ends owner's grant of a shared key.
+func (d *Driver) releaseShared(ctx context.Context, key, owner string) (bool, error) {
+	ks := keysFor(key)
+	n, err := d.run(ctx, releaseSharedScript, []string{ks.lock}, owner, ks.shared).Int64()
+	if err != nil {
+		return false, d.translate(ctx, "release", key, err)
+	}
+	return n == 1, nil
+}
+
+// extendShared sets owner's grant of a shared key to end ttl from now.
+func (d *Driver) extendShared(ctx context.Context, key, owner string, ttl time.Duration) (bool, error) {
+	ks := keysFor(key)
+	n, err := d.run(ctx, extendSharedScript, []string{ks.lock}, owner, millis(ttl)).Int64()
+	if err != nil {
+		return false, d.translate(ctx, "extend", key, err)
+	}
+	return n == 1, nil
+}
+
+// mutexOnShared is the error of a mutex acquire of a shared key.
+func mutexOnShared(key string) error {
+	return &drivers.InvalidError{Field: "kind", Reason: fmt.Sprintf("%q is held as a semaphore or read/write lock; this acquire is for a mutex", key)}
+}
+
+// Inspect describes key (drivers.Inspector).
+func (d *Driver) Inspect(ctx context.Context, key string) (drivers.Holding, bool, error) {
+	if err := d.usable(ctx, "inspect", key); err != nil {
+		return drivers.Holding{}, false, err
+	}
+	res, err := inspectScript.Run(ctx, d.client, []string{keysFor(key).lock}).StringSlice()
+	if err != nil {
+		return drivers.Holding{}, false, d.translate(ctx, "inspect", key, err)
+	}
+	return parseInspect(res)
+}
+
+func parseInspect(res []string) (drivers.Holding, bool, error) {
+	if len(res) < 3 || res[0] == "none" {
+		return drivers.Holding{}, false, nil
+	}
+	var h drivers.Holding
+	if res[0] == "shared" {
+		var kind, lim int64
+		_, _ = fmt.Sscan(res[1], &kind)
+		_, _ = fmt.Sscan(res[2], &lim)
+		h.Claim = drivers.Claim{Kind: drivers.Kind(kind), Limit: uint32(lim)}
+	}
+	i := 3
+	for ; i+3 < len(res) && res[i] != "|"; i += 4 {
+		var fence, left int64
+		_, _ = fmt.Sscan(res[i+1], &fence)
+		_, _ = fmt.Sscan(res[i+2], &left)
+		h.Holders = append(h.Holders, drivers.Holder{Owner: res[i], Fence: uint64(fence), Remaining: time.Duration(left) * time.Millisecond, Write: res[i+3] == "1"})
+	}
+	for i++; i+1 < len(res); i += 2 {
+		h.Waiters = append(h.Waiters, drivers.Waiting{Owner: res[i], Write: res[i+1] == "1"})
+	}
+	h.WaiterCount = len(h.Waiters)
+	return h, len(h.Holders) > 0, nil
+}
