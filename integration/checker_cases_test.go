@@ -4,6 +4,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/zerotal/lock/drivers"
 )
 
 // ms is a history time in milliseconds.
@@ -13,6 +15,18 @@ func ms(n int) time.Duration { return time.Duration(n) * time.Millisecond }
 func hop(kind opKind, owner string, start, end int, res outcome, fence uint64, ttlMS int) op {
 	return op{key: "k", owner: owner, kind: kind, start: ms(start), end: ms(end),
 		result: res, fence: fence, ttl: ms(ttlMS)}
+}
+
+var (
+	sem2  = drivers.Claim{Kind: drivers.Semaphore, Limit: 2}
+	read  = drivers.Claim{Kind: drivers.RWLock}
+	write = drivers.Claim{Kind: drivers.RWLock, Write: true}
+)
+
+// sop is o of a shared key, held as c says.
+func sop(o op, c drivers.Claim) op {
+	o.claim = c
+	return o
 }
 
 func TestChecker_HandMadeHistories(t *testing.T) {
@@ -82,6 +96,40 @@ func TestChecker_HandMadeHistories(t *testing.T) {
 			hop(opAcquire, "a", 0, 10, resOK, 7, 10),
 			hop(opAcquire, "b", 50, 60, resOK, 7, 10),
 		}, "fence-order"},
+		{"two slots of a semaphore of 2", []op{
+			sop(hop(opAcquire, "a", 0, 10, resOK, 5, 1000), sem2),
+			sop(hop(opAcquire, "b", 20, 30, resOK, 6, 1000), sem2),
+		}, ""},
+		{"three holders of a semaphore of 2", []op{
+			sop(hop(opAcquire, "a", 0, 10, resOK, 5, 1000), sem2),
+			sop(hop(opAcquire, "b", 20, 30, resOK, 6, 1000), sem2),
+			sop(hop(opWait, "c", 25, 40, resOK, 7, 1000), sem2),
+		}, "too-many-holders"},
+		{"a slot freed by a release", []op{
+			sop(hop(opAcquire, "a", 0, 10, resOK, 5, 1000), sem2),
+			sop(hop(opAcquire, "b", 20, 30, resOK, 6, 1000), sem2),
+			hop(opRelease, "a", 32, 35, resOK, 0, 0),
+			sop(hop(opWait, "c", 25, 40, resOK, 7, 1000), sem2),
+		}, ""},
+		{"readers share", []op{
+			sop(hop(opAcquire, "a", 0, 10, resOK, 5, 1000), read),
+			sop(hop(opAcquire, "b", 20, 30, resOK, 6, 1000), read),
+		}, ""},
+		{"a writer beside a reader", []op{
+			sop(hop(opAcquire, "a", 0, 10, resOK, 5, 1000), read),
+			sop(hop(opWait, "b", 20, 30, resOK, 6, 1000), write),
+		}, "too-many-holders"},
+		{"a reader beside a writer", []op{
+			sop(hop(opAcquire, "a", 0, 10, resOK, 5, 1000), write),
+			sop(hop(opAcquire, "b", 20, 30, resOK, 6, 1000), read),
+		}, "too-many-holders"},
+		{"a writer after the readers left", []op{
+			sop(hop(opAcquire, "a", 0, 10, resOK, 5, 1000), read),
+			sop(hop(opAcquire, "b", 5, 12, resOK, 6, 1000), read),
+			hop(opRelease, "a", 15, 18, resOK, 0, 0),
+			hop(opRelease, "b", 16, 19, resUnknown, 0, 0),
+			sop(hop(opWait, "c", 8, 30, resOK, 7, 1000), write),
+		}, ""},
 		{"refresh by acquire keeps the fence", []op{
 			hop(opAcquire, "a", 0, 10, resOK, 7, 100),
 			hop(opAcquire, "a", 50, 60, resOK, 7, 100),

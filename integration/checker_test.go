@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/zerotal/lock/drivers"
 )
 
 // The checker proves three properties of a recorded history, per key.
@@ -44,6 +46,11 @@ import (
 //     held the lock. (A refresh of A applied after B's grant would be a
 //     double grant too; it shows the same way, since its start precedes
 //     B's end.)
+//     On a shared key the rule counts instead: B must not complete while
+//     as many earlier grants as a semaphore's limit are believed held
+//     (never more than N believed holders), nor a write grant while any
+//     earlier grant is, nor a read grant while an earlier write grant is
+//     (never a writer beside anyone).
 //  3. Nothing acknowledged is lost. For reads made after a full stop and
 //     restart at time r: a grant whose beliefEnd is after r (acknowledged,
 //     not released, TTL not run out by the host clock; the cluster's time
@@ -73,6 +80,8 @@ type grant struct {
 	createdHi  time.Duration
 	beliefEnd  time.Duration
 	ops        []op // the operations of this owner on this key
+	// claim is how the grant holds a shared key (zero: a mutex).
+	claim drivers.Claim
 }
 
 func (g *grant) String() string {
@@ -104,7 +113,7 @@ func collectGrants(ops []op) map[string][]*grant {
 				g := grants[o.fence]
 				if g == nil {
 					g = &grant{key: k.key, owner: k.owner, fence: o.fence,
-						createdLo: firstAcquire, createdHi: o.end}
+						createdLo: firstAcquire, createdHi: o.end, claim: o.claim}
 					grants[o.fence] = g
 					out[k.key] = append(out[k.key], g)
 				}
@@ -186,6 +195,9 @@ func checkFences(key string, gs []*grant) []violation {
 
 // checkExclusion is property 2 for one key's grants.
 func checkExclusion(key string, gs []*grant) []violation {
+	if len(gs) > 0 && gs[0].claim.Kind != drivers.Mutex {
+		return checkShared(key, gs)
+	}
 	var out []violation
 	for i, a := range gs {
 		for _, b := range gs[i+1:] {
@@ -199,6 +211,41 @@ func checkExclusion(key string, gs []*grant) []violation {
 					ops: slices.Concat(a.ops, b.ops)})
 			}
 		}
+	}
+	return out
+}
+
+// checkShared is property 2 for a shared key's grants: for each grant B,
+// the earlier grants still believed held when B completed must leave room
+// for it.
+func checkShared(key string, gs []*grant) []violation {
+	var out []violation
+	for j, b := range gs {
+		var believed []*grant
+		writer := false
+		for _, a := range gs[:j] {
+			if a.fence != b.fence && b.createdHi+slack < a.beliefEnd {
+				believed = append(believed, a)
+				writer = writer || a.claim.Write
+			}
+		}
+		var why string
+		switch {
+		case b.claim.Kind == drivers.Semaphore && uint32(len(believed)) >= b.claim.Limit:
+			why = fmt.Sprintf("%d holders believed beside it, limit %d", len(believed), b.claim.Limit)
+		case b.claim.Kind == drivers.RWLock && b.claim.Write && len(believed) > 0:
+			why = fmt.Sprintf("a writer beside %d believed holders", len(believed))
+		case b.claim.Kind == drivers.RWLock && writer:
+			why = "a reader beside a believed writer"
+		default:
+			continue
+		}
+		ops := slices.Clone(b.ops)
+		for _, a := range believed {
+			ops = append(ops, a.ops...)
+		}
+		out = append(out, violation{rule: "too-many-holders", key: key,
+			msg: fmt.Sprintf("%v (%v) was granted by %.3fs: %s", b, b.claim, b.createdHi.Seconds(), why), ops: ops})
 	}
 	return out
 }

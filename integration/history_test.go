@@ -6,6 +6,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/zerotal/lock/drivers"
 )
 
 // opKind names a client operation of the workload.
@@ -54,6 +56,8 @@ type op struct {
 	fence  uint64 // fence of a granted acquire, or of the holder a get saw
 	holder string // holder a get saw
 	err    string
+	// claim is how an acquire of a shared key holds it (zero: a mutex).
+	claim drivers.Claim
 }
 
 func (o op) String() string {

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/zerotal/lock/drivers"
 	"io"
 	"net/http"
 	"net/url"
@@ -94,9 +95,23 @@ func (a *rawAPI) do(ctx context.Context, method, addr, path string, body any) ra
 // acquire sends one acquire through addr; wait > 0 asks the server to
 // hold the request in the key's queue that long (wait_ms).
 func (a *rawAPI) acquire(ctx context.Context, addr, key, owner string, ttl, wait time.Duration) (rawAnswer, uint64) {
-	ans := a.do(ctx, http.MethodPost, addr, "/v1/acquire", map[string]any{
-		"key": key, "owner": owner, "ttl_ms": ttl.Milliseconds(), "wait_ms": wait.Milliseconds(),
-	})
+	return a.acquireAs(ctx, addr, key, owner, ttl, wait, drivers.Claim{})
+}
+
+// acquireAs is acquire of a mutex (zero claim) or, through
+// /v1/acquire-shared, of a shared key.
+func (a *rawAPI) acquireAs(ctx context.Context, addr, key, owner string, ttl, wait time.Duration, claim drivers.Claim) (rawAnswer, uint64) {
+	body := map[string]any{"key": key, "owner": owner, "ttl_ms": ttl.Milliseconds(), "wait_ms": wait.Milliseconds()}
+	path := "/v1/acquire"
+	switch {
+	case claim.Kind == drivers.Semaphore:
+		path, body["semaphore"] = "/v1/acquire-shared", claim.Limit
+	case claim.Kind == drivers.RWLock && claim.Write:
+		path, body["mode"] = "/v1/acquire-shared", "write"
+	case claim.Kind == drivers.RWLock:
+		path, body["mode"] = "/v1/acquire-shared", "read"
+	}
+	ans := a.do(ctx, http.MethodPost, addr, path, body)
 	if ans.status != http.StatusOK {
 		return ans, 0
 	}

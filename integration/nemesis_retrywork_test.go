@@ -2,6 +2,7 @@ package integration
 
 import (
 	"context"
+	"github.com/zerotal/lock/drivers"
 	"math/rand/v2"
 	"strings"
 	"time"
@@ -35,12 +36,12 @@ func (w *workload) runRetrier(ctx context.Context, id int) {
 
 // rawWait sends one waiting acquire through node i, given up by the
 // client (its connection closed) after giveUp.
-func (c *workClient) rawWait(i int, key, owner string, ttl, wait, giveUp time.Duration) op {
-	o := op{client: c.id, key: key, owner: owner, kind: opWait, ttl: ttl, wait: wait, via: nodeID(i)}
+func (c *workClient) rawWait(i int, key, owner string, ttl, wait, giveUp time.Duration, claim drivers.Claim) op {
+	o := op{client: c.id, key: key, owner: owner, kind: opWait, ttl: ttl, wait: wait, via: nodeID(i), claim: claim}
 	ctx, cancel := context.WithTimeout(context.Background(), giveUp)
 	defer cancel()
 	o.start = c.w.h.now()
-	ans, fence := c.w.api.acquire(ctx, c.w.addrs[i], key, owner, ttl, wait)
+	ans, fence := c.w.api.acquireAs(ctx, c.w.addrs[i], key, owner, ttl, wait, claim)
 	o.end = c.w.h.now()
 	o.result, o.fence, o.err = ans.outcome(), fence, ans.errText()
 	if ctx.Err() != nil {
@@ -72,19 +73,19 @@ func nodeID(i int) string { return []string{"n1", "n2", "n3"}[i] }
 // another node, and, holding the key or not, releases it soon: the
 // hand-offs on the hot keys then often meet an abandoned wait.
 func (c *workClient) retriedWaitSession(ctx context.Context) {
-	key := c.w.hotKeys[c.r.IntN(len(c.w.hotKeys))]
+	key, claim := c.hotKey()
 	ttl := c.w.hotTTLs[c.r.IntN(len(c.w.hotTTLs))]
 	owner := c.newOwner()
 	first := c.r.IntN(len(c.w.addrs))
 	wait := time.Duration(300+c.r.IntN(700)) * time.Millisecond
-	r1 := c.rawWait(first, key, owner, ttl, wait, time.Duration(20+c.r.IntN(280))*time.Millisecond)
+	r1 := c.rawWait(first, key, owner, ttl, wait, time.Duration(20+c.r.IntN(280))*time.Millisecond, claim)
 	held := r1.result == resOK
 	if r1.result == resUnknown && !strings.HasPrefix(r1.err, gaveUp) {
 		sleepCtx(ctx, 20*time.Millisecond) // refused or reset at once
 	}
 	if r1.result == resUnknown {
 		second := (first + 1 + c.r.IntN(len(c.w.addrs)-1)) % len(c.w.addrs)
-		r2 := c.rawWait(second, key, owner, ttl, wait, wait+opTimeout)
+		r2 := c.rawWait(second, key, owner, ttl, wait, wait+opTimeout, claim)
 		held = r2.result == resOK
 	}
 	if held && !sleepCtx(ctx, time.Duration(c.r.Int64N(int64(ttl/4)))) {

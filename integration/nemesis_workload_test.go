@@ -40,6 +40,9 @@ type workload struct {
 	hotTTLs     []time.Duration
 	durableKeys []string
 	durableTTL  time.Duration
+	// sharedKeys are hot keys held as a semaphore or a read/write lock
+	// (a write side is drawn per session).
+	sharedKeys map[string]drivers.Claim
 	// maxOps bounds each client's operations; the context bounds the time.
 	maxOps int
 	addrs  []string
@@ -60,10 +63,14 @@ func newWorkload(addrs []string, h *history) *workload {
 		hotTTLs:     []time.Duration{time.Second, 1500 * time.Millisecond, 2 * time.Second},
 		durableKeys: []string{"durable/a", "durable/b", "durable/c", "durable/d"},
 		durableTTL:  10 * time.Minute,
-		maxOps:      100000,
-		addrs:       addrs,
-		h:           h,
-		vanishRate:  0.15,
+		sharedKeys: map[string]drivers.Claim{
+			"shared/sem": {Kind: drivers.Semaphore, Limit: 2},
+			"shared/rw":  {Kind: drivers.RWLock},
+		},
+		maxOps:     100000,
+		addrs:      addrs,
+		h:          h,
+		vanishRate: 0.15,
 	}
 }
 
@@ -170,8 +177,20 @@ func shortErr(err error) string {
 }
 
 func (c *workClient) acquire(key, owner string, ttl time.Duration) op {
-	return c.record(op{key: key, owner: owner, kind: opAcquire, ttl: ttl}, func(ctx context.Context) (outcome, uint64, string, error) {
-		fence, ok, err := c.cl.Acquire(ctx, key, owner, ttl)
+	return c.acquireAs(key, owner, ttl, drivers.Claim{})
+}
+
+// acquireAs is acquire of a mutex (zero claim) or of a shared key.
+func (c *workClient) acquireAs(key, owner string, ttl time.Duration, claim drivers.Claim) op {
+	return c.record(op{key: key, owner: owner, kind: opAcquire, ttl: ttl, claim: claim}, func(ctx context.Context) (outcome, uint64, string, error) {
+		var fence uint64
+		var ok bool
+		var err error
+		if claim == (drivers.Claim{}) {
+			fence, ok, err = c.cl.Acquire(ctx, key, owner, ttl)
+		} else {
+			fence, ok, err = c.cl.AcquireShared(ctx, key, owner, ttl, claim)
+		}
 		if !ok {
 			return resFail, 0, "", err
 		}
@@ -182,11 +201,17 @@ func (c *workClient) acquire(key, owner string, ttl time.Duration) op {
 // acquireWait queues for key for at most wait (the server holds the
 // request); not getting the lock in time is a definite "fail" only when
 // the server said so, otherwise unknown.
-func (c *workClient) acquireWait(key, owner string, ttl, wait time.Duration) op {
-	return c.record(op{key: key, owner: owner, kind: opWait, ttl: ttl}, func(ctx context.Context) (outcome, uint64, string, error) {
+func (c *workClient) acquireWait(key, owner string, ttl, wait time.Duration, claim drivers.Claim) op {
+	return c.record(op{key: key, owner: owner, kind: opWait, ttl: ttl, claim: claim}, func(ctx context.Context) (outcome, uint64, string, error) {
 		wctx, cancel := context.WithTimeout(ctx, wait)
 		defer cancel()
-		fence, err := c.cl.AcquireWait(wctx, key, owner, ttl, drivers.WaitOptions{})
+		var fence uint64
+		var err error
+		if claim == (drivers.Claim{}) {
+			fence, err = c.cl.AcquireWait(wctx, key, owner, ttl, drivers.WaitOptions{})
+		} else {
+			fence, err = c.cl.AcquireSharedWait(wctx, key, owner, ttl, claim, drivers.WaitOptions{})
+		}
 		if err != nil && wctx.Err() != nil && ctx.Err() == nil {
 			// The client gives up by cancelling its context, and then
 			// releases what may have been granted meanwhile: unknown.
@@ -254,14 +279,14 @@ func sleepCtx(ctx context.Context, d time.Duration) bool {
 // hotSession takes a hot key, holds it while refreshing, and releases it
 // or vanishes.
 func (c *workClient) hotSession(ctx context.Context) {
-	key := c.w.hotKeys[c.r.IntN(len(c.w.hotKeys))]
+	key, claim := c.hotKey()
 	ttl := c.w.hotTTLs[c.r.IntN(len(c.w.hotTTLs))]
 	owner := c.newOwner()
 	var got op
 	if c.r.IntN(2) == 0 {
-		got = c.acquire(key, owner, ttl)
+		got = c.acquireAs(key, owner, ttl, claim)
 	} else {
-		got = c.acquireWait(key, owner, ttl, time.Duration(100+c.r.IntN(400))*time.Millisecond)
+		got = c.acquireWait(key, owner, ttl, time.Duration(100+c.r.IntN(400))*time.Millisecond, claim)
 	}
 	if got.result != resOK {
 		if got.result == resFail {
@@ -278,7 +303,7 @@ func (c *workClient) hotSession(ctx context.Context) {
 		}
 		var ref op
 		if c.r.IntN(4) == 0 {
-			ref = c.acquire(key, owner, ttl) // a refresh: same owner
+			ref = c.acquireAs(key, owner, ttl, claim) // a refresh: same owner
 		} else {
 			ref = c.extend(key, owner, ttl)
 		}
@@ -293,6 +318,23 @@ func (c *workClient) hotSession(ctx context.Context) {
 		return // a holder that crashed: the lock expires
 	}
 	c.releaseUntilKnown(key, owner)
+}
+
+// hotKey draws a hot key: a mutex, or, a third of the time, a shared key
+// with its claim (a read/write lock's write side one time in three).
+func (c *workClient) hotKey() (string, drivers.Claim) {
+	if len(c.w.sharedKeys) == 0 || c.r.IntN(3) > 0 {
+		return c.w.hotKeys[c.r.IntN(len(c.w.hotKeys))], drivers.Claim{}
+	}
+	keys := make([]string, 0, len(c.w.sharedKeys))
+	for k := range c.w.sharedKeys {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	key := keys[c.r.IntN(len(keys))]
+	claim := c.w.sharedKeys[key]
+	claim.Write = claim.Kind == drivers.RWLock && c.r.IntN(3) == 0
+	return key, claim
 }
 
 // durableSession reads a durable key or takes it for a short while; a
