@@ -31,6 +31,7 @@ bench:
 	$(GO) test -run '^$$' -bench BenchmarkManagerTry -benchtime 300000x -count 3 .
 	ZEROTAL_BENCH_PHASE=3s $(GO) test -run '^$$' -bench . -benchtime 1x ./drivers/sqlite/
 	$(GO) test -run '^$$' -bench . -benchtime 2000x ./cluster/
+	$(GO) test -run '^$$' -bench BenchmarkShared -benchtime 3x ./drivers/memory/ ./drivers/sqlite/ ./drivers/redis/ ./client/
 
 ## bench-peers: against the peers, in nested modules so they never become dependencies:
 ## bsm/redislock on one redis-server, and etcd 3.4 (Debian's etcd-server) three members;

@@ -148,3 +148,15 @@ func TestClient_NodeMetrics(t *testing.T) {
 		t.Fatalf("NodeMetrics of %s, where nothing listens: %v, want ErrUnavailable", dead, err)
 	}
 }
+
+// BenchmarkShared: semaphore and read-lock cycles beside the mutex's
+// (driverstest.BenchShared) on a real three-node cluster (in this
+// process, default configs), through an untuned client.
+func BenchmarkShared(b *testing.B) {
+	c := clustertest.Start(b, 3, nil)
+	d, err := client.New(client.Config{Addrs: c.Addrs()})
+	if err != nil {
+		b.Fatal(err)
+	}
+	driverstest.BenchShared(b, d, 2*time.Second)
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"testing"
+	"time"
 
 	"go.uber.org/goleak"
 
@@ -64,4 +65,14 @@ func TestConfigLimits(t *testing.T) {
 			t.Fatalf("acquire %d with no key cap: ok=%v err=%v", i, ok, err)
 		}
 	}
+}
+
+// BenchmarkShared: semaphore and read-lock cycles beside the mutex's
+// (driverstest.BenchShared), on the in-process engine.
+func BenchmarkShared(b *testing.B) {
+	d, err := memory.New(memory.Config{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	driverstest.BenchShared(b, d, time.Second)
 }

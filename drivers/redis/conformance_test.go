@@ -3,6 +3,7 @@ package redis_test
 import (
 	"context"
 	"testing"
+	"time"
 
 	goredis "github.com/redis/go-redis/v9"
 
@@ -93,4 +94,15 @@ func TestConformance_SharedCluster(t *testing.T) {
 	driverstest.RunShared(t, func(t *testing.T) driverstest.Harness {
 		return clusterHarness{t: t, addrs: cluster.Addrs()}
 	})
+}
+
+// BenchmarkShared: semaphore and read-lock cycles beside the mutex's
+// (driverstest.BenchShared), on a real redis-server with the defaults.
+func BenchmarkShared(b *testing.B) {
+	srv := redistest.Start(b)
+	d, err := redis.Open(context.Background(), redis.Config{URL: srv.URL()})
+	if err != nil {
+		b.Fatal(err)
+	}
+	driverstest.BenchShared(b, d, 2*time.Second)
 }

@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/zerotal/lock/drivers/driverstest"
 	"math"
 	"os"
 	"path/filepath"
@@ -405,4 +406,14 @@ func BenchmarkCycle_Serial(b *testing.B) {
 	b.ReportMetric(1e9/base, "sql-cycles/s")
 	b.ReportMetric(1e9/fl, "flock-cycles/s")
 	b.ReportMetric(base/drv, "driver/sql")
+}
+
+// BenchmarkShared: semaphore and read-lock cycles beside the mutex's
+// (driverstest.BenchShared), on one file with the default settings.
+func BenchmarkShared(b *testing.B) {
+	d, err := sqlite.Open(context.Background(), sqlite.Config{Path: filepath.Join(b.TempDir(), "locks.db")})
+	if err != nil {
+		b.Fatal(err)
+	}
+	driverstest.BenchShared(b, d, 2*time.Second)
 }
