@@ -19,6 +19,7 @@
 // # Endpoints
 //
 //	POST /v1/acquire        AcquireRequest       -> AcquireResponse
+//	POST /v1/acquire-shared AcquireSharedRequest -> AcquireResponse
 //	POST /v1/release        ReleaseRequest       -> ReleaseResponse
 //	POST /v1/extend         ExtendRequest        -> ExtendResponse
 //	POST /v1/force-release  ForceReleaseRequest  -> ReleaseResponse

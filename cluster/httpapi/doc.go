@@ -24,14 +24,17 @@
 // outside its prefixes, is answered 403 forbidden, naming the right.
 //
 //	POST /v1/acquire        {"key","owner","ttl_ms","wait_ms"} -> {"key","owner","fence","ttl_ms"}
+//	POST /v1/acquire-shared {"key","owner","ttl_ms","wait_ms","semaphore"|"mode"} -> as /v1/acquire
+//	                        (501 unsupported while a member cannot apply it)
 //	POST /v1/release        {"key","owner"}                    -> {"released"}
 //	POST /v1/extend         {"key","owner","ttl_ms"}           -> {"extended","ttl_ms"}
 //	POST /v1/force-release  {"key"}                            -> {"released"}
 //	GET  /v1/lock?key=K                                        -> {"key","owner","fence","remaining_ms","waiters"}
+//	                        (a shared key adds "kind","limit","holders","queue")
 //	GET  /v1/locks?prefix=P&limit=N                            -> {"locks":[...],"truncated"}
 //	GET  /v1/status                                            -> raft state, leader, indexes, peers, keys, version
 //	POST /v1/join           {"id","addr","http"}               -> {} (409 join_refused: the node has raft state, ...)
-//	GET  /v1/node                                              -> {"id","cluster_id","membership","last_index","servers"}
+//	GET  /v1/node                                              -> {"id","cluster_id","membership","last_index","servers","features"}
 //	POST /v1/leave          {"id"}                             -> {} (404 for an id that is no member)
 //	GET  /readyz                                               -> {"ready","state","reason"} (200 or 503)
 //	GET  /metrics, GET /healthz
