@@ -127,7 +127,7 @@ func (h *hub) handle(m interface{}) {
 	switch m := m.(type) {
 	case *goredis.Message:
 		if q := h.queues[m.Channel]; q != nil {
-			q.wakeHead()
+			q.wake(m.Payload)
 		}
 	case *goredis.Subscription:
 		// A confirmation also arrives after go-redis reconnected and
@@ -143,7 +143,7 @@ func (h *hub) handle(m interface{}) {
 			if q.pending == 0 {
 				q.confirmed = true
 			}
-			q.wakeHead()
+			q.wake("")
 		}
 	}
 }

@@ -25,6 +25,9 @@ type keyspace struct {
 	shared  string // where a release of a shared key's grant is published
 }
 
+// sharedSuffix ends a shared key's channel.
+const sharedSuffix = ":shared"
+
 func keysFor(key string) keyspace {
 	var tagged string
 	if strings.ContainsAny(key, "{}") {
@@ -37,6 +40,6 @@ func keysFor(key string) keyspace {
 		lock:    tagged,
 		fence:   tagged + ":fence",
 		channel: tagged + ":released",
-		shared:  tagged + ":shared",
+		shared:  tagged + sharedSuffix,
 	}
 }

@@ -1,6 +1,10 @@
 package redis
 
-import "time"
+import (
+	"slices"
+	"strings"
+	"time"
+)
 
 // queue is the waiters of one key in this process. All its fields, and
 // those of its waiters, are guarded by hub.mu.
@@ -86,6 +90,9 @@ func (h *hub) leave(w *waiter, selfGranted bool) (handedOff bool) {
 		return false
 	}
 	q.removeAt(i)
+	if strings.HasSuffix(q.channel, sharedSuffix) {
+		return false // Redis's order decides; its scripts wake who gets in
+	}
 	if i == 0 && len(q.waiters) > 0 {
 		q.promote(selfGranted, w.ttl)
 	}
@@ -110,6 +117,45 @@ func (q *queue) promote(keyTaken bool, ttl time.Duration) {
 		head.retryAt = time.Now().Add(ttl)
 	}
 	signal(head)
+}
+
+// grantShared gives the local waiter of owner on a shared key's channel
+// the grant a release let it in with, as a hand-off does.
+func (h *hub) grantShared(channel, owner string, fence uint64) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	q := h.queues[channel]
+	if q == nil {
+		return
+	}
+	for i, w := range q.waiters {
+		if w.owner == owner {
+			q.removeAt(i)
+			w.granted, w.fence, w.gone = true, fence, true
+			signal(w)
+			return
+		}
+	}
+}
+
+// wake tells the head to try at once. On a shared key's channel, where
+// the order is kept in Redis and the release script lets waiters in
+// itself, a message names the owners it let in ("granted:a,b"): exactly
+// they try (and find they hold the key); any other message, a forced
+// release or a renewed subscription, wakes every waiter.
+func (q *queue) wake(payload string) {
+	if !strings.HasSuffix(q.channel, sharedSuffix) {
+		q.wakeHead()
+		return
+	}
+	owners, named := strings.CutPrefix(payload, "granted:")
+	for _, w := range q.waiters {
+		if named && !slices.Contains(strings.Split(owners, ","), w.owner) {
+			continue
+		}
+		w.retryAt = time.Time{}
+		signal(w)
+	}
 }
 
 // wakeHead tells the head to try at once.

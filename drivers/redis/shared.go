@@ -39,12 +39,21 @@ const waiterLease = 3 * time.Second
 
 // sharedLoad is the Lua that reads the hash KEYS[1] at now (ms), drops the
 // grants and places that lapsed, and leaves holders and queue (sorted by
-// seq) in locals, with settle to set the hash's expiry to its last grant
-// or place, or delete it when none is left.
-const sharedLoad = `
-local function split(v)
-  local a, b, c = string.match(v, '^([^:]*):([^:]*):([^:]*)$')
-  return tonumber(a), tonumber(b), c
+// seq) in locals, with:
+//
+//   - settle, to set the hash's expiry to its last grant or place, or
+//     delete it when none is left;
+//   - admit, to let waiters in from the head of the queue while they fit
+//     (their places become grants, for their own TTL; each learns of it
+//     at its next attempt, which finds it holds the key), publishing
+//     their owners on ARGV[chanArg] so that exactly they try at once.
+//
+// A place is "seq:alive_ms:write:ttl_ms"; a grant "fence:expires_ms:write".
+var sharedLoad = `
+local function fields(v)
+  local t = {}
+  for x in string.gmatch(v, '[^:]+') do table.insert(t, x) end
+  return t
 end
 local holders, queue, kind, lim = {}, {}, nil, nil
 local all = redis.call('HGETALL', KEYS[1])
@@ -54,13 +63,15 @@ for i = 1, #all, 2 do
   if f == 'kind' then kind = v
   elseif f == 'lim' then lim = v
   elseif p == 'h:' then
-    local fence, exp, w = split(v)
+    local t = fields(v)
+    local exp = tonumber(t[2])
     if exp <= now then redis.call('HDEL', KEYS[1], f)
-    else table.insert(holders, {owner = string.sub(f, 3), fence = fence, exp = exp, w = w}) end
+    else table.insert(holders, {owner = string.sub(f, 3), fence = tonumber(t[1]), exp = exp, w = t[3]}) end
   elseif p == 'q:' then
-    local seq, alive, w = split(v)
+    local t = fields(v)
+    local alive = tonumber(t[2])
     if alive <= now then redis.call('HDEL', KEYS[1], f)
-    else table.insert(queue, {owner = string.sub(f, 3), seq = seq, alive = alive, w = w}) end
+    else table.insert(queue, {owner = string.sub(f, 3), seq = tonumber(t[1]), alive = alive, w = t[3], ttl = tonumber(t[4])}) end
   end
 end
 table.sort(queue, function(a, b) return a.seq < b.seq end)
@@ -70,6 +81,36 @@ local function settle()
   for _, q in ipairs(queue) do if q.alive > last then last = q.alive end end
   if last <= now then redis.call('DEL', KEYS[1]) return end
   redis.call('PEXPIRE', KEYS[1], last - now)
+end
+local function fits(w)
+  if kind == '1' then return #holders < tonumber(lim) end
+  if w == '1' then return #holders == 0 end
+  return #holders == 0 or holders[1].w == '0'
+end
+local function newFence()
+` + nextFence + `
+  return fence
+end
+local function grant(owner, ttl, w)
+  local f = newFence()
+  redis.call('HSET', KEYS[1], 'h:' .. owner, string.format('%.0f:%d:%s', f, now + ttl, w))
+  table.insert(holders, {owner = owner, fence = f, exp = now + ttl, w = w})
+  return f
+end
+local function admit(chan, except)
+  local let, out = {}, {}
+  while #queue > 0 and fits(queue[1].w) do
+    local q = table.remove(queue, 1)
+    redis.call('HDEL', KEYS[1], 'q:' .. q.owner)
+    local f = grant(q.owner, q.ttl, q.w)
+    if q.owner ~= except then
+      table.insert(let, q.owner)
+      table.insert(out, q.owner)
+      table.insert(out, f)
+    end
+  end
+  if #let > 0 then redis.call('PUBLISH', chan, 'granted:' .. table.concat(let, ',')) end
+  return out
 end
 `
 
@@ -82,9 +123,10 @@ local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 //
 // KEYS[1] lock, KEYS[2] fence; ARGV[1] owner, ARGV[2] TTL ms, ARGV[3]
 // kind, ARGV[4] limit, ARGV[5] write (0/1), ARGV[6] wait (0/1), ARGV[7]
-// the place's lease ms. Reply {1, fence} granted; {0, holder's ms left,
-// queued 0/1}; {-1, kind, limit} held as another kind or limit ("mutex"
-// for a mutex); {-2} owner holds or waits for the other side.
+// the place's lease ms, ARGV[8] the shared channel. Reply {1, fence}
+// granted (or refreshed); {0, holder's ms left, queued 0/1}; {-1, kind,
+// limit} held as another kind or limit ("mutex" for a mutex); {-2} owner
+// holds or waits for the other side.
 var acquireSharedScript = goredis.NewScript(replicateEffects + sharedNow + `
 if redis.call('TYPE', KEYS[1]).ok == 'string' then return {-1, 'mutex', '0'} end
 ` + sharedLoad + `
@@ -92,7 +134,9 @@ local owner, ttl, write = ARGV[1], tonumber(ARGV[2]), ARGV[5]
 if kind and (#holders > 0 or #queue > 0) and (kind ~= ARGV[3] or lim ~= ARGV[4]) then
   return {-1, kind, lim}
 end
-redis.call('HSET', KEYS[1], 'kind', ARGV[3], 'lim', ARGV[4])
+kind, lim = ARGV[3], ARGV[4]
+redis.call('HSET', KEYS[1], 'kind', kind, 'lim', lim)
+admit(ARGV[8], owner)
 for _, h in ipairs(holders) do
   if h.owner == owner then
     if h.w ~= write then return {-2} end
@@ -104,21 +148,14 @@ for _, h in ipairs(holders) do
 end
 local ahead = #queue
 for i, q in ipairs(queue) do if q.owner == owner then ahead = i - 1 break end end
-local fits
-if ARGV[3] == '1' then fits = #holders < tonumber(ARGV[4])
-elseif write == '1' then fits = #holders == 0
-else fits = #holders == 0 or holders[1].w == '0' end
-if ahead == 0 and fits then
-  local fence = (function()
-` + nextFence + `
-    return fence
-  end)()
-  redis.call('HSET', KEYS[1], 'h:' .. owner, string.format('%.0f:%d:%s', fence, now + ttl, write))
-  redis.call('HDEL', KEYS[1], 'q:' .. owner)
-  table.insert(holders, {owner = owner, fence = fence, exp = now + ttl, w = write})
-  for i, q in ipairs(queue) do if q.owner == owner then table.remove(queue, i) break end end
+if ahead == 0 and fits(write) then
+  if #queue > 0 then
+    redis.call('HDEL', KEYS[1], 'q:' .. owner)
+    table.remove(queue, 1)
+  end
+  local f = grant(owner, ttl, write)
   settle()
-  return {1, fence}
+  return {1, f}
 end
 local left = -1
 for _, h in ipairs(holders) do if left < 0 or h.exp - now < left then left = h.exp - now end end
@@ -133,19 +170,21 @@ if ahead < #queue then
   queue[ahead + 1].alive = now + tonumber(ARGV[7])
 else
   seq = redis.call('HINCRBY', KEYS[1], 'seq', 1)
-  table.insert(queue, {owner = owner, seq = seq, alive = now + tonumber(ARGV[7]), w = write})
+  table.insert(queue, {owner = owner, seq = seq, alive = now + tonumber(ARGV[7]), w = write, ttl = ttl})
 end
-redis.call('HSET', KEYS[1], 'q:' .. owner, string.format('%d:%d:%s', seq, now + tonumber(ARGV[7]), write))
+redis.call('HSET', KEYS[1], 'q:' .. owner, string.format('%d:%d:%s:%d', seq, now + tonumber(ARGV[7]), write, ttl))
 settle()
 return {0, left, 1}
 `)
 
-// releaseSharedScript ends owner's grant or place and wakes the waiters.
+// releaseSharedScript ends owner's grant, lets the waiters that now fit
+// in and wakes exactly them.
 //
-// KEYS[1] lock; ARGV[1] owner, ARGV[2] channel. Reply 1 when a grant that
-// had not lapsed ended, 0 otherwise, -1 when the key is no shared one.
+// KEYS[1] lock, KEYS[2] fence; ARGV[1] owner, ARGV[2] channel. Reply
+// {1 when a grant that had not lapsed ended, 0 otherwise, -1 when the key
+// is no shared one; then the owner and fence of each waiter let in}.
 var releaseSharedScript = goredis.NewScript(replicateEffects + sharedNow + `
-if redis.call('TYPE', KEYS[1]).ok ~= 'hash' then return -1 end
+if redis.call('TYPE', KEYS[1]).ok ~= 'hash' then return {-1} end
 ` + sharedLoad + `
 local released = 0
 for i, h in ipairs(holders) do
@@ -156,18 +195,21 @@ for i, h in ipairs(holders) do
     break
   end
 end
+local let = admit(ARGV[2], '')
 settle()
-if released == 1 then redis.call('PUBLISH', ARGV[2], 'released') end
-return released
+table.insert(let, 1, released)
+return let
 `)
 
 // extendSharedScript sets owner's grant to end TTL from now, if it has
 // not lapsed.
 //
-// KEYS[1] lock; ARGV[1] owner, ARGV[2] TTL ms. Reply 1 when extended.
+// KEYS[1] lock, KEYS[2] fence; ARGV[1] owner, ARGV[2] TTL ms, ARGV[3]
+// channel. Reply 1 when extended.
 var extendSharedScript = goredis.NewScript(replicateEffects + sharedNow + `
 if redis.call('TYPE', KEYS[1]).ok ~= 'hash' then return 0 end
 ` + sharedLoad + `
+admit(ARGV[3], '')
 for _, h in ipairs(holders) do
   if h.owner == ARGV[1] then
     h.exp = now + tonumber(ARGV[2])
@@ -176,6 +218,7 @@ for _, h in ipairs(holders) do
     return 1
   end
 end
+settle()
 return 0
 `)
 
@@ -201,7 +244,7 @@ local reply = {'shared', kind or '0', lim or '0'}
 local waiters = {}
 for i = 1, #all, 2 do
   local f, v = all[i], all[i + 1]
-  local a, b, c = string.match(v, '^([^:]*):([^:]*):([^:]*)$')
+  local a, b, c = string.match(v, '^([^:]*):([^:]*):([^:]*)')
   if string.sub(f, 1, 2) == 'h:' and tonumber(b) > now then
     table.insert(reply, string.sub(f, 3)) table.insert(reply, a)
     table.insert(reply, tostring(tonumber(b) - now)) table.insert(reply, c)
@@ -237,7 +280,7 @@ func (d *Driver) acquireShared(ctx context.Context, key, owner string, ttl time.
 	}
 	ks := keysFor(key)
 	res, err := d.run(ctx, acquireSharedScript, []string{ks.lock, ks.fence},
-		owner, millis(ttl), int(c.Kind), int64(c.Limit), flag(c.Write), flag(wait), waiterLease.Milliseconds()).Slice()
+		owner, millis(ttl), int(c.Kind), int64(c.Limit), flag(c.Write), flag(wait), waiterLease.Milliseconds(), ks.shared).Slice()
 	if err != nil {
 		return sharedReply{}, d.translate(ctx, "acquire", key, err)
 	}
@@ -330,6 +373,9 @@ func (d *Driver) waitShared(ctx context.Context, key, owner string, ttl time.Dur
 		case <-w.wake:
 		case <-timer.C:
 		}
+		if st := d.hub.turn(w); st.granted {
+			return st.fence, nil
+		}
 		r, err := d.acquireShared(ctx, key, owner, ttl, c, true)
 		if err != nil {
 			return 0, err
@@ -356,7 +402,7 @@ func (d *Driver) leaveShared(key, owner string) {
 	defer cancel()
 	ks := keysFor(key)
 	_ = d.client.HDel(ctx, ks.lock, "q:"+owner).Err()
-	_ = releaseSharedScript.Run(ctx, d.client, []string{ks.lock}, owner, ks.shared).Err()
+	_ = releaseSharedScript.Run(ctx, d.client, []string{ks.lock, ks.fence}, owner, ks.shared).Err()
 }
 
 // isWrongType reports the error of a mutex script run on a shared key.
@@ -368,17 +414,25 @@ func isWrongType(err error) bool {
 // releaseShared ends owner's grant of a shared key.
 func (d *Driver) releaseShared(ctx context.Context, key, owner string) (bool, error) {
 	ks := keysFor(key)
-	n, err := d.run(ctx, releaseSharedScript, []string{ks.lock}, owner, ks.shared).Int64()
+	res, err := d.run(ctx, releaseSharedScript, []string{ks.lock, ks.fence}, owner, ks.shared).Slice()
 	if err != nil {
 		return false, d.translate(ctx, "release", key, err)
 	}
+	// The waiters of this process that the release let in get their
+	// grant at once, without the round trips of a wake-up and an attempt.
+	for i := 1; i+1 < len(res); i += 2 {
+		o, _ := res[i].(string)
+		f, _ := res[i+1].(int64)
+		d.hub.grantShared(ks.shared, o, uint64(f))
+	}
+	n, _ := res[0].(int64)
 	return n == 1, nil
 }
 
 // extendShared sets owner's grant of a shared key to end ttl from now.
 func (d *Driver) extendShared(ctx context.Context, key, owner string, ttl time.Duration) (bool, error) {
 	ks := keysFor(key)
-	n, err := d.run(ctx, extendSharedScript, []string{ks.lock}, owner, millis(ttl)).Int64()
+	n, err := d.run(ctx, extendSharedScript, []string{ks.lock, ks.fence}, owner, millis(ttl), ks.shared).Int64()
 	if err != nil {
 		return false, d.translate(ctx, "extend", key, err)
 	}
