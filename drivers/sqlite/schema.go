@@ -62,6 +62,7 @@ var migrations = []string{
 		seq      INTEGER NOT NULL,
 		write    INTEGER NOT NULL,
 		alive_us INTEGER NOT NULL,
+		ttl_us   INTEGER NOT NULL,
 		PRIMARY KEY (key, owner)
 	) WITHOUT ROWID;
 	CREATE TRIGGER zerotal_locks_not_shared BEFORE INSERT ON zerotal_locks

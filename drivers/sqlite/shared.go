@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -38,13 +39,13 @@ const (
 	sharedPurgeSQL   = `DELETE FROM zerotal_shared_holders WHERE key = ?1 AND expires_us <= ?2`
 	sharedPurgeQSQL  = `DELETE FROM zerotal_shared_queue WHERE key = ?1 AND alive_us <= ?2`
 	sharedHoldersSQL = `SELECT owner, fence, expires_us, write FROM zerotal_shared_holders WHERE key = ?1 ORDER BY fence`
-	sharedQueueSQL   = `SELECT owner, write FROM zerotal_shared_queue WHERE key = ?1 ORDER BY seq`
+	sharedQueueSQL   = `SELECT owner, write, ttl_us FROM zerotal_shared_queue WHERE key = ?1 ORDER BY seq`
 	sharedFenceSQL   = `UPDATE zerotal_lock_meta SET value = value + 1 WHERE name = 'last_fence' RETURNING value`
 	sharedGrantSQL   = `INSERT INTO zerotal_shared_holders (key, owner, fence, expires_us, write) VALUES (?1, ?2, ?3, ?4, ?5)`
 	sharedRefreshSQL = `UPDATE zerotal_shared_holders SET expires_us = ?3 WHERE key = ?1 AND owner = ?2 AND expires_us > ?4`
 	sharedNameSet    = `INSERT INTO zerotal_shared_names (key, kind, lim) VALUES (?1, ?2, ?3) ON CONFLICT (key) DO NOTHING`
-	sharedEnqueueSQL = `INSERT INTO zerotal_shared_queue (key, owner, seq, write, alive_us)
-VALUES (?1, ?2, (SELECT COALESCE(MAX(seq), 0) + 1 FROM zerotal_shared_queue WHERE key = ?1), ?3, ?4)
+	sharedEnqueueSQL = `INSERT INTO zerotal_shared_queue (key, owner, seq, write, alive_us, ttl_us)
+VALUES (?1, ?2, (SELECT COALESCE(MAX(seq), 0) + 1 FROM zerotal_shared_queue WHERE key = ?1), ?3, ?4, ?5)
 ON CONFLICT (key, owner) DO UPDATE SET alive_us = excluded.alive_us`
 	sharedDequeueSQL = `DELETE FROM zerotal_shared_queue WHERE key = ?1 AND owner = ?2`
 	sharedReleaseSQL = `DELETE FROM zerotal_shared_holders WHERE key = ?1 AND owner = ?2 RETURNING expires_us`
@@ -97,9 +98,27 @@ func (d *Driver) AcquireSharedWait(ctx context.Context, key, owner string, ttl t
 	if retryDelay <= 0 {
 		retryDelay = fallbackRetryDelay
 	}
+	var visited time.Time // the last write attempt, which keeps the place alive
 	for {
 		changed := d.watch.next()
+		// A waiter not at the head of the queue would only take the write
+		// lock from those that are: it reads first, and writes when its
+		// turn may have come or its place needs keeping alive.
+		if !visited.IsZero() && time.Since(visited) < waiterLease/3 {
+			fence, turn, err := d.sharedTurn(ctx, key, owner, c)
+			if err == nil && fence != 0 {
+				return fence, nil
+			}
+			if err == nil && !turn {
+				if err := d.waitChange(ctx, min(waiterLease/3-time.Since(visited), retryDelay*10), changed); err != nil {
+					d.leaveShared(ctx, key, owner)
+					return 0, err
+				}
+				continue
+			}
+		}
 		out, err := d.acquireShared(ctx, key, owner, ttl, c, true)
+		visited = time.Now()
 		switch {
 		case err != nil:
 			d.leaveShared(ctx, key, owner)
@@ -123,6 +142,32 @@ func (d *Driver) AcquireSharedWait(ctx context.Context, key, owner string, ttl t
 			return 0, err
 		}
 	}
+}
+
+// sharedTurn reads, without the write lock, whether owner's attempt may
+// succeed now: it holds the key, has no place (the attempt queues it
+// again), or is at the head of the queue and fits.
+// A waiter a release let in holds the key already: its fence comes back,
+// and no write is needed.
+func (d *Driver) sharedTurn(ctx context.Context, key, owner string, c drivers.Claim) (fence uint64, turn bool, err error) {
+	err = d.read(ctx, "read queue", func(ctx context.Context, r *readStmts) error {
+		h, _, err := inspectTx(ctx, r.db, key)
+		if err != nil {
+			return err
+		}
+		holders := make([]sharedHolder, len(h.Holders))
+		for i, x := range h.Holders {
+			if x.Owner == owner {
+				fence, turn = x.Fence, true
+				return nil
+			}
+			holders[i] = sharedHolder{owner: x.Owner, write: x.Write}
+		}
+		i := slices.IndexFunc(h.Waiters, func(w drivers.Waiting) bool { return w.Owner == owner })
+		turn = i < 0 || (i == 0 && fits(holders, c))
+		return nil
+	})
+	return fence, turn, err
 }
 
 // leaveShared gives up owner's place in key's queue, and a grant an
@@ -212,6 +257,9 @@ func (d *Driver) acquireSharedTx(ctx context.Context, key, owner string, ttl tim
 	if err != nil {
 		return sharedOutcome{}, err
 	}
+	if holders, queue, err = d.admitTx(ctx, key, c, now, holders, queue); err != nil {
+		return sharedOutcome{}, err
+	}
 	for _, h := range holders {
 		if h.owner != owner {
 			continue
@@ -244,9 +292,54 @@ func (d *Driver) acquireSharedTx(ctx context.Context, key, owner string, ttl tim
 		out.err = &drivers.InvalidError{Field: "claim", Reason: fmt.Sprintf("owner already waits for the other side of %q", key)}
 		return out, nil
 	}
-	_, err = conn.ExecContext(ctx, sharedEnqueueSQL, key, owner, c.Write, now.Add(waiterLease).UnixMicro())
+	_, err = conn.ExecContext(ctx, sharedEnqueueSQL, key, owner, c.Write, now.Add(waiterLease).UnixMicro(), max(ttl.Microseconds(), 1))
 	out.queued = true
 	return out, err
+}
+
+// admitTx lets waiters in from the head of key's queue while they fit,
+// each for its own TTL, inside the caller's transaction: the owner learns
+// it at its next look, which finds it holds the key. It returns the
+// holders and queue after.
+func (d *Driver) admitTx(ctx context.Context, key string, c drivers.Claim, now time.Time,
+	holders []sharedHolder, queue []sharedWaiter) ([]sharedHolder, []sharedWaiter, error) {
+	for len(queue) > 0 {
+		q := queue[0]
+		if !fits(holders, drivers.Claim{Kind: c.Kind, Limit: c.Limit, Write: q.write}) {
+			break
+		}
+		exp := now.UnixMicro() + q.ttlUS
+		g, err := d.grantShared(ctx, key, q.owner, exp, q.write)
+		if err != nil {
+			return nil, nil, err
+		}
+		holders = append(holders, sharedHolder{owner: q.owner, fence: g.fence, expiresUS: exp, write: q.write})
+		queue = queue[1:]
+	}
+	return holders, queue, nil
+}
+
+// admitKey is admitTx for a key whose claim is read from its name, after
+// a grant of it ended.
+func (d *Driver) admitKey(ctx context.Context, key string, now time.Time) error {
+	var kind, lim int64
+	err := d.wconn.QueryRowContext(ctx, sharedNameSQL, key).Scan(&kind, &lim)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	holders, err := d.sharedHolders(ctx, key)
+	if err != nil {
+		return err
+	}
+	queue, err := d.sharedQueue(ctx, key)
+	if err != nil {
+		return err
+	}
+	_, _, err = d.admitTx(ctx, key, drivers.Claim{Kind: drivers.Kind(kind), Limit: uint32(lim)}, now, holders, queue)
+	return err
 }
 
 // mutexHeld reports whether key is held as a mutex, dropping its row when
@@ -335,6 +428,7 @@ func (d *Driver) sharedHolders(ctx context.Context, key string) ([]sharedHolder,
 type sharedWaiter struct {
 	owner string
 	write bool
+	ttlUS int64
 }
 
 func (d *Driver) sharedQueue(ctx context.Context, key string) ([]sharedWaiter, error) {
@@ -346,7 +440,7 @@ func (d *Driver) sharedQueue(ctx context.Context, key string) ([]sharedWaiter, e
 	var qs []sharedWaiter
 	for rows.Next() {
 		var q sharedWaiter
-		if err := rows.Scan(&q.owner, &q.write); err != nil {
+		if err := rows.Scan(&q.owner, &q.write, &q.ttlUS); err != nil {
 			return nil, err
 		}
 		qs = append(qs, q)
@@ -356,18 +450,33 @@ func (d *Driver) sharedQueue(ctx context.Context, key string) ([]sharedWaiter, e
 
 // releaseShared is Release of a shared key's grant: it reports whether
 // owner held one that had not lapsed.
+//
+// The waiters that now fit are let in by the same transaction (the mutex
+// statement before it, which found no row, changed nothing, so running
+// this as a transaction of its own is as atomic as the call).
 func (d *Driver) releaseShared(ctx context.Context, key, owner string) (deleted, released bool, err error) {
-	var expires int64
-	err = d.wconn.QueryRowContext(ctx, sharedReleaseSQL, key, owner).Scan(&expires)
-	if errors.Is(err, sql.ErrNoRows) {
-		return false, false, nil
-	}
-	if err != nil {
-		return false, false, err
-	}
-	now := time.Now().UnixMicro()
-	d.forget(ctx, key, now)
-	return true, expires > now, nil
+	err = d.inTx(ctx, func(ctx context.Context) error {
+		var expires int64
+		err := d.wconn.QueryRowContext(ctx, sharedReleaseSQL, key, owner).Scan(&expires)
+		if errors.Is(err, sql.ErrNoRows) {
+			deleted, released = false, false
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		now := time.Now()
+		deleted, released = true, expires > now.UnixMicro()
+		if _, err := d.wconn.ExecContext(ctx, sharedPurgeSQL, key, now.UnixMicro()); err != nil {
+			return err
+		}
+		if err := d.admitKey(ctx, key, now); err != nil {
+			return err
+		}
+		_, err = d.wconn.ExecContext(ctx, sharedForgetSQL, key, now.UnixMicro())
+		return err
+	})
+	return deleted, released, err
 }
 
 // forget drops key's name once nobody holds or waits for it. It is the
