@@ -215,6 +215,20 @@ func checkExclusion(key string, gs []*grant) []violation {
 	return out
 }
 
+// sharedGrants counts the acknowledged grants of shared keys in ops, by
+// claim.
+func sharedGrants(ops []op) map[string]int {
+	out := map[string]int{}
+	for _, gs := range collectGrants(ops) {
+		for _, g := range gs {
+			if g.claim.Kind != drivers.Mutex {
+				out[g.claim.String()]++
+			}
+		}
+	}
+	return out
+}
+
 // checkShared is property 2 for a shared key's grants: for each grant B,
 // the earlier grants still believed held when B completed must leave room
 // for it.

@@ -23,13 +23,16 @@ type runReport struct {
 	// Handovers counts grants whose previous holder never released
 	// (expiry under load); DurableHeld the durable grants found intact
 	// after the full restart.
-	Handovers   int            `json:"expiry_handovers"`
-	DurableHeld int            `json:"durable_held_after_restart"`
-	Violations  int            `json:"violations"`
-	Porcupine   string         `json:"porcupine"`
-	RSSStart    map[string]int `json:"rss_start_kib"`
-	RSSEnd      map[string]int `json:"rss_end_kib"`
-	RSSMax      map[string]int `json:"rss_max_kib"`
+	Handovers   int `json:"expiry_handovers"`
+	DurableHeld int `json:"durable_held_after_restart"`
+	Violations  int `json:"violations"`
+	// SharedGrants counts the grants of shared keys the checker judged, by
+	// claim ("semaphore of 2", "read", "write").
+	SharedGrants map[string]int `json:"shared_grants"`
+	Porcupine    string         `json:"porcupine"`
+	RSSStart     map[string]int `json:"rss_start_kib"`
+	RSSEnd       map[string]int `json:"rss_end_kib"`
+	RSSMax       map[string]int `json:"rss_max_kib"`
 	// AnonStart and AnonEnd are the anonymous resident memory (heap and
 	// stacks, without mapped files) at the same moments as RSSStart/End.
 	AnonStart map[string]int `json:"anon_start_kib"`
@@ -165,6 +168,9 @@ func (r runReport) String() string {
 	}
 	fmt.Fprintf(&b, "\ngrants taken over after expiry (holder vanished or lost it): %d; durable grants intact after the full restart: %d\n",
 		r.Handovers, r.DurableHeld)
+	if len(r.SharedGrants) > 0 {
+		fmt.Fprintf(&b, "grants of shared keys checked (never more than the limit, never a writer beside anyone): %v\n", r.SharedGrants)
+	}
 	b.WriteString("\nrecovery: from the fault's end (restart, SIGCONT, heal) to the next successful write; " +
 		"failover: from the injection until the two other nodes agreed on a new leader\n\n")
 	b.WriteString("| fault | injected | leader changed | recovery p50 | recovery max | failover p50 | failover max |\n|---|---:|---:|---:|---:|---:|---:|\n")

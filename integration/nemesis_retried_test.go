@@ -3,6 +3,7 @@ package integration
 import (
 	"context"
 	"fmt"
+	"github.com/zerotal/lock/drivers"
 	"math/rand/v2"
 	"os"
 	"slices"
@@ -98,7 +99,9 @@ func TestNemesis_RetriedWaits(t *testing.T) {
 
 	ctx, cancel := context.WithTimeout(t.Context(), length)
 	defer cancel()
-	keys := []string{"retry/a", "retry/b", "retry/c"}
+	// The third lane's key is a read/write lock taken on its write side:
+	// the same scenario through the shared entry type and its hand-offs.
+	keys := []string{"retry/a", "retry/b", retryRWKey}
 	errs := make(chan error, len(keys))
 	var wg sync.WaitGroup
 	for lane, key := range keys {
@@ -220,9 +223,22 @@ func (rw *retriedWaits) acquire(ctx context.Context, cl, i int, key, owner strin
 	// request until SIGCONT, no longer.
 	ctx, cancel := context.WithTimeout(ctx, wait+10*time.Second)
 	defer cancel()
-	return rw.rec(cl, op{key: key, owner: owner, kind: opWait, ttl: retryTTL, wait: wait}, i, func() (rawAnswer, uint64) {
-		return rw.api.acquire(ctx, rw.c.nodes[i].httpAddr, key, owner, retryTTL, wait)
+	claim := retryClaim(key)
+	return rw.rec(cl, op{key: key, owner: owner, kind: opWait, ttl: retryTTL, wait: wait, claim: claim}, i, func() (rawAnswer, uint64) {
+		return rw.api.acquireAs(ctx, rw.c.nodes[i].httpAddr, key, owner, retryTTL, wait, claim)
 	})
+}
+
+// retryRWKey is the retried waits' read/write lock.
+const retryRWKey = "retry/rw"
+
+// retryClaim is how the retried waits hold key: retryRWKey on its write
+// side, the others as mutexes.
+func retryClaim(key string) drivers.Claim {
+	if key == retryRWKey {
+		return drivers.Claim{Kind: drivers.RWLock, Write: true}
+	}
+	return drivers.Claim{}
 }
 
 func (rw *retriedWaits) release(cl, i int, key, owner string) op {

@@ -205,6 +205,10 @@ func runNemesisOn(t *testing.T, raftLog string, seed uint64, schedule func(conte
 	vs = append(vs, lost...)
 	rep.Violations = len(vs)
 	rep.DurableHeld = held
+	rep.SharedGrants = sharedGrants(ops)
+	if len(w.sharedKeys) > 0 && len(rep.SharedGrants) == 0 {
+		t.Errorf("the run made no grant of a shared key: the checker's shared rules were not exercised")
+	}
 
 	var durable []op
 	long := w.longKeys()
