@@ -184,13 +184,14 @@ func (d *Driver) Release(ctx context.Context, key, owner string) (bool, error) {
 
 // releaseFor is the plain owner-guarded release, published to waiters.
 func (d *Driver) releaseFor(ctx context.Context, key string, ks keyspace, owner string) (bool, error) {
-	n, err := d.run(ctx, releaseScript, []string{ks.lock}, owner, ks.channel).Int64()
-	if isWrongType(err) {
-		return d.releaseShared(ctx, key, owner)
-	}
+	res, err := d.run(ctx, releaseScript, []string{ks.lock, ks.fence}, owner, ks.channel, ks.shared).Result()
 	if err != nil {
 		return false, d.translate(ctx, "release", key, err)
 	}
+	if shared, ok := res.([]any); ok {
+		return d.releasedShared(ks, shared), nil
+	}
+	n, _ := res.(int64)
 	return n == 1, nil
 }
 

@@ -65,10 +65,16 @@ return {0, redis.call('PTTL', KEYS[1])}
 `)
 
 // releaseScript deletes the key if the owner holds it and publishes the
-// release so that waiters wake up.
+// release so that waiters wake up; a shared key's grant it ends as
+// releaseSharedBody does, in the same round trip.
 //
-// KEYS[1] lock; ARGV[1] owner, ARGV[2] channel. Reply 1 when deleted.
-var releaseScript = goredis.NewScript(`
+// KEYS[1] lock, KEYS[2] fence; ARGV[1] owner, ARGV[2] channel, ARGV[3]
+// shared channel. Reply 1 when deleted, 0 when not; for a shared key
+// releaseSharedBody's reply.
+var releaseScript = goredis.NewScript(replicateEffects + `
+if redis.call('TYPE', KEYS[1]).ok == 'hash' then
+` + releaseSharedBody + `
+end
 if redis.call('GET', KEYS[1]) == ARGV[1] then
   redis.call('DEL', KEYS[1])
   redis.call('PUBLISH', ARGV[2], 'released')

@@ -177,15 +177,11 @@ settle()
 return {0, left, 1}
 `)
 
-// releaseSharedScript ends owner's grant, lets the waiters that now fit
-// in and wakes exactly them.
-//
-// KEYS[1] lock, KEYS[2] fence; ARGV[1] owner, ARGV[2] channel. Reply
-// {1 when a grant that had not lapsed ended, 0 otherwise, -1 when the key
-// is no shared one; then the owner and fence of each waiter let in}.
-var releaseSharedScript = goredis.NewScript(replicateEffects + sharedNow + `
-if redis.call('TYPE', KEYS[1]).ok ~= 'hash' then return {-1} end
-` + sharedLoad + `
+// releaseSharedBody ends owner's grant of the shared key KEYS[1] (with
+// its fence counter KEYS[2]), lets the waiters that now fit in and wakes
+// exactly them on ARGV[3]. Reply {1 when a grant that had not lapsed
+// ended, else 0; then the owner and fence of each waiter let in}.
+var releaseSharedBody = sharedNow + sharedLoad + `
 local released = 0
 for i, h in ipairs(holders) do
   if h.owner == ARGV[1] then
@@ -195,11 +191,18 @@ for i, h in ipairs(holders) do
     break
   end
 end
-local let = admit(ARGV[2], '')
+local let = admit(ARGV[3], '')
 settle()
 table.insert(let, 1, released)
 return let
-`)
+`
+
+// releaseSharedScript is releaseSharedBody alone (a waiter giving up).
+//
+// KEYS[1] lock, KEYS[2] fence; ARGV[1] owner, ARGV[3] shared channel.
+var releaseSharedScript = goredis.NewScript(replicateEffects + `
+if redis.call('TYPE', KEYS[1]).ok ~= 'hash' then return {0} end
+` + releaseSharedBody)
 
 // extendSharedScript sets owner's grant to end TTL from now, if it has
 // not lapsed.
@@ -402,7 +405,7 @@ func (d *Driver) leaveShared(key, owner string) {
 	defer cancel()
 	ks := keysFor(key)
 	_ = d.client.HDel(ctx, ks.lock, "q:"+owner).Err()
-	_ = releaseSharedScript.Run(ctx, d.client, []string{ks.lock, ks.fence}, owner, ks.shared).Err()
+	_ = releaseSharedScript.Run(ctx, d.client, []string{ks.lock, ks.fence}, owner, ks.channel, ks.shared).Err()
 }
 
 // isWrongType reports the error of a mutex script run on a shared key.
@@ -411,13 +414,8 @@ func isWrongType(err error) bool {
 	return errors.As(err, &reply) && strings.Contains(reply.Error(), "WRONGTYPE")
 }
 
-// releaseShared ends owner's grant of a shared key.
-func (d *Driver) releaseShared(ctx context.Context, key, owner string) (bool, error) {
-	ks := keysFor(key)
-	res, err := d.run(ctx, releaseSharedScript, []string{ks.lock, ks.fence}, owner, ks.shared).Slice()
-	if err != nil {
-		return false, d.translate(ctx, "release", key, err)
-	}
+// releasedShared reads the reply of a release of a shared key.
+func (d *Driver) releasedShared(ks keyspace, res []any) bool {
 	// The waiters of this process that the release let in get their
 	// grant at once, without the round trips of a wake-up and an attempt.
 	for i := 1; i+1 < len(res); i += 2 {
@@ -426,7 +424,7 @@ func (d *Driver) releaseShared(ctx context.Context, key, owner string) (bool, er
 		d.hub.grantShared(ks.shared, o, uint64(f))
 	}
 	n, _ := res[0].(int64)
-	return n == 1, nil
+	return n == 1
 }
 
 // extendShared sets owner's grant of a shared key to end ttl from now.
