@@ -50,28 +50,23 @@ const waiterLease = 3 * time.Second
 //
 // A place is "seq:alive_ms:write:ttl_ms"; a grant "fence:expires_ms:write".
 var sharedLoad = `
-local function fields(v)
-  local t = {}
-  for x in string.gmatch(v, '[^:]+') do table.insert(t, x) end
-  return t
-end
 local holders, queue, kind, lim = {}, {}, nil, nil
 local all = redis.call('HGETALL', KEYS[1])
 for i = 1, #all, 2 do
   local f, v = all[i], all[i + 1]
   local p = string.sub(f, 1, 2)
-  if f == 'kind' then kind = v
-  elseif f == 'lim' then lim = v
-  elseif p == 'h:' then
-    local t = fields(v)
-    local exp = tonumber(t[2])
+  if p == 'h:' then
+    local fence, exp, w = string.match(v, '^(%d+):(%d+):(%d)')
+    exp = tonumber(exp)
     if exp <= now then redis.call('HDEL', KEYS[1], f)
-    else table.insert(holders, {owner = string.sub(f, 3), fence = tonumber(t[1]), exp = exp, w = t[3]}) end
+    else holders[#holders + 1] = {owner = string.sub(f, 3), fence = tonumber(fence), exp = exp, w = w} end
   elseif p == 'q:' then
-    local t = fields(v)
-    local alive = tonumber(t[2])
+    local seq, alive, w, ttl = string.match(v, '^(%d+):(%d+):(%d):(%d+)')
+    alive = tonumber(alive)
     if alive <= now then redis.call('HDEL', KEYS[1], f)
-    else table.insert(queue, {owner = string.sub(f, 3), seq = tonumber(t[1]), alive = alive, w = t[3], ttl = tonumber(t[4])}) end
+    else queue[#queue + 1] = {owner = string.sub(f, 3), seq = tonumber(seq), alive = alive, w = w, ttl = tonumber(ttl)} end
+  elseif f == 'kind' then kind = v
+  elseif f == 'lim' then lim = v
   end
 end
 table.sort(queue, function(a, b) return a.seq < b.seq end)
