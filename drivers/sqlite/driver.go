@@ -26,6 +26,8 @@ type Driver struct {
 
 	wdb     *sql.DB
 	wconn   *sql.Conn     // the one connection that writes
+	wsc     stmtCache     // the shared keys' statements on wconn
+	rsc     stmtCache     // and on the readers
 	wsem    chan struct{} // one slot: who may use wconn
 	pmu     sync.Mutex
 	pending []*writeOp // calls waiting for wconn, in arrival order
@@ -151,7 +153,7 @@ func (d *Driver) ForceRelease(ctx context.Context, key string) error {
 		if n, _ := rowsAffected(res, err); n > 0 || err != nil {
 			return res, err
 		}
-		if res, err = d.wconn.ExecContext(ctx, sharedForceSQL, key); err != nil {
+		if res, err = d.wq().ExecContext(ctx, sharedForceSQL, key); err != nil {
 			return res, err
 		}
 		d.forget(ctx, key, time.Now().UnixMicro())
@@ -203,7 +205,7 @@ func (d *Driver) Extend(ctx context.Context, key, owner string, ttl time.Duratio
 		res, err := d.w.extend.ExecContext(ctx, key, owner, deadlineUS(now, ttl), now.UnixMicro())
 		n, err := rowsAffected(res, err)
 		if n == 0 && err == nil {
-			n, err = rowsAffected(d.wconn.ExecContext(ctx, sharedRefreshSQL, key, owner, deadlineUS(now, ttl), now.UnixMicro()))
+			n, err = rowsAffected(d.wq().ExecContext(ctx, sharedRefreshSQL, key, owner, deadlineUS(now, ttl), now.UnixMicro()))
 		}
 		extended = n == 1
 		return err
@@ -226,6 +228,8 @@ func (d *Driver) Close() error {
 }
 
 func (d *Driver) closeConns() error {
+	d.wsc.close()
+	d.rsc.close()
 	var errs []error
 	if d.wconn != nil {
 		errs = append(errs, d.wconn.Close())
@@ -252,7 +256,7 @@ func (d *Driver) maybeSweep(ctx context.Context) {
 	}
 	_ = d.deleteRows(ctx, "sweep", func(ctx context.Context) (sql.Result, error) {
 		now := time.Now().UnixMicro()
-		if _, err := d.wconn.ExecContext(ctx, sharedSweepSQL, now); err != nil {
+		if _, err := d.wq().ExecContext(ctx, sharedSweepSQL, now); err != nil {
 			return nil, err
 		}
 		return d.w.sweep.ExecContext(ctx, now)

@@ -5,7 +5,6 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"slices"
 	"strings"
 	"time"
 
@@ -146,29 +145,46 @@ func (d *Driver) AcquireSharedWait(ctx context.Context, key, owner string, ttl t
 
 // sharedTurn reads, without the write lock, whether owner's attempt may
 // succeed now: it holds the key, has no place (the attempt queues it
-// again), or is at the head of the queue and fits.
+// again), or is at the head of the queue and fits. One statement, as
+// every waiter of the key asks it at every change.
+//
 // A waiter a release let in holds the key already: its fence comes back,
 // and no write is needed.
 func (d *Driver) sharedTurn(ctx context.Context, key, owner string, c drivers.Claim) (fence uint64, turn bool, err error) {
 	err = d.read(ctx, "read queue", func(ctx context.Context, r *readStmts) error {
-		h, _, err := inspectTx(ctx, r.db, key)
+		var held, head sql.NullString
+		var own sql.NullInt64
+		var holders, writers int64
+		err := r.db.QueryRowContext(ctx, sharedTurnSQL, key, owner, time.Now().UnixMicro()).Scan(&own, &held, &head, &holders, &writers)
 		if err != nil {
 			return err
 		}
-		holders := make([]sharedHolder, len(h.Holders))
-		for i, x := range h.Holders {
-			if x.Owner == owner {
-				fence, turn = x.Fence, true
-				return nil
-			}
-			holders[i] = sharedHolder{owner: x.Owner, write: x.Write}
+		switch {
+		case own.Valid:
+			fence, turn = uint64(own.Int64), true
+		case !held.Valid: // no place: the attempt queues it again
+			turn = true
+		case head.String != owner:
+		case c.Kind == drivers.Semaphore:
+			turn = uint32(holders) < c.Limit
+		case c.Write:
+			turn = holders == 0
+		default:
+			turn = writers == 0
 		}
-		i := slices.IndexFunc(h.Waiters, func(w drivers.Waiting) bool { return w.Owner == owner })
-		turn = i < 0 || (i == 0 && fits(holders, c))
 		return nil
 	})
 	return fence, turn, err
 }
+
+// sharedTurnSQL: owner's fence if it holds key, whether it has a place,
+// who is at the head of the queue, and the live holders and writers.
+const sharedTurnSQL = `SELECT
+	(SELECT fence FROM zerotal_shared_holders WHERE key = ?1 AND owner = ?2 AND expires_us > ?3),
+	(SELECT owner FROM zerotal_shared_queue WHERE key = ?1 AND owner = ?2 AND alive_us > ?3),
+	(SELECT owner FROM zerotal_shared_queue WHERE key = ?1 AND alive_us > ?3 ORDER BY seq LIMIT 1),
+	(SELECT count(*) FROM zerotal_shared_holders WHERE key = ?1 AND expires_us > ?3),
+	(SELECT count(*) FROM zerotal_shared_holders WHERE key = ?1 AND expires_us > ?3 AND write)`
 
 // leaveShared gives up owner's place in key's queue, and a grant an
 // acquire whose ctx ended may have written, with a fresh bounded context.
@@ -181,13 +197,13 @@ func (d *Driver) leaveShared(ctx context.Context, key, owner string) {
 	_ = d.write(rctx, "leave queue", func(ctx context.Context) error {
 		return d.inTx(ctx, func(ctx context.Context) error {
 			now := time.Now().UnixMicro()
-			if _, err := d.wconn.ExecContext(ctx, sharedDequeueSQL, key, owner); err != nil {
+			if _, err := d.wq().ExecContext(ctx, sharedDequeueSQL, key, owner); err != nil {
 				return err
 			}
-			if _, err := d.wconn.ExecContext(ctx, `DELETE FROM zerotal_shared_holders WHERE key = ?1 AND owner = ?2`, key, owner); err != nil {
+			if _, err := d.wq().ExecContext(ctx, `DELETE FROM zerotal_shared_holders WHERE key = ?1 AND owner = ?2`, key, owner); err != nil {
 				return err
 			}
-			_, err := d.wconn.ExecContext(ctx, sharedForgetSQL, key, now)
+			_, err := d.wq().ExecContext(ctx, sharedForgetSQL, key, now)
 			return err
 		})
 	})
@@ -227,7 +243,7 @@ func checkClaim(c drivers.Claim) error {
 // owner's grant, grants owner when it is at the head and fits, or queues
 // it (wait) or refuses.
 func (d *Driver) acquireSharedTx(ctx context.Context, key, owner string, ttl time.Duration, c drivers.Claim, wait bool) (sharedOutcome, error) {
-	conn := d.wconn
+	conn := d.wq()
 	now := time.Now()
 	nowUS := now.UnixMicro()
 	if held, err := d.mutexHeld(ctx, key, nowUS); err != nil || held {
@@ -323,7 +339,7 @@ func (d *Driver) admitTx(ctx context.Context, key string, c drivers.Claim, now t
 // a grant of it ended.
 func (d *Driver) admitKey(ctx context.Context, key string, now time.Time) error {
 	var kind, lim int64
-	err := d.wconn.QueryRowContext(ctx, sharedNameSQL, key).Scan(&kind, &lim)
+	err := d.wq().QueryRowContext(ctx, sharedNameSQL, key).Scan(&kind, &lim)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil
 	}
@@ -346,7 +362,7 @@ func (d *Driver) admitKey(ctx context.Context, key string, now time.Time) error 
 // it has lapsed.
 func (d *Driver) mutexHeld(ctx context.Context, key string, nowUS int64) (bool, error) {
 	var exp int64
-	err := d.wconn.QueryRowContext(ctx, sharedMutexSQL, key).Scan(&exp)
+	err := d.wq().QueryRowContext(ctx, sharedMutexSQL, key).Scan(&exp)
 	switch {
 	case errors.Is(err, sql.ErrNoRows):
 		return false, nil
@@ -355,19 +371,19 @@ func (d *Driver) mutexHeld(ctx context.Context, key string, nowUS int64) (bool, 
 	case exp > nowUS:
 		return true, nil
 	}
-	_, err = d.wconn.ExecContext(ctx, sharedDropMutex, key, nowUS)
+	_, err = d.wq().ExecContext(ctx, sharedDropMutex, key, nowUS)
 	return false, err
 }
 
 func (d *Driver) grantShared(ctx context.Context, key, owner string, expiresUS int64, write bool) (sharedOutcome, error) {
 	var fence int64
-	if err := d.wconn.QueryRowContext(ctx, sharedFenceSQL).Scan(&fence); err != nil {
+	if err := d.wq().QueryRowContext(ctx, sharedFenceSQL).Scan(&fence); err != nil {
 		return sharedOutcome{}, err
 	}
-	if _, err := d.wconn.ExecContext(ctx, sharedGrantSQL, key, owner, fence, expiresUS, write); err != nil {
+	if _, err := d.wq().ExecContext(ctx, sharedGrantSQL, key, owner, fence, expiresUS, write); err != nil {
 		return sharedOutcome{}, err
 	}
-	_, err := d.wconn.ExecContext(ctx, sharedDequeueSQL, key, owner)
+	_, err := d.wq().ExecContext(ctx, sharedDequeueSQL, key, owner)
 	return sharedOutcome{fence: uint64(fence), ok: true}, err
 }
 
@@ -407,7 +423,7 @@ func describe(c drivers.Claim) string {
 }
 
 func (d *Driver) sharedHolders(ctx context.Context, key string) ([]sharedHolder, error) {
-	rows, err := d.wconn.QueryContext(ctx, sharedHoldersSQL, key)
+	rows, err := d.wq().QueryContext(ctx, sharedHoldersSQL, key)
 	if err != nil {
 		return nil, err
 	}
@@ -432,7 +448,7 @@ type sharedWaiter struct {
 }
 
 func (d *Driver) sharedQueue(ctx context.Context, key string) ([]sharedWaiter, error) {
-	rows, err := d.wconn.QueryContext(ctx, sharedQueueSQL, key)
+	rows, err := d.wq().QueryContext(ctx, sharedQueueSQL, key)
 	if err != nil {
 		return nil, err
 	}
@@ -457,7 +473,7 @@ func (d *Driver) sharedQueue(ctx context.Context, key string) ([]sharedWaiter, e
 func (d *Driver) releaseShared(ctx context.Context, key, owner string) (deleted, released bool, err error) {
 	err = d.inTx(ctx, func(ctx context.Context) error {
 		var expires int64
-		err := d.wconn.QueryRowContext(ctx, sharedReleaseSQL, key, owner).Scan(&expires)
+		err := d.wq().QueryRowContext(ctx, sharedReleaseSQL, key, owner).Scan(&expires)
 		if errors.Is(err, sql.ErrNoRows) {
 			deleted, released = false, false
 			return nil
@@ -467,13 +483,13 @@ func (d *Driver) releaseShared(ctx context.Context, key, owner string) (deleted,
 		}
 		now := time.Now()
 		deleted, released = true, expires > now.UnixMicro()
-		if _, err := d.wconn.ExecContext(ctx, sharedPurgeSQL, key, now.UnixMicro()); err != nil {
+		if _, err := d.wq().ExecContext(ctx, sharedPurgeSQL, key, now.UnixMicro()); err != nil {
 			return err
 		}
 		if err := d.admitKey(ctx, key, now); err != nil {
 			return err
 		}
-		_, err = d.wconn.ExecContext(ctx, sharedForgetSQL, key, now.UnixMicro())
+		_, err = d.wq().ExecContext(ctx, sharedForgetSQL, key, now.UnixMicro())
 		return err
 	})
 	return deleted, released, err
@@ -485,7 +501,7 @@ func (d *Driver) releaseShared(ctx context.Context, key, owner string) (deleted,
 // failure here (the database busy) must not fail the call and have it
 // run again. A name left behind goes at the key's next acquire.
 func (d *Driver) forget(ctx context.Context, key string, nowUS int64) {
-	_, _ = d.wconn.ExecContext(ctx, sharedForgetSQL, key, nowUS)
+	_, _ = d.wq().ExecContext(ctx, sharedForgetSQL, key, nowUS)
 }
 
 // inTx runs fn as one transaction: inside the run's BEGIN IMMEDIATE when
@@ -580,6 +596,9 @@ func inspectTx(ctx context.Context, q querier, key string) (drivers.Holding, boo
 	h.WaiterCount = len(h.Waiters)
 	return h, len(h.Holders) > 0, rows.Err()
 }
+
+// wq runs statements on the write connection, each prepared once.
+func (d *Driver) wq() stmtQuerier { return stmtQuerier{&d.wsc} }
 
 // querier is what inspectTx reads through: the reader pool or the write
 // connection.

@@ -65,6 +65,7 @@ func prepareAll(ctx context.Context, p preparer, dst map[**sql.Stmt]string) erro
 }
 
 func (d *Driver) prepare(ctx context.Context) error {
+	d.wsc = stmtCache{p: d.wconn, raw: d.wconn}
 	err := prepareAll(ctx, d.wconn, map[**sql.Stmt]string{
 		&d.w.acquire: acquireSQL,
 		&d.w.release: releaseSQL,
@@ -75,7 +76,8 @@ func (d *Driver) prepare(ctx context.Context) error {
 	if err != nil || !d.memory {
 		return err
 	}
-	d.r.db = d.wconn
+	d.rsc = stmtCache{p: d.wconn, raw: d.wconn}
+	d.r.db = stmtQuerier{&d.rsc}
 	return prepareAll(ctx, d.wconn, map[**sql.Stmt]string{
 		&d.r.exists: existsSQL,
 		&d.r.holder: holderSQL,
@@ -83,7 +85,8 @@ func (d *Driver) prepare(ctx context.Context) error {
 }
 
 func (d *Driver) prepareReads(ctx context.Context) error {
-	d.r.db = d.rdb
+	d.rsc = stmtCache{p: d.rdb, raw: d.rdb}
+	d.r.db = stmtQuerier{&d.rsc}
 	return prepareAll(ctx, d.rdb, map[**sql.Stmt]string{
 		&d.r.exists: existsSQL,
 		&d.r.holder: holderSQL,
