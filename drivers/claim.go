@@ -2,6 +2,7 @@ package drivers
 
 import (
 	"context"
+	"fmt"
 	"strconv"
 	"time"
 )
@@ -54,6 +55,19 @@ func (c Claim) String() string {
 		return "read"
 	}
 	return c.Kind.String()
+}
+
+// CheckShared reports, with an error matching ErrInvalid, a claim that is
+// not a semaphore's (a limit of 1 or more) or a read/write lock side's:
+// what a Sharer is asked.
+func (c Claim) CheckShared() error {
+	switch {
+	case c.Kind == Semaphore && c.Limit >= 1 && !c.Write:
+	case c.Kind == RWLock && c.Limit == 0:
+	default:
+		return &InvalidError{Field: "claim", Reason: fmt.Sprintf("%v is not a semaphore (limit 1 or more) or a read/write lock side", c)}
+	}
+	return nil
 }
 
 // Sharer is the optional capability of shared names: semaphores (up to N

@@ -319,13 +319,7 @@ func (e Entry) checkClaim() error {
 		}
 		return nil
 	}
-	switch c := e.Claim; {
-	case c.Kind == engine.Semaphore && c.Limit >= 1 && !c.Write:
-	case c.Kind == engine.RWLock && c.Limit == 0:
-	default:
-		return &drivers.InvalidError{Field: "claim", Reason: fmt.Sprintf("%s with limit %d (write %v) is not a semaphore or read/write lock claim", c.Kind, c.Limit, c.Write)}
-	}
-	return nil
+	return e.Claim.CheckShared()
 }
 
 func appendString(b []byte, s string) []byte {

@@ -273,7 +273,7 @@ func (d *Driver) acquireShared(ctx context.Context, key, owner string, ttl time.
 	if err := d.usable(ctx, "acquire", key); err != nil {
 		return sharedReply{}, err
 	}
-	if err := checkClaim(c); err != nil {
+	if err := c.CheckShared(); err != nil {
 		return sharedReply{}, err
 	}
 	ks := keysFor(key)
@@ -315,16 +315,6 @@ func describe(c drivers.Claim) string {
 		return "a " + c.String()
 	}
 	return "a read/write lock"
-}
-
-func checkClaim(c drivers.Claim) error {
-	switch {
-	case c.Kind == drivers.Semaphore && c.Limit >= 1 && !c.Write:
-	case c.Kind == drivers.RWLock && c.Limit == 0:
-	default:
-		return &drivers.InvalidError{Field: "claim", Reason: fmt.Sprintf("%v is not a semaphore (limit 1 or more) or a read/write lock side", c)}
-	}
-	return nil
 }
 
 func flag(b bool) int {

@@ -212,7 +212,7 @@ func (d *Driver) leaveShared(ctx context.Context, key, owner string) {
 
 // acquireShared runs one shared acquire as one write transaction.
 func (d *Driver) acquireShared(ctx context.Context, key, owner string, ttl time.Duration, c drivers.Claim, wait bool) (sharedOutcome, error) {
-	if err := checkClaim(c); err != nil {
+	if err := c.CheckShared(); err != nil {
 		return sharedOutcome{}, err
 	}
 	var out sharedOutcome
@@ -226,16 +226,6 @@ func (d *Driver) acquireShared(ctx context.Context, key, owner string, ttl time.
 		d.watch.bump() // a waiter behind may fit too
 	}
 	return out, err
-}
-
-func checkClaim(c drivers.Claim) error {
-	switch {
-	case c.Kind == drivers.Semaphore && c.Limit >= 1 && !c.Write:
-	case c.Kind == drivers.RWLock && c.Limit == 0:
-	default:
-		return &drivers.InvalidError{Field: "claim", Reason: fmt.Sprintf("%v is not a semaphore (limit 1 or more) or a read/write lock side", c)}
-	}
-	return nil
 }
 
 // acquireSharedTx is acquireShared's transaction: it checks the key's
