@@ -92,14 +92,8 @@ func (a *rawAPI) do(ctx context.Context, method, addr, path string, body any) ra
 	return rawAnswer{status: resp.StatusCode, body: b}
 }
 
-// acquire sends one acquire through addr; wait > 0 asks the server to
-// hold the request in the key's queue that long (wait_ms).
-func (a *rawAPI) acquire(ctx context.Context, addr, key, owner string, ttl, wait time.Duration) (rawAnswer, uint64) {
-	return a.acquireAs(ctx, addr, key, owner, ttl, wait, drivers.Claim{})
-}
-
-// acquireAs is acquire of a mutex (zero claim) or, through
-// /v1/acquire-shared, of a shared key.
+// acquireAs sends one acquire through addr: of a mutex (zero claim), or,
+// through /v1/acquire-shared, of a shared key.
 func (a *rawAPI) acquireAs(ctx context.Context, addr, key, owner string, ttl, wait time.Duration, claim drivers.Claim) (rawAnswer, uint64) {
 	body := map[string]any{"key": key, "owner": owner, "ttl_ms": ttl.Milliseconds(), "wait_ms": wait.Milliseconds()}
 	path := "/v1/acquire"
