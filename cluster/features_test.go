@@ -68,3 +68,38 @@ func TestCluster_JoinRefusesAnOlderRelease(t *testing.T) {
 		t.Fatalf("join of an older release: %d %s", r.Status, r.Raw)
 	}
 }
+
+// A new leader cancels the queued waiters of the old one's requests. For a
+// shared key it cancels them from the tail: cancelling the head first would
+// let the waiters behind it in (readers behind a waiting writer), and the
+// grants would go to requests nobody waits for any more, blocking the key
+// for their TTL.
+func TestCluster_TakeoverCancelsSharedWaitersWithoutLettingThemIn(t *testing.T) {
+	cfg := testConfig(t, "n1")
+	n := startNode(t, cfg)
+	waitLeader(t, []*Node{n})
+	c := newClient(t)
+	addr := n.HTTPAddr()
+	mustStatus(t, acquireShared(c, addr, "doc", "holder", map[string]any{"mode": "read"}), http.StatusOK, "the first reader")
+	// A writer queues behind the reader, then two readers behind the writer.
+	queued := func(want int) func() bool {
+		return func() bool {
+			q, _ := c.get(addr, "doc").Body["queue"].([]any)
+			return len(q) == want
+		}
+	}
+	for i, w := range []struct{ owner, mode string }{{"a-writer", "write"}, {"b-reader", "read"}, {"c-reader", "read"}} {
+		go func() {
+			_ = acquireShared(c, addr, "doc", w.owner, map[string]any{"mode": w.mode, "wait_ms": 60_000})
+		}()
+		waitFor(t, 10*time.Second, w.owner+" queued", queued(i+1))
+	}
+	shutdown(t, n)
+	n = startNode(t, cfg) // the same data dir: the queue comes back from the log
+	waitLeader(t, []*Node{n})
+	got := c.get(n.HTTPAddr(), "doc")
+	holders, _ := got.Body["holders"].([]any)
+	if q, _ := got.Body["queue"].([]any); len(holders) != 1 || len(q) != 0 {
+		t.Fatalf("after the takeover: %s; want the first reader alone and nobody queued", got.Raw)
+	}
+}

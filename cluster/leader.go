@@ -78,6 +78,33 @@ func (n *Node) serveLeadership(ctx context.Context) {
 	n.expiry.Run(ctx, clock)
 }
 
+// cancelOrder is the queued waiters in the order the takeover cancels
+// them: a shared key's from the tail of its queue, so that no cancel lets
+// in a waiter that is about to be cancelled too (readers behind a waiting
+// writer would otherwise get grants nobody waits for, and block the key
+// for their TTL). A mutex's cancel lets nobody in: any order does.
+func (n *Node) cancelOrder(ctx context.Context) []fsm.Waiter {
+	ws := n.fsm.Waiters()
+	out := make([]fsm.Waiter, 0, len(ws))
+	done := map[string]bool{}
+	for _, w := range ws {
+		if done[w.Key] {
+			continue
+		}
+		info, ok, err := n.fsm.Get(ctx, w.Key)
+		if err != nil || !ok || info.Shared == nil {
+			out = append(out, w)
+			continue
+		}
+		done[w.Key] = true
+		q := info.Shared.Queue
+		for i := len(q) - 1; i >= 0; i-- {
+			out = append(out, fsm.Waiter{Key: w.Key, Owner: q[i].Owner})
+		}
+	}
+	return out
+}
+
 // takeover makes the new leader safe to serve: a barrier so every entry of
 // earlier terms is applied, the clock from the FSM time, a sweep of queued
 // waiters nobody waits for (their requests were on the old leader, which
@@ -110,7 +137,7 @@ func (n *Node) takeover(ctx context.Context) (*term.Clock, bool) {
 	clock := term.NewClock(t0, n.cfg.ElectionTimeout+n.cfg.LeaderLeaseTimeout, n.cfg.clock().Since)
 
 	var pending []*rounds.Proposal
-	for _, w := range n.fsm.Waiters() {
+	for _, w := range n.cancelOrder(ctx) {
 		pending = append(pending, n.propose(fsm.Entry{Op: engine.OpCancelWait, Key: w.Key, Owner: w.Owner, Now: clock.Now()}))
 	}
 	self := n.AdvertisedHTTPAddr()

@@ -429,8 +429,11 @@ func (w *world) changeLeader() {
 		w.reqs = NewRequests(nil) // another node leads
 	}
 	w.term = w.newTerm()
-	for _, o := range slices.Clone(w.table.queue) {
-		w.apply(fsm.Entry{Op: engine.OpCancelWait, Key: modelKey, Owner: o})
+	// From the tail, as the node's takeover does (cancelOrder): a cancel
+	// at the head would let in waiters about to be cancelled too.
+	q := slices.Clone(w.table.queue)
+	for i := len(q) - 1; i >= 0; i-- {
+		w.apply(fsm.Entry{Op: engine.OpCancelWait, Key: modelKey, Owner: q[i]})
 	}
 }
 
