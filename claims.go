@@ -9,29 +9,12 @@ import (
 	"github.com/zerotal/lock/drivers"
 )
 
-// Semaphores and read/write locks are a key held in another way: give Try,
-// Block or Make one of the options below, and the rest (the TTL, refresh,
-// the lost-lock signal, the fence, Release) works as for a mutex. Every
-// grant has its own fence, strictly increasing per key, so a resource can
-// order holders, and readers against writers.
-//
-// Waiting is first come, first served: a caller is granted at once only
-// when nobody waits and there is room; the first waiter is served first,
-// and nobody behind it is let in while it waits, even a caller there would
-// be room for. So a waiting writer stops new readers (no writer
-// starvation), and a waiter is never overtaken.
-//
-// A key is one kind at a time: while anyone holds or waits for it as a
-// semaphore of n, a call naming another n, or a mutex, read or write lock,
-// gets an error matching ErrInvalid that says what the key is held as. A
-// new n takes effect once the key is free, so nobody is ever beyond the
-// limit: to change it, drain the key or use a new name.
-
 // Semaphore makes the call take one of n slots of the key: up to n holders
 // at once (n >= 1).
 func Semaphore(n int) Option {
 	if n < 1 || n > math.MaxUint32 {
-		return Option{kind: optClaim, d: -1, owner: fmt.Sprint(n)}
+		// No claim: claimOf reports n, which d carries.
+		return Option{kind: optClaim, d: time.Duration(n)}
 	}
 	return Option{kind: optClaim, claim: drivers.Claim{Kind: drivers.Semaphore, Limit: uint32(n)}}
 }
@@ -50,8 +33,8 @@ func Write() Option {
 
 // claimOf returns the claim opt names, or an *InvalidError.
 func claimOf(opt Option) (drivers.Claim, error) {
-	if opt.d < 0 {
-		return drivers.Claim{}, &InvalidError{Field: "semaphore", Reason: fmt.Sprintf("n must be between 1 and %d, got %s", uint32(math.MaxUint32), opt.owner)}
+	if opt.claim == (drivers.Claim{}) {
+		return drivers.Claim{}, &InvalidError{Field: "semaphore", Reason: fmt.Sprintf("n must be between 1 and %d, got %d", uint32(math.MaxUint32), int64(opt.d))}
 	}
 	return opt.claim, nil
 }

@@ -84,6 +84,26 @@
 // A refresh never re-acquires a lock that has expired: a lock that is gone
 // is reported as lost, never silently granted again.
 //
+// # Semaphores and read/write locks
+//
+// Semaphores and read/write locks are a key held in another way: give Try,
+// Block or Make one of Semaphore(n), Read() or Write(), and the rest (the TTL, refresh,
+// the lost-lock signal, the fence, Release) works as for a mutex. Every
+// grant has its own fence, strictly increasing per key, so a resource can
+// order holders, and readers against writers.
+//
+// Waiting is first come, first served: a caller is granted at once only
+// when nobody waits and there is room; the first waiter is served first,
+// and nobody behind it is let in while it waits, even a caller there would
+// be room for. So a waiting writer stops new readers (no writer
+// starvation), and a waiter is never overtaken.
+//
+// A key is one kind at a time: while anyone holds or waits for it as a
+// semaphore of n, a call naming another n, or a mutex, read or write lock,
+// gets an error matching ErrInvalid that says what the key is held as. A
+// new n takes effect once the key is free, so nobody is ever beyond the
+// limit: to change it, drain the key or use a new name.
+//
 // # Fencing
 //
 // Every grant carries a fence, a number that strictly increases with each

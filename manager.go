@@ -155,8 +155,10 @@ func (m *Manager) Close() error {
 }
 
 // Make returns a handle on key with the given TTL, not acquired: call
-// Acquire or Block on it. An invalid key or TTL is reported by every call
-// made on the handle.
+// Acquire or Block on it. opts may be Semaphore(n), Read() or Write(), to
+// hold the key in that way; other options go to Lock.Block. An invalid
+// key, TTL or option, or a claim the driver cannot serve
+// (ErrUnsupported), is reported by every call made on the handle.
 func (m *Manager) Make(key string, ttl time.Duration, opts ...Option) *Lock {
 	l := &Lock{}
 	m.initLock(l, key, ttl)
