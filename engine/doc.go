@@ -15,6 +15,13 @@
 // made there from its arguments and its own state, so it is table-tested
 // directly and two tables fed the same calls end up byte-identical.
 //
+// A key may also be a semaphore or a read/write lock (Claim, shared.go):
+// its entry then keeps its holders, each with a fence of its own, beside
+// its queue, and its deadline is its earliest holder's, so the one heap
+// and the one loop serve every kind. The queue is served from its head
+// while the head fits; a release or a cancel may let several in at once
+// (Result.Handoffs).
+//
 // Each engine is ONE goroutine that owns the table. A caller sends a command
 // struct carrying a reply channel with room for one answer, selecting on
 // the request channel, its context and the engine's done channel; it then

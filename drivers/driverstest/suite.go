@@ -5,7 +5,10 @@
 // and checks the contract of package drivers: owner-guarded release, force
 // release, exists, TTL expiry with real short TTLs, refresh and extension
 // that never re-grant, fences that strictly increase, context cancellation,
-// Close, and a concurrent hammer with an in-test exclusion check.
+// Close, and a concurrent hammer with an in-test exclusion check. A driver
+// with semaphores and read/write locks (drivers.Sharer, drivers.Inspector)
+// also runs RunShared, and BenchShared measures their cycles beside the
+// mutex's.
 //
 //	func TestConformance(t *testing.T) {
 //		driverstest.Run(t, func(t *testing.T) driverstest.Harness { return myHarness(t) })
