@@ -184,7 +184,7 @@ func (d *Driver) Release(ctx context.Context, key, owner string) (bool, error) {
 
 // releaseFor is the plain owner-guarded release, published to waiters.
 func (d *Driver) releaseFor(ctx context.Context, key string, ks keyspace, owner string) (bool, error) {
-	res, err := d.run(ctx, releaseScript, []string{ks.lock, ks.fence}, owner, ks.channel, ks.shared).Result()
+	res, err := d.run(ctx, releaseScript, []string{ks.lock, ks.fence}, owner, ks.channel, ks.shared, d.hub.ownSubs(ks.shared)).Result()
 	if err != nil {
 		return false, d.translate(ctx, "release", key, err)
 	}

@@ -119,6 +119,21 @@ func (q *queue) promote(keyTaken bool, ttl time.Duration) {
 	signal(head)
 }
 
+// ownSubs is this process's confirmed subscriptions to a shared key's
+// channel, as a release script compares them with Redis's count: 0 or 1,
+// or -1 on Redis Cluster, whose count is one node's only.
+func (h *hub) ownSubs(channel string) int {
+	if h.maxHandoffs > 0 {
+		return -1
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if q := h.queues[channel]; q != nil && q.confirmed {
+		return 1
+	}
+	return 0
+}
+
 // grantShared gives the local waiter of owner on a shared key's channel
 // the grant a release let it in with, as a hand-off does.
 func (h *hub) grantShared(channel, owner string, fence uint64) {

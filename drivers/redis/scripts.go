@@ -69,8 +69,9 @@ return {0, redis.call('PTTL', KEYS[1])}
 // releaseSharedBody does, in the same round trip.
 //
 // KEYS[1] lock, KEYS[2] fence; ARGV[1] owner, ARGV[2] channel, ARGV[3]
-// shared channel. Reply 1 when deleted, 0 when not; for a shared key
-// releaseSharedBody's reply.
+// shared channel, ARGV[4] the releasing process's confirmed subscriptions
+// to it (-1: publish always). Reply 1 when deleted, 0 when not; for a
+// shared key releaseSharedBody's reply.
 var releaseScript = goredis.NewScript(replicateEffects + `
 if redis.call('TYPE', KEYS[1]).ok == 'hash' then
 ` + releaseSharedBody + `

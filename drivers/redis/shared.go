@@ -92,7 +92,7 @@ local function grant(owner, ttl, w)
   table.insert(holders, {owner = owner, fence = f, exp = now + ttl, w = w})
   return f
 end
-local function admit(chan, except)
+local function admit(chan, except, own)
   local let, out = {}, {}
   while #queue > 0 and fits(queue[1].w) do
     local q = table.remove(queue, 1)
@@ -104,7 +104,11 @@ local function admit(chan, except)
       table.insert(out, f)
     end
   end
-  if #let > 0 then redis.call('PUBLISH', chan, 'granted:' .. table.concat(let, ',')) end
+  -- own: the releasing process's subscriptions to chan, whose waiters it
+  -- hands their grants itself; -1 when unknown (always publish).
+  if #let > 0 and (own < 0 or redis.call('PUBSUB', 'NUMSUB', chan)[2] > own) then
+    redis.call('PUBLISH', chan, 'granted:' .. table.concat(let, ','))
+  end
   return out
 end
 `
@@ -131,7 +135,7 @@ if kind and (#holders > 0 or #queue > 0) and (kind ~= ARGV[3] or lim ~= ARGV[4])
 end
 kind, lim = ARGV[3], ARGV[4]
 redis.call('HSET', KEYS[1], 'kind', kind, 'lim', lim)
-admit(ARGV[8], owner)
+admit(ARGV[8], owner, -1)
 for _, h in ipairs(holders) do
   if h.owner == owner then
     if h.w ~= write then return {-2} end
@@ -186,7 +190,7 @@ for i, h in ipairs(holders) do
     break
   end
 end
-local let = admit(ARGV[3], '')
+local let = admit(ARGV[3], '', tonumber(ARGV[4]))
 settle()
 table.insert(let, 1, released)
 return let
@@ -194,7 +198,8 @@ return let
 
 // releaseSharedScript is releaseSharedBody alone (a waiter giving up).
 //
-// KEYS[1] lock, KEYS[2] fence; ARGV[1] owner, ARGV[3] shared channel.
+// KEYS[1] lock, KEYS[2] fence; ARGV[1] owner, ARGV[3] shared channel,
+// ARGV[4] -1.
 var releaseSharedScript = goredis.NewScript(replicateEffects + `
 if redis.call('TYPE', KEYS[1]).ok ~= 'hash' then return {0} end
 ` + releaseSharedBody)
@@ -207,7 +212,7 @@ if redis.call('TYPE', KEYS[1]).ok ~= 'hash' then return {0} end
 var extendSharedScript = goredis.NewScript(replicateEffects + sharedNow + `
 if redis.call('TYPE', KEYS[1]).ok ~= 'hash' then return 0 end
 ` + sharedLoad + `
-admit(ARGV[3], '')
+admit(ARGV[3], '', -1)
 for _, h in ipairs(holders) do
   if h.owner == ARGV[1] then
     h.exp = now + tonumber(ARGV[2])
@@ -390,7 +395,7 @@ func (d *Driver) leaveShared(key, owner string) {
 	defer cancel()
 	ks := keysFor(key)
 	_ = d.client.HDel(ctx, ks.lock, "q:"+owner).Err()
-	_ = releaseSharedScript.Run(ctx, d.client, []string{ks.lock, ks.fence}, owner, ks.channel, ks.shared).Err()
+	_ = releaseSharedScript.Run(ctx, d.client, []string{ks.lock, ks.fence}, owner, ks.channel, ks.shared, -1).Err()
 }
 
 // isWrongType reports the error of a mutex script run on a shared key.
