@@ -57,6 +57,34 @@ func (c Claim) String() string {
 	return c.Kind.String()
 }
 
+// Describe names what a key held with c is, for messages: "a mutex", "a
+// semaphore of 4", "a read/write lock (rwlock)".
+func (c Claim) Describe() string {
+	switch c.Kind {
+	case Mutex:
+		return "a mutex"
+	case Semaphore:
+		return "a semaphore of " + strconv.FormatUint(uint64(c.Limit), 10)
+	case RWLock:
+		return "a read/write lock (rwlock)"
+	}
+	return "a key of unknown kind " + strconv.Itoa(int(c.Kind))
+}
+
+// AnyShared is what a backend says a key is held as when it can tell only
+// that it is a semaphore or a read/write lock (a mutex acquire met one).
+const AnyShared = "a semaphore or read/write lock"
+
+// KindMismatch is the error of an acquire of key as asked while the key is
+// held or waited for as heldAs (a Claim's Describe, or AnyShared). It
+// matches ErrInvalid. A key takes a new kind or limit once nobody holds or
+// waits for it, so nobody is ever beyond a limit.
+func KindMismatch(key, heldAs string, asked Claim) error {
+	return &InvalidError{Field: "kind", Reason: fmt.Sprintf(
+		"%q is held as %s; this acquire is for %s (a new kind or limit takes effect once nobody holds or waits for the key)",
+		key, heldAs, asked.Describe())}
+}
+
 // CheckShared reports, with an error matching ErrInvalid, a claim that is
 // not a semaphore's (a limit of 1 or more) or a read/write lock side's:
 // what a Sharer is asked.

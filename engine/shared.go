@@ -43,44 +43,22 @@ func (h holder) grant(key string) Grant {
 
 func (e *entry) isShared() bool { return e.queue != nil && e.queue.kind != Mutex }
 
-// check reports a claim that cannot be served.
+// checkClaim reports a claim that cannot be served: a mutex has none.
 func checkClaim(c Claim) error {
-	switch c.Kind {
-	case Mutex:
-		if c.Limit != 0 || c.Write {
-			return invalid("claim", "a mutex has no limit and no write side")
-		}
-	case Semaphore:
-		if c.Limit == 0 {
-			return invalid("limit", "a semaphore needs a limit of 1 or more")
-		}
-		if c.Write {
-			return invalid("claim", "a semaphore has no write side")
-		}
-	case RWLock:
-		if c.Limit != 0 {
-			return invalid("limit", "a read/write lock has no limit")
-		}
-	default:
-		return invalid("kind", fmt.Sprintf("unknown kind %d", c.Kind))
+	if c == (Claim{}) {
+		return nil // a mutex
 	}
-	return nil
+	return c.CheckShared()
 }
 
 // kindMismatch is the error for claim c on e, a name of another kind or
 // limit.
 func kindMismatch(e *entry, c Claim) error {
-	have := Kind(Mutex)
-	var limit uint32
+	var held Claim
 	if e.queue != nil {
-		have, limit = e.queue.kind, e.queue.limit
+		held = Claim{Kind: e.queue.kind, Limit: e.queue.limit}
 	}
-	if have == Semaphore && c.Kind == Semaphore {
-		return &drivers.InvalidError{Field: "limit", Reason: fmt.Sprintf(
-			"%q is held as a semaphore of %d; this acquire names %d (a new limit takes effect once nobody holds or waits for the name)",
-			e.key, limit, c.Limit)}
-	}
-	return &drivers.InvalidError{Field: "kind", Reason: fmt.Sprintf("%q is held as a %s; this acquire is for a %s", e.key, have, c.Kind)}
+	return drivers.KindMismatch(e.key, held.Describe(), c)
 }
 
 // acquireShared is acquire of a semaphore or read/write lock.

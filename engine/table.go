@@ -213,7 +213,7 @@ func (t *table) acquire(key, owner string, ttl time.Duration, fence uint64, wait
 
 // acquireClaim is acquire with a claim: a mutex's, or a shared name's.
 func (t *table) acquireClaim(key, owner string, ttl time.Duration, c Claim, wait bool, tag *request) outcome {
-	if c.Kind == Mutex && c == (Claim{}) {
+	if c == (Claim{}) {
 		return t.acquire(key, owner, ttl, 0, wait, tag)
 	}
 	return t.acquireShared(key, owner, ttl, c, 0, wait, tag)

@@ -83,7 +83,7 @@ func (d *Driver) Acquire(ctx context.Context, key, owner string, ttl time.Durati
 			return nil
 		}
 		if isSharedMarker(err) {
-			refused = &drivers.InvalidError{Field: "kind", Reason: fmt.Sprintf("%q is held as a semaphore or read/write lock; this acquire is for a mutex", key)}
+			refused = drivers.KindMismatch(key, drivers.AnyShared, drivers.Claim{})
 			return nil
 		}
 		if err != nil {

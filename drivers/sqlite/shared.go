@@ -237,7 +237,7 @@ func (d *Driver) acquireSharedTx(ctx context.Context, key, owner string, ttl tim
 	now := time.Now()
 	nowUS := now.UnixMicro()
 	if held, err := d.mutexHeld(ctx, key, nowUS); err != nil || held {
-		return sharedOutcome{err: mismatch(key, "a mutex", c)}, err
+		return sharedOutcome{err: drivers.KindMismatch(key, drivers.Claim{}.Describe(), c)}, err
 	}
 	// What has lapsed goes first, and the key's name with it when nothing
 	// is left: a key nobody holds or waits for may be taken as any kind.
@@ -253,7 +253,7 @@ func (d *Driver) acquireSharedTx(ctx context.Context, key, owner string, ttl tim
 	case err != nil:
 		return sharedOutcome{}, err
 	case drivers.Kind(kind) != c.Kind || uint32(lim) != c.Limit:
-		return sharedOutcome{err: mismatch(key, drivers.Claim{Kind: drivers.Kind(kind), Limit: uint32(lim)}.String(), c)}, nil
+		return sharedOutcome{err: drivers.KindMismatch(key, drivers.Claim{Kind: drivers.Kind(kind), Limit: uint32(lim)}.Describe(), c)}, nil
 	}
 	holders, err := d.sharedHolders(ctx, key)
 	if err != nil {
@@ -395,21 +395,6 @@ func earliest(holders []sharedHolder) int64 {
 		}
 	}
 	return e
-}
-
-func mismatch(key, heldAs string, c drivers.Claim) error {
-	return &drivers.InvalidError{Field: "kind", Reason: fmt.Sprintf(
-		"%q is held as %s; this acquire is for %s (a new kind or limit takes effect once nobody holds or waits for the key)", key, heldAs, describe(c))}
-}
-
-func describe(c drivers.Claim) string {
-	switch {
-	case c.Kind == drivers.Mutex:
-		return "a mutex"
-	case c.Kind == drivers.Semaphore:
-		return "a " + c.String()
-	}
-	return "a read/write lock"
 }
 
 func (d *Driver) sharedHolders(ctx context.Context, key string) ([]sharedHolder, error) {
