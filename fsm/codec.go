@@ -135,17 +135,9 @@ func Encode(e Entry) ([]byte, error) {
 	b := make([]byte, 0, 2+len(e.Key)+len(e.Owner)+len(e.ID)+len(e.HTTPAddr)+40)
 	b = append(b, byte(t), payloadVersion)
 	switch e.Op {
-	case engine.OpAcquire:
-		b = appendString(b, e.Key)
-		b = appendString(b, e.Owner)
-		b = binary.AppendVarint(b, int64(e.TTL))
-		b = binary.AppendVarint(b, e.Now)
-		var flags byte
-		if e.Wait {
-			flags |= 1
-		}
-		b = append(b, flags)
-	case engine.OpAcquireShared:
+	case engine.OpAcquire, engine.OpAcquireShared:
+		// An acquire-shared is an acquire (whose claim check left Write
+		// false) with the write flag and the claim's kind and limit after.
 		b = appendString(b, e.Key)
 		b = appendString(b, e.Owner)
 		b = binary.AppendVarint(b, int64(e.TTL))
@@ -157,8 +149,11 @@ func Encode(e Entry) ([]byte, error) {
 		if e.Claim.Write {
 			flags |= 2
 		}
-		b = append(b, flags, byte(e.Claim.Kind))
-		b = binary.AppendUvarint(b, uint64(e.Claim.Limit))
+		b = append(b, flags)
+		if e.Op == engine.OpAcquireShared {
+			b = append(b, byte(e.Claim.Kind))
+			b = binary.AppendUvarint(b, uint64(e.Claim.Limit))
+		}
 	case engine.OpRelease, engine.OpCancelWait:
 		b = appendString(b, e.Key)
 		b = appendString(b, e.Owner)
@@ -213,34 +208,30 @@ func Decode(b []byte) (Entry, error) {
 	r := reader{b: b[2:]}
 	e := entryOfType(t)
 	switch e.Op {
-	case engine.OpAcquire:
+	case engine.OpAcquire, engine.OpAcquireShared:
 		e.Key = r.str("key", maxKeyLen)
 		e.Owner = r.str("owner", maxOwnerLen)
 		e.TTL = time.Duration(r.varint("ttl"))
 		e.Now = r.varint("now")
-		flags := r.byte("flags")
-		if flags&^1 != 0 && r.err == nil {
-			r.err = fmt.Errorf("%w: unknown acquire flags %#x", ErrMalformed, flags)
+		flags, known := r.byte("flags"), byte(1)
+		if e.Op == engine.OpAcquireShared {
+			known = 3 // the write side
 		}
-		e.Wait = flags&1 != 0
-	case engine.OpAcquireShared:
-		e.Key = r.str("key", maxKeyLen)
-		e.Owner = r.str("owner", maxOwnerLen)
-		e.TTL = time.Duration(r.varint("ttl"))
-		e.Now = r.varint("now")
-		flags := r.byte("flags")
-		if flags&^3 != 0 && r.err == nil {
+		if flags&^known != 0 && r.err == nil {
 			r.err = fmt.Errorf("%w: unknown acquire flags %#x", ErrMalformed, flags)
 		}
 		e.Wait, e.Claim.Write = flags&1 != 0, flags&2 != 0
+		if e.Op != engine.OpAcquireShared {
+			break
+		}
 		e.Claim.Kind = engine.Kind(r.byte("kind"))
 		limit := r.uvarint("limit")
 		if limit > math.MaxUint32 && r.err == nil {
 			r.err = fmt.Errorf("%w: limit %d", ErrMalformed, limit)
 		}
 		e.Claim.Limit = uint32(limit)
-		if r.err == nil && e.checkClaim() != nil {
-			r.err = fmt.Errorf("%w: %v", ErrMalformed, e.checkClaim())
+		if err := e.checkClaim(); r.err == nil && err != nil {
+			r.err = fmt.Errorf("%w: %v", ErrMalformed, err)
 		}
 	case engine.OpRelease, engine.OpCancelWait:
 		e.Key = r.str("key", maxKeyLen)
