@@ -99,49 +99,76 @@ func helperHammer(ctx context.Context) error {
 		return err
 	}
 	defer d.Close()
-	journal, err := os.OpenFile(os.Getenv(envJournal), os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
+	j, err := openJournal()
 	if err != nil {
 		return err
 	}
-	defer journal.Close()
-	keys, workers, rounds := envInt(envKeys, 3), envInt(envWorkers, 4), envInt(envRounds, 20)
+	defer j.close()
+	keys, rounds := envInt(envKeys, 3), envInt(envRounds, 20)
 	ttl := envDur(envTTL, 10*time.Second)
 	lapsesOK := os.Getenv(envLapsesOK) != ""
-	var mu sync.Mutex
-	errs := make(chan error, workers)
-	var wg sync.WaitGroup
-	for w := range workers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for r := range rounds {
-				key := fmt.Sprintf("hammer-%d", (w*7+r*3+os.Getpid())%keys)
-				owner := newToken()
-				fence, err := hammerAcquire(ctx, d, w%2 == 1, key, owner, ttl)
-				if err != nil {
-					errs <- fmt.Errorf("acquire %s: %w", key, err)
-					return
-				}
-				start := time.Now().UnixNano()
-				time.Sleep(time.Duration(r%4) * 50 * time.Microsecond) // the work done under the lock
-				end := time.Now().UnixNano()
-				ok, err := d.Release(ctx, key, owner)
-				if err == nil && !ok && lapsesOK {
-					continue // the hold outlived its TTL: not journaled, as it was not exclusive to the end
-				}
-				if err != nil || !ok {
-					errs <- fmt.Errorf("Release %s fence %d = %v, %v; want true", key, fence, ok, err)
-					return
-				}
-				mu.Lock()
-				_, err = fmt.Fprintf(journal, "%s %d %d %d %d\n", key, fence, start, end, os.Getpid())
-				mu.Unlock()
-				if err != nil {
-					errs <- err
-					return
-				}
+	return eachWorker(envInt(envWorkers, 4), func(w int) error {
+		for r := range rounds {
+			key := fmt.Sprintf("hammer-%d", (w*7+r*3+os.Getpid())%keys)
+			owner := newToken()
+			fence, err := hammerAcquire(ctx, d, w%2 == 1, key, owner, ttl)
+			if err != nil {
+				return fmt.Errorf("acquire %s: %w", key, err)
 			}
-		}()
+			start := time.Now().UnixNano()
+			time.Sleep(time.Duration(r%4) * 50 * time.Microsecond) // the work done under the lock
+			end := time.Now().UnixNano()
+			ok, err := d.Release(ctx, key, owner)
+			if err == nil && !ok && lapsesOK {
+				continue // the hold outlived its TTL: not journaled, as it was not exclusive to the end
+			}
+			if err != nil || !ok {
+				return fmt.Errorf("Release %s fence %d = %v, %v; want true", key, fence, ok, err)
+			}
+			if err := j.hold(key, fence, start, end); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// journal is the JOURNAL file the hammers append their holds to, one
+// write per line so that a killed process keeps its lines.
+type journal struct {
+	mu sync.Mutex
+	f  *os.File
+}
+
+func openJournal() (*journal, error) {
+	f, err := os.OpenFile(os.Getenv(envJournal), os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
+	if err != nil {
+		return nil, err
+	}
+	return &journal{f: f}, nil
+}
+
+// hold appends "key fence start end pid".
+func (j *journal) hold(key string, fence uint64, start, end int64) error {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	_, err := fmt.Fprintf(j.f, "%s %d %d %d %d\n", key, fence, start, end, os.Getpid())
+	return err
+}
+
+func (j *journal) close() { _ = j.f.Close() }
+
+// eachWorker runs fn for workers 0..n-1 at once and returns the first
+// error.
+func eachWorker(n int, fn func(w int) error) error {
+	errs := make(chan error, n)
+	var wg sync.WaitGroup
+	for w := range n {
+		wg.Go(func() {
+			if err := fn(w); err != nil {
+				errs <- err
+			}
+		})
 	}
 	wg.Wait()
 	close(errs)
@@ -231,45 +258,30 @@ func helperSemHammer(ctx context.Context) error {
 		return err
 	}
 	defer d.Close()
-	journal, err := os.OpenFile(os.Getenv(envJournal), os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
+	j, err := openJournal()
 	if err != nil {
 		return err
 	}
-	defer journal.Close()
-	workers, rounds := envInt(envWorkers, 4), envInt(envRounds, 20)
+	defer j.close()
+	rounds := envInt(envRounds, 20)
 	claim := drivers.Claim{Kind: drivers.Semaphore, Limit: uint32(envInt(envLimit, 2))}
-	var mu sync.Mutex
-	errs := make(chan error, workers)
-	var wg sync.WaitGroup
-	for range workers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for r := range rounds {
-				owner := newToken()
-				fence, err := d.AcquireSharedWait(ctx, "sem", owner, 10*time.Second, claim, drivers.WaitOptions{RetryDelay: 20 * time.Millisecond})
-				if err != nil {
-					errs <- fmt.Errorf("AcquireSharedWait: %w", err)
-					return
-				}
-				start := time.Now().UnixNano()
-				time.Sleep(time.Duration(r%4) * 100 * time.Microsecond) // the work done in the slot
-				end := time.Now().UnixNano()
-				if ok, err := d.Release(ctx, "sem", owner); err != nil || !ok {
-					errs <- fmt.Errorf("Release fence %d = %v, %v; want true", fence, ok, err)
-					return
-				}
-				mu.Lock()
-				_, err = fmt.Fprintf(journal, "sem %d %d %d %d\n", fence, start, end, os.Getpid())
-				mu.Unlock()
-				if err != nil {
-					errs <- err
-					return
-				}
+	return eachWorker(envInt(envWorkers, 4), func(int) error {
+		for r := range rounds {
+			owner := newToken()
+			fence, err := d.AcquireSharedWait(ctx, "sem", owner, 10*time.Second, claim, drivers.WaitOptions{RetryDelay: 20 * time.Millisecond})
+			if err != nil {
+				return fmt.Errorf("AcquireSharedWait: %w", err)
 			}
-		}()
-	}
-	wg.Wait()
-	close(errs)
-	return <-errs
+			start := time.Now().UnixNano()
+			time.Sleep(time.Duration(r%4) * 100 * time.Microsecond) // the work done in the slot
+			end := time.Now().UnixNano()
+			if ok, err := d.Release(ctx, "sem", owner); err != nil || !ok {
+				return fmt.Errorf("Release fence %d = %v, %v; want true", fence, ok, err)
+			}
+			if err := j.hold("sem", fence, start, end); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
 }
