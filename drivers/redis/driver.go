@@ -202,10 +202,7 @@ func (d *Driver) Extend(ctx context.Context, key, owner string, ttl time.Duratio
 		return false, err
 	}
 	ks := keysFor(key)
-	n, err := d.run(ctx, extendScript, []string{ks.lock}, owner, millis(ttl)).Int64()
-	if isWrongType(err) {
-		return d.extendShared(ctx, key, owner, ttl)
-	}
+	n, err := d.run(ctx, extendScript, []string{ks.lock, ks.fence}, owner, millis(ttl), ks.shared).Int64()
 	if err != nil {
 		return false, d.translate(ctx, "extend", key, err)
 	}

@@ -112,12 +112,16 @@ redis.call('SET', KEYS[1], ARGV[2], 'PX', ARGV[3])
 return fence
 `)
 
-// extendScript sets a new TTL if the owner still holds the key. It never
-// creates the key.
+// extendScript sets a new TTL if the owner still holds the key, and for a
+// shared key extends the owner's grant as extendSharedBody does, in the
+// same round trip. It never creates the key.
 //
-// KEYS[1] lock; ARGV[1] owner, ARGV[2] TTL in milliseconds. Reply 1 when
-// extended.
-var extendScript = goredis.NewScript(`
+// KEYS[1] lock, KEYS[2] fence; ARGV[1] owner, ARGV[2] TTL in milliseconds,
+// ARGV[3] shared channel. Reply 1 when extended.
+var extendScript = goredis.NewScript(replicateEffects + `
+if redis.call('TYPE', KEYS[1]).ok == 'hash' then
+` + extendSharedBody + `
+end
 if redis.call('GET', KEYS[1]) == ARGV[1] then
   redis.call('PEXPIRE', KEYS[1], ARGV[2])
   return 1

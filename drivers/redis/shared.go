@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 
@@ -204,14 +205,10 @@ var releaseSharedScript = goredis.NewScript(replicateEffects + `
 if redis.call('TYPE', KEYS[1]).ok ~= 'hash' then return {0} end
 ` + releaseSharedBody)
 
-// extendSharedScript sets owner's grant to end TTL from now, if it has
-// not lapsed.
-//
-// KEYS[1] lock, KEYS[2] fence; ARGV[1] owner, ARGV[2] TTL ms, ARGV[3]
-// channel. Reply 1 when extended.
-var extendSharedScript = goredis.NewScript(replicateEffects + sharedNow + `
-if redis.call('TYPE', KEYS[1]).ok ~= 'hash' then return 0 end
-` + sharedLoad + `
+// extendSharedBody sets owner's grant of the shared key KEYS[1] (fence
+// counter KEYS[2]) to end TTL from now, if it has not lapsed; waiters let
+// in meanwhile are woken on ARGV[3]. Reply 1 when extended.
+var extendSharedBody = sharedNow + sharedLoad + `
 admit(ARGV[3], '', -1)
 for _, h in ipairs(holders) do
   if h.owner == ARGV[1] then
@@ -223,7 +220,7 @@ for _, h in ipairs(holders) do
 end
 settle()
 return 0
-`)
+`
 
 // inspectScript describes the key: {type, kind, limit, holders..., '|',
 // queue...} with each holder as owner, fence, ms left, write and each
@@ -296,30 +293,22 @@ func (d *Driver) acquireShared(ctx context.Context, key, owner string, ttl time.
 		left, _ := res[1].(int64)
 		return sharedReply{left: time.Duration(left) * time.Millisecond}, nil
 	case -1:
-		return sharedReply{}, &drivers.InvalidError{Field: "kind", Reason: fmt.Sprintf(
-			"%q is held as %s; this acquire is for %s (a new kind or limit takes effect once nobody holds or waits for the key)",
-			key, heldAs(res), describe(c))}
+		return sharedReply{}, drivers.KindMismatch(key, heldAs(res), c)
 	}
 	return sharedReply{}, &drivers.InvalidError{Field: "claim", Reason: fmt.Sprintf("owner holds or waits for the other side of %q; release it first", key)}
 }
 
+// heldAs describes the kind a refused acquire met: "mutex", or the
+// hash's kind and limit.
 func heldAs(res []any) string {
 	kind, _ := res[1].(string)
 	lim, _ := res[2].(string)
-	switch kind {
-	case "mutex":
-		return "a mutex"
-	case "1":
-		return "a semaphore of " + lim
+	if kind == "mutex" {
+		return drivers.Claim{}.Describe()
 	}
-	return "a read/write lock"
-}
-
-func describe(c drivers.Claim) string {
-	if c.Kind == drivers.Semaphore {
-		return "a " + c.String()
-	}
-	return "a read/write lock"
+	k, _ := strconv.Atoi(kind)
+	l, _ := strconv.ParseUint(lim, 10, 32)
+	return drivers.Claim{Kind: drivers.Kind(k), Limit: uint32(l)}.Describe()
 }
 
 func flag(b bool) int {
@@ -417,19 +406,9 @@ func (d *Driver) releasedShared(ks keyspace, res []any) bool {
 	return n == 1
 }
 
-// extendShared sets owner's grant of a shared key to end ttl from now.
-func (d *Driver) extendShared(ctx context.Context, key, owner string, ttl time.Duration) (bool, error) {
-	ks := keysFor(key)
-	n, err := d.run(ctx, extendSharedScript, []string{ks.lock, ks.fence}, owner, millis(ttl), ks.shared).Int64()
-	if err != nil {
-		return false, d.translate(ctx, "extend", key, err)
-	}
-	return n == 1, nil
-}
-
 // mutexOnShared is the error of a mutex acquire of a shared key.
 func mutexOnShared(key string) error {
-	return &drivers.InvalidError{Field: "kind", Reason: fmt.Sprintf("%q is held as a semaphore or read/write lock; this acquire is for a mutex", key)}
+	return drivers.KindMismatch(key, drivers.AnyShared, drivers.Claim{})
 }
 
 // Inspect describes key (drivers.Inspector).
