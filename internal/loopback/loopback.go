@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"net"
 	"strconv"
+	"sync"
 )
 
 // The kernel gives outbound connections source ports from the ephemeral
@@ -22,11 +23,30 @@ const (
 	attempts = 200
 )
 
+// handed is the ports FreeAddr has returned in this process. A caller
+// usually asks for several before it binds any (a cluster's peer list), and
+// a port free at each probe could otherwise come back twice. It forgets
+// them all once it holds half the range, so it never runs the range dry.
+var handed struct {
+	sync.Mutex
+	ports map[int]bool
+}
+
 // FreeAddr returns "127.0.0.1:PORT" for a port that nothing listens on at
-// this instant, chosen at random below the ephemeral range.
+// this instant, chosen at random below the ephemeral range, and not
+// returned before by this process.
 func FreeAddr() (string, error) {
+	handed.Lock()
+	defer handed.Unlock()
+	if handed.ports == nil || len(handed.ports) >= (highPort-lowPort)/2 {
+		handed.ports = map[int]bool{}
+	}
 	for range attempts {
-		addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(lowPort+rand.IntN(highPort-lowPort)))
+		port := lowPort + rand.IntN(highPort-lowPort)
+		if handed.ports[port] {
+			continue
+		}
+		addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
 		ln, err := net.Listen("tcp", addr)
 		if err != nil {
 			continue // in use: try another
@@ -34,6 +54,7 @@ func FreeAddr() (string, error) {
 		if err := ln.Close(); err != nil {
 			return "", err
 		}
+		handed.ports[port] = true
 		return addr, nil
 	}
 	return "", fmt.Errorf("loopback: no free port in %d-%d after %d attempts", lowPort, highPort-1, attempts)
