@@ -117,6 +117,17 @@ func BenchmarkManagerTry(b *testing.B) {
 			}
 			return l.Release(ctx)
 		}},
+		{name: "harness-shape", cycle: func(ctx context.Context, w, _ int) error {
+			// As ../shared/bench calls it: a wait bound on the run's ctx
+			// and a release on a fresh timeout ctx.
+			l := m.Make(userKeys[w], ttl)
+			if err := l.Block(ctx, 5*time.Second); err != nil {
+				return err
+			}
+			rctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+			defer cancel()
+			return l.Release(rctx)
+		}},
 		{name: "manager-refresh", cycle: func(ctx context.Context, w, _ int) error {
 			return mr.Try(ctx, userKeys[w], ttl, noop, lock.WithRefresh())
 		}},
@@ -150,6 +161,7 @@ func BenchmarkManagerTry(b *testing.B) {
 	nv := byName["naive"]
 	b.ReportMetric(nv.wall.Seconds()/mgr.wall.Seconds(), "try/naive")
 	b.ReportMetric(nv.wall.Seconds()/byName["make-block"].wall.Seconds(), "make-block/naive")
+	b.ReportMetric(nv.wall.Seconds()/byName["harness-shape"].wall.Seconds(), "harness-shape/naive")
 	b.ReportMetric(nv.wall.Seconds()/eng.wall.Seconds(), "engine/naive")
 }
 

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -311,5 +312,64 @@ func TestEngine_LiveRestoreEndsBlockedWaits(t *testing.T) {
 	}
 	if _, ok, _ := e.Get(ctx, "k"); ok {
 		t.Fatal("k survived the restore")
+	}
+}
+
+// gatedClock is a FakeClock whose Now blocks while the gate is shut, so a
+// test can hold the loop inside a batch it has already received.
+type gatedClock struct {
+	*FakeClock
+	shut    atomic.Bool
+	entered chan struct{} // one signal per Now that met the shut gate
+	open    chan struct{} // one signal lets one such Now through
+}
+
+func (c *gatedClock) Now() time.Time {
+	if c.shut.Load() {
+		c.entered <- struct{}{}
+		<-c.open
+	}
+	return c.FakeClock.Now()
+}
+
+// A point command the loop has received is answered however its ctx ends
+// meanwhile, so its caller always knows the outcome. Before, the caller
+// returned ctx.Err() while the acquire took effect: a grant nobody knew
+// of, held for its TTL.
+func TestEngine_ReceivedCallKnowsItsOutcome(t *testing.T) {
+	clock := &gatedClock{FakeClock: NewFakeClock(epoch), entered: make(chan struct{}), open: make(chan struct{})}
+	e, err := New(Config{Clock: clock})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	for i := range 20 {
+		key := fmt.Sprintf("k%d", i)
+		ctx, cancel := context.WithCancel(t.Context())
+		clock.shut.Store(true)
+		type result struct {
+			ok  bool
+			err error
+		}
+		done := make(chan result, 1)
+		go func() {
+			_, ok, err := e.Acquire(ctx, key, "a", time.Minute)
+			done <- result{ok, err}
+		}()
+		<-clock.entered // the loop holds the acquire's batch
+		clock.shut.Store(false)
+		cancel()
+		clock.open <- struct{}{}
+		r := <-done
+		info, held, err := e.Get(t.Context(), key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.err != nil || !r.ok {
+			t.Fatalf("round %d: Acquire answered ok=%v err=%v, and the key is held: %v (%+v)", i, r.ok, r.err, held, info)
+		}
+		if !held || info.Owner != "a" {
+			t.Fatalf("round %d: Acquire said granted, the table has %+v (held %v)", i, info, held)
+		}
 	}
 }

@@ -28,12 +28,11 @@ func New(cfg Config) (*Engine, error) {
 // owner holds the key it returns ok=false, a nil error, and the holder's
 // grant.
 //
-// If ctx ends after the command reached the engine, Acquire returns
-// ctx.Err() and the command may still take effect; a caller that cares
-// releases with a fresh context.
+// ctx is heeded until the command reaches the engine. From then on the
+// answer is waited for however ctx ends, so the outcome is always known:
+// the loop answers every command without blocking (see loop.call).
 func (e *Engine) Acquire(ctx context.Context, key, owner string, ttl time.Duration) (Grant, bool, error) {
-	a, err := e.ask(ctx, newReq(kAcquire, key, owner, ttl))
-	return a.grant, a.ok && err == nil, err
+	return e.call(ctx, newReq(kAcquire, key, owner, ttl))
 }
 
 // AcquireWait is Acquire that, when another owner holds the key, queues
@@ -56,8 +55,7 @@ func (e *Engine) AcquireWait(ctx context.Context, key, owner string, ttl time.Du
 func (e *Engine) AcquireShared(ctx context.Context, key, owner string, ttl time.Duration, c Claim) (Grant, bool, error) {
 	r := newReq(kAcquire, key, owner, ttl)
 	r.claim = c
-	a, err := e.ask(ctx, r)
-	return a.grant, a.ok && err == nil, err
+	return e.call(ctx, r)
 }
 
 // AcquireSharedWait is AcquireShared that queues owner FIFO and blocks
@@ -128,23 +126,22 @@ func (e *Engine) withdraw(w *request) {
 // the key at once. A release by an owner that no longer holds the key (it
 // expired, or another owner holds it now) is a no-op that returns false.
 func (e *Engine) Release(ctx context.Context, key, owner string) (bool, error) {
-	a, err := e.ask(ctx, newReq(kRelease, key, owner, 0))
-	return a.ok && err == nil, err
+	_, ok, err := e.call(ctx, newReq(kRelease, key, owner, 0))
+	return ok, err
 }
 
 // Extend sets the deadline of key to now+ttl if owner holds it and it has
 // not expired. It never grants: extending a lock that is gone returns
 // false (with the current holder's grant, if another owner holds it).
 func (e *Engine) Extend(ctx context.Context, key, owner string, ttl time.Duration) (Grant, bool, error) {
-	a, err := e.ask(ctx, newReq(kExtend, key, owner, ttl))
-	return a.grant, a.ok && err == nil, err
+	return e.call(ctx, newReq(kExtend, key, owner, ttl))
 }
 
 // ForceRelease frees key whoever holds it and hands it to the next
 // waiter. It reports whether the key was held; a free key is not an error.
 func (e *Engine) ForceRelease(ctx context.Context, key string) (bool, error) {
-	a, err := e.ask(ctx, newReq(kForce, key, "", 0))
-	return a.ok && err == nil, err
+	_, ok, err := e.call(ctx, newReq(kForce, key, "", 0))
+	return ok, err
 }
 
 // Remaining is how long g has left by the engine's clock, 0 once it has
