@@ -265,11 +265,11 @@ func (e *loop) failWaiters(t *table, err error) {
 		if en.queue == nil {
 			continue
 		}
-		for i := range en.queue.items {
-			if w := en.queue.items[i].tag; w != nil {
-				w.err = err
-				w.reply <- struct{}{}
-				en.queue.items[i].tag = nil
+		for w := range en.queue.line.all() {
+			if r := w.tag; r != nil {
+				r.err = err
+				r.reply <- struct{}{}
+				w.tag = nil
 			}
 		}
 	}

@@ -110,7 +110,7 @@ func (t *table) contendShared(e *entry, owner string, ttl time.Duration, c Claim
 		out.ok, out.grant = true, h.grant(e.key)
 		return
 	}
-	if len(q.items) == 0 && e.fits(c.Write) {
+	if q.line.len() == 0 && e.fits(c.Write) {
 		out.ok, out.grant = true, t.addHolder(e, owner, ttl, c.Write, fence)
 		return
 	}
@@ -119,18 +119,18 @@ func (t *table) contendShared(e *entry, owner string, ttl time.Duration, c Claim
 		return
 	}
 	if i := e.waiterIndex(owner); i >= 0 {
-		if q.items[i].write != c.Write {
-			out.err = invalid("claim", fmt.Sprintf("owner already waits for the %s side of %q", side(q.items[i].write), e.key))
+		if w := q.line.item(i); w.write != c.Write {
+			out.err = invalid("claim", fmt.Sprintf("owner already waits for the %s side of %q", side(w.write), e.key))
 			return
 		}
 		out.queued, out.dup = true, true
 		return
 	}
-	if t.maxWaiters > 0 && len(q.items) >= t.maxWaiters {
+	if t.maxWaiters > 0 && q.line.len() >= t.maxWaiters {
 		out.err = fmt.Errorf("engine: waiter limit %d reached for key %q: %w", t.maxWaiters, e.key, drivers.ErrFull)
 		return
 	}
-	q.items = append(q.items, waiter{owner: owner, ttl: ttl, tag: tag, write: c.Write})
+	q.line.push(waiter{owner: owner, ttl: ttl, tag: tag, write: c.Write})
 	t.waiting++
 	out.queued = true
 }
@@ -193,9 +193,8 @@ func (t *table) addHolder(e *entry, owner string, ttl time.Duration, write bool,
 // admit lets waiters in from the head of e's queue while they fit.
 func (t *table) admit(e *entry, fence uint64, out *outcome) {
 	q := e.queue
-	for len(q.items) > 0 && e.fits(q.items[0].write) {
-		w := q.items[0]
-		q.remove(0)
+	for q.line.len() > 0 && e.fits(q.line.head().write) {
+		w := q.line.pop()
 		t.waiting--
 		out.handOff(t.addHolder(e, w.owner, w.ttl, w.write, fence), w.tag)
 	}
@@ -315,13 +314,13 @@ func (e *entry) sharedInfo() Info {
 		s.Writer = s.Writer || h.write
 	}
 	slices.SortFunc(s.Holders, func(a, b Grant) int { return cmpFence(a.Fence, b.Fence) })
-	if len(q.items) > 0 {
-		s.Queue = make([]QueuedWaiter, len(q.items))
-		for i, w := range q.items {
-			s.Queue[i] = QueuedWaiter{Owner: w.owner, Write: w.write}
+	if n := q.line.len(); n > 0 {
+		s.Queue = make([]QueuedWaiter, 0, n)
+		for w := range q.line.all() {
+			s.Queue = append(s.Queue, QueuedWaiter{Owner: w.owner, Write: w.write})
 		}
 	}
-	return Info{Grant: e.blocker(), Waiters: len(q.items), Shared: s}
+	return Info{Grant: e.blocker(), Waiters: q.line.len(), Shared: s}
 }
 
 func cmpFence(a, b uint64) int {

@@ -50,7 +50,7 @@ func (t *table) encode() []byte {
 		keys = append(keys, k)
 		size += 2*binary.MaxVarintLen64 + len(k) + len(e.owner) + 8 + 8 + binary.MaxVarintLen64
 		if e.queue != nil {
-			for _, w := range e.queue.items {
+			for w := range e.queue.line.all() {
 				size += binary.MaxVarintLen64 + len(w.owner) + 8
 			}
 		}
@@ -84,7 +84,7 @@ func (t *table) encode() []byte {
 		b = binary.BigEndian.AppendUint64(b, uint64(e.deadline))
 		b = binary.AppendUvarint(b, uint64(e.waiters()))
 		if e.queue != nil {
-			for _, w := range e.queue.items {
+			for w := range e.queue.line.all() {
 				b = appendString(b, w.owner)
 				b = binary.BigEndian.AppendUint64(b, uint64(w.ttl))
 			}
@@ -109,8 +109,8 @@ func appendShared(b []byte, q *waitQueue) []byte {
 		b = binary.BigEndian.AppendUint64(b, uint64(h.deadline))
 		b = appendBool(b, h.write)
 	}
-	b = binary.AppendUvarint(b, uint64(len(q.items)))
-	for _, w := range q.items {
+	b = binary.AppendUvarint(b, uint64(q.line.len()))
+	for w := range q.line.all() {
 		b = appendString(b, w.owner)
 		b = binary.BigEndian.AppendUint64(b, uint64(w.ttl))
 		b = appendBool(b, w.write)
@@ -183,7 +183,7 @@ func decodeTable(b []byte) (*table, error) {
 		}
 		prev = e.key
 		if nw > 0 {
-			e.queue = &waitQueue{items: make([]waiter, 0, nw)}
+			e.queue = &waitQueue{}
 		}
 		for j := 0; j < nw && d.err == nil; j++ {
 			w := waiter{owner: d.str(), ttl: time.Duration(d.u64())}
@@ -193,14 +193,11 @@ func decodeTable(b []byte) (*table, error) {
 				d.fail("bad waiter owner for key %q", e.key)
 			case w.ttl <= 0:
 				d.fail("bad waiter ttl for key %q", e.key)
+			case e.queue.line.find(w.owner) >= 0:
+				d.fail("waiter queued twice for key %q", e.key)
 			default:
-				for _, o := range e.queue.items {
-					if o.owner == w.owner {
-						d.fail("waiter queued twice for key %q", e.key)
-					}
-				}
+				e.queue.line.push(w)
 			}
-			e.queue.items = append(e.queue.items, w)
 		}
 		if d.err == nil {
 			t.entries[e.key] = e
@@ -358,7 +355,9 @@ func (d *decoder) shared(t *table, e *entry, kind Kind, prev string, i int) {
 			d.fail("a semaphore's waiter wants the write side, key %q", e.key)
 		}
 		seen[w.owner] = true
-		q.items = append(q.items, w)
+		if d.err == nil {
+			q.line.push(w)
+		}
 	}
 	if d.err != nil {
 		return
@@ -369,5 +368,5 @@ func (d *decoder) shared(t *table, e *entry, kind Kind, prev string, i int) {
 	}
 	t.entries[e.key] = e
 	t.heapPush(e)
-	t.waiting += len(q.items)
+	t.waiting += q.line.len()
 }

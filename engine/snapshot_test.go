@@ -25,12 +25,12 @@ func TestSnapshot_RejectsInconsistentContent(t *testing.T) {
 		"fence above counter": func(tb *table) { tb.counter = 1 },
 		"empty owner":         func(tb *table) { tb.entries["a"].owner = "" },
 		"zero fence":          func(tb *table) { tb.entries["a"].fence = 0 },
-		"holder also waiting": func(tb *table) { tb.entries["b"].queue.items[0].owner = "y" },
+		"holder also waiting": func(tb *table) { tb.entries["b"].queue.line.head().owner = "y" },
 		"waiter twice": func(tb *table) {
 			q := tb.entries["b"].queue
-			q.items = append(q.items, q.items[0])
+			q.line.items = append(q.line.items, q.line.items[0])
 		},
-		"bad waiter ttl": func(tb *table) { tb.entries["b"].queue.items[0].ttl = 0 },
+		"bad waiter ttl": func(tb *table) { tb.entries["b"].queue.line.head().ttl = 0 },
 		"empty key": func(tb *table) {
 			e := tb.entries["a"]
 			delete(tb.entries, "a")

@@ -46,7 +46,7 @@ type entry struct {
 // waitQueue is a mutex's queue, or everything of a shared name beyond
 // its key: its kind, its holders and its queue (see shared.go).
 type waitQueue struct {
-	items   []waiter
+	line    fifo // the waiters, in arrival order
 	kind    Kind
 	limit   uint32
 	holders []holder // a shared name's grants, by fence
@@ -137,7 +137,7 @@ func (e *entry) waiters() int {
 	if e.queue == nil {
 		return 0
 	}
-	return len(e.queue.items)
+	return e.queue.line.len()
 }
 
 func invalid(field, reason string) error {
@@ -242,7 +242,7 @@ func (t *table) contend(e *entry, key, owner string, ttl time.Duration, wait boo
 	if e.queue == nil {
 		e.queue = &waitQueue{}
 	}
-	e.queue.items = append(e.queue.items, waiter{owner: owner, ttl: ttl, tag: tag})
+	e.queue.line.push(waiter{owner: owner, ttl: ttl, tag: tag})
 	t.waiting++
 	out.queued = true
 	return out
@@ -347,18 +347,17 @@ func (t *table) cancelTag(key string, tag *request, out *outcome) bool {
 	if e == nil || e.queue == nil {
 		return false
 	}
-	for i := range e.queue.items {
-		if e.queue.items[i].tag == tag {
-			e.dropWaiter(i)
-			t.waiting--
-			if e.isShared() {
-				t.admit(e, 0, out)
-				t.settleShared(e)
-			}
-			return true
-		}
+	i := e.queue.line.find(tag.owner)
+	if i < 0 || e.queue.line.item(i).tag != tag {
+		return false
 	}
-	return false
+	e.dropWaiter(i)
+	t.waiting--
+	if e.isShared() {
+		t.admit(e, 0, out)
+		t.settleShared(e)
+	}
+	return true
 }
 
 func (e *entry) removeWaiter(owner string) bool {
@@ -375,37 +374,25 @@ func (e *entry) waiterIndex(owner string) int {
 	if e.queue == nil {
 		return -1
 	}
-	for i := range e.queue.items {
-		if e.queue.items[i].owner == owner {
-			return i
-		}
-	}
-	return -1
+	return e.queue.line.find(owner)
 }
 
 // dropWaiter removes the i-th waiter, and a mutex's queue with its last
 // one.
 func (e *entry) dropWaiter(i int) {
-	e.queue.remove(i)
-	if len(e.queue.items) == 0 && e.queue.kind == Mutex {
+	e.queue.line.removeAt(i)
+	if e.queue.line.len() == 0 && e.queue.kind == Mutex {
 		e.queue = nil
 	}
-}
-
-func (q *waitQueue) remove(i int) {
-	copy(q.items[i:], q.items[i+1:])
-	q.items[len(q.items)-1] = waiter{}
-	q.items = q.items[:len(q.items)-1]
 }
 
 // handOn ends e's current grant: the first waiter gets a new grant (fence
 // from want), or the entry is deleted when nobody waits.
 func (t *table) handOn(e *entry, want uint64, out *outcome) {
-	if e.queue != nil && len(e.queue.items) > 0 {
-		w := e.queue.items[0]
-		e.queue.remove(0)
+	if e.queue != nil && e.queue.line.len() > 0 {
+		w := e.queue.line.pop()
 		t.waiting--
-		if len(e.queue.items) == 0 {
+		if e.queue.line.len() == 0 {
 			e.queue = nil
 		}
 		e.owner = w.owner
@@ -502,7 +489,7 @@ func (t *table) waiterList() []Waiter {
 		if e.queue == nil {
 			continue
 		}
-		for _, w := range e.queue.items {
+		for w := range e.queue.line.all() {
 			out = append(out, Waiter{Key: k, Owner: w.owner})
 		}
 	}

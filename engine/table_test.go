@@ -413,13 +413,16 @@ func checkTable(t *testing.T, tb *table) {
 			t.Fatalf("bad entry %q: %+v (counter %d)", k, *e, tb.counter)
 		}
 		if e.queue != nil {
-			if len(e.queue.items) == 0 {
+			if e.queue.line.len() == 0 && !e.isShared() {
 				t.Fatalf("empty queue kept for %q", k)
 			}
+			if err := e.queue.line.check(); err != nil {
+				t.Fatalf("queue of %q: %v", k, err)
+			}
 			seen := map[string]bool{}
-			for _, w := range e.queue.items {
+			for w := range e.queue.line.all() {
 				if w.owner == e.owner || seen[w.owner] {
-					t.Fatalf("bad queue for %q: %+v", k, e.queue.items)
+					t.Fatalf("bad queue for %q: %+v", k, e.queue.line.items)
 				}
 				seen[w.owner] = true
 			}
