@@ -45,10 +45,20 @@ func (e *loop) List(ctx context.Context, prefix string, limit int) ([]Info, erro
 
 // Snapshot encodes the whole table: fence counter, engine time, every
 // entry and its waiters in queue order. The same state always gives the
-// same bytes.
+// same bytes. It is Freeze then Encode.
 func (e *loop) Snapshot(ctx context.Context) ([]byte, error) {
+	f, err := e.Freeze(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return f.Encode(), nil
+}
+
+// Freeze copies the whole table out of the engine, for Encode to turn
+// into a snapshot away from the loop: the loop pauses only for the copy.
+func (e *loop) Freeze(ctx context.Context) (*Frozen, error) {
 	a, err := e.ask(ctx, getReq(kSnapshot))
-	return a.data, err
+	return a.frozen, err
 }
 
 // Restore replaces the whole table with the one snap encodes. Corrupt or

@@ -58,7 +58,7 @@ type answer struct {
 	grant    Grant
 	info     Info
 	infos    []Info
-	data     []byte
+	frozen   *Frozen
 	results  []Result
 	grants   []Grant
 	waiters  []Waiter
@@ -274,7 +274,7 @@ func (e *loop) handle(r *request) {
 	case kList:
 		r.infos = t.list(r.key, r.limit)
 	case kSnapshot:
-		r.data = t.encode()
+		r.frozen = t.freeze()
 	case kRestore:
 		e.restore(r.table)
 	case kApply:

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"hash/crc32"
-	"sort"
 	"time"
 )
 
@@ -43,79 +42,11 @@ var ErrCorruptSnapshot = errors.New("engine: corrupt snapshot")
 // errCorrupt is wrapped by every decoding failure.
 var errCorrupt = ErrCorruptSnapshot
 
-func (t *table) encode() []byte {
-	keys := make([]string, 0, len(t.entries))
-	size := snapHeader + binary.MaxVarintLen64 + snapTrailer
-	for k, e := range t.entries {
-		keys = append(keys, k)
-		size += 2*binary.MaxVarintLen64 + len(k) + len(e.owner) + 8 + 8 + binary.MaxVarintLen64
-		if e.queue != nil {
-			for w := range e.queue.line.all() {
-				size += binary.MaxVarintLen64 + len(w.owner) + 8
-			}
-		}
-	}
-	sort.Strings(keys)
-	version := byte(1)
-	for _, e := range t.entries {
-		if e.isShared() {
-			version = 2
-			break
-		}
-	}
-	b := make([]byte, 0, size)
-	b = append(b, snapMagic...)
-	b = append(b, version)
-	b = binary.BigEndian.AppendUint64(b, t.counter)
-	b = binary.BigEndian.AppendUint64(b, uint64(t.now))
-	b = binary.AppendUvarint(b, uint64(len(keys)))
-	for _, k := range keys {
-		e := t.entries[k]
-		b = appendString(b, k)
-		if version == 2 {
-			b = append(b, byte(e.kind()))
-			if e.isShared() {
-				b = appendShared(b, e.queue)
-				continue
-			}
-		}
-		b = appendString(b, e.owner)
-		b = binary.BigEndian.AppendUint64(b, e.fence)
-		b = binary.BigEndian.AppendUint64(b, uint64(e.deadline))
-		b = binary.AppendUvarint(b, uint64(e.waiters()))
-		if e.queue != nil {
-			for w := range e.queue.line.all() {
-				b = appendString(b, w.owner)
-				b = binary.BigEndian.AppendUint64(b, uint64(w.ttl))
-			}
-		}
-	}
-	return binary.BigEndian.AppendUint32(b, crc32.ChecksumIEEE(b))
-}
-
 func (e *entry) kind() Kind {
 	if e.queue == nil {
 		return Mutex
 	}
 	return e.queue.kind
-}
-
-func appendShared(b []byte, q *waitQueue) []byte {
-	b = binary.AppendUvarint(b, uint64(q.limit))
-	b = binary.AppendUvarint(b, uint64(len(q.holders)))
-	for _, h := range q.holders {
-		b = appendString(b, h.owner)
-		b = binary.BigEndian.AppendUint64(b, h.fence)
-		b = binary.BigEndian.AppendUint64(b, uint64(h.deadline))
-		b = appendBool(b, h.write)
-	}
-	b = binary.AppendUvarint(b, uint64(q.line.len()))
-	for w := range q.line.all() {
-		b = appendString(b, w.owner)
-		b = binary.BigEndian.AppendUint64(b, uint64(w.ttl))
-		b = appendBool(b, w.write)
-	}
-	return b
 }
 
 func appendBool(b []byte, v bool) []byte {

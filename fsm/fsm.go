@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"sync"
 
 	"github.com/hashicorp/raft"
@@ -413,21 +414,24 @@ func (f *FSM) WaiterCount() int { return f.eng.WaiterCount() }
 
 // Snapshot captures the whole state as immutable bytes; Persist only
 // writes them out, so Apply may continue meanwhile.
+//
+// Raft calls it between applies, which wait for it: it only copies the
+// state out (engine.Frozen), and Persist, which raft runs beside the
+// applies, sorts and encodes the copy.
 func (f *FSM) Snapshot() (raft.FSMSnapshot, error) {
-	engSnap, err := f.eng.Snapshot(context.Background())
+	frozen, err := f.eng.Freeze(context.Background())
 	if err != nil {
 		return nil, fmt.Errorf("fsm: engine snapshot: %w", err)
 	}
-	// Raft calls Snapshot between applies, so the waiters read here are
-	// those of engSnap.
+	// Between applies, so the waiters read here are those of frozen.
 	ws, err := f.eng.Waiters(context.Background())
 	if err != nil {
 		return nil, fmt.Errorf("fsm: engine waiters: %w", err)
 	}
 	f.mu.Lock()
-	b := encodeSnapshot(&f.st, ws, engSnap)
+	st := state{applied: f.st.applied, now: f.st.now, members: maps.Clone(f.st.members)}
 	f.mu.Unlock()
-	return &snapshot{data: b}, nil
+	return &snapshot{st: st, waiters: ws, frozen: frozen}, nil
 }
 
 // Restore replaces the whole state with a snapshot. Corrupt input is an
@@ -459,10 +463,16 @@ func (f *FSM) Restore(rc io.ReadCloser) error {
 }
 
 // snapshot is the immutable copy handed to raft.
-type snapshot struct{ data []byte }
+// snapshot is the state Snapshot copied out, encoded by Persist.
+type snapshot struct {
+	st      state
+	waiters []Waiter
+	frozen  *engine.Frozen
+}
 
 func (s *snapshot) Persist(sink raft.SnapshotSink) error {
-	if _, err := sink.Write(s.data); err != nil {
+	data := encodeSnapshot(&s.st, s.waiters, s.frozen.Encode())
+	if _, err := sink.Write(data); err != nil {
 		return errors.Join(fmt.Errorf("fsm: write snapshot: %w", err), sink.Cancel())
 	}
 	return sink.Close()
