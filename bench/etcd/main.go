@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/signal"
 	"runtime"
+	"strconv"
 	"strings"
 	"syscall"
 	"text/tabwriter"
@@ -37,12 +38,15 @@ type options struct {
 	etcdBin, repo, lockBin    string
 	parent                    string
 	keep                      bool
+	profileDir                string
 	etcdArgs, lockclusterArgs []string
 }
 
 func main() {
 	var o options
-	var etcdArgs, lockArgs string
+	var etcdArgs, lockArgs, sizes string
+	var scale bool
+	var so scaleOptions
 	flag.DurationVar(&o.duration, "duration", 10*time.Second, "measured time per scenario and system")
 	flag.DurationVar(&o.warmup, "warmup", time.Second, "unmeasured time before each slice's measurement")
 	flag.DurationVar(&o.idle, "idle", 2*time.Second, "how long to measure both clusters' CPU time at rest, before the scenarios (0: not at all)")
@@ -55,14 +59,42 @@ func main() {
 	flag.StringVar(&lockArgs, "lockcluster-args", "", `more flags for every lockcluster agent, space-separated (no quoting), e.g. "--raft-log wal"`)
 	flag.BoolVar(&o.keep, "keep", false, "keep the temp dir with the data and logs")
 	flag.StringVar(&o.parent, "dir", "", "make the temp dir (data of both clusters) under this directory (default: $TMPDIR)")
+	flag.BoolVar(&scale, "scale", false, "measure how the cost grows with the locks held, instead of the three scenarios (make bench-scale)")
+	flag.StringVar(&sizes, "scale-sizes", "1000,20000,100000,1000000", "-scale: lockcluster's table sizes, held locks, comma-separated")
+	flag.IntVar(&so.etcdHeld, "scale-etcd-held", 20_000, "-scale: the largest table etcd is measured at (a lease and a key per lock)")
+	flag.DurationVar(&so.window, "scale-window", 5*time.Second, "-scale: measured time of each row")
+	flag.IntVar(&so.workers, "scale-workers", 16, "-scale: workers cycling fresh keys beside the held locks")
+	flag.StringVar(&o.profileDir, "scale-profile-dir", ".", "-scale with -lockcluster-args --pprof: where the leader's heap profile is saved")
+	flag.IntVar(&so.clients, "scale-clients", 10_000, "-scale: clients, each its own connection to the leader, holding and refreshing a lock each")
+	flag.DurationVar(&so.clientsFor, "scale-clients-for", 30*time.Second, "-scale: how long the clients refresh")
+	flag.IntVar(&so.storm, "scale-storm", 100_000, "-scale: locks ending in the same second in the expiry storm")
 	flag.Parse()
+	if scale {
+		for _, f := range strings.Split(sizes, ",") {
+			n, err := strconv.Atoi(strings.TrimSpace(f))
+			if err != nil || n < 1 {
+				fmt.Fprintf(os.Stderr, "-scale-sizes: %q is not a positive count\n", f)
+				os.Exit(2)
+			}
+			so.sizes = append(so.sizes, n)
+		}
+		if so.window <= 0 || so.workers < 1 || so.storm < 1 || so.etcdHeld < 1 || so.clients < 1 || so.clientsFor <= 0 {
+			fmt.Fprintln(os.Stderr, "need -scale-window and -scale-clients-for > 0, and -scale-workers, -scale-storm, -scale-etcd-held and -scale-clients >= 1")
+			os.Exit(2)
+		}
+	}
 	if o.duration <= 0 || o.duration > 10*time.Minute || o.warmup < 0 || o.idle < 0 || o.slices < 1 || o.duration/time.Duration(o.slices) < 100*time.Millisecond {
 		fmt.Fprintln(os.Stderr, "need 0 < -duration <= 10m, -warmup >= 0, -idle >= 0, -slices >= 1 and slices of at least 100ms")
 		os.Exit(2)
 	}
 	o.etcdArgs, o.lockclusterArgs = strings.Fields(etcdArgs), strings.Fields(lockArgs)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	code := benchMain(ctx, o)
+	code := 0
+	if scale {
+		code = scaleMain(ctx, o, so)
+	} else {
+		code = benchMain(ctx, o)
+	}
 	stop()
 	os.Exit(code)
 }
