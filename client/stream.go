@@ -89,7 +89,7 @@ func (t *streamTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 	sc, err := t.conn(req)
 	if err != nil {
-		return t.plain.RoundTrip(req) // errNoStream: the only error conn returns
+		return t.plainOnce(req) // errNoStream: the only error conn returns
 	}
 	var body []byte
 	if req.Body != nil && req.Body != http.NoBody {
@@ -192,7 +192,45 @@ func (t *streamTransport) open(key, host string, h http.Header) {
 		t.conns[key] = sc
 		t.opened.Add(1)
 		go sc.read()
+		// The stream carries the node's requests from now on: the plain
+		// connections that carried them meanwhile would only sit idle,
+		// one more descriptor on the node per client.
+		go t.plain.CloseIdleConnections()
 	}
+}
+
+// plainOnce sends req through plain HTTP while the node's stream is being
+// dialled: once the answer is read, and the stream is up by then, the
+// connection it came on is closed rather than kept idle beside the
+// stream (a node with ten thousand clients would otherwise hold twenty
+// thousand connections).
+func (t *streamTransport) plainOnce(req *http.Request) (*http.Response, error) {
+	resp, err := t.plain.RoundTrip(req)
+	if err != nil {
+		return nil, err
+	}
+	resp.Body = &afterClose{ReadCloser: resp.Body, f: func() {
+		t.mu.Lock()
+		up := t.conns[streamKey(req)] != nil
+		t.mu.Unlock()
+		if up {
+			t.plain.CloseIdleConnections()
+		}
+	}}
+	return resp, nil
+}
+
+// afterClose calls f once its body has been closed.
+type afterClose struct {
+	io.ReadCloser
+	once sync.Once
+	f    func()
+}
+
+func (b *afterClose) Close() error {
+	err := b.ReadCloser.Close()
+	b.once.Do(b.f)
+	return err
 }
 
 // handshake dials host and asks for the stream with the upgrade.

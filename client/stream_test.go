@@ -11,6 +11,7 @@ import (
 	"github.com/zerotal/lock/drivers"
 	"github.com/zerotal/lock/drivers/driverstest"
 	"github.com/zerotal/lock/internal/testkit/poll"
+	"github.com/zerotal/lock/internal/testkit/tcpproxy"
 )
 
 // TestConformance_PlainHTTP runs the conformance suite with the stream
@@ -145,5 +146,42 @@ func TestStream_RequestOnAStreamThatJustEndedGoesPlain(t *testing.T) {
 	}
 	if c.IsSuspect() {
 		t.Fatal("the node was marked silent for a stream the client closed")
+	}
+}
+
+// The first calls go in plain HTTP while the stream is dialled; once the
+// stream is up, the plain connection is closed rather than kept idle
+// beside it, so a client costs its node one connection, not two (with ten
+// thousand clients a node ran out of descriptors at 9,566).
+func TestStream_OneConnectionPerNodeOnceTheStreamIsUp(t *testing.T) {
+	addrs, _ := startCluster(t)
+	p, err := tcpproxy.Start(addrs[0], tcpproxy.Refuse)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	c, err := client.New(client.Config{Addrs: []string{p.Addr()}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	ctx := t.Context()
+	if _, ok, err := c.Acquire(ctx, "k", "o", time.Minute); err != nil || !ok {
+		t.Fatalf("Acquire = %v, %v", ok, err)
+	}
+	poll.Until(t, 5*time.Second, "a stream to the node", func() bool {
+		if _, err := c.Extend(ctx, "k", "o", time.Minute); err != nil {
+			t.Fatal(err)
+		}
+		return c.Streams() > 0
+	})
+	poll.Until(t, 5*time.Second, "one connection to the node", func() bool {
+		if ok, err := c.Extend(ctx, "k", "o", time.Minute); err != nil || !ok {
+			t.Fatalf("Extend = %v, %v", ok, err)
+		}
+		return p.Live() == 1
+	})
+	if n := p.Carried(); n < 2 {
+		t.Fatalf("%d connections carried: the first call did not go in plain HTTP, the test proves nothing", n)
 	}
 }

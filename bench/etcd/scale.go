@@ -16,6 +16,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -78,12 +79,19 @@ func scaleMain(ctx context.Context, o options, so scaleOptions) int {
 	} else {
 		defer os.RemoveAll(dir)
 	}
+	// Each client keeps two connections to the node (its request pool and
+	// its stream): the clients need twice their number of descriptors here
+	// and on the node, which inherits this limit.
+	nofile := raiseNoFile(uint64(2*so.clients + 4096))
 	largest := 0
 	for _, n := range so.sizes {
 		largest = max(largest, n)
 	}
-	// Room for the largest table, the storm and the cycling keys.
-	o.lockclusterArgs = append([]string{"--max-keys", strconv.Itoa(largest + so.storm + 100_000)}, o.lockclusterArgs...)
+	// Room for the largest table, the storm and the cycling keys; and for
+	// the clients' connections, one each, on top of the default cap (8,192:
+	// beyond it new connections wait to be accepted).
+	o.lockclusterArgs = append([]string{"--max-keys", strconv.Itoa(largest + so.storm + 100_000),
+		"--max-conns", strconv.Itoa(so.clients + 8192)}, o.lockclusterArgs...)
 	ec, lc, err := startSystems(ctx, o, dir)
 	if ec != nil {
 		defer ec.stop()
@@ -97,6 +105,7 @@ func scaleMain(ctx context.Context, o options, so scaleOptions) int {
 	}
 	fmt.Printf("scale: three-member etcd %s and three-node lockcluster on one machine (%d CPUs), default settings but lockcluster %q\n",
 		ec.version, runtime.NumCPU(), strings.Join(o.lockclusterArgs, " "))
+	fmt.Printf("open files (RLIMIT_NOFILE) of this process and the members: %d\n", nofile)
 	fmt.Printf("a held lock: lockcluster one key held by one owner for an hour; etcd one lease (TTL 1 h) with one key attached, as concurrency.Mutex holds one\n")
 	fmt.Printf("each row: %d workers cycling fresh keys (acquire + release) for %s beside the held locks; memory is each member's RSS (/proc), growth over the empty system per held lock\n\n",
 		so.workers, so.window)
@@ -167,6 +176,27 @@ func scaleMain(ctx context.Context, o options, so scaleOptions) int {
 		return 1
 	}
 	return 0
+}
+
+// raiseNoFile raises this process's open-file limit to at least want when
+// it can (as root, the hard limit too) and returns the limit in force.
+func raiseNoFile(want uint64) uint64 {
+	var l syscall.Rlimit
+	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &l); err != nil {
+		return 0
+	}
+	if l.Cur >= want {
+		return l.Cur
+	}
+	n := l
+	n.Cur = want
+	n.Max = max(l.Max, want)
+	if syscall.Setrlimit(syscall.RLIMIT_NOFILE, &n) != nil {
+		n.Cur, n.Max = min(want, l.Max), l.Max
+		_ = syscall.Setrlimit(syscall.RLIMIT_NOFILE, &n)
+	}
+	_ = syscall.Getrlimit(syscall.RLIMIT_NOFILE, &l)
+	return l.Cur
 }
 
 // heldRun measures workers cycling fresh keys on l beside n held locks.
@@ -599,7 +629,7 @@ func clientsRun(ctx context.Context, lc *lockCluster, n int, d time.Duration) er
 		}
 		return err
 	}); err != nil {
-		return err
+		return fmt.Errorf("after %d clients held their lock (%s): %w", granted.Load(), time.Since(opened).Round(time.Millisecond), err)
 	}
 	openTook := time.Since(opened)
 	held := rssOf(lc.procs[li : li+1])[0]

@@ -36,6 +36,7 @@ type Proxy struct {
 	mode    CutMode
 	ln      net.Listener
 	carried atomic.Int64
+	live    atomic.Int64
 
 	mu     sync.Mutex
 	cut    bool
@@ -70,6 +71,10 @@ func (p *Proxy) Target() string { return p.target }
 // Carried is the number of connections carried to the target so far:
 // accepted while not cut and joined to a connection to the target.
 func (p *Proxy) Carried() int64 { return p.carried.Load() }
+
+// Live is the number of connections carried to the target and still
+// open.
+func (p *Proxy) Live() int64 { return p.live.Load() }
 
 func (p *Proxy) acceptLoop() {
 	defer p.wg.Done()
@@ -129,6 +134,8 @@ func (p *Proxy) forward(c net.Conn) {
 	p.conns[up] = struct{}{}
 	p.mu.Unlock()
 	p.carried.Add(1)
+	p.live.Add(1)
+	defer p.live.Add(-1)
 	var both sync.WaitGroup
 	both.Add(2)
 	pipe := func(dst, src net.Conn) {
