@@ -34,6 +34,14 @@ const MaxStreamRequests = 4096
 // below cannot see until they are made.
 const MaxStreamRunning = 256
 
+// answerRoom is the room of a stream's queue of answers on their way to
+// its writer, which takes every answer ready at each write. It bounds
+// nothing (MaxStreamRequests and the queued-bytes bounds below do): a
+// handler whose answer finds it full waits for the writer, as the reader
+// does. It was MaxStreamRequests, 196 KB per stream that filled as the
+// ring turned: 10 k clients refreshing a lock each held 778 MB on the node.
+const answerRoom = 64
+
 // The bounds of what answers waiting to be written may hold. A client
 // that sends frames and stops reading would otherwise make the node hold
 // every answer: past either bound the stream is closed (its requests are
@@ -82,7 +90,7 @@ func (h *handler) serveStream(root http.Handler) http.HandlerFunc {
 			remote:   r.RemoteAddr,
 			tls:      r.TLS,
 			inflight: map[uint64]context.CancelFunc{},
-			answers:  make(chan queuedAnswer, MaxStreamRequests),
+			answers:  make(chan queuedAnswer, answerRoom),
 			slots:    make(chan struct{}, MaxStreamRunning),
 			jobs:     make(chan func()),
 			done:     make(chan struct{}),
@@ -153,7 +161,7 @@ type streamConn struct {
 	jobs    chan func()   // to an idle worker
 	done    chan struct{} // closed once the stream ended: workers exit
 	workers sync.WaitGroup
-	answers chan queuedAnswer // room for MaxStreamRequests
+	answers chan queuedAnswer // room for answerRoom
 	slots   chan struct{}     // MaxStreamRunning
 	// running counts the requests whose answers are not yet queued: while
 	// some are, the writer lets them run before it writes (see write).
