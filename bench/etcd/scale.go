@@ -110,48 +110,26 @@ func scaleMain(ctx context.Context, o options, so scaleOptions) int {
 	fmt.Printf("each row: %d workers cycling fresh keys (acquire + release) for %s beside the held locks; memory is each member's RSS (/proc), growth over the empty system per held lock\n\n",
 		so.workers, so.window)
 
-	var rows []heldRow
-	etcdBase := rssOf(ec.procs)
-	held := 0
-	for _, n := range []int{1_000, so.etcdHeld} {
-		if n <= held {
-			continue
-		}
-		rate, err := fillEtcd(ctx, ec.cli, held, n)
-		if err != nil {
-			fmt.Fprintln(os.Stderr, "etcd fill:", err)
-			return 1
-		}
-		held = n
-		r, err := heldRun(ctx, "etcd", ec, n, so)
-		if err != nil {
-			fmt.Fprintln(os.Stderr, "etcd:", err)
-			return 1
-		}
-		r.fill, r.baseRSS = rate, etcdBase
-		rows = append(rows, r)
-		printHeld(r)
+	etcdSizes := []int{1_000}
+	if so.etcdHeld > 1_000 {
+		etcdSizes = append(etcdSizes, so.etcdHeld)
 	}
-
-	lcBase := rssOf(lc.procs)
-	held = 0
-	for _, n := range so.sizes {
-		rate, err := fillLockcluster(ctx, lc.c, held, n)
-		if err != nil {
-			fmt.Fprintln(os.Stderr, "lockcluster fill:", err)
-			return 1
-		}
-		held = n
-		r, err := heldRun(ctx, "lockcluster", lc, n, so)
-		if err != nil {
-			fmt.Fprintln(os.Stderr, "lockcluster:", err)
-			return 1
-		}
-		r.fill, r.baseRSS = rate, lcBase
-		r.heap = heapOf(ctx, lc)
-		rows = append(rows, r)
-		printHeld(r)
+	etcdRows, err := heldRows(ctx, "etcd", ec, etcdSizes, so, func(ctx context.Context, from, to int) (float64, error) {
+		return fillEtcd(ctx, ec.cli, from, to)
+	})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
 	}
+	lcRows, err := heldRows(ctx, "lockcluster", lc, so.sizes, so, func(ctx context.Context, from, to int) (float64, error) {
+		return fillLockcluster(ctx, lc.c, from, to)
+	})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	held := so.sizes[len(so.sizes)-1]
+	rows := append(etcdRows, lcRows...)
 	printHeldTable(rows)
 
 	fmt.Printf("\nat %d held locks:\n", held)
@@ -197,6 +175,34 @@ func raiseNoFile(want uint64) uint64 {
 	}
 	_ = syscall.Getrlimit(syscall.RLIMIT_NOFILE, &l)
 	return l.Cur
+}
+
+// heldRows fills l to each size in turn (fill adds the locks from..to-1)
+// and measures a row at each; lockcluster's rows also carry each node's
+// Go heap.
+func heldRows(ctx context.Context, name string, l locker, sizes []int, so scaleOptions,
+	fill func(ctx context.Context, from, to int) (float64, error)) ([]heldRow, error) {
+	base := rssOf(l.members())
+	var rows []heldRow
+	held := 0
+	for _, n := range sizes {
+		rate, err := fill(ctx, held, n)
+		if err != nil {
+			return nil, fmt.Errorf("%s fill: %w", name, err)
+		}
+		held = n
+		r, err := heldRun(ctx, name, l, n, so)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", name, err)
+		}
+		r.fill, r.baseRSS = rate, base
+		if lc, ok := l.(*lockCluster); ok {
+			r.heap = heapOf(ctx, lc)
+		}
+		rows = append(rows, r)
+		printHeld(r)
+	}
+	return rows, nil
 }
 
 // heldRun measures workers cycling fresh keys on l beside n held locks.
