@@ -42,13 +42,6 @@ var ErrCorruptSnapshot = errors.New("engine: corrupt snapshot")
 // errCorrupt is wrapped by every decoding failure.
 var errCorrupt = ErrCorruptSnapshot
 
-func (e *entry) kind() Kind {
-	if e.queue == nil {
-		return Mutex
-	}
-	return e.queue.kind
-}
-
 func appendBool(b []byte, v bool) []byte {
 	if v {
 		return append(b, 1)
