@@ -44,7 +44,7 @@ type options struct {
 
 func main() {
 	var o options
-	var etcdArgs, lockArgs, sizes string
+	var etcdArgs, lockArgs, sizes, steps string
 	var scale bool
 	var so scaleOptions
 	flag.DurationVar(&o.duration, "duration", 10*time.Second, "measured time per scenario and system")
@@ -68,8 +68,20 @@ func main() {
 	flag.IntVar(&so.clients, "scale-clients", 10_000, "-scale: clients, each its own connection to the leader, holding and refreshing a lock each")
 	flag.DurationVar(&so.clientsFor, "scale-clients-for", 30*time.Second, "-scale: how long the clients refresh")
 	flag.IntVar(&so.storm, "scale-storm", 100_000, "-scale: locks ending in the same second in the expiry storm")
+	flag.StringVar(&steps, "scale-steps", "restart,leader,storm,clients", "-scale: what runs after the held rows, comma-separated, in this order: restart (a follower), leader (its death), storm (expiries), clients")
 	flag.Parse()
 	if scale {
+		so.steps = map[string]bool{}
+		for _, f := range strings.Split(steps, ",") {
+			switch f = strings.TrimSpace(f); f {
+			case "":
+			case "restart", "leader", "storm", "clients":
+				so.steps[f] = true
+			default:
+				fmt.Fprintf(os.Stderr, "-scale-steps: %q is none of restart, leader, storm, clients\n", f)
+				os.Exit(2)
+			}
+		}
 		for _, f := range strings.Split(sizes, ",") {
 			n, err := strconv.Atoi(strings.TrimSpace(f))
 			if err != nil || n < 1 {

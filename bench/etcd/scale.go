@@ -33,13 +33,14 @@ import (
 
 // scaleOptions are the -scale flags.
 type scaleOptions struct {
-	sizes      []int         // held locks at which lockcluster is measured
-	etcdHeld   int           // the largest table etcd is measured at
-	window     time.Duration // measured time of each cycling row
-	workers    int           // cycling workers
-	storm      int           // locks ending in the same second
-	clients    int           // clients holding and refreshing a lock each
-	clientsFor time.Duration // how long they refresh
+	sizes      []int           // held locks at which lockcluster is measured
+	etcdHeld   int             // the largest table etcd is measured at
+	window     time.Duration   // measured time of each cycling row
+	workers    int             // cycling workers
+	storm      int             // locks ending in the same second
+	clients    int             // clients holding and refreshing a lock each
+	clientsFor time.Duration   // how long they refresh
+	steps      map[string]bool // what runs after the held rows (-scale-steps)
 }
 
 // heldRow is one system at one table size.
@@ -134,24 +135,28 @@ func scaleMain(ctx context.Context, o options, so scaleOptions) int {
 
 	fmt.Printf("\nat %d held locks:\n", held)
 	printSnapshots(lc, dir)
+	profiles := ""
 	if slices.Contains(o.lockclusterArgs, "--pprof") {
-		saveHeapProfile(ctx, lc, o.profileDir)
+		profiles = o.profileDir
+		saveProfiles(ctx, lc, profiles, "lockcluster-leader-held")
 	}
-	if err := restartFollower(ctx, lc, dir); err != nil {
-		fmt.Fprintln(os.Stderr, "restart:", err)
-		return 1
+	steps := []struct {
+		name string
+		run  func() error
+	}{
+		{"restart", func() error { return restartFollower(ctx, lc, dir) }},
+		{"leader", func() error { return killLeader(ctx, lc, dir, held) }},
+		{"storm", func() error { return expiryStorm(ctx, lc, so) }},
+		{"clients", func() error { return clientsRun(ctx, lc, so.clients, so.clientsFor, profiles) }},
 	}
-	if err := killLeader(ctx, lc, dir, held); err != nil {
-		fmt.Fprintln(os.Stderr, "leader change:", err)
-		return 1
-	}
-	if err := expiryStorm(ctx, lc, so); err != nil {
-		fmt.Fprintln(os.Stderr, "expiry storm:", err)
-		return 1
-	}
-	if err := clientsRun(ctx, lc, so.clients, so.clientsFor); err != nil {
-		fmt.Fprintln(os.Stderr, "clients:", err)
-		return 1
+	for _, st := range steps {
+		if !so.steps[st.name] {
+			continue
+		}
+		if err := st.run(); err != nil {
+			fmt.Fprintf(os.Stderr, "%s: %v\n", st.name, err)
+			return 1
+		}
 	}
 	return 0
 }
@@ -381,34 +386,52 @@ func orDash(s string) string {
 	return s
 }
 
-// saveHeapProfile saves the leader's heap profile (its --pprof) in dir, for
-// go tool pprof -sample_index=inuse_space: where a held lock's bytes go.
-func saveHeapProfile(ctx context.Context, lc *lockCluster, dir string) {
+// saveProfiles saves the leader's heap profile (its --pprof) in dir as
+// <name>-heap.pb.gz, for go tool pprof -sample_index=inuse_space (where the
+// bytes go), and its runtime.MemStats as <name>-memstats.txt (goroutine
+// stacks are not in the heap profile: StackInuse is).
+func saveProfiles(ctx context.Context, lc *lockCluster, dir, name string) {
 	li := leaderIndex(ctx, lc)
 	if li < 0 {
-		fmt.Println("- heap profile: no leader")
+		fmt.Println("- profiles: no leader")
 		return
 	}
-	cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	defer cancel()
-	req, _ := http.NewRequestWithContext(cctx, http.MethodGet, "http://"+lc.addrs[li]+"/debug/pprof/heap?gc=1", nil)
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
+	heap := filepath.Join(dir, name+"-heap.pb.gz")
+	stats := filepath.Join(dir, name+"-memstats.txt")
+	base := "http://" + lc.addrs[li] + "/debug/pprof/"
+	if err := saveURL(ctx, base+"heap?gc=1", heap); err != nil {
 		fmt.Println("- heap profile:", err)
 		return
 	}
-	defer resp.Body.Close()
-	path := filepath.Join(dir, "lockcluster-leader-heap.pb.gz")
-	f, err := os.Create(path)
-	if err == nil {
-		_, err = io.Copy(f, resp.Body)
-		err = errors.Join(err, f.Close())
-	}
-	if err != nil || resp.StatusCode != http.StatusOK {
-		fmt.Println("- heap profile:", resp.Status, err)
+	if err := saveURL(ctx, base+"heap?debug=1", stats); err != nil {
+		fmt.Println("- memstats:", err)
 		return
 	}
-	fmt.Printf("- the leader's heap profile: %s (go tool pprof -sample_index=inuse_space -top %s)\n", path, path)
+	fmt.Printf("- the leader's heap profile: %s (go tool pprof -sample_index=inuse_space -top %s); MemStats at the end of %s\n", heap, heap, stats)
+}
+
+// saveURL writes the body of a GET of url to path.
+func saveURL(ctx context.Context, url, path string) error {
+	cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(cctx, http.MethodGet, url, nil)
+	if err != nil {
+		return err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("%s: %s", url, resp.Status)
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	_, err = io.Copy(f, resp.Body)
+	return errors.Join(err, f.Close())
 }
 
 // printSnapshots prints the size of each node's latest snapshot on disk.
@@ -602,7 +625,7 @@ func expiryStorm(ctx context.Context, lc *lockCluster, so scaleOptions) error {
 // clientsRun opens n clients, each its own connection to one node (the
 // leader), each holding a lock of its own and refreshing it every ttl/3
 // for d, and reports the refresh latency, refusals and the node's memory.
-func clientsRun(ctx context.Context, lc *lockCluster, n int, d time.Duration) error {
+func clientsRun(ctx context.Context, lc *lockCluster, n int, d time.Duration, profiles string) error {
 	li := leaderIndex(ctx, lc)
 	if li < 0 {
 		return fmt.Errorf("no leader")
@@ -685,6 +708,9 @@ func clientsRun(ctx context.Context, lc *lockCluster, n int, d time.Duration) er
 	wg.Wait()
 	slices.Sort(lat)
 	during := rssOf(lc.procs[li : li+1])[0]
+	if profiles != "" {
+		saveProfiles(ctx, lc, profiles, "lockcluster-leader-clients")
+	}
 	fmt.Printf("- %d clients, each its own connection to the leader and one lock of %s refreshed every %s, for %s: opened and granted in %s; %d refreshes, p50 %s p99 %s max %s; %d refused, %d failed; the leader's RSS %s MB → %s MB holding → %s MB refreshing\n",
 		n, ttl, period, d, openTook.Round(time.Millisecond), len(lat), fmtDur(load.Percentile(lat, 50)), fmtDur(load.Percentile(lat, 99)),
 		fmtDur(lastOf(lat)), refused.Load(), failed.Load(), mb(before), mb(held), mb(during))
