@@ -669,6 +669,7 @@ func clientsRun(ctx context.Context, lc *lockCluster, n int, d time.Duration, pr
 	var mu sync.Mutex
 	var lat []time.Duration
 	var refused, failed atomic.Int64
+	errs := map[string]int{}
 	var wg sync.WaitGroup
 	end := time.Now().Add(d)
 	for i, c := range clients {
@@ -695,6 +696,9 @@ func clientsRun(ctx context.Context, lc *lockCluster, n int, d time.Duration, pr
 				switch {
 				case err != nil:
 					failed.Add(1)
+					mu.Lock()
+					errs[errClass(err)]++
+					mu.Unlock()
 				case !ok:
 					refused.Add(1)
 				default:
@@ -714,10 +718,33 @@ func clientsRun(ctx context.Context, lc *lockCluster, n int, d time.Duration, pr
 	fmt.Printf("- %d clients, each its own connection to the leader and one lock of %s refreshed every %s, for %s: opened and granted in %s; %d refreshes, p50 %s p99 %s max %s; %d refused, %d failed; the leader's RSS %s MB → %s MB holding → %s MB refreshing\n",
 		n, ttl, period, d, openTook.Round(time.Millisecond), len(lat), fmtDur(load.Percentile(lat, 50)), fmtDur(load.Percentile(lat, 99)),
 		fmtDur(lastOf(lat)), refused.Load(), failed.Load(), mb(before), mb(held), mb(during))
+	for e, n := range errs {
+		fmt.Printf("  - %d failed with: %s\n", n, e)
+	}
 	if refused.Load() > 0 || failed.Load() > 0 {
 		return fmt.Errorf("%d refreshes refused and %d failed", refused.Load(), failed.Load())
 	}
 	return nil
+}
+
+// errClass is err's message without the numbers in it (ports, ids,
+// durations), so that failures of one kind are counted together.
+func errClass(err error) string {
+	msg := []rune(err.Error())
+	out := make([]rune, 0, len(msg))
+	for _, r := range msg {
+		if r >= '0' && r <= '9' {
+			if len(out) > 0 && out[len(out)-1] == '#' {
+				continue
+			}
+			r = '#'
+		}
+		out = append(out, r)
+	}
+	if len(out) > 300 {
+		out = append(out[:300], '…')
+	}
+	return string(out)
 }
 
 func lastOf(ds []time.Duration) time.Duration {

@@ -155,9 +155,10 @@ type streamConn struct {
 	reading  bool // a frame is being read: its deadline stands
 
 	handlers sync.WaitGroup // requests in progress
-	// Requests run on workers that stay for the stream's life: a fresh
-	// goroutine per request grows its stack anew each time (a tenth of a
-	// busy leader's CPU went to that).
+	// Requests run on workers that stay while requests keep coming: a
+	// fresh goroutine per request grows its stack anew each time (a tenth
+	// of a busy leader's CPU went to that). An idle one leaves after
+	// streamWorkerIdle.
 	jobs    chan func()   // to an idle worker
 	done    chan struct{} // closed once the stream ended: workers exit
 	workers sync.WaitGroup
@@ -379,13 +380,36 @@ func (s *streamConn) run(job func()) {
 	}
 }
 
-// worker runs job, then the jobs it is handed, until the stream ends.
+// streamWorkerIdle is how long a stream's worker waits for its next job
+// before it leaves (a variable, atomic, for the tests). A worker's stack has grown
+// to what a handler needs (8–16 KB): one parked for the stream's life
+// held it for every client that sends a request now and then (a refresh
+// every 10 s: 10 k such clients pinned 180 MB of stacks on the leader).
+// A worker busy within the second stays, so the cost of growing a fresh
+// stack is paid once per burst, not per request.
+var streamWorkerIdle atomic.Int64 // a time.Duration
+
+func init() { streamWorkerIdle.Store(int64(time.Second)) }
+
+// streamWorkers counts the stream workers alive in this process.
+var streamWorkers atomic.Int64
+
+// worker runs job, then the jobs it is handed, until the stream ends or
+// none comes for streamWorkerIdle.
 func (s *streamConn) worker(job func()) {
+	streamWorkers.Add(1)
+	defer streamWorkers.Add(-1)
 	defer s.workers.Done()
+	wait := time.Duration(streamWorkerIdle.Load())
+	idle := time.NewTimer(wait)
+	defer idle.Stop()
 	for {
 		job()
+		idle.Reset(wait)
 		select {
 		case job = <-s.jobs:
+		case <-idle.C:
+			return
 		case <-s.done:
 			return
 		}
