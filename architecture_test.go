@@ -30,6 +30,7 @@ func TestArchitecture_ImportRules(t *testing.T) {
 		{"cluster/rounds", []string{"fsm", "engine", "drivers"}, false},
 		{"cluster/term", []string{"cluster/rounds", "fsm", "engine", "drivers"}, false},
 		{".", []string{"drivers", "drivers/memory", "engine", "internal/heldwatch"}, true},
+		{"election", []string{"drivers", "drivers/memory", "engine", "internal/heldwatch"}, true},
 	} {
 		path := mod
 		if rule.pkg != "." {

@@ -46,6 +46,11 @@ func (l *Lock) Key() string { return l.key }
 // TTL returns the time-to-live requested for every acquisition and refresh.
 func (l *Lock) TTL() time.Duration { return l.ttl }
 
+// Err is what Make found wrong with the key, the TTL or a claim (an
+// *InvalidError, or an error matching ErrUnsupported), which every call
+// on the handle reports; nil when the handle is usable.
+func (l *Lock) Err() error { return l.invalid }
+
 // IsAcquired reports whether this handle believes it holds the lock: it
 // acquired it and has neither released it nor found it gone. Only the
 // backend knows for sure; Refresh asks it.

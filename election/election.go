@@ -1,0 +1,239 @@
+// Package election elects one leader among processes, on any backend of
+// package lock: the embedded engine, the cluster, Redis or SQLite.
+//
+// A candidate calls Campaign, which blocks until it leads (candidates are
+// served in arrival order on the backends that queue waiters) and returns
+// a Leadership. Its Context is cancelled when leadership ends: on Resign,
+// when the Manager closes, or when the lease could not be kept — before
+// the backend can let it run out, by the lock's safety margin, so that a
+// leader stops before another can start. Standing again is one more call
+// to Campaign; no process has to exit.
+//
+// The term of a leadership is the lock's fence: strictly increasing for
+// one election, so that a resource that remembers the highest term it has
+// seen can refuse the writes of a deposed leader.
+//
+// Leader reads the current leader, its value and term; Observe reports
+// each change.
+package election
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+	"unicode/utf8"
+
+	"github.com/zerotal/lock"
+	"github.com/zerotal/lock/drivers"
+)
+
+// ErrNoLeader is returned by Leader when nobody leads.
+var ErrNoLeader = errors.New("election: no leader")
+
+// DefaultTTL is the lease of a leadership when New is given none: a leader
+// whose process dies without resigning is replaced within about this long.
+const DefaultTTL = 15 * time.Second
+
+// MaxValueLen is the longest value a candidate may campaign with, in
+// bytes: the value travels in the lock's owner, after a 32-byte token and
+// a colon.
+const MaxValueLen = drivers.MaxOwnerLen - tokenLen - 1
+
+// tokenLen is the length of a campaign's token, hex.
+const tokenLen = 32
+
+// campaignWait bounds one wait for the lock inside Campaign, which waits
+// again after it until its ctx ends: the backends cap how long one request
+// may wait.
+const campaignWait = time.Minute
+
+// Election is one named election on a Manager. It is safe for concurrent
+// use; each Campaign is a candidate of its own.
+type Election struct {
+	m    *lock.Manager
+	name string
+	ttl  time.Duration
+}
+
+// New returns the election name on m, with leaderships leased for ttl (0:
+// DefaultTTL) and kept refreshed. The name is a lock key: it takes the
+// Manager's prefix, and must not be used as a lock by anything else.
+func New(m *lock.Manager, name string, ttl time.Duration) (*Election, error) {
+	if m == nil {
+		return nil, errors.New("election: nil Manager")
+	}
+	if ttl == 0 {
+		ttl = DefaultTTL
+	}
+	// The checks of the lock itself: a key the backend takes, a TTL in
+	// range.
+	if err := m.Make(name, ttl).Err(); err != nil {
+		return nil, fmt.Errorf("election: %w", err)
+	}
+	if _, ok := m.Driver().(drivers.Inspector); !ok {
+		return nil, fmt.Errorf("election: the %T backend cannot say who holds a key: %w", m.Driver(), drivers.ErrUnsupported)
+	}
+	return &Election{m: m, name: name, ttl: ttl}, nil
+}
+
+// Name is the election's name.
+func (e *Election) Name() string { return e.name }
+
+// Leader is who leads an election, as the backend sees it.
+type Leader struct {
+	// Value is what the leader campaigned with.
+	Value string
+	// Term is the leadership's fence: strictly increasing for one
+	// election.
+	Term uint64
+	// Remaining is how long the leader's lease has left, unless it is
+	// refreshed (leaders refresh theirs).
+	Remaining time.Duration
+}
+
+// Leader returns the current leader, or ErrNoLeader.
+func (e *Election) Leader(ctx context.Context) (Leader, error) {
+	h, ok, err := e.m.Driver().(drivers.Inspector).Inspect(ctx, e.m.Prefix()+e.name)
+	if err != nil {
+		return Leader{}, fmt.Errorf("election %q: leader: %w", e.name, err)
+	}
+	if !ok || len(h.Holders) == 0 {
+		return Leader{}, ErrNoLeader
+	}
+	holder := h.Holders[0]
+	value, ok := valueOf(holder.Owner)
+	if !ok {
+		return Leader{}, fmt.Errorf("election %q: the key is held by %q, not by a candidate: is the name used as a lock too?", e.name, holder.Owner)
+	}
+	return Leader{Value: value, Term: holder.Fence, Remaining: holder.Remaining}, nil
+}
+
+// Campaign blocks until this candidate leads, then returns its leadership;
+// ctx bounds the wait only (the leadership lasts until Resign, or until it
+// is lost). value, at most MaxValueLen bytes of valid UTF-8, is what
+// Leader reports to others (an address, a host name); it may be empty.
+//
+// When ctx ends first, Campaign returns ctx's error and leaves the queue;
+// when the backend fails, its error (lock.ErrUnavailable, …).
+func (e *Election) Campaign(ctx context.Context, value string) (*Leadership, error) {
+	if len(value) > MaxValueLen || !utf8.ValidString(value) {
+		return nil, fmt.Errorf("election %q: value: %w", e.name, &lock.InvalidError{Field: "value",
+			Reason: fmt.Sprintf("must be valid UTF-8 of at most %d bytes, got %d bytes", MaxValueLen, len(value))})
+	}
+	owner := newToken() + ":" + value
+
+	// The lock's callback runs on ctx without its cancellation once it
+	// leads: ctx bounds the campaign, not the leadership.
+	run, stopRun := context.WithCancel(context.WithoutCancel(ctx))
+	unhook := context.AfterFunc(ctx, stopRun)
+	l := &Leadership{value: value, resign: make(chan struct{}), done: make(chan struct{})}
+	won := make(chan struct{})
+	go func() {
+		defer close(l.done)
+		defer stopRun()
+		for {
+			err := e.m.Block(run, e.name, e.ttl, func(lctx context.Context, held *lock.Lock) error {
+				l.ctx, l.cancel = context.WithCancelCause(lctx)
+				l.term = held.Fence()
+				close(won)
+				select {
+				case <-l.ctx.Done():
+				case <-l.resign:
+				}
+				return nil
+			}, lock.WithOwner(owner), lock.WithRefresh(), lock.WithTimeout(campaignWait))
+			if errors.Is(err, lock.ErrNotAcquired) && run.Err() == nil && !l.leading() {
+				continue // the wait's bound passed: wait again
+			}
+			l.err = err
+			return
+		}
+	}()
+
+	select {
+	case <-won:
+	case <-l.done:
+		unhook()
+		if ctx.Err() != nil {
+			return nil, fmt.Errorf("election %q: campaign: %w", e.name, context.Cause(ctx))
+		}
+		return nil, fmt.Errorf("election %q: campaign: %w", e.name, l.err)
+	}
+	if !unhook() {
+		// ctx ended as the leadership began: the candidate has gone.
+		_ = l.Resign(context.Background())
+		return nil, fmt.Errorf("election %q: campaign: %w", e.name, context.Cause(ctx))
+	}
+	return l, nil
+}
+
+// Leadership is a won campaign.
+type Leadership struct {
+	value  string
+	term   uint64
+	ctx    context.Context
+	cancel context.CancelCauseFunc
+	resign chan struct{} // closed by Resign
+	once   sync.Once
+	done   chan struct{} // closed once the lock is released (or lost)
+	err    error         // the lock's outcome, once done is closed
+}
+
+// ErrResigned is the cause of a leadership's Context after Resign.
+var ErrResigned = errors.New("election: resigned")
+
+// leading reports whether the campaign has won (set before won closes).
+func (l *Leadership) leading() bool { return l.ctx != nil }
+
+// Context is cancelled when the leadership ends: by Resign (cause
+// ErrResigned), by the loss of the lease (a *lock.LostError, before the
+// backend could hand the lease on), or by the Manager's Close. Work done
+// as leader runs on it.
+func (l *Leadership) Context() context.Context { return l.ctx }
+
+// Term is the leadership's fence: pass it to resources that must refuse
+// an earlier leader's writes.
+func (l *Leadership) Term() uint64 { return l.term }
+
+// Value is what this leader campaigned with.
+func (l *Leadership) Value() string { return l.value }
+
+// Done is closed once the leadership is over at the backend: released
+// after Resign, or lost.
+func (l *Leadership) Done() <-chan struct{} { return l.done }
+
+// Resign ends the leadership: its Context is cancelled first, then the
+// lease is released so that the next candidate leads at once. It returns
+// once the release is done or ctx ends. Resigning twice is harmless.
+func (l *Leadership) Resign(ctx context.Context) error {
+	l.cancel(ErrResigned)
+	l.once.Do(func() { close(l.resign) })
+	select {
+	case <-l.done:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// newToken is a campaign's random token, hex.
+func newToken() string {
+	var b [tokenLen / 2]byte
+	_, _ = rand.Read(b[:]) // never fails: crypto/rand crashes rather than return weak bytes
+	return hex.EncodeToString(b[:])
+}
+
+// valueOf is the value of a candidate's owner, token:value.
+func valueOf(owner string) (string, bool) {
+	if len(owner) <= tokenLen || owner[tokenLen] != ':' {
+		return "", false
+	}
+	if _, err := hex.DecodeString(owner[:tokenLen]); err != nil {
+		return "", false
+	}
+	return owner[tokenLen+1:], true
+}
