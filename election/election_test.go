@@ -14,8 +14,8 @@ import (
 	"github.com/zerotal/lock"
 	"github.com/zerotal/lock/cluster/clustertest"
 	_ "github.com/zerotal/lock/drivers/cluster"
-	"github.com/zerotal/lock/drivers/redis/redistest"
 	_ "github.com/zerotal/lock/drivers/redis"
+	"github.com/zerotal/lock/drivers/redis/redistest"
 	_ "github.com/zerotal/lock/drivers/sqlite"
 	"github.com/zerotal/lock/election"
 )
