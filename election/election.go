@@ -138,7 +138,7 @@ func (e *Election) Campaign(ctx context.Context, value string) (*Leadership, err
 		for {
 			err := e.m.Block(run, e.name, e.ttl, func(lctx context.Context, held *lock.Lock) error {
 				l.ctx, l.cancel = context.WithCancelCause(lctx)
-				l.term = held.Fence()
+				l.term, l.held = held.Fence(), held
 				close(won)
 				select {
 				case <-l.ctx.Done():
@@ -175,6 +175,7 @@ func (e *Election) Campaign(ctx context.Context, value string) (*Leadership, err
 type Leadership struct {
 	value  string
 	term   uint64
+	held   *lock.Lock
 	ctx    context.Context
 	cancel context.CancelCauseFunc
 	resign chan struct{} // closed by Resign
@@ -198,6 +199,11 @@ func (l *Leadership) Context() context.Context { return l.ctx }
 // Term is the leadership's fence: pass it to resources that must refuse
 // an earlier leader's writes.
 func (l *Leadership) Term() uint64 { return l.term }
+
+// ExpiresAt is this process's estimate of when the lease ends unless it
+// is refreshed (lock.Lock.ExpiresAt: it errs early, never late); the zero
+// time once the leadership is over.
+func (l *Leadership) ExpiresAt() time.Time { return l.held.ExpiresAt() }
 
 // Value is what this leader campaigned with.
 func (l *Leadership) Value() string { return l.value }

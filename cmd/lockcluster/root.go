@@ -76,6 +76,8 @@ func newRootCmd(e *env) *cobra.Command {
 		newLeaveCmd(e),
 		newTokenCmd(e),
 		newRunCmd(e),
+		newElectCmd(e),
+		newLeaderCmd(e),
 		newBenchCmd(e),
 		newVersionCmd(e),
 	)
