@@ -21,6 +21,7 @@ func RunShared(t *testing.T, newHarness func(t *testing.T) Harness) {
 		name string
 		fn   func(t *testing.T, s *suite)
 	}{
+		{"InspectMutex", testInspectMutex},
 		{"SemaphoreLimitAndFences", testSemaphoreLimitAndFences},
 		{"SemaphoreFIFO", testSemaphoreFIFO},
 		{"KindAndLimitMismatch", testKindAndLimitMismatch},
@@ -120,6 +121,37 @@ func owners(n int) []string {
 		o[i] = token()
 	}
 	return o
+}
+
+// Inspect of a held mutex names its holder with the grant's fence (what
+// an election reports as the leader's term) and its time left, as seen
+// from another handle; a refresh keeps the fence, a new grant raises it.
+func testInspectMutex(t *testing.T, s *suite) {
+	a, b := s.driver(), s.driver()
+	key := s.key("inspected")
+	if h := inspect(t, b, key); len(h.Holders) != 0 {
+		t.Fatalf("Inspect of a free key: %+v; want no holder", h)
+	}
+	for i, owner := range owners(2) {
+		fence, ok, err := a.Acquire(ctxFor(t), key, owner, longTTL)
+		if err != nil || !ok {
+			t.Fatalf("Acquire: %v, %v", ok, err)
+		}
+		if _, _, err := a.Acquire(ctxFor(t), key, owner, longTTL); err != nil { // a refresh
+			t.Fatal(err)
+		}
+		h := inspect(t, b, key)
+		if h.Claim != (drivers.Claim{}) || len(h.Holders) != 1 {
+			t.Fatalf("grant %d: Inspect = %+v; want one mutex holder", i, h)
+		}
+		got := h.Holders[0]
+		if got.Owner != owner || got.Fence != fence || got.Remaining <= 0 || got.Remaining > longTTL {
+			t.Fatalf("grant %d: holder %+v; want owner %s, fence %d, time left in (0, %v]", i, got, owner, fence, longTTL)
+		}
+		if ok, err := a.Release(ctxFor(t), key, owner); err != nil || !ok {
+			t.Fatalf("Release: %v, %v", ok, err)
+		}
+	}
 }
 
 func testSemaphoreLimitAndFences(t *testing.T, s *suite) {

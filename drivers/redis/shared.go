@@ -226,11 +226,13 @@ return 0
 // queue...} with each holder as owner, fence, ms left, write and each
 // waiter as owner, write.
 //
-// KEYS[1] lock.
+// KEYS[1] lock, KEYS[2] fence. A mutex's fence is its counter's: the
+// last grant's, which is the holder's (a refresh keeps it), as the
+// acquire script's refresh reports it.
 var inspectScript = goredis.NewScript(sharedNow + `
 local t = redis.call('TYPE', KEYS[1]).ok
 if t == 'string' then
-  return {'mutex', '0', '0', redis.call('GET', KEYS[1]), '0', tostring(redis.call('PTTL', KEYS[1])), '0', '|'}
+  return {'mutex', '0', '0', redis.call('GET', KEYS[1]), redis.call('GET', KEYS[2]) or '0', tostring(redis.call('PTTL', KEYS[1])), '0', '|'}
 end
 if t ~= 'hash' then return {'none'} end
 local holders, queue, kind, lim = {}, {}, nil, nil
@@ -416,7 +418,8 @@ func (d *Driver) Inspect(ctx context.Context, key string) (drivers.Holding, bool
 	if err := d.usable(ctx, "inspect", key); err != nil {
 		return drivers.Holding{}, false, err
 	}
-	res, err := inspectScript.Run(ctx, d.client, []string{keysFor(key).lock}).StringSlice()
+	ks := keysFor(key)
+	res, err := inspectScript.Run(ctx, d.client, []string{ks.lock, ks.fence}).StringSlice()
 	if err != nil {
 		return drivers.Holding{}, false, d.translate(ctx, "inspect", key, err)
 	}
