@@ -32,7 +32,7 @@ func runCLI(t *testing.T, vars map[string]string, args ...string) (code int, std
 
 // commandNames are the commands lockcluster has, besides help and
 // completion.
-var commandNames = []string{"agent", "dev", "status", "locks", "join", "leave", "token", "run", "bench", "version"}
+var commandNames = []string{"agent", "dev", "status", "locks", "join", "leave", "token", "run", "elect", "leader", "bench", "version"}
 
 func TestCLI_UsageAndHelp(t *testing.T) {
 	if code, _, stderr := runCLI(t, nil); code != exitUsage || !strings.Contains(stderr, "Commands:") {
