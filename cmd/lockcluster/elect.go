@@ -136,6 +136,7 @@ func runElect(ctx context.Context, e *env, cmd *cobra.Command, o *electOptions, 
 		return exitStatus(exitCodeFor(err))
 	}
 	for {
+		r.say("standing for %q", name)
 		l, err := el.Campaign(ctx, o.value)
 		if err != nil {
 			if ctx.Err() != nil {

@@ -23,7 +23,7 @@ type proc struct {
 // startProc starts "lockcluster args..." with the variables env (and
 // PATH, nothing else). The test's end stops it, by its PID, if it still
 // runs.
-func startProc(t *testing.T, env []string, args ...string) *proc {
+func startProc(t testing.TB, env []string, args ...string) *proc {
 	t.Helper()
 	exe, err := os.Executable()
 	if err != nil {
@@ -71,7 +71,7 @@ func baseEnv(args []string) []string {
 }
 
 // wait returns the exit status once the process has exited.
-func (p *proc) wait(t *testing.T) int {
+func (p *proc) wait(t testing.TB) int {
 	t.Helper()
 	select {
 	case <-p.done:
@@ -94,7 +94,7 @@ func (p *proc) exited() bool {
 
 // runBinary runs "lockcluster args..." to its end with the variables env
 // and returns its exit status and output.
-func runBinary(t *testing.T, env []string, args ...string) (code int, stdout, stderr string) {
+func runBinary(t testing.TB, env []string, args ...string) (code int, stdout, stderr string) {
 	t.Helper()
 	p := startProc(t, env, args...)
 	code = p.wait(t)
