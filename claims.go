@@ -50,17 +50,20 @@ func (m *Manager) checkClaim(c drivers.Claim) error {
 	return nil
 }
 
-// acquireAt makes one acquire of l's key for owner, as l's claim says.
-func (l *Lock) acquireAt(ctx context.Context, owner string) (fence uint64, ok bool, holderTTL time.Duration, err error) {
+// acquireAt makes one acquire of l's key for owner, as l's claim says;
+// when another owner holds it, held is what the driver tells of it.
+func (l *Lock) acquireAt(ctx context.Context, owner string) (fence uint64, ok bool, held drivers.HeldBy, err error) {
 	switch {
 	case l.shared():
 		fence, ok, err = l.m.sharer.AcquireShared(ctx, l.fullKey, owner, l.ttl, l.claim)
+	case l.m.holder != nil:
+		fence, ok, held, err = l.m.holder.AcquireHolder(ctx, l.fullKey, owner, l.ttl)
 	case l.m.holderTTL != nil:
-		fence, ok, holderTTL, err = l.m.holderTTL.AcquireHolderTTL(ctx, l.fullKey, owner, l.ttl)
+		fence, ok, held.TTL, err = l.m.holderTTL.AcquireHolderTTL(ctx, l.fullKey, owner, l.ttl)
 	default:
 		fence, ok, err = l.m.driver.Acquire(ctx, l.fullKey, owner, l.ttl)
 	}
-	return fence, ok, holderTTL, err
+	return fence, ok, held, err
 }
 
 // pushedWait is the driver's wait for l's claim; ok is false when the

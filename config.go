@@ -40,6 +40,9 @@ type Config struct {
 	Cluster ClusterConfig
 	// Logger receives the Manager's and the driver's logs; nil discards them.
 	Logger *slog.Logger
+	// Holder is how this process's grants describe their holder to others
+	// (see WithHolder); empty means the host name and the process id.
+	Holder string
 }
 
 // SQLiteConfig configures the "sqlite" driver.

@@ -3,12 +3,16 @@ package lock_test
 import (
 	"context"
 	"errors"
+	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/zerotal/lock"
 	"github.com/zerotal/lock/cluster/clustertest"
+	"github.com/zerotal/lock/drivers/memory"
 	"github.com/zerotal/lock/drivers/redis/redistest"
 )
 
@@ -79,5 +83,62 @@ func TestNotAcquired_CarriesTheHolderTTLOnEveryBackend(t *testing.T) {
 				t.Errorf("the next grant: %v, fence %d; want a fence above %d", err, inside, fence)
 			}
 		})
+	}
+}
+
+// A refused acquire says who holds the key, as the holder's Manager
+// describes itself (the host and the process id by default, WithHolder
+// otherwise), on every backend, and never carries the holder's token.
+func TestNotAcquired_SaysWhoHoldsItOnEveryBackend(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts real backends")
+	}
+	host, _ := os.Hostname()
+	want := host + " pid " + strconv.Itoa(os.Getpid())
+	for _, b := range realBackends() {
+		t.Run(b.name, func(t *testing.T) {
+			t.Parallel()
+			m := b.open(t)
+			holder := m.Make("who", 30*time.Second)
+			if ok, err := holder.Acquire(t.Context()); !ok || err != nil {
+				t.Fatalf("Acquire = %v, %v", ok, err)
+			}
+			token, _, _ := strings.Cut(holder.Owner(), ":")
+			err := m.Try(t.Context(), "who", time.Second, noop)
+			na, ok := errors.AsType[*lock.NotAcquiredError](err)
+			if !ok || na.Holder != want || !strings.Contains(err.Error(), want) {
+				t.Fatalf("Try = %v (holder %q); want a *NotAcquiredError naming %q", err, na.Holder, want)
+			}
+			if strings.Contains(err.Error(), token) || strings.Contains(na.Holder, token) {
+				t.Fatalf("the error carries the holder's token %s: %v", token, err)
+			}
+			_ = holder.Release(t.Context())
+		})
+	}
+}
+
+// WithHolder replaces the description, and "" leaves it out.
+func TestWithHolder_DescribesTheGrants(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct{ give, want string }{
+		{"deploy@host-3", "deploy@host-3"},
+		{"", ""},
+		{"bad\xffutf8", "bad?utf8"},
+		{strings.Repeat("x", lock.MaxHolderLen+10), strings.Repeat("x", lock.MaxHolderLen)},
+	} {
+		d, err := memory.New(memory.Config{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		m := lock.New(d, lock.WithHolder(tc.give))
+		held := m.Make("k", time.Minute)
+		if ok, err := held.Acquire(t.Context()); !ok || err != nil {
+			t.Fatal(ok, err)
+		}
+		na, _ := errors.AsType[*lock.NotAcquiredError](m.Try(t.Context(), "k", time.Second, noop))
+		if na == nil || na.Holder != tc.want {
+			t.Errorf("WithHolder(%.20q): holder %v; want %.20q", tc.give, na, tc.want)
+		}
+		_ = m.Close()
 	}
 }

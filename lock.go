@@ -241,22 +241,22 @@ func (l *Lock) nextOwner() string {
 	if l.fixedOwner != "" {
 		return l.fixedOwner
 	}
-	return newOwner()
+	return newOwner(l.m.ownerSuffix)
 }
 
 // acquireLocked makes one fresh acquisition attempt. l.op must be held.
-// When another owner holds the key, held says so, with the holder's
-// remaining time when the driver tells it (drivers.HolderTTLReporter).
-func (l *Lock) acquireLocked(ctx context.Context) (ok bool, held *NotAcquiredError, err error) {
+// When another owner holds the key, notAcq says so, with who holds it and
+// its remaining time when the driver tells (drivers.HolderReporter).
+func (l *Lock) acquireLocked(ctx context.Context) (ok bool, notAcq *NotAcquiredError, err error) {
 	owner := l.nextOwner()
 	sent := time.Now()
-	fence, ok, holderTTL, err := l.acquireAt(ctx, owner)
+	fence, ok, held, err := l.acquireAt(ctx, owner)
 	if err != nil {
 		l.abandon(ctx, owner, err)
 		return false, nil, failed(ctx, "acquire", l.key, true, err)
 	}
 	if !ok {
-		return false, &NotAcquiredError{Key: l.key, HolderTTL: holderTTL}, nil
+		return false, &NotAcquiredError{Key: l.key, HolderTTL: held.TTL, Holder: held.Holder}, nil
 	}
 	l.granted(owner, fence, sent)
 	return true, nil, nil

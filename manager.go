@@ -3,6 +3,9 @@ package lock
 import (
 	"context"
 	"log/slog"
+	"os"
+	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -28,6 +31,10 @@ const cleanupTimeout = 5 * time.Second
 type Manager struct {
 	driver    drivers.Driver
 	holderTTL drivers.HolderTTLReporter // the driver, when it tells a holder's time left
+	holder    drivers.HolderReporter    // the driver, when it tells who holds a key
+	// ownerSuffix follows the token of every owner the Manager makes:
+	// ":" and the holder's description (WithHolder), or "".
+	ownerSuffix string
 	sharer    drivers.Sharer            // the driver, when it has semaphores and read/write locks
 	prefix    string
 	prefixSet bool // WithPrefix was given
@@ -77,6 +84,41 @@ func WithLogger(l *slog.Logger) ManagerOption {
 	}
 }
 
+// MaxHolderLen is the longest holder description WithHolder keeps, in
+// bytes.
+const MaxHolderLen = 256
+
+// WithHolder sets how the Manager's grants describe their holder to
+// others: a short text such as "deploy@host-3" that follows the random
+// token in every owner it makes, and that a contender sees in
+// NotAcquiredError.Holder, "lockcluster locks" and GET /v1/lock (never
+// the token). The default is the host name and the process id
+// ("host-3 pid 4242"); "" describes nothing. Invalid UTF-8 is replaced
+// and the text is cut at MaxHolderLen bytes. An owner given with
+// WithOwner is used as given.
+func WithHolder(h string) ManagerOption {
+	return func(m *Manager) {
+		h = strings.ToValidUTF8(h, "?")
+		if len(h) > MaxHolderLen {
+			h = strings.ToValidUTF8(h[:MaxHolderLen], "")
+		}
+		m.ownerSuffix = ""
+		if h != "" {
+			m.ownerSuffix = ":" + h
+		}
+	}
+}
+
+// defaultHolder is the holder description of a Manager without
+// WithHolder: the host name and the process id.
+var defaultHolder = sync.OnceValue(func() string {
+	host, err := os.Hostname()
+	if err != nil || host == "" {
+		host = "unknown-host"
+	}
+	return host + " pid " + strconv.Itoa(os.Getpid())
+})
+
 // New returns a Manager on d, which it owns from now on: Manager.Close
 // closes d. It panics if d is nil, which is a programming error.
 func New(d drivers.Driver, opts ...ManagerOption) *Manager {
@@ -89,9 +131,11 @@ func New(d drivers.Driver, opts ...ManagerOption) *Manager {
 			r, _ := d.(drivers.HolderTTLReporter)
 			return r
 		}(),
-		prefix: DefaultPrefix,
-		logger: slog.New(slog.DiscardHandler),
+		prefix:      DefaultPrefix,
+		logger:      slog.New(slog.DiscardHandler),
+		ownerSuffix: ":" + defaultHolder(),
 	}
+	m.holder, _ = d.(drivers.HolderReporter)
 	m.sharer, _ = d.(drivers.Sharer)
 	m.bg, m.cancelBg = context.WithCancel(context.Background())
 	m.idle, m.shutdownSem = make(chan struct{}, 1), make(chan struct{}, 1)

@@ -40,6 +40,9 @@ func Open(ctx context.Context, cfg Config) (*Manager, error) {
 	if c.Prefix != "" {
 		opts = append(opts, WithPrefix(c.Prefix))
 	}
+	if c.Holder != "" {
+		opts = append(opts, WithHolder(c.Holder))
+	}
 	return New(d, opts...), nil
 }
 

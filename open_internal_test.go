@@ -17,14 +17,17 @@ func TestJitterStaysWithinTenPercent(t *testing.T) {
 	}
 }
 
-func TestNewOwnerIsRandomHex(t *testing.T) {
+func TestNewOwnerIsRandomHexThenTheHolder(t *testing.T) {
 	t.Parallel()
 	seen := map[string]bool{}
-	for range 100 {
-		o := newOwner()
-		if len(o) != 32 || strings.Trim(o, "0123456789abcdef") != "" || seen[o] {
-			t.Fatalf("owner %q: want 32 fresh hex digits", o)
+	for _, suffix := range []string{"", ":deploy@host-3"} {
+		for range 100 {
+			o := newOwner(suffix)
+			token, rest := o[:min(len(o), 32)], o[min(len(o), 32):]
+			if len(token) != 32 || strings.Trim(token, "0123456789abcdef") != "" || rest != suffix || seen[o] {
+				t.Fatalf("owner %q: want 32 fresh hex digits, then %q", o, suffix)
+			}
+			seen[o] = true
 		}
-		seen[o] = true
 	}
 }

@@ -3,6 +3,7 @@ package lock
 import (
 	"crypto/rand"
 	"encoding/hex"
+	"strings"
 	"sync"
 )
 
@@ -19,10 +20,11 @@ type tokenBuf struct {
 
 var tokenBufs = sync.Pool{New: func() any { return &tokenBuf{used: 32 * tokenLen} }}
 
-// newOwner returns a fresh owner token: 16 bytes from crypto/rand, in hex.
-// Every acquisition gets its own, so a holder whose lock expired can never
-// release or extend the grant that replaced it.
-func newOwner() string {
+// newOwner returns a fresh owner token: 16 bytes from crypto/rand, in hex,
+// followed by suffix (":" and the holder's description, or nothing), in
+// one allocation. Every acquisition gets its own, so a holder whose lock
+// expired can never release or extend the grant that replaced it.
+func newOwner(suffix string) string {
 	tb := tokenBufs.Get().(*tokenBuf)
 	if tb.used == len(tb.b) {
 		_, _ = rand.Read(tb.b[:]) // never fails: crypto/rand crashes the program rather than return weak bytes
@@ -34,5 +36,9 @@ func newOwner() string {
 	clear(src) // a token handed out leaves no copy behind
 	tb.used += tokenLen
 	tokenBufs.Put(tb)
-	return string(dst[:])
+	var b strings.Builder
+	b.Grow(len(dst) + len(suffix))
+	b.Write(dst[:])
+	b.WriteString(suffix)
+	return b.String()
 }

@@ -182,4 +182,8 @@ type ErrorBody struct {
 	// holder refreshes it. Nil (absent) when unknown, as after a wait that
 	// timed out.
 	HolderTTLMillis *int64 `json:"holder_ttl_ms,omitempty"`
+	// Holder comes with CodeNotAcquired when the holder's owner says who
+	// it is ("TOKEN:HOLDER", drivers.HolderOf): the description, never
+	// the token.
+	Holder string `json:"holder,omitempty"`
 }

@@ -306,6 +306,7 @@ func readAPIError(resp *http.Response, key string) error {
 		if eb.HolderTTLMillis != nil && *eb.HolderTTLMillis > 0 {
 			e.notAcquired.HolderTTL = api.Duration(*eb.HolderTTLMillis)
 		}
+		e.notAcquired.Holder = eb.Holder
 	}
 	return e
 }

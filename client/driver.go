@@ -30,17 +30,24 @@ func (c *Client) Acquire(ctx context.Context, key, owner string, ttl time.Durati
 	return fence, ok, err
 }
 
-// AcquireHolderTTL is Acquire that, when another owner holds the key, also
-// returns how long the holder's grant has left (the node's holder_ttl_ms).
+// AcquireHolderTTL is AcquireHolder with the holder's remaining time only.
 func (c *Client) AcquireHolderTTL(ctx context.Context, key, owner string, ttl time.Duration) (uint64, bool, time.Duration, error) {
+	fence, ok, held, err := c.acquireOnce(ctx, key, owner, ttl, nil)
+	return fence, ok, held.TTL, err
+}
+
+// AcquireHolder is Acquire that, when another owner holds the key, also
+// says who (the node's holder: drivers.HolderOf its owner) and how long
+// its grant has left (holder_ttl_ms).
+func (c *Client) AcquireHolder(ctx context.Context, key, owner string, ttl time.Duration) (uint64, bool, drivers.HeldBy, error) {
 	return c.acquireOnce(ctx, key, owner, ttl, nil)
 }
 
 // acquireOnce is one acquire without wait, of a mutex (claim nil) or a
 // shared key.
-func (c *Client) acquireOnce(ctx context.Context, key, owner string, ttl time.Duration, claim *drivers.Claim) (uint64, bool, time.Duration, error) {
+func (c *Client) acquireOnce(ctx context.Context, key, owner string, ttl time.Duration, claim *drivers.Claim) (uint64, bool, drivers.HeldBy, error) {
 	if err := checkKeyOwner(key, owner); err != nil {
-		return 0, false, 0, err
+		return 0, false, drivers.HeldBy{}, err
 	}
 	var out api.AcquireResponse
 	err := c.call(ctx, acquireRequest(key, owner, ttl, 0, claim), &out)
@@ -48,15 +55,18 @@ func (c *Client) acquireOnce(ctx context.Context, key, owner string, ttl time.Du
 		err = sharedUnsupported(err)
 	}
 	if na, ok := errors.AsType[*drivers.NotAcquiredError](err); ok {
-		return 0, false, na.HolderTTL, nil
+		return 0, false, drivers.HeldBy{Holder: na.Holder, TTL: na.HolderTTL}, nil
 	}
 	if err != nil {
-		return 0, false, 0, err
+		return 0, false, drivers.HeldBy{}, err
 	}
-	return out.Fence, true, 0, nil
+	return out.Fence, true, drivers.HeldBy{}, nil
 }
 
-var _ drivers.HolderTTLReporter = (*Client)(nil)
+var (
+	_ drivers.HolderTTLReporter = (*Client)(nil)
+	_ drivers.HolderReporter    = (*Client)(nil)
+)
 
 // AcquireWait waits in the cluster's FIFO queue for key until it is
 // granted to owner, or until ctx ends (it then returns an error wrapping

@@ -46,10 +46,12 @@ func isConflict(err error) bool {
 	return errors.As(err, &na)
 }
 
-// heldBy is the 409 for key, held by a grant with deadline at now (both
-// in the FSM's clock, nanoseconds): it tells the holder's remaining lease.
-func heldBy(key string, deadline, now int64) error {
-	return &drivers.NotAcquiredError{Key: key, HolderTTL: time.Duration(max(deadline-now, 0))}
+// heldBy is the 409 for key, held by the grant g at now (deadline and
+// now in the FSM's clock, nanoseconds): it tells the holder's remaining
+// lease, and who the holder is as its owner says (drivers.HolderOf: never
+// the owner's token, which would let a contender release the grant).
+func heldBy(key string, g engine.Grant, now int64) error {
+	return &drivers.NotAcquiredError{Key: key, HolderTTL: time.Duration(max(g.Deadline-now, 0)), Holder: drivers.HolderOf(g.Owner)}
 }
 
 // proposeAcquire proposes the acquire e, preceded, when the key's grant is
@@ -96,12 +98,12 @@ func (n *Node) acquire(ctx context.Context, l *leadership, e fsm.Entry, wait tim
 	case a.Fence != 0:
 		return a.Fence, nil
 	case !a.TimedOut:
-		return 0, heldBy(key, a.Held.Deadline, a.Now)
+		return 0, heldBy(key, a.Held, a.Now)
 	}
 	// The wait ran out: tell how long the holder has left, as for an
 	// acquire that finds the key held (a local read of the leader's table).
 	if info, ok, err := n.fsm.Get(ctx, key); err == nil && ok {
-		return 0, heldBy(key, info.Deadline, l.clock.Now())
+		return 0, heldBy(key, info.Grant, l.clock.Now())
 	}
 	return 0, &drivers.NotAcquiredError{Key: key}
 }

@@ -54,9 +54,15 @@ type NotAcquiredError struct {
 	// answered, unless the holder refreshes it; 0 when unknown (a backend
 	// that does not tell, or a wait that timed out).
 	HolderTTL time.Duration
+	// Holder is who holds the key, as its owner says (HolderOf): "" when
+	// unknown.
+	Holder string
 }
 
 func (e *NotAcquiredError) Error() string {
+	if e.Holder != "" {
+		return fmt.Sprintf("lock: not acquired: %q is held by another owner (%s)", e.Key, e.Holder)
+	}
 	return fmt.Sprintf("lock: not acquired: %q is held by another owner", e.Key)
 }
 

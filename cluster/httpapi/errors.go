@@ -70,6 +70,9 @@ func writeError(w http.ResponseWriter, err error) {
 		ms := int64(na.HolderTTL / time.Millisecond)
 		body.HolderTTLMillis = &ms
 	}
+	if na != nil {
+		body.Holder = na.Holder
+	}
 	if status == http.StatusServiceUnavailable {
 		w.Header().Set("Retry-After", "1")
 	}

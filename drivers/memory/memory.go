@@ -60,6 +60,7 @@ var (
 	_ drivers.Inspector = (*Driver)(nil)
 
 	_ drivers.HolderTTLReporter = (*Driver)(nil)
+	_ drivers.HolderReporter    = (*Driver)(nil)
 
 	_ drivers.InstantWaiter = (*Driver)(nil)
 )
@@ -107,20 +108,26 @@ func (d *Driver) Acquire(ctx context.Context, key, owner string, ttl time.Durati
 	return g.Fence, true, nil
 }
 
-// AcquireHolderTTL is Acquire that, when another owner holds the key, also
-// returns how long the holder's grant has left.
+// AcquireHolderTTL is AcquireHolder with the holder's remaining time only.
 func (d *Driver) AcquireHolderTTL(ctx context.Context, key, owner string, ttl time.Duration) (uint64, bool, time.Duration, error) {
+	fence, ok, held, err := d.AcquireHolder(ctx, key, owner, ttl)
+	return fence, ok, held.TTL, err
+}
+
+// AcquireHolder is Acquire that, when another owner holds the key, also
+// says who (drivers.HolderOf its owner) and how long its grant has left.
+func (d *Driver) AcquireHolder(ctx context.Context, key, owner string, ttl time.Duration) (uint64, bool, drivers.HeldBy, error) {
 	if err := d.ready(ctx); err != nil {
-		return 0, false, 0, err
+		return 0, false, drivers.HeldBy{}, err
 	}
 	g, ok, err := d.e.Acquire(ctx, key, owner, ttl)
 	switch {
 	case err != nil:
-		return 0, false, 0, err
+		return 0, false, drivers.HeldBy{}, err
 	case !ok:
-		return 0, false, d.e.Remaining(g), nil
+		return 0, false, drivers.HeldBy{Holder: drivers.HolderOf(g.Owner), TTL: d.e.Remaining(g)}, nil
 	}
-	return g.Fence, true, 0, nil
+	return g.Fence, true, drivers.HeldBy{}, nil
 }
 
 // AcquireWait queues for key, FIFO, and returns when the engine hands it

@@ -45,6 +45,7 @@ var (
 	_ drivers.Waiter   = (*Driver)(nil)
 
 	_ drivers.HolderTTLReporter = (*Driver)(nil)
+	_ drivers.HolderReporter    = (*Driver)(nil)
 )
 
 // Open returns a Driver for cfg. With a URL it opens its own client, checks
@@ -133,38 +134,59 @@ func (d *Driver) Acquire(ctx context.Context, key, owner string, ttl time.Durati
 	return fence, ok, err
 }
 
-// AcquireHolderTTL is Acquire that, when another owner holds the key, also
-// returns the holder's PTTL (0 for a key without one, which someone else
-// wrote).
+// AcquireHolderTTL is AcquireHolder with the holder's remaining time only.
 func (d *Driver) AcquireHolderTTL(ctx context.Context, key, owner string, ttl time.Duration) (uint64, bool, time.Duration, error) {
-	fence, ok, left, err := d.acquire(ctx, key, owner, ttl)
-	return fence, ok, max(left, 0), err
+	fence, ok, held, err := d.AcquireHolder(ctx, key, owner, ttl)
+	return fence, ok, held.TTL, err
+}
+
+// AcquireHolder is Acquire that, when another owner holds the key, also
+// says who (drivers.HolderOf its value) and its PTTL (0 for a key without
+// one, which someone else wrote), from the same script.
+func (d *Driver) AcquireHolder(ctx context.Context, key, owner string, ttl time.Duration) (uint64, bool, drivers.HeldBy, error) {
+	fence, ok, held, err := d.acquire(ctx, key, owner, ttl)
+	held.TTL = max(held.TTL, 0)
+	return fence, ok, held, err
 }
 
 // acquire is Acquire that also reports, when the key is held by another
-// owner, how long that holder has left (negative when unknown).
-func (d *Driver) acquire(ctx context.Context, key, owner string, ttl time.Duration) (fence uint64, ok bool, holderTTL time.Duration, err error) {
+// owner, who and how long that holder has left (negative when unknown).
+func (d *Driver) acquire(ctx context.Context, key, owner string, ttl time.Duration) (fence uint64, ok bool, held drivers.HeldBy, err error) {
 	if err := d.usable(ctx, "acquire", key); err != nil {
-		return 0, false, 0, err
+		return 0, false, held, err
 	}
 	ks := keysFor(key)
-	res, err := d.run(ctx, acquireScript, []string{ks.lock, ks.fence}, owner, millis(ttl)).Int64Slice()
+	res, err := d.run(ctx, acquireScript, []string{ks.lock, ks.fence}, owner, millis(ttl)).Slice()
 	if isWrongType(err) {
-		return 0, false, 0, mutexOnShared(key)
+		return 0, false, held, mutexOnShared(key)
 	}
 	if err != nil {
-		return 0, false, 0, d.translate(ctx, "acquire", key, err)
+		return 0, false, held, d.translate(ctx, "acquire", key, err)
 	}
-	if len(res) != 2 {
-		return 0, false, 0, fmt.Errorf("redis: acquire %q: unexpected reply %v", key, res)
+	var granted, n int64
+	okReply := len(res) >= 2
+	if okReply {
+		var ok0, ok1 bool
+		granted, ok0 = res[0].(int64)
+		n, ok1 = res[1].(int64)
+		okReply = ok0 && ok1
 	}
-	if res[0] == 1 {
-		return uint64(res[1]), true, 0, nil
+	if !okReply {
+		return 0, false, held, fmt.Errorf("redis: acquire %q: unexpected reply %v", key, res)
 	}
-	if res[1] < 0 { // the holder's key has no TTL: someone else wrote it
-		return 0, false, -1, nil
+	if granted == 1 {
+		return uint64(n), true, held, nil
 	}
-	return 0, false, time.Duration(res[1]) * time.Millisecond, nil
+	if len(res) > 2 {
+		holder, _ := res[2].(string)
+		held.Holder = drivers.HolderOf(holder)
+	}
+	if n < 0 { // the holder's key has no TTL: someone else wrote it
+		held.TTL = -1
+		return 0, false, held, nil
+	}
+	held.TTL = time.Duration(n) * time.Millisecond
+	return 0, false, held, nil
 }
 
 // Release deletes key if owner holds it and wakes the key's waiters. When

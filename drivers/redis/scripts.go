@@ -49,8 +49,8 @@ const replicateEffects = `if redis.replicate_commands then redis.replicate_comma
 // it, together with the fence.
 //
 // KEYS[1] lock, KEYS[2] fence; ARGV[1] owner, ARGV[2] TTL in milliseconds.
-// Reply {1, fence} when granted or refreshed, {0, remaining TTL in ms} when
-// another owner holds the key. The free key is the common case, so the
+// Reply {1, fence} when granted or refreshed, {0, remaining TTL in ms,
+// holder's owner} when another owner holds the key. The free key is the common case, so the
 // script tries SET NX first.
 var acquireScript = goredis.NewScript(replicateEffects + `
 if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then
@@ -61,7 +61,7 @@ if redis.call('GET', KEYS[1]) == ARGV[1] then
   redis.call('PEXPIRE', KEYS[1], ARGV[2])
   return {1, tonumber(redis.call('GET', KEYS[2]) or '0')}
 end
-return {0, redis.call('PTTL', KEYS[1])}
+return {0, redis.call('PTTL', KEYS[1]), redis.call('GET', KEYS[1])}
 `)
 
 // releaseScript deletes the key if the owner holds it and publishes the

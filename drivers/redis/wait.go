@@ -45,14 +45,14 @@ func (d *Driver) AcquireWait(ctx context.Context, key, owner string, ttl time.Du
 	// then take a place behind them rather than overtake them (a holder
 	// that releases and asks again would otherwise win every time).
 	if !d.hub.waiting(channel) {
-		fence, ok, left, err := d.acquire(ctx, key, owner, ttl)
+		fence, ok, held, err := d.acquire(ctx, key, owner, ttl)
 		if err != nil {
 			return 0, d.abandon(ctx, key, owner, err)
 		}
 		if ok {
 			return fence, nil
 		}
-		holderTTL = left
+		holderTTL = held.TTL
 	}
 
 	w, err := d.hub.join(ctx, channel, owner, ttl)
@@ -119,7 +119,8 @@ func (d *Driver) wait(ctx context.Context, key string, w *waiter, holderTTL time
 			}
 		}
 
-		fence, ok, left, err := d.acquire(ctx, key, w.owner, w.ttl)
+		fence, ok, held, err := d.acquire(ctx, key, w.owner, w.ttl)
+		left := held.TTL
 		if err != nil {
 			if ctx.Err() != nil {
 				d.releaseAbandoned(key, w.owner)

@@ -104,22 +104,33 @@ func (d *Driver) Acquire(ctx context.Context, key, owner string, ttl time.Durati
 	return fence, ok, nil
 }
 
-// AcquireHolderTTL is Acquire that, when another owner holds the key, also
-// returns how long the holder's row has left (read after the attempt, so
-// it may be a little less than at the attempt).
+// AcquireHolderTTL is AcquireHolder with the holder's remaining time only.
 func (d *Driver) AcquireHolderTTL(ctx context.Context, key, owner string, ttl time.Duration) (uint64, bool, time.Duration, error) {
+	fence, ok, held, err := d.AcquireHolder(ctx, key, owner, ttl)
+	return fence, ok, held.TTL, err
+}
+
+// AcquireHolder is Acquire that, when another owner holds the key, also
+// says who (drivers.HolderOf its owner) and how long its row has left
+// (read after the attempt, so it may be a little less than at the
+// attempt).
+func (d *Driver) AcquireHolder(ctx context.Context, key, owner string, ttl time.Duration) (uint64, bool, drivers.HeldBy, error) {
 	fence, ok, err := d.Acquire(ctx, key, owner, ttl)
 	if err != nil || ok {
-		return fence, ok, 0, err
+		return fence, ok, drivers.HeldBy{}, err
 	}
 	h, err := d.holder(ctx, key)
 	if err != nil {
-		return 0, false, 0, nil // the attempt's answer stands; the TTL is unknown
+		return 0, false, drivers.HeldBy{}, nil // the attempt's answer stands; the holder is unknown
 	}
-	return 0, false, max(time.Duration(h.expiresUS-time.Now().UnixMicro())*time.Microsecond, 0), nil
+	return 0, false, drivers.HeldBy{Holder: drivers.HolderOf(h.owner),
+		TTL: max(time.Duration(h.expiresUS-time.Now().UnixMicro())*time.Microsecond, 0)}, nil
 }
 
-var _ drivers.HolderTTLReporter = (*Driver)(nil)
+var (
+	_ drivers.HolderTTLReporter = (*Driver)(nil)
+	_ drivers.HolderReporter    = (*Driver)(nil)
+)
 
 // Release deletes key if owner holds it. It reports false when the lock
 // had expired or someone else holds it; an expired row of owner's is

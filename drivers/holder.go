@@ -1,0 +1,63 @@
+package drivers
+
+import (
+	"context"
+	"time"
+)
+
+// An owner may say who its holder is: "TOKEN:HOLDER", where TOKEN is the
+// 32 hex digits of a random owner token and HOLDER a short description of
+// the holder ("deploy@host-3", "host-3 pid 4242"). The Manager makes
+// its owners so; the backends store the owner whole and know nothing of
+// this. HolderOf reads the description back, without the token, which is
+// what lets its bearer release or extend the grant.
+
+// tokenHex is the length of an owner token in hex digits.
+const tokenHex = 32
+
+// HolderOf is what owner says of its holder: the HOLDER of "TOKEN:HOLDER";
+// "" for a bare token, which says nothing; an owner of another form (one
+// an application chose, as with lock.WithOwner) is itself the holder's
+// name.
+func HolderOf(owner string) string {
+	if len(owner) < tokenHex || !isHex(owner[:tokenHex]) {
+		return owner
+	}
+	switch {
+	case len(owner) == tokenHex:
+		return ""
+	case owner[tokenHex] == ':':
+		return owner[tokenHex+1:]
+	}
+	return owner
+}
+
+func isHex(s string) bool {
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !('0' <= c && c <= '9' || 'a' <= c && c <= 'f') {
+			return false
+		}
+	}
+	return true
+}
+
+// HeldBy is what a refused acquire learns of the key's holder, as far as
+// the backend tells: Holder is HolderOf its owner (never the token), TTL
+// how long its grant has left; zero values when unknown.
+type HeldBy struct {
+	Holder string
+	TTL    time.Duration
+}
+
+// HolderReporter is the optional capability of saying, when Acquire finds
+// the key held, who holds it and for how long, as the backend sees it, so
+// that a caller can be told "held by deploy@host-3 for 12s more".
+// AcquireHolder is Acquire that, when ok is false, also returns that.
+// Every driver of this module implements it.
+//
+// Fallback when a driver lacks it: HolderTTLReporter, then nothing
+// (NotAcquiredError.Holder and HolderTTL stay empty).
+type HolderReporter interface {
+	AcquireHolder(ctx context.Context, key, owner string, ttl time.Duration) (fence uint64, ok bool, held HeldBy, err error)
+}
