@@ -35,10 +35,10 @@ type Manager struct {
 	// ownerSuffix follows the token of every owner the Manager makes:
 	// ":" and the holder's description (WithHolder), or "".
 	ownerSuffix string
-	sharer    drivers.Sharer            // the driver, when it has semaphores and read/write locks
-	prefix    string
-	prefixSet bool // WithPrefix was given
-	logger    *slog.Logger
+	sharer      drivers.Sharer // the driver, when it has semaphores and read/write locks
+	prefix      string
+	prefixSet   bool // WithPrefix was given
+	logger      *slog.Logger
 
 	closed    atomic.Bool
 	stopping  atomic.Bool // Shutdown or Close began: no new lock is taken
