@@ -41,7 +41,7 @@ type Config struct {
 	// Logger receives the Manager's and the driver's logs; nil discards them.
 	Logger *slog.Logger
 	// Holder is how this process's grants describe their holder to others
-	// (see WithHolder); empty means the host name and the process id.
+	// (see WithHolder); empty means the process id and the host name.
 	Holder string
 }
 

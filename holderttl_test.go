@@ -87,14 +87,14 @@ func TestNotAcquired_CarriesTheHolderTTLOnEveryBackend(t *testing.T) {
 }
 
 // A refused acquire says who holds the key, as the holder's Manager
-// describes itself (the host and the process id by default, WithHolder
+// describes itself (the process id and host by default, WithHolder
 // otherwise), on every backend, and never carries the holder's token.
 func TestNotAcquired_SaysWhoHoldsItOnEveryBackend(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts real backends")
 	}
 	host, _ := os.Hostname()
-	want := host + " pid " + strconv.Itoa(os.Getpid())
+	want := "pid" + strconv.Itoa(os.Getpid()) + "@" + host
 	for _, b := range realBackends() {
 		t.Run(b.name, func(t *testing.T) {
 			t.Parallel()

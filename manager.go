@@ -110,13 +110,13 @@ func WithHolder(h string) ManagerOption {
 }
 
 // defaultHolder is the holder description of a Manager without
-// WithHolder: the host name and the process id.
+// WithHolder: the process id and the host name.
 var defaultHolder = sync.OnceValue(func() string {
 	host, err := os.Hostname()
 	if err != nil || host == "" {
 		host = "unknown-host"
 	}
-	return host + " pid " + strconv.Itoa(os.Getpid())
+	return "pid" + strconv.Itoa(os.Getpid()) + "@" + host
 })
 
 // New returns a Manager on d, which it owns from now on: Manager.Close

@@ -7,7 +7,7 @@ import (
 
 // An owner may say who its holder is: "TOKEN:HOLDER", where TOKEN is the
 // 32 hex digits of a random owner token and HOLDER a short description of
-// the holder ("deploy@host-3", "host-3 pid 4242"). The Manager makes
+// the holder ("deploy@host-3", "pid4242@host-3"). The Manager makes
 // its owners so; the backends store the owner whole and know nothing of
 // this. HolderOf reads the description back, without the token, which is
 // what lets its bearer release or extend the grant.

@@ -356,7 +356,7 @@ func runLocks(ctx context.Context, e *env, cmd *cobra.Command, a *adminFlags, pr
 		return nil
 	}
 	tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "KEY\tKIND\tOWNER\tFENCE\tEXPIRES IN\tWAITERS")
+	fmt.Fprintln(tw, "KEY\tKIND\tHOLDER\tOWNER\tFENCE\tEXPIRES IN\tWAITERS")
 	for _, l := range locks {
 		printLockRows(tw, l)
 	}
@@ -386,7 +386,7 @@ func printLockRows(tw io.Writer, l api.Lock) {
 		waiters += ": " + strings.Join(names, ", ")
 	}
 	if l.Kind == "" {
-		fmt.Fprintf(tw, "%q\tmutex\t%s\t%d\t%s\t%s\n", l.Key, l.Owner, l.Fence, l.Remaining.Round(time.Millisecond), waiters)
+		fmt.Fprintf(tw, "%q\tmutex\t%s\t%s\t%d\t%s\t%s\n", l.Key, holderColumn(l.Owner), l.Owner, l.Fence, l.Remaining.Round(time.Millisecond), waiters)
 		return
 	}
 	for i, h := range l.Holders {
@@ -397,8 +397,17 @@ func printLockRows(tw io.Writer, l api.Lock) {
 		if i > 0 {
 			waiters = ""
 		}
-		fmt.Fprintf(tw, "%q\t%s\t%s\t%d\t%s\t%s\n", l.Key, kind, h.Owner, h.Fence, h.Remaining.Round(time.Millisecond), waiters)
+		fmt.Fprintf(tw, "%q\t%s\t%s\t%s\t%d\t%s\t%s\n", l.Key, kind, holderColumn(h.Owner), h.Owner, h.Fence, h.Remaining.Round(time.Millisecond), waiters)
 	}
+}
+
+// holderColumn is who the owner says holds the grant (drivers.HolderOf),
+// or "-".
+func holderColumn(owner string) string {
+	if h := drivers.HolderOf(owner); h != "" {
+		return h
+	}
+	return "-"
 }
 
 const joinExamples = `  # 1. on the new machine: an empty data dir, neither --bootstrap nor --join; it waits to be added

@@ -497,7 +497,7 @@ func leaseEnds(d time.Duration) string {
 // holds it until ctx ends. A signal ends it with a release (nil); a loss
 // comes back from Try or Block as the *LostError.
 func hold(ctx context.Context, e *env, l *lock.Lock, say func(string, ...any)) error {
-	fmt.Fprintf(e.stdout, "key=%s owner=%s fence=%d\n", quoteIfNeeded(l.Key()), l.Owner(), l.Fence())
+	fmt.Fprintf(e.stdout, "key=%s owner=%s fence=%d\n", quoteIfNeeded(l.Key()), quoteIfNeeded(l.Owner()), l.Fence())
 	say("holding %q until SIGINT or SIGTERM (refreshed every %s)", l.Key(), formatDuration((l.TTL() / 3).Round(time.Millisecond)))
 	<-ctx.Done()
 	var sig supervise.Interrupted
