@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/zerotal/lock"
+	"github.com/zerotal/lock/api"
 	"github.com/zerotal/lock/cluster/clustertest"
 	"github.com/zerotal/lock/drivers/memory"
 	"github.com/zerotal/lock/drivers/redis/redistest"
@@ -111,6 +112,17 @@ func TestNotAcquired_SaysWhoHoldsItOnEveryBackend(t *testing.T) {
 			}
 			if strings.Contains(err.Error(), token) || strings.Contains(na.Holder, token) {
 				t.Fatalf("the error carries the holder's token %s: %v", token, err)
+			}
+			// GET /v1/lock shows it too.
+			if g, ok := m.Driver().(interface {
+				Get(context.Context, string) (api.Lock, bool, error)
+			}); ok {
+				l, found, err := g.Get(t.Context(), m.Prefix()+"who")
+				if err != nil || !found || l.Holder != want {
+					t.Fatalf("Get = %+v, %v, %v; want holder %q", l, found, err, want)
+				}
+			} else if b.name == "cluster" {
+				t.Fatalf("the cluster driver %T has no Get", m.Driver())
 			}
 			_ = holder.Release(t.Context())
 		})

@@ -41,6 +41,8 @@ func TestWire_RoundTrip(t *testing.T) {
 			`{"key":"k"}`},
 		{"Lock", &api.Lock{Key: "k", Owner: "o", Fence: 3, Remaining: 1500 * time.Millisecond, Waiters: 2},
 			`{"key":"k","owner":"o","fence":3,"remaining_ms":1500,"waiters":2}`},
+		{"Lock/holder", &api.Lock{Key: "k", Owner: "0123456789abcdef0123456789abcdef:deploy@h", Holder: "deploy@h", Fence: 3},
+			`{"key":"k","owner":"0123456789abcdef0123456789abcdef:deploy@h","holder":"deploy@h","fence":3,"remaining_ms":0,"waiters":0}`},
 		{"LockList", &api.LockList{Locks: []api.Lock{{Key: "a", Owner: "o", Fence: 1, Remaining: 10 * time.Millisecond}}, Truncated: true},
 			`{"locks":[{"key":"a","owner":"o","fence":1,"remaining_ms":10,"waiters":0}],"truncated":true}`},
 		{"LockList/empty", &api.LockList{Locks: []api.Lock{}},

@@ -11,7 +11,10 @@ import (
 type Lock struct {
 	Key   string
 	Owner string
-	Fence uint64
+	// Holder is who the owner says holds the grant (the description after
+	// its token, drivers.HolderOf); "" when it says nothing.
+	Holder string
+	Fence  uint64
 	// Remaining is the time left on the grant by the leader's clock when
 	// it answered. On the wire it is remaining_ms, whole milliseconds
 	// rounded down (a grant about to expire shows 0).
@@ -31,6 +34,7 @@ type Lock struct {
 // Holder is one grant of a shared key.
 type Holder struct {
 	Owner     string
+	Holder    string // as Lock.Holder
 	Fence     uint64
 	Remaining time.Duration
 	// Mode is ModeRead or ModeWrite for a read/write lock, "" for a
@@ -54,6 +58,7 @@ const (
 type lockJSON struct {
 	Key             string       `json:"key"`
 	Owner           string       `json:"owner"`
+	Holder          string       `json:"holder,omitempty"`
 	Fence           uint64       `json:"fence"`
 	RemainingMillis int64        `json:"remaining_ms"`
 	Waiters         int          `json:"waiters"`
@@ -65,6 +70,7 @@ type lockJSON struct {
 
 type holderJSON struct {
 	Owner           string `json:"owner"`
+	Holder          string `json:"holder,omitempty"`
 	Fence           uint64 `json:"fence"`
 	RemainingMillis int64  `json:"remaining_ms"`
 	Mode            string `json:"mode,omitempty"`
@@ -74,10 +80,10 @@ func millisDown(d time.Duration) int64 { return max(int64(d/time.Millisecond), 0
 
 // MarshalJSON writes l with its remaining times in whole milliseconds.
 func (l Lock) MarshalJSON() ([]byte, error) {
-	w := lockJSON{Key: l.Key, Owner: l.Owner, Fence: l.Fence,
+	w := lockJSON{Key: l.Key, Owner: l.Owner, Holder: l.Holder, Fence: l.Fence,
 		RemainingMillis: millisDown(l.Remaining), Waiters: l.Waiters, Kind: l.Kind, Limit: l.Limit, Queue: l.Queue}
 	for _, h := range l.Holders {
-		w.Holders = append(w.Holders, holderJSON{Owner: h.Owner, Fence: h.Fence, RemainingMillis: millisDown(h.Remaining), Mode: h.Mode})
+		w.Holders = append(w.Holders, holderJSON{Owner: h.Owner, Holder: h.Holder, Fence: h.Fence, RemainingMillis: millisDown(h.Remaining), Mode: h.Mode})
 	}
 	return json.Marshal(w)
 }
@@ -88,10 +94,10 @@ func (l *Lock) UnmarshalJSON(b []byte) error {
 	if err := json.Unmarshal(b, &w); err != nil {
 		return err
 	}
-	*l = Lock{Key: w.Key, Owner: w.Owner, Fence: w.Fence, Remaining: Duration(w.RemainingMillis), Waiters: w.Waiters,
+	*l = Lock{Key: w.Key, Owner: w.Owner, Holder: w.Holder, Fence: w.Fence, Remaining: Duration(w.RemainingMillis), Waiters: w.Waiters,
 		Kind: w.Kind, Limit: w.Limit, Queue: w.Queue}
 	for _, h := range w.Holders {
-		l.Holders = append(l.Holders, Holder{Owner: h.Owner, Fence: h.Fence, Remaining: Duration(h.RemainingMillis), Mode: h.Mode})
+		l.Holders = append(l.Holders, Holder{Owner: h.Owner, Holder: h.Holder, Fence: h.Fence, Remaining: Duration(h.RemainingMillis), Mode: h.Mode})
 	}
 	return nil
 }

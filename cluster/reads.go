@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/zerotal/lock/api"
+	"github.com/zerotal/lock/drivers"
 	"github.com/zerotal/lock/engine"
 	"github.com/zerotal/lock/internal/buildinfo"
 )
@@ -74,7 +75,7 @@ func (n *Node) listLocks(ctx context.Context, l *leadership, prefix string, limi
 func heldLock(in engine.Info, now int64) (lock api.Lock, held bool) {
 	s := in.Shared
 	if s == nil {
-		return api.Lock{Key: in.Key, Owner: in.Owner, Fence: in.Fence,
+		return api.Lock{Key: in.Key, Owner: in.Owner, Holder: drivers.HolderOf(in.Owner), Fence: in.Fence,
 			Remaining: time.Duration(in.Deadline - now), Waiters: in.Waiters}, in.Deadline > now
 	}
 	lock = api.Lock{Key: in.Key, Waiters: in.Waiters, Limit: s.Limit, Kind: api.KindSemaphore}
@@ -90,10 +91,10 @@ func heldLock(in engine.Info, now int64) (lock api.Lock, held bool) {
 		if g.Deadline <= now {
 			continue
 		}
-		lock.Holders = append(lock.Holders, api.Holder{Owner: g.Owner, Fence: g.Fence, Remaining: time.Duration(g.Deadline - now), Mode: mode})
+		lock.Holders = append(lock.Holders, api.Holder{Owner: g.Owner, Holder: drivers.HolderOf(g.Owner), Fence: g.Fence, Remaining: time.Duration(g.Deadline - now), Mode: mode})
 		if g.Deadline < first {
 			first = g.Deadline
-			lock.Owner, lock.Fence, lock.Remaining = g.Owner, g.Fence, time.Duration(g.Deadline-now)
+			lock.Owner, lock.Holder, lock.Fence, lock.Remaining = g.Owner, drivers.HolderOf(g.Owner), g.Fence, time.Duration(g.Deadline-now)
 		}
 	}
 	for _, w := range s.Queue {
