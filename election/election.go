@@ -14,7 +14,10 @@
 // seen can refuse the writes of a deposed leader.
 //
 // Leader reads the current leader, its value and term; Observe reports
-// each change.
+// each change. The value travels in the lock's owner after a random
+// token, where a lock's holder description goes (lock.WithHolder): a
+// name held as a plain lock by a Manager reads as a leader whose value
+// is that holder.
 package election
 
 import (

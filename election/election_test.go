@@ -335,14 +335,24 @@ func TestElection_RefusesBadInput(t *testing.T) {
 	if _, err := e.Leader(t.Context()); !errors.Is(err, election.ErrNoLeader) {
 		t.Errorf("Leader after refused campaigns: %v; want ErrNoLeader", err)
 	}
-	// The name taken as a plain lock: Leader says so rather than invent
-	// a leader.
+	// The name taken as a plain lock by an owner of its own: Leader says
+	// so rather than invent a leader. (One the Manager names reads as a
+	// leader whose value is its holder: the same place in the owner.)
+	err = m.Try(t.Context(), "x", time.Minute, func(context.Context, *lock.Lock) error {
+		if _, err := e.Leader(t.Context()); err == nil || errors.Is(err, election.ErrNoLeader) {
+			t.Errorf("Leader of a name held as a lock by job-7: %v; want an error saying so", err)
+		}
+		return nil
+	}, lock.WithOwner("job-7"))
+	if err != nil {
+		t.Fatal(err)
+	}
 	held := m.Make("x", time.Minute)
 	if ok, err := held.Acquire(t.Context()); !ok || err != nil {
 		t.Fatal(ok, err)
 	}
-	if _, err := e.Leader(t.Context()); err == nil || errors.Is(err, election.ErrNoLeader) {
-		t.Errorf("Leader of a name held as a lock: %v; want an error saying so", err)
+	if l, err := e.Leader(t.Context()); err != nil || l.Value == "" || l.Term != held.Fence() {
+		t.Errorf("Leader of a name held by a Manager's lock: %+v, %v; want its holder as the value", l, err)
 	}
 	_ = held.Release(t.Context())
 }
