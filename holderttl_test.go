@@ -105,13 +105,17 @@ func TestNotAcquired_SaysWhoHoldsItOnEveryBackend(t *testing.T) {
 				t.Fatalf("Acquire = %v, %v", ok, err)
 			}
 			token, _, _ := strings.Cut(holder.Owner(), ":")
-			err := m.Try(t.Context(), "who", time.Second, noop)
-			na, ok := errors.AsType[*lock.NotAcquiredError](err)
-			if !ok || na.Holder != want || !strings.Contains(err.Error(), want) {
-				t.Fatalf("Try = %v (holder %q); want a *NotAcquiredError naming %q", err, na.Holder, want)
-			}
-			if strings.Contains(err.Error(), token) || strings.Contains(na.Holder, token) {
-				t.Fatalf("the error carries the holder's token %s: %v", token, err)
+			for call, err := range map[string]error{
+				"Try":   m.Try(t.Context(), "who", time.Second, noop),
+				"Block": m.Block(t.Context(), "who", time.Second, noop, lock.WithTimeout(300*time.Millisecond)),
+			} {
+				na, ok := errors.AsType[*lock.NotAcquiredError](err)
+				if !ok || na.Holder != want || !strings.Contains(err.Error(), want) {
+					t.Fatalf("%s = %v; want a *NotAcquiredError naming %q", call, err, want)
+				}
+				if strings.Contains(err.Error(), token) || strings.Contains(na.Holder, token) {
+					t.Fatalf("%s: the error carries the holder's token %s: %v", call, token, err)
+				}
 			}
 			// GET /v1/lock shows it too.
 			if g, ok := m.Driver().(interface {

@@ -41,10 +41,15 @@ func (l *Lock) waitLocked(ctx context.Context, timeout, retryDelay time.Duration
 	} else {
 		err = l.waitPolling(ctx, waitCtx, retryDelay)
 	}
-	// The wait's own end may not say how long the holder has left; the
-	// attempt before it did.
-	if na, ok := err.(*NotAcquiredError); ok && na.HolderTTL == 0 && first != nil {
-		na.HolderTTL = max(first.HolderTTL-time.Since(firstAt), 0)
+	// The wait's own end may not say who holds the key or how long it has
+	// left; the attempt before it did.
+	if na, ok := err.(*NotAcquiredError); ok && first != nil {
+		if na.HolderTTL == 0 {
+			na.HolderTTL = max(first.HolderTTL-time.Since(firstAt), 0)
+		}
+		if na.Holder == "" {
+			na.Holder = first.Holder
+		}
 	}
 	return err
 }
@@ -141,7 +146,7 @@ func (l *Lock) waitFailed(ctx, waitCtx context.Context, op string, err error) er
 	case waitCtx.Err() != nil:
 		na := &NotAcquiredError{Key: l.key}
 		if held, ok := errors.AsType[*NotAcquiredError](err); ok && held != nil {
-			na.HolderTTL = held.HolderTTL
+			na.HolderTTL, na.Holder = held.HolderTTL, held.Holder
 		}
 		return na
 	default:

@@ -74,7 +74,13 @@ func (e *NotAcquiredError) Is(target error) bool { return target == ErrNotAcquir
 // holder's remaining time as last seen, so that the caller is told how
 // long the holder had left.
 func HeldWhenEnded(err error, key string, holderTTL time.Duration) error {
-	return fmt.Errorf("%w: %w", err, &NotAcquiredError{Key: key, HolderTTL: max(holderTTL, 0)})
+	return HeldByWhenEnded(err, key, HeldBy{TTL: holderTTL})
+}
+
+// HeldByWhenEnded is HeldWhenEnded that also names the holder as last seen
+// (held.Holder: HolderOf its owner).
+func HeldByWhenEnded(err error, key string, held HeldBy) error {
+	return fmt.Errorf("%w: %w", err, &NotAcquiredError{Key: key, HolderTTL: max(held.TTL, 0), Holder: held.Holder})
 }
 
 // LostError reports that a held lock was lost (or must be treated as lost)

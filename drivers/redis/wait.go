@@ -40,7 +40,7 @@ func (d *Driver) AcquireWait(ctx context.Context, key, owner string, ttl time.Du
 		return 0, err // nothing sent, nothing to clean up
 	}
 	channel := keysFor(key).channel
-	holderTTL := time.Duration(-1) // unknown: try again after PollInterval
+	first := drivers.HeldBy{TTL: -1} // unknown: try again after PollInterval
 	// Try at once, unless this process already has waiters for the key:
 	// then take a place behind them rather than overtake them (a holder
 	// that releases and asks again would otherwise win every time).
@@ -52,14 +52,14 @@ func (d *Driver) AcquireWait(ctx context.Context, key, owner string, ttl time.Du
 		if ok {
 			return fence, nil
 		}
-		holderTTL = held.TTL
+		first = held
 	}
 
 	w, err := d.hub.join(ctx, channel, owner, ttl)
 	if err != nil {
 		return 0, err
 	}
-	fence, err := d.wait(ctx, key, w, holderTTL)
+	fence, err := d.wait(ctx, key, w, first)
 	if err != nil {
 		// A hand-off may have given w the key just as it gave up.
 		if d.hub.leave(w, false) {
@@ -71,8 +71,10 @@ func (d *Driver) AcquireWait(ctx context.Context, key, owner string, ttl time.Du
 }
 
 // wait is the waiting loop of w; it returns once w holds the key. On
-// success w has left its queue.
-func (d *Driver) wait(ctx context.Context, key string, w *waiter, holderTTL time.Duration) (uint64, error) {
+// success w has left its queue. first is what the attempt before it
+// learnt of the holder (TTL -1: unknown).
+func (d *Driver) wait(ctx context.Context, key string, w *waiter, first drivers.HeldBy) (uint64, error) {
+	holderTTL, heldBy := first.TTL, first.Holder
 	timer := time.NewTimer(d.nextTry(holderTTL))
 	defer timer.Stop()
 	var failingSince time.Time // start of the current run of failed attempts
@@ -93,7 +95,7 @@ func (d *Driver) wait(ctx context.Context, key string, w *waiter, holderTTL time
 			if heldUntil.IsZero() {
 				return 0, err
 			}
-			return 0, drivers.HeldWhenEnded(err, key, time.Until(heldUntil))
+			return 0, drivers.HeldByWhenEnded(err, key, drivers.HeldBy{Holder: heldBy, TTL: time.Until(heldUntil)})
 		case <-d.done:
 			return 0, drivers.ErrClosed
 		case <-w.wake:
@@ -121,6 +123,9 @@ func (d *Driver) wait(ctx context.Context, key string, w *waiter, holderTTL time
 
 		fence, ok, held, err := d.acquire(ctx, key, w.owner, w.ttl)
 		left := held.TTL
+		if !ok && err == nil {
+			heldBy = held.Holder
+		}
 		if err != nil {
 			if ctx.Err() != nil {
 				d.releaseAbandoned(key, w.owner)

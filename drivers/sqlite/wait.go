@@ -78,7 +78,7 @@ func (d *Driver) AcquireWait(ctx context.Context, key, owner string, ttl time.Du
 		}
 		if err := d.waitChange(ctx, wait, changed); err != nil {
 			if ctx.Err() != nil && h.expiresUS > 0 {
-				err = drivers.HeldWhenEnded(err, key, time.Until(time.UnixMicro(h.expiresUS)))
+				err = drivers.HeldByWhenEnded(err, key, drivers.HeldBy{Holder: drivers.HolderOf(h.owner), TTL: time.Until(time.UnixMicro(h.expiresUS))})
 			}
 			return 0, err
 		}
