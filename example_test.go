@@ -246,3 +246,28 @@ func ExampleConfig_String() {
 	// Output:
 	// {Driver:"redis" Prefix:"" SQLite:{Path:"" Durable:false} Redis:{URL:redis://app:xxxxx@127.0.0.1:6379/0} Cluster:{Addrs:[] Token:""}}
 }
+
+// A refused acquire says who holds the key, as the holder's Manager
+// describes itself (WithHolder, Config.Holder; the process id and host by
+// default), and for how long.
+func ExampleWithHolder() {
+	ctx := context.Background()
+	m, err := lock.Open(ctx, lock.Config{Holder: "deploy@host-3"})
+	if err != nil {
+		panic(err)
+	}
+	defer m.Close()
+
+	train := m.Make("release-train", time.Minute)
+	if _, err := train.Acquire(ctx); err != nil {
+		panic(err)
+	}
+	err = m.Try(ctx, "release-train", time.Minute, func(context.Context, *lock.Lock) error { return nil })
+	var busy *lock.NotAcquiredError
+	if errors.As(err, &busy) {
+		fmt.Printf("held by %s for up to %s more\n", busy.Holder, busy.HolderTTL.Round(time.Minute))
+	}
+	_ = train.Release(ctx)
+	// Output:
+	// held by deploy@host-3 for up to 1m0s more
+}
