@@ -1,0 +1,183 @@
+package lock_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/zerotal/lock"
+)
+
+// TryAll takes every key or none: a key held elsewhere fails the call with
+// that key's error, and the keys it took before are free again; the
+// callback sees the locks in the order given, each with its fence.
+func TestTryAll_AllOrNoneOnEveryBackend(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts real backends")
+	}
+	for _, b := range realBackends() {
+		t.Run(b.name, func(t *testing.T) {
+			t.Parallel()
+			m := b.open(t)
+			other := m.Make("b", time.Minute)
+			if ok, err := other.Acquire(t.Context()); !ok || err != nil {
+				t.Fatal(ok, err)
+			}
+			ran := false
+			err := m.TryAll(t.Context(), []string{"c", "a", "b"}, time.Minute, func(context.Context, []*lock.Lock) error {
+				ran = true
+				return nil
+			})
+			na, ok := errors.AsType[*lock.NotAcquiredError](err)
+			if !ok || na.Key != "b" || ran {
+				t.Fatalf("TryAll with b held = %v (ran %v); want b's *NotAcquiredError and no callback", err, ran)
+			}
+			for _, k := range []string{"a", "c"} {
+				if held, err := m.Exists(t.Context(), k); err != nil || held {
+					t.Fatalf("%s after the failed TryAll: held %v, %v; want free", k, held, err)
+				}
+			}
+			if err := other.Release(t.Context()); err != nil {
+				t.Fatal(err)
+			}
+
+			err = m.TryAll(t.Context(), []string{"c", "a", "b", "a"}, time.Minute, func(ctx context.Context, locks []*lock.Lock) error {
+				if len(locks) != 4 {
+					t.Fatalf("%d locks; want one per key given", len(locks))
+				}
+				for i, k := range []string{"c", "a", "b", "a"} {
+					if locks[i].Key() != k || locks[i].Fence() == 0 || !locks[i].IsAcquired() {
+						t.Errorf("locks[%d] = %s fence %d held %v; want %s, held with a fence", i, locks[i].Key(), locks[i].Fence(), locks[i].IsAcquired(), k)
+					}
+					if err := m.Try(ctx, k, time.Second, noop); !errors.Is(err, lock.ErrNotAcquired) {
+						t.Errorf("Try(%s) inside TryAll = %v; want not acquired", k, err)
+					}
+				}
+				return nil
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, k := range []string{"a", "b", "c"} {
+				if held, err := m.Exists(t.Context(), k); err != nil || held {
+					t.Fatalf("%s after TryAll: held %v, %v; want free", k, held, err)
+				}
+			}
+		})
+	}
+}
+
+// Two callers that name the same keys in opposite orders, over and over,
+// never deadlock and never hold the set together.
+func TestBlockAll_OppositeOrdersNeverDeadlock(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts real backends")
+	}
+	for _, b := range realBackends() {
+		t.Run(b.name, func(t *testing.T) {
+			t.Parallel()
+			m := b.open(t)
+			var inside atomic.Int32
+			var wg sync.WaitGroup
+			errs := make(chan error, 2)
+			for _, keys := range [][]string{{"x", "y", "z"}, {"z", "y", "x"}} {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					for range 15 {
+						err := m.BlockAll(t.Context(), keys, 10*time.Second, func(context.Context, []*lock.Lock) error {
+							if inside.Add(1) != 1 {
+								errs <- errors.New("two callers hold the set at once")
+							}
+							inside.Add(-1)
+							return nil
+						}, lock.WithTimeout(20*time.Second))
+						if err != nil {
+							errs <- err
+							return
+						}
+					}
+				}()
+			}
+			done := make(chan struct{})
+			go func() { wg.Wait(); close(done) }()
+			select {
+			case <-done:
+			case <-time.After(60 * time.Second):
+				t.Fatal("BlockAll in opposite orders did not finish in 60s: deadlock")
+			}
+			close(errs)
+			for err := range errs {
+				t.Fatal(err)
+			}
+		})
+	}
+}
+
+// The loss of any one key ends the callback's context, naming that key; a
+// BlockAll that runs out of time releases what it took.
+func TestBlockAll_LossOfOneKeyEndsTheCallbackAndTimeoutReleases(t *testing.T) {
+	m := openManager(t, lock.Config{})
+	const ttl = 600 * time.Millisecond
+	err := m.BlockAll(t.Context(), []string{"p", "q"}, ttl, func(ctx context.Context, _ []*lock.Lock) error {
+		if err := m.Make("q", ttl).ForceRelease(t.Context()); err != nil {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(5 * time.Second):
+			return errors.New("the callback was not told q was lost")
+		}
+		lost, ok := errors.AsType[*lock.LostError](context.Cause(ctx))
+		if !ok || lost.Key != "q" {
+			return errors.New("cause " + context.Cause(ctx).Error() + "; want q's *LostError")
+		}
+		return nil
+	}, lock.WithRefresh())
+	if !errors.Is(err, lock.ErrLost) {
+		t.Fatalf("BlockAll = %v; want the loss reported", err)
+	}
+
+	busy := m.Make("s", time.Minute)
+	if ok, err := busy.Acquire(t.Context()); !ok || err != nil {
+		t.Fatal(ok, err)
+	}
+	err = m.BlockAll(t.Context(), []string{"r", "s"}, time.Minute, func(context.Context, []*lock.Lock) error { return nil },
+		lock.WithTimeout(200*time.Millisecond))
+	if na, ok := errors.AsType[*lock.NotAcquiredError](err); !ok || na.Key != "s" {
+		t.Fatalf("BlockAll past its timeout = %v; want s's *NotAcquiredError", err)
+	}
+	if held, _ := m.Exists(t.Context(), "r"); held {
+		t.Fatal("r still held after the timed-out BlockAll")
+	}
+}
+
+// Bad input is refused before anything is taken.
+func TestTryAll_RefusesBadInput(t *testing.T) {
+	m := openManager(t, lock.Config{})
+	many := make([]string, lock.MaxMultiKeys+1)
+	for i := range many {
+		many[i] = strings.Repeat("k", i+1)
+	}
+	for name, call := range map[string]func() error{
+		"no keys":   func() error { return m.TryAll(t.Context(), nil, time.Minute, func(context.Context, []*lock.Lock) error { return nil }) },
+		"too many":  func() error { return m.TryAll(t.Context(), many, time.Minute, func(context.Context, []*lock.Lock) error { return nil }) },
+		"empty key": func() error { return m.TryAll(t.Context(), []string{"a", ""}, time.Minute, func(context.Context, []*lock.Lock) error { return nil }) },
+		"nil fn":    func() error { return m.TryAll(t.Context(), []string{"a"}, time.Minute, nil) },
+		"zero ttl":  func() error { return m.TryAll(t.Context(), []string{"a"}, 0, func(context.Context, []*lock.Lock) error { return nil }) },
+		"claim": func() error {
+			return m.TryAll(t.Context(), []string{"a"}, time.Minute, func(context.Context, []*lock.Lock) error { return nil }, lock.Read())
+		},
+	} {
+		if err := call(); !errors.Is(err, lock.ErrInvalid) {
+			t.Errorf("%s: %v; want ErrInvalid", name, err)
+		}
+	}
+	if held, _ := m.Exists(t.Context(), "a"); held {
+		t.Fatal("a refused TryAll took a key")
+	}
+}
