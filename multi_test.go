@@ -164,11 +164,19 @@ func TestTryAll_RefusesBadInput(t *testing.T) {
 		many[i] = strings.Repeat("k", i+1)
 	}
 	for name, call := range map[string]func() error{
-		"no keys":   func() error { return m.TryAll(t.Context(), nil, time.Minute, func(context.Context, []*lock.Lock) error { return nil }) },
-		"too many":  func() error { return m.TryAll(t.Context(), many, time.Minute, func(context.Context, []*lock.Lock) error { return nil }) },
-		"empty key": func() error { return m.TryAll(t.Context(), []string{"a", ""}, time.Minute, func(context.Context, []*lock.Lock) error { return nil }) },
-		"nil fn":    func() error { return m.TryAll(t.Context(), []string{"a"}, time.Minute, nil) },
-		"zero ttl":  func() error { return m.TryAll(t.Context(), []string{"a"}, 0, func(context.Context, []*lock.Lock) error { return nil }) },
+		"no keys": func() error {
+			return m.TryAll(t.Context(), nil, time.Minute, func(context.Context, []*lock.Lock) error { return nil })
+		},
+		"too many": func() error {
+			return m.TryAll(t.Context(), many, time.Minute, func(context.Context, []*lock.Lock) error { return nil })
+		},
+		"empty key": func() error {
+			return m.TryAll(t.Context(), []string{"a", ""}, time.Minute, func(context.Context, []*lock.Lock) error { return nil })
+		},
+		"nil fn": func() error { return m.TryAll(t.Context(), []string{"a"}, time.Minute, nil) },
+		"zero ttl": func() error {
+			return m.TryAll(t.Context(), []string{"a"}, 0, func(context.Context, []*lock.Lock) error { return nil })
+		},
 		"claim": func() error {
 			return m.TryAll(t.Context(), []string{"a"}, time.Minute, func(context.Context, []*lock.Lock) error { return nil }, lock.Read())
 		},
