@@ -271,3 +271,22 @@ func ExampleWithHolder() {
 	// Output:
 	// held by deploy@host-3 for up to 1m0s more
 }
+
+// TryAll takes several keys, all or none, with a fence for each.
+func ExampleManager_TryAll() {
+	ctx := context.Background()
+	m, err := lock.Open(ctx, lock.Config{})
+	if err != nil {
+		panic(err)
+	}
+	defer m.Close()
+
+	err = m.TryAll(ctx, []string{"account:9", "account:7"}, 10*time.Second, func(ctx context.Context, locks []*lock.Lock) error {
+		fmt.Println("moving money from", locks[0].Key(), "to", locks[1].Key())
+		return nil
+	})
+	fmt.Println("done:", err)
+	// Output:
+	// moving money from account:9 to account:7
+	// done: <nil>
+}

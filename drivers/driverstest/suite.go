@@ -55,6 +55,7 @@ func Run(t *testing.T, newHarness func(t *testing.T) Harness) {
 		{"ExtendNeverRegrants", testExtendNeverRegrants},
 		{"SameOwnerAfterExpiryIsNewGrant", testSameOwnerAfterExpiryIsNewGrant},
 		{"FencesStrictlyIncrease", testFencesStrictlyIncrease},
+		{"HolderReported", testHolderReported},
 		{"CancelledContext", testCancelledContext},
 		{"WaitHandOffOnRelease", testWaitHandOffOnRelease},
 		{"WaitHandOffOnExpiry", testWaitHandOffOnExpiry},
