@@ -100,3 +100,38 @@ func TestElect_CommandExitResigns(t *testing.T) {
 		}
 	}
 }
+
+// run with several --key holds them all or none: a key held elsewhere
+// fails the run naming it and leaves the others free; the command sees
+// every key and fence.
+func TestRun_SeveralKeysAllOrNone(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs lockcluster processes")
+	}
+	backend := []string{"--driver", "sqlite", "--sqlite-path", filepath.Join(t.TempDir(), "locks.db")}
+	run := func(args ...string) (int, string, string) {
+		return runBinary(t, nil, append(append([]string{"run"}, backend...), args...)...)
+	}
+	holder := startProc(t, nil, append(append([]string{"run"}, backend...), "--key", "b")...)
+	poll.Until(t, 10*time.Second, "the holder of b", func() bool { return strings.Contains(holder.stdout.String(), "fence=") })
+
+	code, _, stderr := run("--key", "a", "--key", "b", "--no-wait", "--", "true")
+	if code != exitNotAcquired || !strings.Contains(stderr, `"b" is held`) {
+		t.Fatalf("a and b with b held: exit %d, stderr %q; want %d naming b", code, stderr, exitNotAcquired)
+	}
+	if code, _, stderr := run("--key", "a", "--no-wait", "--", "true"); code != exitOK {
+		t.Fatalf("a after the failed run: exit %d, stderr %q; want it free", code, stderr)
+	}
+	if err := holder.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	holder.wait(t)
+
+	code, stdout, stderr := run("--key", "c", "--key", "a", "--key", "b", "--", "sh", "-c", `echo "keys=$LOCK_KEYS fences=$LOCK_FENCES key=$LOCK_KEY"`)
+	if code != exitOK || !regexp.MustCompile(`keys=c a b fences=\d+ \d+ \d+ key=c`).MatchString(stdout) {
+		t.Fatalf("run of c, a, b: exit %d, stdout %q, stderr %q", code, stdout, stderr)
+	}
+	if code, _, stderr := run("--key", "a", "--key", "b", "-n", "2", "--", "true"); code != exitUsage || !strings.Contains(stderr, "take one key") {
+		t.Fatalf("-n with several keys: exit %d, stderr %q; want %d", code, stderr, exitUsage)
+	}
+}

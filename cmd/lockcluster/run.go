@@ -39,6 +39,9 @@ const runExamples = `  # run a backup; if another host runs one, wait until it i
   # at most three exports at once across the hosts (a semaphore, as "consul lock -n 3")
   lockcluster run -n 3 --key exports -- ./export.sh
 
+  # two accounts at once, all or none
+  lockcluster run --key account-7 --key account-9 -- ./transfer.sh
+
   # readers share the catalog, a writer has it alone (as flock -s and flock -x)
   lockcluster run --shared --key catalog -- ./read-catalog.sh
   lockcluster run --exclusive --key catalog -- ./rebuild-catalog.sh`
@@ -47,6 +50,11 @@ const runNotes = `Like flock(1), "etcdctl lock" and "consul lock", run waits for
 --timeout bounds the wait and --no-wait (or --timeout 0) fails at once when the lock is held.
 While it waits, run says so on stderr, with how long the holder's lease has left when the
 backend tells (the cluster does).
+
+With --key repeated (run --key a --key b -- CMD), run holds every key or none: they are taken
+in sorted order (two runs naming them in other orders never deadlock), the command gets
+LOCK_KEYS and LOCK_FENCES (space-separated, in the order given) beside LOCK_KEY and
+LOCK_FENCE (the first), and losing any of them stops the command as losing one lock does.
 
 The lock is refreshed every TTL/3 while it is held, so the TTL only bounds how long a crashed
 holder blocks the key. The command's environment gets LOCK_KEY (the key without prefix),
@@ -100,7 +108,8 @@ Exit status:
 // runOptions are run's own flags.
 type runOptions struct {
 	driverFlags
-	key     string
+	key     string   // the first of keys, or the one a message is about
+	keys    []string // every --key, in the order given
 	ttl     time.Duration
 	timeout time.Duration
 	noWait  bool
@@ -147,7 +156,7 @@ a command, it holds the lock until it is interrupted.`,
 	fs := cmd.Flags()
 	fs.SetInterspersed(false) // what follows the first argument is the command's
 	fs.SortFlags = false
-	fs.StringVar(&o.key, "key", "", "the lock's key (required)")
+	fs.StringArrayVar(&o.keys, "key", nil, "the lock's key (required); repeat it to hold several keys, all or none,\ntaken in sorted order (mutexes only)")
 	durationVar(fs, &o.ttl, "ttl", 30*time.Second, "lock TTL; refreshed every TTL/3 while held")
 	durationVarP(fs, &o.timeout, "timeout", "w", 0, "wait at most this long for the lock (default: as long as it takes; 0: do not wait)")
 	fs.BoolVar(&o.noWait, "no-wait", false, "fail at once (exit status 75) when the lock is held")
@@ -174,12 +183,12 @@ a command, it holds the lock until it is interrupted.`,
 // that follow it, and returns the command: what follows "--", or the
 // arguments after the key.
 func (o *runOptions) keyFromArgs(cmd *cobra.Command, args []string) ([]string, error) {
-	if o.key != "" || len(args) == 0 || cmd.ArgsLenAtDash() == 0 {
+	if len(o.keys) > 0 || len(args) == 0 || cmd.ArgsLenAtDash() == 0 {
 		// --key given, or "--" came first: everything is the command
 		// (and a missing key is runRun's to report).
 		return args, nil
 	}
-	o.key = args[0]
+	o.keys = []string{args[0]}
 	if err := cmd.Flags().Parse(args[1:]); err != nil {
 		return nil, flagError(cmd, err)
 	}
@@ -240,8 +249,12 @@ func (r *runner) say(format string, a ...any) {
 // Config and the grace, and returns how long to wait for the lock.
 func (r *runner) check(cmd *cobra.Command) (time.Duration, error) {
 	o := r.o
-	if o.key == "" {
+	if len(o.keys) == 0 || o.keys[0] == "" {
 		return 0, usagef("--key is required")
+	}
+	o.key = o.keys[0]
+	if _, claimed, _ := o.claim(); claimed && len(o.keys) > 1 {
+		return 0, usagef("several --key are held as plain locks: -n, --shared and --exclusive take one key")
 	}
 	if o.timeout < 0 || o.grace < 0 {
 		return 0, usagef("--timeout and --grace must not be negative")
@@ -271,15 +284,28 @@ func (r *runner) check(cmd *cobra.Command) (time.Duration, error) {
 // holding is the callback run holds the lock for: the command, under
 // supervision, or nothing until interrupted.
 func (r *runner) holding(lctx context.Context, l *lock.Lock) error {
+	return r.holdingAll(lctx, []*lock.Lock{l})
+}
+
+// holdingAll is holding for every lock of several --key.
+func (r *runner) holdingAll(lctx context.Context, locks []*lock.Lock) error {
 	r.ran = true
 	r.note.granted()
 	if len(r.argv) == 0 {
-		return hold(lctx, r.e, l, r.say)
+		return hold(lctx, r.e, locks, r.say)
 	}
+	first := locks[0]
 	c := exec.Command(r.argv[0], r.argv[1:]...)
 	c.Stdin, c.Stdout, c.Stderr = r.e.stdin, r.e.stdout, r.e.stderr
 	c.Env = append(append([]string(nil), r.e.environ...),
-		"LOCK_KEY="+r.o.key, "LOCK_FENCE="+strconv.FormatUint(l.Fence(), 10), "LOCK_OWNER="+l.Owner())
+		"LOCK_KEY="+first.Key(), "LOCK_FENCE="+strconv.FormatUint(first.Fence(), 10), "LOCK_OWNER="+first.Owner())
+	if len(locks) > 1 {
+		keys, fences := make([]string, len(locks)), make([]string, len(locks))
+		for i, l := range locks {
+			keys[i], fences[i] = l.Key(), strconv.FormatUint(l.Fence(), 10)
+		}
+		c.Env = append(c.Env, "LOCK_KEYS="+strings.Join(keys, " "), "LOCK_FENCES="+strings.Join(fences, " "))
+	}
 	c.WaitDelay = supervise.PipeDrain
 	// From here on run passes its signals on to the command's group
 	// instead of dying of them and leaving the group running.
@@ -289,7 +315,7 @@ func (r *runner) holding(lctx context.Context, l *lock.Lock) error {
 	if lctx.Err() != nil {
 		return context.Cause(lctx) // interrupted or lost before the start
 	}
-	g := &supervise.Group{Cmd: c, Grace: r.o.grace, Margin: r.margin, Lease: l.ExpiresAt, Signals: sigs, Say: r.say}
+	g := &supervise.Group{Cmd: c, Grace: r.o.grace, Margin: r.margin, Lease: earliestExpiry(locks), Signals: sigs, Say: r.say}
 	waitErr, cause, err := g.Supervise(lctx)
 	if err != nil {
 		return &cliexplain.StartError{Err: err}
@@ -301,7 +327,26 @@ func (r *runner) holding(lctx context.Context, l *lock.Lock) error {
 	return nil
 }
 
-// acquire takes the lock, waiting up to wait, and runs holding under it.
+// earliestExpiry is the estimated end of the first of locks' leases to
+// end (the zero time once one is gone): the command must stop before it.
+func earliestExpiry(locks []*lock.Lock) func() time.Time {
+	return func() time.Time {
+		var first time.Time
+		for _, l := range locks {
+			t := l.ExpiresAt()
+			if t.IsZero() {
+				return t
+			}
+			if first.IsZero() || t.Before(first) {
+				first = t
+			}
+		}
+		return first
+	}
+}
+
+// acquire takes the lock (every --key), waiting up to wait, and runs
+// holding under it.
 func (r *runner) acquire(ctx context.Context, m *lock.Manager, wait time.Duration) error {
 	o := r.o
 	opts := []lock.Option{lock.WithRefresh(), lock.WithReleaseTimeout(finalRelease)}
@@ -313,14 +358,22 @@ func (r *runner) acquire(ctx context.Context, m *lock.Manager, wait time.Duratio
 	} else if ok {
 		opts = append(opts, c)
 	}
+	try := func() error { return m.Try(ctx, o.key, o.ttl, r.holding, opts...) }
+	block := func() error { return m.Block(ctx, o.key, o.ttl, r.holding, append(opts, lock.WithTimeout(wait))...) }
+	if len(o.keys) > 1 {
+		try = func() error { return r.blocker(m.TryAll(ctx, o.keys, o.ttl, r.holdingAll, opts...)) }
+		block = func() error {
+			return r.blocker(m.BlockAll(ctx, o.keys, o.ttl, r.holdingAll, append(opts, lock.WithTimeout(wait))...))
+		}
+	}
 	switch wait {
 	case 0:
-		return m.Try(ctx, o.key, o.ttl, r.holding, opts...)
+		return try()
 	case waitForever:
 		// Try first: a free lock is taken at once, and a backend that
 		// cannot be reached is reported without a wait's longer time
 		// budget.
-		err := m.Try(ctx, o.key, o.ttl, r.holding, opts...)
+		err := try()
 		if !errors.Is(err, lock.ErrNotAcquired) || r.ran {
 			return err
 		}
@@ -329,7 +382,7 @@ func (r *runner) acquire(ctx context.Context, m *lock.Manager, wait time.Duratio
 			msg += "; its lease " + leaseEnds(left)
 		}
 		r.say("%s; waiting", msg)
-		return m.Block(ctx, o.key, o.ttl, r.holding, append(opts, lock.WithTimeout(wait))...)
+		return block()
 	}
 	// The wait bounds the whole acquisition, so Block at once; say that
 	// run waits if the lock is not granted within a second.
@@ -340,7 +393,16 @@ func (r *runner) acquire(ctx context.Context, m *lock.Manager, wait time.Duratio
 		return fmt.Sprintf("waiting for %q, up to %s", o.key, formatDuration(wait))
 	}, r.say)
 	defer stop()
-	return m.Block(ctx, o.key, o.ttl, r.holding, append(opts, lock.WithTimeout(wait))...)
+	return block()
+}
+
+// blocker makes the key a NotAcquiredError of several --key names the one
+// run's messages speak of: the key that was held.
+func (r *runner) blocker(err error) error {
+	if na, ok := errors.AsType[*lock.NotAcquiredError](err); ok {
+		r.o.key = na.Key
+	}
+	return err
 }
 
 // exit says what became of the run and returns its exit status.
@@ -493,16 +555,21 @@ func leaseEnds(d time.Duration) string {
 	return "ends in " + formatDuration(d.Round(100*time.Millisecond)) + " unless it is refreshed"
 }
 
-// hold is run without a command: it says what it holds on stdout, and
-// holds it until ctx ends. A signal ends it with a release (nil); a loss
-// comes back from Try or Block as the *LostError.
-func hold(ctx context.Context, e *env, l *lock.Lock, say func(string, ...any)) error {
-	fmt.Fprintf(e.stdout, "key=%s owner=%s fence=%d\n", quoteIfNeeded(l.Key()), quoteIfNeeded(l.Owner()), l.Fence())
-	say("holding %q until SIGINT or SIGTERM (refreshed every %s)", l.Key(), formatDuration((l.TTL() / 3).Round(time.Millisecond)))
+// hold is run without a command: it says what it holds on stdout, a line
+// per key, and holds it until ctx ends. A signal ends it with a release
+// (nil); a loss comes back from Try or Block as the *LostError.
+func hold(ctx context.Context, e *env, locks []*lock.Lock, say func(string, ...any)) error {
+	names := make([]string, len(locks))
+	for i, l := range locks {
+		fmt.Fprintf(e.stdout, "key=%s owner=%s fence=%d\n", quoteIfNeeded(l.Key()), quoteIfNeeded(l.Owner()), l.Fence())
+		names[i] = strconv.Quote(l.Key())
+	}
+	what := strings.Join(names, ", ")
+	say("holding %s until SIGINT or SIGTERM (refreshed every %s)", what, formatDuration((locks[0].TTL() / 3).Round(time.Millisecond)))
 	<-ctx.Done()
 	var sig supervise.Interrupted
 	if errors.As(context.Cause(ctx), &sig) {
-		say("%s: releasing %q", strings.ToLower(sig.Sig.String()), l.Key())
+		say("%s: releasing %s", strings.ToLower(sig.Sig.String()), what)
 	}
 	return nil
 }
