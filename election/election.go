@@ -120,8 +120,11 @@ func (e *Election) Leader(ctx context.Context) (Leader, error) {
 // is lost). value, at most MaxValueLen bytes of valid UTF-8, is what
 // Leader reports to others (an address, a host name); it may be empty.
 //
-// When ctx ends first, Campaign returns ctx's error and leaves the queue;
-// when the backend fails, its error (lock.ErrUnavailable, …).
+// When ctx ends first, Campaign returns ctx's error and leaves the queue
+// (a lease handed to it in the instant it gave up is released in the
+// background: Leader may name it for that moment, but no Leadership
+// exists for it, so nothing acts on it); when the backend fails, its
+// error (lock.ErrUnavailable, …).
 func (e *Election) Campaign(ctx context.Context, value string) (*Leadership, error) {
 	if len(value) > MaxValueLen || !utf8.ValidString(value) {
 		return nil, fmt.Errorf("election %q: value: %w", e.name, &lock.InvalidError{Field: "value",
