@@ -210,22 +210,33 @@ func hasRaftState(dir string) bool {
 	return err == nil && len(entries) > 0
 }
 
-// stopDev stops the nodes at once (in parallel), so that no node keeps
-// handing leadership to a peer that is about to stop too.
+// stopDev stops the leader first, then the followers at once (in
+// parallel), so that no node keeps handing leadership to a peer that is
+// about to stop too. A follower stopped while the leader still ran would
+// break the leader's replication to it, which raft logs as an error
+// ("failed to heartbeat to ... EOF") on an ordinary stop; followers
+// stopped after the leader only miss heartbeats, for less than an
+// election timeout.
 func stopDev(e *env, nodes []*devNode) {
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 	defer cancel()
 	errs := make([]error, len(nodes))
+	stop := func(i int) {
+		if err := nodes[i].node.Shutdown(ctx); err != nil {
+			errs[i] = fmt.Errorf("%s: %w", nodes[i].id, err)
+		}
+	}
+	for i, n := range nodes {
+		if n.node != nil && n.node.IsLeader() {
+			stop(i)
+		}
+	}
 	var wg sync.WaitGroup
 	for i, n := range nodes {
 		if n.node == nil {
 			continue
 		}
-		wg.Go(func() {
-			if err := n.node.Shutdown(ctx); err != nil {
-				errs[i] = fmt.Errorf("%s: %w", n.id, err)
-			}
-		})
+		wg.Go(func() { stop(i) }) // Shutdown is idempotent: the leader's returns at once
 	}
 	wg.Wait()
 	if err := errors.Join(errs...); err != nil {
