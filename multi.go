@@ -2,8 +2,12 @@ package lock
 
 import (
 	"context"
+	"errors"
 	"slices"
+	"strings"
 	"time"
+
+	"github.com/zerotal/lock/drivers"
 )
 
 // MultiFunc is the work done while every lock of a TryAll or BlockAll is
@@ -14,27 +18,32 @@ import (
 type MultiFunc func(ctx context.Context, locks []*Lock) error
 
 // MaxMultiKeys is the most keys one TryAll or BlockAll takes.
-const MaxMultiKeys = 64
+const MaxMultiKeys = drivers.MaxMultiKeys
 
 // TryAll acquires every key once, all or none, and runs fn while holding
 // them; when another owner holds one of them it returns that key's
-// *NotAcquiredError at once, having released the keys it took, without
-// running fn. Keys are taken in sorted order, so two callers naming the
-// same keys in any order never deadlock; a duplicate key counts once.
+// *NotAcquiredError at once, without running fn and with none of the
+// keys held. A duplicate key counts once.
 //
-// It is the ordered fallback on every backend: between the first grant and
-// the last the caller holds some of the keys, and a concurrent TryAll of
-// an overlapping set may fail where one of the two could have won. The
-// options are those of Try (WithRefresh, WithOwner, ...), applied to each
-// key.
+// Where the backend can (drivers.MultiAcquirer: memory, cluster, SQLite,
+// Redis when the keys share a hash slot) the keys are taken in one atomic
+// step: no other caller ever sees some of them taken and not the others.
+// Elsewhere, and on a cluster member that cannot apply it yet, they are
+// taken one at a time in sorted order (the ordered fallback): two callers
+// naming the same keys in any order never deadlock, but between the first
+// grant and the last the caller holds some of the keys, and a concurrent
+// TryAll of an overlapping set may fail where one of the two could have
+// won. The options are those of Try (WithRefresh, WithOwner, ...),
+// applied to each key.
 func (m *Manager) TryAll(ctx context.Context, keys []string, ttl time.Duration, fn MultiFunc, opts ...Option) error {
 	return m.all(ctx, keys, ttl, fn, opts, false)
 }
 
-// BlockAll waits for every key, in sorted order, holding the ones it has
-// while it waits for the next (which cannot deadlock against another
-// BlockAll: all take their keys in the same order), then runs fn while
-// holding them all. WithTimeout bounds the whole wait (default: the TTL);
+// BlockAll takes every key in one atomic step when they are all free (as
+// TryAll does); otherwise it waits for them in sorted order, holding the
+// ones it has while it waits for the next (which cannot deadlock against
+// another BlockAll: all take their keys in the same order), then runs fn
+// while holding them all. WithTimeout bounds the whole wait (default: the TTL);
 // when it passes, the keys taken are released and the *NotAcquiredError of
 // the key still waited for is returned. The other options are those of
 // Block, applied to each key.
@@ -68,6 +77,12 @@ func (m *Manager) all(ctx context.Context, keys []string, ttl time.Duration, fn 
 	if o.claim.Kind != 0 {
 		return &InvalidError{Field: "option", Reason: "TryAll and BlockAll take mutexes only: Semaphore, Read and Write do not apply"}
 	}
+	if ma, ok := m.driver.(drivers.MultiAcquirer); ok {
+		done, err := m.allAtOnce(ctx, ma, keys, order, ttl, fn, &o, wait)
+		if done {
+			return err
+		}
+	}
 	deadline := time.Now().Add(o.timeout)
 	held := make(map[string]*Lock, len(order))
 	var take func(ctx context.Context, i int) error
@@ -93,4 +108,66 @@ func (m *Manager) all(ctx context.Context, keys []string, ttl time.Duration, fn 
 		return m.Block(ctx, order[i], ttl, next, append(slices.Clip(opts), WithTimeout(left))...)
 	}
 	return take(ctx, 0)
+}
+
+// allAtOnce takes the keys of order in one step at the backend, then runs
+// fn while holding them. done is false when the backend cannot take these
+// keys in one step (nothing was taken: the caller falls back to taking
+// them in order), or when a key is busy and the caller is to wait.
+func (m *Manager) allAtOnce(ctx context.Context, ma drivers.MultiAcquirer, keys, order []string, ttl time.Duration, fn MultiFunc, o *options, wait bool) (done bool, err error) {
+	if m.stopping.Load() {
+		return true, ErrClosed
+	}
+	calls := make([]*call, len(order))
+	full := make([]string, len(order))
+	for i, k := range order {
+		c := &call{}
+		m.initLock(&c.l, k, ttl)
+		c.l.fixedOwner = o.owner
+		calls[i], full[i] = c, c.l.fullKey
+	}
+	owner := calls[0].l.nextOwner()
+	sent := time.Now()
+	fences, ok, busy, err := ma.AcquireAll(ctx, full, owner, ttl)
+	switch {
+	case errors.Is(err, drivers.ErrUnsupported):
+		return false, nil
+	case err != nil:
+		for _, c := range calls {
+			c.l.abandon(ctx, owner, err)
+		}
+		return true, failed(ctx, "acquire", strings.Join(order, ","), true, err)
+	case !ok && wait:
+		return false, nil
+	case !ok:
+		key := strings.TrimPrefix(busy.Key, m.prefix)
+		return true, &NotAcquiredError{Key: key, Holder: busy.Holder, HolderTTL: busy.TTL}
+	}
+	held := make(map[string]*Lock, len(order))
+	for i, c := range calls {
+		c.l.granted(owner, fences[i], sent)
+		held[order[i]] = &c.l
+	}
+	// Each lock is watched and released by its own callWhileHeld, nested
+	// so that the loss of any one ends fn's ctx. A lock whose turn never
+	// came (the Manager closed in between) is released here.
+	entered := 0
+	defer func() {
+		for _, c := range calls[entered:] {
+			c.l.releaseOwner(ctx, owner)
+		}
+	}()
+	var run func(ctx context.Context, i int) error
+	run = func(ctx context.Context, i int) error {
+		if i == len(calls) {
+			locks := make([]*Lock, len(keys))
+			for j, k := range keys {
+				locks[j] = held[k]
+			}
+			return fn(ctx, locks)
+		}
+		entered = i + 1
+		return m.callWhileHeld(ctx, calls[i], func(ctx context.Context, _ *Lock) error { return run(ctx, i+1) }, o)
+	}
+	return true, run(ctx, 0)
 }

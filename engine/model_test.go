@@ -175,11 +175,62 @@ func (m *model) apply(c Command) modelResult {
 		if l != nil {
 			r.OK = m.dropWaiter(l, c.Owner)
 		}
+	case OpAcquireAll:
+		return m.acquireAll(c)
 	case OpTick:
 		r.OK = true
 	default:
 		r.errInvalid = true
 	}
+	return r
+}
+
+// acquireAll is every key of c or none: the first key held by another
+// owner (or expired with waiters) refuses the lot, naming its holder.
+func (m *model) acquireAll(c Command) modelResult {
+	var r modelResult
+	seen := map[string]bool{}
+	for _, k := range c.Keys {
+		if k == "" || seen[k] {
+			r.errInvalid = true
+		}
+		seen[k] = true
+	}
+	if len(c.Keys) == 0 || c.Owner == "" || c.TTL <= 0 || r.errInvalid {
+		r.errInvalid = true
+		return r
+	}
+	fresh := 0
+	for _, k := range c.Keys {
+		l := m.locks[k]
+		switch {
+		case l == nil:
+			fresh++
+		case l.deadline <= m.now && len(l.waiters) == 0:
+		case l.owner == c.Owner && l.deadline > m.now:
+		default:
+			r.Grant = m.grant(k)
+			return r
+		}
+	}
+	if m.maxKeys > 0 && len(m.locks)+fresh > m.maxKeys {
+		r.errFull = true
+		return r
+	}
+	want := c.Fence
+	for _, k := range c.Keys {
+		l := m.locks[k]
+		switch {
+		case l == nil:
+			m.locks[k] = &modelLock{owner: c.Owner, fence: m.fence(want), deadline: m.until(c.TTL)}
+		case l.owner == c.Owner && l.deadline > m.now:
+			l.deadline = m.until(c.TTL)
+		default:
+			l.owner, l.fence, l.deadline = c.Owner, m.fence(want), m.until(c.TTL)
+		}
+		r.Grants = append(r.Grants, m.grant(k))
+	}
+	r.OK = true
 	return r
 }
 

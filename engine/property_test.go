@@ -30,8 +30,18 @@ func randomCommand(rng *rand.Rand, now int64, fence uint64, m *model) Command {
 		c.Fence = fence
 	}
 	switch n := rng.IntN(100); {
-	case n < 35:
+	case n < 30:
 		c.Op, c.TTL, c.Wait = OpAcquire, ttl, rng.IntN(2) == 0
+	case n < 35:
+		c.Op, c.TTL, c.Key = OpAcquireAll, ttl, ""
+		for _, k := range propKeys {
+			if rng.IntN(2) == 0 {
+				c.Keys = append(c.Keys, k)
+			}
+		}
+		if rng.IntN(10) == 0 && len(c.Keys) > 0 {
+			c.Keys = append(c.Keys, c.Keys[0]) // invalid: named twice
+		}
 	case n < 55:
 		c.Op = OpRelease
 		if l := m.locks[key]; l != nil && rng.IntN(3) > 0 {

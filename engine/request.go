@@ -30,6 +30,7 @@ const (
 	kNext
 	kWaiters
 	kIsWaiting
+	kAcquireAll
 )
 
 // request is one command to the loop. Its reply channel has room for one
@@ -40,6 +41,7 @@ type request struct {
 	kind   reqKind
 	claim  Claim // kAcquire, kAcquireWait: a shared name's
 	key    string
+	keys   []string // kAcquireAll
 	owner  string
 	ttl    time.Duration
 	limit  int
@@ -285,6 +287,9 @@ func (e *loop) handle(r *request) {
 		r.deadline, r.ok = t.nextDeadline()
 	case kWaiters:
 		r.waiters = t.waiterList()
+	case kAcquireAll:
+		o := t.acquireAll(r.keys, r.owner, r.ttl, 0)
+		r.ok, r.grants, r.grant, r.err = o.ok, o.grants, o.busy, o.err
 	case kIsWaiting:
 		en := t.entries[r.key]
 		r.ok = en != nil && en.waiterIndex(r.owner) >= 0

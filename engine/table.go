@@ -566,6 +566,9 @@ func (t *table) applyCommand(c *Command) Result {
 		o = t.acquireShared(c.Key, c.Owner, c.TTL, c.Claim, c.Fence, c.Wait, nil)
 	case OpCancelWait:
 		o = t.cancelWait(c.Key, c.Owner, c.Fence)
+	case OpAcquireAll:
+		m := t.acquireAll(c.Keys, c.Owner, c.TTL, c.Fence)
+		return Result{OK: m.ok, Grant: m.busy, Grants: m.grants, Err: m.err}
 	case OpTick:
 		o.ok = true
 	default:

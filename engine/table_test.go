@@ -351,7 +351,7 @@ func TestTable_Operations(t *testing.T) {
 }
 
 func sameResult(a, b Result) bool {
-	if a.OK != b.OK || a.Queued != b.Queued || a.Grant != b.Grant || !slices.Equal(a.Handoffs, b.Handoffs) {
+	if a.OK != b.OK || a.Queued != b.Queued || a.Grant != b.Grant || !slices.Equal(a.Handoffs, b.Handoffs) || !slices.Equal(a.Grants, b.Grants) {
 		return false
 	}
 	return true
@@ -369,6 +369,9 @@ func fmtResult(r Result) string {
 		s.WriteString(" Queued")
 	}
 	s.WriteString(" Grant:" + fmtGrant(r.Grant))
+	for _, g := range r.Grants {
+		s.WriteString(" Grants:" + fmtGrant(g))
+	}
 	for _, h := range r.Handoffs {
 		s.WriteString(" Handoff:" + fmtGrant(h))
 	}

@@ -84,6 +84,10 @@ const (
 	// cancel-wait of a shared name are the ops above, naming one holder
 	// or waiter by its owner.
 	OpAcquireShared Op = 8
+	// OpAcquireAll uses Keys, Owner, TTL, Now, Fence: every key or none,
+	// in one step (Result.Grants in the order of Keys; when one is busy,
+	// Result.Grant is its holder's grant). It never waits.
+	OpAcquireAll Op = 9
 )
 
 // String names the operation.
@@ -105,6 +109,8 @@ func (o Op) String() string {
 		return "tick"
 	case OpAcquireShared:
 		return "acquire_shared"
+	case OpAcquireAll:
+		return "acquire_all"
 	}
 	return "unknown"
 }
@@ -128,6 +134,8 @@ type Command struct {
 	Wait bool
 	// Claim is how an OpAcquireShared holds the name.
 	Claim Claim
+	// Keys are the keys of an OpAcquireAll (Key is then unused).
+	Keys []string
 }
 
 // Result is the outcome of one Command.
@@ -146,6 +154,9 @@ type Result struct {
 	// cancel-wait, which may let the waiters behind it in). A mutex hands
 	// off at most one.
 	Handoffs []Grant
+	// Grants are an OpAcquireAll's grants when OK, in the order of its
+	// Keys.
+	Grants []Grant
 	// Err is a per-command error (ErrFull, ErrInvalid...). It never fails
 	// the rest of the batch.
 	Err error

@@ -130,6 +130,26 @@ func (d *Driver) AcquireHolder(ctx context.Context, key, owner string, ttl time.
 	return g.Fence, true, drivers.HeldBy{}, nil
 }
 
+// AcquireAll takes every key or none in one step of the engine
+// (drivers.MultiAcquirer).
+func (d *Driver) AcquireAll(ctx context.Context, keys []string, owner string, ttl time.Duration) ([]uint64, bool, drivers.Busy, error) {
+	if err := d.ready(ctx); err != nil {
+		return nil, false, drivers.Busy{}, err
+	}
+	grants, busy, ok, err := d.e.AcquireAll(ctx, keys, owner, ttl)
+	switch {
+	case err != nil:
+		return nil, false, drivers.Busy{}, err
+	case !ok:
+		return nil, false, drivers.Busy{Key: busy.Key, HeldBy: drivers.HeldBy{Holder: drivers.HolderOf(busy.Owner), TTL: d.e.Remaining(busy)}}, nil
+	}
+	fences := make([]uint64, len(grants))
+	for i, g := range grants {
+		fences[i] = g.Fence
+	}
+	return fences, true, drivers.Busy{}, nil
+}
+
 // AcquireWait queues for key, FIFO, and returns when the engine hands it
 // over or ctx ends.
 func (d *Driver) AcquireWait(ctx context.Context, key, owner string, ttl time.Duration, _ drivers.WaitOptions) (uint64, error) {
