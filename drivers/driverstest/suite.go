@@ -56,6 +56,7 @@ func Run(t *testing.T, newHarness func(t *testing.T) Harness) {
 		{"SameOwnerAfterExpiryIsNewGrant", testSameOwnerAfterExpiryIsNewGrant},
 		{"FencesStrictlyIncrease", testFencesStrictlyIncrease},
 		{"HolderReported", testHolderReported},
+		{"AcquireAll", testAcquireAll},
 		{"CancelledContext", testCancelledContext},
 		{"WaitHandOffOnRelease", testWaitHandOffOnRelease},
 		{"WaitHandOffOnExpiry", testWaitHandOffOnExpiry},

@@ -39,3 +39,6 @@ func Queued(d *Driver) int {
 	defer d.batch.mu.Unlock()
 	return len(d.batch.queue)
 }
+
+// Slot is a name's Redis Cluster hash slot, as the driver computes it.
+func Slot(name string) uint16 { return slot(name) }

@@ -91,6 +91,13 @@ func (v *view) AcquireWait(ctx context.Context, key, owner string, ttl time.Dura
 	return v.d.AcquireWait(ctx, key, owner, ttl, opts)
 }
 
+func (v *view) AcquireAll(ctx context.Context, keys []string, owner string, ttl time.Duration) ([]uint64, bool, drivers.Busy, error) {
+	if err := v.check(); err != nil {
+		return nil, false, drivers.Busy{}, err
+	}
+	return v.d.AcquireAll(ctx, keys, owner, ttl)
+}
+
 func (v *view) Close() error { v.closed.Store(true); return nil }
 
 func TestConformance_Memory(t *testing.T) {

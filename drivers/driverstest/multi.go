@@ -1,0 +1,83 @@
+package driverstest
+
+import (
+	"errors"
+	"testing"
+
+	"github.com/zerotal/lock/drivers"
+)
+
+// testAcquireAll checks drivers.MultiAcquirer: every key or none, a busy
+// key named with its holder, fences per key, and a refresh by the owner
+// that keeps them. A backend that cannot take some keys in one step
+// (drivers.ErrUnsupported) must have taken none of them; one key it always
+// takes.
+func testAcquireAll(t *testing.T, s *suite) {
+	a, b := s.driver(), s.driver()
+	ma, ok := b.(drivers.MultiAcquirer)
+	if !ok {
+		t.Skip("driver does not implement drivers.MultiAcquirer; the Manager takes the keys one at a time")
+	}
+	one := s.key("one")
+	fences, ok, _, err := ma.AcquireAll(ctxFor(t), []string{one}, "solo", longTTL)
+	if err != nil || !ok || len(fences) != 1 || fences[0] == 0 {
+		t.Fatalf("AcquireAll of one free key = %v %v %v; want a grant with a fence", fences, ok, err)
+	}
+	mustRelease(t, b, one, "solo", true)
+
+	k1, k2, k3 := s.key("m1"), s.key("m2"), s.key("m3")
+	before := mustAcquire(t, a, k1, "earlier", longTTL)
+	mustRelease(t, a, k1, "earlier", true)
+	other := token() + ":deploy@host-3"
+	mustAcquire(t, a, k2, other, longTTL)
+	keys := []string{k1, k2, k3}
+	_, ok, busy, err := ma.AcquireAll(ctxFor(t), keys, "me", longTTL)
+	if errors.Is(err, drivers.ErrUnsupported) {
+		assertFree(t, a, k1, k3)
+		return
+	}
+	if err != nil || ok {
+		t.Fatalf("AcquireAll with %s held = %v %v; want refused", k2, ok, err)
+	}
+	if busy.Key != k2 || busy.Holder != "deploy@host-3" || busy.TTL <= 0 || busy.TTL > longTTL {
+		t.Fatalf("busy = %+v; want %s held by deploy@host-3 with time left in (0, %v]", busy, k2, longTTL)
+	}
+	assertFree(t, a, k1, k3)
+
+	mustRelease(t, a, k2, other, true)
+	fences, ok, _, err = ma.AcquireAll(ctxFor(t), keys, "me", longTTL)
+	if err != nil || !ok || len(fences) != len(keys) {
+		t.Fatalf("AcquireAll of free keys = %v %v %v", fences, ok, err)
+	}
+	if fences[0] <= before {
+		t.Fatalf("fence of %s = %d after an earlier grant's %d; want larger", k1, fences[0], before)
+	}
+	for i, k := range keys {
+		mustNotAcquire(t, a, k, "someone", longTTL)
+		if fences[i] == 0 {
+			t.Fatalf("fence of %s = 0", k)
+		}
+	}
+	again, ok, _, err := ma.AcquireAll(ctxFor(t), keys, "me", longTTL)
+	if err != nil || !ok {
+		t.Fatalf("AcquireAll by the holder = %v %v; want a refresh", ok, err)
+	}
+	for i := range keys {
+		if again[i] != fences[i] {
+			t.Fatalf("refresh changed the fences: %v, were %v", again, fences)
+		}
+	}
+	for _, k := range keys {
+		mustRelease(t, a, k, "me", true)
+	}
+}
+
+func assertFree(t *testing.T, d drivers.Driver, keys ...string) {
+	t.Helper()
+	for _, k := range keys {
+		held, err := d.Exists(ctxFor(t), k)
+		if err != nil || held {
+			t.Fatalf("%s after a refused AcquireAll: held %v, %v; want free", k, held, err)
+		}
+	}
+}
