@@ -7,14 +7,17 @@ const (
 	// side (AcquireSharedRequest). A path of its own, so that a node that
 	// does not know it answers 404 rather than grant a mutex.
 	PathAcquireShared = "/v1/acquire-shared"
-	PathRelease       = "/v1/release"
-	PathExtend        = "/v1/extend"
-	PathForceRelease  = "/v1/force-release"
-	PathLock          = "/v1/lock"
-	PathLocks         = "/v1/locks"
-	PathStatus        = "/v1/status"
-	PathJoin          = "/v1/join"
-	PathLeave         = "/v1/leave"
+	// PathAcquireAll takes several keys in one step, all or none
+	// (AcquireAllRequest).
+	PathAcquireAll   = "/v1/acquire-all"
+	PathRelease      = "/v1/release"
+	PathExtend       = "/v1/extend"
+	PathForceRelease = "/v1/force-release"
+	PathLock         = "/v1/lock"
+	PathLocks        = "/v1/locks"
+	PathStatus       = "/v1/status"
+	PathJoin         = "/v1/join"
+	PathLeave        = "/v1/leave"
 	// PathNode is what a node says of itself (NodeInfo), answered by the
 	// node asked, never forwarded, to any caller: it holds nothing that
 	// the wrong-cluster answer does not already give away.

@@ -35,6 +35,35 @@ type AcquireResponse struct {
 	TTLMillis int64  `json:"ttl_ms"`
 }
 
+// AcquireAllRequest is the body of POST /v1/acquire-all. It takes every
+// key of Keys for Owner for TTLMillis in one step (refreshing those Owner
+// holds already), or none of them: a key held by another owner is
+// answered 409 at once, naming that key and its holder, with none of the
+// keys taken. Keys are distinct, 1 to MaxAcquireAllKeys of them; each is
+// released, extended or read on its own afterwards.
+type AcquireAllRequest struct {
+	Keys      []string `json:"keys"`
+	Owner     string   `json:"owner"`
+	TTLMillis int64    `json:"ttl_ms"`
+}
+
+// MaxAcquireAllKeys is the most keys one AcquireAllRequest names.
+const MaxAcquireAllKeys = 64
+
+// AcquireAllResponse is the answer to a granted acquire-all: each key
+// with its own fence, in the order of the request's keys.
+type AcquireAllResponse struct {
+	Owner     string     `json:"owner"`
+	TTLMillis int64      `json:"ttl_ms"`
+	Locks     []KeyFence `json:"locks"`
+}
+
+// KeyFence is one key of an acquire-all and the fence of its grant.
+type KeyFence struct {
+	Key   string `json:"key"`
+	Fence uint64 `json:"fence"`
+}
+
 // ReleaseRequest is the body of POST /v1/release.
 type ReleaseRequest struct {
 	Key   string `json:"key"`
@@ -147,6 +176,10 @@ type NodeInfo struct {
 // entry type 8).
 const FeatureShared = "shared"
 
+// FeatureAcquireAll: the node applies acquire-all entries (log entry type
+// 9), which take several keys in one step (POST /v1/acquire-all).
+const FeatureAcquireAll = "acquire-all"
+
 // JoinRequest is the body of POST /v1/join. Addr is the raft address of
 // the new node, HTTP its HTTP address (host:port): the leader asks the
 // node there whether it may be added (GET /v1/node) before it adds it,
@@ -186,4 +219,7 @@ type ErrorBody struct {
 	// it is ("TOKEN:HOLDER", drivers.HolderOf): the description, never
 	// the token.
 	Holder string `json:"holder,omitempty"`
+	// Key comes with CodeNotAcquired: the key found held (for an
+	// acquire-all, the one that kept the others from being taken).
+	Key string `json:"key,omitempty"`
 }

@@ -2,6 +2,7 @@ package client
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -302,7 +303,7 @@ func readAPIError(resp *http.Response, key string) error {
 		}
 	}
 	if e.kind() == api.CodeNotAcquired {
-		e.notAcquired = &drivers.NotAcquiredError{Key: key}
+		e.notAcquired = &drivers.NotAcquiredError{Key: cmp.Or(eb.Key, key)}
 		if eb.HolderTTLMillis != nil && *eb.HolderTTLMillis > 0 {
 			e.notAcquired.HolderTTL = api.Duration(*eb.HolderTTLMillis)
 		}

@@ -78,12 +78,24 @@ func (s apiStore) AcquireShared(ctx context.Context, key, owner string, ttl, wai
 	if err != nil {
 		return 0, err
 	}
-	if err := s.n.sharedSupported(ctx); err != nil {
+	if err := s.n.supported(ctx, sharedFeature); err != nil {
 		return 0, err
 	}
 	e := fsm.Entry{Op: engine.OpAcquireShared, Key: key, Owner: owner, TTL: ttl, Claim: c}
 	fence, err := s.n.acquireLock(ctx, l, e, wait)
 	return fence, apiErr("acquire", err)
+}
+
+func (s apiStore) AcquireAll(ctx context.Context, keys []string, owner string, ttl time.Duration) ([]uint64, error) {
+	l, err := s.leading("acquire-all")
+	if err != nil {
+		return nil, err
+	}
+	if err := s.n.supported(ctx, acquireAllFeature); err != nil {
+		return nil, err
+	}
+	fences, err := s.n.acquireAll(l, keys, owner, ttl)
+	return fences, apiErr("acquire-all", err)
 }
 
 func (s apiStore) Release(_ context.Context, key, owner string) (bool, error) {

@@ -103,3 +103,74 @@ func TestCluster_TakeoverCancelsSharedWaitersWithoutLettingThemIn(t *testing.T) 
 		t.Fatalf("after the takeover: %s; want the first reader alone and nobody queued", got.Raw)
 	}
 }
+
+// An acquire-all is one log entry: every key or none, on every node. A
+// busy key is a 409 naming it and its holder, with nothing written for the
+// others; the grant goes through a follower too; and a leader writes none
+// while a member says it runs an older release.
+func TestCluster_AcquireAllIsOneEntry(t *testing.T) {
+	nodes := startCluster(t, 3, nil)
+	leader := waitLeader(t, nodes)
+	var follower *Node
+	for _, n := range nodes {
+		if n != leader {
+			follower = n
+			break
+		}
+	}
+	c := newClient(t)
+	holder := "0123456789abcdef0123456789abcdef:deploy@host-3"
+	mustStatus(t, c.do(leader.HTTPAddr(), "POST", "/v1/acquire", map[string]any{"key": "b", "owner": holder, "ttl_ms": 60000}), http.StatusOK, "acquire b")
+	all := map[string]any{"keys": []string{"c", "a", "b"}, "owner": "me", "ttl_ms": 60000}
+	r := c.do(follower.HTTPAddr(), "POST", "/v1/acquire-all", all)
+	if r.Status != http.StatusConflict || r.str("key") != "b" || r.str("holder") != "deploy@host-3" || strings.Contains(r.Raw, "0123456789abcdef") {
+		t.Fatalf("acquire-all with b held: %d %s; want 409 naming b and its holder, never its token", r.Status, r.Raw)
+	}
+	for _, k := range []string{"a", "c"} {
+		if got := c.get(leader.HTTPAddr(), k); got.Status != http.StatusNotFound {
+			t.Fatalf("%s after a refused acquire-all: %d %s", k, got.Status, got.Raw)
+		}
+	}
+	mustStatus(t, c.do(leader.HTTPAddr(), "POST", "/v1/release", map[string]any{"key": "b", "owner": holder}), http.StatusOK, "release b")
+
+	before := leader.raft.LastIndex()
+	r = c.do(follower.HTTPAddr(), "POST", "/v1/acquire-all", all)
+	mustStatus(t, r, http.StatusOK, "acquire-all of free keys, through a follower")
+	locks, _ := r.Body["locks"].([]any)
+	if len(locks) != 3 {
+		t.Fatalf("acquire-all answered %s", r.Raw)
+	}
+	if after := leader.raft.LastIndex(); after != before+1 {
+		t.Fatalf("acquire-all of 3 keys wrote %d entries; want one", after-before)
+	}
+	for i, k := range []string{"c", "a", "b"} {
+		l, _ := locks[i].(map[string]any)
+		fence, _ := l["fence"].(float64)
+		got := c.get(leader.HTTPAddr(), k)
+		if l["key"] != k || fence == 0 || got.str("owner") != "me" || got.Body["fence"] != fence {
+			t.Fatalf("lock %d of the answer %v; GET %s: %s", i, l, k, got.Raw)
+		}
+	}
+
+	for _, bad := range []map[string]any{
+		{"keys": []string{}, "owner": "me", "ttl_ms": 1000},
+		{"keys": []string{"x", "x"}, "owner": "me", "ttl_ms": 1000},
+		{"keys": []string{"x", ""}, "owner": "me", "ttl_ms": 1000},
+		{"keys": []string{"x"}, "owner": "me", "ttl_ms": 0},
+	} {
+		if r := c.do(leader.HTTPAddr(), "POST", "/v1/acquire-all", bad); r.Status != http.StatusBadRequest {
+			t.Fatalf("acquire-all %v: %d %s; want 400", bad, r.Status, r.Raw)
+		}
+	}
+
+	follower.olderRelease.Store(true)
+	leader.featureMembers.Clear() // as a leader that has not asked yet
+	before = leader.raft.LastIndex()
+	r = c.do(leader.HTTPAddr(), "POST", "/v1/acquire-all", map[string]any{"keys": []string{"d", "e"}, "owner": "me", "ttl_ms": 60000})
+	if r.Status != http.StatusNotImplemented || !strings.Contains(r.str("message"), follower.cfg.ID) {
+		t.Fatalf("acquire-all with an older member: %d %s; want 501 naming %s", r.Status, r.Raw, follower.cfg.ID)
+	}
+	if after := leader.raft.LastIndex(); after != before {
+		t.Fatalf("the refused acquire-all wrote to the log (%d -> %d)", before, after)
+	}
+}

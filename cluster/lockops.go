@@ -108,6 +108,29 @@ func (n *Node) acquire(ctx context.Context, l *leadership, e fsm.Entry, wait tim
 	return 0, &drivers.NotAcquiredError{Key: key}
 }
 
+// acquireAll takes every key for owner in one entry, or none: a busy key
+// is a 409 naming it, with its holder's remaining lease. It never waits,
+// so it needs none of the hand-off protocol's bookkeeping: a retry of the
+// same owner finds its own grants and refreshes them.
+func (n *Node) acquireAll(l *leadership, keys []string, owner string, ttl time.Duration) ([]uint64, error) {
+	now := l.clock.Now()
+	resp, err := n.apply(fsm.Entry{Op: engine.OpAcquireAll, Keys: keys, Owner: owner, TTL: ttl, Now: now})
+	switch {
+	case err != nil:
+		return nil, applyErr("acquire-all", err)
+	case resp.Result.Err != nil:
+		return nil, resp.Result.Err
+	case !resp.Result.OK:
+		n.metrics.Contention.Inc()
+		return nil, heldBy(resp.Result.Grant.Key, resp.Result.Grant, now)
+	}
+	fences := make([]uint64, len(resp.Result.Grants))
+	for i, g := range resp.Result.Grants {
+		fences[i] = g.Fence
+	}
+	return fences, nil
+}
+
 // release frees key if owner holds it.
 func (n *Node) release(l *leadership, key, owner string) (bool, error) {
 	resp, err := n.apply(fsm.Entry{Op: engine.OpRelease, Key: key, Owner: owner, Now: l.clock.Now()})

@@ -62,6 +62,9 @@ func (n *Node) onApply(a fsm.Applied) {
 	if (a.Entry.Op == engine.OpAcquire || a.Entry.Op == engine.OpAcquireShared) && a.Result.OK {
 		deadline = min(deadline, a.Result.Grant.Deadline)
 	}
+	for _, g := range a.Result.Grants {
+		deadline = min(deadline, g.Deadline)
+	}
 	if n.expiry != nil {
 		n.expiry.Granted(deadline)
 	}

@@ -96,9 +96,9 @@ func (n *Node) askJoiner(ctx context.Context, id, httpAddr string) error {
 		return fmt.Errorf("%w: node %s has raft state of its own (last log index %d, a configuration of %d servers): "+
 			"adding it would fork the lock table. Stop it, empty its data dir, start it with neither --bootstrap nor --join, "+
 			"and join it again", ErrJoinRefused, id, info.LastIndex, info.Servers)
-	case !slices.Contains(info.Features, api.FeatureShared):
-		return fmt.Errorf("%w: node %s runs an older release, which cannot apply this cluster's semaphores and read/write locks: "+
-			"run this release there", ErrJoinRefused, id)
+	case !slices.Contains(info.Features, api.FeatureShared) || !slices.Contains(info.Features, api.FeatureAcquireAll):
+		return fmt.Errorf("%w: node %s runs an older release, which cannot apply every entry of this cluster's log "+
+			"(semaphores, read/write locks, several keys in one step): run this release there", ErrJoinRefused, id)
 	}
 	return nil
 }

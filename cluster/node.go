@@ -38,9 +38,9 @@ type Node struct {
 	stores  *stores
 	metrics *metrics.Metrics
 	waits   *handoff.Requests
-	// sharedMembers are the ids of members known to apply semaphores and
-	// read/write locks (features.go).
-	sharedMembers sync.Map
+	// featureMembers holds "feature\x00id" for each member known to apply
+	// a feature's entries (features.go).
+	featureMembers sync.Map
 	// olderRelease makes the node's GET /v1/node say none of the
 	// features (tests only: a member of an older release).
 	olderRelease atomic.Bool

@@ -123,7 +123,7 @@ func TestFSM_BatchEntriesApplyLikeTheirPartsOneByOne(t *testing.T) {
 			if g, w := withoutFences(got[i].Result), withoutFences(want[i].Result); !equalResults(g, w) {
 				t.Fatalf("seed %d entry %d (%v): batched %+v, one by one %+v", seed, i, entries[i].Op, got[i].Result, want[i].Result)
 			}
-			if applied[i].Entry != entries[i] || !equalResults(applied[i].Result, got[i].Result) {
+			if !reflect.DeepEqual(applied[i].Entry, entries[i]) || !equalResults(applied[i].Result, got[i].Result) {
 				t.Fatalf("seed %d entry %d: OnApply saw %+v", seed, i, applied[i])
 			}
 			for _, g := range newGrants(entries[i], got[i].Result, held) {
@@ -223,7 +223,7 @@ func TestCodec_BatchRoundTripsAndRefusesBadBytes(t *testing.T) {
 		t.Fatalf("DecodeLog = %d entries, %v", len(got), err)
 	}
 	for i := range lock {
-		if got[i] != lock[i] {
+		if !reflect.DeepEqual(got[i], lock[i]) {
 			t.Fatalf("part %d: %+v, want %+v", i, got[i], lock[i])
 		}
 	}
@@ -292,7 +292,7 @@ func FuzzDecodeLog(f *testing.F) {
 			t.Fatalf("re-decode: %d entries, %v; want %d", len(es2), err, len(es))
 		}
 		for i := range es {
-			if es2[i] != es[i] {
+			if !reflect.DeepEqual(es2[i], es[i]) {
 				t.Fatalf("part %d re-decoded as %+v, want %+v", i, es2[i], es[i])
 			}
 		}

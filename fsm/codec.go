@@ -71,6 +71,7 @@ type Entry struct {
 	ExpectFence uint64        // expire: the fence of the grant the leader saw due
 	Wait        bool          // acquire: queue FIFO when the key is busy
 	Claim       engine.Claim  // acquire-shared: a semaphore's or read/write lock's
+	Keys        []string      // acquire-all: every key, taken together or not at all
 	ID          string        // member entries: raft server id
 	HTTPAddr    string        // set-member: host:port of the node's HTTP API
 }
@@ -96,7 +97,7 @@ func entryOfType(t EntryType) Entry {
 // known reports whether this version knows how to apply t.
 func (t EntryType) known() bool {
 	switch {
-	case t >= EntryType(engine.OpAcquire) && t <= EntryType(engine.OpAcquireShared):
+	case t >= EntryType(engine.OpAcquire) && t <= EntryType(engine.OpAcquireAll):
 		return true
 	case t == SetMember || t == RemoveMember:
 		return true
@@ -172,6 +173,14 @@ func Encode(e Entry) ([]byte, error) {
 		b = binary.AppendUvarint(b, e.ExpectFence)
 		b = binary.AppendVarint(b, e.Now)
 	case engine.OpTick:
+		b = binary.AppendVarint(b, e.Now)
+	case engine.OpAcquireAll:
+		b = binary.AppendUvarint(b, uint64(len(e.Keys)))
+		for _, k := range e.Keys {
+			b = appendString(b, k)
+		}
+		b = appendString(b, e.Owner)
+		b = binary.AppendVarint(b, int64(e.TTL))
 		b = binary.AppendVarint(b, e.Now)
 	}
 	switch e.Member {
@@ -252,6 +261,17 @@ func Decode(b []byte) (Entry, error) {
 		e.Now = r.varint("now")
 	case engine.OpTick:
 		e.Now = r.varint("now")
+	case engine.OpAcquireAll:
+		n := r.uvarint("keys")
+		if (n == 0 || n > drivers.MaxMultiKeys) && r.err == nil {
+			r.err = fmt.Errorf("%w: %d keys, want 1 to %d", ErrMalformed, n, drivers.MaxMultiKeys)
+		}
+		for i := uint64(0); i < n && r.err == nil; i++ {
+			e.Keys = append(e.Keys, r.str("key", maxKeyLen))
+		}
+		e.Owner = r.str("owner", maxOwnerLen)
+		e.TTL = time.Duration(r.varint("ttl"))
+		e.Now = r.varint("now")
 	}
 	switch e.Member {
 	case SetMember:
@@ -297,7 +317,34 @@ func (e Entry) check() error {
 	if e.TTL < 0 {
 		return &drivers.InvalidError{Field: "ttl", Reason: fmt.Sprintf("%s is negative", e.TTL)}
 	}
+	if err := e.checkKeys(); err != nil {
+		return err
+	}
 	return e.checkClaim()
+}
+
+// checkKeys refuses keys on any entry but an acquire-all, and an
+// acquire-all of no key, of more than drivers.MaxMultiKeys, or of a key
+// Decode would refuse.
+func (e Entry) checkKeys() error {
+	if e.Op != engine.OpAcquireAll {
+		if e.Keys != nil {
+			return &drivers.InvalidError{Field: "keys", Reason: "only an acquire-all entry has them"}
+		}
+		return nil
+	}
+	if len(e.Keys) == 0 || len(e.Keys) > drivers.MaxMultiKeys {
+		return &drivers.InvalidError{Field: "keys", Reason: fmt.Sprintf("%d keys, want 1 to %d", len(e.Keys), drivers.MaxMultiKeys)}
+	}
+	for _, k := range e.Keys {
+		switch {
+		case len(k) > maxKeyLen:
+			return &drivers.InvalidError{Field: "key", Reason: fmt.Sprintf("%d bytes, the limit is %d", len(k), maxKeyLen)}
+		case !utf8.ValidString(k):
+			return &drivers.InvalidError{Field: "key", Reason: "not valid UTF-8"}
+		}
+	}
+	return nil
 }
 
 // checkClaim refuses a claim on any entry but an acquire-shared, and an

@@ -3,6 +3,7 @@ package fsm
 import (
 	"bytes"
 	"errors"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -25,6 +26,7 @@ func allTypesEntries() []Entry {
 		{Op: engine.OpAcquireShared, Key: "pool", Owner: "o", TTL: time.Second, Now: 3, Wait: true, Claim: engine.Claim{Kind: engine.Semaphore, Limit: 4}},
 		{Op: engine.OpAcquireShared, Key: "doc", Owner: "w", TTL: time.Second, Now: 3, Claim: engine.Claim{Kind: engine.RWLock, Write: true}},
 		{Op: engine.OpAcquireShared, Key: "doc", Owner: "r", TTL: time.Second, Now: 3, Wait: true, Claim: engine.Claim{Kind: engine.RWLock}},
+		{Op: engine.OpAcquireAll, Keys: []string{"a", "b/c", strings.Repeat("é", 512)}, Owner: "o", TTL: time.Minute, Now: 13},
 		{Member: SetMember, ID: "node-1", HTTPAddr: "127.0.0.1:8080"},
 		{Member: RemoveMember, ID: "node-1"},
 		{Op: engine.OpAcquire, Key: strings.Repeat("é", 512), Owner: strings.Repeat("x", maxOwnerLen), TTL: 7 * 24 * time.Hour, Now: 1},
@@ -44,7 +46,7 @@ func TestCodec_RoundTripsEveryType(t *testing.T) {
 		if err != nil {
 			t.Fatalf("decode %v: %v", e.Type(), err)
 		}
-		if got != e {
+		if !reflect.DeepEqual(got, e) {
 			t.Fatalf("round trip of %v:\n got %+v\nwant %+v", e.Type(), got, e)
 		}
 	}
@@ -56,7 +58,7 @@ func TestCodec_TypeNumbersAreStable(t *testing.T) {
 	want := map[EntryType]uint8{
 		EntryType(engine.OpAcquire): 1, EntryType(engine.OpRelease): 2, EntryType(engine.OpExtend): 3,
 		EntryType(engine.OpForceRelease): 4, EntryType(engine.OpExpire): 5,
-		EntryType(engine.OpCancelWait): 6, EntryType(engine.OpTick): 7, EntryType(engine.OpAcquireShared): 8, SetMember: 16, RemoveMember: 17,
+		EntryType(engine.OpCancelWait): 6, EntryType(engine.OpTick): 7, EntryType(engine.OpAcquireShared): 8, EntryType(engine.OpAcquireAll): 9, SetMember: 16, RemoveMember: 17,
 	}
 	for typ, n := range want {
 		if uint8(typ) != n {
@@ -86,6 +88,8 @@ func TestCodec_DecodeRejectsBadBytes(t *testing.T) {
 		{"bad utf8", []byte{byte(engine.OpForceRelease), payloadVersion, 1, 0xff, 0}, ErrMalformed},
 		{"negative ttl", []byte{byte(engine.OpExtend), payloadVersion, 1, 'k', 1, 'o', 1, 0}, ErrMalformed},
 		{"unknown flag", append(good[:len(good)-1:len(good)-1], 2), ErrMalformed},
+		{"no keys", []byte{byte(engine.OpAcquireAll), payloadVersion, 0, 1, 'o', 2, 2}, ErrMalformed},
+		{"too many keys", []byte{byte(engine.OpAcquireAll), payloadVersion, 65, 1, 'k'}, ErrMalformed},
 		{"overlong varint", append([]byte{byte(engine.OpTick), payloadVersion}, bytes.Repeat([]byte{0xff}, 11)...), ErrMalformed},
 	}
 	for _, c := range cases {
@@ -123,6 +127,11 @@ func TestCodec_EncodeRefusesWhatDecodeRefuses(t *testing.T) {
 		{Op: engine.OpAcquireShared, Key: "k", Owner: "o", TTL: time.Second, Claim: engine.Claim{}},
 		{Op: engine.OpAcquireShared, Key: "k", Owner: "o", TTL: time.Second, Claim: engine.Claim{Kind: engine.Semaphore, Limit: 2, Write: true}},
 		{Op: engine.OpAcquire, Key: "k", Owner: "o", TTL: time.Second, Claim: engine.Claim{Kind: engine.RWLock}},
+		{Op: engine.OpAcquireAll, Owner: "o", TTL: time.Second},
+		{Op: engine.OpAcquireAll, Keys: make([]string, drivers.MaxMultiKeys+1), Owner: "o", TTL: time.Second},
+		{Op: engine.OpAcquireAll, Keys: []string{"a", long}, Owner: "o", TTL: time.Second},
+		{Op: engine.OpAcquireAll, Keys: []string{"a\xff"}, Owner: "o", TTL: time.Second},
+		{Op: engine.OpAcquire, Key: "k", Keys: []string{"a"}, Owner: "o", TTL: time.Second},
 	}
 	for _, e := range cases {
 		b, err := Encode(e)
@@ -150,7 +159,7 @@ func FuzzDecode(f *testing.F) {
 			t.Fatalf("re-encode %+v: %v", e, err)
 		}
 		e2, err := Decode(b2)
-		if err != nil || e2 != e {
+		if err != nil || !reflect.DeepEqual(e2, e) {
 			t.Fatalf("re-decode: %+v, %v; want %+v", e2, err, e)
 		}
 	})

@@ -326,6 +326,7 @@ func toCommand(e Entry, index uint64) engine.Command {
 		ExpectFence: e.ExpectFence,
 		Wait:        e.Wait,
 		Claim:       e.Claim,
+		Keys:        e.Keys,
 	}
 }
 

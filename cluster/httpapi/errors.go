@@ -71,7 +71,7 @@ func writeError(w http.ResponseWriter, err error) {
 		body.HolderTTLMillis = &ms
 	}
 	if na != nil {
-		body.Holder = na.Holder
+		body.Holder, body.Key = na.Holder, na.Key
 	}
 	if status == http.StatusServiceUnavailable {
 		w.Header().Set("Retry-After", "1")

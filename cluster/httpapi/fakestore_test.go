@@ -79,6 +79,30 @@ func (s *fakeStore) Acquire(_ context.Context, key, owner string, ttl, _ time.Du
 	return s.fence, nil
 }
 
+func (s *fakeStore) AcquireAll(_ context.Context, keys []string, owner string, ttl time.Duration) ([]uint64, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.unsupported != nil {
+		return nil, s.unsupported
+	}
+	for _, k := range keys {
+		if l, ok := s.locks[k]; ok && l.Owner != owner {
+			return nil, &drivers.NotAcquiredError{Key: k, HolderTTL: l.Remaining}
+		}
+	}
+	fences := make([]uint64, len(keys))
+	for i, k := range keys {
+		if l, ok := s.locks[k]; ok {
+			l.Remaining, fences[i] = ttl, l.Fence
+			continue
+		}
+		s.fence++
+		s.locks[k] = &api.Lock{Key: k, Owner: owner, Fence: s.fence, Remaining: ttl}
+		fences[i] = s.fence
+	}
+	return fences, nil
+}
+
 func (s *fakeStore) AcquireShared(ctx context.Context, key, owner string, ttl, wait time.Duration, c drivers.Claim) (uint64, error) {
 	s.mu.Lock()
 	s.claim = c

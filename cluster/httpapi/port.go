@@ -35,6 +35,12 @@ type Store interface {
 	// lock's side, as c says. A cluster that cannot apply it yet answers
 	// an error matching drivers.ErrUnsupported (501).
 	AcquireShared(ctx context.Context, key, owner string, ttl, wait time.Duration, c drivers.Claim) (fence uint64, err error)
+	// AcquireAll takes every key for owner for ttl in one step, or none:
+	// a key held by another owner is a *drivers.NotAcquiredError naming
+	// it. It returns the fences in the order of keys. A cluster that
+	// cannot apply it yet answers an error matching
+	// drivers.ErrUnsupported (501).
+	AcquireAll(ctx context.Context, keys []string, owner string, ttl time.Duration) (fences []uint64, err error)
 	// Release frees key if owner holds it; released reports whether it did.
 	Release(ctx context.Context, key, owner string) (released bool, err error)
 	// Extend sets owner's grant of key to end ttl from now.

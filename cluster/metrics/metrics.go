@@ -142,6 +142,12 @@ func (m *Metrics) ObserveApplied(a fsm.Applied) {
 				m.track(e.Key, r.Grant.Fence, e.Now)
 			}
 		}
+	case engine.OpAcquireAll:
+		for _, g := range r.Grants {
+			if t, ok := m.grants[g.Key]; !ok || t.fence != g.Fence {
+				m.track(g.Key, g.Fence, e.Now)
+			}
+		}
 	case engine.OpRelease, engine.OpForceRelease, engine.OpExpire:
 		if r.OK {
 			if g, ok := m.grants[e.Key]; ok {
