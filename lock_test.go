@@ -368,3 +368,16 @@ func TestManager_CloseCancelsBackgroundCleanup(t *testing.T) {
 		t.Fatalf("Close waited %v for a cleanup on a hanging backend", took)
 	}
 }
+
+// NewOwner makes the Manager's form of owner: a fresh token each time,
+// then the holder, which HolderOf reads back.
+func TestNewOwner_AFreshTokenAndTheHolder(t *testing.T) {
+	a, b := lock.NewOwner("deploy@host-3"), lock.NewOwner("deploy@host-3")
+	tok, holder, ok := drivers.SplitOwner(a)
+	if !ok || holder != "deploy@host-3" || a == b || drivers.HolderOf(b) != "deploy@host-3" {
+		t.Fatalf("NewOwner = %q and %q (token %q, holder %q, %v); want two tokens and the holder", a, b, tok, holder, ok)
+	}
+	if _, holder, ok := drivers.SplitOwner(lock.NewOwner("")); !ok || holder != "" {
+		t.Fatalf("NewOwner(\"\") has holder %q, %v; want the tokened form with no holder", holder, ok)
+	}
+}

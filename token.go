@@ -42,3 +42,10 @@ func newOwner(suffix string) string {
 	b.WriteString(suffix)
 	return b.String()
 }
+
+// NewOwner returns a fresh owner of the form "TOKEN:HOLDER", as the
+// Manager makes them: a random token no other grant shares, then holder,
+// which describes the grant to others (drivers.HolderOf reads it back;
+// "" describes nothing). It is for callers that acquire through a
+// driver, the HTTP API or WithOwner, and want the Manager's owners.
+func NewOwner(holder string) string { return newOwner(":" + holder) }

@@ -3,8 +3,12 @@ package cluster
 import (
 	"net/http"
 	"strings"
+	"sync"
 	"testing"
 	"time"
+
+	"github.com/zerotal/lock/engine"
+	"github.com/zerotal/lock/fsm"
 )
 
 func acquireShared(c *apiClient, addr, key, owner string, body map[string]any) reply {
@@ -133,16 +137,40 @@ func TestCluster_AcquireAllIsOneEntry(t *testing.T) {
 	}
 	mustStatus(t, c.do(leader.HTTPAddr(), "POST", "/v1/release", map[string]any{"key": "b", "owner": holder}), http.StatusOK, "release b")
 
-	before := leader.raft.LastIndex()
+	// Every node applies the grants together: one entry, of the three.
+	var mu sync.Mutex
+	applied := map[string][]engine.Op{}
+	for _, n := range nodes {
+		hook := func(a fsm.Applied) {
+			// The refused acquire-all may still be applied on a follower
+			// that lags: it granted nothing.
+			if a.Entry.Owner == "me" && (a.Entry.Op != engine.OpAcquireAll || a.Result.OK) {
+				mu.Lock()
+				applied[n.cfg.ID] = append(applied[n.cfg.ID], a.Entry.Op)
+				mu.Unlock()
+			}
+		}
+		n.applyHook.Store(&hook)
+		defer n.applyHook.Store(nil)
+	}
 	r = c.do(follower.HTTPAddr(), "POST", "/v1/acquire-all", all)
 	mustStatus(t, r, http.StatusOK, "acquire-all of free keys, through a follower")
 	locks, _ := r.Body["locks"].([]any)
 	if len(locks) != 3 {
 		t.Fatalf("acquire-all answered %s", r.Raw)
 	}
-	if after := leader.raft.LastIndex(); after != before+1 {
-		t.Fatalf("acquire-all of 3 keys wrote %d entries; want one", after-before)
+	waitFor(t, 5*time.Second, "every node to apply the acquire-all", func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(applied) == len(nodes)
+	})
+	mu.Lock()
+	for id, ops := range applied {
+		if len(ops) != 1 || ops[0] != engine.OpAcquireAll {
+			t.Fatalf("node %s applied %v for the acquire-all; want one acquire_all entry", id, ops)
+		}
 	}
+	mu.Unlock()
 	for i, k := range []string{"c", "a", "b"} {
 		l, _ := locks[i].(map[string]any)
 		fence, _ := l["fence"].(float64)
@@ -165,12 +193,20 @@ func TestCluster_AcquireAllIsOneEntry(t *testing.T) {
 
 	follower.olderRelease.Store(true)
 	leader.featureMembers.Clear() // as a leader that has not asked yet
-	before = leader.raft.LastIndex()
+	mu.Lock()
+	clear(applied)
+	mu.Unlock()
 	r = c.do(leader.HTTPAddr(), "POST", "/v1/acquire-all", map[string]any{"keys": []string{"d", "e"}, "owner": "me", "ttl_ms": 60000})
 	if r.Status != http.StatusNotImplemented || !strings.Contains(r.str("message"), follower.cfg.ID) {
 		t.Fatalf("acquire-all with an older member: %d %s; want 501 naming %s", r.Status, r.Raw, follower.cfg.ID)
 	}
-	if after := leader.raft.LastIndex(); after != before {
-		t.Fatalf("the refused acquire-all wrote to the log (%d -> %d)", before, after)
+	// A barrier: whatever the leader wrote before it has been applied.
+	if err := leader.barrier(); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(applied[leader.cfg.ID]) != 0 {
+		t.Fatalf("the refused acquire-all wrote to the log: %v", applied[leader.cfg.ID])
 	}
 }

@@ -20,16 +20,24 @@ const tokenHex = 32
 // an application chose, as with lock.WithOwner) is itself the holder's
 // name.
 func HolderOf(owner string) string {
-	if len(owner) < tokenHex || !isHex(owner[:tokenHex]) {
-		return owner
+	if _, holder, ok := SplitOwner(owner); ok {
+		return holder
 	}
-	switch {
-	case len(owner) == tokenHex:
+	if len(owner) == tokenHex && isHex(owner) {
 		return ""
-	case owner[tokenHex] == ':':
-		return owner[tokenHex+1:]
 	}
 	return owner
+}
+
+// SplitOwner splits an owner of the form "TOKEN:HOLDER" (TOKEN being 32
+// lower-case hex digits; HOLDER may be empty) into its token and holder.
+// ok is false for an owner of any other form: a bare token, or one an
+// application chose.
+func SplitOwner(owner string) (token, holder string, ok bool) {
+	if len(owner) <= tokenHex || owner[tokenHex] != ':' || !isHex(owner[:tokenHex]) {
+		return "", "", false
+	}
+	return owner[:tokenHex], owner[tokenHex+1:], true
 }
 
 func isHex(s string) bool {

@@ -22,8 +22,6 @@ package election
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"sync"
@@ -108,7 +106,7 @@ func (e *Election) Leader(ctx context.Context) (Leader, error) {
 		return Leader{}, ErrNoLeader
 	}
 	holder := h.Holders[0]
-	value, ok := valueOf(holder.Owner)
+	_, value, ok := drivers.SplitOwner(holder.Owner)
 	if !ok {
 		return Leader{}, fmt.Errorf("election %q: the key is held by %q, not by a candidate: is the name used as a lock too?", e.name, holder.Owner)
 	}
@@ -130,7 +128,7 @@ func (e *Election) Campaign(ctx context.Context, value string) (*Leadership, err
 		return nil, fmt.Errorf("election %q: value: %w", e.name, &lock.InvalidError{Field: "value",
 			Reason: fmt.Sprintf("must be valid UTF-8 of at most %d bytes, got %d bytes", MaxValueLen, len(value))})
 	}
-	owner := newToken() + ":" + value
+	owner := lock.NewOwner(value)
 
 	// The lock's callback runs on ctx without its cancellation once it
 	// leads: ctx bounds the campaign, not the leadership.
@@ -230,22 +228,4 @@ func (l *Leadership) Resign(ctx context.Context) error {
 	case <-ctx.Done():
 		return ctx.Err()
 	}
-}
-
-// newToken is a campaign's random token, hex.
-func newToken() string {
-	var b [tokenLen / 2]byte
-	_, _ = rand.Read(b[:]) // never fails: crypto/rand crashes rather than return weak bytes
-	return hex.EncodeToString(b[:])
-}
-
-// valueOf is the value of a candidate's owner, token:value.
-func valueOf(owner string) (string, bool) {
-	if len(owner) <= tokenLen || owner[tokenLen] != ':' {
-		return "", false
-	}
-	if _, err := hex.DecodeString(owner[:tokenLen]); err != nil {
-		return "", false
-	}
-	return owner[tokenLen+1:], true
 }

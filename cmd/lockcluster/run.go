@@ -377,8 +377,9 @@ func (r *runner) acquire(ctx context.Context, m *lock.Manager, wait time.Duratio
 		if !errors.Is(err, lock.ErrNotAcquired) || r.ran {
 			return err
 		}
-		msg := fmt.Sprintf("%q is held by another owner", o.key)
-		if left, ok := holderLeft(ctx, m, o.key); ok {
+		na, _ := errors.AsType[*lock.NotAcquiredError](err)
+		msg := fmt.Sprintf("%q is held by another owner%s", o.key, holderNamed(na))
+		if left, ok := refusedLeft(ctx, m, o.key, na); ok {
 			msg += "; its lease " + leaseEnds(left)
 		}
 		r.say("%s; waiting", msg)
@@ -424,7 +425,7 @@ func (r *runner) exit(ctx context.Context, m *lock.Manager, err error, wait, wai
 			r.say("%s", msg)
 			return exitStatus(code)
 		}
-		r.say("%s", r.o.notAcquired(ctx, m, wait, waited))
+		r.say("%s", r.o.notAcquired(ctx, m, err, wait, waited))
 		return exitStatus(exitNotAcquired)
 	case r.child >= 0:
 		return exitStatus(r.child)
@@ -463,9 +464,10 @@ func (o *runOptions) waitLimit(cmd *cobra.Command) (time.Duration, error) {
 // notAcquired says that the lock was not acquired: how long run waited,
 // how long the holder has left when the backend tells, and how to wait
 // longer.
-func (o *runOptions) notAcquired(ctx context.Context, m *lock.Manager, wait, waited time.Duration) string {
+func (o *runOptions) notAcquired(ctx context.Context, m *lock.Manager, err error, wait, waited time.Duration) string {
+	na, _ := errors.AsType[*lock.NotAcquiredError](err)
 	var b strings.Builder
-	fmt.Fprintf(&b, "%q is held by another owner", o.key)
+	fmt.Fprintf(&b, "%q is held by another owner%s", o.key, holderNamed(na))
 	switch {
 	case wait == 0 && o.noWait:
 		b.WriteString("; did not wait (--no-wait)")
@@ -474,7 +476,7 @@ func (o *runOptions) notAcquired(ctx context.Context, m *lock.Manager, wait, wai
 	default:
 		fmt.Fprintf(&b, "; gave up after waiting %s (--timeout %s)", formatDuration(waited.Round(time.Millisecond)), formatDuration(wait))
 	}
-	if left, ok := holderLeft(ctx, m, o.key); ok {
+	if left, ok := refusedLeft(ctx, m, o.key, na); ok {
 		b.WriteString("; the holder's lease " + leaseEnds(left))
 	}
 	switch {
@@ -531,6 +533,24 @@ func (n *waitNote) after(d time.Duration, msg func(context.Context) string, say 
 // *client.Client does).
 type lockGetter interface {
 	Get(ctx context.Context, key string) (api.Lock, bool, error)
+}
+
+// holderNamed is " (deploy@host-3)" when the refusal na says who holds
+// the key, "" otherwise.
+func holderNamed(na *lock.NotAcquiredError) string {
+	if na == nil || na.Holder == "" {
+		return ""
+	}
+	return " (" + na.Holder + ")"
+}
+
+// refusedLeft is how long the holder has left as the refusal na tells it,
+// or, when it does not, as the backend tells it now (holderLeft).
+func refusedLeft(ctx context.Context, m *lock.Manager, key string, na *lock.NotAcquiredError) (time.Duration, bool) {
+	if na != nil && na.HolderTTL > 0 {
+		return na.HolderTTL, true
+	}
+	return holderLeft(ctx, m, key)
 }
 
 // holderLeft is how long the holder of key has before its lease ends

@@ -3,6 +3,8 @@
 package main
 
 import (
+	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -38,7 +40,13 @@ func heldSQLite(t *testing.T, key string, ttl time.Duration) (args []string, rel
 func TestRun_WaitsForTheLockByDefault(t *testing.T) {
 	db, release := heldSQLite(t, "k", time.Minute)
 	p := startProc(t, nil, append(append([]string{"run", "--key", "k"}, db...), "--", "echo", "ran")...)
-	poll.Until(t, 10*time.Second, "run to report it is waiting", func() bool { return strings.Contains(p.stderr.String(), `"k" is held by another owner; waiting`) })
+	// It says who holds it (the test's process, the Manager's default
+	// holder), and how long the holder's lease has left.
+	said := fmt.Sprintf(`"k" is held by another owner (pid%d@`, os.Getpid())
+	poll.Until(t, 10*time.Second, "run to report it is waiting", func() bool {
+		out := p.stderr.String()
+		return strings.Contains(out, said) && strings.Contains(out, "unless it is refreshed; waiting")
+	})
 	if p.exited() || strings.Contains(p.stdout.String(), "ran") {
 		t.Fatalf("run did not wait: exited %v, stdout %q", p.exited(), p.stdout)
 	}
