@@ -92,25 +92,29 @@ func (e *Engine) await(ctx context.Context, r *request) (Grant, error) {
 // withdraw tells the loop that the caller of w stopped waiting. The cancel
 // is sent without ctx (it must reach the loop) but gives up if the engine
 // closes, since Close answers every waiter anyway.
-func (e *Engine) withdraw(w *request) {
+//
+// It returns what the cancel answered: for an AcquireAllWait, the holder
+// of the first key it was still waiting for.
+func (e *Engine) withdraw(w *request) (busy Grant) {
 	c := getReq(kCancelWait)
 	c.key, c.target = w.key, w
 	select {
 	case e.reqc <- c:
 	case <-e.done:
 		putReq(c)
-		return
+		return Grant{}
 	}
 	if e.sentAfterClose() {
 		// Close answers w and c (or never sees c); neither is reused.
-		return
+		return Grant{}
 	}
 	<-c.reply
 	if c.err != nil {
 		// Closed: the final drain answered c, and answers w separately,
 		// perhaps not yet; neither is reused.
-		return
+		return Grant{}
 	}
+	busy = c.grant
 	putReq(c)
 	// The loop has processed the cancel: w was withdrawn (no answer will
 	// come) or answered before it (the answer is buffered). Either way the
@@ -120,6 +124,7 @@ func (e *Engine) withdraw(w *request) {
 	default:
 	}
 	putReq(w)
+	return busy
 }
 
 // Release frees key if owner holds it; the next waiter, if any, is handed

@@ -214,8 +214,31 @@ func (e *loop) answerWaiter(w *request, g Grant) {
 	if w == nil {
 		return
 	}
+	if w.kind == kAcquireAllWait {
+		e.answerGroup(w, g)
+		return
+	}
 	w.ok = true
 	w.grant = g
+	e.queueReply(w)
+}
+
+// answerGroup records the key g handed to the AcquireAllWait w, and
+// answers w once it holds every key, with the grants as they stand (the
+// last hand-off set every deadline).
+func (e *loop) answerGroup(w *request, g Grant) {
+	for i, k := range w.keys {
+		if k == g.Key {
+			w.grants[i] = g
+		}
+	}
+	if w.whole || w.group == nil || w.group.pending > 0 {
+		return
+	}
+	for i, k := range w.keys {
+		w.grants[i] = e.t.entries[k].grant()
+	}
+	w.ok, w.whole, w.group = true, true, nil
 	e.queueReply(w)
 }
 
@@ -266,11 +289,12 @@ func (e *loop) failWaiters(t *table, err error) {
 			continue
 		}
 		for w := range en.queue.line.all() {
-			if r := w.tag; r != nil {
+			// An AcquireAllWait is queued for several keys: answered once.
+			if r := w.tag; r != nil && r.err == nil {
 				r.err = err
 				r.reply <- struct{}{}
-				w.tag = nil
 			}
+			w.tag = nil
 		}
 	}
 }

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"errors"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -201,6 +202,7 @@ func (m *model) acquireAll(c Command) modelResult {
 		return r
 	}
 	fresh := 0
+	queue := map[string]bool{}
 	for _, k := range c.Keys {
 		l := m.locks[k]
 		switch {
@@ -208,18 +210,36 @@ func (m *model) acquireAll(c Command) modelResult {
 			fresh++
 		case l.deadline <= m.now && len(l.waiters) == 0:
 		case l.owner == c.Owner && l.deadline > m.now:
-		default:
+		case !c.Wait:
 			r.Grant = m.grant(k)
 			return r
+		case slices.ContainsFunc(l.waiters, func(w modelWaiter) bool { return w.owner == c.Owner }):
+			return modelResult{errInvalid: true}
+		case m.maxWaiters > 0 && len(l.waiters) >= m.maxWaiters:
+			return modelResult{errFull: true}
+		default:
+			// With Wait, a busy key queues the owner; the others are
+			// taken now, in the same step.
+			if len(queue) == 0 {
+				r.Grant = m.grant(k)
+			}
+			queue[k] = true
 		}
 	}
 	if m.maxKeys > 0 && len(m.locks)+fresh > m.maxKeys {
-		r.errFull = true
-		return r
+		return modelResult{errFull: true}
+	}
+	if len(queue) == 0 {
+		r.Grant = Grant{}
 	}
 	want := c.Fence
 	for _, k := range c.Keys {
 		l := m.locks[k]
+		if queue[k] {
+			l.waiters = append(l.waiters, modelWaiter{owner: c.Owner, ttl: c.TTL})
+			r.Grants = append(r.Grants, Grant{})
+			continue
+		}
 		switch {
 		case l == nil:
 			m.locks[k] = &modelLock{owner: c.Owner, fence: m.fence(want), deadline: m.until(c.TTL)}
@@ -230,7 +250,7 @@ func (m *model) acquireAll(c Command) modelResult {
 		}
 		r.Grants = append(r.Grants, m.grant(k))
 	}
-	r.OK = true
+	r.OK, r.Queued = len(queue) == 0, len(queue) > 0
 	return r
 }
 

@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"fmt"
+	"math"
 	"time"
 
 	"github.com/zerotal/lock/drivers"
@@ -12,8 +13,9 @@ import (
 // the keys, or the key that was busy and its holder's grant.
 type multiOutcome struct {
 	ok     bool
-	grants []Grant
-	busy   Grant // the holder of the first busy key found (Key names it)
+	queued bool    // acquireAllWait: owner waits for some keys, and holds the others (grants)
+	grants []Grant // by key; for a wait, the keys taken now (zero for the others)
+	busy   Grant   // the holder of the first busy key found (Key names it)
 	err    error
 }
 
@@ -96,4 +98,145 @@ func (e *Engine) AcquireAll(ctx context.Context, keys []string, owner string, tt
 	grants, busy, ok, err = r.grants, r.grant, r.ok, r.err
 	putReq(r)
 	return grants, busy, ok && err == nil, err
+}
+
+// group is a live AcquireAllWait queued for some of its keys: it holds
+// the others meanwhile, with no deadline (a live caller always ends its
+// wait through the loop, which then releases them), and gets the TTL on
+// every key at once when its last key is handed to it.
+type group struct {
+	owner   string
+	ttl     time.Duration
+	keys    []string
+	pending int // keys still waited for
+}
+
+// handedToGroup is handOn's part for a key handed to g: held with no
+// deadline while g waits for more, or the end of g's wait, when every key
+// of g starts its TTL now.
+func (t *table) handedToGroup(g *group, e *entry) {
+	g.pending--
+	if g.pending > 0 {
+		e.deadline = math.MaxInt64
+		return
+	}
+	for _, k := range g.keys {
+		if en := t.entries[k]; en != nil && en != e && en.owner == g.owner && en.deadline == math.MaxInt64 {
+			en.deadline = t.deadlineAfter(g.ttl)
+			t.heapFix(en)
+		}
+	}
+}
+
+// acquireAllWait is acquireAll that does not refuse: when some keys are
+// busy it takes the others now and queues owner FIFO for the busy ones,
+// all in one step, so that every key's queue has the requests of several
+// keys in the order they came: a request never overtakes an earlier one
+// on any key, and two requests waiting for each other's keys cannot
+// happen (whoever waits, waits for an earlier request).
+//
+// live (the live engine, tag the caller) makes the partial holding a
+// group: the keys taken while others are waited for have no deadline
+// until the last comes (see group). A replicated table gives every grant
+// its TTL at once: the node serving the request keeps them alive.
+func (t *table) acquireAllWait(keys []string, owner string, ttl time.Duration, want uint64, tag *request, live bool) (multiOutcome, *group) {
+	if err := checkKeys(keys); err != nil {
+		return multiOutcome{err: err}, nil
+	}
+	if owner == "" {
+		return multiOutcome{err: invalid("owner", "empty")}, nil
+	}
+	if err := checkTTL(ttl); err != nil {
+		return multiOutcome{err: err}, nil
+	}
+	fresh, queue := 0, make([]bool, len(keys))
+	var out multiOutcome
+	for i, k := range keys {
+		e := t.entries[k]
+		switch {
+		case e == nil:
+			fresh++
+		case e.isShared():
+			return multiOutcome{err: kindMismatch(e, Claim{})}, nil
+		case e.deadline <= t.now && e.waiters() == 0:
+		case e.owner == owner && e.deadline > t.now:
+		case e.waiterIndex(owner) >= 0:
+			return multiOutcome{err: errDupWaiter}, nil
+		case t.maxWaiters > 0 && e.waiters() >= t.maxWaiters:
+			return multiOutcome{err: fmt.Errorf("engine: waiter limit %d reached for key %q: %w", t.maxWaiters, k, drivers.ErrFull)}, nil
+		default:
+			if out.busy == (Grant{}) {
+				out.busy = e.grant()
+			}
+			queue[i] = true
+		}
+	}
+	if t.maxKeys > 0 && len(t.entries)+fresh > t.maxKeys {
+		return multiOutcome{err: fmt.Errorf("engine: key limit %d reached: %w", t.maxKeys, drivers.ErrFull)}, nil
+	}
+	queued := 0
+	for _, q := range queue {
+		if q {
+			queued++
+		}
+	}
+	if queued == 0 {
+		return t.acquireAll(keys, owner, ttl, want), nil
+	}
+	var g *group
+	hold := ttl
+	if live {
+		g = &group{owner: owner, ttl: ttl, keys: keys, pending: queued}
+		hold = math.MaxInt64
+	}
+	out.queued, out.grants = true, make([]Grant, len(keys))
+	for i, k := range keys {
+		if !queue[i] {
+			out.grants[i] = t.acquire(k, owner, hold, want, false, nil).grant
+			continue
+		}
+		e := t.entries[k]
+		if e.queue == nil {
+			e.queue = &waitQueue{}
+		}
+		e.queue.line.push(waiter{owner: owner, ttl: ttl, tag: tag, group: g})
+		t.waiting++
+	}
+	return out, g
+}
+
+// AcquireAllWait is AcquireAll that waits instead of refusing: the free
+// keys are taken at once and owner is queued FIFO for the busy ones, all
+// in one step, and it returns when the last of them is handed over, with
+// every grant (their TTL counted from then), in the order of keys.
+// Meanwhile the keys taken are held with no deadline, so none can lapse
+// while the others are waited for; every queue sees the requests in the
+// order they came, so a request never overtakes an earlier one on any of
+// its keys, and requests naming the same keys in any order never wait
+// for each other in a circle.
+//
+// When ctx ends first it returns ctx.Err() and busy, the holder of the
+// first key still waited for: the places are withdrawn and the keys held
+// released, including a last hand-off that crossed the cancellation, so
+// a cancelled wait never leaves a key behind.
+func (e *Engine) AcquireAllWait(ctx context.Context, keys []string, owner string, ttl time.Duration) (grants []Grant, busy Grant, err error) {
+	r := newReq(kAcquireAllWait, "", owner, ttl)
+	r.keys = keys
+	if err := e.send(ctx, r); err != nil {
+		return nil, Grant{}, err
+	}
+	if e.sentAfterClose() {
+		if err := e.closedReply(r); err != nil {
+			return nil, Grant{}, err
+		}
+	} else {
+		select {
+		case <-r.reply:
+		case <-ctx.Done():
+			return nil, e.withdraw(r), ctx.Err()
+		}
+	}
+	grants, err = r.grants, r.err
+	putReq(r)
+	return grants, Grant{}, err
 }

@@ -33,7 +33,7 @@ func randomCommand(rng *rand.Rand, now int64, fence uint64, m *model) Command {
 	case n < 30:
 		c.Op, c.TTL, c.Wait = OpAcquire, ttl, rng.IntN(2) == 0
 	case n < 35:
-		c.Op, c.TTL, c.Key = OpAcquireAll, ttl, ""
+		c.Op, c.TTL, c.Key, c.Wait = OpAcquireAll, ttl, "", rng.IntN(2) == 0
 		for _, k := range propKeys {
 			if rng.IntN(2) == 0 {
 				c.Keys = append(c.Keys, k)

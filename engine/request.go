@@ -31,6 +31,7 @@ const (
 	kWaiters
 	kIsWaiting
 	kAcquireAll
+	kAcquireAllWait
 )
 
 // request is one command to the loop. Its reply channel has room for one
@@ -49,6 +50,8 @@ type request struct {
 	cmds   []Command
 	table  *table   // kRestore: the decoded replacement
 	target *request // kCancelWait: the AcquireWait to withdraw
+	group  *group   // kAcquireAllWait while it waits for some keys
+	whole  bool     // kAcquireAllWait: answered with every key
 	reply  chan struct{}
 	answer
 }
@@ -259,6 +262,10 @@ func (e *loop) handle(r *request) {
 			return // queued: answered by a hand-off, a cancel or Close
 		}
 	case kCancelWait:
+		if r.target.kind == kAcquireAllWait {
+			r.grant = e.cancelAll(r.target)
+			break
+		}
 		e.cancelWait(r.target)
 	case kRelease:
 		o := t.release(r.key, r.owner, 0)
@@ -290,6 +297,14 @@ func (e *loop) handle(r *request) {
 	case kAcquireAll:
 		o := t.acquireAll(r.keys, r.owner, r.ttl, 0)
 		r.ok, r.grants, r.grant, r.err = o.ok, o.grants, o.busy, o.err
+	case kAcquireAllWait:
+		o, g := t.acquireAllWait(r.keys, r.owner, r.ttl, 0, r, true)
+		r.grants, r.grant, r.err = o.grants, o.busy, o.err
+		if o.queued {
+			r.group = g
+			return // answered when its last key is handed to it, by a cancel or Close
+		}
+		r.ok, r.whole = o.ok, o.ok
 	case kIsWaiting:
 		en := t.entries[r.key]
 		r.ok = en != nil && en.waiterIndex(r.owner) >= 0
@@ -327,6 +342,32 @@ func (e *loop) cancelWait(w *request) {
 		t.handOn(en, 0, &o)
 	}
 	e.deliver(&o)
+}
+
+// cancelAll withdraws the AcquireAllWait w whose caller gave up: its
+// places in the queues, and every key it holds, whether it was still
+// waiting for others or the last one crossed the cancellation.
+// It returns the holder of the first key w was still waiting for (zero
+// when it waited for none).
+func (e *loop) cancelAll(w *request) (busy Grant) {
+	t := e.t
+	var o outcome
+	for _, k := range w.keys {
+		if t.cancelTag(k, w, &o) && busy.Key == "" {
+			busy = t.entries[k].grant()
+		}
+	}
+	for i, k := range w.keys {
+		en := t.entries[k]
+		if en == nil || en.isShared() || en.owner != w.owner || en.fence != w.grants[i].Fence || w.grants[i].Fence == 0 {
+			continue
+		}
+		var ho outcome
+		t.handOn(en, 0, &ho)
+		e.deliver(&ho)
+	}
+	w.group = nil
+	return busy
 }
 
 // restore swaps in nt. Blocked AcquireWait callers of the old table are

@@ -59,7 +59,8 @@ type waiter struct {
 	owner string
 	ttl   time.Duration
 	tag   *request
-	write bool // a read/write lock's writer
+	group *group // a live AcquireAllWait's, queued for several keys at once
+	write bool   // a read/write lock's writer
 }
 
 // outcome is what a table operation decided.
@@ -398,6 +399,9 @@ func (t *table) handOn(e *entry, want uint64, out *outcome) {
 		e.owner = w.owner
 		e.fence = t.nextFence(want)
 		e.deadline = t.deadlineAfter(w.ttl)
+		if g := w.group; g != nil {
+			t.handedToGroup(g, e)
+		}
 		t.heapFix(e)
 		out.handoff = true
 		out.next = e.grant()
@@ -568,7 +572,10 @@ func (t *table) applyCommand(c *Command) Result {
 		o = t.cancelWait(c.Key, c.Owner, c.Fence)
 	case OpAcquireAll:
 		m := t.acquireAll(c.Keys, c.Owner, c.TTL, c.Fence)
-		return Result{OK: m.ok, Grant: m.busy, Grants: m.grants, Err: m.err}
+		if c.Wait {
+			m, _ = t.acquireAllWait(c.Keys, c.Owner, c.TTL, c.Fence, nil, false)
+		}
+		return Result{OK: m.ok, Queued: m.queued, Grant: m.busy, Grants: m.grants, Err: m.err}
 	case OpTick:
 		o.ok = true
 	default:

@@ -84,9 +84,13 @@ const (
 	// cancel-wait of a shared name are the ops above, naming one holder
 	// or waiter by its owner.
 	OpAcquireShared Op = 8
-	// OpAcquireAll uses Keys, Owner, TTL, Now, Fence: every key or none,
-	// in one step (Result.Grants in the order of Keys; when one is busy,
-	// Result.Grant is its holder's grant). It never waits.
+	// OpAcquireAll uses Keys, Owner, TTL, Now, Fence, Wait: every key or
+	// none, in one step (Result.Grants in the order of Keys; when one is
+	// busy, Result.Grant is its holder's grant). With Wait, a busy key does
+	// not refuse: the free keys are taken and Owner is queued FIFO for the
+	// busy ones, in the same step (Result.Queued; Result.Grants has the
+	// keys taken, a zero Grant for each key queued for), and the queued
+	// keys come as hand-offs.
 	OpAcquireAll Op = 9
 )
 
@@ -154,8 +158,9 @@ type Result struct {
 	// cancel-wait, which may let the waiters behind it in). A mutex hands
 	// off at most one.
 	Handoffs []Grant
-	// Grants are an OpAcquireAll's grants when OK, in the order of its
-	// Keys.
+	// Grants are an OpAcquireAll's grants when OK (or Queued: the keys
+	// it took, a zero Grant for each key it waits for), in the order of
+	// its Keys.
 	Grants []Grant
 	// Err is a per-command error (ErrFull, ErrInvalid...). It never fails
 	// the rest of the batch.

@@ -182,6 +182,11 @@ func Encode(e Entry) ([]byte, error) {
 		b = appendString(b, e.Owner)
 		b = binary.AppendVarint(b, int64(e.TTL))
 		b = binary.AppendVarint(b, e.Now)
+		var flags byte
+		if e.Wait {
+			flags |= 1
+		}
+		b = append(b, flags)
 	}
 	switch e.Member {
 	case SetMember:
@@ -272,6 +277,11 @@ func Decode(b []byte) (Entry, error) {
 		e.Owner = r.str("owner", maxOwnerLen)
 		e.TTL = time.Duration(r.varint("ttl"))
 		e.Now = r.varint("now")
+		flags := r.byte("flags")
+		if flags&^1 != 0 && r.err == nil {
+			r.err = fmt.Errorf("%w: unknown acquire-all flags %#x", ErrMalformed, flags)
+		}
+		e.Wait = flags&1 != 0
 	}
 	switch e.Member {
 	case SetMember:

@@ -27,6 +27,7 @@ func allTypesEntries() []Entry {
 		{Op: engine.OpAcquireShared, Key: "doc", Owner: "w", TTL: time.Second, Now: 3, Claim: engine.Claim{Kind: engine.RWLock, Write: true}},
 		{Op: engine.OpAcquireShared, Key: "doc", Owner: "r", TTL: time.Second, Now: 3, Wait: true, Claim: engine.Claim{Kind: engine.RWLock}},
 		{Op: engine.OpAcquireAll, Keys: []string{"a", "b/c", strings.Repeat("é", 512)}, Owner: "o", TTL: time.Minute, Now: 13},
+		{Op: engine.OpAcquireAll, Keys: []string{"a"}, Owner: "o", TTL: time.Minute, Now: 14, Wait: true},
 		{Member: SetMember, ID: "node-1", HTTPAddr: "127.0.0.1:8080"},
 		{Member: RemoveMember, ID: "node-1"},
 		{Op: engine.OpAcquire, Key: strings.Repeat("é", 512), Owner: strings.Repeat("x", maxOwnerLen), TTL: 7 * 24 * time.Hour, Now: 1},
@@ -88,7 +89,8 @@ func TestCodec_DecodeRejectsBadBytes(t *testing.T) {
 		{"bad utf8", []byte{byte(engine.OpForceRelease), payloadVersion, 1, 0xff, 0}, ErrMalformed},
 		{"negative ttl", []byte{byte(engine.OpExtend), payloadVersion, 1, 'k', 1, 'o', 1, 0}, ErrMalformed},
 		{"unknown flag", append(good[:len(good)-1:len(good)-1], 2), ErrMalformed},
-		{"no keys", []byte{byte(engine.OpAcquireAll), payloadVersion, 0, 1, 'o', 2, 2}, ErrMalformed},
+		{"no keys", []byte{byte(engine.OpAcquireAll), payloadVersion, 0, 1, 'o', 2, 2, 0}, ErrMalformed},
+		{"unknown acquire-all flag", []byte{byte(engine.OpAcquireAll), payloadVersion, 1, 1, 'k', 1, 'o', 2, 2, 2}, ErrMalformed},
 		{"too many keys", []byte{byte(engine.OpAcquireAll), payloadVersion, 65, 1, 'k'}, ErrMalformed},
 		{"overlong varint", append([]byte{byte(engine.OpTick), payloadVersion}, bytes.Repeat([]byte{0xff}, 11)...), ErrMalformed},
 	}
