@@ -39,11 +39,17 @@ func (m *Manager) TryAll(ctx context.Context, keys []string, ttl time.Duration, 
 	return m.all(ctx, keys, ttl, fn, opts, false)
 }
 
-// BlockAll takes every key in one atomic step when they are all free (as
-// TryAll does); otherwise it waits for them in sorted order, holding the
-// ones it has while it waits for the next (which cannot deadlock against
-// another BlockAll: all take their keys in the same order), then runs fn
-// while holding them all. WithTimeout bounds the whole wait (default: the TTL);
+// BlockAll waits for every key, then runs fn while holding them all.
+//
+// Where the backend waits for a whole set (drivers.MultiWaiter: the
+// memory backend), the wait is first come, first served for the set: the
+// free keys are taken and the busy ones queued for in one step, so a
+// BlockAll never overtakes an earlier request on any of its keys, and is
+// never overtaken by a later one. Elsewhere it takes every key in one
+// step when they are all free (as TryAll does), and otherwise waits for
+// them in sorted order, holding the ones it has while it waits for the
+// next. Either way two BlockAll calls naming the same keys in any order
+// never deadlock. WithTimeout bounds the whole wait (default: the TTL);
 // when it passes, the keys taken are released and the *NotAcquiredError of
 // the key still waited for is returned. The other options are those of
 // Block, applied to each key.
@@ -76,6 +82,9 @@ func (m *Manager) all(ctx context.Context, keys []string, ttl time.Duration, fn 
 	}
 	if o.claim.Kind != 0 {
 		return &InvalidError{Field: "option", Reason: "TryAll and BlockAll take mutexes only: Semaphore, Read and Write do not apply"}
+	}
+	if mw, ok := m.driver.(drivers.MultiWaiter); ok && wait {
+		return m.allWaiting(ctx, mw, keys, order, ttl, fn, &o)
 	}
 	if ma, ok := m.driver.(drivers.MultiAcquirer); ok {
 		done, err := m.allAtOnce(ctx, ma, keys, order, ttl, fn, &o, wait)
@@ -110,14 +119,9 @@ func (m *Manager) all(ctx context.Context, keys []string, ttl time.Duration, fn 
 	return take(ctx, 0)
 }
 
-// allAtOnce takes the keys of order in one step at the backend, then runs
-// fn while holding them. done is false when the backend cannot take these
-// keys in one step (nothing was taken: the caller falls back to taking
-// them in order), or when a key is busy and the caller is to wait.
-func (m *Manager) allAtOnce(ctx context.Context, ma drivers.MultiAcquirer, keys, order []string, ttl time.Duration, fn MultiFunc, o *options, wait bool) (done bool, err error) {
-	if m.stopping.Load() {
-		return true, ErrClosed
-	}
+// multiCalls prepares a Try's state for each key of order, before any
+// backend call, and returns the keys with the Manager's prefix.
+func (m *Manager) multiCalls(order []string, ttl time.Duration, o *options) ([]*call, []string) {
 	calls := make([]*call, len(order))
 	full := make([]string, len(order))
 	for i, k := range order {
@@ -126,6 +130,18 @@ func (m *Manager) allAtOnce(ctx context.Context, ma drivers.MultiAcquirer, keys,
 		c.l.fixedOwner = o.owner
 		calls[i], full[i] = c, c.l.fullKey
 	}
+	return calls, full
+}
+
+// allAtOnce takes the keys of order in one step at the backend, then runs
+// fn while holding them. done is false when the backend cannot take these
+// keys in one step (nothing was taken: the caller falls back to taking
+// them in order), or when a key is busy and the caller is to wait.
+func (m *Manager) allAtOnce(ctx context.Context, ma drivers.MultiAcquirer, keys, order []string, ttl time.Duration, fn MultiFunc, o *options, wait bool) (done bool, err error) {
+	if m.stopping.Load() {
+		return true, ErrClosed
+	}
+	calls, full := m.multiCalls(order, ttl, o)
 	owner := calls[0].l.nextOwner()
 	sent := time.Now()
 	fences, ok, busy, err := ma.AcquireAll(ctx, full, owner, ttl)
@@ -143,14 +159,75 @@ func (m *Manager) allAtOnce(ctx context.Context, ma drivers.MultiAcquirer, keys,
 		key := strings.TrimPrefix(busy.Key, m.prefix)
 		return true, &NotAcquiredError{Key: key, Holder: busy.Holder, HolderTTL: busy.TTL}
 	}
-	held := make(map[string]*Lock, len(order))
 	for i, c := range calls {
 		c.l.granted(owner, fences[i], sent)
+	}
+	return true, m.holdAll(ctx, calls, keys, order, owner, fn, o)
+}
+
+// allWaiting waits for the keys of order together, first come first
+// served for the whole set (drivers.MultiWaiter), up to the WithTimeout
+// duration, then runs fn while holding them.
+func (m *Manager) allWaiting(ctx context.Context, mw drivers.MultiWaiter, keys, order []string, ttl time.Duration, fn MultiFunc, o *options) error {
+	if m.stopping.Load() {
+		return ErrClosed
+	}
+	calls, full := m.multiCalls(order, ttl, o)
+	first := &calls[0].l
+	if err := ctx.Err(); err != nil {
+		return first.waitCancelled(ctx)
+	}
+	waitCtx, cancel := context.WithTimeout(ctx, o.timeout)
+	defer cancel()
+	defer m.waits.add(cancel)()
+	owner := first.nextOwner()
+	sent := time.Now()
+	fences, err := mw.AcquireAllWait(waitCtx, full, owner, ttl, drivers.WaitOptions{RetryDelay: o.retryDelay})
+	if err != nil {
+		if waitCtx.Err() == nil {
+			for _, c := range calls {
+				c.l.abandon(waitCtx, owner, err)
+			}
+		}
+		failure := first.waitFailed(ctx, waitCtx, "wait", err)
+		if na, ok := failure.(*NotAcquiredError); ok {
+			// The key still waited for, as the backend names it.
+			if held, ok := errors.AsType[*drivers.NotAcquiredError](err); ok && held.Key != "" {
+				na.Key = strings.TrimPrefix(held.Key, m.prefix)
+			}
+		}
+		return failure
+	}
+	for i, c := range calls {
+		c.l.granted(owner, fences[i], sent)
+	}
+	// ExpiresAt counts from sending, and the grants' TTL from the last
+	// hand-off: after a long wait, anchor every estimate again.
+	if time.Since(sent) > ttl/8 {
+		for _, c := range calls {
+			if ok, err := c.l.refreshLocked(ctx); !ok || err != nil {
+				for _, c := range calls {
+					c.l.releaseOwner(ctx, owner)
+				}
+				if err == nil {
+					err = &LostError{Key: c.l.key, Fence: c.l.Fence(), Reason: ErrLostExpired}
+				}
+				return err
+			}
+		}
+	}
+	return m.holdAll(ctx, calls, keys, order, owner, fn, o)
+}
+
+// holdAll runs fn while every call's lock, granted to owner, is held.
+// Each lock is watched and released by its own callWhileHeld, nested so
+// that the loss of any one ends fn's ctx. A lock whose turn never came
+// (the Manager closed in between) is released here.
+func (m *Manager) holdAll(ctx context.Context, calls []*call, keys, order []string, owner string, fn MultiFunc, o *options) error {
+	held := make(map[string]*Lock, len(order))
+	for i, c := range calls {
 		held[order[i]] = &c.l
 	}
-	// Each lock is watched and released by its own callWhileHeld, nested
-	// so that the loss of any one ends fn's ctx. A lock whose turn never
-	// came (the Manager closed in between) is released here.
 	entered := 0
 	defer func() {
 		for _, c := range calls[entered:] {
@@ -169,5 +246,5 @@ func (m *Manager) allAtOnce(ctx context.Context, ma drivers.MultiAcquirer, keys,
 		entered = i + 1
 		return m.callWhileHeld(ctx, calls[i], func(ctx context.Context, _ *Lock) error { return run(ctx, i+1) }, o)
 	}
-	return true, run(ctx, 0)
+	return run(ctx, 0)
 }

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/zerotal/lock"
+	"github.com/zerotal/lock/drivers"
+	"github.com/zerotal/lock/internal/testkit/poll"
 )
 
 // TryAll takes every key or none: a key held elsewhere fails the call with
@@ -232,6 +234,93 @@ func TestTryAll_NeverHoldsPartOfTheSet(t *testing.T) {
 			wg.Wait()
 			if n := refused.Load(); n > 0 {
 				t.Fatalf("Try(a) was refused %d times in %d: a failed TryAll held a", n, rounds)
+			}
+		})
+	}
+}
+
+// On a backend that waits for a whole set (the memory backend), a
+// BlockAll keeps its place on every key from the moment it comes: with
+// "a" held elsewhere, it takes "b" at once, so a later Block of "b" waits
+// for it instead of overtaking it. (Waiting for the keys one at a time in
+// sorted order, it would wait for "a" holding nothing, and the later
+// Block would get "b" first: this test fails on that.)
+func TestBlockAll_FirstComeFirstServedForTheWholeSet(t *testing.T) {
+	m := openManager(t, lock.Config{})
+	ctx := t.Context()
+	insp := m.Driver().(drivers.Inspector)
+	waiting := func(key string) int {
+		h, _, err := insp.Inspect(ctx, m.Prefix()+key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return h.WaiterCount
+	}
+	holder := m.Make("a", time.Minute)
+	if ok, err := holder.Acquire(ctx); !ok || err != nil {
+		t.Fatal(ok, err)
+	}
+	events := make(chan string, 4)
+	setDone := make(chan error, 1)
+	go func() {
+		setDone <- m.BlockAll(ctx, []string{"b", "a"}, time.Minute, func(ctx context.Context, locks []*lock.Lock) error {
+			events <- "set"
+			return nil
+		}, lock.WithTimeout(30*time.Second))
+	}()
+	poll.Until(t, 5*time.Second, "the set to wait for a", func() bool { return waiting("a") == 1 })
+	if held, err := m.Exists(ctx, "b"); err != nil || !held {
+		t.Fatalf("b while the set waits for a: held %v, %v; want the set's", held, err)
+	}
+	laterDone := make(chan error, 1)
+	go func() {
+		laterDone <- m.Block(ctx, "b", time.Minute, func(context.Context, *lock.Lock) error {
+			events <- "later"
+			return nil
+		}, lock.WithTimeout(30*time.Second))
+	}()
+	poll.Until(t, 5*time.Second, "the later Block to wait for b", func() bool { return waiting("b") == 1 })
+	if err := holder.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-setDone; err != nil {
+		t.Fatal(err)
+	}
+	if err := <-laterDone; err != nil {
+		t.Fatal(err)
+	}
+	if first, second := <-events, <-events; first != "set" || second != "later" {
+		t.Fatalf("served %s then %s; want the set first, as it came first", first, second)
+	}
+}
+
+// A BlockAll whose timeout passes says which key it still waited for and
+// who holds it, and leaves none of the keys it took held.
+func TestBlockAll_TimeoutNamesTheKeyAndLeavesNothing(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts real backends")
+	}
+	for _, b := range realBackends() {
+		t.Run(b.name, func(t *testing.T) {
+			t.Parallel()
+			m := b.open(t)
+			other := m.Make("a", time.Minute)
+			if ok, err := other.Acquire(t.Context()); !ok || err != nil {
+				t.Fatal(ok, err)
+			}
+			err := m.BlockAll(t.Context(), []string{"c", "a", "b"}, time.Minute, func(context.Context, []*lock.Lock) error {
+				t.Error("the callback ran")
+				return nil
+			}, lock.WithTimeout(200*time.Millisecond))
+			na, ok := errors.AsType[*lock.NotAcquiredError](err)
+			if !ok || na.Key != "a" || na.Holder == "" {
+				t.Fatalf("BlockAll with a held = %v; want a's *NotAcquiredError naming its holder", err)
+			}
+			for _, k := range []string{"b", "c"} {
+				poll.Until(t, 5*time.Second, k+" to be free", func() bool {
+					held, err := m.Exists(t.Context(), k)
+					return err == nil && !held
+				})
 			}
 		})
 	}

@@ -36,3 +36,23 @@ type Busy struct {
 	Key string
 	HeldBy
 }
+
+// MultiWaiter is the optional capability of waiting for several keys
+// together, first come first served for the whole set.
+//
+// AcquireAllWait takes the keys that are free and queues owner for the
+// busy ones, in one atomic step at the backend, and returns once the last
+// of them is granted, with every fence in the order of keys (each TTL
+// counted from the last grant at the latest). Every key's queue sees the
+// requests in the order they came, so a request never overtakes an
+// earlier one on any key, and requests naming the same keys in any order
+// never wait for each other in a circle. When ctx ends first it returns
+// an error wrapping ctx.Err(), which may carry a *NotAcquiredError for
+// the key still waited for; it must leave no key held (as Waiter).
+//
+// Fallback when a driver lacks it: the Manager takes the keys with
+// AcquireAll when they are all free, and otherwise waits for them one at
+// a time, in sorted order.
+type MultiWaiter interface {
+	AcquireAllWait(ctx context.Context, keys []string, owner string, ttl time.Duration, opts WaitOptions) (fences []uint64, err error)
+}

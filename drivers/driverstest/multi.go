@@ -1,8 +1,10 @@
 package driverstest
 
 import (
+	"context"
 	"errors"
 	"testing"
+	"time"
 
 	"github.com/zerotal/lock/drivers"
 )
@@ -80,4 +82,47 @@ func assertFree(t *testing.T, d drivers.Driver, keys ...string) {
 			t.Fatalf("%s after a refused AcquireAll: held %v, %v; want free", k, held, err)
 		}
 	}
+}
+
+// testAcquireAllWait checks drivers.MultiWaiter: the free keys are taken
+// at once and the busy one waited for; the wait ends with every key when
+// it is released; a wait whose ctx ends leaves no key held.
+func testAcquireAllWait(t *testing.T, s *suite) {
+	a, b := s.driver(), s.driver()
+	mw, ok := b.(drivers.MultiWaiter)
+	if !ok {
+		t.Skip("driver does not implement drivers.MultiWaiter; the Manager waits for the keys one at a time")
+	}
+	k1, k2 := s.key("w1"), s.key("w2")
+	mustAcquire(t, a, k2, "holder", longTTL)
+	short, cancel := context.WithTimeout(ctxFor(t), 300*time.Millisecond)
+	defer cancel()
+	if _, err := mw.AcquireAllWait(short, []string{k1, k2}, "gave-up", longTTL, drivers.WaitOptions{}); err == nil {
+		t.Fatal("AcquireAllWait with a key held to the end succeeded")
+	}
+	assertFree(t, a, k1)
+
+	type answer struct {
+		fences []uint64
+		err    error
+	}
+	done := make(chan answer, 1)
+	go func() {
+		f, err := mw.AcquireAllWait(ctxFor(t), []string{k1, k2}, "me", longTTL, drivers.WaitOptions{RetryDelay: 10 * time.Millisecond})
+		done <- answer{f, err}
+	}()
+	select {
+	case r := <-done:
+		t.Fatalf("AcquireAllWait returned %v %v while %s is held", r.fences, r.err, k2)
+	case <-time.After(100 * time.Millisecond):
+	}
+	mustRelease(t, a, k2, "holder", true)
+	r := <-done
+	if r.err != nil || len(r.fences) != 2 || r.fences[0] == 0 || r.fences[1] == 0 {
+		t.Fatalf("AcquireAllWait after the release = %v %v; want both keys with fences", r.fences, r.err)
+	}
+	mustNotAcquire(t, a, k1, "someone", longTTL)
+	mustNotAcquire(t, a, k2, "someone", longTTL)
+	mustRelease(t, a, k1, "me", true)
+	mustRelease(t, a, k2, "me", true)
 }

@@ -57,6 +57,7 @@ func Run(t *testing.T, newHarness func(t *testing.T) Harness) {
 		{"FencesStrictlyIncrease", testFencesStrictlyIncrease},
 		{"HolderReported", testHolderReported},
 		{"AcquireAll", testAcquireAll},
+		{"AcquireAllWait", testAcquireAllWait},
 		{"CancelledContext", testCancelledContext},
 		{"WaitHandOffOnRelease", testWaitHandOffOnRelease},
 		{"WaitHandOffOnExpiry", testWaitHandOffOnExpiry},

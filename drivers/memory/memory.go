@@ -150,6 +150,26 @@ func (d *Driver) AcquireAll(ctx context.Context, keys []string, owner string, tt
 	return fences, true, drivers.Busy{}, nil
 }
 
+// AcquireAllWait waits for every key together, first come first served
+// for the whole set (drivers.MultiWaiter; see engine.AcquireAllWait).
+func (d *Driver) AcquireAllWait(ctx context.Context, keys []string, owner string, ttl time.Duration, _ drivers.WaitOptions) ([]uint64, error) {
+	if err := d.ready(ctx); err != nil {
+		return nil, err
+	}
+	grants, busy, err := d.e.AcquireAllWait(ctx, keys, owner, ttl)
+	if err != nil {
+		if ctx.Err() != nil && busy.Key != "" {
+			err = drivers.HeldByWhenEnded(err, busy.Key, drivers.HeldBy{Holder: drivers.HolderOf(busy.Owner), TTL: d.e.Remaining(busy)})
+		}
+		return nil, err
+	}
+	fences := make([]uint64, len(grants))
+	for i, g := range grants {
+		fences[i] = g.Fence
+	}
+	return fences, nil
+}
+
 // AcquireWait queues for key, FIFO, and returns when the engine hands it
 // over or ctx ends.
 func (d *Driver) AcquireWait(ctx context.Context, key, owner string, ttl time.Duration, _ drivers.WaitOptions) (uint64, error) {
