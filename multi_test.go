@@ -239,14 +239,30 @@ func TestTryAll_NeverHoldsPartOfTheSet(t *testing.T) {
 	}
 }
 
-// On a backend that waits for a whole set (the memory backend), a
-// BlockAll keeps its place on every key from the moment it comes: with
-// "a" held elsewhere, it takes "b" at once, so a later Block of "b" waits
-// for it instead of overtaking it. (Waiting for the keys one at a time in
-// sorted order, it would wait for "a" holding nothing, and the later
-// Block would get "b" first: this test fails on that.)
+// On a backend that waits for a whole set (drivers.MultiWaiter: memory
+// and the cluster), a BlockAll keeps its place on every key from the
+// moment it comes: with "a" held elsewhere, it takes "b" at once, so a
+// later Block of "b" waits for it instead of overtaking it. (Waiting for
+// the keys one at a time in sorted order, it would wait for "a" holding
+// nothing, and the later Block would get "b" first: this test fails on
+// that.)
 func TestBlockAll_FirstComeFirstServedForTheWholeSet(t *testing.T) {
-	m := openManager(t, lock.Config{})
+	if testing.Short() {
+		t.Skip("starts real backends")
+	}
+	for _, b := range realBackends() {
+		t.Run(b.name, func(t *testing.T) {
+			t.Parallel()
+			m := b.open(t)
+			if _, ok := m.Driver().(drivers.MultiWaiter); !ok {
+				t.Skipf("%s waits for the keys one at a time (no drivers.MultiWaiter)", b.name)
+			}
+			firstComeFirstServed(t, m)
+		})
+	}
+}
+
+func firstComeFirstServed(t *testing.T, m *lock.Manager) {
 	ctx := t.Context()
 	insp := m.Driver().(drivers.Inspector)
 	waiting := func(key string) int {

@@ -37,14 +37,20 @@ type AcquireResponse struct {
 
 // AcquireAllRequest is the body of POST /v1/acquire-all. It takes every
 // key of Keys for Owner for TTLMillis in one step (refreshing those Owner
-// holds already), or none of them: a key held by another owner is
-// answered 409 at once, naming that key and its holder, with none of the
-// keys taken. Keys are distinct, 1 to MaxAcquireAllKeys of them; each is
-// released, extended or read on its own afterwards.
+// holds already), or none of them: without WaitMillis, a key held by
+// another owner is answered 409 at once, naming that key and its holder,
+// with none of the keys taken. WaitMillis > 0 waits for them, first come
+// first served for the whole set: the free keys are taken and the busy
+// ones queued for in one step, and the request is answered once it holds
+// them all (every TTL counted from then), or 409 when the wait passes,
+// naming the key still waited for, with none of the keys kept. Keys are
+// distinct, 1 to MaxAcquireAllKeys of them; each is released, extended
+// or read on its own afterwards.
 type AcquireAllRequest struct {
-	Keys      []string `json:"keys"`
-	Owner     string   `json:"owner"`
-	TTLMillis int64    `json:"ttl_ms"`
+	Keys       []string `json:"keys"`
+	Owner      string   `json:"owner"`
+	TTLMillis  int64    `json:"ttl_ms"`
+	WaitMillis int64    `json:"wait_ms,omitempty"`
 }
 
 // MaxAcquireAllKeys is the most keys one AcquireAllRequest names.

@@ -1,6 +1,7 @@
 package client
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -30,9 +31,14 @@ func (c *Client) AcquireAll(ctx context.Context, keys []string, owner string, tt
 			return nil, false, drivers.Busy{}, err
 		}
 	}
+	return c.acquireAll(ctx, keys, owner, ttl, 0)
+}
+
+// acquireAll is one acquire-all request, waiting up to wait.
+func (c *Client) acquireAll(ctx context.Context, keys []string, owner string, ttl, wait time.Duration) ([]uint64, bool, drivers.Busy, error) {
 	joined := strings.Join(keys, ",")
-	req := request{op: "acquire-all", method: http.MethodPost, path: api.PathAcquireAll, key: joined,
-		body: api.AcquireAllRequest{Keys: keys, Owner: owner, TTLMillis: api.Millis(ttl)}}
+	req := request{op: "acquire-all", method: http.MethodPost, path: api.PathAcquireAll, key: joined, wait: wait,
+		body: api.AcquireAllRequest{Keys: keys, Owner: owner, TTLMillis: api.Millis(ttl), WaitMillis: api.Millis(wait)}}
 	var out api.AcquireAllResponse
 	err := c.call(ctx, req, &out)
 	if errors.Is(err, ErrNotFound) {
@@ -55,4 +61,65 @@ func (c *Client) AcquireAll(ctx context.Context, keys []string, owner string, tt
 		fences[i] = l.Fence
 	}
 	return fences, true, drivers.Busy{}, nil
+}
+
+var _ drivers.MultiWaiter = (*Client)(nil)
+
+// AcquireAllWait waits for every key together, first come first served
+// for the whole set (drivers.MultiWaiter, POST /v1/acquire-all with
+// wait_ms): the cluster takes the free keys and queues owner for the busy
+// ones in one log entry, and answers once it holds them all. Requests are
+// sent as AcquireWait sends them (a chunk of the wait each, again after a
+// 409 while ctx lives). When ctx ends first the error wraps ctx.Err()
+// (with the key still waited for, as a *drivers.NotAcquiredError, when
+// the node said), and the keys are released in the background in case a
+// grant raced with the cancellation.
+func (c *Client) AcquireAllWait(ctx context.Context, keys []string, owner string, ttl time.Duration, _ drivers.WaitOptions) ([]uint64, error) {
+	if len(keys) == 0 || len(keys) > api.MaxAcquireAllKeys {
+		return nil, &drivers.InvalidError{Field: "keys", Reason: fmt.Sprintf("%d keys; name 1 to %d", len(keys), api.MaxAcquireAllKeys)}
+	}
+	for _, k := range keys {
+		if err := checkKeyOwner(k, owner); err != nil {
+			return nil, err
+		}
+	}
+	var held error // the last 409 of this wait
+	for {
+		if err := ctx.Err(); err != nil {
+			return nil, waitEnded(ctx, cmp.Or(held, err))
+		}
+		wait := c.cfg.WaitChunk
+		if dl, ok := ctx.Deadline(); ok {
+			left := time.Until(dl)
+			// A margin, so that the node's 409 arrives before ctx ends.
+			wait = min(wait, left-min(left/10, 50*time.Millisecond))
+		}
+		wait = min(wait, MaxWait)
+		if wait < 2*time.Millisecond {
+			wait = 0 // too little time to queue: one attempt, then wait for ctx
+		}
+		fences, ok, busy, err := c.acquireAll(ctx, keys, owner, ttl, wait)
+		if err == nil && ok {
+			return fences, nil
+		}
+		if err == nil {
+			err = &drivers.NotAcquiredError{Key: busy.Key, Holder: busy.Holder, HolderTTL: busy.TTL}
+		}
+		if ctx.Err() != nil {
+			for _, k := range keys {
+				c.releaseAbandoned(k, owner)
+			}
+			if held != nil && !errors.Is(err, drivers.ErrUnavailable) {
+				err = held
+			}
+			return nil, waitEnded(ctx, err)
+		}
+		if !errors.Is(err, drivers.ErrNotAcquired) {
+			return nil, err
+		}
+		held = err
+		if wait == 0 {
+			<-ctx.Done()
+		}
+	}
 }

@@ -86,7 +86,7 @@ func (s apiStore) AcquireShared(ctx context.Context, key, owner string, ttl, wai
 	return fence, apiErr("acquire", err)
 }
 
-func (s apiStore) AcquireAll(ctx context.Context, keys []string, owner string, ttl time.Duration) ([]uint64, error) {
+func (s apiStore) AcquireAll(ctx context.Context, keys []string, owner string, ttl, wait time.Duration) ([]uint64, error) {
 	l, err := s.leading("acquire-all")
 	if err != nil {
 		return nil, err
@@ -94,7 +94,8 @@ func (s apiStore) AcquireAll(ctx context.Context, keys []string, owner string, t
 	if err := s.n.supported(ctx, acquireAllFeature); err != nil {
 		return nil, err
 	}
-	fences, err := s.n.acquireAll(l, keys, owner, ttl)
+	e := fsm.Entry{Op: engine.OpAcquireAll, Keys: keys, Owner: owner, TTL: ttl}
+	fences, err := s.n.acquireAll(ctx, l, e, wait)
 	return fences, apiErr("acquire-all", err)
 }
 

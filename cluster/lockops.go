@@ -108,27 +108,33 @@ func (n *Node) acquire(ctx context.Context, l *leadership, e fsm.Entry, wait tim
 	return 0, &drivers.NotAcquiredError{Key: key}
 }
 
-// acquireAll takes every key for owner in one entry, or none: a busy key
-// is a 409 naming it, with its holder's remaining lease. It never waits,
-// so it needs none of the hand-off protocol's bookkeeping: a retry of the
-// same owner finds its own grants and refreshes them.
-func (n *Node) acquireAll(l *leadership, keys []string, owner string, ttl time.Duration) ([]uint64, error) {
-	now := l.clock.Now()
-	resp, err := n.apply(fsm.Entry{Op: engine.OpAcquireAll, Keys: keys, Owner: owner, TTL: ttl, Now: now})
+// acquireAll serves an acquire-all on the leader l through the hand-off
+// protocol (handoff.Requests.AcquireAll): every key or none at once, or,
+// with wait (capped at Config.MaxWait), FIFO for the whole set. A busy key
+// is a 409 naming it, with its holder's remaining lease.
+func (n *Node) acquireAll(ctx context.Context, l *leadership, e fsm.Entry, wait time.Duration) ([]uint64, error) {
+	wait = min(wait, n.cfg.MaxWait)
+	start := time.Now()
+	a, err := n.waits.AcquireAll(ctx, termPort{n, l}, e, wait)
 	switch {
+	case errors.Is(err, handoff.ErrEnded) || (err != nil && ctx.Err() != nil):
+		return nil, unavailable("acquire-all", err)
 	case err != nil:
 		return nil, applyErr("acquire-all", err)
-	case resp.Result.Err != nil:
-		return nil, resp.Result.Err
-	case !resp.Result.OK:
-		n.metrics.Contention.Inc()
-		return nil, heldBy(resp.Result.Grant.Key, resp.Result.Grant, now)
+	case a.Fences != nil:
+		if wait > 0 {
+			n.metrics.AcquireWait.Observe(time.Since(start).Seconds())
+		}
+		return a.Fences, nil
 	}
-	fences := make([]uint64, len(resp.Result.Grants))
-	for i, g := range resp.Result.Grants {
-		fences[i] = g.Fence
+	n.metrics.Contention.Inc()
+	if !a.TimedOut {
+		return nil, heldBy(a.Held.Key, a.Held, a.Now)
 	}
-	return fences, nil
+	if info, ok, err := n.fsm.Get(ctx, a.Waiting); err == nil && ok {
+		return nil, heldBy(a.Waiting, info.Grant, l.clock.Now())
+	}
+	return nil, &drivers.NotAcquiredError{Key: a.Waiting}
 }
 
 // release frees key if owner holds it.

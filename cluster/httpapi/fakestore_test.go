@@ -79,7 +79,7 @@ func (s *fakeStore) Acquire(_ context.Context, key, owner string, ttl, _ time.Du
 	return s.fence, nil
 }
 
-func (s *fakeStore) AcquireAll(_ context.Context, keys []string, owner string, ttl time.Duration) ([]uint64, error) {
+func (s *fakeStore) AcquireAll(_ context.Context, keys []string, owner string, ttl, _ time.Duration) ([]uint64, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.unsupported != nil {

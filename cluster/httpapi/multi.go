@@ -26,8 +26,20 @@ func (h *handler) acquireAll(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
+	if req.WaitMillis > 0 && h.waits != nil {
+		done, err := h.waits.take()
+		if err != nil {
+			w.Header().Set("Retry-After", "1")
+			writeError(w, err)
+			return
+		}
+		defer done()
+	}
+	if req.WaitMillis > 0 {
+		releaseRunSlot(r.Context()) // the wait cap, not the stream's slots, bounds what waits hold
+	}
 	h.onLeader(w, r, raw, func() {
-		fences, err := h.store.AcquireAll(r.Context(), req.Keys, req.Owner, ttl)
+		fences, err := h.store.AcquireAll(r.Context(), req.Keys, req.Owner, ttl, api.Duration(req.WaitMillis))
 		if err != nil {
 			writeError(w, err)
 			return
@@ -48,6 +60,9 @@ func checkAcquireAll(req api.AcquireAllRequest) (time.Duration, error) {
 	}
 	if err := checkOwner(req.Owner); err != nil {
 		return 0, err
+	}
+	if req.WaitMillis < 0 {
+		return 0, invalidf("wait_ms", "%d is negative", req.WaitMillis)
 	}
 	if len(req.Keys) == 0 || len(req.Keys) > api.MaxAcquireAllKeys {
 		return 0, invalidf("keys", "%d keys; name 1 to %d", len(req.Keys), api.MaxAcquireAllKeys)

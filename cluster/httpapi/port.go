@@ -37,10 +37,12 @@ type Store interface {
 	AcquireShared(ctx context.Context, key, owner string, ttl, wait time.Duration, c drivers.Claim) (fence uint64, err error)
 	// AcquireAll takes every key for owner for ttl in one step, or none:
 	// a key held by another owner is a *drivers.NotAcquiredError naming
-	// it. It returns the fences in the order of keys. A cluster that
-	// cannot apply it yet answers an error matching
+	// it. With wait > 0 it waits up to wait, first come first served for
+	// the whole set: the free keys are taken and the busy ones queued for
+	// in one step. It returns the fences in the order of keys. A cluster
+	// that cannot apply it yet answers an error matching
 	// drivers.ErrUnsupported (501).
-	AcquireAll(ctx context.Context, keys []string, owner string, ttl time.Duration) (fences []uint64, err error)
+	AcquireAll(ctx context.Context, keys []string, owner string, ttl, wait time.Duration) (fences []uint64, err error)
 	// Release frees key if owner holds it; released reports whether it did.
 	Release(ctx context.Context, key, owner string) (released bool, err error)
 	// Extend sets owner's grant of key to end ttl from now.

@@ -1,0 +1,206 @@
+package handoff
+
+import (
+	"context"
+	"reflect"
+	"time"
+
+	"github.com/zerotal/lock/engine"
+	"github.com/zerotal/lock/fsm"
+)
+
+// AllAnswer is what an acquire-all request found.
+type AllAnswer struct {
+	// Fences are the grants returned to the client, in the order of the
+	// keys; nil when not acquired.
+	Fences []uint64
+	// Held, when refused: the grant in the way (Held.Key names its key),
+	// at Now, the stamp of the proposal that found it.
+	Held engine.Grant
+	Now  int64
+	// TimedOut: the wait ran out while Waiting was still waited for.
+	TimedOut bool
+	Waiting  string
+}
+
+// AcquireAll serves one acquire-all request, e (an engine.OpAcquireAll
+// of e.Keys by e.Owner with e.TTL; the protocol sets Now and Wait), on
+// the term p. Without wait it takes every key or none. With wait, one
+// entry takes the free keys and queues the owner for the busy ones (FIFO
+// for the whole set, see engine.AcquireAllWait), and the request waits
+// for their hand-offs, keeping the keys it holds alive meanwhile; once it
+// has them all, one more entry refreshes every key, so their TTLs count
+// from the answer.
+//
+// The request is a live request of (key, owner) for every key, so the
+// protocol's rules hold for each: the owner's last live request to leave
+// cancels the queue entries left and releases the grants no request
+// returned, among them the keys taken at once while others were waited
+// for, which are recorded as delivered.
+func (r *Requests) AcquireAll(ctx context.Context, p Port, e fsm.Entry, wait time.Duration) (a AllAnswer, err error) {
+	qs := make([]*request, len(e.Keys))
+	for i, k := range e.Keys {
+		qs[i] = r.enter(k, e.Owner)
+	}
+	defer func() {
+		for i, q := range qs {
+			var fence uint64
+			if a.Fences != nil {
+				fence = a.Fences[i]
+			}
+			r.leave(p, q, fence)
+		}
+	}()
+	for _, q := range qs {
+		if err := r.settle(ctx, p.Context().Done(), q); err != nil {
+			return AllAnswer{}, err
+		}
+	}
+	if wait <= 0 {
+		return acquireAllNow(ctx, p, e)
+	}
+	return r.acquireAllWait(ctx, p, qs, e, wait)
+}
+
+func acquireAllNow(ctx context.Context, p Port, e fsm.Entry) (AllAnswer, error) {
+	e.Now, e.Wait = p.Now(), false
+	resp, err := p.Propose(ctx, e)
+	switch {
+	case err != nil:
+		return AllAnswer{}, err
+	case resp.Result.Err != nil:
+		return AllAnswer{}, resp.Result.Err
+	case !resp.Result.OK:
+		return AllAnswer{Held: resp.Result.Grant, Now: e.Now}, nil
+	}
+	return AllAnswer{Fences: fencesOf(resp.Result.Grants)}, nil
+}
+
+func fencesOf(grants []engine.Grant) []uint64 {
+	fences := make([]uint64, len(grants))
+	for i, g := range grants {
+		fences[i] = g.Fence
+	}
+	return fences
+}
+
+// acquireAllWait queues the request for the busy keys and waits for them.
+// A retry of a request already queued (for some key) only waits again:
+// the keys it is not queued for are the owner's already, and the final
+// refresh finds out if one is not.
+func (r *Requests) acquireAllWait(ctx context.Context, p Port, qs []*request, e fsm.Entry, wait time.Duration) (AllAnswer, error) {
+	chans := make([]<-chan engine.Grant, len(qs))
+	for i, q := range qs {
+		chans[i] = r.listen(q)
+	}
+	pending := make([]bool, len(qs))
+	retry := false
+	for i, k := range e.Keys {
+		queued, err := p.Queued(ctx, k, e.Owner)
+		if err != nil {
+			return AllAnswer{}, err
+		}
+		pending[i], retry = queued, retry || queued
+	}
+	if !retry {
+		e.Now, e.Wait = p.Now(), true
+		resp, err := p.Propose(ctx, e)
+		switch {
+		case err != nil:
+			return AllAnswer{}, err
+		case resp.Result.Err != nil:
+			return AllAnswer{}, resp.Result.Err
+		case resp.Result.OK:
+			return AllAnswer{Fences: fencesOf(resp.Result.Grants)}, nil
+		case !resp.Result.Queued:
+			return AllAnswer{Held: resp.Result.Grant, Now: e.Now}, nil
+		}
+		for i, g := range resp.Result.Grants {
+			if g.Fence == 0 {
+				pending[i] = true
+				continue
+			}
+			// Taken at once while the others are waited for: released by
+			// the clean-up unless this request returns it.
+			r.Deliver(g)
+		}
+	}
+
+	timer := time.NewTimer(wait)
+	defer timer.Stop()
+	keep := time.NewTicker(max(e.TTL/3, 10*time.Millisecond))
+	defer keep.Stop()
+	// The cases: one per key still waited for, then the fixed ones.
+	const fixed = 4
+	for {
+		cases := []reflect.SelectCase{
+			{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(ctx.Done())},
+			{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(p.Context().Done())},
+			{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(timer.C)},
+			{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(keep.C)},
+		}
+		index := []int{}
+		for i, ch := range chans {
+			if pending[i] {
+				cases = append(cases, reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(ch)})
+				index = append(index, i)
+			}
+		}
+		if len(index) == 0 {
+			break
+		}
+		chosen, _, _ := reflect.Select(cases)
+		switch chosen {
+		case 0:
+			return AllAnswer{}, ctx.Err() // the client went away: leave releases what it holds
+		case 1:
+			return AllAnswer{}, ErrEnded
+		case 2:
+			if err := ctx.Err(); err != nil {
+				return AllAnswer{}, err
+			}
+			return AllAnswer{TimedOut: true, Waiting: e.Keys[index[0]]}, nil
+		case 3:
+			if a, err := keepAlive(ctx, p, e, pending); err != nil || a != nil {
+				return deref(a), err
+			}
+		default:
+			pending[index[chosen-fixed]] = false
+		}
+	}
+	if err := ctx.Err(); err != nil {
+		return AllAnswer{}, err
+	}
+	// Every key is the owner's: one entry refreshes them all, so every
+	// TTL counts from now, and answers every fence.
+	return acquireAllNow(ctx, p, e)
+}
+
+// keepAlive extends the keys the owner holds while it waits for the
+// others; a key it no longer holds (forced free) ends the request as a
+// refusal naming that key.
+func keepAlive(ctx context.Context, p Port, e fsm.Entry, pending []bool) (*AllAnswer, error) {
+	for i, k := range e.Keys {
+		if pending[i] {
+			continue
+		}
+		now := p.Now()
+		resp, err := p.Propose(ctx, fsm.Entry{Op: engine.OpExtend, Key: k, Owner: e.Owner, TTL: e.TTL, Now: now})
+		if err != nil {
+			return nil, err
+		}
+		if !resp.Result.OK {
+			held := resp.Result.Grant
+			held.Key = k
+			return &AllAnswer{Held: held, Now: now}, nil
+		}
+	}
+	return nil, nil
+}
+
+func deref(a *AllAnswer) AllAnswer {
+	if a == nil {
+		return AllAnswer{}
+	}
+	return *a
+}
