@@ -91,3 +91,35 @@ func TestCluster_AcquireAllWaitKeepsItsKeysAliveAndLeavesNothingOnTimeout(t *tes
 		t.Fatal("the timed-out request is still queued for a")
 	}
 }
+
+// A client that retries an acquire-all with the same owner while the
+// first request still waits (after a timeout on its side, or through
+// another node) does not queue twice: the retry waits on the same
+// places, and both requests are answered with the same fences once the
+// last key comes.
+func TestCluster_AcquireAllRetriedWhileQueuedWaitsOnTheSamePlaces(t *testing.T) {
+	nodes := startCluster(t, 1, nil)
+	n, addr := nodes[0], nodes[0].HTTPAddr()
+	c := newClient(t)
+	mustStatus(t, c.acquire(addr, "a", "h", time.Minute, 0), http.StatusOK, "acquire a")
+	first, retry := make(chan reply, 1), make(chan reply, 1)
+	go func() { first <- c.acquireAll(addr, []string{"b", "a"}, "set", time.Minute, 20*time.Second) }()
+	waitFor(t, 10*time.Second, "the first request to queue for a", func() bool { return isWaiter(n, "a", "set") })
+	go func() { retry <- c.acquireAll(addr, []string{"b", "a"}, "set", time.Minute, 20*time.Second) }()
+	waitFor(t, 10*time.Second, "the retry to be live", func() bool { live, _ := n.waits.Live("a", "set"); return live == 2 })
+	if info, ok, err := n.fsm.Get(t.Context(), "a"); err != nil || !ok || info.Waiters != 1 {
+		t.Fatalf("a's queue with the retry live: %+v %v %v; want the one place", info, ok, err)
+	}
+	mustStatus(t, c.release(addr, "a", "h"), http.StatusOK, "release a")
+	r1, r2 := <-first, <-retry
+	mustStatus(t, r1, http.StatusOK, "the first request")
+	mustStatus(t, r2, http.StatusOK, "the retry")
+	if r1.Raw != r2.Raw {
+		t.Fatalf("the two answers differ: %s and %s", r1.Raw, r2.Raw)
+	}
+	for _, k := range []string{"a", "b"} {
+		if got := c.get(addr, k); got.str("owner") != "set" {
+			t.Fatalf("%s after both answers: %s; want the set's", k, got.Raw)
+		}
+	}
+}

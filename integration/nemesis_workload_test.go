@@ -22,6 +22,10 @@ import (
 //     server-side wait), hold while refreshing, release — or vanish
 //     without releasing, so expiry happens, also under faults. Checked by
 //     properties 1 and 2.
+//   - several hot keys at once (acquire-all, at once or waiting FIFO
+//     for the whole set), each recorded as an acquire of its key with
+//     its own fence, so properties 1 and 2 hold per key: a grant of the
+//     set never overlaps a holder of any of its keys.
 //   - durable keys, a TTL far longer than the run: plain acquires, short
 //     holds, releases, reads. Nothing expires there, so porcupine checks
 //     them against the sequential lock model; the holders still holding
@@ -109,8 +113,10 @@ func (w *workload) run(ctx context.Context) error {
 				switch x := r.Float64(); {
 				case x < 0.05:
 					c.keepSession()
-				case x < 0.6:
+				case x < 0.5:
 					c.hotSession(ctx)
+				case x < 0.6:
+					c.multiSession(ctx)
 				default:
 					c.durableSession(ctx)
 				}
@@ -395,5 +401,88 @@ func (c *workClient) keepSession() {
 	}
 	if c.extend(key, c.keeper, c.w.durableTTL).result == resFail {
 		c.keeper = "" // lost: the checker will say how
+	}
+}
+
+// acquireAll takes keys together (waiting up to wait, FIFO for the whole
+// set, when wait > 0). It is recorded as one operation per key, with the
+// call's start, end and outcome and that key's fence.
+func (c *workClient) acquireAll(keys []string, owner string, ttl, wait time.Duration) []op {
+	kind := opAcquire
+	if wait > 0 {
+		kind = opWait
+	}
+	start := c.w.h.now()
+	ctx, cancel := context.WithTimeout(context.Background(), opTimeout+time.Second)
+	res, fences, err := resFail, []uint64(nil), error(nil)
+	if wait > 0 {
+		wctx, wcancel := context.WithTimeout(ctx, wait)
+		fences, err = c.cl.AcquireAllWait(wctx, keys, owner, ttl, drivers.WaitOptions{})
+		if err != nil && wctx.Err() != nil && ctx.Err() == nil {
+			err = fmt.Errorf("%s: %w", gaveUp, err)
+		}
+		wcancel()
+		if err == nil {
+			res = resOK
+		}
+	} else {
+		var ok bool
+		fences, ok, _, err = c.cl.AcquireAll(ctx, keys, owner, ttl)
+		if ok {
+			res = resOK
+		}
+	}
+	cancel()
+	end := c.w.h.now()
+	out := make([]op, len(keys))
+	for i, k := range keys {
+		o := op{client: c.id, key: k, owner: owner, kind: kind, ttl: ttl, start: start, end: end, result: res}
+		if res == resOK {
+			o.fence = fences[i]
+		}
+		if err != nil {
+			o.result, o.err = resUnknown, shortErr(err)
+		}
+		out[i] = c.w.h.add(o)
+	}
+	return out
+}
+
+// multiSession takes two hot mutex keys together, holds them while
+// refreshing each, and releases them or vanishes.
+func (c *workClient) multiSession(ctx context.Context) {
+	keys := slices.Clone(c.w.hotKeys)
+	c.r.Shuffle(len(keys), func(i, j int) { keys[i], keys[j] = keys[j], keys[i] })
+	keys = keys[:2]
+	ttl := c.w.hotTTLs[c.r.IntN(len(c.w.hotTTLs))]
+	owner := c.newOwner()
+	var wait time.Duration
+	if c.r.IntN(2) == 0 {
+		wait = time.Duration(100+c.r.IntN(400)) * time.Millisecond
+	}
+	got := c.acquireAll(keys, owner, ttl, wait)
+	if got[0].result != resOK {
+		if got[0].result == resFail {
+			sleepCtx(ctx, time.Duration(c.r.IntN(50))*time.Millisecond)
+		}
+		return
+	}
+	hold := time.Duration(c.r.Int64N(int64(2 * ttl)))
+	deadline := time.Now().Add(hold)
+	for time.Now().Before(deadline) {
+		if !sleepCtx(ctx, min(ttl/3, time.Until(deadline))) {
+			return // the run ends: vanish
+		}
+		for _, k := range keys {
+			if c.extend(k, owner, ttl).result != resOK {
+				deadline = time.Now() // lost or unknown: give the set up
+			}
+		}
+	}
+	if c.r.Float64() < c.w.vanishRate {
+		return
+	}
+	for _, k := range keys {
+		c.releaseUntilKnown(k, owner)
 	}
 }
