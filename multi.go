@@ -84,7 +84,10 @@ func (m *Manager) all(ctx context.Context, keys []string, ttl time.Duration, fn 
 		return &InvalidError{Field: "option", Reason: "TryAll and BlockAll take mutexes only: Semaphore, Read and Write do not apply"}
 	}
 	if mw, ok := m.driver.(drivers.MultiWaiter); ok && wait {
-		return m.allWaiting(ctx, mw, keys, order, ttl, fn, &o)
+		done, err := m.allWaiting(ctx, mw, keys, order, ttl, fn, &o)
+		if done {
+			return err
+		}
 	}
 	if ma, ok := m.driver.(drivers.MultiAcquirer); ok {
 		done, err := m.allAtOnce(ctx, ma, keys, order, ttl, fn, &o, wait)
@@ -167,15 +170,17 @@ func (m *Manager) allAtOnce(ctx context.Context, ma drivers.MultiAcquirer, keys,
 
 // allWaiting waits for the keys of order together, first come first
 // served for the whole set (drivers.MultiWaiter), up to the WithTimeout
-// duration, then runs fn while holding them.
-func (m *Manager) allWaiting(ctx context.Context, mw drivers.MultiWaiter, keys, order []string, ttl time.Duration, fn MultiFunc, o *options) error {
+// duration, then runs fn while holding them. done is false when the
+// backend cannot wait for these keys together (a cluster member of an
+// older release): nothing was taken, and the caller waits another way.
+func (m *Manager) allWaiting(ctx context.Context, mw drivers.MultiWaiter, keys, order []string, ttl time.Duration, fn MultiFunc, o *options) (done bool, err error) {
 	if m.stopping.Load() {
-		return ErrClosed
+		return true, ErrClosed
 	}
 	calls, full := m.multiCalls(order, ttl, o)
 	first := &calls[0].l
 	if err := ctx.Err(); err != nil {
-		return first.waitCancelled(ctx)
+		return true, first.waitCancelled(ctx)
 	}
 	waitCtx, cancel := context.WithTimeout(ctx, o.timeout)
 	defer cancel()
@@ -183,6 +188,9 @@ func (m *Manager) allWaiting(ctx context.Context, mw drivers.MultiWaiter, keys, 
 	owner := first.nextOwner()
 	sent := time.Now()
 	fences, err := mw.AcquireAllWait(waitCtx, full, owner, ttl, drivers.WaitOptions{RetryDelay: o.retryDelay})
+	if errors.Is(err, drivers.ErrUnsupported) {
+		return false, nil
+	}
 	if err != nil {
 		if waitCtx.Err() == nil {
 			for _, c := range calls {
@@ -196,7 +204,7 @@ func (m *Manager) allWaiting(ctx context.Context, mw drivers.MultiWaiter, keys, 
 				na.Key = strings.TrimPrefix(held.Key, m.prefix)
 			}
 		}
-		return failure
+		return true, failure
 	}
 	for i, c := range calls {
 		c.l.granted(owner, fences[i], sent)
@@ -212,11 +220,11 @@ func (m *Manager) allWaiting(ctx context.Context, mw drivers.MultiWaiter, keys, 
 				if err == nil {
 					err = &LostError{Key: c.l.key, Fence: c.l.Fence(), Reason: ErrLostExpired}
 				}
-				return err
+				return true, err
 			}
 		}
 	}
-	return m.holdAll(ctx, calls, keys, order, owner, fn, o)
+	return true, m.holdAll(ctx, calls, keys, order, owner, fn, o)
 }
 
 // holdAll runs fn while every call's lock, granted to owner, is held.

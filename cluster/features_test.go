@@ -1,12 +1,15 @@
 package cluster
 
 import (
+	"context"
 	"net/http"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/zerotal/lock"
+	"github.com/zerotal/lock/client"
 	"github.com/zerotal/lock/engine"
 	"github.com/zerotal/lock/fsm"
 )
@@ -208,5 +211,38 @@ func TestCluster_AcquireAllIsOneEntry(t *testing.T) {
 	defer mu.Unlock()
 	if len(applied[leader.cfg.ID]) != 0 {
 		t.Fatalf("the refused acquire-all wrote to the log: %v", applied[leader.cfg.ID])
+	}
+}
+
+// While a member runs an older release, a Manager's TryAll and BlockAll
+// over the cluster still take their keys: the 501 makes them fall back
+// to taking the keys one at a time, with nothing taken by the refused
+// request.
+func TestCluster_SeveralKeysFallBackWhileAMemberIsOlder(t *testing.T) {
+	nodes := startCluster(t, 3, nil)
+	leader := waitLeader(t, nodes)
+	for _, n := range nodes {
+		if n != leader {
+			n.olderRelease.Store(true)
+		}
+	}
+	cl, err := client.New(client.Config{Addrs: []string{leader.HTTPAddr()}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := lock.New(cl)
+	t.Cleanup(func() { _ = m.Close() })
+	for name, call := range map[string]func(lock.MultiFunc) error{
+		"TryAll":   func(fn lock.MultiFunc) error { return m.TryAll(t.Context(), []string{"x", "y"}, time.Minute, fn) },
+		"BlockAll": func(fn lock.MultiFunc) error { return m.BlockAll(t.Context(), []string{"x", "y"}, time.Minute, fn) },
+	} {
+		ran := false
+		err := call(func(ctx context.Context, locks []*lock.Lock) error {
+			ran = len(locks) == 2 && locks[0].Fence() != 0 && locks[1].Fence() != 0
+			return nil
+		})
+		if err != nil || !ran {
+			t.Fatalf("%s with an older member: %v (ran with both fences: %v)", name, err, ran)
+		}
 	}
 }
