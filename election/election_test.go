@@ -13,6 +13,7 @@ import (
 
 	"github.com/zerotal/lock"
 	"github.com/zerotal/lock/cluster/clustertest"
+	"github.com/zerotal/lock/drivers"
 	_ "github.com/zerotal/lock/drivers/cluster"
 	_ "github.com/zerotal/lock/drivers/redis"
 	"github.com/zerotal/lock/drivers/redis/redistest"
@@ -365,4 +366,53 @@ func TestElection_RefusesBadInput(t *testing.T) {
 		t.Errorf("Leader of a name held by a Manager's lock: %+v, %v; want its holder as the value", l, err)
 	}
 	_ = held.Release(t.Context())
+}
+
+// Where the backend tells of changes (memory, SQLite), Observe sees them
+// when they happen, not at its next tick: with the tick an hour away, a
+// new leader and its resignation are still reported at once. (Without the
+// push this test waits for the hour and fails.)
+func TestElection_ObserveIsPushedWhereTheBackendTells(t *testing.T) {
+	for _, b := range backends(t) {
+		t.Run(b.name, func(t *testing.T) {
+			t.Parallel()
+			m := b.open(t)
+			if _, ok := m.Driver().(drivers.ChangeWatcher); !ok {
+				t.Skipf("%s does not tell of changes: Observe reads on its timer", b.name)
+			}
+			e := mustNew(t, m, "pushed", 10*time.Second)
+			ctx, cancel := context.WithCancel(t.Context())
+			defer cancel()
+			changes := e.Observe(ctx, time.Hour)
+			next := func(what string) election.Change {
+				t.Helper()
+				select {
+				case c := <-changes:
+					return c
+				case <-time.After(5 * time.Second):
+					t.Fatalf("no change seen within 5s, the tick an hour away: want %s", what)
+					return election.Change{}
+				}
+			}
+			if c := next("no leader"); c.Leading {
+				t.Fatalf("first change %+v; want no leader", c)
+			}
+			a, err := e.Campaign(t.Context(), "a")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if c := next("a"); !c.Leading || c.Leader.Value != "a" {
+				t.Fatalf("change %+v; want a", c)
+			}
+			if err := a.Resign(t.Context()); err != nil {
+				t.Fatal(err)
+			}
+			if c := next("no leader"); c.Leading {
+				t.Fatalf("change %+v; want no leader", c)
+			}
+			cancel()
+			for range changes {
+			}
+		})
+	}
 }

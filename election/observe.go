@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"time"
+
+	"github.com/zerotal/lock/drivers"
 )
 
 // Change is one observation of an election: the leader that took over,
@@ -19,11 +21,16 @@ const DefaultObserveEvery = 200 * time.Millisecond
 
 // Observe reports the election's leader as it changes: first the leader
 // (or none) when it starts, then every change of term, of value or from
-// leader to none and back, until ctx ends, when the channel is closed. It
-// asks the backend every `every` (0: DefaultObserveEvery); a leadership
-// that began and ended between two looks is not seen. A failed look is
-// retried at the next tick: an outage reports nothing, not "no leader".
-// A reader that falls behind gets the latest change, not every one.
+// leader to none and back, until ctx ends, when the channel is closed.
+//
+// Where the backend tells of changes (drivers.ChangeWatcher: the memory
+// backend for the key itself, SQLite for any commit), Observe looks again
+// as soon as it is told; besides, and on the other backends only, it asks
+// every `every` (0: DefaultObserveEvery), which also catches a lease that
+// runs out unseen. A leadership that began and ended between two looks is
+// not seen. A failed look is retried at the next tick: an outage reports
+// nothing, not "no leader". A reader that falls behind gets the latest
+// change, not every one.
 func (e *Election) Observe(ctx context.Context, every time.Duration) <-chan Change {
 	if every <= 0 {
 		every = DefaultObserveEvery
@@ -35,7 +42,14 @@ func (e *Election) Observe(ctx context.Context, every time.Duration) <-chan Chan
 		defer tick.Stop()
 		var last Change
 		first := true
+		watcher, push := e.m.Driver().(drivers.ChangeWatcher)
 		for {
+			var changed <-chan struct{} // nil: never, without push
+			stop := func() {}
+			if push {
+				// Taken before the look, so a change after it is not missed.
+				changed, stop = watcher.Changed(e.m.Prefix() + e.name)
+			}
 			cur, err := e.Leader(ctx)
 			seen := err == nil || errors.Is(err, ErrNoLeader)
 			c := Change{Leader: cur, Leading: err == nil}
@@ -49,9 +63,12 @@ func (e *Election) Observe(ctx context.Context, every time.Duration) <-chan Chan
 			}
 			select {
 			case <-ctx.Done():
+				stop()
 				return
 			case <-tick.C:
+			case <-changed:
 			}
+			stop()
 		}
 	}()
 	return out

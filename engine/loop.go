@@ -38,6 +38,8 @@ type loop struct {
 	keys     atomic.Int64
 	waiting  atomic.Int64
 
+	changes changes // a live engine's watchers of keys (Engine.Changed)
+
 	// Owned by the loop goroutine.
 	t        *table
 	replies  []*request // answers of the current batch, sent after it
@@ -77,6 +79,7 @@ func (e *loop) start(cfg Config, live bool) error {
 		c.timer = clock.AfterFunc(time.Hour, e.poke)
 		c.timer.Stop()
 		e.t.advance(c.now())
+		e.t.changed = e.changes.notify
 		e.clock = c
 	}
 	go e.run()

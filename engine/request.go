@@ -376,7 +376,7 @@ func (e *loop) cancelAll(w *request) (busy Grant) {
 func (e *loop) restore(nt *table) {
 	old := e.t
 	e.failWaiters(old, errRestored)
-	nt.maxKeys, nt.maxWaiters = old.maxKeys, old.maxWaiters
+	nt.maxKeys, nt.maxWaiters, nt.changed = old.maxKeys, old.maxWaiters, old.changed
 	if e.clock != nil {
 		nt.advance(old.now) // live time never goes back
 	}

@@ -28,6 +28,9 @@ type table struct {
 
 	maxKeys    int
 	maxWaiters int
+	// changed, when set (a live engine), is told of every key whose
+	// mutex changes hands.
+	changed func(key string)
 
 	spare []*entry // released entries kept for reuse, so churn does not allocate
 }
@@ -186,6 +189,7 @@ func (t *table) acquire(key, owner string, ttl time.Duration, fence uint64, wait
 		e.deadline = t.deadlineAfter(ttl)
 		t.entries[key] = e
 		t.heapPush(e)
+		t.changedKey(key)
 		return outcome{ok: true, grant: e.grant()}
 	}
 	if e.deadline <= t.now {
@@ -196,6 +200,7 @@ func (t *table) acquire(key, owner string, ttl time.Duration, fence uint64, wait
 			e.fence = t.nextFence(fence)
 			e.deadline = t.deadlineAfter(ttl)
 			t.heapFix(e)
+			t.changedKey(key)
 			return outcome{ok: true, grant: e.grant()}
 		}
 		// Waiters came first: the key goes to the head of the queue, as
@@ -390,6 +395,7 @@ func (e *entry) dropWaiter(i int) {
 // handOn ends e's current grant: the first waiter gets a new grant (fence
 // from want), or the entry is deleted when nobody waits.
 func (t *table) handOn(e *entry, want uint64, out *outcome) {
+	t.changedKey(e.key)
 	if e.queue != nil && e.queue.line.len() > 0 {
 		w := e.queue.line.pop()
 		t.waiting--
@@ -411,6 +417,13 @@ func (t *table) handOn(e *entry, want uint64, out *outcome) {
 	t.heapRemove(e)
 	delete(t.entries, e.key)
 	t.recycle(e)
+}
+
+// changedKey tells the watchers of key, if any, that it changes hands.
+func (t *table) changedKey(key string) {
+	if t.changed != nil {
+		t.changed(key)
+	}
 }
 
 // expireDue ends every grant whose deadline is <= now (live mode), handing

@@ -150,6 +150,10 @@ func (d *Driver) AcquireAll(ctx context.Context, keys []string, owner string, tt
 	return fences, true, drivers.Busy{}, nil
 }
 
+// Changed tells when key's mutex changes hands (drivers.ChangeWatcher;
+// see engine.Changed).
+func (d *Driver) Changed(key string) (<-chan struct{}, func()) { return d.e.Changed(key) }
+
 // AcquireAllWait waits for every key together, first come first served
 // for the whole set (drivers.MultiWaiter; see engine.AcquireAllWait).
 func (d *Driver) AcquireAllWait(ctx context.Context, keys []string, owner string, ttl time.Duration, _ drivers.WaitOptions) ([]uint64, error) {

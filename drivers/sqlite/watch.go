@@ -202,3 +202,13 @@ func (p *connPoller) close() error {
 	_ = p.stmt.Close()
 	return p.conn.Close()
 }
+
+// Changed tells when the database may have changed (drivers.ChangeWatcher):
+// a commit through this handle, or one another connection made, seen by
+// polling data_version every PollInterval while someone watches. It does
+// not tell keys apart, and a lease that runs out is no commit.
+func (d *Driver) Changed(string) (<-chan struct{}, func()) {
+	d.watch.subscribe()
+	var once sync.Once
+	return d.watch.next(), func() { once.Do(d.watch.unsubscribe) }
+}

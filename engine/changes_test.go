@@ -1,0 +1,44 @@
+package engine
+
+import (
+	"testing"
+	"time"
+)
+
+// Changed is closed when the key changes hands: a grant, a release, an
+// expiry; not when another key does, nor on a refresh.
+func TestChanged_ClosedWhenTheKeyChangesHands(t *testing.T) {
+	e, clock := newLive(t, Config{})
+	ctx := t.Context()
+	closed := func(ch <-chan struct{}) bool {
+		select {
+		case <-ch:
+			return true
+		default:
+			return false
+		}
+	}
+	step := func(what string, want bool, do func()) {
+		t.Helper()
+		ch, stop := e.Changed("k")
+		defer stop()
+		do()
+		// A no-op read goes through the loop after do: the notice, if
+		// any, has been given by then.
+		if _, _, err := e.Get(ctx, "k"); err != nil {
+			t.Fatal(err)
+		}
+		if got := closed(ch); got != want {
+			t.Fatalf("%s: changed %v, want %v", what, got, want)
+		}
+	}
+	step("a grant", true, func() { _, _, _ = e.Acquire(ctx, "k", "a", time.Second) })
+	step("a refresh", false, func() { _, _, _ = e.Acquire(ctx, "k", "a", time.Second) })
+	step("another key", false, func() { _, _, _ = e.Acquire(ctx, "other", "a", time.Second) })
+	step("a release", true, func() { _, _ = e.Release(ctx, "k", "a") })
+	_, _, _ = e.Acquire(ctx, "k", "b", time.Second)
+	step("an expiry", true, func() { clock.Advance(2 * time.Second) })
+	if n := e.changes.watched.Load(); n != 0 {
+		t.Fatalf("%d keys still watched after every stop", n)
+	}
+}
