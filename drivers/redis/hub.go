@@ -128,6 +128,10 @@ func (h *hub) handle(m interface{}) {
 	case *goredis.Message:
 		if q := h.queues[m.Channel]; q != nil {
 			q.wake(m.Payload)
+			if q.changed != nil {
+				close(q.changed)
+				q.changed = make(chan struct{})
+			}
 		}
 	case *goredis.Subscription:
 		// A confirmation also arrives after go-redis reconnected and
@@ -161,7 +165,7 @@ func (h *hub) sweep() {
 	h.mu.Lock()
 	var idle []string
 	for ch, q := range h.queues {
-		if len(q.waiters) == 0 && time.Since(q.idleSince) >= idleUnsubscribe {
+		if len(q.waiters) == 0 && q.watchers == 0 && time.Since(q.idleSince) >= idleUnsubscribe {
 			idle = append(idle, ch)
 			delete(h.queues, ch)
 		}
@@ -196,4 +200,45 @@ func (h *hub) close() {
 		_ = ps.Close()
 	}
 	h.wg.Wait()
+}
+
+// watch subscribes to channel, like a waiter's join, for a Changed
+// caller: the channel it returns is closed at the next message on it.
+func (h *hub) watch(ctx context.Context, channel string) (<-chan struct{}, func(), error) {
+	h.subMu.Lock()
+	defer h.subMu.Unlock()
+	h.mu.Lock()
+	if h.closed {
+		h.mu.Unlock()
+		return nil, nil, drivers.ErrClosed
+	}
+	h.startLocked()
+	q := h.queues[channel]
+	subscribe := q == nil
+	if subscribe {
+		q = &queue{channel: channel, pending: 1}
+		h.queues[channel] = q
+	}
+	if q.changed == nil {
+		q.changed = make(chan struct{})
+	}
+	q.watchers++
+	q.idleSince = time.Time{}
+	changed, ps := q.changed, h.ps
+	h.mu.Unlock()
+	if subscribe {
+		if err := ps.Subscribe(ctx, channel); err != nil {
+			h.log.Debug("subscribe failed", "channel", channel, "error", err)
+		}
+	}
+	var once sync.Once
+	return changed, func() {
+		once.Do(func() {
+			h.mu.Lock()
+			defer h.mu.Unlock()
+			if q.watchers--; q.watchers == 0 && len(q.waiters) == 0 {
+				q.idleSince = time.Now()
+			}
+		})
+	}, nil
 }

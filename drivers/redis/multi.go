@@ -147,3 +147,20 @@ func slot(name string) uint16 {
 	}
 	return crc % 16384
 }
+
+var _ drivers.ChangeWatcher = (*Driver)(nil)
+
+// Changed tells when key is released (drivers.ChangeWatcher): it listens
+// on the key's release channel, which a release or force release
+// publishes to. A lease that runs out, and a grant, publish nothing. The
+// subscription is the one the driver's waiters for the key share, kept a
+// while after the last watcher or waiter leaves.
+func (d *Driver) Changed(key string) (<-chan struct{}, func()) {
+	ctx, cancel := context.WithTimeout(context.Background(), d.cfg.PollInterval)
+	defer cancel()
+	ch, stop, err := d.hub.watch(ctx, keysFor(key).channel)
+	if err != nil {
+		return nil, func() {} // closed: the observer reads on its timer
+	}
+	return ch, stop
+}

@@ -17,6 +17,10 @@ type queue struct {
 	// handoffs counts consecutive direct hand-offs (handoff.go), so that
 	// a steady stream of local waiters cannot shut other processes out.
 	handoffs int
+	// watchers are the Changed callers watching the key; changed is
+	// closed at its next release message.
+	watchers int
+	changed  chan struct{}
 }
 
 // waiter is one AcquireWait call.

@@ -123,6 +123,10 @@ func (w *watcher) run() {
 	if err != nil {
 		last = -1
 	}
+	// A commit made between a subscriber's look and this first read is
+	// in last already, and no later read would show it: wake everyone
+	// once, to look again.
+	w.bump()
 	interval := w.minPoll
 	var idleSince time.Time
 	t := time.NewTimer(jitter(interval))
