@@ -66,8 +66,9 @@ func TestRun_EndToEnd(t *testing.T) {
 		if code != 75 {
 			t.Fatalf("exit %d, want 75; stderr %q", code, stderr)
 		}
-		// The cluster tells how long the holder has left.
-		if !strings.Contains(stderr, `"busy" is held by another owner; did not wait (--no-wait); the holder's lease ends in `) {
+		// The cluster tells who holds it (an owner the application chose
+		// names itself) and how long the holder has left.
+		if !strings.Contains(stderr, `"busy" is held by another owner (someone-else); did not wait (--no-wait); the holder's lease ends in `) {
 			t.Errorf("stderr %q does not say who holds the key for how long", stderr)
 		}
 		if strings.Contains(stdout, "ran") {
