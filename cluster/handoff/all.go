@@ -63,17 +63,28 @@ func (r *Requests) AcquireAll(ctx context.Context, p Port, e fsm.Entry, wait tim
 }
 
 func acquireAllNow(ctx context.Context, p Port, e fsm.Entry) (AllAnswer, error) {
-	e.Now, e.Wait = p.Now(), false
+	a, _, err := proposeAll(ctx, p, e, false)
+	return a, err
+}
+
+// proposeAll proposes e, stamped now, waiting or not, and reads the
+// answer: every fence, or the grant in the way, or (queued) the grants
+// made at once while the others are waited for, a zero Grant for each of
+// those.
+func proposeAll(ctx context.Context, p Port, e fsm.Entry, wait bool) (a AllAnswer, queued []engine.Grant, err error) {
+	e.Now, e.Wait = p.Now(), wait
 	resp, err := p.Propose(ctx, e)
 	switch {
 	case err != nil:
-		return AllAnswer{}, err
+		return AllAnswer{}, nil, err
 	case resp.Result.Err != nil:
-		return AllAnswer{}, resp.Result.Err
-	case !resp.Result.OK:
-		return AllAnswer{Held: resp.Result.Grant, Now: e.Now}, nil
+		return AllAnswer{}, nil, resp.Result.Err
+	case resp.Result.OK:
+		return AllAnswer{Fences: fencesOf(resp.Result.Grants)}, nil, nil
+	case resp.Result.Queued:
+		return AllAnswer{}, resp.Result.Grants, nil
 	}
-	return AllAnswer{Fences: fencesOf(resp.Result.Grants)}, nil
+	return AllAnswer{Held: resp.Result.Grant, Now: e.Now}, nil, nil
 }
 
 func fencesOf(grants []engine.Grant) []uint64 {
@@ -103,19 +114,11 @@ func (r *Requests) acquireAllWait(ctx context.Context, p Port, qs []*request, e 
 		pending[i], retry = queued, retry || queued
 	}
 	if !retry {
-		e.Now, e.Wait = p.Now(), true
-		resp, err := p.Propose(ctx, e)
-		switch {
-		case err != nil:
-			return AllAnswer{}, err
-		case resp.Result.Err != nil:
-			return AllAnswer{}, resp.Result.Err
-		case resp.Result.OK:
-			return AllAnswer{Fences: fencesOf(resp.Result.Grants)}, nil
-		case !resp.Result.Queued:
-			return AllAnswer{Held: resp.Result.Grant, Now: e.Now}, nil
+		a, grants, err := proposeAll(ctx, p, e, true)
+		if err != nil || grants == nil {
+			return a, err
 		}
-		for i, g := range resp.Result.Grants {
+		for i, g := range grants {
 			if g.Fence == 0 {
 				pending[i] = true
 				continue

@@ -77,22 +77,36 @@ func claimOf(req api.AcquireSharedRequest) (drivers.Claim, error) {
 // serveAcquire serves a checked acquire: its slot of the wait cap when it
 // waits, then acquire on the leader.
 func (h *handler) serveAcquire(w http.ResponseWriter, r *http.Request, raw []byte, req api.AcquireRequest, acquire func(context.Context) (uint64, error)) {
-	if req.WaitMillis > 0 && h.waits != nil {
-		done, err := h.waits.take()
-		if err != nil {
-			w.Header().Set("Retry-After", "1")
-			writeError(w, err)
-			return
-		}
-		defer done()
+	done, ok := h.waitSlot(w, r, req.WaitMillis)
+	if !ok {
+		return
 	}
-	if req.WaitMillis > 0 {
-		releaseRunSlot(r.Context()) // the wait cap, not the stream's slots, bounds what waits hold
-	}
+	defer done()
 	h.serveKey(w, r, raw, access.RightLock, req.Key, func(ctx context.Context) (any, error) {
 		fence, err := acquire(ctx)
 		return api.AcquireResponse{Key: req.Key, Owner: req.Owner, Fence: fence, TTLMillis: req.TTLMillis}, err
 	})
+}
+
+// waitSlot takes a slot of the wait cap for a request that waits
+// (waitMillis > 0), and hands the request's stream slot back: the wait
+// cap, not the stream's slots, bounds what waits hold. When the cap is
+// full it has answered 503 with Retry-After, and ok is false.
+func (h *handler) waitSlot(w http.ResponseWriter, r *http.Request, waitMillis int64) (done func(), ok bool) {
+	if waitMillis <= 0 {
+		return func() {}, true
+	}
+	done = func() {}
+	if h.waits != nil {
+		var err error
+		if done, err = h.waits.take(); err != nil {
+			w.Header().Set("Retry-After", "1")
+			writeError(w, err)
+			return nil, false
+		}
+	}
+	releaseRunSlot(r.Context())
+	return done, true
 }
 
 func (h *handler) release(w http.ResponseWriter, r *http.Request) {

@@ -26,18 +26,11 @@ func (h *handler) acquireAll(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	if req.WaitMillis > 0 && h.waits != nil {
-		done, err := h.waits.take()
-		if err != nil {
-			w.Header().Set("Retry-After", "1")
-			writeError(w, err)
-			return
-		}
-		defer done()
+	done, ok := h.waitSlot(w, r, req.WaitMillis)
+	if !ok {
+		return
 	}
-	if req.WaitMillis > 0 {
-		releaseRunSlot(r.Context()) // the wait cap, not the stream's slots, bounds what waits hold
-	}
+	defer done()
 	h.onLeader(w, r, raw, func() {
 		fences, err := h.store.AcquireAll(r.Context(), req.Keys, req.Owner, ttl, api.Duration(req.WaitMillis))
 		if err != nil {

@@ -59,16 +59,10 @@ func (h *hub) join(ctx context.Context, channel, owner string, ttl time.Duration
 	defer h.subMu.Unlock()
 
 	h.mu.Lock()
-	if h.closed {
+	q, subscribe, err := h.queueLocked(channel)
+	if err != nil {
 		h.mu.Unlock()
-		return nil, drivers.ErrClosed
-	}
-	h.startLocked()
-	q := h.queues[channel]
-	subscribe := q == nil
-	if subscribe {
-		q = &queue{channel: channel, pending: 1}
-		h.queues[channel] = q
+		return nil, err
 	}
 	w := &waiter{q: q, owner: owner, ttl: ttl, wake: make(chan struct{}, 1)}
 	q.waiters = append(q.waiters, w)
@@ -80,14 +74,35 @@ func (h *hub) join(ctx context.Context, channel, owner string, ttl time.Duration
 	h.mu.Unlock()
 
 	if subscribe {
-		// On failure the subscription is still recorded and go-redis
-		// subscribes again when it reconnects; until then the waiter's
-		// timer covers it.
-		if err := ps.Subscribe(ctx, channel); err != nil {
-			h.log.Debug("subscribe failed", "channel", channel, "error", err)
-		}
+		h.subscribe(ctx, ps, channel)
 	}
 	return w, nil
+}
+
+// queueLocked is channel's queue, made (subscribe true: the caller then
+// subscribes) when the key has none yet, with the subscription connection
+// started on first use. h.mu and h.subMu are held.
+func (h *hub) queueLocked(channel string) (q *queue, subscribe bool, err error) {
+	if h.closed {
+		return nil, false, drivers.ErrClosed
+	}
+	h.startLocked()
+	q = h.queues[channel]
+	if q == nil {
+		q = &queue{channel: channel, pending: 1}
+		h.queues[channel] = q
+		return q, true, nil
+	}
+	return q, false, nil
+}
+
+// subscribe sends SUBSCRIBE for channel. On failure the subscription is
+// still recorded and go-redis subscribes again when it reconnects; until
+// then the waiters' timers (and the observers') cover it.
+func (h *hub) subscribe(ctx context.Context, ps *goredis.PubSub, channel string) {
+	if err := ps.Subscribe(ctx, channel); err != nil {
+		h.log.Debug("subscribe failed", "channel", channel, "error", err)
+	}
 }
 
 // startLocked opens the subscription connection and its dispatcher on
@@ -208,16 +223,10 @@ func (h *hub) watch(ctx context.Context, channel string) (<-chan struct{}, func(
 	h.subMu.Lock()
 	defer h.subMu.Unlock()
 	h.mu.Lock()
-	if h.closed {
+	q, subscribe, err := h.queueLocked(channel)
+	if err != nil {
 		h.mu.Unlock()
-		return nil, nil, drivers.ErrClosed
-	}
-	h.startLocked()
-	q := h.queues[channel]
-	subscribe := q == nil
-	if subscribe {
-		q = &queue{channel: channel, pending: 1}
-		h.queues[channel] = q
+		return nil, nil, err
 	}
 	if q.changed == nil {
 		q.changed = make(chan struct{})
@@ -227,9 +236,7 @@ func (h *hub) watch(ctx context.Context, channel string) (<-chan struct{}, func(
 	changed, ps := q.changed, h.ps
 	h.mu.Unlock()
 	if subscribe {
-		if err := ps.Subscribe(ctx, channel); err != nil {
-			h.log.Debug("subscribe failed", "channel", channel, "error", err)
-		}
+		h.subscribe(ctx, ps, channel)
 	}
 	var once sync.Once
 	return changed, func() {
