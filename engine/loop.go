@@ -238,11 +238,35 @@ func (e *loop) answerGroup(w *request, g Grant) {
 	if w.whole || w.group == nil || w.group.pending > 0 {
 		return
 	}
+	w.whole, w.group = true, nil
 	for i, k := range w.keys {
+		if en := e.t.entries[k]; en == nil || en.owner != w.owner {
+			// A key taken while the set waited was forced free meanwhile:
+			// the set cannot be had. It lets go of the others.
+			e.releaseSet(w)
+			w.err = &drivers.NotAcquiredError{Key: k}
+			e.queueReply(w)
+			return
+		}
 		w.grants[i] = e.t.entries[k].grant()
 	}
-	w.ok, w.whole, w.group = true, true, nil
+	w.ok = true
 	e.queueReply(w)
+}
+
+// releaseSet releases every key the AcquireAllWait w holds (those granted
+// to it with the fence it recorded), handing each on.
+func (e *loop) releaseSet(w *request) {
+	t := e.t
+	for i, k := range w.keys {
+		en := t.entries[k]
+		if en == nil || en.isShared() || en.owner != w.owner || en.fence != w.grants[i].Fence || w.grants[i].Fence == 0 {
+			continue
+		}
+		var ho outcome
+		t.handOn(en, 0, &ho)
+		e.deliver(&ho)
+	}
 }
 
 // rearm points the timer at the earliest deadline. A timer already armed

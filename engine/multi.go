@@ -215,6 +215,10 @@ func (t *table) acquireAllWait(keys []string, owner string, ttl time.Duration, w
 // its keys, and requests naming the same keys in any order never wait
 // for each other in a circle.
 //
+// A key it took while waiting that is forced free meanwhile breaks the
+// set: it is then answered a *drivers.NotAcquiredError naming that key,
+// having let go of the others.
+//
 // When ctx ends first it returns ctx.Err() and busy, the holder of the
 // first key still waited for: the places are withdrawn and the keys held
 // released, including a last hand-off that crossed the cancellation, so
@@ -238,5 +242,8 @@ func (e *Engine) AcquireAllWait(ctx context.Context, keys []string, owner string
 	}
 	grants, err = r.grants, r.err
 	putReq(r)
-	return grants, Grant{}, err
+	if err != nil {
+		return nil, Grant{}, err
+	}
+	return grants, Grant{}, nil
 }

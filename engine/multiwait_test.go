@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/zerotal/lock/drivers"
 	"github.com/zerotal/lock/internal/testkit/poll"
 )
 
@@ -185,5 +186,39 @@ func TestAcquireAllWait_OverlappingSetsNeverDeadlock(t *testing.T) {
 		if _, held, _ := e.Get(t.Context(), k); held {
 			t.Fatalf("%s held at the end", k)
 		}
+	}
+}
+
+// A key the set took while it waited, forced free meanwhile, breaks the
+// set: when its last key comes it is answered not acquired, naming the
+// lost key, and lets go of the others instead of reporting a key
+// someone else may hold.
+func TestAcquireAllWait_AKeyForcedFreeWhileWaitingBreaksTheSet(t *testing.T) {
+	e, _ := newLive(t, Config{})
+	ctx := t.Context()
+	if _, ok, err := e.Acquire(ctx, "c", "h", time.Minute); !ok || err != nil {
+		t.Fatalf("Acquire c: %v %v", ok, err)
+	}
+	all := startAllWaiter(t, ctx, e, []string{"a", "c"}, "set")
+	poll.Until(t, 5*time.Second, "the set to queue for c", func() bool { return waiters(t, e, "c") == 1 })
+	if ok, err := e.ForceRelease(ctx, "a"); !ok || err != nil {
+		t.Fatalf("ForceRelease a: %v %v", ok, err)
+	}
+	if _, ok, err := e.Acquire(ctx, "a", "thief", time.Minute); !ok || err != nil {
+		t.Fatalf("Acquire a by another: %v %v", ok, err)
+	}
+	if ok, err := e.Release(ctx, "c", "h"); !ok || err != nil {
+		t.Fatalf("Release c: %v %v", ok, err)
+	}
+	r := <-all
+	var na *drivers.NotAcquiredError
+	if !errors.As(r.err, &na) || na.Key != "a" || r.grants != nil {
+		t.Fatalf("AcquireAllWait = %+v; want not acquired, naming a", r)
+	}
+	if _, held, _ := e.Get(ctx, "c"); held {
+		t.Fatal("c still held by the broken set")
+	}
+	if a, _, _ := e.Get(ctx, "a"); a.Owner != "thief" {
+		t.Fatalf("a = %+v; want left to its holder", a)
 	}
 }

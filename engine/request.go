@@ -357,15 +357,7 @@ func (e *loop) cancelAll(w *request) (busy Grant) {
 			busy = t.entries[k].grant()
 		}
 	}
-	for i, k := range w.keys {
-		en := t.entries[k]
-		if en == nil || en.isShared() || en.owner != w.owner || en.fence != w.grants[i].Fence || w.grants[i].Fence == 0 {
-			continue
-		}
-		var ho outcome
-		t.handOn(en, 0, &ho)
-		e.deliver(&ho)
-	}
+	e.releaseSet(w)
 	w.group = nil
 	return busy
 }
