@@ -38,50 +38,6 @@ func checkKeys(keys []string) error {
 	return nil
 }
 
-// acquireAll takes every key for owner for ttl, refreshing those owner
-// holds, in one step: it first finds whether all can be taken, and only
-// then changes the table, so a busy key leaves every other key as it was.
-// A key is busy when another owner holds it and its deadline has not
-// passed, or when it has passed but waiters are queued (they come first:
-// the expiry hands it to them). The first new grant's fence comes from
-// want, as for acquire; the next ones follow the counter.
-func (t *table) acquireAll(keys []string, owner string, ttl time.Duration, want uint64) multiOutcome {
-	if err := checkKeys(keys); err != nil {
-		return multiOutcome{err: err}
-	}
-	if owner == "" {
-		return multiOutcome{err: invalid("owner", "empty")}
-	}
-	if err := checkTTL(ttl); err != nil {
-		return multiOutcome{err: err}
-	}
-	fresh := 0
-	for _, k := range keys {
-		e := t.entries[k]
-		switch {
-		case e == nil:
-			fresh++
-		case e.isShared():
-			return multiOutcome{err: kindMismatch(e, Claim{})}
-		case e.deadline <= t.now && e.waiters() == 0:
-		case e.owner == owner && e.deadline > t.now:
-		default:
-			return multiOutcome{busy: e.grant()}
-		}
-	}
-	if t.maxKeys > 0 && len(t.entries)+fresh > t.maxKeys {
-		return multiOutcome{err: fmt.Errorf("engine: key limit %d reached: %w", t.maxKeys, drivers.ErrFull)}
-	}
-	out := multiOutcome{ok: true, grants: make([]Grant, len(keys))}
-	for i, k := range keys {
-		// Every key was found free, expired without waiters, or owner's:
-		// acquire grants or refreshes each, with no hand-off.
-		o := t.acquire(k, owner, ttl, want, false, nil)
-		out.grants[i] = o.grant
-	}
-	return out
-}
-
 // AcquireAll takes every key for owner for ttl in one step, refreshing
 // those owner holds already, and returns the grants in the order of keys.
 // When another owner holds any of them nothing changes: ok is false and
@@ -128,18 +84,26 @@ func (t *table) handedToGroup(g *group, e *entry) {
 	}
 }
 
-// acquireAllWait is acquireAll that does not refuse: when some keys are
-// busy it takes the others now and queues owner FIFO for the busy ones,
-// all in one step, so that every key's queue has the requests of several
-// keys in the order they came: a request never overtakes an earlier one
-// on any key, and two requests waiting for each other's keys cannot
-// happen (whoever waits, waits for an earlier request).
+// acquireAll takes every key for owner for ttl, refreshing those owner
+// holds, in one step: it first finds whether all can be taken, and only
+// then changes the table, so a busy key leaves every other key as it was.
+// A key is busy when another owner holds it and its deadline has not
+// passed, or when it has passed but waiters are queued (they come first:
+// the expiry hands it to them). The first new grant's fence comes from
+// want, as for acquire; the next ones follow the counter.
 //
-// live (the live engine, tag the caller) makes the partial holding a
+// Without wait a busy key refuses the lot (busy names it). With wait it
+// does not: the others are taken now and owner is queued FIFO for the
+// busy ones, all in one step, so that every key's queue has the requests
+// of several keys in the order they came: a request never overtakes an
+// earlier one on any key, and two requests waiting for each other's keys
+// cannot happen (whoever waits, waits for an earlier request).
+//
+// live (the live engine, tag the caller) makes such a partial holding a
 // group: the keys taken while others are waited for have no deadline
 // until the last comes (see group). A replicated table gives every grant
 // its TTL at once: the node serving the request keeps them alive.
-func (t *table) acquireAllWait(keys []string, owner string, ttl time.Duration, want uint64, tag *request, live bool) (multiOutcome, *group) {
+func (t *table) acquireAll(keys []string, owner string, ttl time.Duration, want uint64, wait bool, tag *request, live bool) (multiOutcome, *group) {
 	if err := checkKeys(keys); err != nil {
 		return multiOutcome{err: err}, nil
 	}
@@ -149,7 +113,7 @@ func (t *table) acquireAllWait(keys []string, owner string, ttl time.Duration, w
 	if err := checkTTL(ttl); err != nil {
 		return multiOutcome{err: err}, nil
 	}
-	fresh, queue := 0, make([]bool, len(keys))
+	fresh, queued, queue := 0, 0, make([]bool, len(keys))
 	var out multiOutcome
 	for i, k := range keys {
 		e := t.entries[k]
@@ -160,38 +124,34 @@ func (t *table) acquireAllWait(keys []string, owner string, ttl time.Duration, w
 			return multiOutcome{err: kindMismatch(e, Claim{})}, nil
 		case e.deadline <= t.now && e.waiters() == 0:
 		case e.owner == owner && e.deadline > t.now:
+		case !wait:
+			return multiOutcome{busy: e.grant()}, nil
 		case e.waiterIndex(owner) >= 0:
 			return multiOutcome{err: errDupWaiter}, nil
 		case t.maxWaiters > 0 && e.waiters() >= t.maxWaiters:
 			return multiOutcome{err: fmt.Errorf("engine: waiter limit %d reached for key %q: %w", t.maxWaiters, k, drivers.ErrFull)}, nil
 		default:
-			if out.busy == (Grant{}) {
+			if queued == 0 {
 				out.busy = e.grant()
 			}
 			queue[i] = true
+			queued++
 		}
 	}
 	if t.maxKeys > 0 && len(t.entries)+fresh > t.maxKeys {
 		return multiOutcome{err: fmt.Errorf("engine: key limit %d reached: %w", t.maxKeys, drivers.ErrFull)}, nil
 	}
-	queued := 0
-	for _, q := range queue {
-		if q {
-			queued++
-		}
-	}
-	if queued == 0 {
-		return t.acquireAll(keys, owner, ttl, want), nil
-	}
 	var g *group
 	hold := ttl
-	if live {
+	if queued > 0 && live {
 		g = &group{owner: owner, ttl: ttl, keys: keys, pending: queued}
 		hold = math.MaxInt64
 	}
-	out.queued, out.grants = true, make([]Grant, len(keys))
+	out.ok, out.queued, out.grants = queued == 0, queued > 0, make([]Grant, len(keys))
 	for i, k := range keys {
 		if !queue[i] {
+			// Found free, expired without waiters, or owner's: acquire
+			// grants or refreshes it, with no hand-off.
 			out.grants[i] = t.acquire(k, owner, hold, want, false, nil).grant
 			continue
 		}

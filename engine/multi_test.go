@@ -61,7 +61,7 @@ func TestAcquireAll_ExpiredKeyWithWaitersIsTheirs(t *testing.T) {
 	tb.acquire("a", "old", 10, 0, false, nil)
 	tb.acquire("a", "queued", 10, 0, true, nil)
 	tb.advance(200) // a's grant has ended, but nothing has expired it yet
-	out := tb.acquireAll([]string{"a", "b"}, "me", 10, 0)
+	out, _ := tb.acquireAll([]string{"a", "b"}, "me", 10, 0, false, nil, false)
 	if out.ok || out.busy.Key != "a" {
 		t.Fatalf("acquireAll = %+v, want refused on a: its waiter comes first", out)
 	}

@@ -295,10 +295,10 @@ func (e *loop) handle(r *request) {
 	case kWaiters:
 		r.waiters = t.waiterList()
 	case kAcquireAll:
-		o := t.acquireAll(r.keys, r.owner, r.ttl, 0)
+		o, _ := t.acquireAll(r.keys, r.owner, r.ttl, 0, false, nil, false)
 		r.ok, r.grants, r.grant, r.err = o.ok, o.grants, o.busy, o.err
 	case kAcquireAllWait:
-		o, g := t.acquireAllWait(r.keys, r.owner, r.ttl, 0, r, true)
+		o, g := t.acquireAll(r.keys, r.owner, r.ttl, 0, true, r, true)
 		r.grants, r.grant, r.err = o.grants, o.busy, o.err
 		if o.queued {
 			r.group = g

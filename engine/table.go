@@ -584,10 +584,7 @@ func (t *table) applyCommand(c *Command) Result {
 	case OpCancelWait:
 		o = t.cancelWait(c.Key, c.Owner, c.Fence)
 	case OpAcquireAll:
-		m := t.acquireAll(c.Keys, c.Owner, c.TTL, c.Fence)
-		if c.Wait {
-			m, _ = t.acquireAllWait(c.Keys, c.Owner, c.TTL, c.Fence, nil, false)
-		}
+		m, _ := t.acquireAll(c.Keys, c.Owner, c.TTL, c.Fence, c.Wait, nil, false)
 		return Result{OK: m.ok, Queued: m.queued, Grant: m.busy, Grants: m.grants, Err: m.err}
 	case OpTick:
 		o.ok = true
