@@ -92,14 +92,7 @@ func (c *Client) acquireWait(ctx context.Context, key, owner string, ttl time.Du
 		if err := ctx.Err(); err != nil {
 			return 0, waitEnded(ctx, cmp.Or(held, err))
 		}
-		wait := c.cfg.WaitChunk
-		if dl, ok := ctx.Deadline(); ok {
-			left := time.Until(dl)
-			// Leave a margin so the server's 409 arrives before ctx ends
-			// and the request is never abandoned while queued.
-			wait = min(wait, left-min(left/10, 50*time.Millisecond))
-		}
-		wait = min(wait, MaxWait)
+		wait := c.waitChunk(ctx)
 		var out api.AcquireResponse
 		var err error
 		if wait < 2*time.Millisecond {
@@ -140,6 +133,19 @@ func (c *Client) acquireWait(ctx context.Context, key, owner string, ttl time.Du
 			<-ctx.Done()
 		}
 	}
+}
+
+// waitChunk is the wait_ms of a waiting request's next chunk: at most
+// WaitChunk and MaxWait, and short of ctx's deadline by a margin, so that
+// the server's 409 arrives before ctx ends and the request is never
+// abandoned while queued.
+func (c *Client) waitChunk(ctx context.Context) time.Duration {
+	wait := c.cfg.WaitChunk
+	if dl, ok := ctx.Deadline(); ok {
+		left := time.Until(dl)
+		wait = min(wait, left-min(left/10, 50*time.Millisecond))
+	}
+	return min(wait, MaxWait)
 }
 
 // waitEnded is the error of a wait that ctx ended, with last, the error of

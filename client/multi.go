@@ -23,15 +23,24 @@ var _ drivers.MultiAcquirer = (*Client)(nil)
 // of an older release answers an error matching drivers.ErrUnsupported,
 // having taken nothing.
 func (c *Client) AcquireAll(ctx context.Context, keys []string, owner string, ttl time.Duration) ([]uint64, bool, drivers.Busy, error) {
+	if err := checkKeysOwner(keys, owner); err != nil {
+		return nil, false, drivers.Busy{}, err
+	}
+	return c.acquireAll(ctx, keys, owner, ttl, 0)
+}
+
+// checkKeysOwner is checkKeyOwner for every key of an acquire-all, and
+// their number.
+func checkKeysOwner(keys []string, owner string) error {
 	if len(keys) == 0 || len(keys) > api.MaxAcquireAllKeys {
-		return nil, false, drivers.Busy{}, &drivers.InvalidError{Field: "keys", Reason: fmt.Sprintf("%d keys; name 1 to %d", len(keys), api.MaxAcquireAllKeys)}
+		return &drivers.InvalidError{Field: "keys", Reason: fmt.Sprintf("%d keys; name 1 to %d", len(keys), api.MaxAcquireAllKeys)}
 	}
 	for _, k := range keys {
 		if err := checkKeyOwner(k, owner); err != nil {
-			return nil, false, drivers.Busy{}, err
+			return err
 		}
 	}
-	return c.acquireAll(ctx, keys, owner, ttl, 0)
+	return nil
 }
 
 // acquireAll is one acquire-all request, waiting up to wait.
@@ -75,26 +84,15 @@ var _ drivers.MultiWaiter = (*Client)(nil)
 // the node said), and the keys are released in the background in case a
 // grant raced with the cancellation.
 func (c *Client) AcquireAllWait(ctx context.Context, keys []string, owner string, ttl time.Duration, _ drivers.WaitOptions) ([]uint64, error) {
-	if len(keys) == 0 || len(keys) > api.MaxAcquireAllKeys {
-		return nil, &drivers.InvalidError{Field: "keys", Reason: fmt.Sprintf("%d keys; name 1 to %d", len(keys), api.MaxAcquireAllKeys)}
-	}
-	for _, k := range keys {
-		if err := checkKeyOwner(k, owner); err != nil {
-			return nil, err
-		}
+	if err := checkKeysOwner(keys, owner); err != nil {
+		return nil, err
 	}
 	var held error // the last 409 of this wait
 	for {
 		if err := ctx.Err(); err != nil {
 			return nil, waitEnded(ctx, cmp.Or(held, err))
 		}
-		wait := c.cfg.WaitChunk
-		if dl, ok := ctx.Deadline(); ok {
-			left := time.Until(dl)
-			// A margin, so that the node's 409 arrives before ctx ends.
-			wait = min(wait, left-min(left/10, 50*time.Millisecond))
-		}
-		wait = min(wait, MaxWait)
+		wait := c.waitChunk(ctx)
 		if wait < 2*time.Millisecond {
 			wait = 0 // too little time to queue: one attempt, then wait for ctx
 		}
