@@ -100,12 +100,17 @@ func (n *Node) acquire(ctx context.Context, l *leadership, e fsm.Entry, wait tim
 	case !a.TimedOut:
 		return 0, heldBy(key, a.Held, a.Now)
 	}
-	// The wait ran out: tell how long the holder has left, as for an
-	// acquire that finds the key held (a local read of the leader's table).
+	return 0, n.waitRanOut(ctx, l, key)
+}
+
+// waitRanOut is the 409 of a wait for key that ran out: it tells how long
+// the holder has left, as for an acquire that finds the key held (a local
+// read of the leader's table).
+func (n *Node) waitRanOut(ctx context.Context, l *leadership, key string) error {
 	if info, ok, err := n.fsm.Get(ctx, key); err == nil && ok {
-		return 0, heldBy(key, info.Grant, l.clock.Now())
+		return heldBy(key, info.Grant, l.clock.Now())
 	}
-	return 0, &drivers.NotAcquiredError{Key: key}
+	return &drivers.NotAcquiredError{Key: key}
 }
 
 // acquireAll serves an acquire-all on the leader l through the hand-off
@@ -131,10 +136,7 @@ func (n *Node) acquireAll(ctx context.Context, l *leadership, e fsm.Entry, wait 
 	if !a.TimedOut {
 		return nil, heldBy(a.Held.Key, a.Held, a.Now)
 	}
-	if info, ok, err := n.fsm.Get(ctx, a.Waiting); err == nil && ok {
-		return nil, heldBy(a.Waiting, info.Grant, l.clock.Now())
-	}
-	return nil, &drivers.NotAcquiredError{Key: a.Waiting}
+	return nil, n.waitRanOut(ctx, l, a.Waiting)
 }
 
 // release frees key if owner holds it.
