@@ -3,7 +3,6 @@ package redis
 import (
 	"context"
 	"fmt"
-	"strconv"
 	"strings"
 	"time"
 
@@ -41,11 +40,7 @@ for i = 1, n do
     reply[i+1] = tonumber(redis.call('GET', fk) or '0')
   else
     redis.call('SET', lk, ARGV[1], 'PX', ARGV[2])
-    local now = redis.call('TIME')
-    local fence = now[1] * 1000000 + now[2]
-    local last = tonumber(redis.call('GET', fk))
-    if last and fence <= last then fence = last + 1 end
-    redis.call('SET', fk, string.format('%.0f', fence), 'PX', ` + strconv.FormatInt(FenceRetention.Milliseconds(), 10) + `)
+` + nextFenceAt("fk") + `
     reply[i+1] = fence
   end
 end

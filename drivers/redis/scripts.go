@@ -19,7 +19,8 @@ import (
 const FenceRetention = time.Hour
 
 // nextFence is the Lua that hands out a new fence for the key whose fence
-// counter is KEYS[2], leaving it in the local variable fence.
+// counter is KEYS[2], leaving it in the local variable fence
+// (nextFenceAt: for the counter named by any Lua expression).
 //
 // A new fence is max(last fence + 1, server time in microseconds), and the
 // counter is kept for FenceRetention after it. The clock floor is what
@@ -34,13 +35,17 @@ const FenceRetention = time.Hour
 // replica that takes over) never steps back by FenceRetention or more.
 // replicate_commands makes Redis before 5.0 replicate the effects rather
 // than the script, which TIME requires; later versions always do.
-var nextFence = `
+var nextFence = nextFenceAt("KEYS[2]")
+
+func nextFenceAt(counter string) string {
+	return `
 local now = redis.call('TIME')
 local fence = now[1] * 1000000 + now[2]
-local last = tonumber(redis.call('GET', KEYS[2]))
+local last = tonumber(redis.call('GET', ` + counter + `))
 if last and fence <= last then fence = last + 1 end
-redis.call('SET', KEYS[2], string.format('%.0f', fence), 'PX', ` + strconv.FormatInt(FenceRetention.Milliseconds(), 10) + `)
+redis.call('SET', ` + counter + `, string.format('%.0f', fence), 'PX', ` + strconv.FormatInt(FenceRetention.Milliseconds(), 10) + `)
 `
+}
 
 const replicateEffects = `if redis.replicate_commands then redis.replicate_commands() end
 `
