@@ -28,9 +28,8 @@ func applyErr(op string, err error) error {
 // acquireLock serves an acquire on the leader l: it caps wait at
 // Config.MaxWait and records the contention and wait metrics.
 func (n *Node) acquireLock(ctx context.Context, l *leadership, e fsm.Entry, wait time.Duration) (uint64, error) {
-	wait = min(wait, n.cfg.MaxWait)
 	start := time.Now()
-	fence, err := n.acquire(ctx, l, e, wait)
+	fence, err := n.acquire(ctx, l, e, n.waitUntil(start, wait))
 	if err != nil {
 		if isConflict(err) {
 			n.metrics.Contention.Inc()
@@ -39,6 +38,15 @@ func (n *Node) acquireLock(ctx context.Context, l *leadership, e fsm.Entry, wait
 	}
 	n.metrics.AcquireWait.Observe(time.Since(start).Seconds())
 	return fence, nil
+}
+
+// waitUntil is the end of a wait of wait (capped at Config.MaxWait) for
+// a request that arrived at start; zero when it does not wait.
+func (n *Node) waitUntil(start time.Time, wait time.Duration) time.Time {
+	if wait <= 0 {
+		return time.Time{}
+	}
+	return start.Add(min(wait, n.cfg.MaxWait))
 }
 
 func isConflict(err error) bool {
@@ -87,9 +95,9 @@ func (n *Node) proposeAcquire(ctx context.Context, e fsm.Entry) (*fsm.Response, 
 // package handoff) and maps its answer: a refusal is a 409 with the
 // holder's remaining lease, an ended term or a client gone a 503. ctx is
 // the request's: it ends when the client goes away or the node shuts down.
-func (n *Node) acquire(ctx context.Context, l *leadership, e fsm.Entry, wait time.Duration) (uint64, error) {
+func (n *Node) acquire(ctx context.Context, l *leadership, e fsm.Entry, until time.Time) (uint64, error) {
 	key := e.Key
-	a, err := n.waits.Acquire(ctx, termPort{n, l}, e, wait)
+	a, err := n.waits.Acquire(ctx, termPort{n, l}, e, until)
 	switch {
 	case errors.Is(err, handoff.ErrEnded) || (err != nil && ctx.Err() != nil):
 		return 0, unavailable("acquire", err)
@@ -118,9 +126,8 @@ func (n *Node) waitRanOut(ctx context.Context, l *leadership, key string) error 
 // with wait (capped at Config.MaxWait), FIFO for the whole set. A busy key
 // is a 409 naming it, with its holder's remaining lease.
 func (n *Node) acquireAll(ctx context.Context, l *leadership, e fsm.Entry, wait time.Duration) ([]uint64, error) {
-	wait = min(wait, n.cfg.MaxWait)
 	start := time.Now()
-	a, err := n.waits.AcquireAll(ctx, termPort{n, l}, e, wait)
+	a, err := n.waits.AcquireAll(ctx, termPort{n, l}, e, n.waitUntil(start, wait))
 	switch {
 	case errors.Is(err, handoff.ErrEnded) || (err != nil && ctx.Err() != nil):
 		return nil, unavailable("acquire-all", err)

@@ -461,6 +461,7 @@ func (n *Node) shutdown(ctx context.Context) error {
 		}
 	}
 	n.wg.Wait()
+	n.waits.Wait() // the clean-ups after answered waits: their term has ended
 	n.proxy.CloseIdleConnections()
 	if n.stores != nil {
 		errs = append(errs, n.stores.close())

@@ -11,21 +11,28 @@ import (
 
 // Acquire serves one acquire request, e (an engine.OpAcquire of e.Key by
 // e.Owner with e.TTL; the protocol sets Now and Wait), on the term p, as a
-// live request of (key, owner): it waits up to wait for a hand-off when
-// the key is held. ctx is the request's: it ends when the client goes
-// away or the node shuts down.
+// live request of (key, owner): when the key is held it waits for a
+// hand-off until until (zero: it does not wait). ctx is the request's: it
+// ends when the client goes away or the node shuts down.
+//
+// until is a point in time, not a duration, so that the wait counts from
+// the request's arrival: a client asks for a wait a margin short of its
+// own deadline and expects the answer within that margin, which the
+// commits before the wait (a settle, the queueing) must not use up. For
+// the same reason a wait that ran out is answered at once, and its
+// clean-up (see leave) commits after the answer.
 //
 // Errors: ErrEnded when the term ended, ctx's error when the client went
 // away (nobody will read the answer), or Propose's error. A refusal is an
 // Answer with Fence 0, never an error.
-func (r *Requests) Acquire(ctx context.Context, p Port, e fsm.Entry, wait time.Duration) (a Answer, err error) {
+func (r *Requests) Acquire(ctx context.Context, p Port, e fsm.Entry, until time.Time) (a Answer, err error) {
 	q := r.enter(e.Key, e.Owner)
-	defer func() { r.leave(p, q, a.Fence) }()
+	defer func() { r.leave(p, q, a.Fence, a.TimedOut) }()
 	if err := r.settle(ctx, p.Context().Done(), q); err != nil {
 		return Answer{}, err
 	}
-	if wait > 0 {
-		return r.acquireWait(ctx, p, q, e, wait)
+	if !until.IsZero() {
+		return r.acquireWait(ctx, p, q, e, until)
 	}
 	return acquireNow(ctx, p, e)
 }
@@ -46,7 +53,7 @@ func acquireNow(ctx context.Context, p Port, e fsm.Entry) (Answer, error) {
 // the hand-off. On timeout or client cancellation it just returns: the
 // owner's last live request removes the queue entry when it leaves (and
 // releases a grant that raced with that).
-func (r *Requests) acquireWait(ctx context.Context, p Port, q *request, e fsm.Entry, wait time.Duration) (Answer, error) {
+func (r *Requests) acquireWait(ctx context.Context, p Port, q *request, e fsm.Entry, until time.Time) (Answer, error) {
 	ch := r.listen(q)
 	// A retry of a request already queued (after a client timeout, say)
 	// just waits again: the queue entry is committed, a hand-off from now
@@ -73,7 +80,7 @@ func (r *Requests) acquireWait(ctx context.Context, p Port, q *request, e fsm.En
 			return Answer{Held: resp.Result.Grant, Now: e.Now}, nil
 		}
 	}
-	timer := time.NewTimer(wait)
+	timer := time.NewTimer(time.Until(until))
 	defer timer.Stop()
 	select {
 	case g := <-ch:
@@ -100,10 +107,30 @@ func (r *Requests) acquireWait(ctx context.Context, p Port, q *request, e fsm.En
 // grant handed off to the owner that no request returned, which passes
 // the key on. Both are retried until they commit or the term ends (the
 // next leader cancels every queued waiter when it takes over).
-func (r *Requests) leave(p Port, q *request, fence uint64) {
+//
+// After a wait that ran out (ranOut) the clean-up runs in the background,
+// so the answer goes out at the wait's end rather than a commit or two
+// later. That is the path of a client gone away, seen from the table: a
+// request of the owner arriving meanwhile still waits for the clean-up
+// (leaveRecord marks it on its way before the answer), and a hand-off
+// that crosses it is released. Wait waits for those clean-ups.
+func (r *Requests) leave(p Port, q *request, fence uint64, ranOut bool) {
 	if !r.leaveRecord(q, fence) {
 		return
 	}
+	if ranOut {
+		r.cleanUps.Add(1)
+		go func() {
+			defer r.cleanUps.Done()
+			r.cleanUp(p, q)
+		}()
+		return
+	}
+	r.cleanUp(p, q)
+}
+
+// cleanUp is the clean-up leave asked for; q owns the settling.
+func (r *Requests) cleanUp(p Port, q *request) {
 	defer r.settled(q)
 	key, owner := q.w.Key, q.w.Owner
 	// Read outside the record's lock: the FSM delivers hand-offs into the

@@ -3,6 +3,7 @@ package handoff
 import (
 	"context"
 	"reflect"
+	"sync"
 	"time"
 
 	"github.com/zerotal/lock/engine"
@@ -37,29 +38,42 @@ type AllAnswer struct {
 // cancels the queue entries left and releases the grants no request
 // returned, among them the keys taken at once while others were waited
 // for, which are recorded as delivered.
-func (r *Requests) AcquireAll(ctx context.Context, p Port, e fsm.Entry, wait time.Duration) (a AllAnswer, err error) {
+//
+// As for Acquire, a wait lasts until until (zero: no wait). Unlike
+// Acquire, a wait that ran out is answered after its clean-ups: the
+// request holds the keys it took at once, and a 409 says the set holds
+// none of them. The keys' clean-ups run side by side, so that costs a
+// commit or two, however many keys.
+func (r *Requests) AcquireAll(ctx context.Context, p Port, e fsm.Entry, until time.Time) (a AllAnswer, err error) {
 	qs := make([]*request, len(e.Keys))
 	for i, k := range e.Keys {
 		qs[i] = r.enter(k, e.Owner)
 	}
-	defer func() {
-		for i, q := range qs {
-			var fence uint64
-			if a.Fences != nil {
-				fence = a.Fences[i]
-			}
-			r.leave(p, q, fence)
-		}
-	}()
+	defer func() { r.leaveAll(p, qs, a) }()
 	for _, q := range qs {
 		if err := r.settle(ctx, p.Context().Done(), q); err != nil {
 			return AllAnswer{}, err
 		}
 	}
-	if wait <= 0 {
+	if until.IsZero() {
 		return acquireAllNow(ctx, p, e)
 	}
-	return r.acquireAllWait(ctx, p, qs, e, wait)
+	return r.acquireAllWait(ctx, p, qs, e, until)
+}
+
+// leaveAll ends the request of every key, answered a, and waits for the
+// clean-ups. They are independent of each other, so they run side by
+// side (and share commits) rather than one commit after another.
+func (r *Requests) leaveAll(p Port, qs []*request, a AllAnswer) {
+	var wg sync.WaitGroup
+	for i, q := range qs {
+		var fence uint64
+		if a.Fences != nil {
+			fence = a.Fences[i]
+		}
+		wg.Go(func() { r.leave(p, q, fence, false) })
+	}
+	wg.Wait()
 }
 
 func acquireAllNow(ctx context.Context, p Port, e fsm.Entry) (AllAnswer, error) {
@@ -99,7 +113,7 @@ func fencesOf(grants []engine.Grant) []uint64 {
 // A retry of a request already queued (for some key) only waits again:
 // the keys it is not queued for are the owner's already, and the final
 // refresh finds out if one is not.
-func (r *Requests) acquireAllWait(ctx context.Context, p Port, qs []*request, e fsm.Entry, wait time.Duration) (AllAnswer, error) {
+func (r *Requests) acquireAllWait(ctx context.Context, p Port, qs []*request, e fsm.Entry, until time.Time) (AllAnswer, error) {
 	chans := make([]<-chan engine.Grant, len(qs))
 	for i, q := range qs {
 		chans[i] = r.listen(q)
@@ -129,7 +143,7 @@ func (r *Requests) acquireAllWait(ctx context.Context, p Port, qs []*request, e 
 		}
 	}
 
-	timer := time.NewTimer(wait)
+	timer := time.NewTimer(time.Until(until))
 	defer timer.Stop()
 	keep := time.NewTicker(max(e.TTL/3, 10*time.Millisecond))
 	defer keep.Stop()

@@ -248,7 +248,11 @@ func (w *world) startRequest() bool {
 		if w.table.limit > 1 {
 			e.Op, e.Claim = engine.OpAcquireShared, engine.Claim{Kind: engine.Semaphore, Limit: uint32(w.table.limit)}
 		}
-		a, err := reqs.Acquire(ctx, term, e, wait)
+		var until time.Time
+		if wait > 0 {
+			until = time.Now().Add(wait)
+		}
+		a, err := reqs.Acquire(ctx, term, e, until)
 		w.answered(r, a, err)
 	}()
 	return true

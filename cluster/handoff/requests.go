@@ -30,9 +30,10 @@ import (
 // request listens BEFORE it reads the table or proposes its acquire, so
 // a hand-off applied right after cannot slip past it.
 type Requests struct {
-	log *slog.Logger
-	mu  sync.Mutex
-	m   map[fsm.Waiter]*claim
+	log      *slog.Logger
+	mu       sync.Mutex
+	m        map[fsm.Waiter]*claim
+	cleanUps sync.WaitGroup // clean-ups running after their answer (leave)
 }
 
 // claim is one owner's live requests for one key.
@@ -66,6 +67,11 @@ func NewRequests(log *slog.Logger) *Requests {
 	}
 	return &Requests{m: map[fsm.Waiter]*claim{}, log: log}
 }
+
+// Wait waits for the clean-ups that run after their request answered.
+// Each ends when it has committed or when its term ends, so a node calls
+// this once its last term has ended.
+func (r *Requests) Wait() { r.cleanUps.Wait() }
 
 // enter records a new request of owner for key. Every request that enters
 // must leave.

@@ -1,0 +1,111 @@
+package handoff
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/zerotal/lock/engine"
+	"github.com/zerotal/lock/fsm"
+)
+
+// slowCommitPort is a term whose every commit takes commit (a loaded
+// disk's fsync) and whose table holds every key for someone else: a
+// waiting acquire is queued, and nothing is ever handed off.
+type slowCommitPort struct {
+	commit time.Duration
+	mu     sync.Mutex
+	queued map[string]bool // key -> the owner is queued
+}
+
+func (p *slowCommitPort) Now() int64               { return time.Now().UnixNano() }
+func (p *slowCommitPort) Context() context.Context { return context.Background() }
+
+func (p *slowCommitPort) Propose(_ context.Context, e fsm.Entry) (*fsm.Response, error) {
+	time.Sleep(p.commit) // the fault itself, not a synchronisation
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	r := engine.Result{Grant: engine.Grant{Key: e.Key, Owner: "holder", Fence: 1}}
+	switch e.Op {
+	case engine.OpAcquire:
+		r.Queued = e.Wait
+		p.queued[e.Key] = e.Wait
+	case engine.OpAcquireAll:
+		r.Queued = e.Wait
+		r.Grants = make([]engine.Grant, len(e.Keys))
+		for _, k := range e.Keys {
+			p.queued[k] = e.Wait
+		}
+	case engine.OpCancelWait:
+		r.OK = p.queued[e.Key]
+		delete(p.queued, e.Key)
+	}
+	return &fsm.Response{Result: r}, nil
+}
+
+func (p *slowCommitPort) Queued(_ context.Context, key, _ string) (bool, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.queued[key], nil
+}
+
+func (p *slowCommitPort) QueuedOnceDelivered(ctx context.Context, key, owner string) (bool, error) {
+	return p.Queued(ctx, key, owner)
+}
+
+// A wait counts from the request's arrival: the client asks for a wait a
+// margin short of its own deadline and expects the 409 inside that
+// margin, which slow commits must not use up. With the wait and every
+// commit 300 ms long:
+//
+//   - a single key's wait that ran out is answered when the queueing
+//     commit returns (300 ms), its clean-up committed after the answer;
+//     counted from that commit and cleaned up first, 900 ms;
+//   - an acquire-all's is answered after its clean-ups (a 409 says the
+//     set holds nothing), which run side by side: 600 ms; counted from
+//     the queueing commit and cleaned up key after key, 1200 ms.
+//
+// The clean-up happens either way: the queue entries are cancelled and
+// the record emptied.
+func TestWait_CountsFromArrivalAndCleansUpWithinTheMargin(t *testing.T) {
+	const wait, commit = 300 * time.Millisecond, 300 * time.Millisecond
+	for _, tc := range []struct {
+		name   string
+		keys   []string
+		before time.Duration // the answer is due before this
+		run    func(r *Requests, p Port, until time.Time) (timedOut bool, err error)
+	}{
+		{"acquire", []string{"k"}, wait + commit, func(r *Requests, p Port, until time.Time) (bool, error) {
+			a, err := r.Acquire(context.Background(), p, fsm.Entry{Op: engine.OpAcquire, Key: "k", Owner: "o", TTL: time.Minute}, until)
+			return a.TimedOut, err
+		}},
+		{"acquire-all", []string{"a", "b"}, wait + 2*commit, func(r *Requests, p Port, until time.Time) (bool, error) {
+			a, err := r.AcquireAll(context.Background(), p, fsm.Entry{Op: engine.OpAcquireAll, Keys: []string{"a", "b"}, Owner: "o", TTL: time.Minute}, until)
+			return a.TimedOut, err
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := &slowCommitPort{commit: commit, queued: map[string]bool{}}
+			r := NewRequests(nil)
+			start := time.Now()
+			timedOut, err := tc.run(r, p, start.Add(wait))
+			answered := time.Since(start)
+			if err != nil || !timedOut {
+				t.Fatalf("answer: timed out %v, %v; want a wait that ran out", timedOut, err)
+			}
+			if answered >= tc.before {
+				t.Errorf("answered %v after arrival; want before %v: the wait counts from arrival, and its clean-up costs one commit at most", answered, tc.before)
+			}
+			r.Wait()
+			for _, k := range tc.keys {
+				if q, _ := p.Queued(t.Context(), k, "o"); q {
+					t.Errorf("after the clean-up, still queued for %q", k)
+				}
+				if n, _ := r.Live(k, "o"); n != 0 {
+					t.Errorf("after the clean-up, %d live requests for %q", n, k)
+				}
+			}
+		})
+	}
+}
