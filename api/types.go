@@ -9,7 +9,17 @@ type AcquireRequest struct {
 	Owner      string `json:"owner"`
 	TTLMillis  int64  `json:"ttl_ms"`
 	WaitMillis int64  `json:"wait_ms,omitempty"`
+	// KeepMillis, with WaitMillis, keeps the request's place in the
+	// queue for this long after its wait runs out, for the owner's next
+	// request: a client that waits in chunks asks it of every chunk but
+	// the last, so that its wait stays first come first served. The node
+	// caps it at MaxKeepMillis.
+	KeepMillis int64 `json:"keep_ms,omitempty"`
 }
+
+// MaxKeepMillis caps AcquireRequest.KeepMillis and
+// AcquireAllRequest.KeepMillis.
+const MaxKeepMillis = 10_000
 
 // AcquireSharedRequest is the body of POST /v1/acquire-shared: an
 // AcquireRequest that names either Semaphore, the most holders of the key
@@ -51,6 +61,9 @@ type AcquireAllRequest struct {
 	Owner      string   `json:"owner"`
 	TTLMillis  int64    `json:"ttl_ms"`
 	WaitMillis int64    `json:"wait_ms,omitempty"`
+	// KeepMillis is AcquireRequest.KeepMillis for the whole set: the keys
+	// taken while the others were waited for are kept too.
+	KeepMillis int64 `json:"keep_ms,omitempty"`
 }
 
 // MaxAcquireAllKeys is the most keys one AcquireAllRequest names.

@@ -49,6 +49,9 @@ type Client struct {
 	// health tracks which nodes answer (health.go).
 	health health
 	closed atomic.Bool
+	// keepRefused is set once a node refused keep_ms (an older release):
+	// wait chunks then go without it.
+	keepRefused atomic.Bool
 
 	// cleanups are the owner-guarded releases sent in the background after
 	// a wait whose caller gave up (releaseAbandoned); Close cancels them

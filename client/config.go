@@ -21,6 +21,10 @@ const (
 	// for when the caller's context has no deadline; AcquireWait loops in
 	// chunks of this size while the context lives.
 	DefaultWaitChunk = 10 * time.Second
+	// KeepPlace is how long a wait chunk that is not the last asks the
+	// node to keep its place in the queue after it runs out: the next
+	// chunk is sent at once, and finds the place still its own.
+	KeepPlace = 2 * time.Second
 	// MaxWait is the longest wait_ms the client ever sends (the server caps
 	// it too).
 	MaxWait = 5 * time.Minute

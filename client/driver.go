@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"strings"
 	"time"
 	"unicode/utf8"
 
@@ -50,7 +51,7 @@ func (c *Client) acquireOnce(ctx context.Context, key, owner string, ttl time.Du
 		return 0, false, drivers.HeldBy{}, err
 	}
 	var out api.AcquireResponse
-	err := c.call(ctx, acquireRequest(key, owner, ttl, 0, claim), &out)
+	err := c.call(ctx, acquireRequest(key, owner, ttl, 0, 0, claim), &out)
 	if claim != nil {
 		err = sharedUnsupported(err)
 	}
@@ -92,7 +93,7 @@ func (c *Client) acquireWait(ctx context.Context, key, owner string, ttl time.Du
 		if err := ctx.Err(); err != nil {
 			return 0, waitEnded(ctx, cmp.Or(held, err))
 		}
-		wait := c.waitChunk(ctx)
+		wait, keep := c.waitChunk(ctx)
 		var out api.AcquireResponse
 		var err error
 		if wait < 2*time.Millisecond {
@@ -106,12 +107,15 @@ func (c *Client) acquireWait(ctx context.Context, key, owner string, ttl time.Du
 				err = &drivers.NotAcquiredError{Key: key}
 			}
 		} else {
-			err = c.call(ctx, acquireRequest(key, owner, ttl, wait, claim), &out)
+			err = c.call(ctx, acquireRequest(key, owner, ttl, wait, keep, claim), &out)
 			if claim != nil {
 				err = sharedUnsupported(err)
 			}
 			if err == nil {
 				return out.Fence, nil
+			}
+			if c.refusedKeep(keep, err) {
+				continue
 			}
 		}
 		if ctx.Err() != nil {
@@ -135,21 +139,43 @@ func (c *Client) acquireWait(ctx context.Context, key, owner string, ttl time.Du
 	}
 }
 
-// waitChunk is the wait_ms of a waiting request's next chunk: at most
-// WaitChunk and MaxWait, and short of ctx's deadline by a margin, so that
-// the server's 409 arrives before ctx ends and the request is never
-// abandoned while queued. The node counts the wait from the request's
-// arrival and answers when it runs out (its clean-up commits after), so
-// the margin covers the trip there and back and the scheduling of a busy
-// machine: a fifth of the time left, at most 100 ms. Time left after a
-// 409 is waited for with another chunk.
-func (c *Client) waitChunk(ctx context.Context) time.Duration {
-	wait := c.cfg.WaitChunk
+// waitChunk is the wait_ms of a waiting request's next chunk, and its
+// keep_ms.
+//
+// The wait is at most WaitChunk and MaxWait, and short of ctx's deadline
+// by a margin, so that the server's 409 arrives before ctx ends and the
+// request is never abandoned while queued. The node counts the wait from
+// the request's arrival and answers when it runs out, so the margin
+// covers the trip there and back and the scheduling of a busy machine: a
+// fifth of the time left, at most 100 ms. Time left after a 409 is waited
+// for with another chunk.
+//
+// A chunk that is not the last asks the node to keep its place in the
+// queue (KeepPlace) for the next one, so that a long wait stays first
+// come first served; the last gives it up with its answer.
+func (c *Client) waitChunk(ctx context.Context) (wait, keep time.Duration) {
+	wait = min(c.cfg.WaitChunk, MaxWait)
 	if dl, ok := ctx.Deadline(); ok {
 		left := time.Until(dl)
-		wait = min(wait, left-min(left/5, 100*time.Millisecond))
+		if last := left - min(left/5, 100*time.Millisecond); last <= wait {
+			return last, 0
+		}
 	}
-	return min(wait, MaxWait)
+	if c.keepRefused.Load() {
+		return wait, 0
+	}
+	return wait, KeepPlace
+}
+
+// refusedKeep reports whether err is a node's refusal of the keep_ms a
+// chunk asked for (an older release, whose API has no such field); it
+// then sends the chunks that follow without it.
+func (c *Client) refusedKeep(keep time.Duration, err error) bool {
+	if keep == 0 || !errors.Is(err, drivers.ErrInvalid) || !strings.Contains(err.Error(), "keep_ms") {
+		return false
+	}
+	c.keepRefused.Store(true)
+	return true
 }
 
 // waitEnded is the error of a wait that ctx ended, with last, the error of

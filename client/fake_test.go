@@ -39,6 +39,9 @@ type fakeNode struct {
 	// dropReplies is how many of the next POST requests are served and
 	// then answered by closing the connection: a lost reply.
 	dropReplies atomic.Int32
+	// noKeep makes acquires refuse keep_ms as an unknown field, as a node
+	// of a release before it does.
+	noKeep atomic.Bool
 
 	mu       sync.Mutex
 	locks    map[string]*fakeLock
@@ -48,6 +51,7 @@ type fakeNode struct {
 	lastAuth string
 	maxWait  int64
 	waits    []int64 // wait_ms of every waiting acquire
+	keeps    []int64 // keep_ms of every waiting acquire
 }
 
 type fixedAnswer struct {
@@ -179,6 +183,12 @@ func (f *fakeNode) acquire(w http.ResponseWriter, r *http.Request) {
 	f.maxWait = max(f.maxWait, in.WaitMillis)
 	if in.WaitMillis > 0 {
 		f.waits = append(f.waits, in.WaitMillis)
+		f.keeps = append(f.keeps, in.KeepMillis)
+	}
+	if in.KeepMillis != 0 && f.noKeep.Load() {
+		f.mu.Unlock()
+		writeError(w, 400, "invalid", `body: unknown field "keep_ms"; the fields are key, owner, ttl_ms, wait_ms`)
+		return
 	}
 	for {
 		l := f.held(in.Key)

@@ -26,7 +26,7 @@ func (c *Client) AcquireAll(ctx context.Context, keys []string, owner string, tt
 	if err := checkKeysOwner(keys, owner); err != nil {
 		return nil, false, drivers.Busy{}, err
 	}
-	return c.acquireAll(ctx, keys, owner, ttl, 0)
+	return c.acquireAll(ctx, keys, owner, ttl, 0, 0)
 }
 
 // checkKeysOwner is checkKeyOwner for every key of an acquire-all, and
@@ -44,10 +44,10 @@ func checkKeysOwner(keys []string, owner string) error {
 }
 
 // acquireAll is one acquire-all request, waiting up to wait.
-func (c *Client) acquireAll(ctx context.Context, keys []string, owner string, ttl, wait time.Duration) ([]uint64, bool, drivers.Busy, error) {
+func (c *Client) acquireAll(ctx context.Context, keys []string, owner string, ttl, wait, keep time.Duration) ([]uint64, bool, drivers.Busy, error) {
 	joined := strings.Join(keys, ",")
 	req := request{op: "acquire-all", method: http.MethodPost, path: api.PathAcquireAll, key: joined, wait: wait,
-		body: api.AcquireAllRequest{Keys: keys, Owner: owner, TTLMillis: api.Millis(ttl), WaitMillis: api.Millis(wait)}}
+		body: api.AcquireAllRequest{Keys: keys, Owner: owner, TTLMillis: api.Millis(ttl), WaitMillis: api.Millis(wait), KeepMillis: api.Millis(keep)}}
 	var out api.AcquireAllResponse
 	err := c.call(ctx, req, &out)
 	if errors.Is(err, ErrNotFound) {
@@ -92,13 +92,16 @@ func (c *Client) AcquireAllWait(ctx context.Context, keys []string, owner string
 		if err := ctx.Err(); err != nil {
 			return nil, waitEnded(ctx, cmp.Or(held, err))
 		}
-		wait := c.waitChunk(ctx)
+		wait, keep := c.waitChunk(ctx)
 		if wait < 2*time.Millisecond {
 			wait = 0 // too little time to queue: one attempt, then wait for ctx
 		}
-		fences, ok, busy, err := c.acquireAll(ctx, keys, owner, ttl, wait)
+		fences, ok, busy, err := c.acquireAll(ctx, keys, owner, ttl, wait, keep)
 		if err == nil && ok {
 			return fences, nil
+		}
+		if c.refusedKeep(keep, err) {
+			continue
 		}
 		if err == nil {
 			err = &drivers.NotAcquiredError{Key: busy.Key, Holder: busy.Holder, HolderTTL: busy.TTL}

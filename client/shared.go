@@ -34,8 +34,8 @@ func (c *Client) AcquireSharedWait(ctx context.Context, key, owner string, ttl t
 
 // acquireRequest is the request of one acquire: of a mutex (claim nil),
 // or of a shared key.
-func acquireRequest(key, owner string, ttl, wait time.Duration, claim *drivers.Claim) request {
-	base := api.AcquireRequest{Key: key, Owner: owner, TTLMillis: api.Millis(ttl), WaitMillis: api.Millis(wait)}
+func acquireRequest(key, owner string, ttl, wait, keep time.Duration, claim *drivers.Claim) request {
+	base := api.AcquireRequest{Key: key, Owner: owner, TTLMillis: api.Millis(ttl), WaitMillis: api.Millis(wait), KeepMillis: api.Millis(keep)}
 	r := request{op: "acquire", method: http.MethodPost, path: api.PathAcquire, key: key, wait: wait, body: base}
 	if claim == nil {
 		return r

@@ -63,7 +63,7 @@ func (s apiStore) leading(op string) (*leadership, error) {
 	return nil, unavailable(op, errLeadershipChanged)
 }
 
-func (s apiStore) Acquire(ctx context.Context, key, owner string, ttl, wait time.Duration) (uint64, error) {
+func (s apiStore) Acquire(ctx context.Context, key, owner string, ttl time.Duration, wait httpapi.Wait) (uint64, error) {
 	l, err := s.leading("acquire")
 	if err != nil {
 		return 0, err
@@ -73,7 +73,7 @@ func (s apiStore) Acquire(ctx context.Context, key, owner string, ttl, wait time
 	return fence, apiErr("acquire", err)
 }
 
-func (s apiStore) AcquireShared(ctx context.Context, key, owner string, ttl, wait time.Duration, c drivers.Claim) (uint64, error) {
+func (s apiStore) AcquireShared(ctx context.Context, key, owner string, ttl time.Duration, wait httpapi.Wait, c drivers.Claim) (uint64, error) {
 	l, err := s.leading("acquire")
 	if err != nil {
 		return 0, err
@@ -86,7 +86,7 @@ func (s apiStore) AcquireShared(ctx context.Context, key, owner string, ttl, wai
 	return fence, apiErr("acquire", err)
 }
 
-func (s apiStore) AcquireAll(ctx context.Context, keys []string, owner string, ttl, wait time.Duration) ([]uint64, error) {
+func (s apiStore) AcquireAll(ctx context.Context, keys []string, owner string, ttl time.Duration, wait httpapi.Wait) ([]uint64, error) {
 	l, err := s.leading("acquire-all")
 	if err != nil {
 		return nil, err

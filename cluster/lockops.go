@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/zerotal/lock/cluster/handoff"
+	"github.com/zerotal/lock/cluster/httpapi"
 	"github.com/zerotal/lock/cluster/rounds"
 	"github.com/zerotal/lock/drivers"
 	"github.com/zerotal/lock/engine"
@@ -27,9 +28,9 @@ func applyErr(op string, err error) error {
 
 // acquireLock serves an acquire on the leader l: it caps wait at
 // Config.MaxWait and records the contention and wait metrics.
-func (n *Node) acquireLock(ctx context.Context, l *leadership, e fsm.Entry, wait time.Duration) (uint64, error) {
+func (n *Node) acquireLock(ctx context.Context, l *leadership, e fsm.Entry, wait httpapi.Wait) (uint64, error) {
 	start := time.Now()
-	fence, err := n.acquire(ctx, l, e, n.waitUntil(start, wait))
+	fence, err := n.acquire(ctx, l, e, n.waitFrom(start, wait))
 	if err != nil {
 		if isConflict(err) {
 			n.metrics.Contention.Inc()
@@ -40,13 +41,14 @@ func (n *Node) acquireLock(ctx context.Context, l *leadership, e fsm.Entry, wait
 	return fence, nil
 }
 
-// waitUntil is the end of a wait of wait (capped at Config.MaxWait) for
-// a request that arrived at start; zero when it does not wait.
-func (n *Node) waitUntil(start time.Time, wait time.Duration) time.Time {
-	if wait <= 0 {
-		return time.Time{}
+// waitFrom is the wait of a request that arrived at start: until w.For
+// (capped at Config.MaxWait) has passed since, keeping its place w.Keep
+// should that run out.
+func (n *Node) waitFrom(start time.Time, w httpapi.Wait) handoff.Wait {
+	if w.For <= 0 {
+		return handoff.Wait{}
 	}
-	return start.Add(min(wait, n.cfg.MaxWait))
+	return handoff.Wait{Until: start.Add(min(w.For, n.cfg.MaxWait)), Keep: w.Keep}
 }
 
 func isConflict(err error) bool {
@@ -95,9 +97,9 @@ func (n *Node) proposeAcquire(ctx context.Context, e fsm.Entry) (*fsm.Response, 
 // package handoff) and maps its answer: a refusal is a 409 with the
 // holder's remaining lease, an ended term or a client gone a 503. ctx is
 // the request's: it ends when the client goes away or the node shuts down.
-func (n *Node) acquire(ctx context.Context, l *leadership, e fsm.Entry, until time.Time) (uint64, error) {
+func (n *Node) acquire(ctx context.Context, l *leadership, e fsm.Entry, w handoff.Wait) (uint64, error) {
 	key := e.Key
-	a, err := n.waits.Acquire(ctx, termPort{n, l}, e, until)
+	a, err := n.waits.Acquire(ctx, termPort{n, l}, e, w)
 	switch {
 	case errors.Is(err, handoff.ErrEnded) || (err != nil && ctx.Err() != nil):
 		return 0, unavailable("acquire", err)
@@ -125,16 +127,16 @@ func (n *Node) waitRanOut(ctx context.Context, l *leadership, key string) error 
 // protocol (handoff.Requests.AcquireAll): every key or none at once, or,
 // with wait (capped at Config.MaxWait), FIFO for the whole set. A busy key
 // is a 409 naming it, with its holder's remaining lease.
-func (n *Node) acquireAll(ctx context.Context, l *leadership, e fsm.Entry, wait time.Duration) ([]uint64, error) {
+func (n *Node) acquireAll(ctx context.Context, l *leadership, e fsm.Entry, wait httpapi.Wait) ([]uint64, error) {
 	start := time.Now()
-	a, err := n.waits.AcquireAll(ctx, termPort{n, l}, e, n.waitUntil(start, wait))
+	a, err := n.waits.AcquireAll(ctx, termPort{n, l}, e, n.waitFrom(start, wait))
 	switch {
 	case errors.Is(err, handoff.ErrEnded) || (err != nil && ctx.Err() != nil):
 		return nil, unavailable("acquire-all", err)
 	case err != nil:
 		return nil, applyErr("acquire-all", err)
 	case a.Fences != nil:
-		if wait > 0 {
+		if wait.For > 0 {
 			n.metrics.AcquireWait.Observe(time.Since(start).Seconds())
 		}
 		return a.Fences, nil

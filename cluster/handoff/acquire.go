@@ -9,30 +9,49 @@ import (
 	"github.com/zerotal/lock/fsm"
 )
 
+// Wait is how a request waits for its key.
+type Wait struct {
+	// Until is when the wait runs out; zero: the request does not wait.
+	// It is a point in time, not a duration, so that the wait counts
+	// from the request's arrival: a client asks for a wait a margin short
+	// of its own deadline and expects the answer within that margin,
+	// which the commits before the wait (a settle, the queueing) must not
+	// use up.
+	Until time.Time
+	// Keep is how long the request's place in the queue outlives a wait
+	// that ran out, for the owner's next request: a client that waits in
+	// chunks sends the next one at once, and it should find its place,
+	// not join the queue again at its end. Zero: the place is given up
+	// at once.
+	Keep time.Duration
+}
+
 // Acquire serves one acquire request, e (an engine.OpAcquire of e.Key by
 // e.Owner with e.TTL; the protocol sets Now and Wait), on the term p, as a
 // live request of (key, owner): when the key is held it waits for a
-// hand-off until until (zero: it does not wait). ctx is the request's: it
-// ends when the client goes away or the node shuts down.
+// hand-off as w says. ctx is the request's: it ends when the client goes
+// away or the node shuts down.
 //
-// until is a point in time, not a duration, so that the wait counts from
-// the request's arrival: a client asks for a wait a margin short of its
-// own deadline and expects the answer within that margin, which the
-// commits before the wait (a settle, the queueing) must not use up. For
-// the same reason a wait that ran out is answered at once, and its
-// clean-up (see leave) commits after the answer.
+// A wait that ran out is answered at once: its clean-up (see leave), and
+// the time its place is kept, come after the answer.
 //
 // Errors: ErrEnded when the term ended, ctx's error when the client went
 // away (nobody will read the answer), or Propose's error. A refusal is an
 // Answer with Fence 0, never an error.
-func (r *Requests) Acquire(ctx context.Context, p Port, e fsm.Entry, until time.Time) (a Answer, err error) {
+func (r *Requests) Acquire(ctx context.Context, p Port, e fsm.Entry, w Wait) (a Answer, err error) {
 	q := r.enter(e.Key, e.Owner)
-	defer func() { r.leave(p, q, a.Fence, a.TimedOut) }()
+	defer func() {
+		if a.TimedOut {
+			r.leaveLater(p, q, w.Keep)
+			return
+		}
+		r.leave(p, q, a.Fence)
+	}()
 	if err := r.settle(ctx, p.Context().Done(), q); err != nil {
 		return Answer{}, err
 	}
-	if !until.IsZero() {
-		return r.acquireWait(ctx, p, q, e, until)
+	if !w.Until.IsZero() {
+		return r.acquireWait(ctx, p, q, e, w.Until)
 	}
 	return acquireNow(ctx, p, e)
 }
@@ -107,27 +126,52 @@ func (r *Requests) acquireWait(ctx context.Context, p Port, q *request, e fsm.En
 // grant handed off to the owner that no request returned, which passes
 // the key on. Both are retried until they commit or the term ends (the
 // next leader cancels every queued waiter when it takes over).
-//
-// After a wait that ran out (ranOut) the clean-up runs in the background,
-// so the answer goes out at the wait's end rather than a commit or two
-// later. That is the path of a client gone away, seen from the table: a
-// request of the owner arriving meanwhile still waits for the clean-up
-// (leaveRecord marks it on its way before the answer), and a hand-off
-// that crosses it is released. Wait waits for those clean-ups.
-func (r *Requests) leave(p Port, q *request, fence uint64, ranOut bool) {
-	if !r.leaveRecord(q, fence) {
-		return
+func (r *Requests) leave(p Port, q *request, fence uint64) {
+	if r.leaveRecord(q, fence) {
+		r.cleanUp(p, q)
 	}
-	if ranOut {
-		r.cleanUps.Add(1)
-		go func() {
-			defer r.cleanUps.Done()
-			r.cleanUp(p, q)
-		}()
-		return
-	}
-	r.cleanUp(p, q)
 }
+
+// leaveLater is leave of a request whose wait ran out, in the
+// background: the answer goes out at the wait's end rather than a commit
+// or two later. First q stays live for up to keep, or until the owner's
+// next request enters, so that the next request finds the owner's place
+// in the queue (it is queued already, and waits again); then it leaves.
+// The clean-up is that of a client gone away: a hand-off made meanwhile
+// is returned by the next request, or released by the last to leave.
+// Wait waits for these.
+//
+// At most MaxKept places are kept at once: each costs a goroutine, no
+// longer counted by the node's cap on waiting requests, for up to keep.
+// Beyond that a place is given up with the answer, as without keep.
+func (r *Requests) leaveLater(p Port, q *request, keep time.Duration) {
+	var next <-chan struct{}
+	if keep > 0 && r.kept.Add(1) <= MaxKept {
+		next = r.nextRequest(q)
+	} else if keep > 0 {
+		r.kept.Add(-1)
+		keep = 0
+	}
+	r.later.Add(1)
+	go func() {
+		defer r.later.Done()
+		if keep > 0 {
+			t := time.NewTimer(keep)
+			select {
+			case <-next:
+			case <-t.C:
+			case <-p.Context().Done():
+			}
+			t.Stop()
+			r.kept.Add(-1)
+		}
+		r.leave(p, q, 0)
+	}()
+}
+
+// MaxKept bounds the places kept at once after their waits ran out (see
+// Wait.Keep).
+const MaxKept = 4096
 
 // cleanUp is the clean-up leave asked for; q owns the settling.
 func (r *Requests) cleanUp(p Port, q *request) {

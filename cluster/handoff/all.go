@@ -39,39 +39,48 @@ type AllAnswer struct {
 // returned, among them the keys taken at once while others were waited
 // for, which are recorded as delivered.
 //
-// As for Acquire, a wait lasts until until (zero: no wait). Unlike
-// Acquire, a wait that ran out is answered after its clean-ups: the
-// request holds the keys it took at once, and a 409 says the set holds
-// none of them. The keys' clean-ups run side by side, so that costs a
-// commit or two, however many keys.
-func (r *Requests) AcquireAll(ctx context.Context, p Port, e fsm.Entry, until time.Time) (a AllAnswer, err error) {
+// It waits as w says, as Acquire does, with one difference: a wait that
+// ran out with no place to keep (w.Keep zero) is answered after its
+// clean-ups, since the request holds the keys it took at once and a 409
+// says the set holds none of them. The keys' clean-ups run side by side,
+// so that costs a commit or two, however many keys. With w.Keep, the
+// keys taken and the places in the queues are kept for the owner's next
+// request, and left after the answer.
+func (r *Requests) AcquireAll(ctx context.Context, p Port, e fsm.Entry, w Wait) (a AllAnswer, err error) {
 	qs := make([]*request, len(e.Keys))
 	for i, k := range e.Keys {
 		qs[i] = r.enter(k, e.Owner)
 	}
-	defer func() { r.leaveAll(p, qs, a) }()
+	defer func() { r.leaveAll(p, qs, a, w.Keep) }()
 	for _, q := range qs {
 		if err := r.settle(ctx, p.Context().Done(), q); err != nil {
 			return AllAnswer{}, err
 		}
 	}
-	if until.IsZero() {
+	if w.Until.IsZero() {
 		return acquireAllNow(ctx, p, e)
 	}
-	return r.acquireAllWait(ctx, p, qs, e, until)
+	return r.acquireAllWait(ctx, p, qs, e, w.Until)
 }
 
-// leaveAll ends the request of every key, answered a, and waits for the
+// leaveAll ends the request of every key, answered a: after a wait that
+// ran out with a place to keep, later; otherwise now, waiting for the
 // clean-ups. They are independent of each other, so they run side by
 // side (and share commits) rather than one commit after another.
-func (r *Requests) leaveAll(p Port, qs []*request, a AllAnswer) {
+func (r *Requests) leaveAll(p Port, qs []*request, a AllAnswer, keep time.Duration) {
+	if a.TimedOut && keep > 0 {
+		for _, q := range qs {
+			r.leaveLater(p, q, keep)
+		}
+		return
+	}
 	var wg sync.WaitGroup
 	for i, q := range qs {
 		var fence uint64
 		if a.Fences != nil {
 			fence = a.Fences[i]
 		}
-		wg.Go(func() { r.leave(p, q, fence, false) })
+		wg.Go(func() { r.leave(p, q, fence) })
 	}
 	wg.Wait()
 }

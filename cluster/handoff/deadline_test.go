@@ -14,9 +14,10 @@ import (
 // disk's fsync) and whose table holds every key for someone else: a
 // waiting acquire is queued, and nothing is ever handed off.
 type slowCommitPort struct {
-	commit time.Duration
-	mu     sync.Mutex
-	queued map[string]bool // key -> the owner is queued
+	commit   time.Duration
+	mu       sync.Mutex
+	queued   map[string]bool // key -> the owner is queued
+	proposed map[engine.Op]int
 }
 
 func (p *slowCommitPort) Now() int64               { return time.Now().UnixNano() }
@@ -26,6 +27,10 @@ func (p *slowCommitPort) Propose(_ context.Context, e fsm.Entry) (*fsm.Response,
 	time.Sleep(p.commit) // the fault itself, not a synchronisation
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	if p.proposed == nil {
+		p.proposed = map[engine.Op]int{}
+	}
+	p.proposed[e.Op]++
 	r := engine.Result{Grant: engine.Grant{Key: e.Key, Owner: "holder", Fence: 1}}
 	switch e.Op {
 	case engine.OpAcquire:
@@ -77,11 +82,11 @@ func TestWait_CountsFromArrivalAndCleansUpWithinTheMargin(t *testing.T) {
 		run    func(r *Requests, p Port, until time.Time) (timedOut bool, err error)
 	}{
 		{"acquire", []string{"k"}, wait + commit, func(r *Requests, p Port, until time.Time) (bool, error) {
-			a, err := r.Acquire(context.Background(), p, fsm.Entry{Op: engine.OpAcquire, Key: "k", Owner: "o", TTL: time.Minute}, until)
+			a, err := r.Acquire(context.Background(), p, fsm.Entry{Op: engine.OpAcquire, Key: "k", Owner: "o", TTL: time.Minute}, Wait{Until: until})
 			return a.TimedOut, err
 		}},
 		{"acquire-all", []string{"a", "b"}, wait + 2*commit, func(r *Requests, p Port, until time.Time) (bool, error) {
-			a, err := r.AcquireAll(context.Background(), p, fsm.Entry{Op: engine.OpAcquireAll, Keys: []string{"a", "b"}, Owner: "o", TTL: time.Minute}, until)
+			a, err := r.AcquireAll(context.Background(), p, fsm.Entry{Op: engine.OpAcquireAll, Keys: []string{"a", "b"}, Owner: "o", TTL: time.Minute}, Wait{Until: until})
 			return a.TimedOut, err
 		}},
 	} {
@@ -107,5 +112,76 @@ func TestWait_CountsFromArrivalAndCleansUpWithinTheMargin(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// A request whose wait ran out keeps its owner's place for keep: the
+// owner's next request finds itself queued and waits again, proposing
+// nothing; with no next request the place is given up once keep passes.
+func TestWait_KeepsThePlaceForTheNextRequest(t *testing.T) {
+	p := &slowCommitPort{queued: map[string]bool{}}
+	r := NewRequests(nil)
+	e := fsm.Entry{Op: engine.OpAcquire, Key: "k", Owner: "o", TTL: time.Minute}
+	chunk := func(keep time.Duration) {
+		t.Helper()
+		a, err := r.Acquire(t.Context(), p, e, Wait{Until: time.Now().Add(20 * time.Millisecond), Keep: keep})
+		if err != nil || !a.TimedOut {
+			t.Fatalf("a chunk = %+v, %v; want its wait run out", a, err)
+		}
+	}
+	waitLeft := func() {
+		t.Helper()
+		left := make(chan struct{})
+		go func() { r.Wait(); close(left) }()
+		select {
+		case <-left:
+		case <-time.After(10 * time.Second):
+			t.Fatal("the requests did not leave")
+		}
+	}
+
+	chunk(time.Hour) // the next request comes long before the hour
+	if q, _ := p.Queued(t.Context(), "k", "o"); !q {
+		t.Fatal("the place was given up with the answer")
+	}
+	chunk(0) // the last chunk
+	waitLeft()
+	p.mu.Lock()
+	acquires, cancels := p.proposed[engine.OpAcquire], p.proposed[engine.OpCancelWait]
+	p.mu.Unlock()
+	if acquires != 1 || cancels != 1 {
+		t.Fatalf("%d acquires and %d cancels proposed; want the first chunk's acquire, the last one's cancel", acquires, cancels)
+	}
+	if q, _ := p.Queued(t.Context(), "k", "o"); q {
+		t.Fatal("still queued after the last chunk")
+	}
+
+	chunk(50 * time.Millisecond) // and no next request
+	waitLeft()
+	if q, _ := p.Queued(t.Context(), "k", "o"); q {
+		t.Fatal("still queued once the place's keep passed")
+	}
+	if n, _ := r.Live("k", "o"); n != 0 {
+		t.Fatalf("%d live requests left", n)
+	}
+}
+
+// Beyond MaxKept places kept at once, a place is given up with its
+// answer, as without keep.
+func TestWait_KeepsNoMoreThanMaxKeptPlaces(t *testing.T) {
+	p := &slowCommitPort{queued: map[string]bool{}}
+	r := NewRequests(nil)
+	r.kept.Store(MaxKept)
+	a, err := r.Acquire(t.Context(), p, fsm.Entry{Op: engine.OpAcquire, Key: "k", Owner: "o", TTL: time.Minute},
+		Wait{Until: time.Now().Add(20 * time.Millisecond), Keep: time.Hour})
+	if err != nil || !a.TimedOut {
+		t.Fatalf("Acquire = %+v, %v; want its wait run out", a, err)
+	}
+	r.Wait() // returns at once: nothing is kept for the hour
+	if q, _ := p.Queued(t.Context(), "k", "o"); q {
+		t.Fatal("a place was kept beyond MaxKept")
+	}
+	if got := r.kept.Load(); got != MaxKept {
+		t.Fatalf("kept %d; want the %d it was", got, MaxKept)
 	}
 }

@@ -233,26 +233,32 @@ func (w *world) startRequest() bool {
 		w.logf("%s abandons request %d to retry", c.owner, c.current.id)
 		c.current.cancel()
 	}
-	var wait time.Duration
+	var wait, keep time.Duration
 	if w.rng.IntN(4) > 0 {
 		wait = time.Duration(1+w.rng.IntN(3)) * time.Second
+		if w.rng.IntN(2) == 0 {
+			// A chunk of a longer wait: its place outlives it, for the
+			// client's next request.
+			keep = time.Duration(1+w.rng.IntN(2)) * time.Second
+		}
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	r := &modelRequest{id: w.nextID(), owner: c.owner, wait: wait, term: w.term, ctx: ctx, cancel: cancel}
 	c.current = r
 	c.live = append(c.live, r)
-	w.logf("%s sends request %d (wait %v) to term %d", c.owner, r.id, wait, w.term.id)
+	w.logf("%s sends request %d (wait %v, keep %v) to term %d", c.owner, r.id, wait, keep, w.term.id)
 	reqs, term := w.reqs, w.term
 	go func() {
 		e := fsm.Entry{Op: engine.OpAcquire, Key: modelKey, Owner: r.owner, TTL: time.Hour}
 		if w.table.limit > 1 {
 			e.Op, e.Claim = engine.OpAcquireShared, engine.Claim{Kind: engine.Semaphore, Limit: uint32(w.table.limit)}
 		}
-		var until time.Time
+		var how Wait
 		if wait > 0 {
-			until = time.Now().Add(wait)
+			how.Until = time.Now().Add(wait)
+			how.Keep = keep
 		}
-		a, err := reqs.Acquire(ctx, term, e, until)
+		a, err := reqs.Acquire(ctx, term, e, how)
 		w.answered(r, a, err)
 	}()
 	return true

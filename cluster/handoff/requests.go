@@ -4,6 +4,7 @@ import (
 	"context"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 
 	"github.com/zerotal/lock/engine"
 	"github.com/zerotal/lock/fsm"
@@ -30,10 +31,11 @@ import (
 // request listens BEFORE it reads the table or proposes its acquire, so
 // a hand-off applied right after cannot slip past it.
 type Requests struct {
-	log      *slog.Logger
-	mu       sync.Mutex
-	m        map[fsm.Waiter]*claim
-	cleanUps sync.WaitGroup // clean-ups running after their answer (leave)
+	log   *slog.Logger
+	mu    sync.Mutex
+	m     map[fsm.Waiter]*claim
+	later sync.WaitGroup // requests leaving after their answer (leaveLater)
+	kept  atomic.Int64   // places kept now (leaveLater)
 }
 
 // claim is one owner's live requests for one key.
@@ -49,6 +51,9 @@ type claim struct {
 	// settling is non-nil while the last request cleans up, and closed
 	// when it has.
 	settling chan struct{}
+	// next, when non-nil, is closed by the next request to enter: a
+	// request whose wait ran out keeps the owner's place until then.
+	next chan struct{}
 }
 
 // request is one live acquire request, from enter to leave.
@@ -68,10 +73,11 @@ func NewRequests(log *slog.Logger) *Requests {
 	return &Requests{m: map[fsm.Waiter]*claim{}, log: log}
 }
 
-// Wait waits for the clean-ups that run after their request answered.
-// Each ends when it has committed or when its term ends, so a node calls
-// this once its last term has ended.
-func (r *Requests) Wait() { r.cleanUps.Wait() }
+// Wait waits for the requests that leave after they answered
+// (leaveLater). Each leaves within its keep or when its term ends, and its
+// clean-up ends when it has committed or when its term ends, so a node
+// calls this once its last term has ended.
+func (r *Requests) Wait() { r.later.Wait() }
 
 // enter records a new request of owner for key. Every request that enters
 // must leave.
@@ -85,7 +91,27 @@ func (r *Requests) enter(key, owner string) *request {
 		r.m[w] = c
 	}
 	c.live++
+	if c.next != nil {
+		close(c.next)
+		c.next = nil
+	}
 	return &request{w: w, c: c}
+}
+
+// nextRequest returns a channel closed when the next request of q's
+// owner for q's key enters; closed already when another one is live.
+func (r *Requests) nextRequest(q *request) <-chan struct{} {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if q.c.live > 1 {
+		done := make(chan struct{})
+		close(done)
+		return done
+	}
+	if q.c.next == nil {
+		q.c.next = make(chan struct{})
+	}
+	return q.c.next
 }
 
 // settle waits until no cancel or release of the owner's entry is on its

@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/zerotal/lock/api"
 	"github.com/zerotal/lock/cluster/httpapi"
@@ -28,6 +29,9 @@ func TestAPI_BadRequestsNameTheFieldNotGoTypes(t *testing.T) {
 		{"not JSON", "POST", "/v1/acquire", `key=k`, "lock: invalid body: not valid JSON at byte 1: invalid character 'k' looking for beginning of value"},
 		{"missing key", "POST", "/v1/acquire", `{"owner":"o","ttl_ms":1000}`, "lock: invalid key: empty"},
 		{"missing ttl", "POST", "/v1/acquire", `{"key":"k","owner":"o"}`, "lock: invalid ttl_ms: "},
+		{"negative keep", "POST", "/v1/acquire", `{"key":"k","owner":"o","ttl_ms":1000,"wait_ms":10,"keep_ms":-1}`, "lock: invalid keep_ms: -1 is negative"},
+		{"keep without a wait", "POST", "/v1/acquire", `{"key":"k","owner":"o","ttl_ms":1000,"keep_ms":10}`, "lock: invalid keep_ms: keeps the place of a wait; name wait_ms too"},
+		{"keep without a wait, of a set", "POST", "/v1/acquire-all", `{"keys":["k"],"owner":"o","ttl_ms":1000,"keep_ms":10}`, "lock: invalid keep_ms: "},
 		{"missing query parameter", "GET", "/v1/lock", "", "lock: invalid key: empty"},
 		{"bad limit", "GET", "/v1/locks?limit=x", "", `lock: invalid limit: "x" is not an integer`},
 		{"leave without id", "POST", "/v1/leave", `{}`, "lock: invalid id: missing"},
@@ -65,5 +69,28 @@ func TestAPI_LoneSurrogateKeyRefused(t *testing.T) {
 	var grant api.AcquireResponse
 	if r.status != http.StatusOK || json.Unmarshal(r.raw, &grant) != nil || grant.Key != "a\U0001F600" {
 		t.Fatalf("acquire with a surrogate pair: %d %s", r.status, r.raw)
+	}
+}
+
+// wait_ms and keep_ms reach the Store as durations, keep_ms capped at
+// api.MaxKeepMillis.
+func TestAPI_AcquirePassesItsWaitAndKeep(t *testing.T) {
+	s := newFakeStore()
+	h := newHandler(s, httpapi.Options{})
+	for body, want := range map[string]httpapi.Wait{
+		`{"key":"a","owner":"o","ttl_ms":1000}`:                                 {},
+		`{"key":"b","owner":"o","ttl_ms":1000,"wait_ms":250}`:                   {For: 250 * time.Millisecond},
+		`{"key":"c","owner":"o","ttl_ms":1000,"wait_ms":250,"keep_ms":2000}`:    {For: 250 * time.Millisecond, Keep: 2 * time.Second},
+		`{"key":"d","owner":"o","ttl_ms":1000,"wait_ms":250,"keep_ms":3600000}`: {For: 250 * time.Millisecond, Keep: api.MaxKeepMillis * time.Millisecond},
+	} {
+		if r := do(h, "POST", api.PathAcquire, body); r.status != http.StatusOK {
+			t.Fatalf("%s: %d %s", body, r.status, r.raw)
+		}
+		s.mu.Lock()
+		got := s.wait
+		s.mu.Unlock()
+		if got != want {
+			t.Errorf("%s: the Store was given %+v; want %+v", body, got, want)
+		}
 	}
 }

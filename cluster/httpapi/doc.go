@@ -23,8 +23,8 @@
 // status, force-release, membership, debug, metrics), or for a key
 // outside its prefixes, is answered 403 forbidden, naming the right.
 //
-//	POST /v1/acquire        {"key","owner","ttl_ms","wait_ms"} -> {"key","owner","fence","ttl_ms"}
-//	POST /v1/acquire-shared {"key","owner","ttl_ms","wait_ms","semaphore"|"mode"} -> as /v1/acquire
+//	POST /v1/acquire        {"key","owner","ttl_ms","wait_ms","keep_ms"} -> {"key","owner","fence","ttl_ms"}
+//	POST /v1/acquire-shared {"key","owner","ttl_ms","wait_ms","keep_ms","semaphore"|"mode"} -> as /v1/acquire
 //	                        (501 unsupported while a member cannot apply it)
 //	POST /v1/release        {"key","owner"}                    -> {"released"}
 //	POST /v1/extend         {"key","owner","ttl_ms"}           -> {"extended","ttl_ms"}
@@ -40,6 +40,15 @@
 //	GET  /metrics, GET /healthz
 //	GET  /debug/...                                            -> Options.Debug, when set (lockcluster --pprof)
 //	GET  /v1/stream         Connection: Upgrade                -> 101, then the API stream (package api/stream)
+//
+// A wait counts from the request's arrival, and a wait that runs out is
+// answered 409 at once (its queue place is given up just after; an
+// acquire-all gives back the keys it took first). keep_ms keeps the place
+// that long after the wait runs out (at most api.MaxKeepMillis) for the
+// owner's next request, which then waits on it again: a client that
+// waits in chunks asks it of every chunk but the last, and its wait stays
+// first come first served. With no next request the place is given up
+// once keep_ms has passed; a hand-off made meanwhile is released then.
 //
 // The stream carries any number of the requests above over one
 // connection, for the Go client: a frame holds a request's method, path

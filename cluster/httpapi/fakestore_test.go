@@ -36,6 +36,8 @@ type fakeStore struct {
 	// set, is what it answers.
 	claim       drivers.Claim
 	unsupported error
+	// wait is the last Wait Acquire was given.
+	wait httpapi.Wait
 }
 
 func newFakeStore(members ...string) *fakeStore {
@@ -61,12 +63,13 @@ func (s *fakeStore) Leader(context.Context) (string, error) {
 	return s.leader, s.leaderErr
 }
 
-func (s *fakeStore) Acquire(_ context.Context, key, owner string, ttl, _ time.Duration) (uint64, error) {
+func (s *fakeStore) Acquire(_ context.Context, key, owner string, ttl time.Duration, wait httpapi.Wait) (uint64, error) {
 	if s.acquired != nil {
 		s.acquired()
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.wait = wait
 	if l, ok := s.locks[key]; ok {
 		if l.Owner != owner {
 			return 0, &drivers.NotAcquiredError{Key: key, HolderTTL: l.Remaining}
@@ -79,7 +82,7 @@ func (s *fakeStore) Acquire(_ context.Context, key, owner string, ttl, _ time.Du
 	return s.fence, nil
 }
 
-func (s *fakeStore) AcquireAll(_ context.Context, keys []string, owner string, ttl, _ time.Duration) ([]uint64, error) {
+func (s *fakeStore) AcquireAll(_ context.Context, keys []string, owner string, ttl time.Duration, _ httpapi.Wait) ([]uint64, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.unsupported != nil {
@@ -103,7 +106,7 @@ func (s *fakeStore) AcquireAll(_ context.Context, keys []string, owner string, t
 	return fences, nil
 }
 
-func (s *fakeStore) AcquireShared(ctx context.Context, key, owner string, ttl, wait time.Duration, c drivers.Claim) (uint64, error) {
+func (s *fakeStore) AcquireShared(ctx context.Context, key, owner string, ttl time.Duration, wait httpapi.Wait, c drivers.Claim) (uint64, error) {
 	s.mu.Lock()
 	s.claim = c
 	err := s.unsupported

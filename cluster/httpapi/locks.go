@@ -22,7 +22,7 @@ func (h *handler) acquire(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	h.serveAcquire(w, r, raw, req, func(ctx context.Context) (uint64, error) {
-		return h.store.Acquire(ctx, req.Key, req.Owner, ttl, api.Duration(req.WaitMillis))
+		return h.store.Acquire(ctx, req.Key, req.Owner, ttl, waitOf(req.WaitMillis, req.KeepMillis))
 	})
 }
 
@@ -41,7 +41,7 @@ func (h *handler) acquireShared(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	h.serveAcquire(w, r, raw, req.AcquireRequest, func(ctx context.Context) (uint64, error) {
-		return h.store.AcquireShared(ctx, req.Key, req.Owner, ttl, api.Duration(req.WaitMillis), claim)
+		return h.store.AcquireShared(ctx, req.Key, req.Owner, ttl, waitOf(req.WaitMillis, req.KeepMillis), claim)
 	})
 }
 
@@ -51,10 +51,23 @@ func checkAcquire(req api.AcquireRequest) (time.Duration, error) {
 	if err == nil {
 		err = errors.Join(checkKey(req.Key), checkOwner(req.Owner))
 	}
-	if err == nil && req.WaitMillis < 0 {
-		err = invalidf("wait_ms", "%d is negative", req.WaitMillis)
+	if err == nil {
+		err = checkWait(req.WaitMillis, req.KeepMillis)
 	}
 	return ttl, err
+}
+
+// checkWait checks an acquire's wait_ms and keep_ms.
+func checkWait(waitMillis, keepMillis int64) error {
+	switch {
+	case waitMillis < 0:
+		return invalidf("wait_ms", "%d is negative", waitMillis)
+	case keepMillis < 0:
+		return invalidf("keep_ms", "%d is negative", keepMillis)
+	case keepMillis > 0 && waitMillis == 0:
+		return invalidf("keep_ms", "keeps the place of a wait; name wait_ms too")
+	}
+	return nil
 }
 
 // claimOf is the claim a shared acquire names: a semaphore or a mode.

@@ -32,7 +32,7 @@ func (h *handler) acquireAll(w http.ResponseWriter, r *http.Request) {
 	}
 	defer done()
 	h.onLeader(w, r, raw, func() {
-		fences, err := h.store.AcquireAll(r.Context(), req.Keys, req.Owner, ttl, api.Duration(req.WaitMillis))
+		fences, err := h.store.AcquireAll(r.Context(), req.Keys, req.Owner, ttl, waitOf(req.WaitMillis, req.KeepMillis))
 		if err != nil {
 			writeError(w, err)
 			return
@@ -54,8 +54,8 @@ func checkAcquireAll(req api.AcquireAllRequest) (time.Duration, error) {
 	if err := checkOwner(req.Owner); err != nil {
 		return 0, err
 	}
-	if req.WaitMillis < 0 {
-		return 0, invalidf("wait_ms", "%d is negative", req.WaitMillis)
+	if err := checkWait(req.WaitMillis, req.KeepMillis); err != nil {
+		return 0, err
 	}
 	if len(req.Keys) == 0 || len(req.Keys) > api.MaxAcquireAllKeys {
 		return 0, invalidf("keys", "%d keys; name 1 to %d", len(req.Keys), api.MaxAcquireAllKeys)

@@ -8,6 +8,16 @@ import (
 	"github.com/zerotal/lock/drivers"
 )
 
+// Wait is how an acquire waits: up to For (zero: not at all) for its key,
+// and, should that run out, with its place in the queue kept for Keep for
+// the owner's next request (api.AcquireRequest.KeepMillis).
+type Wait struct{ For, Keep time.Duration }
+
+// waitOf is the Wait an acquire's wait_ms and keep_ms ask for.
+func waitOf(waitMillis, keepMillis int64) Wait {
+	return Wait{For: api.Duration(waitMillis), Keep: api.Duration(min(keepMillis, api.MaxKeepMillis))}
+}
+
 // Store is what the API serves: the lock operations of one node, with
 // plain arguments the handler has already decoded and checked (a valid
 // key and owner, a TTL in range, a non-negative wait, a member id without
@@ -28,21 +38,22 @@ type Store interface {
 	Leader(ctx context.Context) (addr string, err error)
 
 	// Acquire takes key for owner for ttl, or refreshes owner's grant.
-	// With wait > 0 it waits up to wait (the Store may cap it) for the
-	// key to be handed over. It returns the grant's fence.
-	Acquire(ctx context.Context, key, owner string, ttl, wait time.Duration) (fence uint64, err error)
+	// With w.For > 0 it waits up to w.For (the Store may cap it) for the
+	// key to be handed over, and keeps its place w.Keep should that run
+	// out. It returns the grant's fence.
+	Acquire(ctx context.Context, key, owner string, ttl time.Duration, w Wait) (fence uint64, err error)
 	// AcquireShared is Acquire of a semaphore's slot or a read/write
 	// lock's side, as c says. A cluster that cannot apply it yet answers
 	// an error matching drivers.ErrUnsupported (501).
-	AcquireShared(ctx context.Context, key, owner string, ttl, wait time.Duration, c drivers.Claim) (fence uint64, err error)
+	AcquireShared(ctx context.Context, key, owner string, ttl time.Duration, w Wait, c drivers.Claim) (fence uint64, err error)
 	// AcquireAll takes every key for owner for ttl in one step, or none:
 	// a key held by another owner is a *drivers.NotAcquiredError naming
-	// it. With wait > 0 it waits up to wait, first come first served for
-	// the whole set: the free keys are taken and the busy ones queued for
-	// in one step. It returns the fences in the order of keys. A cluster
+	// it. With w.For > 0 it waits up to w.For, first come first served
+	// for the whole set: the free keys are taken and the busy ones queued
+	// for in one step. It returns the fences in the order of keys. A cluster
 	// that cannot apply it yet answers an error matching
 	// drivers.ErrUnsupported (501).
-	AcquireAll(ctx context.Context, keys []string, owner string, ttl, wait time.Duration) (fences []uint64, err error)
+	AcquireAll(ctx context.Context, keys []string, owner string, ttl time.Duration, w Wait) (fences []uint64, err error)
 	// Release frees key if owner holds it; released reports whether it did.
 	Release(ctx context.Context, key, owner string) (released bool, err error)
 	// Extend sets owner's grant of key to end ttl from now.

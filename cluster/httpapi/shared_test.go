@@ -36,7 +36,7 @@ func TestAPI_AcquireSharedRefusesUnclearClaims(t *testing.T) {
 		`{"key":"k","owner":"o","ttl_ms":1000,"semaphore":2,"mode":"read"}`: "lock: invalid mode: a semaphore has no mode",
 		`{"key":"k","owner":"o","ttl_ms":1000,"mode":"shared"}`:             `lock: invalid mode: "shared" is neither "read" nor "write"`,
 		`{"key":"k","owner":"o","ttl_ms":1000,"semaphore":-1}`:              "lock: invalid semaphore: ",
-		`{"key":"k","owner":"o","ttl_ms":1000,"slots":2}`:                   "lock: invalid body: unknown field \"slots\"; the fields are key, owner, ttl_ms, wait_ms, semaphore, mode",
+		`{"key":"k","owner":"o","ttl_ms":1000,"slots":2}`:                   "lock: invalid body: unknown field \"slots\"; the fields are key, owner, ttl_ms, wait_ms, keep_ms, semaphore, mode",
 	} {
 		r := do(h, "POST", api.PathAcquireShared, body)
 		if r.status != http.StatusBadRequest || !strings.HasPrefix(r.err.Message, want) {

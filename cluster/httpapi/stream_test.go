@@ -28,7 +28,7 @@ type blockingStore struct {
 	ended chan string // the owner of each held acquire whose context ended
 }
 
-func (s *blockingStore) Acquire(ctx context.Context, key, owner string, ttl, wait time.Duration) (uint64, error) {
+func (s *blockingStore) Acquire(ctx context.Context, key, owner string, ttl time.Duration, wait httpapi.Wait) (uint64, error) {
 	if key == "block" {
 		<-ctx.Done()
 		s.ended <- owner

@@ -84,7 +84,7 @@ type countingStore struct {
 	now, peak int
 }
 
-func (s *countingStore) Acquire(ctx context.Context, key, owner string, ttl, wait time.Duration) (uint64, error) {
+func (s *countingStore) Acquire(ctx context.Context, key, owner string, ttl time.Duration, wait httpapi.Wait) (uint64, error) {
 	if key != "block" {
 		return s.fakeStore.Acquire(ctx, key, owner, ttl, wait)
 	}

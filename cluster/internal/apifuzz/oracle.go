@@ -152,6 +152,12 @@ func validOwner(o string) bool { return o != "" && len(o) <= 1024 && utf8.ValidS
 
 func validTTL(ms int64) bool { return ms >= 1 && ms <= drivers.MaxTTL.Milliseconds() }
 
+// validWait is the oracle for wait_ms and keep_ms: neither negative, and
+// a place kept only for a wait.
+func validWait(waitMs, keepMs int64) bool {
+	return waitMs >= 0 && keepMs >= 0 && (keepMs == 0 || waitMs > 0)
+}
+
 // validMemberID is the oracle for ids in join and leave.
 func validMemberID(id string) bool {
 	return id != "" && len(id) <= 128 && utf8.ValidString(id) && !strings.ContainsFunc(id, unicode.IsSpace)

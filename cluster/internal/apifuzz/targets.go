@@ -18,13 +18,13 @@ import (
 func Acquire(t *testing.T, s *Server, body []byte) {
 	var req api.AcquireRequest
 	want := bodyVerdict(body, &req)
-	if want == 0 && !(validKey(req.Key) && validOwner(req.Owner) && validTTL(req.TTLMillis) && req.WaitMillis >= 0) {
+	if want == 0 && !(validKey(req.Key) && validOwner(req.Owner) && validTTL(req.TTLMillis) && validWait(req.WaitMillis, req.KeepMillis)) {
 		want = http.StatusBadRequest
 	}
 	rec := s.Post("/v1/acquire", body)
 	expectStatus(t, rec, want, body)
 	var resp api.AcquireResponse
-	checkAnswer(t, rec, &resp, "body", "key", "owner", "ttl_ms", "wait_ms")
+	checkAnswer(t, rec, &resp, "body", "key", "owner", "ttl_ms", "wait_ms", "keep_ms")
 	if rec.Code == http.StatusOK {
 		if resp.Key != req.Key || resp.Owner != req.Owner || resp.Fence == 0 || resp.TTLMillis != req.TTLMillis {
 			t.Fatalf("grant %+v does not match request %+v", resp, req)

@@ -1,0 +1,77 @@
+package client
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/zerotal/lock/drivers"
+)
+
+// Every chunk of a wait but the last asks the node to keep its place;
+// the last, cut short by the caller's deadline, gives it up with its
+// answer.
+func TestAcquireWait_EveryChunkButTheLastKeepsItsPlace(t *testing.T) {
+	n := newFakeNode(t, "")
+	c := newTestClient(t, Config{Addrs: []string{n.addr()}, WaitChunk: 100 * time.Millisecond})
+	if _, ok, _ := c.Acquire(t.Context(), "k", "holder", time.Minute); !ok {
+		t.Fatal("setup acquire failed")
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 450*time.Millisecond)
+	defer cancel()
+	_, err := c.AcquireWait(ctx, "k", "waiter", time.Minute, drivers.WaitOptions{})
+	if !errors.Is(err, drivers.ErrNotAcquired) {
+		t.Fatalf("AcquireWait = %v; want the key held", err)
+	}
+	n.mu.Lock()
+	waits, keeps := slices.Clone(n.waits), slices.Clone(n.keeps)
+	n.mu.Unlock()
+	if len(keeps) < 3 {
+		t.Fatalf("%d chunks (wait_ms %v); want 3 or more of a 450 ms wait in chunks of 100 ms", len(keeps), waits)
+	}
+	last := len(keeps) - 1
+	for i, k := range keeps {
+		switch {
+		case waits[i] == 100 && k != KeepPlace.Milliseconds():
+			t.Errorf("chunk %d of %v (wait_ms %d) kept its place for %d ms; want %v", i, waits, waits[i], k, KeepPlace)
+		case waits[i] < 100 && k != 0:
+			t.Errorf("chunk %d of %v, cut short by the deadline (wait_ms %d), asks to keep its place (%d ms)", i, waits, waits[i], k)
+		}
+	}
+	if keeps[last] != 0 {
+		t.Errorf("the last chunk (wait_ms %d) asks to keep its place (%d ms)", waits[last], keeps[last])
+	}
+}
+
+// A node of a release without keep_ms refuses the field; the wait goes
+// on without it, and is answered as the wait it is.
+func TestAcquireWait_ANodeThatRefusesKeepIsWaitedOnWithout(t *testing.T) {
+	n := newFakeNode(t, "")
+	n.noKeep.Store(true)
+	c := newTestClient(t, Config{Addrs: []string{n.addr()}, WaitChunk: 100 * time.Millisecond})
+	if _, ok, _ := c.Acquire(t.Context(), "k", "holder", time.Minute); !ok {
+		t.Fatal("setup acquire failed")
+	}
+	for range 2 { // the second wait sends no keep_ms at all
+		ctx, cancel := context.WithTimeout(t.Context(), 350*time.Millisecond)
+		_, err := c.AcquireWait(ctx, "k", "waiter", time.Minute, drivers.WaitOptions{})
+		cancel()
+		if !errors.Is(err, drivers.ErrNotAcquired) || errors.Is(err, drivers.ErrInvalid) {
+			t.Fatalf("AcquireWait = %v; want the key held", err)
+		}
+	}
+	n.mu.Lock()
+	keeps := slices.Clone(n.keeps)
+	n.mu.Unlock()
+	withKeep := 0
+	for _, k := range keeps {
+		if k != 0 {
+			withKeep++
+		}
+	}
+	if withKeep != 1 || keeps[0] == 0 {
+		t.Fatalf("keep_ms of the chunks sent: %v; want only the first to ask, once refused never again", keeps)
+	}
+}
