@@ -162,6 +162,7 @@ type streamConn struct {
 	jobs    chan func()   // to an idle worker
 	done    chan struct{} // closed once the stream ended: workers exit
 	workers sync.WaitGroup
+	alive   atomic.Int64 // workers, at most MaxStreamRequests (run)
 	answers chan queuedAnswer // room for answerRoom
 	slots   chan struct{}     // MaxStreamRunning
 	// running counts the requests whose answers are not yet queued: while
@@ -371,13 +372,28 @@ func (s *streamConn) written(a queuedAnswer) {
 }
 
 // run hands job to an idle worker, or to a new one when none is idle.
+//
+// A stream has at most MaxStreamRequests workers: a worker that has just
+// finished a job is not yet idle, so under a flood new ones would be
+// started beside it, beyond the requests in progress. At the cap one is
+// about to be free (this job is a pending request, and pending is under
+// the cap, so some worker's job has ended), and run waits for it.
 func (s *streamConn) run(job func()) {
 	select {
 	case s.jobs <- job:
+		return
 	default:
-		s.workers.Add(1)
-		go s.worker(job)
 	}
+	if s.alive.Load() >= MaxStreamRequests {
+		select {
+		case s.jobs <- job:
+			return
+		case <-s.done: // the workers are leaving: this job gets its own
+		}
+	}
+	s.alive.Add(1)
+	s.workers.Add(1)
+	go s.worker(job)
 }
 
 // streamWorkerIdle is how long a stream's worker waits for its next job
@@ -400,6 +416,7 @@ func (s *streamConn) worker(job func()) {
 	streamWorkers.Add(1)
 	defer streamWorkers.Add(-1)
 	defer s.workers.Done()
+	defer s.alive.Add(-1)
 	wait := time.Duration(streamWorkerIdle.Load())
 	idle := time.NewTimer(wait)
 	defer idle.Stop()
