@@ -94,7 +94,7 @@ func (c *Client) AcquireAllWait(ctx context.Context, keys []string, owner string
 		}
 		wait, keep := c.waitChunk(ctx)
 		if wait < 2*time.Millisecond {
-			wait = 0 // too little time to queue: one attempt, then wait for ctx
+			wait, keep = 0, 0 // too little time to queue: one attempt, then wait for ctx
 		}
 		fences, ok, busy, err := c.acquireAll(ctx, keys, owner, ttl, wait, keep)
 		if err == nil && ok {

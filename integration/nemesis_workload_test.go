@@ -89,7 +89,14 @@ const opTimeout = 3 * time.Second
 func (w *workload) run(ctx context.Context) error {
 	clients := make([]*client.Client, w.clients)
 	for id := range clients {
-		cl, err := client.New(client.Config{Addrs: w.addrs, Token: clientToken, Timeout: opTimeout})
+		cfg := client.Config{Addrs: w.addrs, Token: clientToken, Timeout: opTimeout}
+		if id%2 == 1 {
+			// Half the clients wait in short chunks, each but the last
+			// keeping its place for the next (keep_ms): the kept places
+			// then meet every fault too.
+			cfg.WaitChunk = 100 * time.Millisecond
+		}
+		cl, err := client.New(cfg)
 		if err != nil {
 			for _, c := range clients[:id] {
 				_ = c.Close()
