@@ -162,7 +162,7 @@ type streamConn struct {
 	jobs    chan func()   // to an idle worker
 	done    chan struct{} // closed once the stream ended: workers exit
 	workers sync.WaitGroup
-	alive   atomic.Int64 // workers, at most MaxStreamRequests (run)
+	alive   atomic.Int64      // workers, at most MaxStreamRequests (run)
 	answers chan queuedAnswer // room for answerRoom
 	slots   chan struct{}     // MaxStreamRunning
 	// running counts the requests whose answers are not yet queued: while
