@@ -204,21 +204,38 @@ func (r *Requests) acquireAllWait(ctx context.Context, p Port, qs []*request, e 
 
 // keepAlive extends the keys the owner holds while it waits for the
 // others; a key it no longer holds (forced free) ends the request as a
-// refusal naming that key.
+// refusal naming that key (the first such key, in the order of e.Keys).
+// The extends are proposed side by side, so they share commits: one
+// after another, a large set's round of extends could outlast a short
+// TTL.
 func keepAlive(ctx context.Context, p Port, e fsm.Entry, pending []bool) (*AllAnswer, error) {
+	type result struct {
+		resp *fsm.Response
+		now  int64
+		err  error
+	}
+	results := make([]result, len(e.Keys))
+	var wg sync.WaitGroup
 	for i, k := range e.Keys {
 		if pending[i] {
 			continue
 		}
-		now := p.Now()
-		resp, err := p.Propose(ctx, fsm.Entry{Op: engine.OpExtend, Key: k, Owner: e.Owner, TTL: e.TTL, Now: now})
-		if err != nil {
-			return nil, err
-		}
-		if !resp.Result.OK {
-			held := resp.Result.Grant
-			held.Key = k
-			return &AllAnswer{Held: held, Now: now}, nil
+		wg.Go(func() {
+			now := p.Now()
+			resp, err := p.Propose(ctx, fsm.Entry{Op: engine.OpExtend, Key: k, Owner: e.Owner, TTL: e.TTL, Now: now})
+			results[i] = result{resp, now, err}
+		})
+	}
+	wg.Wait()
+	for i, r := range results {
+		switch {
+		case pending[i]:
+		case r.err != nil:
+			return nil, r.err
+		case !r.resp.Result.OK:
+			held := r.resp.Result.Grant
+			held.Key = e.Keys[i]
+			return &AllAnswer{Held: held, Now: r.now}, nil
 		}
 	}
 	return nil, nil

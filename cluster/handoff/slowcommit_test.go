@@ -45,6 +45,8 @@ func (p *slowCommitPort) Propose(_ context.Context, e fsm.Entry) (*fsm.Response,
 	case engine.OpCancelWait:
 		r.OK = p.queued[e.Key]
 		delete(p.queued, e.Key)
+	case engine.OpExtend:
+		r.OK = true // the owner holds what it extends
 	}
 	return &fsm.Response{Result: r}, nil
 }
@@ -183,5 +185,29 @@ func TestWait_KeepsNoMoreThanMaxKeptPlaces(t *testing.T) {
 	}
 	if got := r.kept.Load(); got != MaxKept {
 		t.Fatalf("kept %d; want the %d it was", got, MaxKept)
+	}
+}
+
+// An acquire-all's keep-alive extends the keys it holds side by side: one
+// after another, the extends of a set of 8 keys on 150 ms commits took
+// 1.2 s, beyond a TTL of a second that it is meant to keep alive.
+func TestKeepAlive_ExtendsTheKeysSideBySide(t *testing.T) {
+	const commit = 150 * time.Millisecond
+	p := &slowCommitPort{commit: commit, queued: map[string]bool{}}
+	keys := []string{"a", "b", "c", "d", "e", "f", "g", "h"}
+	start := time.Now()
+	a, err := keepAlive(t.Context(), p, fsm.Entry{Op: engine.OpAcquireAll, Keys: keys, Owner: "o", TTL: time.Second}, make([]bool, len(keys)))
+	took := time.Since(start)
+	if err != nil || a != nil {
+		t.Fatalf("keepAlive = %+v, %v; want every key extended", a, err)
+	}
+	p.mu.Lock()
+	extends := p.proposed[engine.OpExtend]
+	p.mu.Unlock()
+	if extends != len(keys) {
+		t.Fatalf("%d extends proposed; want one per key, %d", extends, len(keys))
+	}
+	if took >= 4*commit {
+		t.Fatalf("the extends of %d keys took %v; want them side by side, within a few commits (%v each)", len(keys), took, commit)
 	}
 }
