@@ -152,9 +152,7 @@ func (r *Requests) leaveLater(p Port, q *request, keep time.Duration) {
 		r.kept.Add(-1)
 		keep = 0
 	}
-	r.later.Add(1)
-	go func() {
-		defer r.later.Done()
+	r.goLater(func() {
 		if keep > 0 {
 			t := time.NewTimer(keep)
 			select {
@@ -166,7 +164,7 @@ func (r *Requests) leaveLater(p Port, q *request, keep time.Duration) {
 			r.kept.Add(-1)
 		}
 		r.leave(p, q, 0)
-	}()
+	})
 }
 
 // MaxKept bounds the places kept at once after their waits ran out (see

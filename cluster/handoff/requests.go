@@ -31,11 +31,15 @@ import (
 // request listens BEFORE it reads the table or proposes its acquire, so
 // a hand-off applied right after cannot slip past it.
 type Requests struct {
-	log   *slog.Logger
-	mu    sync.Mutex
-	m     map[fsm.Waiter]*claim
-	later sync.WaitGroup // requests leaving after their answer (leaveLater)
-	kept  atomic.Int64   // places kept now (leaveLater)
+	log  *slog.Logger
+	mu   sync.Mutex
+	m    map[fsm.Waiter]*claim
+	kept atomic.Int64 // places kept now (leaveLater)
+	// later counts the requests leaving after their answer (leaveLater);
+	// once Wait has begun (waited), they leave before they answer.
+	laterMu sync.Mutex
+	waited  bool
+	later   sync.WaitGroup
 }
 
 // claim is one owner's live requests for one key.
@@ -76,8 +80,31 @@ func NewRequests(log *slog.Logger) *Requests {
 // Wait waits for the requests that leave after they answered
 // (leaveLater). Each leaves within its keep or when its term ends, and its
 // clean-up ends when it has committed or when its term ends, so a node
-// calls this once its last term has ended.
-func (r *Requests) Wait() { r.later.Wait() }
+// calls this once its last term has ended. A request answered after that
+// leaves before its answer.
+func (r *Requests) Wait() {
+	r.laterMu.Lock()
+	r.waited = true
+	r.laterMu.Unlock()
+	r.later.Wait()
+}
+
+// goLater runs f in the background, counted for Wait; once Wait has
+// begun, it runs f here.
+func (r *Requests) goLater(f func()) {
+	r.laterMu.Lock()
+	if r.waited {
+		r.laterMu.Unlock()
+		f()
+		return
+	}
+	r.later.Add(1)
+	r.laterMu.Unlock()
+	go func() {
+		defer r.later.Done()
+		f()
+	}()
+}
 
 // enter records a new request of owner for key. Every request that enters
 // must leave.

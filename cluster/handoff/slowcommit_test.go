@@ -211,3 +211,22 @@ func TestKeepAlive_ExtendsTheKeysSideBySide(t *testing.T) {
 		t.Fatalf("the extends of %d keys took %v; want them side by side, within a few commits (%v each)", len(keys), took, commit)
 	}
 }
+
+// Once Wait has begun (the node is stopping), a request whose wait ran
+// out leaves before it answers: nothing is started that Wait would miss.
+func TestWait_AfterWaitBeganTheRequestLeavesBeforeItsAnswer(t *testing.T) {
+	p := &slowCommitPort{queued: map[string]bool{}}
+	r := NewRequests(nil)
+	r.Wait()
+	a, err := r.Acquire(t.Context(), p, fsm.Entry{Op: engine.OpAcquire, Key: "k", Owner: "o", TTL: time.Minute},
+		Wait{Until: time.Now().Add(20 * time.Millisecond)})
+	if err != nil || !a.TimedOut {
+		t.Fatalf("Acquire = %+v, %v; want its wait run out", a, err)
+	}
+	if q, _ := p.Queued(t.Context(), "k", "o"); q {
+		t.Fatal("answered before its clean-up, after Wait had begun")
+	}
+	if n, _ := r.Live("k", "o"); n != 0 {
+		t.Fatalf("%d live requests after the answer", n)
+	}
+}
