@@ -3,7 +3,6 @@ package client
 import (
 	"context"
 	"errors"
-	"slices"
 	"testing"
 	"time"
 
@@ -93,9 +92,7 @@ func TestClient_SlowNodeThatAnswersItsStatusIsWaitedFor(t *testing.T) {
 	// One long wait until just before the deadline (and perhaps short ones
 	// in the margin left); a watch that gave up on the node would have
 	// sent a long one again every AttemptTimeout or so.
-	leader.mu.Lock()
-	waits := slices.Clone(leader.waits)
-	leader.mu.Unlock()
+	waits, _ := leader.waitsSent()
 	long := 0
 	for _, ms := range waits {
 		if time.Duration(ms)*time.Millisecond >= 2*attempt {

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -152,6 +153,14 @@ func decode(w http.ResponseWriter, r *http.Request, v any) bool {
 		return false
 	}
 	return true
+}
+
+// waitsSent returns the wait_ms and keep_ms of every waiting acquire so
+// far, in order.
+func (f *fakeNode) waitsSent() (waits, keeps []int64) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return slices.Clone(f.waits), slices.Clone(f.keeps)
 }
 
 // held returns the live lock of key; call with mu held.

@@ -3,7 +3,6 @@ package client
 import (
 	"context"
 	"errors"
-	"slices"
 	"testing"
 	"time"
 
@@ -25,9 +24,7 @@ func TestAcquireWait_EveryChunkButTheLastKeepsItsPlace(t *testing.T) {
 	if !errors.Is(err, drivers.ErrNotAcquired) {
 		t.Fatalf("AcquireWait = %v; want the key held", err)
 	}
-	n.mu.Lock()
-	waits, keeps := slices.Clone(n.waits), slices.Clone(n.keeps)
-	n.mu.Unlock()
+	waits, keeps := n.waitsSent()
 	if len(keeps) < 3 {
 		t.Fatalf("%d chunks (wait_ms %v); want 3 or more of a 450 ms wait in chunks of 100 ms", len(keeps), waits)
 	}
@@ -62,9 +59,7 @@ func TestAcquireWait_ANodeThatRefusesKeepIsWaitedOnWithout(t *testing.T) {
 			t.Fatalf("AcquireWait = %v; want the key held", err)
 		}
 	}
-	n.mu.Lock()
-	keeps := slices.Clone(n.keeps)
-	n.mu.Unlock()
+	_, keeps := n.waitsSent()
 	withKeep := 0
 	for _, k := range keeps {
 		if k != 0 {

@@ -27,18 +27,44 @@ func (c *countRequests) RoundTrip(r *http.Request) (*http.Response, error) {
 	return c.next.RoundTrip(r)
 }
 
+// clusterClient is a client of addrs with the conformance AttemptTimeout
+// and then mod, closed when the test ends.
+func clusterClient(t *testing.T, addrs []string, mod func(*client.Config)) *client.Client {
+	t.Helper()
+	cfg := client.Config{Addrs: addrs, AttemptTimeout: conformanceAttemptTimeout}
+	if mod != nil {
+		mod(&cfg)
+	}
+	c, err := client.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Close() })
+	return c
+}
+
 // chunkedClient is a client whose waits go in chunks of 200 ms, and
 // which counts its requests to path.
 func chunkedClient(t *testing.T, addrs []string, path string) (*client.Client, *countRequests) {
 	t.Helper()
 	counted := &countRequests{path: path, next: http.DefaultTransport.(*http.Transport).Clone()}
-	c, err := client.New(client.Config{Addrs: addrs, AttemptTimeout: conformanceAttemptTimeout,
-		WaitChunk: 200 * time.Millisecond, HTTPClient: &http.Client{Transport: counted}})
-	if err != nil {
-		t.Fatal(err)
+	return clusterClient(t, addrs, func(cfg *client.Config) {
+		cfg.WaitChunk, cfg.HTTPClient = 200*time.Millisecond, &http.Client{Transport: counted}
+	}), counted
+}
+
+// holding has a client take key, and returns it and a count of the
+// key's waiters.
+func holding(ctx context.Context, t *testing.T, addrs []string, key string) (*client.Client, func() int) {
+	t.Helper()
+	holder := clusterClient(t, addrs, nil)
+	if _, ok, err := holder.Acquire(ctx, key, "holder", time.Minute); err != nil || !ok {
+		t.Fatalf("Acquire = %v, %v", ok, err)
 	}
-	t.Cleanup(func() { _ = c.Close() })
-	return c, counted
+	return holder, func() int {
+		l, _, _ := holder.Get(ctx, key)
+		return l.Waiters
+	}
 }
 
 // A wait longer than one chunk keeps its place in the queue from chunk to
@@ -51,25 +77,9 @@ func TestAcquireWait_KeepsItsPlaceFromChunkToChunk(t *testing.T) {
 	addrs, _ := startCluster(t)
 	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 	defer cancel()
-	holder, err := client.New(client.Config{Addrs: addrs, AttemptTimeout: conformanceAttemptTimeout})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer holder.Close()
-	if _, ok, err := holder.Acquire(ctx, "k", "holder", time.Minute); err != nil || !ok {
-		t.Fatalf("Acquire = %v, %v", ok, err)
-	}
-	waiters := func() int {
-		l, _, _ := holder.Get(ctx, "k")
-		return l.Waiters
-	}
-
+	holder, waiters := holding(ctx, t, addrs, "k")
 	first, counted := chunkedClient(t, addrs, api.PathAcquire)
-	later, err := client.New(client.Config{Addrs: addrs, AttemptTimeout: conformanceAttemptTimeout})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer later.Close()
+	later := clusterClient(t, addrs, nil)
 
 	type answer struct {
 		who string
@@ -110,24 +120,9 @@ func TestAcquireAllWait_KeepsItsPlaceFromChunkToChunk(t *testing.T) {
 	addrs, _ := startCluster(t)
 	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 	defer cancel()
-	holder, err := client.New(client.Config{Addrs: addrs, AttemptTimeout: conformanceAttemptTimeout})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer holder.Close()
-	if _, ok, err := holder.Acquire(ctx, "a", "holder", time.Minute); err != nil || !ok {
-		t.Fatalf("Acquire = %v, %v", ok, err)
-	}
-	waiters := func() int {
-		l, _, _ := holder.Get(ctx, "a")
-		return l.Waiters
-	}
+	holder, waiters := holding(ctx, t, addrs, "a")
 	set, counted := chunkedClient(t, addrs, api.PathAcquireAll)
-	later, err := client.New(client.Config{Addrs: addrs, AttemptTimeout: conformanceAttemptTimeout})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer later.Close()
+	later := clusterClient(t, addrs, nil)
 
 	answers := make(chan string, 2)
 	go func() {
