@@ -56,8 +56,11 @@ type Config struct {
 	// Timeout bounds one call including failovers and retries. Zero:
 	// DefaultTimeout.
 	Timeout time.Duration
-	// WaitChunk is the longest wait of one AcquireWait request when the
-	// context has no deadline. Zero: DefaultWaitChunk.
+	// WaitChunk is the longest wait of one AcquireWait request: a longer
+	// wait is sent as several, each but the last keeping its place in the
+	// queue for the next (KeepPlace), so that a dead connection is
+	// noticed within a chunk and the wait stays first come, first served.
+	// Zero: DefaultWaitChunk.
 	WaitChunk time.Duration
 	// AttemptTimeout is how long a node may stay silent before a call
 	// gives up on it and tries another. When a request has had no answer
