@@ -49,9 +49,9 @@ type Client struct {
 	// health tracks which nodes answer (health.go).
 	health health
 	closed atomic.Bool
-	// keepRefused is set once a node refused keep_ms (an older release):
-	// wait chunks then go without it.
-	keepRefused atomic.Bool
+	// keepRefused is when a node last refused keep_ms (an older release;
+	// UnixNano, 0: never): wait chunks go without it for keepRetry after.
+	keepRefused atomic.Int64
 
 	// cleanups are the owner-guarded releases sent in the background after
 	// a wait whose caller gave up (releaseAbandoned); Close cancels them

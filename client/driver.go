@@ -161,20 +161,24 @@ func (c *Client) waitChunk(ctx context.Context) (wait, keep time.Duration) {
 			return last, 0
 		}
 	}
-	if c.keepRefused.Load() {
+	if at := c.keepRefused.Load(); at != 0 && time.Since(time.Unix(0, at)) < keepRetry {
 		return wait, 0
 	}
 	return wait, KeepPlace
 }
 
+// keepRetry is how long chunks go without keep_ms after a node refused
+// it: a rolling upgrade ends, and then the places are kept again.
+var keepRetry = 5 * time.Minute
+
 // refusedKeep reports whether err is a node's refusal of the keep_ms a
-// chunk asked for (an older release, whose API has no such field); it
-// then sends the chunks that follow without it.
+// chunk asked for (an older release, whose API has no such field); the
+// chunks that follow go without it for keepRetry.
 func (c *Client) refusedKeep(keep time.Duration, err error) bool {
 	if keep == 0 || !errors.Is(err, drivers.ErrInvalid) || !strings.Contains(err.Error(), "keep_ms") {
 		return false
 	}
-	c.keepRefused.Store(true)
+	c.keepRefused.Store(time.Now().UnixNano())
 	return true
 }
 

@@ -67,6 +67,18 @@ func TestAcquireWait_ANodeThatRefusesKeepIsWaitedOnWithout(t *testing.T) {
 		}
 	}
 	if withKeep != 1 || keeps[0] == 0 {
-		t.Fatalf("keep_ms of the chunks sent: %v; want only the first to ask, once refused never again", keeps)
+		t.Fatalf("keep_ms of the chunks sent: %v; want only the first to ask, once refused not again for a while", keeps)
+	}
+
+	// Once keepRetry has passed (the upgrade done), chunks ask again.
+	n.noKeep.Store(false)
+	c.keepRefused.Store(time.Now().Add(-keepRetry).UnixNano())
+	ctx, cancel := context.WithTimeout(t.Context(), 350*time.Millisecond)
+	defer cancel()
+	if _, err := c.AcquireWait(ctx, "k", "waiter", time.Minute, drivers.WaitOptions{}); !errors.Is(err, drivers.ErrNotAcquired) {
+		t.Fatalf("AcquireWait after keepRetry = %v; want the key held", err)
+	}
+	if _, again := n.waitsSent(); again[len(keeps)] != KeepPlace.Milliseconds() {
+		t.Fatalf("keep_ms of the chunks sent: %v; want the first after keepRetry to ask again", again)
 	}
 }
