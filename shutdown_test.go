@@ -166,9 +166,9 @@ func TestManager_ShutdownReturnsAtDeadlineWhenCallbackIgnoresContext(t *testing.
 			<-started
 
 			const grace = 100 * time.Millisecond
+			begin := time.Now() // before the deadline is set: it counts from there
 			ctx, cancel := context.WithTimeout(t.Context(), grace)
 			defer cancel()
-			begin := time.Now()
 			err := m.Shutdown(ctx)
 			took := time.Since(begin)
 			if !errors.Is(err, context.DeadlineExceeded) {
