@@ -1,6 +1,9 @@
 package httpapi
 
-import "time"
+import (
+	"sync/atomic"
+	"time"
+)
 
 // SetStreamWorkerIdle sets how long an idle stream worker stays, and
 // returns the old value.
@@ -10,3 +13,19 @@ func SetStreamWorkerIdle(d time.Duration) time.Duration {
 
 // StreamWorkers is how many stream workers are alive in this process.
 func StreamWorkers() int64 { return streamWorkers.Load() }
+
+// SetStreamHooks sets what runs where a stream finds every worker busy at
+// the cap (atCap) and where a worker has done a job (afterJob); nil
+// removes them.
+func SetStreamHooks(atCap, afterJob func()) {
+	for _, h := range []struct {
+		p *atomic.Pointer[func()]
+		f func()
+	}{{&streamAtCap, atCap}, {&streamAfterJob, afterJob}} {
+		if h.f == nil {
+			h.p.Store(nil)
+		} else {
+			h.p.Store(&h.f)
+		}
+	}
+}

@@ -93,6 +93,7 @@ func (h *handler) serveStream(root http.Handler) http.HandlerFunc {
 			answers:  make(chan queuedAnswer, answerRoom),
 			slots:    make(chan struct{}, MaxStreamRunning),
 			jobs:     make(chan func()),
+			left:     make(chan struct{}, 1),
 			done:     make(chan struct{}),
 		}
 		_ = conn.SetDeadline(time.Time{}) // the server's header deadline; serve sets its own
@@ -163,6 +164,7 @@ type streamConn struct {
 	done    chan struct{} // closed once the stream ended: workers exit
 	workers sync.WaitGroup
 	alive   atomic.Int64      // workers, at most MaxStreamRequests (run)
+	left    chan struct{}     // a worker left: room for another (run)
 	answers chan queuedAnswer // room for answerRoom
 	slots   chan struct{}     // MaxStreamRunning
 	// running counts the requests whose answers are not yet queued: while
@@ -377,24 +379,37 @@ func (s *streamConn) written(a queuedAnswer) {
 // finished a job is not yet idle, so under a flood new ones would be
 // started beside it, beyond the requests in progress. At the cap one is
 // about to be free (this job is a pending request, and pending is under
-// the cap, so some worker's job has ended), and run waits for it.
+// the cap, so some worker's job has ended), and run waits for it to take
+// the job, or to leave (its idle time over), which makes room for a new
+// one. Only the stream's reader calls run.
 func (s *streamConn) run(job func()) {
-	select {
-	case s.jobs <- job:
-		return
-	default:
-	}
-	if s.alive.Load() >= MaxStreamRequests {
+	for {
 		select {
 		case s.jobs <- job:
 			return
-		case <-s.done: // the workers are leaving: this job gets its own
+		default:
+		}
+		if s.alive.Load() < MaxStreamRequests {
+			s.alive.Add(1)
+			s.workers.Add(1)
+			go s.worker(job)
+			return
+		}
+		if h := streamAtCap.Load(); h != nil {
+			(*h)()
+		}
+		select {
+		case s.jobs <- job:
+			return
+		case <-s.left:
 		}
 	}
-	s.alive.Add(1)
-	s.workers.Add(1)
-	go s.worker(job)
 }
+
+// streamAtCap and streamAfterJob, nil outside tests, run where run finds
+// every worker busy at the cap, and where a worker has done a job and is
+// about to wait for the next: a test orders the two with them.
+var streamAtCap, streamAfterJob atomic.Pointer[func()]
 
 // streamWorkerIdle is how long a stream's worker waits for its next job
 // before it leaves (a variable, atomic, for the tests). A worker's stack has grown
@@ -416,12 +431,21 @@ func (s *streamConn) worker(job func()) {
 	streamWorkers.Add(1)
 	defer streamWorkers.Add(-1)
 	defer s.workers.Done()
-	defer s.alive.Add(-1)
+	defer func() {
+		s.alive.Add(-1)
+		select {
+		case s.left <- struct{}{}:
+		default: // run is told already
+		}
+	}()
 	wait := time.Duration(streamWorkerIdle.Load())
 	idle := time.NewTimer(wait)
 	defer idle.Stop()
 	for {
 		job()
+		if h := streamAfterJob.Load(); h != nil {
+			(*h)()
+		}
 		idle.Reset(wait)
 		select {
 		case job = <-s.jobs:
