@@ -301,36 +301,49 @@ func (c *workClient) hotSession(ctx context.Context) {
 	} else {
 		got = c.acquireWait(key, owner, ttl, time.Duration(100+c.r.IntN(400))*time.Millisecond, claim)
 	}
-	if got.result != resOK {
-		if got.result == resFail {
-			sleepCtx(ctx, time.Duration(c.r.IntN(50))*time.Millisecond)
-		}
+	if !c.took(ctx, got.result) {
 		return
 	}
-	// Hold for up to twice the TTL, refreshing every TTL/3.
-	hold := time.Duration(c.r.Int64N(int64(2 * ttl)))
-	deadline := time.Now().Add(hold)
+	release := c.holdRefreshing(ctx, ttl, func() outcome {
+		if c.r.IntN(4) == 0 {
+			return c.acquireAs(key, owner, ttl, claim).result // a refresh: same owner
+		}
+		return c.extend(key, owner, ttl).result
+	})
+	if release {
+		c.releaseUntilKnown(key, owner)
+	}
+}
+
+// took reports whether a session's acquire, answered r, took its lock;
+// after a refusal the session pauses a moment first.
+func (c *workClient) took(ctx context.Context, r outcome) bool {
+	if r == resFail {
+		sleepCtx(ctx, time.Duration(c.r.IntN(50))*time.Millisecond)
+	}
+	return r == resOK
+}
+
+// holdRefreshing holds what a session took for up to twice ttl,
+// refreshing it every ttl/3, and reports whether the session then
+// releases it. refresh answers resFail when the hold is lost (nothing to
+// release), resUnknown to give it up early. No release either when the
+// run ends (vanish), or for a holder that crashed (vanishRate): the lock
+// expires.
+func (c *workClient) holdRefreshing(ctx context.Context, ttl time.Duration, refresh func() outcome) (release bool) {
+	deadline := time.Now().Add(time.Duration(c.r.Int64N(int64(2 * ttl))))
 	for time.Now().Before(deadline) {
 		if !sleepCtx(ctx, min(ttl/3, time.Until(deadline))) {
-			return // the run ends: vanish
+			return false
 		}
-		var ref op
-		if c.r.IntN(4) == 0 {
-			ref = c.acquireAs(key, owner, ttl, claim) // a refresh: same owner
-		} else {
-			ref = c.extend(key, owner, ttl)
-		}
-		if ref.result == resFail {
-			return // lost: nothing to release
-		}
-		if ref.result == resUnknown {
-			break // give up the lock
+		switch refresh() {
+		case resFail:
+			return false
+		case resUnknown:
+			deadline = time.Now()
 		}
 	}
-	if c.r.Float64() < c.w.vanishRate {
-		return // a holder that crashed: the lock expires
-	}
-	c.releaseUntilKnown(key, owner)
+	return c.r.Float64() >= c.w.vanishRate
 }
 
 // hotKey draws a hot key: a mutex, or, a third of the time, a shared key
@@ -467,26 +480,19 @@ func (c *workClient) multiSession(ctx context.Context) {
 	if c.r.IntN(2) == 0 {
 		wait = time.Duration(100+c.r.IntN(400)) * time.Millisecond
 	}
-	got := c.acquireAll(keys, owner, ttl, wait)
-	if got[0].result != resOK {
-		if got[0].result == resFail {
-			sleepCtx(ctx, time.Duration(c.r.IntN(50))*time.Millisecond)
-		}
+	if got := c.acquireAll(keys, owner, ttl, wait); !c.took(ctx, got[0].result) {
 		return
 	}
-	hold := time.Duration(c.r.Int64N(int64(2 * ttl)))
-	deadline := time.Now().Add(hold)
-	for time.Now().Before(deadline) {
-		if !sleepCtx(ctx, min(ttl/3, time.Until(deadline))) {
-			return // the run ends: vanish
-		}
+	release := c.holdRefreshing(ctx, ttl, func() outcome {
+		held := resOK
 		for _, k := range keys {
 			if c.extend(k, owner, ttl).result != resOK {
-				deadline = time.Now() // lost or unknown: give the set up
+				held = resUnknown // lost or unknown: give the set up, releasing the rest
 			}
 		}
-	}
-	if c.r.Float64() < c.w.vanishRate {
+		return held
+	})
+	if !release {
 		return
 	}
 	for _, k := range keys {
