@@ -30,7 +30,7 @@ func (s apiStore) Leader(context.Context) (string, error) {
 	if err := n.servingErr(); err != nil {
 		return "", err
 	}
-	if n.lead.Load() != nil {
+	if n.leading() != nil {
 		return "", nil
 	}
 	if n.raft.State() == raft.Leader {
@@ -57,7 +57,7 @@ func (n *Node) leaderHTTP() (string, error) {
 // just before; a leadership that ended since is a retryable 503, as it is
 // when it ends while the operation runs.
 func (s apiStore) leading(op string) (*leadership, error) {
-	if l := s.n.lead.Load(); l != nil {
+	if l := s.n.leading(); l != nil {
 		return l, nil
 	}
 	return nil, unavailable(op, errLeadershipChanged)

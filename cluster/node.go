@@ -396,8 +396,21 @@ func (n *Node) ID() string { return n.cfg.ID }
 func (n *Node) Handler() http.Handler { return n.handler }
 
 // IsLeader reports whether this node leads the cluster and has finished
-// taking over (it then accepts writes).
-func (n *Node) IsLeader() bool { return n.lead.Load() != nil }
+// taking over (it then accepts writes). Raft's own state is read too: the
+// term this node serves ends only when raft's leader channel is read, a
+// moment after raft has stepped down, and in that moment the node must
+// not claim a leadership it no longer has.
+func (n *Node) IsLeader() bool { return n.leading() != nil }
+
+// leading is the term this node serves as leader, or nil when it does not
+// lead (raft has stepped down, even if the term has not ended yet).
+func (n *Node) leading() *leadership {
+	l := n.lead.Load()
+	if l == nil || n.raft.State() != raft.Leader {
+		return nil
+	}
+	return l
+}
 
 // WaitForLeader blocks until this node can serve requests: it leads and
 // has taken over, or it knows a leader and that leader's HTTP address.
