@@ -162,6 +162,12 @@ func TestRaftAuth_WrongSecretCannotJoinTheCluster(t *testing.T) {
 		cfg.RaftSecret = right
 		if p.ID == "n3" {
 			cfg.RaftSecret = wrong
+		} else {
+			// n1 and n2 tolerate a long silence, so that a loaded machine
+			// does not make the leader step down, or a follower hold an
+			// election, in the window that checks their term; n3 keeps the
+			// short timeouts and runs many elections in it.
+			cfg.ElectionTimeout, cfg.HeartbeatTimeout, cfg.LeaderLeaseTimeout = 5*testElection, 5*testHeartbeat, 5*testLease
 		}
 		cfg.Logger = slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: logbridge.LevelTrace})).With("node", p.ID)
 		nodes = append(nodes, startNode(t, cfg))
