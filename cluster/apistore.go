@@ -46,6 +46,11 @@ func (n *Node) leaderHTTP() (string, error) {
 	if id == "" {
 		return "", unavailable("forward", errors.New("no leader known (election in progress or no quorum)"))
 	}
+	if id == raft.ServerID(n.cfg.ID) {
+		// Raft has stepped down and not yet cleared its leader: forwarding
+		// would only come back here.
+		return "", unavailable("forward", errors.New("this node's leadership has just ended; no new leader known yet"))
+	}
 	addr, ok := n.fsm.Member(string(id))
 	if !ok || addr == "" {
 		return "", unavailable("forward", errors.New("leader "+string(id)+" has not published its HTTP address yet"))
