@@ -418,14 +418,9 @@ func (n *Node) WaitForLeader(ctx context.Context) error {
 	t := time.NewTicker(10 * time.Millisecond)
 	defer t.Stop()
 	for {
-		if n.servingErr() != nil {
-			// waiting to be added, or removed: no leader serves here yet
-		} else if n.IsLeader() {
+		// The API's own rule: this node serves a request, or forwards it.
+		if _, err := (apiStore{n}).Leader(ctx); err == nil {
 			return nil
-		} else if _, id := n.raft.LeaderWithID(); id != "" && id != raft.ServerID(n.cfg.ID) {
-			if _, ok := n.fsm.Member(string(id)); ok {
-				return nil
-			}
 		}
 		select {
 		case <-ctx.Done():
