@@ -78,3 +78,14 @@ type InvalidError = drivers.InvalidError
 // (import _ "github.com/zerotal/lock/drivers/redis"). It matches
 // ErrNotLinked and ErrInvalid.
 type NotLinkedError = drivers.NotLinkedError
+
+// StatusCode returns the HTTP status that err stands for: 409 Conflict for
+// contention and for a lock lost to another owner or to its TTL, 400 for
+// invalid input, 401 for refused credentials, 429 for a full backend, 501
+// for an unsupported claim, 503 when the backend cannot answer now, and
+// 500 for anything else. The typed errors (NotAcquiredError, LostError,
+// InvalidError, NotLinkedError) report the same through their own
+// StatusCode method, which HTTP frameworks that look for it (go-kit's
+// StatusCoder, for one) read. It is the map the cluster's API answers
+// with.
+func StatusCode(err error) int { return drivers.StatusCode(err) }

@@ -119,6 +119,7 @@ func TestCodes_StatusOfAndCodeOf(t *testing.T) {
 		{api.CodeTooLarge, http.StatusRequestEntityTooLarge},
 		{api.CodeFull, http.StatusTooManyRequests},
 		{api.CodeUnavailable, http.StatusServiceUnavailable},
+		{api.CodeUnsupported, http.StatusNotImplemented},
 		{api.CodeInternal, http.StatusInternalServerError},
 	}
 	for _, tc := range tests {

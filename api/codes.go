@@ -89,6 +89,8 @@ func CodeOf(status int) string {
 		return CodeFull
 	case http.StatusServiceUnavailable, http.StatusBadGateway, http.StatusGatewayTimeout:
 		return CodeUnavailable
+	case http.StatusNotImplemented:
+		return CodeUnsupported
 	}
 	return CodeInternal
 }

@@ -1,7 +1,6 @@
 package httpapi
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -27,9 +26,12 @@ var ErrUnknownMember = errors.New("cluster: unknown member")
 var ErrJoinRefused = errors.New("cluster: join refused")
 
 // classify maps an error to its API code (and so, by api.StatusOf, to
-// its HTTP status). It is the one place where errors become statuses. A
-// Store reports "no leader here now" as drivers.ErrUnavailable: this
-// package does not know the consensus library's errors.
+// its HTTP status). The errors of this package come first; every other
+// error takes the status of drivers.StatusCode, the module's one map from
+// errors to statuses, so that the node answers an error with the status
+// its Go type reports. A Store reports "no leader here now" as
+// drivers.ErrUnavailable: this package does not know the consensus
+// library's errors.
 func classify(err error) string {
 	var maxBytes *http.MaxBytesError
 	switch {
@@ -45,17 +47,8 @@ func classify(err error) string {
 		return api.CodeNotFound
 	case errors.Is(err, ErrJoinRefused):
 		return api.CodeJoinRefused
-	case errors.Is(err, drivers.ErrNotAcquired):
-		return api.CodeNotAcquired
-	case errors.Is(err, drivers.ErrFull):
-		return api.CodeFull
-	case errors.Is(err, drivers.ErrUnsupported):
-		return api.CodeUnsupported
-	case errors.Is(err, drivers.ErrUnavailable), errors.Is(err, drivers.ErrClosed),
-		errors.Is(err, context.DeadlineExceeded):
-		return api.CodeUnavailable
 	}
-	return api.CodeInternal
+	return api.CodeOf(drivers.StatusCode(err))
 }
 
 // writeError answers with the status and JSON body for err. A

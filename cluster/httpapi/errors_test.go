@@ -28,6 +28,7 @@ func TestErrors_OneMapFromErrorsToStatuses(t *testing.T) {
 		{"unavailable", drivers.Unavailable("apply", errors.New("leadership lost")), http.StatusServiceUnavailable, api.CodeUnavailable},
 		{"closed", drivers.ErrClosed, http.StatusServiceUnavailable, api.CodeUnavailable},
 		{"deadline", context.DeadlineExceeded, http.StatusServiceUnavailable, api.CodeUnavailable},
+		{"unsupported", fmt.Errorf("member n3: %w", drivers.ErrUnsupported), http.StatusNotImplemented, api.CodeUnsupported},
 		{"unknown member", fmt.Errorf("%w %q", httpapi.ErrUnknownMember, "n9"), http.StatusNotFound, api.CodeNotFound},
 		{"anything else", errors.New("disk on fire"), http.StatusInternalServerError, api.CodeInternal},
 	} {
@@ -37,6 +38,9 @@ func TestErrors_OneMapFromErrorsToStatuses(t *testing.T) {
 			a := do(newHandler(s, httpapi.Options{}), "POST", api.PathRelease, `{"key":"k","owner":"o"}`)
 			if a.status != tc.status || a.err.Code != tc.code || a.err.Message != tc.err.Error() {
 				t.Fatalf("%v: %d %s, want %d with code %q and the error's message", tc.err, a.status, a.raw, tc.status, tc.code)
+			}
+			if !errors.Is(tc.err, httpapi.ErrUnknownMember) && drivers.StatusCode(tc.err) != a.status {
+				t.Fatalf("%v: answered %d, but drivers.StatusCode says %d: two maps", tc.err, a.status, drivers.StatusCode(tc.err))
 			}
 			if got := a.header.Get("Retry-After"); (tc.status == http.StatusServiceUnavailable) != (got == "1") {
 				t.Fatalf("status %d with Retry-After %q", a.status, got)
