@@ -66,8 +66,8 @@ func TestNotAcquired_CarriesTheHolderTTLOnEveryBackend(t *testing.T) {
 				}
 			}
 			check("Try", m.Try(t.Context(), "busy", time.Second, noop))
-			check("Block", m.Block(t.Context(), "busy", time.Second, noop, lock.WithTimeout(300*time.Millisecond)))
-			check("Lock.Block", m.Make("busy", time.Second).Block(t.Context(), 300*time.Millisecond))
+			check("Block", m.Block(t.Context(), "busy", time.Second, noop, lock.WithTimeout(2*time.Second)))
+			check("Lock.Block", m.Make("busy", time.Second).Block(t.Context(), 2*time.Second))
 
 			fence := holder.Fence()
 			if err := holder.Release(t.Context()); err != nil {
@@ -107,7 +107,7 @@ func TestNotAcquired_SaysWhoHoldsItOnEveryBackend(t *testing.T) {
 			token, _, _ := strings.Cut(holder.Owner(), ":")
 			for call, err := range map[string]error{
 				"Try":   m.Try(t.Context(), "who", time.Second, noop),
-				"Block": m.Block(t.Context(), "who", time.Second, noop, lock.WithTimeout(300*time.Millisecond)),
+				"Block": m.Block(t.Context(), "who", time.Second, noop, lock.WithTimeout(2*time.Second)),
 			} {
 				na, ok := errors.AsType[*lock.NotAcquiredError](err)
 				if !ok || na.Holder != want || !strings.Contains(err.Error(), want) {

@@ -149,7 +149,7 @@ func TestBlockAll_LossOfOneKeyEndsTheCallbackAndTimeoutReleases(t *testing.T) {
 		t.Fatal(ok, err)
 	}
 	err = m.BlockAll(t.Context(), []string{"r", "s"}, time.Minute, func(context.Context, []*lock.Lock) error { return nil },
-		lock.WithTimeout(200*time.Millisecond))
+		lock.WithTimeout(2*time.Second))
 	if na, ok := errors.AsType[*lock.NotAcquiredError](err); !ok || na.Key != "s" {
 		t.Fatalf("BlockAll past its timeout = %v; want s's *NotAcquiredError", err)
 	}
@@ -327,7 +327,10 @@ func TestBlockAll_TimeoutNamesTheKeyAndLeavesNothing(t *testing.T) {
 			err := m.BlockAll(t.Context(), []string{"c", "a", "b"}, time.Minute, func(context.Context, []*lock.Lock) error {
 				t.Error("the callback ran")
 				return nil
-			}, lock.WithTimeout(200*time.Millisecond))
+				// Long enough for a loaded machine to answer the wait at
+				// least once: a wait that never heard "held" is not
+				// contention, and says so.
+			}, lock.WithTimeout(2*time.Second))
 			na, ok := errors.AsType[*lock.NotAcquiredError](err)
 			if !ok || na.Key != "a" || na.Holder == "" {
 				t.Fatalf("BlockAll with a held = %v; want a's *NotAcquiredError naming its holder", err)
