@@ -201,6 +201,14 @@ func (m *model) acquireAll(c Command) modelResult {
 		r.errInvalid = true
 		return r
 	}
+	// A key whose grant has run out with waiters queued goes to the first
+	// of them, as its expiry would give it, before anything else: then it
+	// is held like any other.
+	for _, k := range c.Keys {
+		if l := m.locks[k]; l != nil && l.deadline <= m.now && len(l.waiters) > 0 {
+			r.Handoffs = append(r.Handoffs, *m.end(k, c.Fence))
+		}
+	}
 	fresh := 0
 	queue := map[string]bool{}
 	for _, k := range c.Keys {
@@ -214,9 +222,9 @@ func (m *model) acquireAll(c Command) modelResult {
 			r.Grant = m.grant(k)
 			return r
 		case slices.ContainsFunc(l.waiters, func(w modelWaiter) bool { return w.owner == c.Owner }):
-			return modelResult{errInvalid: true}
+			return modelResult{errInvalid: true, Result: Result{Handoffs: r.Handoffs}}
 		case m.maxWaiters > 0 && len(l.waiters) >= m.maxWaiters:
-			return modelResult{errFull: true}
+			return modelResult{errFull: true, Result: Result{Handoffs: r.Handoffs}}
 		default:
 			// With Wait, a busy key queues the owner; the others are
 			// taken now, in the same step.
@@ -227,7 +235,7 @@ func (m *model) acquireAll(c Command) modelResult {
 		}
 	}
 	if m.maxKeys > 0 && len(m.locks)+fresh > m.maxKeys {
-		return modelResult{errFull: true}
+		return modelResult{errFull: true, Result: Result{Handoffs: r.Handoffs}}
 	}
 	if len(queue) == 0 {
 		r.Grant = Grant{}

@@ -16,6 +16,9 @@ type multiOutcome struct {
 	queued bool    // acquireAllWait: owner waits for some keys, and holds the others (grants)
 	grants []Grant // by key; for a wait, the keys taken now (zero for the others)
 	busy   Grant   // the holder of the first busy key found (Key names it)
+	// handed: the keys whose grant had run out with waiters queued, handed
+	// to the first of them before anything else (whatever the outcome).
+	handed outcome
 	err    error
 }
 
@@ -88,9 +91,16 @@ func (t *table) handedToGroup(g *group, e *entry) {
 // holds, in one step: it first finds whether all can be taken, and only
 // then changes the table, so a busy key leaves every other key as it was.
 // A key is busy when another owner holds it and its deadline has not
-// passed, or when it has passed but waiters are queued (they come first:
-// the expiry hands it to them). The first new grant's fence comes from
-// want, as for acquire; the next ones follow the counter.
+// passed. A key whose deadline has passed with waiters queued is first
+// handed to the head of its queue, as its expiry would, and is then busy
+// like any other (or owner's, when owner was that head): that is what
+// acquire does too, and it is what keeps a table restorable — an expired
+// holder queued behind its own key's waiters while still named its holder
+// is a table no snapshot can carry. It happens in this step, by the
+// command's time alone, so every replica does the same, and whatever the
+// outcome: the hand-offs are an expiry's, not part of the set. The first
+// new grant's fence comes from want, as for acquire; the next ones follow
+// the counter.
 //
 // Without wait a busy key refuses the lot (busy names it). With wait it
 // does not: the others are taken now and owner is queued FIFO for the
@@ -113,23 +123,31 @@ func (t *table) acquireAll(keys []string, owner string, ttl time.Duration, want 
 	if err := checkTTL(ttl); err != nil {
 		return multiOutcome{err: err}, nil
 	}
-	fresh, queued, queue := 0, 0, make([]bool, len(keys))
 	var out multiOutcome
+	for _, k := range keys {
+		if e := t.entries[k]; e != nil && !e.isShared() && e.deadline <= t.now && e.waiters() > 0 {
+			var o outcome
+			t.handOn(e, want, &o)
+			out.handed.handOff(o.next, o.nextTag)
+		}
+	}
+	fresh, queued, queue := 0, 0, make([]bool, len(keys))
 	for i, k := range keys {
 		e := t.entries[k]
 		switch {
 		case e == nil:
 			fresh++
 		case e.isShared():
-			return multiOutcome{err: kindMismatch(e, Claim{})}, nil
-		case e.deadline <= t.now && e.waiters() == 0:
-		case e.owner == owner && e.deadline > t.now:
+			return multiOutcome{err: kindMismatch(e, Claim{}), handed: out.handed}, nil
+		case e.deadline <= t.now:
+			// Expired with nobody queued (hand-offs came first): free.
+		case e.owner == owner:
 		case !wait:
-			return multiOutcome{busy: e.grant()}, nil
+			return multiOutcome{busy: e.grant(), handed: out.handed}, nil
 		case e.waiterIndex(owner) >= 0:
-			return multiOutcome{err: errDupWaiter}, nil
+			return multiOutcome{err: errDupWaiter, handed: out.handed}, nil
 		case t.maxWaiters > 0 && e.waiters() >= t.maxWaiters:
-			return multiOutcome{err: fmt.Errorf("engine: waiter limit %d reached for key %q: %w", t.maxWaiters, k, drivers.ErrFull)}, nil
+			return multiOutcome{err: fmt.Errorf("engine: waiter limit %d reached for key %q: %w", t.maxWaiters, k, drivers.ErrFull), handed: out.handed}, nil
 		default:
 			if queued == 0 {
 				out.busy = e.grant()
@@ -139,7 +157,7 @@ func (t *table) acquireAll(keys []string, owner string, ttl time.Duration, want 
 		}
 	}
 	if t.maxKeys > 0 && len(t.entries)+fresh > t.maxKeys {
-		return multiOutcome{err: fmt.Errorf("engine: key limit %d reached: %w", t.maxKeys, drivers.ErrFull)}, nil
+		return multiOutcome{err: fmt.Errorf("engine: key limit %d reached: %w", t.maxKeys, drivers.ErrFull), handed: out.handed}, nil
 	}
 	var g *group
 	hold := ttl

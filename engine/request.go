@@ -297,9 +297,11 @@ func (e *loop) handle(r *request) {
 	case kAcquireAll:
 		o, _ := t.acquireAll(r.keys, r.owner, r.ttl, 0, false, nil, false)
 		r.ok, r.grants, r.grant, r.err = o.ok, o.grants, o.busy, o.err
+		e.deliver(&o.handed)
 	case kAcquireAllWait:
 		o, g := t.acquireAll(r.keys, r.owner, r.ttl, 0, true, r, true)
 		r.grants, r.grant, r.err = o.grants, o.busy, o.err
+		e.deliver(&o.handed)
 		if o.queued {
 			r.group = g
 			return // answered when its last key is handed to it, by a cancel or Close

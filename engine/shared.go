@@ -84,6 +84,7 @@ func (t *table) acquireShared(key, owner string, ttl time.Duration, c Claim, fen
 		e.queue = &waitQueue{kind: c.Kind, limit: c.Limit}
 		t.entries[key] = e
 		h := t.addHolder(e, owner, ttl, c.Write, fence)
+		e.deadline = h.Deadline // its heap key, before its push
 		t.heapPush(e)
 		return outcome{ok: true, grant: h}
 	}
@@ -184,9 +185,6 @@ func (e *entry) holderIndex(owner string) int {
 func (t *table) addHolder(e *entry, owner string, ttl time.Duration, write bool, fence uint64) Grant {
 	h := holder{owner: owner, fence: t.nextFence(fence), deadline: t.deadlineAfter(ttl), write: write}
 	e.queue.holders = append(e.queue.holders, h)
-	if len(e.queue.holders) == 1 {
-		e.deadline = h.deadline // a new entry's heap key, before its push
-	}
 	return h.grant(e.key)
 }
 

@@ -339,6 +339,7 @@ func TestProperty_SharedNamesMatchModelAndKeepTheirPromises(t *testing.T) {
 						ref.check(t, step, k, gi)
 					}
 				}
+				checkRestorable(t, e, sharedKeys)
 				if step%100 == 99 {
 					e = restoredCopy(t, e)
 				}

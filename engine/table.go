@@ -585,12 +585,21 @@ func (t *table) applyCommand(c *Command) Result {
 		o = t.cancelWait(c.Key, c.Owner, c.Fence)
 	case OpAcquireAll:
 		m, _ := t.acquireAll(c.Keys, c.Owner, c.TTL, c.Fence, c.Wait, nil, false)
-		return Result{OK: m.ok, Queued: m.queued, Grant: m.busy, Grants: m.grants, Err: m.err}
+		o = m.handed
+		o.ok, o.queued, o.grant, o.err = m.ok, m.queued, m.busy, m.err
+		res := o.result()
+		res.Grants = m.grants
+		return res
 	case OpTick:
 		o.ok = true
 	default:
 		o.err = invalid("op", fmt.Sprintf("unknown operation %d", c.Op))
 	}
+	return o.result()
+}
+
+// result is o as a replicated command's Result.
+func (o *outcome) result() Result {
 	res := Result{OK: o.ok, Queued: o.queued, Grant: o.grant, Err: o.err}
 	if o.handoff {
 		res.Handoffs = make([]Grant, 1, 1+len(o.more))
