@@ -29,9 +29,9 @@ type AllAnswer struct {
 // the term p. Without wait it takes every key or none. With wait, one
 // entry takes the free keys and queues the owner for the busy ones (FIFO
 // for the whole set, see engine.AcquireAllWait), and the request waits
-// for their hand-offs, keeping the keys it holds alive meanwhile; once it
-// has them all, one more entry refreshes every key, so their TTLs count
-// from the answer.
+// for their hand-offs, keeping the keys it holds alive meanwhile (one
+// entry a tick, see keepAlive); once it has them all, one more entry
+// refreshes every key, so their TTLs count from the answer.
 //
 // The request is a live request of (key, owner) for every key, so the
 // protocol's rules hold for each: the owner's last live request to leave
@@ -136,8 +136,13 @@ func (r *Requests) acquireAllWait(ctx context.Context, p Port, qs []*request, e 
 		}
 		pending[i], retry = queued, retry || queued
 	}
+	lease := keepAliveLease(e.TTL)
 	if !retry {
-		a, grants, err := proposeAll(ctx, p, e, true)
+		// The keys taken now, and those handed over later, are held for
+		// the lease until the last comes: the keep-alive renews it.
+		queue := e
+		queue.TTL = lease
+		a, grants, err := proposeAll(ctx, p, queue, true)
 		if err != nil || grants == nil {
 			return a, err
 		}
@@ -154,7 +159,7 @@ func (r *Requests) acquireAllWait(ctx context.Context, p Port, qs []*request, e 
 
 	timer := time.NewTimer(time.Until(until))
 	defer timer.Stop()
-	keep := time.NewTicker(max(e.TTL/3, 10*time.Millisecond))
+	keep := time.NewTicker(lease / 3)
 	defer keep.Stop()
 	// The cases: one per key still waited for, then the fixed ones.
 	const fixed = 4
@@ -187,7 +192,7 @@ func (r *Requests) acquireAllWait(ctx context.Context, p Port, qs []*request, e 
 			}
 			return AllAnswer{TimedOut: true, Waiting: e.Keys[index[0]]}, nil
 		case 3:
-			if a, err := keepAlive(ctx, p, e, pending); err != nil || a != nil {
+			if a, err := keepAlive(ctx, p, e, pending, lease); err != nil || a != nil {
 				return deref(a), err
 			}
 		default:
@@ -202,43 +207,40 @@ func (r *Requests) acquireAllWait(ctx context.Context, p Port, qs []*request, e 
 	return acquireAllNow(ctx, p, e)
 }
 
-// keepAlive extends the keys the owner holds while it waits for the
-// others; a key it no longer holds (forced free) ends the request as a
-// refusal naming that key (the first such key, in the order of e.Keys).
-// The extends are proposed side by side, so they share commits: one
-// after another, a large set's round of extends could outlast a short
-// TTL.
-func keepAlive(ctx context.Context, p Port, e fsm.Entry, pending []bool) (*AllAnswer, error) {
-	type result struct {
-		resp *fsm.Response
-		now  int64
-		err  error
-	}
-	results := make([]result, len(e.Keys))
-	var wg sync.WaitGroup
+// MinKeepAliveLease is the shortest lease a waiting acquire-all holds
+// the keys it has taken for: it renews them every third of it, so a short
+// TTL does not make it propose entries every few milliseconds (a 30 ms TTL
+// once made it 10 ms). Those keys are not the client's until the last one
+// comes, so holding them longer than the TTL costs only this: when the
+// leader is lost meanwhile, they stay taken for up to the lease.
+const MinKeepAliveLease = time.Second
+
+// keepAliveLease is the lease a waiting acquire-all of TTL ttl holds its
+// keys for while it waits: the TTL, and at least MinKeepAliveLease.
+func keepAliveLease(ttl time.Duration) time.Duration { return max(ttl, MinKeepAliveLease) }
+
+// keepAlive renews the lease of the keys the owner holds while it waits
+// for the others, all in one entry, however many: an acquire-all of those
+// keys without wait, the entry that refreshes the whole set once the last
+// is handed over. It refreshes a key the owner holds (its fence kept), and
+// takes again one forced free that nobody took since, as the final
+// refresh would; a key another owner holds since ends the request as a
+// refusal naming that key.
+func keepAlive(ctx context.Context, p Port, e fsm.Entry, pending []bool, lease time.Duration) (*AllAnswer, error) {
+	var held []string
 	for i, k := range e.Keys {
-		if pending[i] {
-			continue
-		}
-		wg.Go(func() {
-			now := p.Now()
-			resp, err := p.Propose(ctx, fsm.Entry{Op: engine.OpExtend, Key: k, Owner: e.Owner, TTL: e.TTL, Now: now})
-			results[i] = result{resp, now, err}
-		})
-	}
-	wg.Wait()
-	for i, r := range results {
-		switch {
-		case pending[i]:
-		case r.err != nil:
-			return nil, r.err
-		case !r.resp.Result.OK:
-			held := r.resp.Result.Grant
-			held.Key = e.Keys[i]
-			return &AllAnswer{Held: held, Now: r.now}, nil
+		if !pending[i] {
+			held = append(held, k)
 		}
 	}
-	return nil, nil
+	if len(held) == 0 {
+		return nil, nil
+	}
+	a, _, err := proposeAll(ctx, p, fsm.Entry{Op: engine.OpAcquireAll, Keys: held, Owner: e.Owner, TTL: lease}, false)
+	if err != nil || a.Fences != nil {
+		return nil, err
+	}
+	return &a, nil
 }
 
 func deref(a *AllAnswer) AllAnswer {

@@ -39,6 +39,14 @@ func (p *slowCommitPort) Propose(_ context.Context, e fsm.Entry) (*fsm.Response,
 	case engine.OpAcquireAll:
 		r.Queued = e.Wait
 		r.Grants = make([]engine.Grant, len(e.Keys))
+		if !e.Wait {
+			// A keep-alive's refresh: the owner holds what it names.
+			r.OK = true
+			for i, k := range e.Keys {
+				r.Grants[i] = engine.Grant{Key: k, Owner: e.Owner, Fence: uint64(i + 1)}
+			}
+			break
+		}
 		for _, k := range e.Keys {
 			p.queued[k] = e.Wait
 		}
@@ -188,27 +196,28 @@ func TestWait_KeepsNoMoreThanMaxKeptPlaces(t *testing.T) {
 	}
 }
 
-// An acquire-all's keep-alive extends the keys it holds side by side: one
-// after another, the extends of a set of 8 keys on 150 ms commits took
-// 1.2 s, beyond a TTL of a second that it is meant to keep alive.
-func TestKeepAlive_ExtendsTheKeysSideBySide(t *testing.T) {
+// An acquire-all's keep-alive renews every key it holds in one entry, so
+// one commit: one extend after another, the keep-alive of a set of 8 keys
+// on 150 ms commits once took 1.2 s, beyond a TTL of a second that it is
+// meant to keep alive.
+func TestKeepAlive_RenewsTheKeysInOneCommit(t *testing.T) {
 	const commit = 150 * time.Millisecond
 	p := &slowCommitPort{commit: commit, queued: map[string]bool{}}
 	keys := []string{"a", "b", "c", "d", "e", "f", "g", "h"}
 	start := time.Now()
-	a, err := keepAlive(t.Context(), p, fsm.Entry{Op: engine.OpAcquireAll, Keys: keys, Owner: "o", TTL: time.Second}, make([]bool, len(keys)))
+	a, err := keepAlive(t.Context(), p, fsm.Entry{Op: engine.OpAcquireAll, Keys: keys, Owner: "o", TTL: time.Second}, make([]bool, len(keys)), time.Second)
 	took := time.Since(start)
 	if err != nil || a != nil {
-		t.Fatalf("keepAlive = %+v, %v; want every key extended", a, err)
+		t.Fatalf("keepAlive = %+v, %v; want every key renewed", a, err)
 	}
 	p.mu.Lock()
-	extends := p.proposed[engine.OpExtend]
+	entries := p.proposed
 	p.mu.Unlock()
-	if extends != len(keys) {
-		t.Fatalf("%d extends proposed; want one per key, %d", extends, len(keys))
+	if entries[engine.OpAcquireAll] != 1 || len(entries) != 1 {
+		t.Fatalf("entries proposed: %v; want one refresh of the %d keys", entries, len(keys))
 	}
 	if took >= 4*commit {
-		t.Fatalf("the extends of %d keys took %v; want them side by side, within a few commits (%v each)", len(keys), took, commit)
+		t.Fatalf("the keep-alive of %d keys took %v; want one commit (%v)", len(keys), took, commit)
 	}
 }
 
