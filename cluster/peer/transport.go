@@ -41,10 +41,15 @@ type Config struct {
 // without a bound anyone who reaches the port could hold thousands.
 const (
 	// MaxHandshakes is the most inbound connections in their handshake
-	// at once; one more is closed as soon as it is accepted. A peer
-	// opens few connections (raft pools 3 per peer, plus one for
-	// snapshots and pipelines), so only a flood ever meets it.
+	// at once. A peer opens few connections (raft pools 3 per peer, plus
+	// one for snapshots and pipelines), so only a flood ever meets it;
+	// one more takes the slot of an older one (see handshakeSlots), so
+	// that connections which say nothing cannot keep a peer out.
 	MaxHandshakes = 32
+	// MaxHandshakesPerSource is the most of those slots one source (an
+	// IPv4 address, an IPv6 /64) holds; its next connection takes the
+	// slot of its own oldest. Room for a few peers behind one address.
+	MaxHandshakesPerSource = 8
 	// MaxConns is the most inbound connections open at once, in their
 	// handshake or served by raft; one more is closed at once. Ample for
 	// a cluster of a dozen nodes.
@@ -79,7 +84,7 @@ type StreamLayer struct {
 	// and Drained. pending are those still in their handshake.
 	mu       sync.Mutex
 	accepted map[*handshakeConn]struct{}
-	pending  map[net.Conn]struct{}
+	pending  *handshakeSlots
 	closed   bool
 	drained  chan struct{} // closed once closed and accepted is empty
 
@@ -100,7 +105,7 @@ func NewStreamLayer(c Config) (*StreamLayer, error) {
 		ln = tls.NewListener(ln, c.ServerTLS)
 	}
 	s := &StreamLayer{ln: ln, advertise: c.Advertise, clientTLS: c.ClientTLS, clusterID: c.ClusterID, key: c.Key, redirect: c.DialAddr,
-		onRefuse: c.OnRefuse, accepted: map[*handshakeConn]struct{}{}, pending: map[net.Conn]struct{}{},
+		onRefuse: c.OnRefuse, accepted: map[*handshakeConn]struct{}{}, pending: newHandshakeSlots(),
 		drained: make(chan struct{}), ready: make(chan *handshakeConn), stop: make(chan struct{})}
 	if tcp, ok := s.Addr().(*net.TCPAddr); ok && (tcp.IP == nil || tcp.IP.IsUnspecified()) {
 		_ = ln.Close()
@@ -123,8 +128,10 @@ func (a HostPort) String() string { return string(a) }
 
 // Accept returns the next peer connection that passed its handshake.
 // The handshakes run on goroutines of their own, at most MaxHandshakes
-// at once and each within HandshakeTimeout, so that neither a silent
-// connection nor a flood of them holds up raft or grows the node.
+// at once (MaxHandshakesPerSource from one source) and each within
+// HandshakeTimeout, so that neither a silent connection nor a flood of
+// them holds up raft or grows the node; a newer connection takes the
+// slot of an older one, so that silent ones cannot keep a peer out.
 func (s *StreamLayer) Accept() (net.Conn, error) {
 	select {
 	case hc := <-s.ready:
@@ -135,7 +142,8 @@ func (s *StreamLayer) Accept() (net.Conn, error) {
 }
 
 // acceptAll accepts connections until the listener closes, closing at
-// once those over a bound, and hands each other one to a handshake.
+// once those over MaxConns, and hands each other one to a handshake,
+// cutting the one whose slot it takes, if any.
 func (s *StreamLayer) acceptAll() {
 	defer s.acceptLoop.Done()
 	for {
@@ -154,16 +162,16 @@ func (s *StreamLayer) acceptAll() {
 			}
 			continue
 		}
+		var gaveWay net.Conn
 		s.mu.Lock()
 		switch {
 		case s.closed:
 			err = net.ErrClosed
-		case len(s.pending) >= MaxHandshakes:
-			err = fmt.Errorf("%d raft connections are in their handshake already, the most taken at once", MaxHandshakes)
-		case len(s.pending)+len(s.accepted) >= MaxConns:
+		case len(s.accepted) >= MaxConns:
 			err = fmt.Errorf("%d raft connections are open already, the most taken at once", MaxConns)
 		default:
-			s.pending[c] = struct{}{}
+			// At most MaxConns in all: what raft serves leaves the rest.
+			gaveWay = s.pending.take(c, min(MaxHandshakes, MaxConns-len(s.accepted)))
 			s.acceptLoop.Add(1)
 		}
 		s.mu.Unlock()
@@ -171,6 +179,12 @@ func (s *StreamLayer) acceptAll() {
 			cutSocket(c)
 			s.refused(fmt.Errorf("raft connection from %s refused: %w", c.RemoteAddr(), err))
 			continue
+		}
+		if gaveWay != nil {
+			// Its handshake goroutine fails its next read and returns.
+			cutSocket(gaveWay)
+			s.refused(fmt.Errorf("raft connection from %s cut in its handshake: a newer connection took its slot "+
+				"(at most %d in their handshake, %d from one address)", gaveWay.RemoteAddr(), MaxHandshakes, MaxHandshakesPerSource))
 		}
 		go s.handshake(c)
 	}
@@ -181,9 +195,9 @@ func (s *StreamLayer) handshake(c net.Conn) {
 	defer s.acceptLoop.Done()
 	err := acceptHandshake(c, s.clusterID, s.key)
 	s.mu.Lock()
-	delete(s.pending, c)
+	held := s.pending.leave(c) // false: it gave way to a newer one, and was cut
 	var hc *handshakeConn
-	if err == nil && !s.closed {
+	if err == nil && held && !s.closed {
 		hc = &handshakeConn{Conn: c}
 		hc.release = func() { s.release(hc) }
 		s.accepted[hc] = struct{}{}
@@ -191,7 +205,7 @@ func (s *StreamLayer) handshake(c net.Conn) {
 	s.mu.Unlock()
 	if hc == nil {
 		cutSocket(c)
-		if err != nil {
+		if err != nil && held {
 			s.refused(fmt.Errorf("raft connection from %s refused: %w", c.RemoteAddr(), err))
 		}
 		return
@@ -214,7 +228,7 @@ func (s *StreamLayer) refused(err error) {
 func (s *StreamLayer) Open() (handshaking, served int) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return len(s.pending), len(s.accepted)
+	return s.pending.len(), len(s.accepted)
 }
 
 // Close stops the listener and cuts the peers' connections, so that
@@ -228,7 +242,7 @@ func (s *StreamLayer) Close() error {
 		for hc := range s.accepted {
 			cutSocket(hc.Conn) // hc.Close is its server's, which tells release
 		}
-		for c := range s.pending {
+		for c := range s.pending.byConn {
 			cutSocket(c)
 		}
 		s.drainedIfDone()
