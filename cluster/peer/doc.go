@@ -31,9 +31,13 @@
 // with neither TLS nor a secret, unless Config.RaftInsecure says so.
 //
 // The port is bounded: at most MaxHandshakes connections in their
-// handshake and MaxConns open at once (one more is closed as soon as it
-// is accepted), each handshake within HandshakeTimeout, run on a
-// goroutine of the layer's before raft sees the connection.
+// handshake, MaxHandshakesPerSource of them from one address (an IPv6
+// /64), and MaxConns open at once (one more is closed as soon as it is
+// accepted), each handshake within HandshakeTimeout, run on a goroutine
+// of the layer's before raft sees the connection. A new connection takes
+// the slot of an older one rather than being refused (see
+// handshakeSlots): silent connections cannot keep a peer out, whose
+// handshake completes in two round trips.
 //
 // Config.ClusterID (default "lockcluster") is stored in the data dir's
 // stable store on first start. A node refuses to start on a data dir that
