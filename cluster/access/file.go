@@ -23,6 +23,12 @@ import (
 // file, only its digest: `lockcluster token` makes a token and its line.
 // cn: maps a TLS client certificate, verified against the node's CA, by
 // its subject common name.
+//
+// A file with nothing but blank lines is refused: it is what a reload
+// reads between the file's truncation and its write, and applying it
+// would refuse every client. A file that admits no one on purpose says so
+// with a comment line. Replace the file by renaming a complete one over
+// it: a reload never then reads half a file.
 
 // ParseFile reads a token file (see Parse).
 func ParseFile(path string) (*Set, error) {
@@ -41,8 +47,10 @@ func Parse(r io.Reader, source string) (*Set, error) {
 	s := NewSet()
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 0, 4096), 1<<20)
+	written := false // a line that is not blank
 	for line := 1; sc.Scan(); line++ {
 		text := strings.TrimSpace(sc.Text())
+		written = written || text != ""
 		if text == "" || strings.HasPrefix(text, "#") {
 			continue
 		}
@@ -56,6 +64,10 @@ func Parse(r io.Reader, source string) (*Set, error) {
 	}
 	if err := sc.Err(); err != nil {
 		return nil, fmt.Errorf("token file %s: %w", source, err)
+	}
+	if !written {
+		return nil, fmt.Errorf("token file %s is empty (read while it was being written?): refused; "+
+			"a file that admits no one says so with a comment line, such as # no credentials", source)
 	}
 	return s, nil
 }

@@ -63,3 +63,19 @@ func TestParse_RolesAndPrefixes(t *testing.T) {
 		t.Fatalf("WithOperator of a client's token: %v", err)
 	}
 }
+
+// A file with nothing in it (caught between its truncation and its write,
+// say) is refused, so that a reload keeps the credentials in force; a file
+// whose lines are all comments says on purpose that it admits no one.
+func TestParse_EmptyFileIsRefusedACommentedOneAdmitsNoOne(t *testing.T) {
+	for _, text := range []string{"", "\n", "  \n\t\n"} {
+		set, err := Parse(strings.NewReader(text), "f")
+		if err == nil || !strings.Contains(err.Error(), "token file f is empty") || !strings.Contains(err.Error(), "comment") {
+			t.Errorf("%q: set %v, err %v; want it refused as empty, naming the comment that admits no one", text, set, err)
+		}
+	}
+	set, err := Parse(strings.NewReader("# every token revoked\n"), "f")
+	if err != nil || set == nil || set.Len() != 0 {
+		t.Fatalf("a file of comments: set %v, err %v; want an empty set", set, err)
+	}
+}

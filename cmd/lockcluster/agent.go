@@ -86,7 +86,7 @@ func newAgentCmd(e *env) *cobra.Command {
 	fs.BoolVar(&o.bootstrapSelf, "bootstrap-self", false, "start a NEW cluster of this node alone (others may join it later)")
 	fs.StringVar(&o.join, "join", "", "HTTP `address` of a member to ask to add this node (needs an operator's --token);\nor start with neither flag and run lockcluster join")
 	fs.StringVar(&o.token, "token", "", fmt.Sprintf("an operator's bearer token (every right), at least %d bytes", cluster.MinTokenLen))
-	fs.StringVar(&o.tokenFile, "token-file", "", "`file` of named tokens with roles and key prefixes (one per line: name role prefixes\nsha256:HASH; lockcluster token makes one); read again on SIGHUP")
+	fs.StringVar(&o.tokenFile, "token-file", "", "`file` of named tokens with roles and key prefixes (one per line: name role prefixes\nsha256:HASH; lockcluster token makes one); read again on SIGHUP.\nAn empty file is refused (a reload keeps the tokens in force): to admit no one, write a # comment line")
 	fs.StringVar(&o.raftSecret, "raft-secret", "", fmt.Sprintf(
 		"secret both ends of every raft connection prove they know, without sending it; the same on every\nnode, at least %d bytes; never the API token", cluster.MinRaftSecretLen))
 	fs.StringVar(&o.raftSecretFile, "raft-secret-file", "", "`file` holding the raft secret (kept out of the process list)")

@@ -79,6 +79,24 @@ func TestAgent_TokenFileRolesAndReloadOnSIGHUP(t *testing.T) {
 		t.Fatalf("after a bad reload: %d, want team-a still admitted", got)
 	}
 
+	// An empty file (read between its truncation and its write): refused
+	// too, the credentials in force stay.
+	if err := os.WriteFile(file, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.cmd.Process.Signal(syscall.SIGHUP); err != nil {
+		t.Fatal(err)
+	}
+	poll.Until(t, 10*time.Second, "the empty file's refused reload in the log", func() bool {
+		return strings.Count(p.stderr.String(), "token file not reloaded") >= 2 || strings.Count(p.stderr.String(), "token file reloaded") >= 1
+	})
+	if got := acquire(tokA); got != http.StatusOK {
+		t.Fatalf("after a reload of an empty file: %d, want team-a still admitted", got)
+	}
+	if !strings.Contains(p.stderr.String(), "is empty") {
+		t.Fatalf("the agent's log does not say the file was empty:\n%s", p.stderr.String())
+	}
+
 	// team-a dropped, team-b added.
 	lineB := fmt.Sprintf("team-b client * sha256:%s\n", access.HashToken(tokB))
 	if err := os.WriteFile(file, []byte(lineB), 0o600); err != nil {
