@@ -59,6 +59,10 @@ func TestWire_RoundTrip(t *testing.T) {
 			`{"id":"n4","addr":"127.0.0.1:7104"}`},
 		{"NodeInfo", &api.NodeInfo{ID: "n4", ClusterID: "c", Membership: api.MemberWaiting, State: "follower", Members: []string{"n1"}},
 			`{"id":"n4","cluster_id":"c","membership":"waiting","last_index":0,"servers":0,"state":"follower","members":["n1"]}`},
+		{"NodeInfo/raft address and limits", &api.NodeInfo{ID: "n4", ClusterID: "c", Membership: api.MemberWaiting, State: "follower",
+			Members: []string{}, RaftAddr: "10.0.0.4:7101", Limits: map[string]int{"max_keys": 100000, "max_waiters_per_key": -1}},
+			`{"id":"n4","cluster_id":"c","membership":"waiting","last_index":0,"servers":0,"state":"follower","members":[],` +
+				`"raft_addr":"10.0.0.4:7101","limits":{"max_keys":100000,"max_waiters_per_key":-1}}`},
 		{"LeaveRequest", &api.LeaveRequest{ID: "n4"},
 			`{"id":"n4"}`},
 		{"Ready", &api.Ready{Ready: false, State: "candidate", Reason: "no leader: election in progress"},

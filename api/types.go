@@ -189,6 +189,14 @@ type NodeInfo struct {
 	// entries (FeatureShared): a leader writes an entry only every member
 	// can apply.
 	Features []string `json:"features,omitempty"`
+	// RaftAddr is the raft address the node advertises, which a join must
+	// name: the leader adds no other.
+	RaftAddr string `json:"raft_addr,omitempty"`
+	// Limits are the limits its replicated table applies, by name
+	// ("max_keys", "max_waiters_per_key"; -1: none). Every member applies
+	// the same log with them, so a leader adds only a node whose limits
+	// equal its own.
+	Limits map[string]int `json:"limits,omitempty"`
 }
 
 // FeatureShared: the node applies semaphores and read/write locks (log

@@ -132,10 +132,13 @@ func (c *Client) NodeMetrics(ctx context.Context, addr string) ([]byte, error) {
 
 // Join asks the cluster to add the node id as a voter: its raft address
 // is raftAddr, its HTTP API at httpAddr (host:port). The leader first
-// asks the node there (GET /v1/node) and refuses, with
-// ErrJoinRefused, a node that has raft state, another cluster ID or
-// another id, or that it cannot reach. Joining again with the same id
-// and address does nothing. It needs an operator's token.
+// asks the node at httpAddr (GET /v1/node, with no credential) and then
+// whatever answers at raftAddr (over raft, with the raft handshake), and
+// refuses, with ErrJoinRefused, a node that has raft state, another
+// cluster ID, id or raft address, other table limits, or that it cannot
+// reach; and a raftAddr that is another member's (a join never removes a
+// member to make room). Joining again with the same id and address does
+// nothing. It needs an operator's token.
 func (c *Client) Join(ctx context.Context, id, raftAddr, httpAddr string) error {
 	return c.call(ctx, request{op: "join", method: http.MethodPost, path: api.PathJoin,
 		body: api.JoinRequest{ID: id, Addr: raftAddr, HTTP: httpAddr}}, nil)

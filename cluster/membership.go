@@ -19,22 +19,45 @@ import (
 )
 
 // addMember adds a voter, checked by the API (a non-empty id, host:port
-// addresses). It is idempotent: the same id and address change nothing;
-// a known id with a new address, or a known address under another id, is
-// removed first. A server not yet in the configuration is asked first
-// (askJoiner) and refused unless it is a new node of this cluster.
+// addresses). It adds exactly the node it checked: a server not yet in
+// the configuration at addr is asked at httpAddr (askJoiner), then at
+// addr itself over raft (checkAtRaftAddr), and refused unless both
+// answers are the new, empty node id of this cluster, with this
+// cluster's table limits, advertising addr. It is idempotent: id at addr
+// already changes nothing. It never removes a member by address: addr
+// held by another id is refused. A known id at a new address (a node
+// moved, its data dir emptied) replaces the old entry, once the node at
+// the new address passed the checks and none answers as id at the old.
 func (n *Node) addMember(ctx context.Context, id, addr, httpAddr string) error {
-	known, err := n.isVoterAt(raft.ServerID(id), raft.ServerAddress(addr))
-	if err != nil {
-		return err
+	f := n.raft.GetConfiguration()
+	if err := f.Error(); err != nil {
+		return unavailable("join", err)
 	}
-	if !known {
-		if err := n.askJoiner(ctx, id, httpAddr); err != nil {
-			return err
+	known := false
+	var moved *raft.Server // id's entry at another address
+	for _, s := range f.Configuration().Servers {
+		switch {
+		case string(s.ID) == id && string(s.Address) == addr:
+			known = true
+		case string(s.Address) == addr:
+			return fmt.Errorf("%w: raft address %s is member %q's, not a new node's: a join never removes a member to make room "+
+				"(check --raft-addr; to replace %s, run lockcluster leave --id %s first)", ErrJoinRefused, addr, s.ID, s.ID, s.ID)
+		case string(s.ID) == id:
+			moved = &s
 		}
 	}
-	if err := n.addVoter(raft.ServerID(id), raft.ServerAddress(addr)); err != nil {
-		return err
+	if !known {
+		if err := n.checkJoiner(ctx, id, addr, httpAddr, moved); err != nil {
+			return err
+		}
+		if moved != nil {
+			if err := n.raft.RemoveServer(moved.ID, 0, 0).Error(); err != nil {
+				return applyErr("join: remove the old address", err)
+			}
+		}
+		if err := n.raft.AddVoter(raft.ServerID(id), raft.ServerAddress(addr), 0, 0).Error(); err != nil {
+			return applyErr("join", err)
+		}
 	}
 	if httpAddr != "" {
 		if cur, ok := n.fsm.Member(id); !ok || cur != httpAddr {
@@ -47,33 +70,43 @@ func (n *Node) addMember(ctx context.Context, id, addr, httpAddr string) error {
 	return nil
 }
 
-// isVoterAt reports whether id is in the configuration at addr already.
-func (n *Node) isVoterAt(id raft.ServerID, addr raft.ServerAddress) (bool, error) {
-	f := n.raft.GetConfiguration()
-	if err := f.Error(); err != nil {
-		return false, unavailable("join", err)
+// checkJoiner asks the node to add at both its addresses; moved is id's
+// entry at another address, if any.
+func (n *Node) checkJoiner(ctx context.Context, id, addr, httpAddr string, moved *raft.Server) error {
+	if err := n.askJoiner(ctx, id, addr, httpAddr); err != nil {
+		return err
 	}
-	for _, s := range f.Configuration().Servers {
-		if s.ID == id && s.Address == addr {
-			return true, nil
+	if err := n.checkAtRaftAddr(ctx, id, raft.ServerAddress(addr)); err != nil {
+		return err
+	}
+	if moved != nil {
+		// A node answering as id at its old address is alive there: the
+		// new one is another node given the same id, not the member moved.
+		octx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		defer cancel()
+		if ans, err := n.askAtRaftAddr(octx, moved.Address); err == nil && string(ans.id) == id {
+			return fmt.Errorf("%w: member %q still answers at its raft address %s: a node given its id at %s is another node "+
+				"(give the new node another id, or stop %s and run lockcluster leave --id %s first)", ErrJoinRefused, id, moved.Address, addr, id, id)
 		}
 	}
-	return false, nil
+	return nil
 }
 
 // ErrJoinRefused is what a join wraps when the node to add may not be
 // added: it has raft state, belongs to another cluster, answers to
-// another id, or cannot be asked.
+// another id or at another raft address, applies other table limits,
+// its raft address is a member's, or it cannot be asked.
 var ErrJoinRefused = httpapi.ErrJoinRefused
 
 // askJoiner asks the node at httpAddr what it is (GET /v1/node) and
-// refuses to add it unless it is this cluster's, answers to id, and has
-// no raft state at all. Raft alone would accept a node with a log of its
-// own: where both logs hold an entry of the same index and term, the log
-// matching check passes, the cluster's entries land on top of the
-// node's, and the node's table, and any locks it granted alone, later
-// win an election.
-func (n *Node) askJoiner(ctx context.Context, id, httpAddr string) error {
+// refuses to add it unless it is this cluster's, answers to id,
+// advertises addr as its raft address, applies this node's table
+// limits, and has no raft state at all. Raft alone would accept a node
+// with a log of its own: where both logs hold an entry of the same index
+// and term, the log matching check passes, the cluster's entries land on
+// top of the node's, and the node's table, and any locks it granted
+// alone, later win an election.
+func (n *Node) askJoiner(ctx context.Context, id, addr, httpAddr string) error {
 	if httpAddr == "" {
 		return fmt.Errorf("%w: node %s: no HTTP address given: the leader asks the node there before adding it "+
 			"(lockcluster join --http-addr)", ErrJoinRefused, id)
@@ -96,30 +129,16 @@ func (n *Node) askJoiner(ctx context.Context, id, httpAddr string) error {
 		return fmt.Errorf("%w: node %s has raft state of its own (last log index %d, a configuration of %d servers): "+
 			"adding it would fork the lock table. Stop it, empty its data dir, start it with neither --bootstrap nor --join, "+
 			"and join it again", ErrJoinRefused, id, info.LastIndex, info.Servers)
-	case !slices.Contains(info.Features, api.FeatureShared) || !slices.Contains(info.Features, api.FeatureAcquireAll):
+	case !slices.Contains(info.Features, api.FeatureShared) || !slices.Contains(info.Features, api.FeatureAcquireAll),
+		info.RaftAddr == "":
 		return fmt.Errorf("%w: node %s runs an older release, which cannot apply every entry of this cluster's log "+
-			"(semaphores, read/write locks, several keys in one step): run this release there", ErrJoinRefused, id)
+			"(semaphores, read/write locks, several keys in one step) or does not say its raft address: run this release there", ErrJoinRefused, id)
+	case info.RaftAddr != addr:
+		return fmt.Errorf("%w: the node at %s (%s) has raft address %s, not %s: the leader adds only the node it asked "+
+			"(give the --raft-addr it advertises, or the --http-addr of the node at %s)", ErrJoinRefused, httpAddr, id, info.RaftAddr, addr, addr)
 	}
-	return nil
-}
-
-func (n *Node) addVoter(id raft.ServerID, addr raft.ServerAddress) error {
-	f := n.raft.GetConfiguration()
-	if err := f.Error(); err != nil {
-		return unavailable("join", err)
-	}
-	for _, s := range f.Configuration().Servers {
-		if s.ID == id && s.Address == addr {
-			return nil
-		}
-		if s.ID == id || s.Address == addr {
-			if err := n.raft.RemoveServer(s.ID, 0, 0).Error(); err != nil {
-				return applyErr("join: remove stale entry", err)
-			}
-		}
-	}
-	if err := n.raft.AddVoter(id, addr, 0, 0).Error(); err != nil {
-		return applyErr("join", err)
+	if diff := limitsDiffer(tableLimitsOf(n.cfg), info.Limits, n.cfg.ID, id); diff != "" {
+		return fmt.Errorf("%w: %s", ErrJoinRefused, diff)
 	}
 	return nil
 }
@@ -162,7 +181,7 @@ func (n *Node) removeMember(id string) error {
 // cluster ID: a member of another cluster refuses it (403), and so does
 // one with another token (401); no refusal is retried.
 func (n *Node) joinCluster(ctx context.Context) error {
-	c, err := n.apiClient(n.cfg.Join)
+	c, err := n.apiClient(n.cfg.Join, n.cfg.Token)
 	if err != nil {
 		return fmt.Errorf("cluster: join via %s: %w", n.cfg.Join, err)
 	}
