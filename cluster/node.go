@@ -125,6 +125,9 @@ func NewNode(ctx context.Context, cfg Config) (_ *Node, err error) {
 	if cfg.MaxConns != drivers.Unlimited {
 		n.listener = httpapi.LimitListener(n.listener, cfg.MaxConns)
 	}
+	if err := n.checkLimitsAtStart(ctx); err != nil {
+		return nil, err
+	}
 	existing, err := n.startRaft()
 	if err != nil {
 		return nil, err
