@@ -415,11 +415,13 @@ const joinExamples = `  # 1. on the new machine: an empty data dir, neither --bo
   # 2. anywhere, with an operator's token: the leader asks n4 first, then adds it
   lockcluster join --endpoints 10.0.0.1:7001 --id n4 --raft-addr 10.0.0.4:7101 --http-addr 10.0.0.4:7001`
 
-const joinNotes = `The leader asks the node at --http-addr what it is before adding it, and refuses (exit
-status 65) a node that has raft state of its own (it bootstrapped, or it was a member of any
-cluster), belongs to another cluster, answers to another id, or cannot be reached: adding a node
-with a log would fork the lock table. Joining a member again at the same address does nothing.
-It needs an operator's token.`
+const joinNotes = `The leader asks the node at --http-addr what it is, then the node at --raft-addr over raft,
+before adding it, and refuses (exit status 65) a node that has raft state of its own (it
+bootstrapped, or it was a member of any cluster), belongs to another cluster, answers to another
+id, advertises another raft address, uses other --max-keys or --max-waiters, or cannot be
+reached: adding a node with a log would fork the lock table. A --raft-addr that is another
+member's is refused too: a join never removes a member to make room. Joining a member again at the
+same address does nothing. It needs an operator's token; the node asked is sent none.`
 
 func newJoinCmd(e *env) *cobra.Command {
 	var a adminFlags
