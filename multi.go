@@ -187,7 +187,7 @@ func (m *Manager) allWaiting(ctx context.Context, mw drivers.MultiWaiter, keys, 
 	defer m.waits.add(cancel)()
 	owner := first.nextOwner()
 	sent := time.Now()
-	fences, err := mw.AcquireAllWait(waitCtx, full, owner, ttl, drivers.WaitOptions{RetryDelay: o.retryDelay})
+	fences, err := mw.AcquireAllWait(waitCtx, full, owner, ttl, drivers.WaitOptions{RetryDelay: o.retryDelay, OwnerReused: first.fixedOwner != ""})
 	if errors.Is(err, drivers.ErrUnsupported) {
 		return false, nil
 	}

@@ -59,7 +59,7 @@ func (l *Lock) waitPushed(ctx, waitCtx context.Context, wait func(context.Contex
 	for {
 		owner := l.nextOwner()
 		sent := time.Now()
-		fence, err := wait(waitCtx, l.fullKey, owner, l.ttl, drivers.WaitOptions{RetryDelay: retryDelay})
+		fence, err := wait(waitCtx, l.fullKey, owner, l.ttl, drivers.WaitOptions{RetryDelay: retryDelay, OwnerReused: l.fixedOwner != ""})
 		if err != nil {
 			if waitCtx.Err() == nil {
 				// The driver cleans up after a cancelled wait itself

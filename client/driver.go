@@ -79,12 +79,15 @@ var (
 // release a grant that may have raced with the cancellation; a waiter the
 // server still holds is removed by the server when its wait_ms passes, and
 // a grant made to it after that point expires with its TTL.
-func (c *Client) AcquireWait(ctx context.Context, key, owner string, ttl time.Duration, _ drivers.WaitOptions) (uint64, error) {
-	return c.acquireWait(ctx, key, owner, ttl, nil)
+//
+// With opts.OwnerReused, that grant is left to its TTL: the owner may ask
+// again, and a late release would free its new grant.
+func (c *Client) AcquireWait(ctx context.Context, key, owner string, ttl time.Duration, opts drivers.WaitOptions) (uint64, error) {
+	return c.acquireWait(ctx, key, owner, ttl, nil, opts)
 }
 
 // acquireWait is AcquireWait of a mutex (claim nil) or a shared key.
-func (c *Client) acquireWait(ctx context.Context, key, owner string, ttl time.Duration, claim *drivers.Claim) (uint64, error) {
+func (c *Client) acquireWait(ctx context.Context, key, owner string, ttl time.Duration, claim *drivers.Claim, opts drivers.WaitOptions) (uint64, error) {
 	if err := checkKeyOwner(key, owner); err != nil {
 		return 0, err
 	}
@@ -119,7 +122,7 @@ func (c *Client) acquireWait(ctx context.Context, key, owner string, ttl time.Du
 			}
 		}
 		if ctx.Err() != nil {
-			c.releaseAbandoned(key, owner)
+			c.releaseAbandoned(key, owner, opts)
 			if held != nil && !errors.Is(err, drivers.ErrUnavailable) {
 				// ctx cut off the request sent after a 409, at the end of
 				// the wait: the backend's last answer stands.
@@ -207,8 +210,12 @@ func waitEnded(ctx context.Context, last error) error {
 // releaseAbandoned releases, in the background and bounded, a grant that
 // may have been made to a request whose caller gave up, so that the caller
 // returns by its deadline. Release is owner-guarded, so releasing nothing
-// is harmless. Close cancels it.
-func (c *Client) releaseAbandoned(key, owner string) {
+// is harmless. Close cancels it. A reused owner's grant is left to its TTL
+// (drivers.WaitOptions.OwnerReused).
+func (c *Client) releaseAbandoned(key, owner string, opts drivers.WaitOptions) {
+	if opts.OwnerReused {
+		return
+	}
 	c.cleanups.Go(2*time.Second, func(ctx context.Context) {
 		if _, err := c.Release(ctx, key, owner); err != nil {
 			c.log.Debug("release after abandoned wait failed", "error", err)

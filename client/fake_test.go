@@ -43,6 +43,12 @@ type fakeNode struct {
 	// noKeep makes acquires refuse keep_ms as an unknown field, as a node
 	// of a release before it does.
 	noKeep atomic.Bool
+	// releaseGate, when set, holds every release until it is closed: a
+	// release that reaches the node late.
+	releaseGate atomic.Pointer[chan struct{}]
+	// holdAcquires makes acquires wait like frozen: a wait that ctx cuts
+	// off while the node has it.
+	holdAcquires atomic.Bool
 
 	mu       sync.Mutex
 	locks    map[string]*fakeLock
@@ -183,6 +189,10 @@ func (f *fakeNode) acquire(w http.ResponseWriter, r *http.Request) {
 	if !decode(w, r, &in) {
 		return
 	}
+	if f.holdAcquires.Load() {
+		<-f.thaw
+		return
+	}
 	if in.Key == "" || in.Owner == "" || in.TTLMillis <= 0 {
 		writeError(w, 400, "invalid", "key, owner and ttl_ms are required")
 		return
@@ -235,6 +245,9 @@ func (f *fakeNode) release(w http.ResponseWriter, r *http.Request) {
 	var in api.ReleaseRequest
 	if !decode(w, r, &in) {
 		return
+	}
+	if gate := f.releaseGate.Load(); gate != nil {
+		<-*gate
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()

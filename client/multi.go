@@ -83,7 +83,7 @@ var _ drivers.MultiWaiter = (*Client)(nil)
 // (with the key still waited for, as a *drivers.NotAcquiredError, when
 // the node said), and the keys are released in the background in case a
 // grant raced with the cancellation.
-func (c *Client) AcquireAllWait(ctx context.Context, keys []string, owner string, ttl time.Duration, _ drivers.WaitOptions) ([]uint64, error) {
+func (c *Client) AcquireAllWait(ctx context.Context, keys []string, owner string, ttl time.Duration, opts drivers.WaitOptions) ([]uint64, error) {
 	if err := checkKeysOwner(keys, owner); err != nil {
 		return nil, err
 	}
@@ -108,7 +108,7 @@ func (c *Client) AcquireAllWait(ctx context.Context, keys []string, owner string
 		}
 		if ctx.Err() != nil {
 			for _, k := range keys {
-				c.releaseAbandoned(k, owner)
+				c.releaseAbandoned(k, owner, opts)
 			}
 			if held != nil && !errors.Is(err, drivers.ErrUnavailable) {
 				err = held

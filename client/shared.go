@@ -28,8 +28,8 @@ func (c *Client) AcquireShared(ctx context.Context, key, owner string, ttl time.
 
 // AcquireSharedWait is AcquireShared that waits in the key's FIFO queue,
 // as AcquireWait does for a mutex.
-func (c *Client) AcquireSharedWait(ctx context.Context, key, owner string, ttl time.Duration, claim drivers.Claim, _ drivers.WaitOptions) (uint64, error) {
-	return c.acquireWait(ctx, key, owner, ttl, &claim)
+func (c *Client) AcquireSharedWait(ctx context.Context, key, owner string, ttl time.Duration, claim drivers.Claim, opts drivers.WaitOptions) (uint64, error) {
+	return c.acquireWait(ctx, key, owner, ttl, &claim, opts)
 }
 
 // acquireRequest is the request of one acquire: of a mutex (claim nil),

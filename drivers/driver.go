@@ -86,6 +86,14 @@ type WaitOptions struct {
 	// RetryDelay bounds the pause between two polls for drivers that cannot
 	// be told when a key frees. Drivers that are pushed may ignore it.
 	RetryDelay time.Duration
+	// OwnerReused says that a later call may use the same owner token
+	// (the caller named it, as lock.WithOwner and an election do). A
+	// grant this wait may leave behind when ctx ends is then left to its
+	// TTL: a release sent for it in the background could reach the
+	// backend after the later call's grant and free that one, since a
+	// release is guarded by the owner alone. Otherwise the driver may
+	// release such a grant itself.
+	OwnerReused bool
 }
 
 // Waiter is the optional capability of waiting for a key efficiently: the
@@ -101,7 +109,8 @@ type WaitOptions struct {
 // with the holder's remaining time. A caller
 // whose ctx ended may still have been granted the key at the backend in the
 // same instant; the driver must either release such a grant itself or
-// leave it to expire, and never report it as held.
+// leave it to expire, and never report it as held. It never releases it
+// once AcquireWait has returned when opts.OwnerReused is set.
 //
 // Fallback when a driver lacks it: the Manager calls Acquire every
 // RetryDelay until it succeeds or its timeout passes.

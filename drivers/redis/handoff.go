@@ -47,7 +47,8 @@ func (h *hub) beginHandoff(channel string) (w *waiter, ownSubs int) {
 
 // endHandoff records the outcome of a hand-off to w. It reports orphan
 // when the key was granted to w but w had already given up waiting: the
-// caller must then release w's grant.
+// caller must then release w's grant (unless w's owner is reused: its next
+// call may hold the key by then, and the grant is left to its TTL).
 func (h *hub) endHandoff(w *waiter, res handOffResult, fence uint64) (orphan bool) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -56,7 +57,7 @@ func (h *hub) endHandoff(w *waiter, res handOffResult, fence uint64) (orphan boo
 	switch res {
 	case handOffGranted:
 		if w.gone {
-			return !w.selfGranted
+			return !w.selfGranted && !w.reused
 		}
 		q.handoffs++
 		w.granted, w.fence = true, fence

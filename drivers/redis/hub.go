@@ -54,7 +54,7 @@ func newHub(client goredis.UniversalClient, poll time.Duration, log *slog.Logger
 // first waiter of the key. When the subscription is already confirmed, a
 // new head is told to try at once: a release may have happened between its
 // failed attempt and now, and nobody would have woken it.
-func (h *hub) join(ctx context.Context, channel, owner string, ttl time.Duration) (*waiter, error) {
+func (h *hub) join(ctx context.Context, channel, owner string, ttl time.Duration, reused bool) (*waiter, error) {
 	h.subMu.Lock()
 	defer h.subMu.Unlock()
 
@@ -64,7 +64,7 @@ func (h *hub) join(ctx context.Context, channel, owner string, ttl time.Duration
 		h.mu.Unlock()
 		return nil, err
 	}
-	w := &waiter{q: q, owner: owner, ttl: ttl, wake: make(chan struct{}, 1)}
+	w := &waiter{q: q, owner: owner, ttl: ttl, reused: reused, wake: make(chan struct{}, 1)}
 	q.waiters = append(q.waiters, w)
 	q.idleSince = time.Time{}
 	if len(q.waiters) == 1 && q.confirmed {

@@ -28,7 +28,11 @@ type waiter struct {
 	q     *queue
 	owner string
 	ttl   time.Duration
-	wake  chan struct{} // capacity 1: wake-ups coalesce, never block
+	// reused: the owner may ask again once this wait has given up
+	// (drivers.WaitOptions.OwnerReused), so a grant made to it after that
+	// is left to its TTL, never released by the driver.
+	reused bool
+	wake   chan struct{} // capacity 1: wake-ups coalesce, never block
 
 	// retryAt is when the head should next try the key; zero means at once.
 	retryAt time.Time

@@ -322,11 +322,11 @@ func flag(b bool) int {
 
 // AcquireSharedWait waits in key's queue until owner is at its head and
 // fits, or ctx ends; then its place is given up.
-func (d *Driver) AcquireSharedWait(ctx context.Context, key, owner string, ttl time.Duration, c drivers.Claim, _ drivers.WaitOptions) (uint64, error) {
+func (d *Driver) AcquireSharedWait(ctx context.Context, key, owner string, ttl time.Duration, c drivers.Claim, opts drivers.WaitOptions) (uint64, error) {
 	if err := d.usable(ctx, "wait for", key); err != nil {
 		return 0, err
 	}
-	w, err := d.hub.join(ctx, keysFor(key).shared, owner, ttl)
+	w, err := d.hub.join(ctx, keysFor(key).shared, owner, ttl, opts.OwnerReused)
 	if err != nil {
 		return 0, err
 	}

@@ -35,7 +35,7 @@ const waitOutage = 2 * time.Second
 // Redis being unreachable ends the wait with an error matching
 // ErrUnavailable, after a few quick retries that let a waiter ride out a
 // server restart (stale pooled connections fail once each).
-func (d *Driver) AcquireWait(ctx context.Context, key, owner string, ttl time.Duration, _ drivers.WaitOptions) (uint64, error) {
+func (d *Driver) AcquireWait(ctx context.Context, key, owner string, ttl time.Duration, opts drivers.WaitOptions) (uint64, error) {
 	if err := d.usable(ctx, "wait for", key); err != nil {
 		return 0, err // nothing sent, nothing to clean up
 	}
@@ -47,7 +47,7 @@ func (d *Driver) AcquireWait(ctx context.Context, key, owner string, ttl time.Du
 	if !d.hub.waiting(channel) {
 		fence, ok, held, err := d.acquire(ctx, key, owner, ttl)
 		if err != nil {
-			return 0, d.abandon(ctx, key, owner, err)
+			return 0, d.abandon(ctx, key, owner, opts.OwnerReused, err)
 		}
 		if ok {
 			return fence, nil
@@ -55,7 +55,7 @@ func (d *Driver) AcquireWait(ctx context.Context, key, owner string, ttl time.Du
 		first = held
 	}
 
-	w, err := d.hub.join(ctx, channel, owner, ttl)
+	w, err := d.hub.join(ctx, channel, owner, ttl, opts.OwnerReused)
 	if err != nil {
 		return 0, err
 	}
@@ -63,7 +63,7 @@ func (d *Driver) AcquireWait(ctx context.Context, key, owner string, ttl time.Du
 	if err != nil {
 		// A hand-off may have given w the key just as it gave up.
 		if d.hub.leave(w, false) {
-			d.releaseAbandoned(key, owner)
+			d.releaseAbandoned(key, owner, w.reused)
 		}
 		return 0, err
 	}
@@ -128,7 +128,7 @@ func (d *Driver) wait(ctx context.Context, key string, w *waiter, first drivers.
 		}
 		if err != nil {
 			if ctx.Err() != nil {
-				d.releaseAbandoned(key, w.owner)
+				d.releaseAbandoned(key, w.owner, w.reused)
 				return 0, cutOff(err)
 			}
 			lastErr = err
@@ -163,9 +163,9 @@ func (d *Driver) wait(ctx context.Context, key string, w *waiter, first drivers.
 
 // abandon handles a failed first attempt: when the caller's context ended
 // while it was in flight, Redis may have granted the key all the same.
-func (d *Driver) abandon(ctx context.Context, key, owner string, err error) error {
+func (d *Driver) abandon(ctx context.Context, key, owner string, reused bool, err error) error {
 	if ctx.Err() != nil {
-		d.releaseAbandoned(key, owner)
+		d.releaseAbandoned(key, owner, reused)
 		return cutOff(err)
 	}
 	return err
@@ -185,8 +185,13 @@ func cutOff(err error) error {
 // background so that the waiter returns by its deadline. The release is
 // owner-guarded, so it cannot touch anyone else's lock, and spares the
 // other waiters a TTL of waiting for a holder that does not exist. Close
-// cancels it and waits for it.
-func (d *Driver) releaseAbandoned(key, owner string) {
+// cancels it and waits for it. A reused owner's grant is left to its TTL
+// (drivers.WaitOptions.OwnerReused): the release, guarded by the owner
+// alone, could free the grant of the owner's next call.
+func (d *Driver) releaseAbandoned(key, owner string, reused bool) {
+	if reused {
+		return
+	}
 	d.cleanups.Go(cleanupTimeout, func(ctx context.Context) {
 		_, _ = d.releaseFor(ctx, key, keysFor(key), owner)
 	})

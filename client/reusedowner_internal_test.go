@@ -1,0 +1,85 @@
+package client
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/zerotal/lock/drivers"
+	"github.com/zerotal/lock/internal/testkit/poll"
+)
+
+// A wait of an owner that will ask again (an election's candidate, a
+// WithOwner lock) leaves a grant it may have been made as it gave up to
+// the TTL: a release sent for it in the background can reach the node
+// after the same owner's next grant, and a release is guarded by the owner
+// alone, so it would free that grant. The node here holds every release
+// until the owner has been granted the key again.
+func TestAcquireWait_AReusedOwnersAbandonedWaitSendsNoLateRelease(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		wait func(c *Client, ctx context.Context, opts drivers.WaitOptions) error
+	}{
+		{"mutex", func(c *Client, ctx context.Context, opts drivers.WaitOptions) error {
+			_, err := c.AcquireWait(ctx, "k", "candidate", time.Minute, opts)
+			return err
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			n := newFakeNode(t, "")
+			c := newTestClient(t, Config{Addrs: []string{n.addr()}})
+			if _, ok, err := c.Acquire(t.Context(), "k", "leader", time.Minute); !ok || err != nil {
+				t.Fatal("setup acquire:", ok, err)
+			}
+			gate := make(chan struct{})
+			n.releaseGate.Store(&gate)
+			n.holdAcquires.Store(true) // the node has the wait when ctx ends
+
+			ctx, cancel := context.WithTimeout(t.Context(), 150*time.Millisecond)
+			defer cancel()
+			if err := tc.wait(c, ctx, drivers.WaitOptions{OwnerReused: true}); err == nil {
+				t.Fatal("the wait was granted a held key")
+			}
+			// Give a background release the time to reach the node.
+			sent := poll.Wait(time.Second, func() bool { return n.hitCount("/v1/release") > 0 })
+
+			// The leader goes; the candidate asks again and leads.
+			n.holdAcquires.Store(false)
+			n.mu.Lock()
+			delete(n.locks, "k")
+			n.freed()
+			n.mu.Unlock()
+			if _, ok, err := c.Acquire(t.Context(), "k", "candidate", time.Minute); !ok || err != nil {
+				t.Fatal("the candidate's next acquire:", ok, err)
+			}
+			close(gate)
+			_ = c.Close() // waits for the client's background work
+			n.mu.Lock()
+			l := n.held("k")
+			n.mu.Unlock()
+			if l == nil || l.owner != "candidate" {
+				t.Fatalf("after the abandoned wait's clean-up the key is held by %v (a release sent: %v); want the candidate's new grant kept", l, sent)
+			}
+			if sent {
+				t.Fatal("a release was sent for a reused owner's abandoned wait")
+			}
+		})
+	}
+}
+
+// An owner that nobody reuses still has its abandoned grant released in
+// the background, so the key does not stay blocked for a TTL.
+func TestAcquireWait_AFreshOwnersAbandonedWaitIsReleased(t *testing.T) {
+	n := newFakeNode(t, "")
+	c := newTestClient(t, Config{Addrs: []string{n.addr()}})
+	if _, ok, err := c.Acquire(t.Context(), "k", "holder", time.Minute); !ok || err != nil {
+		t.Fatal("setup acquire:", ok, err)
+	}
+	n.holdAcquires.Store(true) // the node has the wait when ctx ends
+	ctx, cancel := context.WithTimeout(t.Context(), 150*time.Millisecond)
+	defer cancel()
+	if _, err := c.AcquireWait(ctx, "k", "once", time.Minute, drivers.WaitOptions{}); err == nil {
+		t.Fatal("the wait was granted a held key")
+	}
+	poll.Until(t, 5*time.Second, "the abandoned wait's release", func() bool { return n.hitCount("/v1/release") > 0 })
+}
