@@ -273,3 +273,35 @@ func TestJoin_MemberRestartedWithOtherLimitsIsRefused(t *testing.T) {
 	again := startNode(t, cfg)
 	waitLeader(t, []*Node{leader, again})
 }
+
+// A join of a known id at a new address replaces the member's entry only
+// when the member no longer answers at its old address (it moved, its
+// data dir emptied): a second node given a live member's id is refused,
+// and the member stays. Before, the live member was removed.
+func TestJoin_KnownIDAtANewAddressReplacesOnlyAMemberThatIsGone(t *testing.T) {
+	nodes := startCluster(t, 3, nil)
+	leader := waitLeader(t, nodes)
+	member := followers(nodes, leader)[0]
+	c := newClient(t)
+	mustStatus(t, c.acquire(leader.HTTPAddr(), "k", "alice", time.Minute, 0), http.StatusOK, "acquire k")
+
+	twin := waitingNode(t, member.ID(), nil)
+	before := voterIDs(t, leader)
+	r := c.do(leader.HTTPAddr(), "POST", "/v1/join", map[string]any{"id": member.ID(), "addr": twin.RaftAddr(), "http": twin.HTTPAddr()})
+	mustRefuseJoin(t, r, "join of a second node named "+member.ID(), "still answers at its raft address "+member.RaftAddr())
+	if after := voterIDs(t, leader); !sameVoters(before, after) || member.Membership() != api.MemberOf {
+		t.Fatalf("a refused join changed the configuration: %v -> %v; %s is %s", before, after, member.ID(), member.Membership())
+	}
+	shutdown(t, twin)
+
+	// The member moves: stopped, then started with an empty data dir at
+	// new addresses, and joined again.
+	shutdown(t, member)
+	moved := waitingNode(t, member.ID(), nil)
+	mustStatus(t, c.do(leader.HTTPAddr(), "POST", "/v1/join", map[string]any{"id": member.ID(), "addr": moved.RaftAddr(), "http": moved.HTTPAddr()}),
+		http.StatusOK, "join of the member at its new address")
+	if got := voterIDs(t, leader); len(got) != 3 || got[member.ID()] != moved.RaftAddr() {
+		t.Fatalf("configuration after the move: %v", got)
+	}
+	waitFor(t, 20*time.Second, "the moved member to apply the table", func() bool { return viewOf(t, moved, "k").owner == "alice" })
+}
