@@ -174,7 +174,9 @@ func TestManager_BackendDownUntilTTLIsLost(t *testing.T) {
 			t.Parallel()
 			f, d := b.f()
 			m := newManager(t, d)
-			const ttl = 120 * time.Millisecond
+			// Long enough that a loaded machine runs a refresh before the
+			// stop point: a loss with no refresh tried is ErrLostExpired.
+			const ttl = 1200 * time.Millisecond
 			var expires, told time.Time
 			err := m.Try(t.Context(), "k", ttl, func(ctx context.Context, l *lock.Lock) error {
 				expires = l.ExpiresAt()
@@ -328,7 +330,9 @@ func TestManager_ExpiryOfManyCallbacksEachAtItsOwnTTL(t *testing.T) {
 			results <- result{i, time.Since(start), err}
 		}()
 		go func() {
-			err := m.Try(t.Context(), fmt.Sprint("quick", i), ttl, noop)
+			// Its own TTL too, but long enough that no scheduling delay of
+			// a loaded machine outlasts it: the callback returns at once.
+			err := m.Try(t.Context(), fmt.Sprint("quick", i), ttl+5*time.Second, noop)
 			results <- result{-1, 0, err}
 		}()
 	}
