@@ -86,10 +86,12 @@ func KindMismatch(key, heldAs string, asked Claim) error {
 }
 
 // CheckShared reports, with an error matching ErrInvalid, a claim that is
-// not a semaphore's (a limit of 1 or more) or a read/write lock side's:
-// what a Sharer is asked.
+// not a semaphore's (a limit of 1 to MaxHolders) or a read/write lock
+// side's: what a Sharer is asked.
 func (c Claim) CheckShared() error {
 	switch {
+	case c.Kind == Semaphore && c.Limit > MaxHolders && !c.Write:
+		return &InvalidError{Field: "claim", Reason: fmt.Sprintf("a semaphore of %d is above the %d holders one key may have (drivers.MaxHolders)", c.Limit, MaxHolders)}
 	case c.Kind == Semaphore && c.Limit >= 1 && !c.Write:
 	case c.Kind == RWLock && c.Limit == 0:
 	default:

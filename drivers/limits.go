@@ -16,6 +16,14 @@ const (
 	// MaxTTL is the longest TTL: beyond a week a lock is a configuration
 	// mistake rather than a crash guard.
 	MaxTTL = 7 * 24 * time.Hour
+	// MaxHolders is the most grants one semaphore or read/write lock has
+	// at once, on every backend: a semaphore's limit above it is refused
+	// (ErrInvalid, Claim.CheckShared), and a reader beyond it meets a busy
+	// key, as at a full semaphore (refused as contention, or it waits its
+	// turn). It bounds what one key costs its backend, and the answer that
+	// lists its holders: at the longest owners, its 1,000 holders and
+	// 1,000 waiters fit the API stream's answer limit (32 MiB) with room.
+	MaxHolders = 1000
 )
 
 // Limits of cluster membership: a member's id and address go into the

@@ -17,8 +17,9 @@
 //
 // A key may also be a semaphore or a read/write lock (Claim, shared.go):
 // its entry then keeps its holders, each with a fence of its own, beside
-// its queue, and its deadline is its earliest holder's, so the one heap
-// and the one loop serve every kind. The queue is served from its head
+// its queue (a heap by deadline with an index by owner, so an operation
+// on one holder never scans the others), and its deadline is its earliest
+// holder's, so the one heap and the one loop serve every kind. The queue is served from its head
 // while the head fits; a release or a cancel may let several in at once
 // (Result.Handoffs).
 //
@@ -48,8 +49,11 @@
 //     first waiter on release, force release and expiry, with a new fence
 //     and a deadline of the hand-off time plus the waiter's TTL.
 //   - MaxKeys and MaxWaitersPerKey refuse what would exceed them with an
-//     error matching drivers.ErrFull; invalid input (empty key or owner,
-//     TTL <= 0) gives an error matching drivers.ErrInvalid.
+//     error matching drivers.ErrFull (MaxKeys counts each holder and each
+//     waiter of a shared name as one); invalid input (empty key or owner,
+//     TTL <= 0, a semaphore above MaxHoldersPerKey) gives an error
+//     matching drivers.ErrInvalid. A reader beyond MaxHoldersPerKey meets
+//     a busy key, as at a full semaphore.
 //
 // # Fences
 //

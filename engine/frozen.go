@@ -63,7 +63,7 @@ func (t *table) freeze() *Frozen {
 		}
 		if e.isShared() {
 			f.shared = true
-			fq.holders = slices.Clone(q.holders)
+			fq.holders = slices.Clone(q.holders.h) // Encode puts them in fence order
 		}
 		fe.q = fq
 	}
@@ -78,6 +78,11 @@ func (f *Frozen) Len() int { return len(f.entries) }
 // it is safe to call more than once, but not concurrently.
 func (f *Frozen) Encode() []byte {
 	slices.SortFunc(f.entries, func(a, b frozenEntry) int { return strings.Compare(a.key, b.key) })
+	for i := range f.entries {
+		if q := f.entries[i].q; q != nil {
+			slices.SortFunc(q.holders, func(a, b holder) int { return cmpFence(a.fence, b.fence) })
+		}
+	}
 	size := snapHeader + binary.MaxVarintLen64 + snapTrailer
 	for i := range f.entries {
 		fe := &f.entries[i]

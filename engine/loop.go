@@ -67,6 +67,7 @@ func (e *loop) start(cfg Config, live bool) error {
 	e.done = make(chan struct{})
 	e.exited = make(chan struct{})
 	e.t = newTable(cfg.MaxKeys, cfg.MaxWaitersPerKey)
+	e.t.maxHolders = cfg.holderCap()
 	if live {
 		clock := cfg.Clock
 		if clock == nil {

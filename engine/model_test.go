@@ -19,6 +19,17 @@ type model struct {
 	now        int64
 	maxKeys    int
 	maxWaiters int
+	// others, when set, is what else MaxKeys counts: the holders and
+	// waiters of the shared names beside these mutexes.
+	others func() int
+}
+
+// counted is what MaxKeys counts: a key per mutex, and the others.
+func (m *model) counted() int {
+	if m.others == nil {
+		return len(m.locks)
+	}
+	return len(m.locks) + m.others()
 }
 
 type modelLock struct {
@@ -130,7 +141,7 @@ func (m *model) apply(c Command) modelResult {
 		}
 		switch {
 		case l == nil:
-			if m.maxKeys > 0 && len(m.locks) >= m.maxKeys {
+			if m.maxKeys > 0 && m.counted() >= m.maxKeys {
 				r.errFull = true
 				return r
 			}
@@ -234,7 +245,7 @@ func (m *model) acquireAll(c Command) modelResult {
 			queue[k] = true
 		}
 	}
-	if m.maxKeys > 0 && len(m.locks)+fresh > m.maxKeys {
+	if m.maxKeys > 0 && m.counted()+fresh > m.maxKeys {
 		return modelResult{errFull: true, Result: Result{Handoffs: r.Handoffs}}
 	}
 	if len(queue) == 0 {

@@ -156,8 +156,8 @@ func (t *table) acquireAll(keys []string, owner string, ttl time.Duration, want 
 			queued++
 		}
 	}
-	if t.maxKeys > 0 && len(t.entries)+fresh > t.maxKeys {
-		return multiOutcome{err: fmt.Errorf("engine: key limit %d reached: %w", t.maxKeys, drivers.ErrFull), handed: out.handed}, nil
+	if t.maxKeys > 0 && t.claims+fresh > t.maxKeys {
+		return multiOutcome{err: t.errFull(), handed: out.handed}, nil
 	}
 	var g *group
 	hold := ttl

@@ -332,8 +332,8 @@ func (e *loop) cancelWait(w *request) {
 	case en == nil:
 		return
 	case en.isShared():
-		i := en.holderIndex(w.owner)
-		if i < 0 || en.queue.holders[i].fence != w.grant.Fence {
+		i := en.queue.holders.find(w.owner)
+		if i < 0 || en.queue.holders.item(i).fence != w.grant.Fence {
 			return
 		}
 		o = t.releaseShared(en, w.owner, 0)
@@ -370,7 +370,7 @@ func (e *loop) cancelAll(w *request) (busy Grant) {
 func (e *loop) restore(nt *table) {
 	old := e.t
 	e.failWaiters(old, errRestored)
-	nt.maxKeys, nt.maxWaiters, nt.changed = old.maxKeys, old.maxWaiters, old.changed
+	nt.maxKeys, nt.maxWaiters, nt.maxHolders, nt.changed = old.maxKeys, old.maxWaiters, old.maxHolders, old.changed
 	if e.clock != nil {
 		nt.advance(old.now) // live time never goes back
 	}

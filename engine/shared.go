@@ -2,7 +2,6 @@ package engine
 
 import (
 	"fmt"
-	"slices"
 	"time"
 
 	"github.com/zerotal/lock/drivers"
@@ -19,7 +18,14 @@ import (
 //     waits, even one that would fit: a waiting writer stops new readers,
 //     and no waiter is ever overtaken by a later one.
 //   - fits: a semaphore slot while fewer than Limit hold it; a read while
-//     no writer holds it; a write while nobody holds it.
+//     no writer holds it and fewer than the table's holder cap
+//     (Config.MaxHoldersPerKey) do; a write while nobody holds it. A
+//     reader beyond the cap meets a busy key, as at a full semaphore: it
+//     is refused as contention, or waits its turn.
+//   - a semaphore's Limit is at most the holder cap (above it: ErrInvalid),
+//     and every holder and every waiter of a shared name counts towards
+//     MaxKeys, as the grant it is or will be: what the table holds stays
+//     bounded by MaxKeys and MaxWaitersPerKey whatever its kinds.
 //   - every grant gets its own fence, strictly increasing per table; a
 //     refresh by a holder keeps its fence; one owner holds one grant of a
 //     name (asking for the other side of a read/write lock while holding
@@ -51,6 +57,22 @@ func checkClaim(c Claim) error {
 	return c.CheckShared()
 }
 
+// checkLimit refuses a semaphore whose limit is above the table's cap.
+func (t *table) checkLimit(c Claim) error {
+	if c.Kind == Semaphore && c.Limit > uint32(t.maxHolders) {
+		return invalid("claim", fmt.Sprintf("a semaphore of %d is above this table's cap of %d holders per key", c.Limit, t.maxHolders))
+	}
+	return nil
+}
+
+// full reports whether the table holds as many grants (and waiters of
+// shared names) as MaxKeys allows.
+func (t *table) full() bool { return t.maxKeys > 0 && t.claims >= t.maxKeys }
+
+func (t *table) errFull() error {
+	return fmt.Errorf("engine: key limit %d reached: %w", t.maxKeys, drivers.ErrFull)
+}
+
 // kindMismatch is the error for claim c on e, a name of another kind or
 // limit.
 func kindMismatch(e *entry, c Claim) error {
@@ -75,15 +97,19 @@ func (t *table) acquireShared(key, owner string, ttl time.Duration, c Claim, fen
 	if c.Kind == Mutex {
 		return t.acquire(key, owner, ttl, fence, wait, tag)
 	}
+	if err := t.checkLimit(c); err != nil {
+		return outcome{err: err}
+	}
 	e := t.entries[key]
 	if e == nil {
-		if t.maxKeys > 0 && len(t.entries) >= t.maxKeys {
-			return outcome{err: fmt.Errorf("engine: key limit %d reached: %w", t.maxKeys, drivers.ErrFull)}
+		if t.full() {
+			return outcome{err: t.errFull()}
 		}
 		e = t.newEntry(key)
 		e.queue = &waitQueue{kind: c.Kind, limit: c.Limit}
 		t.entries[key] = e
 		h := t.addHolder(e, owner, ttl, c.Write, fence)
+		t.claims++
 		e.deadline = h.Deadline // its heap key, before its push
 		t.heapPush(e)
 		return outcome{ok: true, grant: h}
@@ -101,18 +127,24 @@ func (t *table) acquireShared(key, owner string, ttl time.Duration, c Claim, fen
 // contendShared is acquireShared of a name with no expired holder.
 func (t *table) contendShared(e *entry, owner string, ttl time.Duration, c Claim, fence uint64, wait bool, tag *request, out *outcome) {
 	q := e.queue
-	if i := e.holderIndex(owner); i >= 0 {
-		h := &q.holders[i]
+	if i := q.holders.find(owner); i >= 0 {
+		h := q.holders.item(i)
 		if h.write != c.Write {
 			out.err = invalid("claim", fmt.Sprintf("owner holds the %s side of %q; release it before taking the other", side(h.write), e.key))
 			return
 		}
 		h.deadline = t.deadlineAfter(ttl)
 		out.ok, out.grant = true, h.grant(e.key)
+		q.holders.fix(i)
 		return
 	}
-	if q.line.len() == 0 && e.fits(c.Write) {
+	if q.line.len() == 0 && t.fits(e, c.Write) {
+		if t.full() {
+			out.err = t.errFull()
+			return
+		}
 		out.ok, out.grant = true, t.addHolder(e, owner, ttl, c.Write, fence)
+		t.claims++
 		return
 	}
 	out.grant = e.blocker()
@@ -131,8 +163,13 @@ func (t *table) contendShared(e *entry, owner string, ttl time.Duration, c Claim
 		out.err = fmt.Errorf("engine: waiter limit %d reached for key %q: %w", t.maxWaiters, e.key, drivers.ErrFull)
 		return
 	}
+	if t.full() {
+		out.err = t.errFull()
+		return
+	}
 	q.line.push(waiter{owner: owner, ttl: ttl, tag: tag, write: c.Write})
 	t.waiting++
+	t.claims++
 	out.queued = true
 }
 
@@ -144,72 +181,59 @@ func side(write bool) string {
 }
 
 // fits reports whether a grant of the given side may join e's holders.
-func (e *entry) fits(write bool) bool {
+func (t *table) fits(e *entry, write bool) bool {
 	q := e.queue
+	n := q.holders.len()
 	switch {
 	case q.kind == Semaphore:
-		return uint32(len(q.holders)) < q.limit
+		return uint32(n) < q.limit
 	case write:
-		return len(q.holders) == 0
+		return n == 0
 	default:
-		return len(q.holders) == 0 || !q.holders[0].write
+		// With a writer it is the only holder, so the first is it.
+		return n == 0 || (!q.holders.first().write && n < t.maxHolders)
 	}
 }
 
 // blocker is the grant a refused acquire is told of: the holder whose
-// deadline comes first.
+// deadline comes first (the lowest fence among equals).
 func (e *entry) blocker() Grant {
 	q := e.queue
-	if len(q.holders) == 0 {
+	if q.holders.len() == 0 {
 		return Grant{Key: e.key}
 	}
-	b := q.holders[0]
-	for _, h := range q.holders[1:] {
-		if h.deadline < b.deadline {
-			b = h
-		}
-	}
-	return b.grant(e.key)
+	return q.holders.first().grant(e.key)
 }
 
-func (e *entry) holderIndex(owner string) int {
-	for i := range e.queue.holders {
-		if e.queue.holders[i].owner == owner {
-			return i
-		}
-	}
-	return -1
-}
-
-// addHolder grants e to owner with a new fence. The caller settles e.
+// addHolder grants e to owner with a new fence. The caller settles e and
+// counts the grant (admit's came from a waiter, already counted).
 func (t *table) addHolder(e *entry, owner string, ttl time.Duration, write bool, fence uint64) Grant {
 	h := holder{owner: owner, fence: t.nextFence(fence), deadline: t.deadlineAfter(ttl), write: write}
-	e.queue.holders = append(e.queue.holders, h)
+	e.queue.holders.add(h)
 	return h.grant(e.key)
 }
 
 // admit lets waiters in from the head of e's queue while they fit.
 func (t *table) admit(e *entry, fence uint64, out *outcome) {
 	q := e.queue
-	for q.line.len() > 0 && e.fits(q.line.head().write) {
+	for q.line.len() > 0 && t.fits(e, q.line.head().write) {
 		w := q.line.pop()
 		t.waiting--
 		out.handOff(t.addHolder(e, w.owner, w.ttl, w.write, fence), w.tag)
 	}
 }
 
-// dropHolder ends e's i-th grant.
-func (e *entry) dropHolder(i int) {
-	e.queue.holders = slices.Delete(e.queue.holders, i, i+1)
+// dropHolder ends e's i-th grant (in the order of its holder set).
+func (t *table) dropHolder(e *entry, i int) {
+	e.queue.holders.removeAt(i)
+	t.claims--
 }
 
 // purgeShared ends e's grants that are past their deadline and lets
 // waiters in.
 func (t *table) purgeShared(e *entry, fence uint64, out *outcome) {
-	q := e.queue
-	n := len(q.holders)
-	q.holders = slices.DeleteFunc(q.holders, func(h holder) bool { return h.deadline <= t.now })
-	if len(q.holders) != n {
+	if n := e.queue.holders.endDue(t.now); n > 0 {
+		t.claims -= n
 		t.admit(e, fence, out)
 	}
 }
@@ -219,42 +243,39 @@ func (t *table) purgeShared(e *entry, fence uint64, out *outcome) {
 // waiting then: admit lets the head of the queue into an empty name).
 func (t *table) settleShared(e *entry) {
 	q := e.queue
-	if len(q.holders) == 0 {
+	if q.holders.len() == 0 {
 		t.heapRemove(e)
 		delete(t.entries, e.key)
 		t.recycle(e)
 		return
 	}
-	d := q.holders[0].deadline
-	for _, h := range q.holders[1:] {
-		d = min(d, h.deadline)
-	}
-	if d != e.deadline {
+	if d := q.holders.first().deadline; d != e.deadline {
 		e.deadline = d
 		t.heapFix(e)
 	}
 }
 
 func (t *table) releaseShared(e *entry, owner string, fence uint64) outcome {
-	i := e.holderIndex(owner)
-	if i < 0 || e.queue.holders[i].deadline <= t.now {
+	i := e.queue.holders.find(owner)
+	if i < 0 || e.queue.holders.item(i).deadline <= t.now {
 		return outcome{}
 	}
 	out := outcome{ok: true}
-	e.dropHolder(i)
+	t.dropHolder(e, i)
 	t.admit(e, fence, &out)
 	t.settleShared(e)
 	return out
 }
 
 func (t *table) extendShared(e *entry, owner string, ttl time.Duration) outcome {
-	i := e.holderIndex(owner)
-	if i < 0 || e.queue.holders[i].deadline <= t.now {
+	i := e.queue.holders.find(owner)
+	if i < 0 || e.queue.holders.item(i).deadline <= t.now {
 		return outcome{grant: e.blocker()}
 	}
-	h := &e.queue.holders[i]
+	h := e.queue.holders.item(i)
 	h.deadline = t.deadlineAfter(ttl)
 	g := h.grant(e.key)
+	e.queue.holders.fix(i)
 	t.settleShared(e)
 	return outcome{ok: true, grant: g}
 }
@@ -262,7 +283,8 @@ func (t *table) extendShared(e *entry, owner string, ttl time.Duration) outcome 
 // forceShared ends every grant of e and lets the waiters in.
 func (t *table) forceShared(e *entry, fence uint64) outcome {
 	out := outcome{ok: true}
-	e.queue.holders = e.queue.holders[:0]
+	t.claims -= e.queue.holders.len()
+	e.queue.holders.clear()
 	t.admit(e, fence, &out)
 	t.settleShared(e)
 	return out
@@ -271,12 +293,12 @@ func (t *table) forceShared(e *entry, fence uint64) outcome {
 // expireShared ends the grant (owner, expectFence) if it is still there
 // and past its deadline.
 func (t *table) expireShared(e *entry, owner string, expectFence, fence uint64) outcome {
-	i := e.holderIndex(owner)
-	if i < 0 || e.queue.holders[i].fence != expectFence || e.queue.holders[i].deadline > t.now {
+	i := e.queue.holders.find(owner)
+	if i < 0 || e.queue.holders.item(i).fence != expectFence || e.queue.holders.item(i).deadline > t.now {
 		return outcome{}
 	}
 	out := outcome{ok: true}
-	e.dropHolder(i)
+	t.dropHolder(e, i)
 	t.admit(e, fence, &out)
 	t.settleShared(e)
 	return out
@@ -284,34 +306,19 @@ func (t *table) expireShared(e *entry, owner string, expectFence, fence uint64) 
 
 // dueHolders appends e's grants whose deadline is <= now, soonest first.
 func (e *entry) dueHolders(now int64, out []Grant) []Grant {
-	start := len(out)
-	for _, h := range e.queue.holders {
-		if h.deadline <= now {
-			out = append(out, h.grant(e.key))
-		}
-	}
-	slices.SortFunc(out[start:], func(a, b Grant) int {
-		if a.Deadline != b.Deadline {
-			if a.Deadline < b.Deadline {
-				return -1
-			}
-			return 1
-		}
-		return cmpFence(a.Fence, b.Fence)
-	})
-	return out
+	return e.queue.holders.due(now, e.key, out)
 }
 
 // sharedInfo describes a shared name: Grant is its holder with the
 // earliest deadline.
 func (e *entry) sharedInfo() Info {
 	q := e.queue
-	s := &Shared{Kind: q.kind, Limit: q.limit, Holders: make([]Grant, len(q.holders))}
-	for i, h := range q.holders {
+	hs := q.holders.byFence()
+	s := &Shared{Kind: q.kind, Limit: q.limit, Holders: make([]Grant, len(hs))}
+	for i, h := range hs {
 		s.Holders[i] = h.grant(e.key)
 		s.Writer = s.Writer || h.write
 	}
-	slices.SortFunc(s.Holders, func(a, b Grant) int { return cmpFence(a.Fence, b.Fence) })
 	if n := q.line.len(); n > 0 {
 		s.Queue = make([]QueuedWaiter, 0, n)
 		for w := range q.line.all() {

@@ -45,6 +45,28 @@ type sharedWorld struct {
 	mutexes *model // the mutex names, by the mutex model
 	counter uint64
 	now     int64
+	// maxKeys counts a key per mutex and one per holder and per waiter
+	// of a shared name; maxHolders caps a name's holders.
+	maxKeys, maxHolders int
+}
+
+func newSharedWorld(maxKeys, maxHolders int) *sharedWorld {
+	w := &sharedWorld{names: map[string]*sharedModel{}, mutexes: newModel(maxKeys, 0), maxKeys: maxKeys, maxHolders: maxHolders}
+	w.mutexes.others = w.sharedCount
+	return w
+}
+
+// sharedCount is every holder and waiter of the shared names.
+func (w *sharedWorld) sharedCount() int {
+	n := 0
+	for _, s := range w.names {
+		n += len(s.holders) + len(s.queue)
+	}
+	return n
+}
+
+func (w *sharedWorld) full() bool {
+	return w.maxKeys > 0 && len(w.mutexes.locks)+w.sharedCount() >= w.maxKeys
 }
 
 func (w *sharedWorld) fence(want uint64) uint64 {
@@ -57,14 +79,14 @@ func (w *sharedWorld) fence(want uint64) uint64 {
 	return w.counter
 }
 
-func (n *sharedModel) fits(write bool) bool {
+func (w *sharedWorld) fits(n *sharedModel, write bool) bool {
 	switch {
 	case n.kind == Semaphore:
 		return uint32(len(n.holders)) < n.limit
 	case write:
 		return len(n.holders) == 0
 	}
-	return len(n.holders) == 0 || !n.holders[0].write
+	return len(n.holders) == 0 || (!n.holders[0].write && len(n.holders) < w.maxHolders)
 }
 
 func (n *sharedModel) blocker(key string) Grant {
@@ -89,7 +111,7 @@ func (w *sharedWorld) grant(key string, n *sharedModel, owner string, ttl time.D
 
 // admit lets waiters in from the head while they fit.
 func (w *sharedWorld) admit(key string, n *sharedModel, want uint64, r *modelResult) {
-	for len(n.queue) > 0 && n.fits(n.queue[0].write) {
+	for len(n.queue) > 0 && w.fits(n, n.queue[0].write) {
 		q := n.queue[0]
 		n.queue = n.queue[1:]
 		r.Handoffs = append(r.Handoffs, w.grant(key, n, q.owner, q.ttl, q.write, want))
@@ -129,9 +151,6 @@ func (w *sharedWorld) apply(c Command) modelResult {
 		}
 		if c.Op == OpAcquireShared {
 			c.Op = OpAcquire
-		}
-		if c.Op == OpAcquire && w.mutexes.locks[c.Key] == nil && len(w.names) > 0 && w.mutexes.maxKeys > 0 {
-			panic("the shared test sets no key limit")
 		}
 		r := w.mutexes.apply(c)
 		w.counter = w.mutexes.counter
@@ -187,8 +206,14 @@ func (w *sharedWorld) create(c Command) modelResult {
 	if c.Key == "" || c.Owner == "" || c.TTL <= 0 || checkClaim(c.Claim) != nil {
 		return modelResult{errInvalid: true}
 	}
+	if c.Claim.Kind == Semaphore && c.Claim.Limit > uint32(w.maxHolders) {
+		return modelResult{errInvalid: true}
+	}
 	if w.mutexes.locks[c.Key] != nil {
 		return modelResult{errInvalid: true}
+	}
+	if w.full() {
+		return modelResult{errFull: true}
 	}
 	n := &sharedModel{kind: c.Claim.Kind, limit: c.Claim.Limit}
 	w.names[c.Key] = n
@@ -198,7 +223,8 @@ func (w *sharedWorld) create(c Command) modelResult {
 
 func (w *sharedWorld) acquire(c Command, n *sharedModel) modelResult {
 	var r modelResult
-	if c.Owner == "" || c.TTL <= 0 || checkClaim(c.Claim) != nil || n.kind != c.Claim.Kind || n.limit != c.Claim.Limit {
+	if c.Owner == "" || c.TTL <= 0 || checkClaim(c.Claim) != nil || n.kind != c.Claim.Kind || n.limit != c.Claim.Limit ||
+		(c.Claim.Kind == Semaphore && c.Claim.Limit > uint32(w.maxHolders)) {
 		r.errInvalid = true
 		return r
 	}
@@ -212,7 +238,11 @@ func (w *sharedWorld) acquire(c Command, n *sharedModel) modelResult {
 		r.OK, r.Grant = true, n.holders[i].Grant
 		return r
 	}
-	if len(n.queue) == 0 && n.fits(c.Claim.Write) {
+	if len(n.queue) == 0 && w.fits(n, c.Claim.Write) {
+		if w.full() {
+			r.errFull = true
+			return r
+		}
 		r.OK, r.Grant = true, w.grant(c.Key, n, c.Owner, c.TTL, c.Claim.Write, c.Fence)
 		return r
 	}
@@ -226,6 +256,10 @@ func (w *sharedWorld) acquire(c Command, n *sharedModel) modelResult {
 			return r
 		}
 		r.Queued = true
+		return r
+	}
+	if w.full() {
+		r.errFull = true
 		return r
 	}
 	n.queue = append(n.queue, sharedWaiter{c.Owner, c.TTL, c.Claim.Write})
@@ -257,7 +291,8 @@ var (
 // claimFor draws a claim for key: mostly its own kind, sometimes another.
 func claimFor(rng *rand.Rand, key string) Claim {
 	if rng.IntN(12) == 0 {
-		return []Claim{{}, {Kind: Semaphore, Limit: 2}, {Kind: RWLock}, {Kind: Semaphore}, {Kind: RWLock, Limit: 1}}[rng.IntN(5)]
+		return []Claim{{}, {Kind: Semaphore, Limit: 2}, {Kind: RWLock}, {Kind: Semaphore}, {Kind: RWLock, Limit: 1},
+			{Kind: Semaphore, Limit: 4}, {Kind: Semaphore, Limit: drivers.MaxHolders + 1}}[rng.IntN(7)]
 	}
 	switch key {
 	case "sem":
@@ -313,9 +348,16 @@ func TestProperty_SharedNamesMatchModelAndKeepTheirPromises(t *testing.T) {
 	for seed := range uint64(30) {
 		t.Run(fmt.Sprint("seed", seed), func(t *testing.T) {
 			rng := rand.New(rand.NewPCG(seed, 99))
-			w := &sharedWorld{names: map[string]*sharedModel{}, mutexes: newModel(0, 0)}
-			e := newReplicated(t, Config{})
-			ref := newReferee()
+			// Odd seeds: a key limit that holders and waiters reach, and
+			// a holder cap that readers reach (and a semaphore of 4 is
+			// above).
+			maxKeys, maxHolders := 0, drivers.MaxHolders
+			if seed%2 == 1 {
+				maxKeys, maxHolders = 7, 3
+			}
+			w := newSharedWorld(maxKeys, maxHolders)
+			e := newReplicated(t, Config{MaxKeys: maxKeys, MaxHoldersPerKey: maxHolders})
+			ref := newReferee(maxHolders)
 			now := t0
 			var index uint64
 			for step := range 600 {
@@ -368,10 +410,13 @@ func (r modelResult) matchesShared(got Result) string {
 
 // referee holds the engine to its promises, whatever the model says.
 type referee struct {
-	lastFence map[string]uint64 // the highest fence seen per name
+	lastFence  map[string]uint64 // the highest fence seen per name
+	maxHolders int
 }
 
-func newReferee() *referee { return &referee{lastFence: map[string]uint64{}} }
+func newReferee(maxHolders int) *referee {
+	return &referee{lastFence: map[string]uint64{}, maxHolders: maxHolders}
+}
 
 // observe checks one command's new grants: each above every earlier fence
 // of its name, and hand-offs in the order the waiters queued (before).
@@ -415,6 +460,8 @@ func (f *referee) check(t *testing.T, step int, key string, in Info) {
 		t.Fatalf("step %d: %s is listed with no holder", step, key)
 	case s.Kind == Semaphore && uint32(len(s.Holders)) > s.Limit:
 		t.Fatalf("step %d: %s has %d holders, limit %d", step, key, len(s.Holders), s.Limit)
+	case len(s.Holders) > f.maxHolders:
+		t.Fatalf("step %d: %s has %d holders, over the cap of %d", step, key, len(s.Holders), f.maxHolders)
 	case s.Writer && len(s.Holders) > 1:
 		t.Fatalf("step %d: %s has a writer beside %d others", step, key, len(s.Holders)-1)
 	}

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"hash/crc32"
 	"time"
+
+	"github.com/zerotal/lock/drivers"
 )
 
 // Snapshot format, version 1 (all integers big-endian):
@@ -127,6 +129,7 @@ func decodeTable(b []byte) (*table, error) {
 			t.entries[e.key] = e
 			t.heapPush(e)
 			t.waiting += e.waiters()
+			t.claims++
 		}
 	}
 	if d.err == nil && len(d.b) != 0 {
@@ -249,21 +252,23 @@ func (d *decoder) shared(t *table, e *entry, kind Kind, prev string, i int) {
 	}
 	nh := d.count(18)
 	seen := map[string]bool{}
+	var lastFence uint64
 	for j := 0; j < nh && d.err == nil; j++ {
 		h := holder{owner: d.str(), fence: d.u64(), deadline: int64(d.u64()), write: d.bool()}
 		switch {
 		case d.err != nil:
 		case h.owner == "" || seen[h.owner]:
 			d.fail("bad or repeated holder for key %q", e.key)
-		case h.fence == 0 || h.fence > t.counter || (j > 0 && h.fence <= q.holders[j-1].fence):
+		case h.fence == 0 || h.fence > t.counter || h.fence <= lastFence:
 			d.fail("fence %d of key %q out of order or outside 1..%d", h.fence, e.key, t.counter)
 		case h.write && (kind != RWLock || nh != 1):
 			d.fail("a writer beside others, or of a semaphore, for key %q", e.key)
 		}
 		seen[h.owner] = true
-		q.holders = append(q.holders, h)
+		lastFence = h.fence
+		q.holders.add(h)
 	}
-	if d.err == nil && (nh == 0 || (kind == Semaphore && uint32(nh) > q.limit)) {
+	if d.err == nil && (nh == 0 || nh > drivers.MaxHolders || (kind == Semaphore && uint32(nh) > q.limit)) {
 		d.fail("%d holders for key %q", nh, e.key)
 	}
 	nw := d.count(11)
@@ -286,11 +291,9 @@ func (d *decoder) shared(t *table, e *entry, kind Kind, prev string, i int) {
 	if d.err != nil {
 		return
 	}
-	e.deadline = q.holders[0].deadline
-	for _, h := range q.holders[1:] {
-		e.deadline = min(e.deadline, h.deadline)
-	}
+	e.deadline = q.holders.first().deadline
 	t.entries[e.key] = e
 	t.heapPush(e)
 	t.waiting += q.line.len()
+	t.claims += nh + q.line.len()
 }

@@ -25,9 +25,14 @@ type table struct {
 	counter uint64   // the last fence issued
 	waiting int      // queued waiters over all keys
 	now     int64    // engine time, unix nanoseconds; never goes backwards
+	// claims is what MaxKeys counts: every mutex's key, and every holder
+	// and waiter of a shared name (a waiter is let in without a check, so
+	// it is counted when it queues).
+	claims int
 
 	maxKeys    int
 	maxWaiters int
+	maxHolders int // the holders of one shared name: a read beyond waits
 	// changed, when set (a live engine), is told of every key whose
 	// mutex changes hands.
 	changed func(key string)
@@ -52,7 +57,7 @@ type waitQueue struct {
 	line    fifo // the waiters, in arrival order
 	kind    Kind
 	limit   uint32
-	holders []holder // a shared name's grants, by fence
+	holders holderSet // a shared name's grants
 }
 
 // waiter is one owner queued for a key. tag is the blocked caller in live
@@ -104,6 +109,7 @@ func newTable(maxKeys, maxWaiters int) *table {
 		entries:    make(map[string]*entry),
 		maxKeys:    maxKeys,
 		maxWaiters: maxWaiters,
+		maxHolders: drivers.MaxHolders,
 	}
 }
 
@@ -180,10 +186,11 @@ func (t *table) acquire(key, owner string, ttl time.Duration, fence uint64, wait
 		return outcome{err: kindMismatch(e, Claim{})}
 	}
 	if e == nil {
-		if t.maxKeys > 0 && len(t.entries) >= t.maxKeys {
-			return outcome{err: fmt.Errorf("engine: key limit %d reached: %w", t.maxKeys, drivers.ErrFull)}
+		if t.full() {
+			return outcome{err: t.errFull()}
 		}
 		e = t.newEntry(key)
+		t.claims++
 		e.owner = owner
 		e.fence = t.nextFence(fence)
 		e.deadline = t.deadlineAfter(ttl)
@@ -341,6 +348,7 @@ func (t *table) cancelWait(key, owner string, fence uint64) outcome {
 	t.waiting--
 	out := outcome{ok: true}
 	if e.isShared() {
+		t.claims--
 		t.admit(e, fence, &out)
 		t.settleShared(e)
 	}
@@ -360,6 +368,7 @@ func (t *table) cancelTag(key string, tag *request, out *outcome) bool {
 	e.dropWaiter(i)
 	t.waiting--
 	if e.isShared() {
+		t.claims--
 		t.admit(e, 0, out)
 		t.settleShared(e)
 	}
@@ -416,6 +425,7 @@ func (t *table) handOn(e *entry, want uint64, out *outcome) {
 	}
 	t.heapRemove(e)
 	delete(t.entries, e.key)
+	t.claims--
 	t.recycle(e)
 }
 

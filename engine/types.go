@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"fmt"
 	"time"
 
 	"github.com/zerotal/lock/drivers"
@@ -12,13 +13,33 @@ type Config struct {
 	// Clock is the source of time of a live Engine; nil means
 	// SystemClock(). A Replicated engine takes its time from the log.
 	Clock Clock
-	// MaxKeys caps the number of keys; 0 (the default) and
-	// drivers.Unlimited mean no cap. A new key beyond
-	// it is refused with an error matching drivers.ErrFull.
+	// MaxKeys caps the number of keys, where a semaphore or read/write
+	// lock counts one per holder and per waiter; 0 (the default) and
+	// drivers.Unlimited mean no cap. A new key, holder or shared waiter
+	// beyond it is refused with an error matching drivers.ErrFull.
 	MaxKeys int
 	// MaxWaitersPerKey caps each key's queue; 0 (the default) and
 	// drivers.Unlimited mean no cap.
 	MaxWaitersPerKey int
+	// MaxHoldersPerKey caps the holders of one semaphore or read/write
+	// lock; 0 (the default) means drivers.MaxHolders, which no backend
+	// exceeds, so it can only be lowered (drivers.Unlimited is refused).
+	// A reader beyond it meets a busy key, as at a full semaphore: it is
+	// refused as contention or waits its turn. A semaphore whose limit is
+	// above it is refused with an error matching drivers.ErrInvalid.
+	//
+	// MaxKeys counts every holder and every waiter of a shared name as
+	// one, so what the table holds stays bounded by MaxKeys and
+	// MaxWaitersPerKey whatever its kinds.
+	MaxHoldersPerKey int
+}
+
+// holderCap is the holder cap c sets.
+func (c Config) holderCap() int {
+	if c.MaxHoldersPerKey == 0 {
+		return drivers.MaxHolders
+	}
+	return c.MaxHoldersPerKey
 }
 
 // Validate reports a configuration that cannot work.
@@ -28,6 +49,9 @@ func (c Config) Validate() error {
 	}
 	if c.MaxWaitersPerKey < drivers.Unlimited {
 		return invalid("MaxWaitersPerKey", "must be positive, 0 (the default: no cap) or drivers.Unlimited")
+	}
+	if c.MaxHoldersPerKey < 0 || c.MaxHoldersPerKey > drivers.MaxHolders {
+		return invalid("MaxHoldersPerKey", fmt.Sprintf("must be between 1 and %d (drivers.MaxHolders), or 0 (the default: %[1]d)", drivers.MaxHolders))
 	}
 	return nil
 }
