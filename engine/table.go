@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"math"
 	"slices"
-	"sort"
 	"strings"
 	"time"
 
@@ -490,18 +489,10 @@ func (e *entry) info() Info {
 }
 
 // list returns the entries whose key starts with prefix, sorted by key, at
-// most limit of them (limit <= 0: all).
+// most limit of them (limit <= 0: all). Every entry is in the deadline
+// heap, a slice, which is quicker to walk than the map.
 func (t *table) list(prefix string, limit int) []Info {
-	keys := make([]string, 0, 16)
-	for k := range t.entries {
-		if strings.HasPrefix(k, prefix) {
-			keys = append(keys, k)
-		}
-	}
-	sort.Strings(keys)
-	if limit > 0 && len(keys) > limit {
-		keys = keys[:limit]
-	}
+	keys := firstKeys(t.heap, prefix, limit)
 	out := make([]Info, len(keys))
 	for i, k := range keys {
 		out[i] = t.entries[k].info()
