@@ -2,10 +2,7 @@ package httpapi
 
 import (
 	"context"
-	"crypto/hmac"
-	"crypto/sha256"
 	"crypto/tls"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"net/http"
@@ -69,38 +66,24 @@ func (h *handler) credential(r *http.Request) *access.Credential {
 		}
 	}
 	if name := r.Header.Get(api.HeaderCredential); name != "" {
-		if c := set.ByName(name); c != nil && c.Subject != "" && h.forwardProofOK(r, name) {
-			return c
+		// A forwarded request (see forwardproof.go).
+		c := set.ByName(name)
+		if c == nil || c.Subject == "" {
+			return nil
 		}
-		return nil
+		if err := h.checkForwardProof(r, name); err != nil {
+			if h.opts.Logger != nil {
+				h.opts.Logger.Warn("forwarded credential refused", "credential", name, "forwarded_by", r.Header.Get(api.HeaderForwardedBy),
+					"method", r.Method, "path", r.URL.Path, "remote", r.RemoteAddr, "reason", err.Error())
+			}
+			return nil
+		}
+		return c
 	}
 	if cn := clientCN(r.TLS); cn != "" {
 		return set.BySubject(cn)
 	}
 	return nil
-}
-
-// forwardProof is what a node sends with a request it forwards for a
-// credential a client certificate gave (see api.HeaderCredentialProof):
-// an HMAC of the raft secret, which only the nodes hold, over the cluster,
-// the credential's name and the request line. The nodes talk over mutual
-// TLS when certificates are credentials, so a proof cannot be read off
-// the wire and replayed.
-func (h *handler) forwardProof(r *http.Request, name string) []byte {
-	m := hmac.New(sha256.New, h.opts.ForwardKey)
-	for _, part := range []string{"zerotal-lock forwarded credential v1", h.opts.ClusterID, name, r.Method, r.URL.RequestURI()} {
-		m.Write([]byte(part))
-		m.Write([]byte{0})
-	}
-	return m.Sum(nil)
-}
-
-func (h *handler) forwardProofOK(r *http.Request, name string) bool {
-	if len(h.opts.ForwardKey) == 0 {
-		return false
-	}
-	got, err := hex.DecodeString(r.Header.Get(api.HeaderCredentialProof))
-	return err == nil && hmac.Equal(got, h.forwardProof(r, name))
 }
 
 // clientCN is the common name of a client certificate the TLS handshake

@@ -2,7 +2,6 @@ package httpapi
 
 import (
 	"bytes"
-	"encoding/hex"
 	"errors"
 	"io"
 	"net/http"
@@ -38,8 +37,9 @@ func (h *handler) onLeader(w http.ResponseWriter, r *http.Request, raw []byte, s
 // forward reverse-proxies r, with raw for its body, to the leader at
 // addr. The Authorization header travels with it; the leader checks it
 // again. A credential a client certificate gave travels as its name and
-// this node's proof of it (see forwardProof): the leader sees this node's
-// certificate, not the client's.
+// this node's proof of it, bound to this request and this moment (see
+// forwardproof.go): the leader sees this node's certificate, not the
+// client's.
 func (h *handler) forward(w http.ResponseWriter, r *http.Request, raw []byte, addr string) {
 	cred, _ := r.Context().Value(credKey{}).(*access.Credential)
 	byCert := cred != nil && cred.Subject != "" && r.Header.Get(api.HeaderCredential) == ""
@@ -58,7 +58,7 @@ func (h *handler) forward(w http.ResponseWriter, r *http.Request, raw []byte, ad
 			pr.Out.Header.Del(api.HeaderCredentialProof)
 			if byCert && len(h.opts.ForwardKey) > 0 {
 				pr.Out.Header.Set(api.HeaderCredential, cred.Name)
-				pr.Out.Header.Set(api.HeaderCredentialProof, hex.EncodeToString(h.forwardProof(r, cred.Name)))
+				pr.Out.Header.Set(api.HeaderCredentialProof, h.forwardProof(r, cred.Name, raw))
 			}
 		},
 		Transport: h.opts.Transport,

@@ -72,6 +72,9 @@ type handler struct {
 	store Store
 	opts  Options
 	waits *waitCap // nil: no cap
+	// proofs are the forwarded credentials' proofs accepted lately
+	// (forwardproof.go), each good for one request.
+	proofs seenProofs
 	// queued is the bytes of stream answers not yet written, on every
 	// stream of the node (MaxQueuedBytes).
 	queued atomic.Int64
