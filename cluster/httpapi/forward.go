@@ -48,6 +48,10 @@ func (h *handler) forward(w http.ResponseWriter, r *http.Request, raw []byte, ad
 		// decodeBody consumed r.Body (all of it: it refuses more than
 		// MaxBodyBytes), so the bytes it read are the whole body.
 		r.Body = io.NopCloser(bytes.NewReader(raw))
+	} else {
+		// A read, whose body no handler reads: it goes without one, as
+		// the proof says (a proof covers the bytes forwarded).
+		r.Body, r.ContentLength = http.NoBody, 0
 	}
 	rp := &httputil.ReverseProxy{
 		Rewrite: func(pr *httputil.ProxyRequest) {

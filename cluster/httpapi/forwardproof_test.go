@@ -92,6 +92,10 @@ func TestForwardProof_BindsTheRequestOnceWithinTheWindow(t *testing.T) {
 	if a := replay("POST", api.PathAcquire, body); a.status != http.StatusUnauthorized {
 		t.Fatalf("the proof replayed after the window: %d %s, want 401", a.status, a.raw)
 	}
+	// A read sent with a body it does not need: forwarded without it.
+	if a := serve(follower, httpRequestWithCN(t, "GET", api.PathLock+"?key=jobs/1", "ignored", "worker-7")); a.status != http.StatusOK {
+		t.Fatalf("a read with a body by certificate through the follower: %d %s", a.status, a.raw)
+	}
 	for _, want := range []string{"another request", "a replay", "outside the 10s window"} {
 		if !strings.Contains(logged.String(), want) {
 			t.Errorf("the leader's log does not say %q:\n%s", want, logged.String())
