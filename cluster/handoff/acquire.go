@@ -3,6 +3,7 @@ package handoff
 import (
 	"context"
 	"errors"
+	"sync"
 	"time"
 
 	"github.com/zerotal/lock/engine"
@@ -24,6 +25,10 @@ type Wait struct {
 	// not join the queue again at its end. Zero: the place is given up
 	// at once.
 	Keep time.Duration
+	// Tenant is who the request came from (its credential): the places
+	// kept are counted by tenant, so that one cannot take another's (see
+	// MaxKept).
+	Tenant string
 }
 
 // Acquire serves one acquire request, e (an engine.OpAcquire of e.Key by
@@ -42,7 +47,7 @@ func (r *Requests) Acquire(ctx context.Context, p Port, e fsm.Entry, w Wait) (a 
 	q := r.enter(e.Key, e.Owner)
 	defer func() {
 		if a.TimedOut {
-			r.leaveLater(p, q, w.Keep)
+			r.leaveLater(p, []*request{q}, w)
 			return
 		}
 		r.leave(p, q, a.Fence)
@@ -132,44 +137,80 @@ func (r *Requests) leave(p Port, q *request, fence uint64) {
 	}
 }
 
-// leaveLater is leave of a request whose wait ran out, in the
-// background: the answer goes out at the wait's end rather than a commit
-// or two later. First q stays live for up to keep, or until the owner's
-// next request enters, so that the next request finds the owner's place
-// in the queue (it is queued already, and waits again); then it leaves.
-// The clean-up is that of a client gone away: a hand-off made meanwhile
-// is returned by the next request, or released by the last to leave.
-// Wait waits for these.
+// leaveLater is leave of the requests of one answer whose wait ran out
+// (a key's, or each key's of an acquire-all), in the background: the
+// answer goes out at the wait's end rather than a commit or two later.
+// First they stay live for up to w.Keep, until the owner's next request
+// has entered for each of their keys, so that it finds the owner's places
+// in the queues (it is queued already, and waits again); then they leave,
+// side by side. The clean-up is that of a client gone away: a hand-off
+// made meanwhile is returned by the next request, or released by the last
+// to leave. Wait waits for these.
 //
-// At most MaxKept places are kept at once: each costs a goroutine, no
-// longer counted by the node's cap on waiting requests, for up to keep.
-// Beyond that a place is given up with the answer, as without keep.
-func (r *Requests) leaveLater(p Port, q *request, keep time.Duration) {
-	var next <-chan struct{}
-	if keep > 0 && r.kept.Add(1) <= MaxKept {
-		next = r.nextRequest(q)
-	} else if keep > 0 {
-		r.kept.Add(-1)
+// One tenant keeps at most MaxKept places at once, an acquire-all's
+// counting once: each costs a goroutine, no longer counted by the node's
+// cap on waiting requests, for up to its keep. Beyond that the places
+// are given up with the answer, as without keep; another tenant's are
+// kept still.
+func (r *Requests) leaveLater(p Port, qs []*request, w Wait) {
+	keep := w.Keep
+	var next []<-chan struct{}
+	if keep > 0 && r.keepPlace(w.Tenant) {
+		for _, q := range qs {
+			next = append(next, r.nextRequest(q))
+		}
+	} else {
 		keep = 0
 	}
 	r.goLater(func() {
 		if keep > 0 {
-			t := time.NewTimer(keep)
-			select {
-			case <-next:
-			case <-t.C:
-			case <-p.Context().Done():
-			}
-			t.Stop()
-			r.kept.Add(-1)
+			keepUntil(p, next, keep)
+			r.placeLeft(w.Tenant)
 		}
-		r.leave(p, q, 0)
+		r.leaveEach(p, qs, nil)
 	})
 }
 
-// MaxKept bounds the places kept at once after their waits ran out (see
-// Wait.Keep).
-const MaxKept = 4096
+// keepUntil returns once every channel of next is closed, keep has
+// passed, or p's term has ended.
+func keepUntil(p Port, next []<-chan struct{}, keep time.Duration) {
+	t := time.NewTimer(keep)
+	defer t.Stop()
+	for _, ch := range next {
+		select {
+		case <-ch:
+		case <-t.C:
+			return
+		case <-p.Context().Done():
+			return
+		}
+	}
+}
+
+// leaveEach ends every request of qs, q returned fences[i] (nil: none),
+// side by side: their clean-ups are independent of each other, so they
+// share commits rather than run one commit after another.
+func (r *Requests) leaveEach(p Port, qs []*request, fences []uint64) {
+	fence := func(i int) uint64 {
+		if fences == nil {
+			return 0
+		}
+		return fences[i]
+	}
+	if len(qs) == 1 {
+		r.leave(p, qs[0], fence(0))
+		return
+	}
+	var wg sync.WaitGroup
+	for i, q := range qs {
+		wg.Go(func() { r.leave(p, q, fence(i)) })
+	}
+	wg.Wait()
+}
+
+// MaxKept bounds the places one tenant keeps at once after their waits
+// ran out (see Wait.Keep), an acquire-all's counting once.
+const MaxKept = 1024
 
 // cleanUp is the clean-up leave asked for; q owns the settling.
 func (r *Requests) cleanUp(p Port, q *request) {

@@ -3,7 +3,6 @@ package handoff
 import (
 	"context"
 	"reflect"
-	"sync"
 	"time"
 
 	"github.com/zerotal/lock/engine"
@@ -51,7 +50,7 @@ func (r *Requests) AcquireAll(ctx context.Context, p Port, e fsm.Entry, w Wait) 
 	for i, k := range e.Keys {
 		qs[i] = r.enter(k, e.Owner)
 	}
-	defer func() { r.leaveAll(p, qs, a, w.Keep) }()
+	defer func() { r.leaveAll(p, qs, a, w) }()
 	for _, q := range qs {
 		if err := r.settle(ctx, p.Context().Done(), q); err != nil {
 			return AllAnswer{}, err
@@ -64,25 +63,14 @@ func (r *Requests) AcquireAll(ctx context.Context, p Port, e fsm.Entry, w Wait) 
 }
 
 // leaveAll ends the request of every key, answered a: after a wait that
-// ran out with a place to keep, later; otherwise now, waiting for the
-// clean-ups. They are independent of each other, so they run side by
-// side (and share commits) rather than one commit after another.
-func (r *Requests) leaveAll(p Port, qs []*request, a AllAnswer, keep time.Duration) {
-	if a.TimedOut && keep > 0 {
-		for _, q := range qs {
-			r.leaveLater(p, q, keep)
-		}
+// ran out with a place to keep, later, the set's places kept as one;
+// otherwise now, waiting for the clean-ups, which run side by side.
+func (r *Requests) leaveAll(p Port, qs []*request, a AllAnswer, w Wait) {
+	if a.TimedOut && w.Keep > 0 {
+		r.leaveLater(p, qs, w)
 		return
 	}
-	var wg sync.WaitGroup
-	for i, q := range qs {
-		var fence uint64
-		if a.Fences != nil {
-			fence = a.Fences[i]
-		}
-		wg.Go(func() { r.leave(p, q, fence) })
-	}
-	wg.Wait()
+	r.leaveEach(p, qs, a.Fences)
 }
 
 func acquireAllNow(ctx context.Context, p Port, e fsm.Entry) (AllAnswer, error) {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"log/slog"
 	"sync"
-	"sync/atomic"
 
 	"github.com/zerotal/lock/engine"
 	"github.com/zerotal/lock/fsm"
@@ -34,7 +33,7 @@ type Requests struct {
 	log  *slog.Logger
 	mu   sync.Mutex
 	m    map[fsm.Waiter]*claim
-	kept atomic.Int64 // places kept now (leaveLater)
+	kept map[string]int // places kept now (leaveLater), by Wait.Tenant
 	// later counts the requests leaving after their answer (leaveLater);
 	// once Wait has begun (waited), they leave before they answer.
 	laterMu sync.Mutex
@@ -74,7 +73,7 @@ func NewRequests(log *slog.Logger) *Requests {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Requests{m: map[fsm.Waiter]*claim{}, log: log}
+	return &Requests{m: map[fsm.Waiter]*claim{}, kept: map[string]int{}, log: log}
 }
 
 // Wait waits for the requests that leave after they answered
@@ -274,6 +273,35 @@ func (r *Requests) Live(key, owner string) (live int, cleaning bool) {
 		return c.live, c.settling != nil
 	}
 	return 0, false
+}
+
+// keepPlace counts one more place kept for tenant, unless it keeps
+// MaxKept already.
+func (r *Requests) keepPlace(tenant string) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.kept[tenant] >= MaxKept {
+		return false
+	}
+	r.kept[tenant]++
+	return true
+}
+
+// placeLeft counts a place of tenant's no longer kept.
+func (r *Requests) placeLeft(tenant string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.kept[tenant]--; r.kept[tenant] <= 0 {
+		delete(r.kept, tenant)
+	}
+}
+
+// Kept is the number of places tenant keeps now after waits that ran out
+// (Wait.Keep), an acquire-all's counting once.
+func (r *Requests) Kept(tenant string) int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.kept[tenant]
 }
 
 // Listening is the number of requests waiting for a hand-off.

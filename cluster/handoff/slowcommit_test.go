@@ -8,6 +8,7 @@ import (
 
 	"github.com/zerotal/lock/engine"
 	"github.com/zerotal/lock/fsm"
+	"github.com/zerotal/lock/internal/testkit/poll"
 )
 
 // slowCommitPort is a term whose every commit takes commit (a loaded
@@ -176,23 +177,62 @@ func TestWait_KeepsThePlaceForTheNextRequest(t *testing.T) {
 	}
 }
 
-// Beyond MaxKept places kept at once, a place is given up with its
-// answer, as without keep.
-func TestWait_KeepsNoMoreThanMaxKeptPlaces(t *testing.T) {
+// Beyond MaxKept places kept at once by one tenant, its place is given
+// up with its answer, as without keep; another tenant's place is kept.
+func TestWait_KeepsNoMoreThanMaxKeptPlacesOfOneTenant(t *testing.T) {
 	p := &slowCommitPort{queued: map[string]bool{}}
 	r := NewRequests(nil)
-	r.kept.Store(MaxKept)
-	a, err := r.Acquire(t.Context(), p, fsm.Entry{Op: engine.OpAcquire, Key: "k", Owner: "o", TTL: time.Minute},
-		Wait{Until: time.Now().Add(20 * time.Millisecond), Keep: time.Hour})
+	r.kept["flood"] = MaxKept
+	chunk := func(key, tenant string, keep time.Duration) {
+		t.Helper()
+		a, err := r.Acquire(t.Context(), p, fsm.Entry{Op: engine.OpAcquire, Key: key, Owner: "o", TTL: time.Minute},
+			Wait{Until: time.Now().Add(20 * time.Millisecond), Keep: keep, Tenant: tenant})
+		if err != nil || !a.TimedOut {
+			t.Fatalf("Acquire = %+v, %v; want its wait run out", a, err)
+		}
+	}
+	chunk("k", "flood", time.Hour)
+	poll.Until(t, 10*time.Second, "the flooding tenant's place beyond MaxKept to be given up", func() bool {
+		q, _ := p.Queued(t.Context(), "k", "o")
+		return !q
+	})
+	if got := r.Kept("flood"); got != MaxKept {
+		t.Fatalf("the flooding tenant keeps %d; want the %d it kept", got, MaxKept)
+	}
+	chunk("other", "other", time.Hour)
+	if q, _ := p.Queued(t.Context(), "other", "o"); !q || r.Kept("other") != 1 {
+		t.Fatalf("another tenant's place: queued %v, kept %d; want it kept while the first tenant is at MaxKept", q, r.Kept("other"))
+	}
+	chunk("other", "other", 0) // the last chunk: the place is given up
+	r.Wait()
+	if q, _ := p.Queued(t.Context(), "other", "o"); q || r.Kept("other") != 0 {
+		t.Fatalf("after the last chunk: queued %v, kept %d; want the place given up", q, r.Kept("other"))
+	}
+}
+
+// An acquire-all's places are kept as one: its chunk counts once however
+// many keys it waits for, and they are left together, once the next chunk
+// has found them or its keep has passed.
+func TestWait_AnAcquireAllsPlacesCountOnce(t *testing.T) {
+	p := &slowCommitPort{queued: map[string]bool{}}
+	r := NewRequests(nil)
+	keys := []string{"a", "b", "c", "d"}
+	a, err := r.AcquireAll(t.Context(), p, fsm.Entry{Op: engine.OpAcquireAll, Keys: keys, Owner: "o", TTL: time.Minute},
+		Wait{Until: time.Now().Add(20 * time.Millisecond), Keep: 100 * time.Millisecond, Tenant: "t"})
 	if err != nil || !a.TimedOut {
-		t.Fatalf("Acquire = %+v, %v; want its wait run out", a, err)
+		t.Fatalf("AcquireAll = %+v, %v; want its wait run out", a, err)
 	}
-	r.Wait() // returns at once: nothing is kept for the hour
-	if q, _ := p.Queued(t.Context(), "k", "o"); q {
-		t.Fatal("a place was kept beyond MaxKept")
+	if got := r.Kept("t"); got != 1 {
+		t.Fatalf("a set of %d keys keeps %d places; want one", len(keys), got)
 	}
-	if got := r.kept.Load(); got != MaxKept {
-		t.Fatalf("kept %d; want the %d it was", got, MaxKept)
+	r.Wait()
+	for _, k := range keys {
+		if q, _ := p.Queued(t.Context(), k, "o"); q {
+			t.Errorf("still queued for %q once the keep passed", k)
+		}
+	}
+	if got := r.Kept("t"); got != 0 {
+		t.Fatalf("%d places kept once the keep passed", got)
 	}
 }
 
