@@ -16,16 +16,17 @@ import (
 //   - one source (an IPv4 address, an IPv6 /64) holds at most
 //     MaxHandshakesPerSource slots; its next connection replaces its own
 //     oldest, so a stranger on a peer's host cannot refuse that peer either;
-//   - once all MaxHandshakes are taken, the oldest connection of the
-//     source that holds the most gives way (the newcomer's own oldest if
-//     its source holds as many).
+//   - once all MaxHandshakes are taken, the oldest connection among the
+//     sources that hold the most gives way.
 //
 // A peer's handshake completes in two round trips. To cut it, a stranger
-// must open enough connections in that time to make the peer's the
+// must open enough new connections in that time to make the peer's the
 // oldest of a source that holds the most: MaxHandshakesPerSource from the
-// peer's own address, or MaxHandshakes from at least that many addresses
-// of its own; fewer addresses cannot reach a peer's connection at all.
-// Silent connections held open cost it nothing and gain it nothing.
+// peer's own address, or, from addresses of its own that each hold no
+// more than the peer's (MaxHandshakes addresses against a peer's single
+// dial), as many as it takes to age out every connection older than the
+// peer's. With fewer addresses it cannot reach a peer's connection at
+// all. Silent connections held open gain it nothing.
 type handshakeSlots struct {
 	byConn   map[net.Conn]slot
 	bySource map[string]int
@@ -53,11 +54,7 @@ func (h *handshakeSlots) take(c net.Conn, limit int) (gaveWay net.Conn) {
 		for _, n := range h.bySource {
 			most = max(most, n)
 		}
-		if h.bySource[src] >= most {
-			gaveWay = h.oldest(func(s slot) bool { return s.source == src })
-		} else {
-			gaveWay = h.oldest(func(s slot) bool { return h.bySource[s.source] == most })
-		}
+		gaveWay = h.oldest(func(s slot) bool { return h.bySource[s.source] == most })
 	}
 	if gaveWay != nil {
 		h.leave(gaveWay)
