@@ -120,9 +120,16 @@ type Config struct {
 	// Engine limits; every node must use the same values, since the
 	// replicated table applies them. 0: the default (DefaultMaxKeys,
 	// DefaultMaxWaitersPerKey); drivers.Unlimited (-1): no limit. An acquire beyond them is
-	// answered 429 with code "full" (drivers.ErrFull).
+	// answered 429 with code "full" (drivers.ErrFull). MaxKeys counts
+	// each holder and each waiter of a semaphore or read/write lock as one.
 	MaxKeys          int
 	MaxWaitersPerKey int
+	// MaxHoldersPerKey caps the holders of one semaphore or read/write
+	// lock, the same on every node: 0 is DefaultMaxHoldersPerKey, the most
+	// (drivers.MaxHolders); never unlimited. A reader beyond it meets a
+	// busy key (409, or it waits its turn); a semaphore above it is
+	// answered 400, code "invalid".
+	MaxHoldersPerKey int
 	// MaxWaits caps the waiting acquires (wait_ms > 0) this node holds open
 	// at once, forwarded ones included: each holds a goroutine and a
 	// connection. Beyond it a waiting acquire is answered 429, code "full".
@@ -234,6 +241,10 @@ const (
 	// DefaultMaxWaitersPerKey is a queue no lock should ever need: a
 	// thousand processes blocked on one key is a design problem, not load.
 	DefaultMaxWaitersPerKey = 1000
+	// DefaultMaxHoldersPerKey is the most holders of one key any backend
+	// allows: a GET of the key lists them all, and at the longest owners
+	// 1,000 holders and 1,000 waiters fit the API stream's answer limit.
+	DefaultMaxHoldersPerKey = drivers.MaxHolders
 	// DefaultMaxWaits bounds what waiting requests hold on one node: a
 	// goroutine, a socket and its buffers each (tens of KB), so 100 to 200
 	// MB at the limit. The leader also holds the waits forwarded to it, so
@@ -278,6 +289,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.MaxWaitersPerKey == 0 {
 		c.MaxWaitersPerKey = DefaultMaxWaitersPerKey
+	}
+	if c.MaxHoldersPerKey == 0 {
+		c.MaxHoldersPerKey = DefaultMaxHoldersPerKey
 	}
 	if c.MaxWaits == 0 {
 		c.MaxWaits = DefaultMaxWaits
@@ -407,6 +421,9 @@ func (c Config) checkTimingAndLimits(bad badFunc) {
 	if c.MaxKeys < drivers.Unlimited || c.MaxWaitersPerKey < drivers.Unlimited || c.MaxWaits < drivers.Unlimited {
 		bad("MaxKeys (%d), MaxWaitersPerKey (%d) and MaxWaits (%d) must be positive, 0 (default) or drivers.Unlimited (-1)",
 			c.MaxKeys, c.MaxWaitersPerKey, c.MaxWaits)
+	}
+	if c.MaxHoldersPerKey < 0 || c.MaxHoldersPerKey > drivers.MaxHolders {
+		bad("MaxHoldersPerKey (%d) must be between 1 and %d, or 0 (default: %d); a key's holders are never unlimited", c.MaxHoldersPerKey, drivers.MaxHolders, DefaultMaxHoldersPerKey)
 	}
 	if c.MaxConns < drivers.Unlimited {
 		bad("MaxConns (%d) must be positive, 0 (default) or drivers.Unlimited (-1)", c.MaxConns)

@@ -164,6 +164,7 @@ func (n *Node) newStateMachine() (err error) {
 	n.fsm, err = fsm.New(fsm.Config{
 		MaxKeys:          cfg.MaxKeys,
 		MaxWaitersPerKey: cfg.MaxWaitersPerKey,
+		MaxHoldersPerKey: cfg.MaxHoldersPerKey,
 		Logger:           cfg.Logger.With(logbridge.NameKey, "fsm"),
 		OnApply:          n.onApply,
 		OnConfiguration:  func(c raft.Configuration) { n.member.committed(raft.ServerID(cfg.ID), c) },

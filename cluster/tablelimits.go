@@ -23,6 +23,7 @@ type tableLimit struct {
 var tableLimits = []tableLimit{
 	{"max_keys", "--max-keys", func(c Config) int { return c.MaxKeys }},
 	{"max_waiters_per_key", "--max-waiters", func(c Config) int { return c.MaxWaitersPerKey }},
+	{"max_holders_per_key", "--max-holders", func(c Config) int { return c.MaxHoldersPerKey }},
 }
 
 // tableLimitsOf is cfg's table limits by name, defaults filled in.

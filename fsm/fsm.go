@@ -22,6 +22,7 @@ var _ raft.BatchingFSM = (*FSM)(nil)
 type Config struct {
 	MaxKeys          int          // 0 (default) or drivers.Unlimited: no cap
 	MaxWaitersPerKey int          // 0 (default) or drivers.Unlimited: no cap
+	MaxHoldersPerKey int          // 0 (default): drivers.MaxHolders; at most that
 	Logger           *slog.Logger // nil: null logger
 
 	// OnApply, when set, is called in the apply goroutine once for every
@@ -99,6 +100,7 @@ func New(cfg Config) (*FSM, error) {
 	eng, err := engine.NewReplicated(engine.Config{
 		MaxKeys:          cfg.MaxKeys,
 		MaxWaitersPerKey: cfg.MaxWaitersPerKey,
+		MaxHoldersPerKey: cfg.MaxHoldersPerKey,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("fsm: start engine: %w", err)

@@ -62,6 +62,7 @@ type agentOptions struct {
 	logLevel                                         string
 	election, stopTimeout, readTimeout               time.Duration
 	maxKeys, maxWaiters, maxWaits, maxConns          int
+	maxHolders                                       int
 }
 
 func newAgentCmd(e *env) *cobra.Command {
@@ -101,8 +102,9 @@ func newAgentCmd(e *env) *cobra.Command {
 	fs.StringVar(&o.logLevel, "log-level", "info", "trace, debug, info, warn, error or off")
 	fs.BoolVar(&o.pprof, "pprof", false, "serve Go's profiler under /debug/pprof/ of the HTTP API, behind the token\n(go tool pprof http://HOST:PORT/debug/pprof/profile)")
 	durationVar(fs, &o.election, "election-timeout", 0, "raft election timeout; heartbeat = the same, leader lease = half (0: 500ms/500ms/250ms)")
-	fs.IntVar(&o.maxKeys, "max-keys", 0, fmt.Sprintf("refuse new keys beyond this many (0: %d, -1: unlimited); the same on every node", cluster.DefaultMaxKeys))
+	fs.IntVar(&o.maxKeys, "max-keys", 0, fmt.Sprintf("refuse new keys beyond this many, each holder and waiter of a semaphore or read/write lock\ncounting one (0: %d, -1: unlimited); the same on every node", cluster.DefaultMaxKeys))
 	fs.IntVar(&o.maxWaiters, "max-waiters", 0, fmt.Sprintf("refuse waiters beyond this many per key (0: %d, -1: unlimited); the same on every node", cluster.DefaultMaxWaitersPerKey))
+	fs.IntVar(&o.maxHolders, "max-holders", 0, fmt.Sprintf("holders of one semaphore or read/write lock at once: a reader beyond waits, a semaphore\nabove is refused (0: %d, the most; never unlimited); the same on every node", cluster.DefaultMaxHoldersPerKey))
 	fs.IntVar(&o.maxWaits, "max-waits", 0, fmt.Sprintf("waiting acquires this node holds open at once (0: %d, -1: unlimited)", cluster.DefaultMaxWaits))
 	fs.IntVar(&o.maxConns, "max-conns", 0, fmt.Sprintf("HTTP connections this node holds open at once; more wait to be accepted (0: %d,\n-1: unlimited; above --max-waits)", cluster.DefaultMaxConns))
 	durationVar(fs, &o.readTimeout, "http-read-timeout", 0, fmt.Sprintf("time a client has to send a request's headers, and again its body; waits are not bound\nby it (0: %s)", cluster.DefaultHTTPReadTimeout))
@@ -146,7 +148,7 @@ func runAgent(ctx context.Context, e *env, o *agentOptions) error {
 		ElectionTimeout:    cluster.DefaultElectionTimeout,
 		HeartbeatTimeout:   cluster.DefaultHeartbeatTimeout,
 		LeaderLeaseTimeout: cluster.DefaultLeaderLeaseTimeout,
-		MaxKeys:            o.maxKeys, MaxWaitersPerKey: o.maxWaiters, MaxWaits: o.maxWaits,
+		MaxKeys:            o.maxKeys, MaxWaitersPerKey: o.maxWaiters, MaxWaits: o.maxWaits, MaxHoldersPerKey: o.maxHolders,
 		ClusterID: o.clusterID, RaftLog: o.raftLog,
 		TLS: cluster.TLSConfig{CertFile: o.tlsCert, KeyFile: o.tlsKey, CAFile: o.tlsCA,
 			RequireClientCert: o.tlsClientAuth},

@@ -24,13 +24,18 @@ type Config struct {
 	// Clock drives TTL expiry; nil means the system clock. Tests inject an
 	// engine.FakeClock to make time explicit.
 	Clock engine.Clock
-	// MaxKeys caps the number of held keys; 0 (the default) and
+	// MaxKeys caps the number of held keys, a semaphore or read/write
+	// lock counting one per holder and per waiter; 0 (the default) and
 	// drivers.Unlimited mean no cap. When the cap
 	// is reached, new keys are refused with an error matching drivers.ErrFull.
 	MaxKeys int
 	// MaxWaitersPerKey caps the waiters queued on one key; 0 (the default)
 	// and drivers.Unlimited mean no cap.
 	MaxWaitersPerKey int
+	// MaxHoldersPerKey caps the holders of one semaphore or read/write
+	// lock: 0 (the default) means drivers.MaxHolders, the most any backend
+	// allows, so it can only be lowered (engine.Config.MaxHoldersPerKey).
+	MaxHoldersPerKey int
 }
 
 // Validate reports a configuration that cannot work.
@@ -41,7 +46,7 @@ func (c Config) Validate() error {
 	if c.MaxWaitersPerKey < drivers.Unlimited {
 		return &drivers.InvalidError{Field: "MaxWaitersPerKey", Reason: "must be positive, 0 (the default: no cap) or drivers.Unlimited"}
 	}
-	return nil
+	return engine.Config{MaxHoldersPerKey: c.MaxHoldersPerKey}.Validate()
 }
 
 // Driver is a handle on an engine. It implements drivers.Driver,
@@ -74,6 +79,7 @@ func New(cfg Config) (*Driver, error) {
 		Clock:            cfg.Clock,
 		MaxKeys:          cfg.MaxKeys,
 		MaxWaitersPerKey: cfg.MaxWaitersPerKey,
+		MaxHoldersPerKey: cfg.MaxHoldersPerKey,
 	})
 	if err != nil {
 		return nil, err
