@@ -5,6 +5,7 @@ import (
 	"errors"
 	"time"
 
+	"github.com/zerotal/lock/cluster/access"
 	"github.com/zerotal/lock/cluster/handoff"
 	"github.com/zerotal/lock/cluster/httpapi"
 	"github.com/zerotal/lock/cluster/rounds"
@@ -43,12 +44,12 @@ func (n *Node) acquireLock(ctx context.Context, l *leadership, e fsm.Entry, wait
 
 // waitFrom is the wait of a request that arrived at start: until w.For
 // (capped at Config.MaxWait) has passed since, keeping its place w.Keep
-// should that run out.
+// should that run out, counted among the places its tenant keeps.
 func (n *Node) waitFrom(start time.Time, w httpapi.Wait) handoff.Wait {
 	if w.For <= 0 {
 		return handoff.Wait{}
 	}
-	return handoff.Wait{Until: start.Add(min(w.For, n.cfg.MaxWait)), Keep: w.Keep}
+	return handoff.Wait{Until: start.Add(min(w.For, n.cfg.MaxWait)), Keep: w.Keep, Tenant: w.Tenant}
 }
 
 func isConflict(err error) bool {
@@ -58,10 +59,12 @@ func isConflict(err error) bool {
 
 // heldBy is the 409 for key, held by the grant g at now (deadline and
 // now in the FSM's clock, nanoseconds): it tells the holder's remaining
-// lease, and who the holder is as its owner says (drivers.HolderOf: never
-// the owner's token, which would let a contender release the grant).
+// lease, and who the holder is as its owner says (drivers.HolderOf of the
+// owner its request named: never the owner's token, nor the credential
+// recorded with it).
 func heldBy(key string, g engine.Grant, now int64) error {
-	return &drivers.NotAcquiredError{Key: key, HolderTTL: time.Duration(max(g.Deadline-now, 0)), Holder: drivers.HolderOf(g.Owner)}
+	_, owner, _ := access.SplitOwner(g.Owner)
+	return &drivers.NotAcquiredError{Key: key, HolderTTL: time.Duration(max(g.Deadline-now, 0)), Holder: drivers.HolderOf(owner)}
 }
 
 // proposeAcquire proposes the acquire e, preceded, when the key's grant is

@@ -14,15 +14,16 @@ import (
 func (h *handler) acquire(w http.ResponseWriter, r *http.Request) {
 	var req api.AcquireRequest
 	var ttl time.Duration
+	var owner string
 	raw, ok := decodeChecked(w, r, &req, func() (err error) {
-		ttl, err = checkAcquire(req)
+		ttl, owner, err = checkAcquire(r, req)
 		return err
 	})
 	if !ok {
 		return
 	}
 	h.serveAcquire(w, r, raw, req, func(ctx context.Context) (uint64, error) {
-		return h.store.Acquire(ctx, req.Key, req.Owner, ttl, waitOf(req.WaitMillis, req.KeepMillis))
+		return h.store.Acquire(ctx, req.Key, owner, ttl, waitOf(r, req.WaitMillis, req.KeepMillis))
 	})
 }
 
@@ -30,8 +31,9 @@ func (h *handler) acquireShared(w http.ResponseWriter, r *http.Request) {
 	var req api.AcquireSharedRequest
 	var ttl time.Duration
 	var claim drivers.Claim
+	var owner string
 	raw, ok := decodeChecked(w, r, &req, func() (err error) {
-		ttl, err = checkAcquire(req.AcquireRequest)
+		ttl, owner, err = checkAcquire(r, req.AcquireRequest)
 		if err == nil {
 			claim, err = claimOf(req)
 		}
@@ -41,20 +43,24 @@ func (h *handler) acquireShared(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	h.serveAcquire(w, r, raw, req.AcquireRequest, func(ctx context.Context) (uint64, error) {
-		return h.store.AcquireShared(ctx, req.Key, req.Owner, ttl, waitOf(req.WaitMillis, req.KeepMillis), claim)
+		return h.store.AcquireShared(ctx, req.Key, owner, ttl, waitOf(r, req.WaitMillis, req.KeepMillis), claim)
 	})
 }
 
-// checkAcquire checks an acquire's fields and returns its TTL.
-func checkAcquire(req api.AcquireRequest) (time.Duration, error) {
-	ttl, err := checkTTL(req.TTLMillis)
+// checkAcquire checks the fields of r's acquire req and returns its TTL
+// and the owner recorded for it.
+func checkAcquire(r *http.Request, req api.AcquireRequest) (ttl time.Duration, owner string, err error) {
+	ttl, err = checkTTL(req.TTLMillis)
 	if err == nil {
 		err = errors.Join(checkKey(req.Key), checkOwner(req.Owner))
 	}
 	if err == nil {
 		err = checkWait(req.WaitMillis, req.KeepMillis)
 	}
-	return ttl, err
+	if err == nil {
+		owner, err = recordedOwner(r, req.Owner)
+	}
+	return ttl, owner, err
 }
 
 // checkWait checks an acquire's wait_ms and keep_ms.
@@ -124,23 +130,10 @@ func (h *handler) waitSlot(w http.ResponseWriter, r *http.Request, waitMillis in
 
 func (h *handler) release(w http.ResponseWriter, r *http.Request) {
 	var req api.ReleaseRequest
-	raw, ok := decodeChecked(w, r, &req, func() error { return errors.Join(checkKey(req.Key), checkOwner(req.Owner)) })
-	if !ok {
-		return
-	}
-	h.serveKey(w, r, raw, access.RightLock, req.Key, func(ctx context.Context) (any, error) {
-		released, err := h.store.Release(ctx, req.Key, req.Owner)
-		return api.ReleaseResponse{Released: released}, err
-	})
-}
-
-func (h *handler) extend(w http.ResponseWriter, r *http.Request) {
-	var req api.ExtendRequest
-	var ttl time.Duration
+	var owner string
 	raw, ok := decodeChecked(w, r, &req, func() (err error) {
-		ttl, err = checkTTL(req.TTLMillis)
-		if err == nil {
-			err = errors.Join(checkKey(req.Key), checkOwner(req.Owner))
+		if err = errors.Join(checkKey(req.Key), checkOwner(req.Owner)); err == nil {
+			owner, err = recordedOwner(r, req.Owner)
 		}
 		return err
 	})
@@ -148,7 +141,30 @@ func (h *handler) extend(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	h.serveKey(w, r, raw, access.RightLock, req.Key, func(ctx context.Context) (any, error) {
-		extended, err := h.store.Extend(ctx, req.Key, req.Owner, ttl)
+		released, err := h.store.Release(ctx, req.Key, owner)
+		return api.ReleaseResponse{Released: released}, err
+	})
+}
+
+func (h *handler) extend(w http.ResponseWriter, r *http.Request) {
+	var req api.ExtendRequest
+	var ttl time.Duration
+	var owner string
+	raw, ok := decodeChecked(w, r, &req, func() (err error) {
+		ttl, err = checkTTL(req.TTLMillis)
+		if err == nil {
+			err = errors.Join(checkKey(req.Key), checkOwner(req.Owner))
+		}
+		if err == nil {
+			owner, err = recordedOwner(r, req.Owner)
+		}
+		return err
+	})
+	if !ok {
+		return
+	}
+	h.serveKey(w, r, raw, access.RightLock, req.Key, func(ctx context.Context) (any, error) {
+		extended, err := h.store.Extend(ctx, req.Key, owner, ttl)
 		return api.ExtendResponse{Extended: extended, TTLMillis: req.TTLMillis}, err
 	})
 }

@@ -14,8 +14,11 @@ import (
 func (h *handler) acquireAll(w http.ResponseWriter, r *http.Request) {
 	var req api.AcquireAllRequest
 	var ttl time.Duration
+	var owner string
 	raw, ok := decodeChecked(w, r, &req, func() (err error) {
-		ttl, err = checkAcquireAll(req)
+		if ttl, err = checkAcquireAll(req); err == nil {
+			owner, err = recordedOwner(r, req.Owner)
+		}
 		return err
 	})
 	if !ok {
@@ -32,7 +35,7 @@ func (h *handler) acquireAll(w http.ResponseWriter, r *http.Request) {
 	}
 	defer done()
 	h.onLeader(w, r, raw, func() {
-		fences, err := h.store.AcquireAll(r.Context(), req.Keys, req.Owner, ttl, waitOf(req.WaitMillis, req.KeepMillis))
+		fences, err := h.store.AcquireAll(r.Context(), req.Keys, owner, ttl, waitOf(r, req.WaitMillis, req.KeepMillis))
 		if err != nil {
 			writeError(w, err)
 			return

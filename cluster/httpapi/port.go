@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"context"
+	"net/http"
 	"time"
 
 	"github.com/zerotal/lock/api"
@@ -10,18 +11,31 @@ import (
 
 // Wait is how an acquire waits: up to For (zero: not at all) for its key,
 // and, should that run out, with its place in the queue kept for Keep for
-// the owner's next request (api.AcquireRequest.KeepMillis).
-type Wait struct{ For, Keep time.Duration }
+// the owner's next request (api.AcquireRequest.KeepMillis). Tenant is the
+// request's credential (its access.Credential.ID; "" on a node without
+// credentials): a Store bounds the places kept per tenant, so that one
+// credential cannot take every place another would keep.
+type Wait struct {
+	For, Keep time.Duration
+	Tenant    string
+}
 
-// waitOf is the Wait an acquire's wait_ms and keep_ms ask for.
-func waitOf(waitMillis, keepMillis int64) Wait {
-	return Wait{For: api.Duration(waitMillis), Keep: api.Duration(min(keepMillis, api.MaxKeepMillis))}
+// waitOf is the Wait the wait_ms and keep_ms of r's acquire ask for.
+func waitOf(r *http.Request, waitMillis, keepMillis int64) Wait {
+	return Wait{For: api.Duration(waitMillis), Keep: api.Duration(min(keepMillis, api.MaxKeepMillis)), Tenant: caller(r).ID()}
 }
 
 // Store is what the API serves: the lock operations of one node, with
 // plain arguments the handler has already decoded and checked (a valid
 // key and owner, a TTL in range, a non-negative wait, a member id without
 // white space and host:port addresses).
+//
+// The owner a lock operation is given is the one to record: on a node
+// with credentials, the request's owner behind its credential's id
+// (access.Credential.Owner), so that a credential's releases and extends
+// reach its own grants only. Get and List return the owners as recorded;
+// the handler shows each caller what it may see of them (owners.go), the
+// holder included.
 //
 // The lock operations, Get, List, Join and Leave are called only when
 // Leader reported that this node serves them. Their errors are mapped to

@@ -40,6 +40,7 @@ func (h *handler) getLock(w http.ResponseWriter, r *http.Request) {
 			writeError(w, errNotFound)
 			return
 		}
+		showLock(caller(r), &l)
 		writeJSON(w, http.StatusOK, l)
 	})
 }
@@ -67,6 +68,10 @@ func (h *handler) listLocks(w http.ResponseWriter, r *http.Request) {
 		if err != nil {
 			writeError(w, err)
 			return
+		}
+		c := caller(r)
+		for i := range locks {
+			showLock(c, &locks[i])
 		}
 		writeJSON(w, http.StatusOK, api.LockList{Locks: locks, Truncated: truncated})
 	})

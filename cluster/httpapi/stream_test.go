@@ -15,6 +15,7 @@ import (
 
 	"github.com/zerotal/lock/api"
 	"github.com/zerotal/lock/api/stream"
+	"github.com/zerotal/lock/cluster/access"
 	"github.com/zerotal/lock/cluster/httpapi"
 	"github.com/zerotal/lock/internal/testkit/poll"
 )
@@ -25,13 +26,14 @@ const streamToken = "stream-token-0123456789"
 // ends, and reports that it ended.
 type blockingStore struct {
 	*fakeStore
-	ended chan string // the owner of each held acquire whose context ended
+	ended chan string // the owner of each held acquire whose context ended, as its request named it
 }
 
 func (s *blockingStore) Acquire(ctx context.Context, key, owner string, ttl time.Duration, wait httpapi.Wait) (uint64, error) {
 	if key == "block" {
 		<-ctx.Done()
-		s.ended <- owner
+		_, named, _ := access.SplitOwner(owner) // the Store is given the owner recorded for the credential
+		s.ended <- named
 		return 0, ctx.Err()
 	}
 	return s.fakeStore.Acquire(ctx, key, owner, ttl, wait)
