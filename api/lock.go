@@ -9,7 +9,15 @@ import (
 // GET /v1/locks. The node serves it, the client returns it and the CLI
 // prints it: one type from the table to the terminal.
 type Lock struct {
-	Key   string
+	Key string
+	// Owner is the holder's owner as its request named it. On a node with
+	// credentials it is shown whole only to the credential that made the
+	// grant and to one that may force-release the key; to another it
+	// comes with its token as 32 zeros ("000…0:HOLDER"), or "" when it
+	// has no holder after a token. The token would give that credential
+	// nothing anyway: a node records each owner with its credential, and
+	// a release or extend reaches the grants of its own credential only.
+	// So with Holders[i].Owner and Queue[i].Owner.
 	Owner string
 	// Holder is who the owner says holds the grant (the description after
 	// its token, drivers.HolderOf); "" when it says nothing.
