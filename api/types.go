@@ -193,9 +193,9 @@ type NodeInfo struct {
 	// name: the leader adds no other.
 	RaftAddr string `json:"raft_addr,omitempty"`
 	// Limits are the limits its replicated table applies, by name
-	// ("max_keys", "max_waiters_per_key"; -1: none). Every member applies
-	// the same log with them, so a leader adds only a node whose limits
-	// equal its own.
+	// ("max_keys", "max_waiters_per_key", "max_holders_per_key"; -1:
+	// none). Every member applies the same log with them, so a leader
+	// adds only a node whose limits equal its own.
 	Limits map[string]int `json:"limits,omitempty"`
 }
 

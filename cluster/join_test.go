@@ -3,6 +3,7 @@ package cluster
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -190,6 +191,9 @@ func TestJoin_NodeWithOtherTableLimitsIsRefused(t *testing.T) {
 	waiters := waitingNode(t, "n5", func(c *Config) { c.MaxKeys, c.MaxWaitersPerKey = 500, 3 })
 	r = c.do(leader.HTTPAddr(), "POST", "/v1/join", map[string]any{"id": "n5", "addr": waiters.RaftAddr(), "http": waiters.HTTPAddr()})
 	mustRefuseJoin(t, r, "join of a node with --max-waiters 3", "--max-waiters", "3", "1000")
+	holders := waitingNode(t, "n6", func(c *Config) { c.MaxKeys, c.MaxHoldersPerKey = 500, 5 })
+	r = c.do(leader.HTTPAddr(), "POST", "/v1/join", map[string]any{"id": "n6", "addr": holders.RaftAddr(), "http": holders.HTTPAddr()})
+	mustRefuseJoin(t, r, "join of a node with --max-holders 5", "--max-holders 5 on n6", fmt.Sprintf("%d on n1", DefaultMaxHoldersPerKey))
 	if after := voterIDs(t, leader); !sameVoters(before, after) {
 		t.Fatalf("a refused join changed the configuration: %v -> %v", before, after)
 	}
