@@ -3,16 +3,16 @@ package lock
 import (
 	"context"
 	"fmt"
-	"math"
 	"time"
 
 	"github.com/zerotal/lock/drivers"
 )
 
 // Semaphore makes the call take one of n slots of the key: up to n holders
-// at once (n >= 1).
+// at once (1 <= n <= drivers.MaxHolders, the most holders one key has on
+// any backend).
 func Semaphore(n int) Option {
-	if n < 1 || n > math.MaxUint32 {
+	if n < 1 || n > drivers.MaxHolders {
 		// No claim: claimOf reports n, which d carries.
 		return Option{kind: optClaim, d: time.Duration(n)}
 	}
@@ -34,7 +34,7 @@ func Write() Option {
 // claimOf returns the claim opt names, or an *InvalidError.
 func claimOf(opt Option) (drivers.Claim, error) {
 	if opt.claim == (drivers.Claim{}) {
-		return drivers.Claim{}, &InvalidError{Field: "semaphore", Reason: fmt.Sprintf("n must be between 1 and %d, got %d", uint32(math.MaxUint32), int64(opt.d))}
+		return drivers.Claim{}, &InvalidError{Field: "semaphore", Reason: fmt.Sprintf("n must be between 1 and %d (drivers.MaxHolders), got %d", drivers.MaxHolders, int64(opt.d))}
 	}
 	return opt.claim, nil
 }

@@ -9,16 +9,18 @@ import (
 	"time"
 
 	"github.com/zerotal/lock"
+	"github.com/zerotal/lock/drivers"
 )
 
 func TestShared_BadClaimsAreInvalid(t *testing.T) {
 	m := newManager(t, openMemory(t))
 	noop := func(context.Context, *lock.Lock) error { return nil }
 	for name, err := range map[string]error{
-		"Semaphore(0)":           m.Try(t.Context(), "k", time.Second, noop, lock.Semaphore(0)),
-		"Semaphore(-1) in Make":  m.Make("k", time.Second, lock.Semaphore(-1)).Release(t.Context()),
-		"Make with WithTimeout":  m.Make("k", time.Second, lock.WithTimeout(time.Second)).Release(t.Context()),
-		"Lock.Block with a kind": m.Make("k", time.Second).Block(t.Context(), time.Second, lock.Read()),
+		"Semaphore(0)":               m.Try(t.Context(), "k", time.Second, noop, lock.Semaphore(0)),
+		"Semaphore(-1) in Make":      m.Make("k", time.Second, lock.Semaphore(-1)).Release(t.Context()),
+		"Semaphore above MaxHolders": m.Try(t.Context(), "k", time.Second, noop, lock.Semaphore(drivers.MaxHolders+1)),
+		"Make with WithTimeout":      m.Make("k", time.Second, lock.WithTimeout(time.Second)).Release(t.Context()),
+		"Lock.Block with a kind":     m.Make("k", time.Second).Block(t.Context(), time.Second, lock.Read()),
 	} {
 		var inv *lock.InvalidError
 		if !errors.As(err, &inv) || !errors.Is(err, lock.ErrInvalid) {
