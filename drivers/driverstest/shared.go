@@ -27,6 +27,7 @@ func RunShared(t *testing.T, newHarness func(t *testing.T) Harness) {
 		{"KindAndLimitMismatch", testKindAndLimitMismatch},
 		{"RWReadersShareWriterAlone", testRWReadersShareWriterAlone},
 		{"RWWaitingWriterStopsNewReaders", testRWWaitingWriterStopsNewReaders},
+		{"HolderCap", testHolderCap},
 		{"SharedRefreshAndExpiryPerHolder", testSharedRefreshAndExpiryPerHolder},
 		{"SemaphoreHammer", testSemaphoreHammer},
 		{"RWHammer", testRWHammer},

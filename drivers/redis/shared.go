@@ -81,7 +81,7 @@ end
 local function fits(w)
   if kind == '1' then return #holders < tonumber(lim) end
   if w == '1' then return #holders == 0 end
-  return #holders == 0 or holders[1].w == '0'
+  return #holders == 0 or (holders[1].w == '0' and #holders < ` + strconv.Itoa(drivers.MaxHolders) + `)
 end
 local function newFence()
 ` + nextFence + `

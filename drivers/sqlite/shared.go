@@ -170,7 +170,7 @@ func (d *Driver) sharedTurn(ctx context.Context, key, owner string, c drivers.Cl
 		case c.Write:
 			turn = holders == 0
 		default:
-			turn = writers == 0
+			turn = writers == 0 && holders < drivers.MaxHolders
 		}
 		return nil
 	})
@@ -384,7 +384,9 @@ func fits(holders []sharedHolder, c drivers.Claim) bool {
 	case c.Write:
 		return len(holders) == 0
 	}
-	return len(holders) == 0 || !holders[0].write
+	// A reader beyond drivers.MaxHolders meets a busy key, as on every
+	// backend.
+	return len(holders) == 0 || (!holders[0].write && len(holders) < drivers.MaxHolders)
 }
 
 func earliest(holders []sharedHolder) int64 {
