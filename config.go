@@ -41,8 +41,16 @@ type Config struct {
 	// Logger receives the Manager's and the driver's logs; nil discards them.
 	Logger *slog.Logger
 	// Holder is how this process's grants describe their holder to others
-	// (see WithHolder); empty means the process id and the host name.
+	// (see WithHolder: one word of visible characters, at most
+	// MaxHolderLen bytes); empty means the process id and the host name.
 	Holder string
+
+	// err is why ConfigFromEnv could not build a Config. The Config it
+	// returns with an error carries it, so that Validate and Open return
+	// it: the zero Config, which is otherwise valid, would open the
+	// memory driver, and a program that dropped the error would take
+	// locks no other process sees.
+	err error
 }
 
 // SQLiteConfig configures the "sqlite" driver.
@@ -115,6 +123,9 @@ func (c ClusterConfig) GoString() string { return "lock.ClusterConfig" + c.Strin
 
 // String prints the configuration with every secret redacted.
 func (c Config) String() string {
+	if c.err != nil {
+		return fmt.Sprintf("{Err:%q}", c.err.Error()) // ConfigFromEnv's errors hold no secret
+	}
 	return fmt.Sprintf("{Driver:%q Prefix:%q SQLite:{Path:%q Durable:%v} Redis:%s Cluster:%s}",
 		c.Driver, c.Prefix, c.SQLite.Path, c.SQLite.Durable, c.Redis, c.Cluster)
 }
@@ -138,9 +149,18 @@ func (c Config) withDefaults() Config {
 // taken at their defaults: also a driver whose package the program does
 // not import (a *NotLinkedError). Only the selected driver's section is
 // checked. Errors match ErrInvalid and never contain the Redis URL or the token.
+//
+// A Config that ConfigFromEnv returned with an error is invalid whatever
+// is set on it afterwards: Validate returns that error.
 func (c Config) Validate() error {
+	if c.err != nil {
+		return c.err
+	}
 	c = c.withDefaults()
 	if _, err := drivers.Lookup(c.Driver); err != nil {
+		return err
+	}
+	if err := validateHolder("Holder", c.Holder); err != nil {
 		return err
 	}
 	if !utf8.ValidString(c.Prefix) {

@@ -32,10 +32,14 @@ const (
 // REDIS_URL, LOCKCLUSTER_ENDPOINTS (comma separated), LOCKCLUSTER_TOKEN,
 // and for a TLS cluster LOCKCLUSTER_TLS_CA, LOCKCLUSTER_TLS_CERT and
 // LOCKCLUSTER_TLS_KEY, and LOCKCLUSTER_CLUSTER_ID. Unset variables leave
-// their field at its default. The result is validated; on an error the
-// Config is the zero value, never a usable one, and the error (matching
+// their field at its default. The result is validated; the error (matching
 // ErrInvalid) names the variable and never contains the Redis URL or the
 // token.
+//
+// On an error the Config returned carries it and is never usable: its
+// Validate and Open return that error, whatever is set on it afterwards,
+// so that a program that drops the error (cfg, _ := ConfigFromEnv())
+// does not lock in its own memory. Build a new Config to choose otherwise.
 //
 // When LOCKCLUSTER_DRIVER is unset, the backend is the one the other
 // variables point at: "cluster" for LOCKCLUSTER_ENDPOINTS, "sqlite" for
@@ -44,22 +48,38 @@ const (
 // no other process sees them. When more than one of them is set, nothing
 // says which to lock on, and ConfigFromEnv refuses: set
 // LOCKCLUSTER_DRIVER. With none of them, the driver is "memory".
-func ConfigFromEnv() (Config, error) {
+func ConfigFromEnv() (Config, error) { return ConfigFromGetenv(os.Getenv) }
+
+// ConfigFromGetenv is ConfigFromEnv with each variable read by getenv
+// (an empty value is unset): the one place that decides the backend from
+// these variables. The lockcluster command calls it with its flags layered
+// over the environment (--endpoints for LOCKCLUSTER_ENDPOINTS and so on),
+// so that the library and the command choose the same backend from the
+// same settings.
+func ConfigFromGetenv(getenv func(name string) string) (Config, error) {
+	cfg, err := configFrom(getenv)
+	if err != nil {
+		return Config{err: err}, err
+	}
+	return cfg, nil
+}
+
+func configFrom(getenv func(string) string) (Config, error) {
 	cfg := Config{
-		Driver: strings.TrimSpace(os.Getenv(EnvDriver)),
-		Prefix: os.Getenv(EnvPrefix),
-		SQLite: SQLiteConfig{Path: os.Getenv(EnvSQLitePath)},
-		Redis:  RedisConfig{URL: strings.TrimSpace(os.Getenv(EnvRedisURL))},
+		Driver: strings.TrimSpace(getenv(EnvDriver)),
+		Prefix: getenv(EnvPrefix),
+		SQLite: SQLiteConfig{Path: getenv(EnvSQLitePath)},
+		Redis:  RedisConfig{URL: strings.TrimSpace(getenv(EnvRedisURL))},
 		Cluster: ClusterConfig{
-			Addrs:     splitList(os.Getenv(EnvEndpoints)),
-			Token:     os.Getenv(EnvToken),
-			CAFile:    strings.TrimSpace(os.Getenv(EnvTLSCA)),
-			CertFile:  strings.TrimSpace(os.Getenv(EnvTLSCert)),
-			KeyFile:   strings.TrimSpace(os.Getenv(EnvTLSKey)),
-			ClusterID: strings.TrimSpace(os.Getenv(EnvClusterID)),
+			Addrs:     splitList(getenv(EnvEndpoints)),
+			Token:     getenv(EnvToken),
+			CAFile:    strings.TrimSpace(getenv(EnvTLSCA)),
+			CertFile:  strings.TrimSpace(getenv(EnvTLSCert)),
+			KeyFile:   strings.TrimSpace(getenv(EnvTLSKey)),
+			ClusterID: strings.TrimSpace(getenv(EnvClusterID)),
 		},
 	}
-	if v := strings.TrimSpace(os.Getenv(EnvSQLiteDurable)); v != "" {
+	if v := strings.TrimSpace(getenv(EnvSQLiteDurable)); v != "" {
 		durable, err := strconv.ParseBool(v)
 		if err != nil {
 			return Config{}, &InvalidError{Field: EnvSQLiteDurable, Reason: fmt.Sprintf("is %q; want true or false", v)}

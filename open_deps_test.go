@@ -1,10 +1,13 @@
 package lock_test
 
 import (
+	"os"
 	"os/exec"
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/zerotal/lock"
 )
 
 // A program that opens the memory driver only must not link the other
@@ -38,13 +41,19 @@ func TestOpen_MemoryOnlyProgramLinksNoOtherBackend(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	out, err := exec.CommandContext(t.Context(), goBin, "run", "./testdata/memonly").CombinedOutput()
+	cmd := exec.CommandContext(t.Context(), goBin, "run", "./testdata/memonly")
+	cmd.Env = append(os.Environ(), lock.EnvDriver+"=", lock.EnvSQLitePath+"=", lock.EnvRedisURL+"=", lock.EnvEndpoints+"=127.0.0.1:1")
+	out, err := cmd.CombinedOutput()
 	if err != nil {
 		t.Fatalf("go run: %v\n%s", err, out)
 	}
 	for _, want := range []string{
 		"try: <nil>",
 		`redis: lock: driver "redis" is not linked into this program: add import _ "github.com/zerotal/lock/drivers/redis"`,
+		// ConfigFromEnv's error, and the Config it came with does not
+		// open: not the memory driver of the zero Config.
+		`env: true lock: driver "cluster" is not linked into this program: add import _ "github.com/zerotal/lock/drivers/cluster"`,
+		"env open: false true",
 	} {
 		if !strings.Contains(string(out), want) {
 			t.Errorf("memonly printed:\n%s\nwant a line %q", out, want)

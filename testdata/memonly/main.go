@@ -5,6 +5,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"time"
@@ -24,4 +25,15 @@ func main() {
 	fmt.Println("try:", err)
 	_, err = lock.Open(ctx, lock.Config{Driver: "redis", Redis: lock.RedisConfig{URL: "redis://127.0.0.1:1"}})
 	fmt.Println("redis:", err)
+
+	// Pointed at a cluster (LOCKCLUSTER_ENDPOINTS) whose driver it does not
+	// link: the Config ConfigFromEnv returns with its error does not open
+	// (it would be the memory driver's zero Config otherwise).
+	cfg, err := lock.ConfigFromEnv()
+	fmt.Println("env:", errors.Is(err, lock.ErrNotLinked), err)
+	em, err := lock.Open(ctx, cfg)
+	fmt.Println("env open:", em != nil, errors.Is(err, lock.ErrNotLinked))
+	if em != nil {
+		_ = em.Close()
+	}
 }
