@@ -31,6 +31,47 @@ func Write() Option {
 	return Option{kind: optClaim, claim: drivers.Claim{Kind: drivers.RWLock, Write: true}}
 }
 
+// oneClaim collects the claim options of one call: a call holds its key
+// one way, so two different claims are an error (the last one would win
+// without a word: Read() with Write() took a write lock), while the same
+// claim given twice says one thing.
+type oneClaim struct {
+	c   drivers.Claim
+	set bool
+}
+
+// add takes the claim option opt.
+func (o *oneClaim) add(opt Option) error {
+	c, err := claimOf(opt)
+	if err != nil {
+		return err
+	}
+	if o.set && c != o.c {
+		return &InvalidError{Field: "claim", Reason: fmt.Sprintf(
+			"%s and %s given together: a call holds its key one way, so give one of Semaphore(n), Read() or Write()", o.c, c)}
+	}
+	o.c, o.set = c, true
+	return nil
+}
+
+// makeClaim is the claim of Make's options, which may only be Semaphore,
+// Read or Write.
+func makeClaim(opts []Option) (drivers.Claim, error) {
+	var one oneClaim
+	for _, opt := range opts {
+		switch opt.kind {
+		case optNone:
+		case optClaim:
+			if err := one.add(opt); err != nil {
+				return drivers.Claim{}, err
+			}
+		default:
+			return drivers.Claim{}, &InvalidError{Field: "option", Reason: "Make takes only Semaphore, Read or Write; give the others to Lock.Block"}
+		}
+	}
+	return one.c, nil
+}
+
 // claimOf returns the claim opt names, or an *InvalidError.
 func claimOf(opt Option) (drivers.Claim, error) {
 	if opt.claim == (drivers.Claim{}) {

@@ -5,7 +5,6 @@ import (
 	"log/slog"
 	"os"
 	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -39,6 +38,9 @@ type Manager struct {
 	prefix      string
 	prefixSet   bool // WithPrefix was given
 	logger      *slog.Logger
+	// invalid is what WithHolder found wrong, which every call that takes
+	// a lock reports: a description nobody would see as given.
+	invalid error
 
 	closed    atomic.Bool
 	stopping  atomic.Bool // Shutdown or Close began: no new lock is taken
@@ -84,39 +86,40 @@ func WithLogger(l *slog.Logger) ManagerOption {
 	}
 }
 
-// MaxHolderLen is the longest holder description WithHolder keeps, in
-// bytes.
+// MaxHolderLen is the longest holder description WithHolder and
+// Config.Holder accept, in bytes.
 const MaxHolderLen = 256
 
 // WithHolder sets how the Manager's grants describe their holder to
 // others: a short text such as "deploy@host-3" that follows the random
 // token in every owner it makes, and that a contender sees in
 // NotAcquiredError.Holder, "lockcluster locks" and GET /v1/lock (never
-// the token). The default is the host name and the process id
-// ("host-3 pid 4242"); "" describes nothing. Invalid UTF-8 is replaced
-// and the text is cut at MaxHolderLen bytes. An owner given with
-// WithOwner is used as given.
+// the token). The default is the process id and the host name
+// ("pid4242@host-3"); "" describes nothing. It is one word: at most
+// MaxHolderLen bytes of visible characters (letters, digits, punctuation,
+// symbols, in any script), no spaces or control characters, since owners
+// travel in key=value lines and table columns. Another description is
+// shown to nobody: every call of the Manager that takes a lock (Make,
+// Try, Block, TryAll, BlockAll) reports it as an *InvalidError. An owner
+// given with WithOwner is used as given.
 func WithHolder(h string) ManagerOption {
 	return func(m *Manager) {
-		h = strings.ToValidUTF8(h, "?")
-		if len(h) > MaxHolderLen {
-			h = strings.ToValidUTF8(h[:MaxHolderLen], "")
-		}
-		m.ownerSuffix = ""
-		if h != "" {
+		m.ownerSuffix, m.invalid = "", validateHolder("holder", h)
+		if h != "" && m.invalid == nil {
 			m.ownerSuffix = ":" + h
 		}
 	}
 }
 
 // defaultHolder is the holder description of a Manager without
-// WithHolder: the process id and the host name.
+// WithHolder: the process id and the host name, with whatever a holder
+// description may not contain replaced by '_' (a host name has none).
 var defaultHolder = sync.OnceValue(func() string {
 	host, err := os.Hostname()
 	if err != nil || host == "" {
 		host = "unknown-host"
 	}
-	return "pid" + strconv.Itoa(os.Getpid()) + "@" + host
+	return fitHolder("pid" + strconv.Itoa(os.Getpid()) + "@" + host)
 })
 
 // New returns a Manager on d, which it owns from now on: Manager.Close
@@ -206,7 +209,9 @@ func (m *Manager) Close() error {
 func (m *Manager) Make(key string, ttl time.Duration, opts ...Option) *Lock {
 	l := &Lock{}
 	m.initLock(l, key, ttl)
-	if err := validateKey(m.prefix, key); err != nil {
+	if m.invalid != nil {
+		l.invalid = m.invalid
+	} else if err := validateKey(m.prefix, key); err != nil {
 		l.invalid = err
 	} else if err := validateTTL(ttl); err != nil {
 		l.invalid = err
@@ -216,25 +221,6 @@ func (m *Manager) Make(key string, ttl time.Duration, opts ...Option) *Lock {
 		l.invalid = err
 	}
 	return l
-}
-
-// makeClaim is the claim of Make's options, which may only be Semaphore,
-// Read or Write.
-func makeClaim(opts []Option) (drivers.Claim, error) {
-	var c drivers.Claim
-	for _, opt := range opts {
-		switch opt.kind {
-		case optNone:
-		case optClaim:
-			var err error
-			if c, err = claimOf(opt); err != nil {
-				return c, err
-			}
-		default:
-			return c, &InvalidError{Field: "option", Reason: "Make takes only Semaphore, Read or Write; give the others to Lock.Block"}
-		}
-	}
-	return c, nil
 }
 
 // initLock sets up a handle allocated by the caller, once key and ttl have

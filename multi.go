@@ -68,6 +68,9 @@ func (m *Manager) all(ctx context.Context, keys []string, ttl time.Duration, fn 
 	slices.Sort(order)
 	order = slices.Compact(order)
 	// Every key and option is checked before the first grant.
+	if m.invalid != nil {
+		return m.invalid
+	}
 	if err := validateTTL(ttl); err != nil {
 		return err
 	}

@@ -105,20 +105,20 @@ type options struct {
 	marginSet    bool          // 0 is a valid margin
 	release      time.Duration // 0: the caller's ctx bounds the release
 	owner        string        // "": a fresh token per grant
-	claim        drivers.Claim // Semaphore, Read, Write
+	claim        drivers.Claim // Semaphore, Read, Write: one of them, once
 }
 
 // buildOptions applies opts and fills in the defaults that depend on ttl.
 // Invalid values are reported as *InvalidError, the first one wins.
 func buildOptions(ttl time.Duration, opts []Option) (options, error) {
 	o := options{retryDelay: DefaultRetryDelay}
+	var claim oneClaim
 	for _, opt := range opts {
 		if opt.kind == optClaim {
-			c, err := claimOf(opt)
-			if err != nil {
+			if err := claim.add(opt); err != nil {
 				return o, err
 			}
-			o.claim = c
+			o.claim = claim.c
 			continue
 		}
 		if opt.kind == optOwner {

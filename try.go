@@ -78,6 +78,9 @@ type call struct {
 
 // prepare validates everything before any backend call.
 func (m *Manager) prepare(key string, ttl time.Duration, fn Func, opts []Option) (*call, options, error) {
+	if m.invalid != nil {
+		return nil, options{}, m.invalid
+	}
 	if err := validateKey(m.prefix, key); err != nil {
 		return nil, options{}, err
 	}

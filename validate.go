@@ -2,7 +2,9 @@ package lock
 
 import (
 	"fmt"
+	"strings"
 	"time"
+	"unicode"
 	"unicode/utf8"
 
 	"github.com/zerotal/lock/drivers"
@@ -46,4 +48,47 @@ func validateOwner(owner string) error {
 		return &InvalidError{Field: "owner", Reason: fmt.Sprintf("is %d bytes; the limit is %d", len(owner), drivers.MaxOwnerLen)}
 	}
 	return nil
+}
+
+// validateHolder checks a holder description (WithHolder, Config.Holder,
+// reported as field): at most MaxHolderLen bytes of visible characters,
+// without spaces. Others see it as given, after the owner's token, in
+// key=value lines ("lockcluster run"), in the columns of "lockcluster
+// locks" and in errors, so it is one word that cannot break a line or
+// hide behind an invisible character; and it is never cut, so a long one
+// is refused rather than shown to others shortened.
+func validateHolder(field, h string) error {
+	switch {
+	case len(h) > MaxHolderLen:
+		return &InvalidError{Field: field, Reason: fmt.Sprintf("is %d bytes; the limit is %d (MaxHolderLen)", len(h), MaxHolderLen)}
+	case !utf8.ValidString(h):
+		return &InvalidError{Field: field, Reason: "must be valid UTF-8"}
+	}
+	if i := strings.IndexFunc(h, notHolderRune); i >= 0 {
+		r, _ := utf8.DecodeRuneInString(h[i:])
+		return &InvalidError{Field: field, Reason: fmt.Sprintf(
+			"contains %U at byte %d: a holder is one word of visible characters, no spaces or control characters (as pid4242@host-3)", r, i)}
+	}
+	return nil
+}
+
+// notHolderRune reports a rune a holder description may not contain:
+// anything but a visible character (a letter, mark, digit, punctuation
+// or symbol of any script).
+func notHolderRune(r rune) bool { return !unicode.IsGraphic(r) || unicode.IsSpace(r) }
+
+// fitHolder makes h a valid holder description: what it may not contain
+// becomes '_', and it is cut to MaxHolderLen bytes.
+func fitHolder(h string) string {
+	h = strings.Map(func(r rune) rune {
+		if notHolderRune(r) {
+			return '_'
+		}
+		return r
+	}, strings.ToValidUTF8(h, "_"))
+	for len(h) > MaxHolderLen {
+		_, n := utf8.DecodeLastRuneInString(h)
+		h = h[:len(h)-n]
+	}
+	return h
 }
