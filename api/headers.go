@@ -13,13 +13,12 @@ const (
 	// leader, with the follower's ID. Only nodes set it: a node that gets
 	// it while not leading answers 503 rather than forward again.
 	HeaderForwardedBy = "X-Lock-Forwarded-By"
-	// HeaderCredential and HeaderCredentialProof carry, on a forwarded
-	// request, the name of the credential a client certificate gave it
-	// on the node it reached, and that node's proof (an HMAC keyed by the
-	// raft secret), so that the leader grants the same rights: it sees
-	// the forwarding node's certificate, not the client's.
-	HeaderCredential      = "X-Lock-Credential"
-	HeaderCredentialProof = "X-Lock-Credential-Proof"
+	// HeaderCredential carries, on a forwarded request, the name of the
+	// credential a client certificate gave it on the node it reached, so
+	// that the leader grants the same rights: it sees the forwarding
+	// node's certificate, not the client's. The leader takes it only on
+	// a connection whose certificate is the forwarding member's.
+	HeaderCredential = "X-Lock-Credential"
 )
 
 // Bearer returns the HeaderAuthorization value for token.

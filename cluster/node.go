@@ -225,7 +225,7 @@ func (n *Node) newHTTPServer() {
 		NodeID:      cfg.ID,
 		ClusterID:   cfg.ClusterID,
 		Credentials: n.creds.Load,
-		ForwardKey:  cfg.raftKey(),
+		Forwarder:   n.checkForwarder,
 		Logger:      cfg.Logger.With(logbridge.NameKey, "http"),
 		ReadTimeout: cfg.HTTPReadTimeout,
 		MaxWaits:    cfg.MaxWaits,

@@ -66,12 +66,12 @@ func (h *handler) credential(r *http.Request) *access.Credential {
 		}
 	}
 	if name := r.Header.Get(api.HeaderCredential); name != "" {
-		// A forwarded request (see forwardproof.go).
+		// A forwarded request (see forwarder.go).
 		c := set.ByName(name)
 		if c == nil || c.Subject == "" {
 			return nil
 		}
-		if err := h.checkForwardProof(r, name); err != nil {
+		if err := h.checkForwarder(r); err != nil {
 			if h.opts.Logger != nil {
 				h.opts.Logger.Warn("forwarded credential refused", "credential", name, "forwarded_by", r.Header.Get(api.HeaderForwardedBy),
 					"method", r.Method, "path", r.URL.Path, "remote", r.RemoteAddr, "reason", err.Error())

@@ -36,10 +36,9 @@ func (h *handler) onLeader(w http.ResponseWriter, r *http.Request, raw []byte, s
 
 // forward reverse-proxies r, with raw for its body, to the leader at
 // addr. The Authorization header travels with it; the leader checks it
-// again. A credential a client certificate gave travels as its name and
-// this node's proof of it, bound to this request and this moment (see
-// forwardproof.go): the leader sees this node's certificate, not the
-// client's.
+// again. A credential a client certificate gave travels as its name, on
+// this node's own connection to the leader (see forwarder.go): the
+// leader sees this node's certificate, not the client's.
 func (h *handler) forward(w http.ResponseWriter, r *http.Request, raw []byte, addr string) {
 	cred, _ := r.Context().Value(credKey{}).(*access.Credential)
 	byCert := cred != nil && cred.Subject != "" && r.Header.Get(api.HeaderCredential) == ""
@@ -49,8 +48,7 @@ func (h *handler) forward(w http.ResponseWriter, r *http.Request, raw []byte, ad
 		// MaxBodyBytes), so the bytes it read are the whole body.
 		r.Body = io.NopCloser(bytes.NewReader(raw))
 	} else {
-		// A read, whose body no handler reads: it goes without one, as
-		// the proof says (a proof covers the bytes forwarded).
+		// A read, whose body no handler reads: it goes without one.
 		r.Body, r.ContentLength = http.NoBody, 0
 	}
 	rp := &httputil.ReverseProxy{
@@ -59,10 +57,8 @@ func (h *handler) forward(w http.ResponseWriter, r *http.Request, raw []byte, ad
 			pr.Out.Host = r.Host
 			pr.Out.Header.Set(api.HeaderForwardedBy, h.opts.NodeID)
 			pr.Out.Header.Del(api.HeaderCredential)
-			pr.Out.Header.Del(api.HeaderCredentialProof)
-			if byCert && len(h.opts.ForwardKey) > 0 {
+			if byCert {
 				pr.Out.Header.Set(api.HeaderCredential, cred.Name)
-				pr.Out.Header.Set(api.HeaderCredentialProof, h.forwardProof(r, cred.Name, raw))
 			}
 		},
 		Transport: h.opts.Transport,

@@ -1,13 +1,17 @@
 package httpapi_test
 
 import (
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"errors"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/zerotal/lock/api"
 	"github.com/zerotal/lock/cluster/access"
@@ -29,27 +33,50 @@ func (h *headerTap) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	h.next.ServeHTTP(w, r)
 }
 
-// A follower's proof of a certificate credential holds for the request
-// it was made for, once, and for a short time only: replayed to the
-// leader with another body, on another path, a second time, or after
-// ForwardProofWindow, it is refused 401 and the refusal logged. Before,
-// the proof covered the credential and the request line only, so one
-// captured acquire admitted any body on that path, for ever.
-func TestForwardProof_BindsTheRequestOnceWithinTheWindow(t *testing.T) {
-	key := []byte("forward-raft-secret-0123456789")
-	set := roleSet(t, "worker-7 client jobs/ cn:worker-7")
+// overTLSAs serves next as if every connection presented a verified
+// client certificate for cn (what a node's TLS listener would see).
+func overTLSAs(cn string, next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		cert := &x509.Certificate{Subject: pkix.Name{CommonName: cn}}
+		r.TLS = &tls.ConnectionState{VerifiedChains: [][]*x509.Certificate{{cert}}}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// memberByCN stands in for the node's check (cluster's checkForwarder): a
+// connection is the member id's when its certificate's CN is id.
+func memberByCN(id string, conn *tls.ConnectionState) error {
+	if conn == nil || len(conn.VerifiedChains) == 0 {
+		return errors.New("no verified client certificate")
+	}
+	if cn := conn.VerifiedChains[0][0].Subject.CommonName; cn != id {
+		return fmt.Errorf("the connection is %s's, not %s's", cn, id)
+	}
+	return nil
+}
+
+// A follower forwards a certificate credential by name on its own
+// connection to the leader, which takes the name only from the member
+// that forwarded it (Options.Forwarder). The headers replayed by anyone
+// else, a client certificate that sends them itself, or a member that
+// names another as the forwarder are refused 401, and every refusal is
+// logged with why. Before, the name travelled with an HMAC keyed by the
+// raft secret: a cluster with TLS and no raft secret could not forward it.
+func TestForwarder_CredentialTakenFromTheForwardingMemberOnly(t *testing.T) {
+	set := roleSet(t, "worker-7 client jobs/ cn:worker-7", "admin operator * cn:admin")
 	creds := func() *access.Set { return set }
 	var logged syncbuf.Buffer
 	leaderStore := newFakeStore("n1", "n2")
-	leader := newHandler(leaderStore, httpapi.Options{NodeID: "n1", ClusterID: "c1", Credentials: creds, ForwardKey: key, Logger: slog.New(slog.NewTextHandler(&logged, nil))})
+	leader := newHandler(leaderStore, httpapi.Options{NodeID: "n1", ClusterID: "c1", Credentials: creds, Forwarder: memberByCN,
+		Logger: slog.New(slog.NewTextHandler(&logged, nil))})
 	tap := &headerTap{next: leader}
-	srv := httptest.NewServer(tap)
+	srv := httptest.NewServer(overTLSAs("n2", tap))
 	defer srv.Close()
 	followerStore := newFakeStore("n1", "n2")
 	followerStore.setLeader(strings.TrimPrefix(srv.URL, "http://"), nil)
 	tr := &http.Transport{}
 	defer tr.CloseIdleConnections()
-	follower := newHandler(followerStore, httpapi.Options{NodeID: "n2", ClusterID: "c1", Credentials: creds, ForwardKey: key, Transport: tr})
+	follower := newHandler(followerStore, httpapi.Options{NodeID: "n2", ClusterID: "c1", Credentials: creds, Forwarder: memberByCN, Transport: tr})
 
 	const body = `{"key":"jobs/1","owner":"o","ttl_ms":60000}`
 	if a := serve(follower, httpRequestWithCN(t, "POST", api.PathAcquire, body, "worker-7")); a.status != http.StatusOK {
@@ -58,45 +85,46 @@ func TestForwardProof_BindsTheRequestOnceWithinTheWindow(t *testing.T) {
 	tap.mu.Lock()
 	captured := tap.last
 	tap.mu.Unlock()
-	if captured.Get(api.HeaderCredentialProof) == "" {
-		t.Fatal("the follower sent no proof")
-	}
-	replay := func(method, path, body string) answer {
-		req := httptest.NewRequest(method, path, strings.NewReader(body))
-		for _, h := range []string{api.HeaderCredential, api.HeaderCredentialProof, api.HeaderForwardedBy} {
-			req.Header.Set(h, captured.Get(h))
-		}
-		return serve(leader, req)
-	}
-	for _, tc := range []struct{ what, method, path, body string }{
-		{"another body", "POST", api.PathAcquire, `{"key":"jobs/2","owner":"o","ttl_ms":60000}`},
-		{"another path", "POST", api.PathRelease, body},
-		{"the same request again", "POST", api.PathAcquire, body},
-	} {
-		if a := replay(tc.method, tc.path, tc.body); a.status != http.StatusUnauthorized {
-			t.Fatalf("the captured proof replayed with %s: %d %s, want 401", tc.what, a.status, a.raw)
-		}
-	}
-
-	// A proof made now is good now, and not ForwardProofWindow later.
-	now := time.Now()
-	httpapi.SetForwardClock(func() time.Time { return now })
-	defer httpapi.SetForwardClock(nil)
-	if a := serve(follower, httpRequestWithCN(t, "POST", api.PathAcquire, body, "worker-7")); a.status != http.StatusOK {
-		t.Fatalf("a second acquire through the follower: %d %s", a.status, a.raw)
-	}
-	tap.mu.Lock()
-	captured = tap.last
-	tap.mu.Unlock()
-	now = now.Add(httpapi.ForwardProofWindow + time.Second)
-	if a := replay("POST", api.PathAcquire, body); a.status != http.StatusUnauthorized {
-		t.Fatalf("the proof replayed after the window: %d %s, want 401", a.status, a.raw)
+	if captured.Get(api.HeaderCredential) != "worker-7" || captured.Get(api.HeaderForwardedBy) != "n2" {
+		t.Fatalf("the follower forwarded headers %v", captured)
 	}
 	// A read sent with a body it does not need: forwarded without it.
 	if a := serve(follower, httpRequestWithCN(t, "GET", api.PathLock+"?key=jobs/1", "ignored", "worker-7")); a.status != http.StatusOK {
 		t.Fatalf("a read with a body by certificate through the follower: %d %s", a.status, a.raw)
 	}
-	for _, want := range []string{"another request", "a replay", "outside the 10s window"} {
+
+	forged := func(conn string, by string) answer {
+		req := httptest.NewRequest("POST", api.PathForceRelease, strings.NewReader(`{"key":"jobs/1"}`))
+		if conn != "" {
+			req = httpRequestWithCN(t, "POST", api.PathForceRelease, `{"key":"jobs/1"}`, conn)
+		}
+		req.Header.Set(api.HeaderCredential, "admin")
+		req.Header.Set(api.HeaderForwardedBy, by)
+		return serve(leader, req)
+	}
+	for _, tc := range []struct{ what, conn, by string }{
+		{"without TLS", "", "n2"},
+		{"from a client certificate", "worker-7", "n2"},
+		{"from a member naming another as the forwarder", "n2", "n1"},
+		{"naming no forwarder", "n2", ""},
+	} {
+		if a := forged(tc.conn, tc.by); a.status != http.StatusUnauthorized {
+			t.Fatalf("an operator's name forwarded %s: %d %s, want 401", tc.what, a.status, a.raw)
+		}
+	}
+	// A token-less node (no Forwarder) takes no forwarded name at all.
+	plain := newHandler(leaderStore, httpapi.Options{NodeID: "n1", ClusterID: "c1", Credentials: creds})
+	req := httpRequestWithCN(t, "GET", api.PathLock+"?key=jobs/1", "", "n2")
+	req.Header.Set(api.HeaderCredential, "worker-7")
+	req.Header.Set(api.HeaderForwardedBy, "n2")
+	if a := serve(plain, req); a.status != http.StatusUnauthorized {
+		t.Fatalf("a forwarded name at a node without a Forwarder: %d %s, want 401", a.status, a.raw)
+	}
+	if _, ok, _ := leaderStore.Get(t.Context(), "jobs/1"); !ok {
+		t.Fatal("a refused force-release released the key")
+	}
+	for _, want := range []string{"no verified client certificate", "the connection is worker-7's, not n2's",
+		"the connection is n2's, not n1's", "names no forwarding node"} {
 		if !strings.Contains(logged.String(), want) {
 			t.Errorf("the leader's log does not say %q:\n%s", want, logged.String())
 		}

@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"cmp"
+	"crypto/tls"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -30,12 +31,13 @@ type Options struct {
 	Credentials func() *access.Set
 	// Logger receives a line for every refused credential; nil: none.
 	Logger *slog.Logger
-	// ForwardKey signs the credential a client certificate gave a request
-	// this node forwards to the leader (the nodes' raft secret); nil:
-	// such requests are not forwarded with their rights, and the leader
-	// answers them 401 (send them to the leader, or give the nodes a
-	// raft secret).
-	ForwardKey []byte
+	// Forwarder says why conn, the connection a forwarded request came
+	// on, is not the member id's, which api.HeaderForwardedBy names; nil
+	// when it is. The leader takes a forwarded credential's name
+	// (api.HeaderCredential) only from the member that forwarded it (see
+	// forwarder.go). nil: no forwarded credential is taken, and a
+	// certificate credential is served by the leader alone.
+	Forwarder func(id string, conn *tls.ConnectionState) error
 	// ReadTimeout bounds the read of a request body, from the end of its
 	// headers (see readBody); 0: no bound.
 	ReadTimeout time.Duration
@@ -72,9 +74,6 @@ type handler struct {
 	store Store
 	opts  Options
 	waits *waitCap // nil: no cap
-	// proofs are the forwarded credentials' proofs accepted lately
-	// (forwardproof.go), each good for one request.
-	proofs seenProofs
 	// queued is the bytes of stream answers not yet written, on every
 	// stream of the node (MaxQueuedBytes).
 	queued atomic.Int64

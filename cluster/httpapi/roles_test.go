@@ -195,19 +195,18 @@ func TestRoles_ClientCertificateMapsToARole(t *testing.T) {
 
 // A request a client certificate admitted on a follower keeps its rights
 // at the leader, which sees the follower's connection, not the client's
-// certificate: the follower names the credential with a proof keyed by
-// the raft secret. A client that sends the header itself, without the
-// key, is refused.
+// certificate: the follower names the credential on its own connection,
+// which the leader checks is the forwarding member's (Options.Forwarder).
+// A client that sends the header itself is refused.
 func TestRoles_CertificateCredentialCrossesAForward(t *testing.T) {
-	key := []byte("forward-raft-secret-0123456789")
 	set := roleSet(t, "worker-7 client jobs/ cn:worker-7", line("ops", "operator", "*", tokOperator))
 	creds := func() *access.Set { return set }
 	leaderStore := newFakeStore("n1", "n2")
-	srv := httptest.NewServer(newHandler(leaderStore, httpapi.Options{NodeID: "n1", ClusterID: "c1", Credentials: creds, ForwardKey: key}))
+	srv := httptest.NewServer(overTLSAs("n2", newHandler(leaderStore, httpapi.Options{NodeID: "n1", ClusterID: "c1", Credentials: creds, Forwarder: memberByCN})))
 	defer srv.Close()
 	followerStore := newFakeStore("n1", "n2")
 	followerStore.setLeader(strings.TrimPrefix(srv.URL, "http://"), nil)
-	follower := newHandler(followerStore, httpapi.Options{NodeID: "n2", ClusterID: "c1", Credentials: creds, ForwardKey: key})
+	follower := newHandler(followerStore, httpapi.Options{NodeID: "n2", ClusterID: "c1", Credentials: creds, Forwarder: memberByCN})
 
 	req := httpRequestWithCN(t, "POST", api.PathAcquire, `{"key":"jobs/1","owner":"o","ttl_ms":60000}`, "worker-7")
 	if a := serve(follower, req); a.status != http.StatusOK {
@@ -218,8 +217,8 @@ func TestRoles_CertificateCredentialCrossesAForward(t *testing.T) {
 	}
 	forged := httptest.NewRequest("POST", api.PathForceRelease, strings.NewReader(`{"key":"jobs/1"}`))
 	forged.Header.Set(api.HeaderCredential, "worker-7")
-	forged.Header.Set(api.HeaderCredentialProof, "00")
-	if a := serve(newHandler(leaderStore, httpapi.Options{NodeID: "n1", ClusterID: "c1", Credentials: creds, ForwardKey: key}), forged); a.status != http.StatusUnauthorized {
+	forged.Header.Set(api.HeaderForwardedBy, "n2")
+	if a := serve(newHandler(leaderStore, httpapi.Options{NodeID: "n1", ClusterID: "c1", Credentials: creds, Forwarder: memberByCN}), forged); a.status != http.StatusUnauthorized {
 		t.Fatalf("a forged credential header: %d %s, want 401", a.status, a.raw)
 	}
 }
