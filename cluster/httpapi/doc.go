@@ -49,6 +49,16 @@
 // waits in chunks asks it of every chunk but the last, and its wait stays
 // first come first served. With no next request the place is given up
 // once keep_ms has passed; a hand-off made meanwhile is released then.
+// The places kept are counted per credential (Wait.Tenant), an
+// acquire-all's once: one credential's flood of kept places gives up its
+// own beyond the node's bound (1,024 a credential), never another's.
+//
+// On a node with credentials the owner a request names is recorded with
+// its credential (owners.go): a release or an extend reaches the grants
+// of its own credential only, whatever owner token it names, and GET
+// /v1/lock and /v1/locks show an owner's token only to the credential
+// that made the grant and to an operator. Others see who holds it (the
+// holder after the token), the token as zeros.
 //
 // The stream carries any number of the requests above over one
 // connection, for the Go client: a frame holds a request's method, path
