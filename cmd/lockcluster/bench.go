@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -53,7 +54,7 @@ func newBenchCmd(e *env) *cobra.Command {
 	durationVar(fs, &o.duration, "duration", 10*time.Second, "how long to measure (after the warm-up)")
 	durationVar(fs, &o.warmup, "warmup", time.Second, "how long to run before measuring")
 	durationVar(fs, &o.ttl, "ttl", 10*time.Second, "TTL of every acquisition")
-	o.driverFlags.register(cmd, "cluster")
+	o.driverFlags.register(cmd)
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
 		return runBench(cmd.Context(), e, &o)
 	}
@@ -77,7 +78,7 @@ func runBench(ctx context.Context, e *env, o *benchOptions) error {
 	}
 	defer m.Close()
 	fmt.Fprintf(e.stdout, "driver=%s workers=%d keys=%d duration=%s warmup=%s ttl=%s\n",
-		cfg.Driver, o.workers, nkeys, formatDuration(o.duration), formatDuration(o.warmup), formatDuration(o.ttl))
+		cmp.Or(cfg.Driver, lock.DefaultDriver), o.workers, nkeys, formatDuration(o.duration), formatDuration(o.warmup), formatDuration(o.ttl))
 	mr, _ := m.Driver().(metricsReader)
 	meter := newCPUMeter(cfg.Driver, cfg.Cluster.Addrs, mr)
 	res := benchRun(ctx, m, o.workers, nkeys, o.warmup, o.duration, o.ttl, meter)

@@ -75,7 +75,7 @@ func newElectCmd(e *env) *cobra.Command {
 	durationVar(fs, &o.ttl, "ttl", election.DefaultTTL, "the leader's lease, refreshed every TTL/3; a leader killed without resigning is replaced within it")
 	durationVar(fs, &o.grace, "grace", defaultGrace, "after SIGTERM, how long the command's process group has before SIGKILL;\nat most a third of --ttl, which is also the default when shorter than 10s")
 	fs.BoolVar(&o.quiet, "quiet", false, "print nothing of lockcluster's own on stderr")
-	o.driverFlags.register(cmd, "cluster")
+	o.driverFlags.register(cmd)
 	fs.Lookup("driver").Usage = "backend shared by the candidates: cluster, redis (URL from the variable REDIS_URL)\nor sqlite with --sqlite-path; memory is refused"
 	cmd.RunE = func(cmd *cobra.Command, args []string) error {
 		if len(args) == 0 {
@@ -207,7 +207,7 @@ or nobody leading.`},
 		Args: cobra.ArbitraryArgs,
 	}
 	cmd.Flags().BoolVar(&watch, "watch", false, "print each change of leader until interrupted")
-	d.register(cmd, "cluster")
+	d.register(cmd)
 	cmd.RunE = func(cmd *cobra.Command, args []string) error {
 		if len(args) != 1 {
 			return usagef("give the election's NAME: lockcluster leader NAME")

@@ -6,30 +6,33 @@ import (
 	"fmt"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/zerotal/lock"
 	"github.com/zerotal/lock/cmd/lockcluster/internal/cliexplain"
+	"github.com/zerotal/lock/cmd/lockcluster/internal/cliflags"
 )
 
-// driverFlags select and configure the backend of run and bench: the
-// fields of lock.Config, from the same variables lock.ConfigFromEnv reads.
+// driverFlags select and configure the backend of run, elect, leader and
+// bench. Each is the command line's form of a variable lock.ConfigFromEnv
+// reads (--endpoints: LOCKCLUSTER_ENDPOINTS), and the library's function
+// chooses the backend from them (config), so that the command and a
+// program given the same settings lock on the same backend.
 type driverFlags struct {
 	clientTLSFlags
-	driver     string
-	endpoints  string
-	token      string
-	sqlitePath string
-	prefix     string
+	flags *pflag.FlagSet // the command's, read by config
 }
 
-func (d *driverFlags) register(cmd *cobra.Command, defDriver string) {
+func (d *driverFlags) register(cmd *cobra.Command) {
 	fs := cmd.Flags()
 	fs.SortFlags = false
-	fs.StringVar(&d.driver, "driver", defDriver, "backend: memory, sqlite, redis (URL from the variable REDIS_URL) or cluster")
-	fs.StringVar(&d.endpoints, "endpoints", "", "cluster: HTTP `address`(es) of the nodes, comma-separated")
-	fs.StringVar(&d.token, "token", "", "cluster: bearer token (prefer the variable: flags show in the process list)")
-	fs.StringVar(&d.sqlitePath, "sqlite-path", "", "sqlite: database `file` shared by the processes")
-	fs.StringVar(&d.prefix, "prefix", "", "key prefix (default \"zerotal_lock:\", none on the cluster)")
+	d.flags = fs
+	fs.String("driver", "", "backend: cluster, sqlite, redis (URL from the variable REDIS_URL) or memory; unset, the one\n"+
+		"whose setting is given (--endpoints, --sqlite-path or REDIS_URL), as lock.ConfigFromEnv chooses")
+	fs.String("endpoints", "", "cluster: HTTP `address`(es) of the nodes, comma-separated")
+	fs.String("token", "", "cluster: bearer token (prefer the variable: flags show in the process list)")
+	fs.String("sqlite-path", "", "sqlite: database `file` shared by the processes")
+	fs.String("prefix", "", "key prefix (default \"zerotal_lock:\", none on the cluster)")
 	d.clientTLSFlags.register(cmd)
 	_ = cmd.RegisterFlagCompletionFunc("driver", func(c *cobra.Command, _ []string, _ string) ([]cobra.Completion, cobra.ShellCompDirective) {
 		drivers := []cobra.Completion{"cluster", "sqlite", "redis"}
@@ -41,22 +44,32 @@ func (d *driverFlags) register(cmd *cobra.Command, defDriver string) {
 	readsEnv(cmd, true)
 }
 
-// config returns the lock.Config of the flags. REDIS_URL has no flag on
-// purpose: a URL with a password does not belong in the process list.
+// config returns the lock.Config the command opens: the one
+// lock.ConfigFromGetenv chooses, with the flags in place of their
+// variables. REDIS_URL has no flag on purpose (a URL with a password does
+// not belong in the process list), nor LOCKCLUSTER_SQLITE_DURABLE: both
+// come from the environment. A choice that fails (two backends set, a
+// value refused) is carried by the Config, and openManager returns it.
 func (d *driverFlags) config(e *env) lock.Config {
-	return lock.Config{
-		Driver: d.driver,
-		Prefix: d.prefix,
-		SQLite: lock.SQLiteConfig{Path: d.sqlitePath},
-		Redis:  lock.RedisConfig{URL: e.getenv(lock.EnvRedisURL)},
-		Cluster: lock.ClusterConfig{
-			Addrs:     splitList(d.endpoints),
-			Token:     d.token,
-			CAFile:    d.ca,
-			CertFile:  d.cert,
-			KeyFile:   d.key,
-			ClusterID: d.clusterID,
-		},
+	cfg, _ := lock.ConfigFromGetenv(flagsOver(d.flags, e.getenv))
+	return cfg
+}
+
+// flagsOver is getenv with each connection flag of fs read in place of its
+// variable. The flags already hold their variables (cliflags.ApplyEnv)
+// unless the command line gave them, so the command line wins.
+func flagsOver(fs *pflag.FlagSet, getenv func(string) string) func(string) string {
+	byVar := map[string]*pflag.Flag{}
+	fs.VisitAll(func(f *pflag.Flag) {
+		if cliflags.ConnectionFlags[f.Name] {
+			byVar[cliflags.EnvName(f.Name)] = f
+		}
+	})
+	return func(name string) string {
+		if f, ok := byVar[name]; ok {
+			return f.Value.String()
+		}
+		return getenv(name)
 	}
 }
 
@@ -79,15 +92,21 @@ var errNotShared = errors.New("locks that no other process sees would exclude no
 	"use --driver cluster with --endpoints (or LOCKCLUSTER_ENDPOINTS), --driver redis with REDIS_URL, " +
 	"or --driver sqlite with --sqlite-path FILE (or LOCKCLUSTER_SQLITE_PATH) for the processes of one host")
 
-// requireShared refuses the memory driver and a sqlite driver without a
-// file (the library's default, ":memory:", is private to one handle).
+// requireShared refuses the memory driver, chosen or the default, and a
+// sqlite database private to one handle (":memory:"). A Config that does
+// not validate passes: openManager says what is wrong with it.
 func requireShared(cfg lock.Config) error {
+	if cfg.Validate() != nil {
+		return nil
+	}
 	switch cfg.Driver {
-	case "", "memory":
+	case "":
+		return fmt.Errorf("no backend is set (--driver, --endpoints, --sqlite-path or REDIS_URL), and without one the locks are kept in this one process: %w", errNotShared)
+	case "memory":
 		return fmt.Errorf("--driver memory keeps its locks in this one process: %w", errNotShared)
 	case "sqlite":
-		if cfg.SQLite.Path == "" || cfg.SQLite.Path == ":memory:" {
-			return fmt.Errorf("--driver sqlite without --sqlite-path keeps its locks in a private in-memory database: %w", errNotShared)
+		if cfg.SQLite.Path == ":memory:" {
+			return fmt.Errorf("--sqlite-path :memory: keeps its locks in a database private to this process: %w", errNotShared)
 		}
 	}
 	return nil

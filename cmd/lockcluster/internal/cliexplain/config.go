@@ -21,6 +21,7 @@ func DescribeConfig(err error) string {
 // configFlags are the flags (or variable) of the fields of lock.Config.
 var configFlags = map[string]string{
 	"Driver":                   "--driver",
+	lock.EnvDriver:             "--driver", // two backends set and none chosen
 	"Prefix":                   "--prefix",
 	"SQLite.Path":              "--sqlite-path",
 	"Redis.URL":                "REDIS_URL",
