@@ -46,7 +46,8 @@ func (n *Node) getLock(ctx context.Context, l *leadership, key string) (api.Lock
 }
 
 // listLocks reads up to limit keys under prefix on the leader l,
-// linearizably, leaving out grants past their deadline.
+// linearizably, leaving out grants past their deadline, and as many as
+// fit in maxListAnswer bytes.
 func (n *Node) listLocks(ctx context.Context, l *leadership, prefix string, limit int) ([]api.Lock, bool, error) {
 	if err := n.readIndex(ctx); err != nil {
 		return nil, false, err
@@ -66,7 +67,8 @@ func (n *Node) listLocks(ctx context.Context, l *leadership, prefix string, limi
 			locks = append(locks, lock)
 		}
 	}
-	return locks, truncated, nil
+	locks, cut := fitList(locks, maxListAnswer)
+	return locks, truncated || cut, nil
 }
 
 // heldLock is the engine's record of a key at now (the FSM's clock,
