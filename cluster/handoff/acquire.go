@@ -222,8 +222,13 @@ func (r *Requests) cleanUp(p Port, q *request) {
 	// unreturned below sees it.
 	queued, err := p.QueuedOnceDelivered(p.Context(), key, owner)
 	if err != nil {
-		r.log.Warn("clean-up: reading the wait queue failed", "error", err)
-		return // the term ended: the next leader cancels queued waiters
+		// The term ended (a stop, a lost leadership: no incident, and a
+		// node that stops with kept places has one per key): the next
+		// leader cancels queued waiters.
+		if p.Context().Err() == nil {
+			r.log.Warn("clean-up: reading the wait queue failed", "error", err)
+		}
+		return
 	}
 	if queued {
 		if err := r.proposeWhileLeading(p, fsm.Entry{Op: engine.OpCancelWait, Key: key, Owner: owner}); err != nil {
