@@ -96,7 +96,7 @@ func (m *Manager) checkClaim(c drivers.Claim) error {
 func (l *Lock) acquireAt(ctx context.Context, owner string) (fence uint64, ok bool, held drivers.HeldBy, err error) {
 	switch {
 	case l.shared():
-		fence, ok, err = l.m.sharer.AcquireShared(ctx, l.fullKey, owner, l.ttl, l.claim)
+		fence, ok, held, err = l.m.sharer.AcquireShared(ctx, l.fullKey, owner, l.ttl, l.claim)
 	case l.m.holder != nil:
 		fence, ok, held, err = l.m.holder.AcquireHolder(ctx, l.fullKey, owner, l.ttl)
 	case l.m.holderTTL != nil:

@@ -112,14 +112,26 @@ func (c Claim) CheckShared() error {
 //
 // AcquireShared is Acquire with a claim (ok is false when the name has no
 // room for owner now, or others wait before it); AcquireSharedWait is
-// Waiter.AcquireWait with a claim, under the same rules.
+// Waiter.AcquireWait with a claim, under the same rules. When ok is false,
+// held is what the backend tells of the holder in the way (see
+// Claim.InTheWay), as HolderReporter's is for a mutex; zero values when
+// it cannot tell.
 //
 // Fallback when a driver lacks it: the Manager refuses shared claims with
 // an error matching ErrUnsupported.
 type Sharer interface {
-	AcquireShared(ctx context.Context, key, owner string, ttl time.Duration, c Claim) (fence uint64, ok bool, err error)
+	AcquireShared(ctx context.Context, key, owner string, ttl time.Duration, c Claim) (fence uint64, ok bool, held HeldBy, err error)
 	AcquireSharedWait(ctx context.Context, key, owner string, ttl time.Duration, c Claim, opts WaitOptions) (fence uint64, err error)
 }
+
+// InTheWay reports which holder a refused acquire of c is told of: the
+// one whose grant, by ending, would let it in if nobody queued before
+// it, so that the caller learns when it may get in at the latest. For a
+// semaphore's slot or a read that is the grant that ends first (one
+// leaving makes room; a writer is the only holder); for a write it is
+// the grant that ends last (every holder must leave). last is true for
+// the latter.
+func (c Claim) InTheWay() (last bool) { return c.Kind == RWLock && c.Write }
 
 // Holding describes who holds a name and who waits for it, as an
 // Inspector reports it.

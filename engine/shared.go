@@ -147,7 +147,7 @@ func (t *table) contendShared(e *entry, owner string, ttl time.Duration, c Claim
 		t.claims++
 		return
 	}
-	out.grant = e.blocker()
+	out.grant = e.blocker(c.InTheWay())
 	if !wait {
 		return
 	}
@@ -195,14 +195,27 @@ func (t *table) fits(e *entry, write bool) bool {
 	}
 }
 
-// blocker is the grant a refused acquire is told of: the holder whose
-// deadline comes first (the lowest fence among equals).
-func (e *entry) blocker() Grant {
+// blocker is the grant a refused acquire is told of (see
+// drivers.Claim.InTheWay): the holder whose deadline comes first (the
+// lowest fence among equals), or with last the one whose deadline comes
+// last (the highest fence among equals). Only the first is kept at hand;
+// the last costs a look at every holder, which only a refused write pays
+// (at most drivers.MaxHolders, who are all readers).
+func (e *entry) blocker(last bool) Grant {
 	q := e.queue
 	if q.holders.len() == 0 {
 		return Grant{Key: e.key}
 	}
-	return q.holders.first().grant(e.key)
+	if !last {
+		return q.holders.first().grant(e.key)
+	}
+	h := q.holders.item(0)
+	for i := 1; i < q.holders.len(); i++ {
+		if x := q.holders.item(i); x.deadline > h.deadline || x.deadline == h.deadline && x.fence > h.fence {
+			h = x
+		}
+	}
+	return h.grant(e.key)
 }
 
 // addHolder grants e to owner with a new fence. The caller settles e and
@@ -270,7 +283,7 @@ func (t *table) releaseShared(e *entry, owner string, fence uint64) outcome {
 func (t *table) extendShared(e *entry, owner string, ttl time.Duration) outcome {
 	i := e.queue.holders.find(owner)
 	if i < 0 || e.queue.holders.item(i).deadline <= t.now {
-		return outcome{grant: e.blocker()}
+		return outcome{grant: e.blocker(false)}
 	}
 	h := e.queue.holders.item(i)
 	h.deadline = t.deadlineAfter(ttl)
@@ -325,7 +338,7 @@ func (e *entry) sharedInfo() Info {
 			s.Queue = append(s.Queue, QueuedWaiter{Owner: w.owner, Write: w.write})
 		}
 	}
-	return Info{Grant: e.blocker(), Waiters: q.line.len(), Shared: s}
+	return Info{Grant: e.blocker(false), Waiters: q.line.len(), Shared: s}
 }
 
 func cmpFence(a, b uint64) int {

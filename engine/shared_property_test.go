@@ -89,13 +89,17 @@ func (w *sharedWorld) fits(n *sharedModel, write bool) bool {
 	return len(n.holders) == 0 || (!n.holders[0].write && len(n.holders) < w.maxHolders)
 }
 
-func (n *sharedModel) blocker(key string) Grant {
+// blocker is the holder a refusal names (drivers.Claim.InTheWay): the
+// earliest deadline, lowest fence among equals; with last (a write) the
+// latest deadline, highest fence among equals.
+func (n *sharedModel) blocker(key string, last bool) Grant {
 	if len(n.holders) == 0 {
 		return Grant{Key: key}
 	}
 	b := n.holders[0].Grant
 	for _, h := range n.holders[1:] {
-		if h.Deadline < b.Deadline {
+		if !last && (h.Deadline < b.Deadline || h.Deadline == b.Deadline && h.Fence < b.Fence) ||
+			last && (h.Deadline > b.Deadline || h.Deadline == b.Deadline && h.Fence > b.Fence) {
 			b = h.Grant
 		}
 	}
@@ -171,7 +175,7 @@ func (w *sharedWorld) apply(c Command) modelResult {
 	case OpExtend:
 		i := w.holderIndex(n, c.Owner)
 		if i < 0 || n.holders[i].Deadline <= w.now {
-			r.Grant = n.blocker(c.Key)
+			r.Grant = n.blocker(c.Key, false)
 			break
 		}
 		n.holders[i].Deadline = w.now + int64(c.TTL)
@@ -246,7 +250,7 @@ func (w *sharedWorld) acquire(c Command, n *sharedModel) modelResult {
 		r.OK, r.Grant = true, w.grant(c.Key, n, c.Owner, c.TTL, c.Claim.Write, c.Fence)
 		return r
 	}
-	r.Grant = n.blocker(c.Key)
+	r.Grant = n.blocker(c.Key, c.Claim.InTheWay())
 	if !c.Wait {
 		return r
 	}
@@ -280,7 +284,7 @@ func (w *sharedWorld) info(key string) (Info, bool) {
 	for _, q := range n.queue {
 		s.Queue = append(s.Queue, QueuedWaiter{Owner: q.owner, Write: q.write})
 	}
-	return Info{Grant: n.blocker(key), Waiters: len(n.queue), Shared: s}, true
+	return Info{Grant: n.blocker(key, false), Waiters: len(n.queue), Shared: s}, true
 }
 
 var (

@@ -202,7 +202,7 @@ func (c *workClient) acquireAs(key, owner string, ttl time.Duration, claim drive
 		if claim == (drivers.Claim{}) {
 			fence, ok, err = c.cl.Acquire(ctx, key, owner, ttl)
 		} else {
-			fence, ok, err = c.cl.AcquireShared(ctx, key, owner, ttl, claim)
+			fence, ok, _, err = c.cl.AcquireShared(ctx, key, owner, ttl, claim)
 		}
 		if !ok {
 			return resFail, 0, "", err

@@ -28,6 +28,7 @@ func RunShared(t *testing.T, newHarness func(t *testing.T) Harness) {
 		{"RWReadersShareWriterAlone", testRWReadersShareWriterAlone},
 		{"RWWaitingWriterStopsNewReaders", testRWWaitingWriterStopsNewReaders},
 		{"HolderCap", testHolderCap},
+		{"SharedRefusalNamesTheHolderInTheWay", testSharedRefusalNamesTheHolderInTheWay},
 		{"SharedRefreshAndExpiryPerHolder", testSharedRefreshAndExpiryPerHolder},
 		{"SemaphoreHammer", testSemaphoreHammer},
 		{"RWHammer", testRWHammer},
@@ -59,7 +60,7 @@ func sharer(t *testing.T, d drivers.Driver) drivers.Sharer {
 
 func mustShared(t *testing.T, d drivers.Driver, key, owner string, c drivers.Claim, want bool) uint64 {
 	t.Helper()
-	fence, ok, err := sharer(t, d).AcquireShared(ctxFor(t), key, owner, longTTL, c)
+	fence, ok, _, err := sharer(t, d).AcquireShared(ctxFor(t), key, owner, longTTL, c)
 	if err != nil || ok != want {
 		t.Fatalf("AcquireShared(%q, %s, %v) = %d, %v, %v; want ok=%v", key, owner[:8], c, fence, ok, err, want)
 	}
@@ -213,7 +214,7 @@ func testKindAndLimitMismatch(t *testing.T, s *suite) {
 	key, other := s.key("kind"), s.key("mutex")
 	mustShared(t, a, key, token(), semaphore(2), true)
 	for _, c := range []drivers.Claim{semaphore(3), readClaim, writeClaim} {
-		_, ok, err := sharer(t, b).AcquireShared(ctxFor(t), key, token(), longTTL, c)
+		_, ok, _, err := sharer(t, b).AcquireShared(ctxFor(t), key, token(), longTTL, c)
 		if ok || !errors.Is(err, drivers.ErrInvalid) {
 			t.Fatalf("AcquireShared as %v of a semaphore of 2 = %v, %v; want ErrInvalid", c, ok, err)
 		}
@@ -222,10 +223,10 @@ func testKindAndLimitMismatch(t *testing.T, s *suite) {
 		t.Fatalf("a mutex Acquire of a semaphore = %v, %v; want ErrInvalid", ok, err)
 	}
 	mustAcquire(t, a, other, token(), longTTL)
-	if _, ok, err := sharer(t, b).AcquireShared(ctxFor(t), other, token(), longTTL, readClaim); ok || !errors.Is(err, drivers.ErrInvalid) {
+	if _, ok, _, err := sharer(t, b).AcquireShared(ctxFor(t), other, token(), longTTL, readClaim); ok || !errors.Is(err, drivers.ErrInvalid) {
 		t.Fatalf("a read of a mutex = %v, %v; want ErrInvalid", ok, err)
 	}
-	if _, ok, err := sharer(t, b).AcquireShared(ctxFor(t), key, token(), longTTL, semaphore(0)); ok || !errors.Is(err, drivers.ErrInvalid) {
+	if _, ok, _, err := sharer(t, b).AcquireShared(ctxFor(t), key, token(), longTTL, semaphore(0)); ok || !errors.Is(err, drivers.ErrInvalid) {
 		t.Fatalf("a semaphore of 0 = %v, %v; want ErrInvalid", ok, err)
 	}
 }
@@ -250,7 +251,7 @@ func testRWReadersShareWriterAlone(t *testing.T, s *suite) {
 	}
 	mustShared(t, a, key, o[3], readClaim, false)
 	mustShared(t, a, key, o[4], writeClaim, false)
-	if _, ok, err := sharer(t, b).AcquireShared(ctxFor(t), key, o[2], longTTL, readClaim); ok || !errors.Is(err, drivers.ErrInvalid) {
+	if _, ok, _, err := sharer(t, b).AcquireShared(ctxFor(t), key, o[2], longTTL, readClaim); ok || !errors.Is(err, drivers.ErrInvalid) {
 		t.Fatalf("the writer asking for the read side = %v, %v; want ErrInvalid", ok, err)
 	}
 }
@@ -288,7 +289,7 @@ func testSharedRefreshAndExpiryPerHolder(t *testing.T, s *suite) {
 	a, b := s.driver(), s.driver()
 	x := extender(t, a)
 	key, o := s.key("semttl"), owners(3)
-	if _, ok, err := sharer(t, a).AcquireShared(ctxFor(t), key, o[0], 300*time.Millisecond, semaphore(2)); !ok || err != nil {
+	if _, ok, _, err := sharer(t, a).AcquireShared(ctxFor(t), key, o[0], 300*time.Millisecond, semaphore(2)); !ok || err != nil {
 		t.Fatalf("AcquireShared = %v, %v", ok, err)
 	}
 	mustShared(t, b, key, o[1], semaphore(2), true)
@@ -298,7 +299,7 @@ func testSharedRefreshAndExpiryPerHolder(t *testing.T, s *suite) {
 	// The short grant runs out on its own; the other holder keeps its slot.
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		_, ok, err := sharer(t, b).AcquireShared(ctxFor(t), key, o[2], longTTL, semaphore(2))
+		_, ok, _, err := sharer(t, b).AcquireShared(ctxFor(t), key, o[2], longTTL, semaphore(2))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -194,16 +194,21 @@ func (d *Driver) AcquireWait(ctx context.Context, key, owner string, ttl time.Du
 }
 
 // AcquireShared takes a semaphore's slot or a read/write lock's side (see
-// drivers.Sharer).
-func (d *Driver) AcquireShared(ctx context.Context, key, owner string, ttl time.Duration, c drivers.Claim) (uint64, bool, error) {
+// drivers.Sharer); refused, it says who is in the way and for how long.
+func (d *Driver) AcquireShared(ctx context.Context, key, owner string, ttl time.Duration, c drivers.Claim) (uint64, bool, drivers.HeldBy, error) {
 	if err := d.ready(ctx); err != nil {
-		return 0, false, err
+		return 0, false, drivers.HeldBy{}, err
 	}
 	g, ok, err := d.e.AcquireShared(ctx, key, owner, ttl, c)
-	if err != nil || !ok {
-		return 0, false, err
+	switch {
+	case err != nil:
+		return 0, false, drivers.HeldBy{}, err
+	case !ok && g.Owner == "":
+		return 0, false, drivers.HeldBy{}, nil
+	case !ok:
+		return 0, false, drivers.HeldBy{Holder: drivers.HolderOf(g.Owner), TTL: d.e.Remaining(g)}, nil
 	}
-	return g.Fence, true, nil
+	return g.Fence, true, drivers.HeldBy{}, nil
 }
 
 // AcquireSharedWait is AcquireShared that waits its turn in the name's

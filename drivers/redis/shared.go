@@ -124,9 +124,11 @@ local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 // KEYS[1] lock, KEYS[2] fence; ARGV[1] owner, ARGV[2] TTL ms, ARGV[3]
 // kind, ARGV[4] limit, ARGV[5] write (0/1), ARGV[6] wait (0/1), ARGV[7]
 // the place's lease ms, ARGV[8] the shared channel. Reply {1, fence}
-// granted (or refreshed); {0, holder's ms left, queued 0/1}; {-1, kind,
-// limit} held as another kind or limit ("mutex" for a mutex); {-2} owner
-// holds or waits for the other side.
+// granted (or refreshed); {0, the first holder's ms left, queued 0/1,
+// the owner in the way, its ms left} (drivers.Claim.InTheWay: the grant
+// that ends first, for a write the one that ends last; "" and -1 when
+// nobody holds the key); {-1, kind, limit} held as another kind or limit
+// ("mutex" for a mutex); {-2} owner holds or waits for the other side.
 var acquireSharedScript = goredis.NewScript(replicateEffects + sharedNow + `
 if redis.call('TYPE', KEYS[1]).ok == 'string' then return {-1, 'mutex', '0'} end
 ` + sharedLoad + `
@@ -159,9 +161,19 @@ if ahead == 0 and fits(write) then
 end
 local left = -1
 for _, h in ipairs(holders) do if left < 0 or h.exp - now < left then left = h.exp - now end end
+local way
+for _, h in ipairs(holders) do
+  if way == nil
+    or (write == '1' and (h.exp > way.exp or (h.exp == way.exp and h.fence > way.fence)))
+    or (write ~= '1' and (h.exp < way.exp or (h.exp == way.exp and h.fence < way.fence))) then
+    way = h
+  end
+end
+local wayOwner, wayLeft = '', -1
+if way then wayOwner, wayLeft = way.owner, way.exp - now end
 if ARGV[6] ~= '1' then
   settle()
-  return {0, left, 0}
+  return {0, left, 0, wayOwner, wayLeft}
 end
 local seq
 if ahead < #queue then
@@ -174,7 +186,7 @@ else
 end
 redis.call('HSET', KEYS[1], 'q:' .. owner, string.format('%d:%d:%s:%d', seq, now + tonumber(ARGV[7]), write, ttl))
 settle()
-return {0, left, 1}
+return {0, left, 1, wayOwner, wayLeft}
 `)
 
 // releaseSharedBody ends owner's grant of the shared key KEYS[1] (with
@@ -261,16 +273,18 @@ return reply
 `)
 
 // AcquireShared takes a semaphore's slot or a read/write lock's side of
-// key for owner (drivers.Sharer): one script.
-func (d *Driver) AcquireShared(ctx context.Context, key, owner string, ttl time.Duration, c drivers.Claim) (uint64, bool, error) {
+// key for owner (drivers.Sharer): one script. Refused, it says who is in
+// the way and for how long.
+func (d *Driver) AcquireShared(ctx context.Context, key, owner string, ttl time.Duration, c drivers.Claim) (uint64, bool, drivers.HeldBy, error) {
 	r, err := d.acquireShared(ctx, key, owner, ttl, c, false)
-	return r.fence, r.ok, err
+	return r.fence, r.ok, r.held, err
 }
 
 type sharedReply struct {
 	fence uint64
 	ok    bool
 	left  time.Duration // the first holder's time left; negative: none
+	held  drivers.HeldBy
 }
 
 func (d *Driver) acquireShared(ctx context.Context, key, owner string, ttl time.Duration, c drivers.Claim, wait bool) (sharedReply, error) {
@@ -293,7 +307,15 @@ func (d *Driver) acquireShared(ctx context.Context, key, owner string, ttl time.
 		return sharedReply{fence: uint64(f), ok: true}, nil
 	case 0:
 		left, _ := res[1].(int64)
-		return sharedReply{left: time.Duration(left) * time.Millisecond}, nil
+		r := sharedReply{left: time.Duration(left) * time.Millisecond}
+		if len(res) == 5 {
+			way, _ := res[3].(string)
+			wayLeft, _ := res[4].(int64)
+			if way != "" && wayLeft >= 0 {
+				r.held = drivers.HeldBy{Holder: drivers.HolderOf(way), TTL: time.Duration(wayLeft) * time.Millisecond}
+			}
+		}
+		return r, nil
 	case -1:
 		return sharedReply{}, drivers.KindMismatch(key, heldAs(res), c)
 	}
@@ -343,15 +365,17 @@ func (d *Driver) AcquireSharedWait(ctx context.Context, key, owner string, ttl t
 func (d *Driver) waitShared(ctx context.Context, key, owner string, ttl time.Duration, c drivers.Claim, w *waiter) (uint64, error) {
 	timer := time.NewTimer(0)
 	defer timer.Stop()
-	var heldUntil time.Time
+	var held drivers.HeldBy // the holder in the way at the last attempt
+	var heldAt time.Time
 	for {
 		select {
 		case <-ctx.Done():
 			err := fmt.Errorf("redis: wait for %q: %w", key, ctx.Err())
-			if heldUntil.IsZero() {
+			if heldAt.IsZero() {
 				return 0, err
 			}
-			return 0, drivers.HeldWhenEnded(err, key, time.Until(heldUntil))
+			held.TTL -= time.Since(heldAt)
+			return 0, drivers.HeldByWhenEnded(err, key, held)
 		case <-d.done:
 			return 0, drivers.ErrClosed
 		case <-w.wake:
@@ -369,7 +393,7 @@ func (d *Driver) waitShared(ctx context.Context, key, owner string, ttl time.Dur
 		}
 		next := min(waiterLease/3, d.cfg.PollInterval)
 		if r.left >= 0 {
-			heldUntil = time.Now().Add(r.left)
+			held, heldAt = r.held, time.Now()
 			next = min(next, max(r.left, time.Millisecond))
 		}
 		timer.Reset(next)

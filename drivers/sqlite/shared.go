@@ -71,18 +71,34 @@ type sharedOutcome struct {
 	ok      bool
 	queued  bool
 	blocker int64 // the earliest holder's deadline (us) when not granted
-	err     error // a refusal to report (kind or limit mismatch), not a failure
+	// inTheWay, when not granted, is the holder a refusal names
+	// (drivers.Claim.InTheWay); its owner is "" when nobody holds the key.
+	inTheWay sharedHolder
+	err      error // a refusal to report (kind or limit mismatch), not a failure
 }
 
 // AcquireShared takes a semaphore's slot or a read/write lock's side of
 // key for owner (drivers.Sharer). ok is false when the key has no room for
-// owner now, or others wait before it.
-func (d *Driver) AcquireShared(ctx context.Context, key, owner string, ttl time.Duration, c drivers.Claim) (uint64, bool, error) {
+// owner now, or others wait before it; held then names the holder in the
+// way.
+func (d *Driver) AcquireShared(ctx context.Context, key, owner string, ttl time.Duration, c drivers.Claim) (uint64, bool, drivers.HeldBy, error) {
 	out, err := d.acquireShared(ctx, key, owner, ttl, c, false)
 	if err != nil {
-		return 0, false, err
+		return 0, false, drivers.HeldBy{}, err
 	}
-	return out.fence, out.ok, out.err
+	if out.ok || out.err != nil {
+		return out.fence, out.ok, drivers.HeldBy{}, out.err
+	}
+	return 0, false, out.heldBy(), nil
+}
+
+// heldBy is what a refusal tells of the holder in the way, as it was when
+// the transaction ran.
+func (o sharedOutcome) heldBy() drivers.HeldBy {
+	if o.inTheWay.owner == "" {
+		return drivers.HeldBy{}
+	}
+	return drivers.HeldBy{Holder: drivers.HolderOf(o.inTheWay.owner), TTL: max(time.Until(time.UnixMicro(o.inTheWay.expiresUS)), 0)}
 }
 
 // AcquireSharedWait waits in key's queue, in the file, until owner is at
@@ -136,7 +152,7 @@ func (d *Driver) AcquireSharedWait(ctx context.Context, key, owner string, ttl t
 		if err := d.waitChange(ctx, wait, changed); err != nil {
 			d.leaveShared(ctx, key, owner)
 			if ctx.Err() != nil && out.blocker > 0 {
-				err = drivers.HeldWhenEnded(err, key, time.Until(time.UnixMicro(out.blocker)))
+				err = drivers.HeldByWhenEnded(err, key, out.heldBy())
 			}
 			return 0, err
 		}
@@ -289,7 +305,7 @@ func (d *Driver) acquireSharedTx(ctx context.Context, key, owner string, ttl tim
 	if ahead == 0 && fits(holders, c) {
 		return d.grantShared(ctx, key, owner, deadlineUS(now, ttl), c.Write)
 	}
-	out := sharedOutcome{blocker: earliest(holders)}
+	out := sharedOutcome{blocker: earliest(holders), inTheWay: inTheWay(holders, c)}
 	if !wait {
 		_, err := conn.ExecContext(ctx, sharedForgetSQL, key, nowUS)
 		return out, err
@@ -387,6 +403,26 @@ func fits(holders []sharedHolder, c drivers.Claim) bool {
 	// A reader beyond drivers.MaxHolders meets a busy key, as on every
 	// backend.
 	return len(holders) == 0 || (!holders[0].write && len(holders) < drivers.MaxHolders)
+}
+
+// inTheWay is the holder a refused acquire of c names (see
+// drivers.Claim.InTheWay): the grant that ends first, or for a write the
+// one that ends last; ties go to the lower fence, or for a write the
+// higher, as in the engine.
+func inTheWay(holders []sharedHolder, c drivers.Claim) sharedHolder {
+	last := c.InTheWay()
+	var w sharedHolder
+	for i, h := range holders {
+		switch {
+		case i == 0:
+		case !last && (h.expiresUS < w.expiresUS || h.expiresUS == w.expiresUS && h.fence < w.fence):
+		case last && (h.expiresUS > w.expiresUS || h.expiresUS == w.expiresUS && h.fence > w.fence):
+		default:
+			continue
+		}
+		w = h
+	}
+	return w
 }
 
 func earliest(holders []sharedHolder) int64 {
