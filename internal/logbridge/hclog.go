@@ -16,6 +16,7 @@ import (
 	"strings"
 
 	"github.com/hashicorp/go-hclog"
+	"github.com/hashicorp/raft"
 )
 
 // LevelTrace is the slog level of hclog's Trace: below Debug, so that a
@@ -35,13 +36,14 @@ func HCLog(l *slog.Logger, name string) hclog.Logger {
 	if l == nil {
 		l = slog.New(slog.DiscardHandler)
 	}
-	return &adapter{l: l, name: name}
+	return &adapter{l: l, name: name, peers: &peerDownLimiter{}}
 }
 
 type adapter struct {
 	l       *slog.Logger
 	name    string
-	implied []any // With's arguments, for ImpliedArgs
+	implied []any            // With's arguments, for ImpliedArgs
+	peers   *peerDownLimiter // shared by every adapter derived from one HCLog
 }
 
 var _ hclog.Logger = (*adapter)(nil)
@@ -76,6 +78,10 @@ func (a *adapter) log(level slog.Level, msg string, args []any) {
 		// of closed network connection"): an ordinary stop is no error.
 		level = slog.LevelDebug
 	}
+	if level > slog.LevelWarn && deposed[msg] {
+		level = slog.LevelWarn
+	}
+	level = a.peers.level(level, msg, args)
 	if !a.l.Enabled(ctx, level) {
 		return
 	}
@@ -90,10 +96,11 @@ func (a *adapter) log(level slog.Level, msg string, args []any) {
 }
 
 // closedUnderIt reports an error argument that says the connection was
-// closed on this side (net.ErrClosed).
+// closed on this side (net.ErrClosed), or raft's transport was
+// (raft.ErrTransportShutdown: a connection still being read as it stops).
 func closedUnderIt(args []any) bool {
 	for _, v := range args {
-		if err, ok := v.(error); ok && errors.Is(err, net.ErrClosed) {
+		if err, ok := v.(error); ok && (errors.Is(err, net.ErrClosed) || errors.Is(err, raft.ErrTransportShutdown)) {
 			return true
 		}
 	}
@@ -140,7 +147,7 @@ func (a *adapter) IsError() bool { return a.enabled(slog.LevelError) }
 func (a *adapter) ImpliedArgs() []any { return a.implied }
 
 func (a *adapter) With(args ...any) hclog.Logger {
-	return &adapter{l: a.l.With(args...), name: a.name, implied: append(a.implied[:len(a.implied):len(a.implied)], args...)}
+	return &adapter{l: a.l.With(args...), name: a.name, implied: append(a.implied[:len(a.implied):len(a.implied)], args...), peers: a.peers}
 }
 
 func (a *adapter) Name() string { return a.name }
@@ -149,11 +156,11 @@ func (a *adapter) Named(name string) hclog.Logger {
 	if a.name != "" {
 		name = a.name + "." + name
 	}
-	return &adapter{l: a.l, name: name, implied: a.implied}
+	return &adapter{l: a.l, name: name, implied: a.implied, peers: a.peers}
 }
 
 func (a *adapter) ResetNamed(name string) hclog.Logger {
-	return &adapter{l: a.l, name: name, implied: a.implied}
+	return &adapter{l: a.l, name: name, implied: a.implied, peers: a.peers}
 }
 
 // SetLevel does nothing: the slog handler decides.
