@@ -126,9 +126,13 @@ func (n *Node) askJoiner(ctx context.Context, id, addr, httpAddr string) error {
 	case info.Membership == api.MemberRemoved:
 		return fmt.Errorf("%w: node %s was removed from a cluster and keeps its old data dir: empty it and restart the node first", ErrJoinRefused, id)
 	case info.LastIndex > 0 || info.Servers > 0:
-		return fmt.Errorf("%w: node %s has raft state of its own (last log index %d, a configuration of %d servers): "+
+		servers := "servers"
+		if info.Servers == 1 {
+			servers = "server"
+		}
+		return fmt.Errorf("%w: node %s has raft state of its own (last log index %d, a configuration of %d %s): "+
 			"adding it would fork the lock table. Stop it, empty its data dir, start it with neither --bootstrap nor --join, "+
-			"and join it again", ErrJoinRefused, id, info.LastIndex, info.Servers)
+			"and join it again", ErrJoinRefused, id, info.LastIndex, info.Servers, servers)
 	case !slices.Contains(info.Features, api.FeatureShared) || !slices.Contains(info.Features, api.FeatureAcquireAll),
 		info.RaftAddr == "":
 		return fmt.Errorf("%w: node %s runs an older release, which cannot apply every entry of this cluster's log "+

@@ -88,6 +88,9 @@ func TestMembership_JoinOfANodeWithStateIsRefused(t *testing.T) {
 	if r.Status != http.StatusConflict || r.str("code") != api.CodeJoinRefused || !strings.Contains(r.str("message"), "has raft state of its own") {
 		t.Fatalf("join of a node with state: %d %v", r.Status, r.Body)
 	}
+	if msg := r.str("message"); !strings.Contains(msg, "a configuration of 1 server)") {
+		t.Errorf("join of a node with state: %q; want it to count the island's one server in words that agree", msg)
+	}
 	r = c.do(nodes[0].HTTPAddr(), "POST", "/v1/join", map[string]any{"id": "other-id", "addr": island.RaftAddr(), "http": island.HTTPAddr()})
 	if r.Status != http.StatusConflict || !strings.Contains(r.str("message"), `is "island", not "other-id"`) {
 		t.Fatalf("join under another id: %d %v", r.Status, r.Body)

@@ -98,8 +98,9 @@ func FailureCode(failed []Probe) int {
 	return c
 }
 
-// SayOnce says why the nodes failed: once, "all 3 nodes: ...", when they
-// failed the same way, else each with its address.
+// SayOnce says why the nodes failed: once, "all 3 nodes: ..." ("both
+// nodes: ..."), when they failed the same way, else each with its
+// address.
 func SayOnce(failed []Probe) string {
 	reasons := make([]string, len(failed))
 	same := true
@@ -110,6 +111,8 @@ func SayOnce(failed []Probe) string {
 	switch {
 	case len(failed) == 1:
 		return failed[0].Addr + ": " + reasons[0]
+	case same && len(failed) == 2:
+		return "both nodes: " + reasons[0]
 	case same:
 		return fmt.Sprintf("all %d nodes: %s", len(failed), reasons[0])
 	}
