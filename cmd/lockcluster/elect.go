@@ -35,9 +35,11 @@ its environment.
 The lease is refreshed every TTL/3. If leadership is lost, or refreshes keep failing until
 the lease is about to run out, the command's process group gets SIGTERM, then SIGKILL after
 --grace and always a sixth of the TTL before the lease can run out; elect then stands again,
-and runs the command anew when it leads again. If elect itself dies, even of SIGKILL, a
-guard process stops the group the same way (as for run). When the command exits on its own,
-elect resigns (the next candidate leads at once) and exits with the command's status.
+and runs the command anew when it leads again. If elect itself dies, even of SIGKILL, or
+is stopped (SIGSTOP, a debugger) so that it cannot refresh the lease, a guard process stops
+the group the same way, before the next candidate can lead (as for run). When the command
+exits on its own, elect resigns (the next candidate leads at once) and exits with the
+command's status.
 SIGINT and SIGTERM are passed on to the group, and elect resigns once it is gone.
 
 A candidate killed without resigning is replaced once its lease runs out: within --ttl.
@@ -174,7 +176,7 @@ func (r *elector) lead(l *election.Leadership) (supervise.Cause, error) {
 	sigs := make(chan os.Signal, 4)
 	signal.Notify(sigs, supervise.Signals...)
 	defer signal.Stop(sigs)
-	g := &supervise.Group{Cmd: c, Grace: r.o.grace, Margin: r.o.ttl / 6, Lease: l.ExpiresAt, Signals: sigs, Say: r.say}
+	g := &supervise.Group{Cmd: c, Grace: r.o.grace, Margin: r.o.ttl / 6, Lease: l.ExpiresAt, Signals: sigs, Say: r.say, Who: "elect"}
 	waitErr, cause, err := g.Supervise(l.Context())
 	if err != nil {
 		return cause, &cliexplain.StartError{Err: err}

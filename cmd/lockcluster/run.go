@@ -77,9 +77,15 @@ and SIGKILL. The lock is released only once no process of the group is left. (A 
 that leaves the group, with setsid or setpgid, leaves run's control too.) If run itself
 dies, even of SIGKILL, a small guard process it started beside the command (in a session
 of its own) sees it and stops the group the same way, SIGTERM then SIGKILL after --grace,
-before the lease that nobody refreshes any more runs out. This holds on every Unix;
-on Windows run refuses to start a command. The final release is bounded: run waits at
-most 2s for it, and 2s more for a retry, then leaves the lock to its TTL.
+before the lease that nobody refreshes any more runs out. run tells the guard the lease's
+end after each refresh, so the guard also stops the group when run is stopped (SIGSTOP of
+run or of its shell job, a debugger) or wedged: SIGTERM, and SIGKILL a sixth of the TTL
+before the lease's end, before the next holder can be granted the key; run, continued,
+exits 76. A signal to run's shell job does not reach the guard; a cgroup freezer that
+freezes the guard too freezes the command with it, and the guard kills the group as soon
+as it is thawed. This holds on every Unix; on Windows run refuses to start a command.
+The final release is bounded: run waits at most 2s for it, and 2s more for a retry, then
+leaves the lock to its TTL.
 
 With -n N (N > 1) the key is a semaphore: up to N runs hold it at once, each with its own
 fence. With --shared the key is a read/write lock taken for reading: any number of --shared
@@ -315,7 +321,7 @@ func (r *runner) holdingAll(lctx context.Context, locks []*lock.Lock) error {
 	if lctx.Err() != nil {
 		return context.Cause(lctx) // interrupted or lost before the start
 	}
-	g := &supervise.Group{Cmd: c, Grace: r.o.grace, Margin: r.margin, Lease: earliestExpiry(locks), Signals: sigs, Say: r.say}
+	g := &supervise.Group{Cmd: c, Grace: r.o.grace, Margin: r.margin, Lease: earliestExpiry(locks), Signals: sigs, Say: r.say, Who: "run"}
 	waitErr, cause, err := g.Supervise(lctx)
 	if err != nil {
 		return &cliexplain.StartError{Err: err}

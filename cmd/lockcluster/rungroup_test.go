@@ -270,7 +270,7 @@ func TestRun_GraceMustFitTheTTL(t *testing.T) {
 // --help explains the process group and --grace.
 func TestRun_HelpDescribesTheProcessGroup(t *testing.T) {
 	_, stdout, _ := runCLI(t, nil, "run", "--help")
-	for _, want := range []string{"process group", "SIGKILL", "-grace", "at most a third of --ttl", "SIGTSTP", "memory is refused"} {
+	for _, want := range []string{"process group", "SIGKILL", "-grace", "at most a third of --ttl", "SIGTSTP", "memory is refused", "when run is stopped (SIGSTOP"} {
 		if !strings.Contains(stdout, want) {
 			t.Errorf("run --help lacks %q", want)
 		}

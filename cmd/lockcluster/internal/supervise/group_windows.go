@@ -32,8 +32,11 @@ var Signals = []os.Signal{os.Interrupt}
 // No guard: run refuses to start a command here (inNewGroup).
 type guard struct{}
 
-func startGuard(int, time.Duration) (*guard, error) { return nil, errNoGroups }
-func (*guard) release()                             {}
+func startGuard(int, time.Duration, time.Duration, string) (*guard, error) { return nil, errNoGroups }
+func (*guard) leaseEnds(time.Time)                                         {}
+func (*guard) stopping(time.Time)                                          {}
+func (*guard) stoppedGroup() bool                                          { return false }
+func (*guard) release()                                                    {}
 
 // RunGuard is never started here.
 func RunGuard([]string) int { return 64 }

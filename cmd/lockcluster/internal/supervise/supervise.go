@@ -58,6 +58,11 @@ const PipeDrain = 200 * time.Millisecond
 // the lease's estimated end: the backend may hand the key on from then.
 // Supervise returns only once no process of the group can still run, so
 // the lock is released only after that.
+//
+// A guard process (guard_unix.go) applies the same rules if the caller
+// goes quiet: Supervise tells it each new end of the lease, and it stops
+// the group if run ends, or is stopped (SIGSTOP, a debugger) past the
+// point where it would have stopped the group itself.
 type Group struct {
 	Cmd    *exec.Cmd
 	Grace  time.Duration // from SIGTERM to SIGKILL
@@ -67,6 +72,8 @@ type Group struct {
 	// Signals are those received by run; each is passed on to the group.
 	Signals <-chan os.Signal
 	Say     func(format string, a ...any)
+	// Who is "run" or "elect": how the guard names its supervisor.
+	Who string
 }
 
 // supervisor is the state of one Group.Supervise.
@@ -76,8 +83,9 @@ type supervisor struct {
 	exp    time.Time // the latest lease end seen
 	cause  Cause
 	killAt time.Time // when the group gets SIGKILL; zero until stopping
+	gd     *guard
 
-	leaseTimer, killTimer, pollTimer *time.Timer
+	leaseTimer, killTimer, pollTimer, beatTimer *time.Timer
 }
 
 // Supervise starts the command and returns its Wait error once the command
@@ -94,7 +102,7 @@ func (g *Group) Supervise(ctx context.Context) (waitErr error, cause Cause, err 
 	s := &supervisor{g: g, pgid: g.Cmd.Process.Pid, exp: g.Lease()}
 	exited := make(chan error, 1)
 	go func() { exited <- g.Cmd.Wait() }()
-	gd, err := startGuard(s.pgid, g.Grace)
+	gd, err := startGuard(s.pgid, g.Grace, g.Margin, g.Who)
 	if err != nil {
 		// Unguarded, the group would outlive a run that is killed.
 		_ = signalGroup(s.pgid, sigKill)
@@ -102,13 +110,18 @@ func (g *Group) Supervise(ctx context.Context) (waitErr error, cause Cause, err 
 		return nil, None, err
 	}
 	defer gd.release()
+	s.gd = gd
+	gd.leaseEnds(s.exp)
 
 	s.leaseTimer = time.NewTimer(s.untilLeaseCheck())
 	s.killTimer = stoppedTimer()
 	s.pollTimer = stoppedTimer()
+	beat := s.beat()
+	s.beatTimer = time.NewTimer(beat)
 	defer s.leaseTimer.Stop()
 	defer s.killTimer.Stop()
 	defer s.pollTimer.Stop()
+	defer s.beatTimer.Stop()
 
 	ctxDone := ctx.Done()
 	childDone := false
@@ -120,7 +133,7 @@ func (g *Group) Supervise(ctx context.Context) (waitErr error, cause Cause, err 
 		case waitErr = <-exited:
 			childDone, exited = true, nil
 			if groupGone(s.pgid) {
-				return waitErr, s.cause, nil
+				return waitErr, s.finalCause(), nil
 			}
 			// The command is done, but something it started is not:
 			// stop it like the command, before the lock is released.
@@ -136,9 +149,12 @@ func (g *Group) Supervise(ctx context.Context) (waitErr error, cause Cause, err 
 			s.checkLease()
 		case <-s.killTimer.C:
 			_ = signalGroup(s.pgid, sigKill)
+		case <-s.beatTimer.C:
+			s.heartbeat()
+			s.beatTimer.Reset(beat)
 		case <-s.pollTimer.C:
 			if childDone && groupGone(s.pgid) {
-				return waitErr, s.cause, nil
+				return waitErr, s.finalCause(), nil
 			}
 			if !s.killAt.IsZero() && !time.Now().Before(s.killAt) {
 				// Again, for a process forked while the first went out.
@@ -201,6 +217,35 @@ func (s *supervisor) checkLease() {
 	}
 }
 
+// heartbeat tells the guard the lease's latest end, and takes note if
+// the guard has stopped the group on its own (run was stopped, and has
+// just been continued): the group's SIGKILL then goes out as the guard's
+// does, and the lock counts as not kept.
+func (s *supervisor) heartbeat() {
+	s.gd.leaseEnds(s.g.Lease())
+	if s.gd.stoppedGroup() {
+		s.stop(LeaseEnding, false, "")
+	}
+}
+
+// finalCause is why the group was stopped, as Supervise returns it: a
+// command that ended of the guard's signals was stopped because the lease
+// was about to end unrefreshed (run had been stopped), not on its own.
+func (s *supervisor) finalCause() Cause {
+	if s.cause == None && s.gd.stoppedGroup() {
+		return LeaseEnding
+	}
+	return s.cause
+}
+
+// beat is how often Supervise tells the guard the lease's end: often
+// enough that the guard, which acts about half the TTL after a refresh
+// was sent (grace+margin before the end, less a quarter of the grace),
+// hears of each refresh in time. Margin is a sixth of the TTL.
+func (s *supervisor) beat() time.Duration {
+	return min(max(s.g.Margin/2, 10*time.Millisecond), time.Second)
+}
+
 // untilLeaseCheck is how long until the lease has grace+margin left.
 func (s *supervisor) untilLeaseCheck() time.Duration {
 	return max(time.Until(s.exp)-s.g.Grace-s.g.Margin, 0)
@@ -227,6 +272,7 @@ func (s *supervisor) stop(cause Cause, term bool, why string) {
 		_ = signalGroup(s.pgid, sigTerm)
 		_ = signalGroup(s.pgid, sigCont)
 	}
+	s.gd.stopping(s.killAt)
 	s.killTimer.Reset(max(time.Until(s.killAt), 0))
 }
 
