@@ -1,6 +1,8 @@
 // Package cluster runs one node of a replicated lock service: hashicorp/raft
-// (raft-boltdb log and stable store, file snapshots, TCP or mutual-TLS transport) with the
-// lock FSM of package fsm, and the HTTP/JSON API in front of it.
+// (a raft-wal log by default, or raft-boltdb's, chosen by Config.RaftLog for a
+// new data dir; a raft-boltdb stable store; file snapshots; TCP or mutual-TLS
+// transport; package raftstore) with the lock FSM of package fsm, and the
+// HTTP/JSON API in front of it.
 //
 // # Requests
 //
