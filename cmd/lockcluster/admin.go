@@ -116,10 +116,10 @@ const statusExamples = `  lockcluster status --endpoints 127.0.0.1:7001,127.0.0.
   LOCKCLUSTER_ENDPOINTS=127.0.0.1:7001 lockcluster status -o json`
 
 const statusNotes = `Each node answers for itself, so a table of all of them shows who leads and who lags.
-A node that refuses the token shows as "unauthorized", one that cannot be reached as
-"unreachable". Exit status: 0 when a node answers and knows a leader, 69 when none answers
-or none knows a leader (election in progress or no quorum), 77 when every node that
-answers refuses the token.`
+A node that refuses the token shows as "unauthorized", one whose role lacks the right as
+"forbidden", one that cannot be reached as "unreachable". Exit status: 0 when a node answers
+and knows a leader, 69 when none answers or none knows a leader (election in progress or no
+quorum), 77 when every node that answers refuses the token or its right.`
 
 func newStatusCmd(e *env) *cobra.Command {
 	var a adminFlags
@@ -250,8 +250,12 @@ func statusRows(probes []cliexplain.Probe, memberOnly int) clusterStatus {
 			r.State = "unauthorized"
 		case errors.Is(p.Err, client.ErrWrongCluster):
 			r.State = "wrong-cluster"
+		case errors.Is(p.Err, client.ErrForbidden):
+			r.State = "forbidden" // it knows the credential, which lacks the status right
 		case errors.Is(p.Err, client.ErrTLS):
 			r.State = "tls-error"
+		case errors.As(p.Err, new(*client.APIError)):
+			r.State = "error" // it answered, with another refusal: the error says which
 		default:
 			r.State = "unreachable"
 		}

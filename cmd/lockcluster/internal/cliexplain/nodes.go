@@ -128,13 +128,33 @@ func SayOnce(failed []Probe) string {
 // and Go's own words.
 func tlsHint(err error) string {
 	msg := InFlagTerms(Strip(err.Error()))
-	parts := strings.Split(msg, ": ")
-	for i, p := range parts {
+	for _, p := range splitOutsideParens(msg) {
 		if strings.HasPrefix(p, "it ") || strings.HasPrefix(p, "its ") || strings.HasPrefix(p, "the node serves") {
-			return strings.Join(parts[i:i+1], ": ")
+			return p
 		}
 	}
 	return msg
+}
+
+// splitOutsideParens splits a message at each ": " that is not inside
+// parentheses: a hint's own colons ("(mutual TLS: pass --tls-cert ...)")
+// stay in it.
+func splitOutsideParens(msg string) []string {
+	var parts []string
+	depth, start := 0, 0
+	for i := 0; i < len(msg); i++ {
+		switch {
+		case msg[i] == '(':
+			depth++
+		case msg[i] == ')' && depth > 0:
+			depth--
+		case depth == 0 && strings.HasPrefix(msg[i:], ": "):
+			parts = append(parts, msg[start:i])
+			start = i + 2
+			i++
+		}
+	}
+	return append(parts, msg[start:])
 }
 
 // NodeReason says in a few words why a node did not answer, without its
