@@ -65,7 +65,7 @@ func TestCLI_HelpNamesTheVariableOfEveryFlag(t *testing.T) {
 			switch {
 			case flag == "help":
 			case (name == "join" || name == "leave") && (flag == "id" || flag == "raft-addr" || flag == "http-addr"),
-				name == "token" && (flag == "name" || flag == "role" || flag == "prefixes"):
+				name == "token" && (flag == "name" || flag == "role" || flag == "prefixes" || flag == "token-file"):
 				if !strings.Contains(block, "not read from the environment") || strings.Contains(block, "env LOCKCLUSTER_") {
 					t.Errorf("%s --%s: the help does not say it is not read from the environment:\n%s", name, flag, block)
 				}

@@ -24,19 +24,17 @@ func TestAgent_TokenFileRolesAndReloadOnSIGHUP(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts an agent process")
 	}
-	code, line, stderr := runCLI(t, nil, "token", "--name", "team-a", "--role", "client", "--prefixes", "jobs/")
-	if code != exitOK || !strings.HasPrefix(line, "team-a client jobs/ sha256:") {
-		t.Fatalf("lockcluster token: exit %d, stdout %q, stderr %q", code, line, stderr)
+	file := filepath.Join(t.TempDir(), "tokens")
+	code, stdout, stderr := runCLI(t, nil, "token", "--name", "team-a", "--role", "client", "--prefixes", "jobs/", "--token-file", file)
+	line, _ := os.ReadFile(file)
+	if code != exitOK || !strings.HasPrefix(string(line), "team-a client jobs/ sha256:") {
+		t.Fatalf("lockcluster token: exit %d, stdout %q, stderr %q, file %q", code, stdout, stderr, line)
 	}
-	tokA := strings.TrimSpace(stderr[strings.LastIndex(stderr, " ")+1:])
-	if strings.Contains(line, tokA) {
+	tokA := strings.TrimSpace(stdout)
+	if strings.Contains(string(line), tokA) {
 		t.Fatal("the token file line holds the token itself")
 	}
 	const tokB = "second-client-token-0123456789"
-	file := filepath.Join(t.TempDir(), "tokens")
-	if err := os.WriteFile(file, []byte(line), 0o600); err != nil {
-		t.Fatal(err)
-	}
 	httpAddr := loopback.MustFreeAddr(t)
 	p := startProc(t, []string{"LOCKCLUSTER_TOKEN_FILE=" + file}, "agent", "--id", "n1", "--data-dir", t.TempDir(),
 		"--raft-addr", loopback.MustFreeAddr(t), "--http-addr", httpAddr, "--bootstrap-self", "--log-level", "info")
