@@ -261,9 +261,9 @@ func TestCLI_RunKeyArgumentShorthandsAndHelp(t *testing.T) {
 	}
 }
 
-// Completion never offers a value the command refuses: run is offered no
-// memory driver, and every value offered for -o is a format the reading
-// commands print.
+// Completion never offers a value the command refuses: run, elect and
+// leader are offered no memory driver, and every value offered for -o is
+// a format the reading commands print.
 func TestCLI_CompletionOffersOnlyAcceptedValues(t *testing.T) {
 	complete := func(args ...string) []string {
 		_, stdout, _ := runCLI(t, nil, append([]string{"__complete"}, args...)...)
@@ -275,9 +275,12 @@ func TestCLI_CompletionOffersOnlyAcceptedValues(t *testing.T) {
 		}
 		return out
 	}
-	for _, d := range complete("run", "--driver", "") {
-		if err := requireShared(lock.Config{Driver: d, SQLite: lock.SQLiteConfig{Path: "/var/lib/app/locks.db"}}); err != nil {
-			t.Errorf("run --driver completion offers %q, which run refuses: %v", d, err)
+	// run, elect and leader refuse a backend no other process sees.
+	for _, cmd := range []string{"run", "elect", "leader"} {
+		for _, d := range complete(cmd, "--driver", "") {
+			if err := requireShared(lock.Config{Driver: d, SQLite: lock.SQLiteConfig{Path: "/var/lib/app/locks.db"}}); err != nil {
+				t.Errorf("%s --driver completion offers %q, which %s refuses: %v", cmd, d, cmd, err)
+			}
 		}
 	}
 	for _, cmd := range []string{"status", "locks"} {

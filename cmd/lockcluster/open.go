@@ -36,7 +36,7 @@ func (d *driverFlags) register(cmd *cobra.Command) {
 	d.clientTLSFlags.register(cmd)
 	_ = cmd.RegisterFlagCompletionFunc("driver", func(c *cobra.Command, _ []string, _ string) ([]cobra.Completion, cobra.ShellCompDirective) {
 		drivers := []cobra.Completion{"cluster", "sqlite", "redis"}
-		if c.Name() != "run" { // run refuses memory: its locks exclude no other process
+		if c.Name() == "bench" { // run, elect and leader refuse memory: its locks exclude no other process
 			drivers = append(drivers, "memory")
 		}
 		return drivers, cobra.ShellCompDirectiveNoFileComp
