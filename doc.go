@@ -69,7 +69,10 @@
 // ErrLostExpired (the TTL, less the margin, ran out), ErrLostTaken (a
 // refresh found the lock gone: taken over or force-released),
 // ErrLostUnreachable (refreshes failed; the last refresh error is its
-// Cause, reachable with errors.Is and errors.Unwrap), ErrLostClosed (the
+// Cause, reachable with errors.Is and errors.Unwrap), ErrLostRefused (a
+// refresh was refused for the credentials, a token revoked or no longer
+// allowed the key: told at once, not at the margin; the refusal is its
+// Cause, so ErrUnauthorized or ErrForbidden matches), ErrLostClosed (the
 // Manager was closed; it also matches ErrClosed). After ErrLostExpired and
 // ErrLostUnreachable the backend may still hold the grant (a refresh whose
 // answer was lost may have been applied), so once the callback has

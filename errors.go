@@ -27,6 +27,11 @@ var (
 	// ErrUnauthorized: the backend refused the credentials (the cluster's
 	// token, Redis's password); it answered, so it is not ErrUnavailable.
 	ErrUnauthorized = drivers.ErrUnauthorized
+	// ErrForbidden: the backend knows the credentials but they lack the
+	// right the request needs (a cluster token's role or key prefixes);
+	// it answered, so it is not ErrUnavailable, and the credentials were
+	// accepted, so it is not ErrUnauthorized.
+	ErrForbidden = drivers.ErrForbidden
 	// ErrUnsupported: the backend cannot serve the request, such as a
 	// semaphore on a driver without them.
 	ErrUnsupported = drivers.ErrUnsupported
@@ -54,6 +59,13 @@ const (
 	// ErrLostClosed: the Manager was closed or shut down (Close,
 	// Shutdown) while the callback ran. It also matches ErrClosed.
 	ErrLostClosed = drivers.ErrLostClosed
+	// ErrLostRefused: a refresh was refused for the credentials (the
+	// token revoked, or no longer allowed the key), and the callback is
+	// told at once rather than at the safety margin: the backend will
+	// refuse every refresh. The *LostError's Cause is the refusal, so
+	// ErrUnauthorized or ErrForbidden matches too. The grant is left to
+	// its TTL: a release would be refused alike.
+	ErrLostRefused = drivers.ErrLostRefused
 )
 
 // NotAcquiredError says which key could not be acquired. It matches
@@ -81,7 +93,8 @@ type NotLinkedError = drivers.NotLinkedError
 
 // StatusCode returns the HTTP status that err stands for: 409 Conflict for
 // contention and for a lock lost to another owner or to its TTL, 400 for
-// invalid input, 401 for refused credentials, 429 for a full backend, 501
+// invalid input, 401 for refused credentials, 403 for a refused right
+// (ErrForbidden), 429 for a full backend, 501
 // for an unsupported claim, 503 when the backend cannot answer now, and
 // 500 for anything else. The typed errors (NotAcquiredError, LostError,
 // InvalidError, NotLinkedError) report the same through their own

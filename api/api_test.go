@@ -118,6 +118,7 @@ func TestCodes_StatusOfAndCodeOf(t *testing.T) {
 		{api.CodeInvalid, http.StatusBadRequest},
 		{api.CodeUnauthorized, http.StatusUnauthorized},
 		{api.CodeWrongCluster, http.StatusForbidden},
+		{api.CodeForbidden, http.StatusForbidden},
 		{api.CodeNotFound, http.StatusNotFound},
 		{api.CodeNotAcquired, http.StatusConflict},
 		{api.CodeTooLarge, http.StatusRequestEntityTooLarge},
@@ -132,7 +133,7 @@ func TestCodes_StatusOfAndCodeOf(t *testing.T) {
 		}
 		want := tc.code
 		if tc.code == api.CodeWrongCluster {
-			want = api.CodeInternal // only the body says wrong_cluster
+			want = api.CodeForbidden // only the body says wrong_cluster
 		}
 		if got := api.CodeOf(tc.status); got != want {
 			t.Errorf("CodeOf(%d) = %q, want %q", tc.status, got, want)

@@ -71,14 +71,16 @@ func StatusOf(code string) int {
 
 // CodeOf returns the code of an error answer that came without one (from
 // a proxy in between, say), judged by its status alone. A 502 or 504 is
-// CodeUnavailable; a 403 is not taken for CodeWrongCluster, which only
-// the body can say.
+// CodeUnavailable; a 403 is CodeForbidden, never CodeWrongCluster, which
+// only the body can say.
 func CodeOf(status int) string {
 	switch status {
 	case http.StatusBadRequest:
 		return CodeInvalid
 	case http.StatusUnauthorized:
 		return CodeUnauthorized
+	case http.StatusForbidden:
+		return CodeForbidden
 	case http.StatusNotFound:
 		return CodeNotFound
 	case http.StatusConflict:

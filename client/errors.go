@@ -20,8 +20,9 @@ var ErrNotFound = errors.New("client: not found")
 // ErrForbidden: the cluster knows the request's credential, but it lacks
 // the right the request needs (a client token asking to join, say), or
 // the key lies outside its prefixes. The error's message names the
-// missing right.
-var ErrForbidden = errors.New("client: forbidden: the token lacks the right for this request")
+// missing right. It is drivers.ErrForbidden (lock.ErrForbidden), the same
+// refusal on every backend.
+var ErrForbidden = drivers.ErrForbidden
 
 // ErrJoinRefused: the leader would not add the node (it has raft state,
 // belongs to another cluster, answers to another id, or could not be

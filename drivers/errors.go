@@ -40,6 +40,12 @@ var (
 	// token, Redis a password (or none given where one is required). It
 	// is never retried, and is not ErrUnavailable: the backend answered.
 	ErrUnauthorized = errors.New("lock: credentials refused")
+	// ErrForbidden: the backend knows the credentials, but they lack the
+	// right the request needs: a cluster token's role (a metrics token
+	// taking a lock) or its key prefixes. It is never retried, and is
+	// neither ErrUnauthorized (the credentials were accepted) nor
+	// ErrUnavailable: the backend answered.
+	ErrForbidden = errors.New("lock: forbidden: the credentials lack the right for this request")
 	// ErrUnsupported: the backend cannot serve the request: a driver
 	// without semaphores and read/write locks (Sharer), or a cluster with
 	// a member too old to apply them. It is not retried.
@@ -93,7 +99,9 @@ type LostError struct {
 	// not known).
 	Reason LostReason
 	// Cause is the error of the last failed refresh when Reason is
-	// ErrLostUnreachable; nil otherwise.
+	// ErrLostUnreachable, and the refresh's refusal when it is
+	// ErrLostRefused (it matches ErrUnauthorized or ErrForbidden); nil
+	// otherwise.
 	Cause error
 }
 

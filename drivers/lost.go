@@ -24,6 +24,15 @@ const (
 	// ErrLostClosed: the Manager was closed or shut down while the lock
 	// was held. It also matches ErrClosed.
 	ErrLostClosed
+	// ErrLostRefused: a refresh was refused because of the credentials:
+	// the token was revoked (401) or lost the right to the key (403). The
+	// backend answered, and will refuse every refresh and the release
+	// alike, so the loss is reported at once, not at the safety margin
+	// (retrying would only shorten the time the holder has to stop). The
+	// LostError's Cause is the refusal: it matches ErrUnauthorized or
+	// ErrForbidden. The backend still holds the grant until its TTL runs
+	// out.
+	ErrLostRefused
 )
 
 func (r LostReason) Error() string { return "lock: lost: " + r.text() }
@@ -42,6 +51,8 @@ func (r LostReason) text() string {
 		return "backend unreachable: refreshes failed until the safety margin before the ttl"
 	case ErrLostClosed:
 		return "manager closed or shut down while the lock was held"
+	case ErrLostRefused:
+		return "credentials refused: the backend refused the refresh (token revoked, or no longer allowed the key)"
 	default:
 		return "no longer held by this owner"
 	}

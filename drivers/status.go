@@ -8,7 +8,9 @@ import (
 
 // StatusCode returns the HTTP status that err stands for: 409 Conflict for
 // contention (ErrNotAcquired) and for a lock lost to another owner or to
-// its TTL, 400 for ErrInvalid, 401 for ErrUnauthorized, 429 for ErrFull,
+// its TTL, 400 for ErrInvalid, 401 for ErrUnauthorized, 403 for
+// ErrForbidden (a lock lost to refused credentials: its cause's, 401
+// or 403), 429 for ErrFull,
 // 501 for ErrUnsupported, 503 for a backend that cannot answer now
 // (ErrUnavailable, ErrClosed, a lock lost because the backend was
 // unreachable or the Manager closed, a deadline that passed), and 500 for
@@ -25,6 +27,10 @@ func StatusCode(err error) int {
 	case errors.Is(err, ErrInvalid):
 		return http.StatusBadRequest
 	case errors.Is(err, ErrUnauthorized):
+		return http.StatusUnauthorized
+	case errors.Is(err, ErrForbidden):
+		return http.StatusForbidden
+	case errors.Is(err, ErrLostRefused): // without a cause that says which
 		return http.StatusUnauthorized
 	case errors.Is(err, ErrNotAcquired):
 		return http.StatusConflict
@@ -49,8 +55,9 @@ func StatusCode(err error) int {
 func (e *NotAcquiredError) StatusCode() int { return StatusCode(e) }
 
 // StatusCode is 409 Conflict for a lock lost to its TTL or to another
-// owner, and 503 Service Unavailable when it was lost because the backend
-// was unreachable or the Manager was closed (see StatusCode).
+// owner, 503 Service Unavailable when it was lost because the backend was
+// unreachable or the Manager was closed, and 401 or 403 when a refresh was
+// refused for the credentials (see StatusCode).
 func (e *LostError) StatusCode() int { return StatusCode(e) }
 
 // StatusCode is 400 Bad Request.

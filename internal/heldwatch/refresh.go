@@ -15,9 +15,10 @@ var errNoAnswer = drivers.Unavailable("refresh", fmt.Errorf("no answer in time: 
 
 // RefreshWhileHeld is the refresher goroutine of a Watch with refresh,
 // started once the watch is registered: it extends the lock every interval
-// until stopped. A refresh that finds the lock gone loses it at once; a
-// backend error is retried at half the interval until the stop point,
-// where checkExpiry loses it with the error as the cause.
+// until stopped. A refresh that finds the lock gone loses it at once, and
+// so does one refused for the credentials (refused); any other backend
+// error is retried at half the interval until the stop point, where
+// checkExpiry loses it with the error as the cause.
 func (w *Watch) RefreshWhileHeld() {
 	defer close(w.loop.done)
 	timer := time.NewTimer(w.opts.Every)
@@ -54,6 +55,9 @@ func (w *Watch) RefreshWhileHeld() {
 				w.lose(drivers.ErrLostTaken, nil)
 			}
 			return
+		case refused(err):
+			w.lose(drivers.ErrLostRefused, err)
+			return
 		default:
 			w.grant.RefreshFailed(err)
 			left := time.Until(stop)
@@ -64,6 +68,17 @@ func (w *Watch) RefreshWhileHeld() {
 			timer.Reset(min(max(w.opts.Every/2, time.Millisecond), left))
 		}
 	}
+}
+
+// refused reports a refresh the backend refused for the credentials: the
+// token was revoked (ErrUnauthorized) or lost the right to the key
+// (ErrForbidden). The backend answered, and answers every later refresh
+// alike until an operator restores the credential, which nothing here can
+// wait for: retrying until the stop point would only take from the time
+// the holder has to stop, and report the refusal as an unreachable
+// backend.
+func refused(err error) bool {
+	return errors.Is(err, drivers.ErrUnauthorized) || errors.Is(err, drivers.ErrForbidden)
 }
 
 // refreshOnce refreshes the watched grant, giving the backend no longer

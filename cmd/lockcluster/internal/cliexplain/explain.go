@@ -156,7 +156,7 @@ func ExitCode(err error) int {
 			return ExitNotFound
 		}
 		return ExitCannotExec
-	case errors.Is(err, lock.ErrUnauthorized), errors.Is(err, client.ErrUnauthorized), errors.Is(err, client.ErrForbidden):
+	case errors.Is(err, lock.ErrUnauthorized), errors.Is(err, client.ErrUnauthorized), errors.Is(err, lock.ErrForbidden):
 		return ExitNoPerm
 	case errors.Is(err, client.ErrWrongCluster), errors.Is(err, client.ErrTLS), badAddress(err),
 		errors.Is(err, lock.ErrUnsupported):
