@@ -283,7 +283,7 @@ func TestCLI_CompletionOffersOnlyAcceptedValues(t *testing.T) {
 			}
 		}
 	}
-	for _, cmd := range []string{"status", "locks"} {
+	for _, cmd := range []string{"status", "locks", "leader"} {
 		for _, f := range complete(cmd, "-o", "") {
 			a := adminFlags{output: f}
 			if err := a.checkOutput(); err != nil {

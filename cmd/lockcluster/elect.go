@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -199,20 +200,40 @@ func isInterrupt(cause error) bool {
 func newLeaderCmd(e *env) *cobra.Command {
 	var d driverFlags
 	var watch bool
+	var output string
 	cmd := &cobra.Command{
 		Use:     "leader [flags] NAME",
 		Short:   "who leads an election: its value, term and lease; --watch for each change",
 		Example: electExamples,
 		Annotations: map[string]string{annNotes: `Prints "value=V term=T remaining=R" for the leader, or "no leader" (exit status 75).
 With --watch, one line per change until interrupted (exit status 0): a new term, a new value,
-or nobody leading.`},
+or nobody leading. With -o json each is the HTTP API's lock object (GET /v1/lock) of the
+election: {"key":NAME,"holder":VALUE,"fence":TERM,"remaining_ms":...}, without the owner;
+fence 0 when nobody leads.`},
 		Args: cobra.ArbitraryArgs,
 	}
 	cmd.Flags().BoolVar(&watch, "watch", false, "print each change of leader until interrupted")
+	registerOutput(cmd, &output)
 	d.register(cmd)
 	cmd.RunE = func(cmd *cobra.Command, args []string) error {
 		if len(args) != 1 {
 			return usagef("give the election's NAME: lockcluster leader NAME")
+		}
+		if err := checkOutputFormat(output); err != nil {
+			return err
+		}
+		// show writes one state: a line, or with -o json an api.Lock
+		// (one line each, so that --watch prints JSON lines).
+		show := func(l election.Leader, leading bool) {
+			switch {
+			case output == "json":
+				b, _ := json.Marshal(leaderLock(args[0], l, leading))
+				fmt.Fprintf(e.stdout, "%s\n", b)
+			case leading:
+				fmt.Fprintln(e.stdout, leaderLine(l))
+			default:
+				fmt.Fprintln(e.stdout, "no leader")
+			}
 		}
 		ctx := cmd.Context()
 		cfg := d.config(e)
@@ -233,22 +254,18 @@ or nobody leading.`},
 		if !watch {
 			l, err := el.Leader(ctx)
 			if errors.Is(err, election.ErrNoLeader) {
-				fmt.Fprintln(e.stdout, "no leader")
+				show(l, false)
 				return exitStatus(exitNotAcquired)
 			}
 			if err != nil {
 				fmt.Fprintf(e.stderr, "lockcluster leader: %s\n", describe(err))
 				return exitStatus(exitCodeFor(err))
 			}
-			fmt.Fprintln(e.stdout, leaderLine(l))
+			show(l, true)
 			return nil
 		}
 		for c := range el.Observe(ctx, 0) {
-			if c.Leading {
-				fmt.Fprintln(e.stdout, leaderLine(c.Leader))
-			} else {
-				fmt.Fprintln(e.stdout, "no leader")
-			}
+			show(c.Leader, c.Leading)
 		}
 		return nil
 	}
