@@ -38,13 +38,14 @@ import (
 // the thread that started the process) and no subreaper. A freezer that
 // freezes the guard too (one cgroup for run, its guard and its command)
 // stops them all; when thawed, the guard finds the lease's end passed and
-// kills the group at once.
+// kills the group at once, though the command may get a moment first:
+// then only the fence protects what it writes to.
 type guard struct {
 	cmd   *exec.Cmd
-	w     *os.File // run's end of run → guard
-	r     *os.File // run's end of guard → run
-	told  int64    // the last lease end told (CLOCK_MONOTONIC ns)
-	acted bool     // the guard said it stopped the group
+	w     *os.File  // run's end of run → guard
+	r     *os.File  // run's end of guard → run
+	told  time.Time // the last lease end told
+	acted bool      // the guard said it stopped the group
 }
 
 // Records from run to the guard: a kind byte, then a CLOCK_MONOTONIC time
@@ -110,9 +111,9 @@ func (g *guard) leaseEnds(t time.Time) {
 	if t.IsZero() {
 		return
 	}
-	if at := monoAt(t); at != g.told {
-		g.told = at
-		g.send(recLease, at)
+	if !t.Equal(g.told) {
+		g.told = t
+		g.send(recLease, monoAt(t))
 	}
 }
 
