@@ -124,7 +124,7 @@ func inferDriver(cfg Config) (string, error) {
 		return driver, nil
 	}
 	return "", &InvalidError{Field: EnvDriver, Reason: fmt.Sprintf(
-		"is unset while %s are all set: set it to the backend to lock on (cluster, sqlite, redis or memory)",
+		"is unset, and %s each name a backend: set it to the one to lock on (cluster, sqlite, redis or memory)",
 		strings.Join(set, " and "))}
 }
 

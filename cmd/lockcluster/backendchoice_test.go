@@ -81,7 +81,7 @@ func (c backendCase) libraryEnv() map[string]string {
 func TestCLI_BinaryChoosesTheLibrarysBackend(t *testing.T) {
 	for _, c := range backendCases(t) {
 		t.Run(c.name, func(t *testing.T) {
-			env := []string{"LOCKCLUSTER_TIMEOUT=5s"}
+			var env []string
 			for k, v := range c.env {
 				env = append(env, k+"="+v)
 			}
