@@ -33,6 +33,7 @@ const (
 	exitOK          = cliexplain.ExitOK
 	exitFailure     = cliexplain.ExitFailure
 	exitUsage       = cliexplain.ExitUsage
+	exitRefused     = cliexplain.ExitRefused
 	exitNoMember    = cliexplain.ExitNoMember
 	exitUnavailable = cliexplain.ExitUnavailable
 	exitNotAcquired = cliexplain.ExitNotAcquired

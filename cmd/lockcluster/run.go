@@ -48,11 +48,13 @@ const runExamples = `  # run a backup; if another host runs one, wait until it i
 
 const runNotes = `Like flock(1), "etcdctl lock" and "consul lock", run waits for the lock by default;
 --timeout bounds the wait and --no-wait (or --timeout 0) fails at once when the lock is held.
-While it waits, run says so on stderr, with how long the holder's lease has left when the
-backend tells (the cluster does).
+While it waits, run says so on stderr, with who holds the key (its holder description,
+pid<pid>@<host> unless the holder set one) and how long its lease has left, as every backend
+tells.
 
-With --key repeated (run --key a --key b -- CMD), run holds every key or none: they are taken
-in sorted order (two runs naming them in other orders never deadlock), the command gets
+With --key repeated (run --key a --key b -- CMD), run holds every key or none: in one step on
+the memory engine, the cluster, SQLite and Redis (one hash slot), else in sorted order (two runs
+naming them in other orders never deadlock); the command gets
 LOCK_KEYS and LOCK_FENCES (space-separated, in the order given) beside LOCK_KEY and
 LOCK_FENCE (the first), and losing any of them stops the command as losing one lock does.
 
@@ -95,8 +97,8 @@ never starved. Every run of one key must say the same: a key held as a semaphore
 -n 4, a mutex or a read/write lock (exit status 64, saying what the key is held as) until
 nobody holds or waits for it. "lockcluster locks" lists every holder and waiter.
 
-The lock must be seen by the other processes: run refuses --driver memory and a sqlite
-driver without --sqlite-path, whose locks no other process sees.
+The lock must be seen by the other processes: run refuses the memory driver (also when no
+backend is set) and --sqlite-path :memory:, whose locks no other process sees.
 
 Exit status:
   the command's own status (128+N when it died of signal N), or
@@ -106,7 +108,7 @@ Exit status:
   78  the cluster cannot serve -n, --shared or --exclusive yet (a member of an older release)
   75  the lock is held by someone else (at once with --no-wait, else after --timeout)
   76  the lock was lost while held (or could not be refreshed before its lease ran out)
-  77  the cluster refused the token
+  77  the backend refused the credentials (the cluster a token, Redis a password)
   126 the command could not be executed
   127 the command was not found
   130 interrupted (SIGINT/SIGTERM) before the command ran`
