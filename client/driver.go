@@ -102,12 +102,15 @@ func (c *Client) acquireWait(ctx context.Context, key, owner string, ttl time.Du
 		if wait < 2*time.Millisecond {
 			var ok bool
 			var fence uint64
-			fence, ok, _, err = c.acquireOnce(ctx, key, owner, ttl, claim)
+			var by drivers.HeldBy
+			fence, ok, by, err = c.acquireOnce(ctx, key, owner, ttl, claim)
 			if err == nil && ok {
 				return fence, nil
 			}
 			if err == nil {
-				err = &drivers.NotAcquiredError{Key: key}
+				// The holder and its time left, as this last attempt
+				// found them: they replace the 409 before it.
+				err = &drivers.NotAcquiredError{Key: key, HolderTTL: by.TTL, Holder: by.Holder}
 			}
 		} else {
 			err = c.call(ctx, acquireRequest(key, owner, ttl, wait, keep, claim), &out)

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/zerotal/lock/api"
+	"github.com/zerotal/lock/drivers"
 )
 
 // fakeNode is an in-memory stand-in for one cluster node, for unit tests
@@ -224,8 +225,11 @@ func (f *fakeNode) acquire(w http.ResponseWriter, r *http.Request) {
 		}
 		left := time.Until(deadline)
 		if left <= 0 {
+			ms := time.Until(l.deadline).Milliseconds()
+			holder := drivers.HolderOf(l.owner)
 			f.mu.Unlock()
-			writeError(w, 409, "not_acquired", "held by another owner")
+			// As a node answers: who holds the key and its time left.
+			writeJSON(w, 409, api.ErrorBody{Code: "not_acquired", Message: "held by another owner", Key: in.Key, Holder: holder, HolderTTLMillis: &ms})
 			return
 		}
 		ch := f.changed

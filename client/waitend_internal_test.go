@@ -2,6 +2,7 @@ package client
 
 import (
 	"context"
+	"errors"
 	"testing"
 	"time"
 
@@ -82,4 +83,25 @@ func TestAcquireWait_AFreshOwnersAbandonedWaitIsReleased(t *testing.T) {
 		t.Fatal("the wait was granted a held key")
 	}
 	poll.Until(t, 5*time.Second, "the abandoned wait's release", func() bool { return n.hitCount("/v1/release") > 0 })
+}
+
+// A wait whose last attempt is a plain acquire (too little time left to
+// queue) ends with the holder and its time left as that attempt found
+// them, not with a bare 409 in place of the one before it.
+func TestAcquireWait_ALastPlainAttemptKeepsTheHolder(t *testing.T) {
+	n := newFakeNode(t, "")
+	// Chunks shorter than the 2 ms a queued wait needs: every attempt of
+	// this wait is a plain acquire.
+	c := newTestClient(t, Config{Addrs: []string{n.addr()}, WaitChunk: time.Millisecond})
+	const holder = "0123456789abcdef0123456789abcdef:deploy@host-3"
+	if _, ok, err := c.Acquire(t.Context(), "k", holder, time.Minute); !ok || err != nil {
+		t.Fatal("setup acquire:", ok, err)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 300*time.Millisecond)
+	defer cancel()
+	_, err := c.AcquireWait(ctx, "k", "waiter", time.Minute, drivers.WaitOptions{})
+	na, ok := errors.AsType[*drivers.NotAcquiredError](err)
+	if want := drivers.HolderOf(holder); !ok || na.Holder != want || na.HolderTTL < 30*time.Second {
+		t.Fatalf("AcquireWait = %v (%+v); want the key held by %s, with its time left", err, na, want)
+	}
 }
