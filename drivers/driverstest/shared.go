@@ -289,7 +289,9 @@ func testSharedRefreshAndExpiryPerHolder(t *testing.T, s *suite) {
 	a, b := s.driver(), s.driver()
 	x := extender(t, a)
 	key, o := s.key("semttl"), owners(3)
-	if _, ok, _, err := sharer(t, a).AcquireShared(ctxFor(t), key, o[0], 300*time.Millisecond, semaphore(2)); !ok || err != nil {
+	// Short, but long enough for the three calls below on a loaded
+	// machine: they must find o[0] still holding its slot.
+	if _, ok, _, err := sharer(t, a).AcquireShared(ctxFor(t), key, o[0], 2*time.Second, semaphore(2)); !ok || err != nil {
 		t.Fatalf("AcquireShared = %v, %v", ok, err)
 	}
 	mustShared(t, b, key, o[1], semaphore(2), true)
