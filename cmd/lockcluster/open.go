@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -94,9 +95,15 @@ var errNotShared = errors.New("locks that no other process sees would exclude no
 
 // requireShared refuses the memory driver, chosen or the default, and a
 // sqlite database private to one handle (":memory:"). A Config that does
-// not validate passes: openManager says what is wrong with it.
+// not validate passes, but for sqlite without a path: openManager says
+// what is wrong with it.
 func requireShared(cfg lock.Config) error {
-	if cfg.Validate() != nil {
+	if err := cfg.Validate(); err != nil {
+		if ie, ok := errors.AsType[*lock.InvalidError](err); ok && ie.Field == "SQLite.Path" && strings.HasPrefix(ie.Reason, "is required") {
+			// The library's hint offers ":memory:", which is refused
+			// here: name the backends that work instead.
+			return fmt.Errorf("--driver sqlite needs --sqlite-path FILE (or LOCKCLUSTER_SQLITE_PATH): %w", errNotShared)
+		}
 		return nil
 	}
 	switch cfg.Driver {
