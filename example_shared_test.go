@@ -45,7 +45,9 @@ func ExampleSemaphore() {
 // writers are never starved.
 func ExampleRead() {
 	ctx := context.Background()
-	m, err := lock.Open(ctx, lock.Config{})
+	// Holder names this process in the grants it makes, so that a refused
+	// writer is told who is in its way.
+	m, err := lock.Open(ctx, lock.Config{Holder: "indexer-1"})
 	if err != nil {
 		panic(err)
 	}
@@ -73,7 +75,7 @@ func ExampleRead() {
 	// Output:
 	// a second reader shares it, fence above the first: true
 	// read: <nil>
-	// a writer beside a reader: lock: not acquired: "catalog" is held by another owner
+	// a writer beside a reader: lock: not acquired: "catalog" is held by another owner (indexer-1)
 	// the writer has it alone
 	// write: <nil>
 }
