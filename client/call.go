@@ -77,6 +77,7 @@ func (c *Client) send(ctx context.Context, r request, out any) (earlier bool, er
 	}
 	budget, cancel := context.WithTimeout(ctx, c.cfg.Timeout+r.wait)
 	defer cancel()
+	start := time.Now()
 
 	var lastErr error
 	backoff := firstPause
@@ -89,6 +90,12 @@ func (c *Client) send(ctx context.Context, r request, out any) (earlier bool, er
 			}
 			backoff = min(backoff*2, c.pauseCap())
 			c.stale.Store(true)
+			if err := c.noLeaderSince(start); err != nil {
+				// No quorum: nothing changes until nodes come back
+				// (noleader.go).
+				lastErr = err
+				break
+			}
 		}
 		for i, base := range c.candidates(budget) {
 			sent, err := c.attempt(ctx, budget, base, r, body, out, true)

@@ -73,6 +73,9 @@ type health struct {
 	running sync.WaitGroup // probes in flight
 	// nSuspect is len(suspect), read without the lock on every answer.
 	nSuspect atomic.Int32
+	// noLeader is the last leader look-up's verdict when it found no
+	// leader and no quorum to elect one (noleader.go); nil otherwise.
+	noLeader atomic.Pointer[noLeader]
 }
 
 func (h *health) init() {

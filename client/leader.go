@@ -64,6 +64,7 @@ func (c *Client) discoveryDue() bool {
 // that went silent before, so a stopped node delays it only when nothing
 // else is known yet, and then by half an AttemptTimeout at most.
 func (c *Client) discover(ctx context.Context) (string, bool) {
+	start := time.Now()
 	probes := make(map[string]*probe, len(c.bases))
 	for _, b := range c.bases {
 		probes[b] = c.probe(b, time.Time{})
@@ -74,6 +75,9 @@ func (c *Client) discover(ctx context.Context) (string, bool) {
 		if final {
 			if found {
 				c.log.Debug("leader found", "leader", leader)
+				c.health.noLeader.Store(nil)
+			} else {
+				c.judgeNoLeader(start, probes)
 			}
 			return leader, found
 		}
