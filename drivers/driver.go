@@ -131,3 +131,34 @@ type InstantWaiter interface {
 	// AcquireIsInstant marks the capability; it is never called.
 	AcquireIsInstant()
 }
+
+// Listed is one name a Lister found: its key and what Inspect says of it.
+type Listed struct {
+	Key string
+	Holding
+}
+
+// MaxListLimit is the most names one List call may ask for; the cluster's
+// API refuses a larger limit, and the Manager checks it on every backend.
+const MaxListLimit = 10000
+
+// Lister is the optional capability of listing the held names that start
+// with a prefix, so that an operator can see every lock of a backend
+// ("lockcluster locks").
+//
+// ListHeld returns those names sorted by key, at most limit of them (limit
+// is 1 to MaxListLimit: the Manager checks it), each described as
+// Inspector.Inspect describes it, with the grants past their deadline left
+// out and a name left out when none is left. truncated is true when more
+// names may match: the limit was reached, or the backend stopped at a
+// bound of its own, which its documentation names (a Redis scan, a
+// cluster's answer size); the names returned are then sorted but may not
+// be the first ones. The list is read at one moment on a backend that
+// reads atomically (the engine, SQLite, the cluster); Redis reads each
+// name on its own.
+//
+// Fallback when a driver lacks it: the Manager's List returns an error
+// matching ErrUnsupported.
+type Lister interface {
+	ListHeld(ctx context.Context, prefix string, limit int) (locks []Listed, truncated bool, err error)
+}

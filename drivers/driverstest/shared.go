@@ -13,8 +13,9 @@ import (
 )
 
 // RunShared runs the conformance sections of semaphores and read/write
-// locks (drivers.Sharer, drivers.Inspector) on handles of newHarness's
-// backend. A driver that implements them calls it beside Run.
+// locks (drivers.Sharer, drivers.Inspector), and the list of held names
+// (drivers.Lister), on handles of newHarness's backend. A driver that
+// implements them calls it beside Run.
 func RunShared(t *testing.T, newHarness func(t *testing.T) Harness) {
 	t.Helper()
 	tests := []struct {
@@ -30,6 +31,7 @@ func RunShared(t *testing.T, newHarness func(t *testing.T) Harness) {
 		{"HolderCap", testHolderCap},
 		{"SharedRefusalNamesTheHolderInTheWay", testSharedRefusalNamesTheHolderInTheWay},
 		{"SharedRefreshAndExpiryPerHolder", testSharedRefreshAndExpiryPerHolder},
+		{"ListHeld", testListHeld},
 		{"SemaphoreHammer", testSemaphoreHammer},
 		{"RWHammer", testRWHammer},
 	}
