@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"strconv"
-	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -20,7 +19,7 @@ import (
 	"github.com/zerotal/lock/drivers"
 )
 
-// adminFlags are the connection flags of status, locks, join and leave.
+// adminFlags are the connection flags of status, join and leave.
 type adminFlags struct {
 	clientTLSFlags
 	endpoints string
@@ -312,106 +311,6 @@ func dash(s string) string {
 		return "-"
 	}
 	return s
-}
-
-const locksExamples = `  lockcluster locks --endpoints 127.0.0.1:7001
-  lockcluster locks --prefix jobs/ --limit 50`
-
-func newLocksCmd(e *env) *cobra.Command {
-	var a adminFlags
-	var prefix string
-	var limit int
-	cmd := &cobra.Command{
-		Use:     "locks [flags]",
-		Short:   "list held locks: every holder with its fence and expiry, and the waiters",
-		Example: locksExamples,
-		Args:    noArgs,
-	}
-	a.register(cmd, true)
-	cmd.Flags().StringVar(&prefix, "prefix", "", "only keys starting with this (keys are named as written: \"deploy\" from lockcluster run,\nthe HTTP API and the Go API is one lock)")
-	cmd.Flags().IntVar(&limit, "limit", 1000, "list at most this many keys")
-	cliflags.NoEnv(cmd, "prefix", "it filters this listing, and LOCKCLUSTER_PREFIX is an application's key prefix")
-	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
-		if limit <= 0 {
-			return usagef("--limit must be positive")
-		}
-		if err := a.checkOutput(); err != nil {
-			return err
-		}
-		return runLocks(cmd.Context(), e, cmd, &a, prefix, limit)
-	}
-	return cmd
-}
-
-// runLocks lists the held keys.
-func runLocks(ctx context.Context, e *env, cmd *cobra.Command, a *adminFlags, prefix string, limit int) error {
-	var locks []api.Lock
-	var truncated bool
-	err := a.call(ctx, e, cmd, func(ctx context.Context, c *client.Client) (err error) {
-		locks, truncated, err = c.List(ctx, prefix, limit)
-		return err
-	})
-	if err != nil {
-		return err
-	}
-	if a.json() {
-		// The schema of GET /v1/locks: key, owner, fence, remaining_ms.
-		printJSON(e.stdout, api.LockList{Locks: locks, Truncated: truncated})
-		return nil
-	}
-	tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "KEY\tKIND\tHOLDER\tOWNER\tFENCE\tEXPIRES IN\tWAITERS")
-	for _, l := range locks {
-		printLockRows(tw, l)
-	}
-	_ = tw.Flush()
-	if truncated {
-		fmt.Fprintf(e.stdout, "(truncated at %d keys: use --prefix or --limit)\n", limit)
-	}
-	if len(locks) == 0 {
-		fmt.Fprintln(e.stdout, "(no locks held)")
-	}
-	return nil
-}
-
-// printLockRows prints one row per holder of l: a mutex's one, every
-// holder of a semaphore or read/write lock. The first row counts the
-// waiters and, for a shared key, names them in queue order.
-func printLockRows(tw io.Writer, l api.Lock) {
-	waiters := strconv.Itoa(l.Waiters)
-	if len(l.Queue) > 0 {
-		names := make([]string, len(l.Queue))
-		for i, q := range l.Queue {
-			names[i] = q.Owner
-			if q.Mode != "" {
-				names[i] += " (" + q.Mode + ")"
-			}
-		}
-		waiters += ": " + strings.Join(names, ", ")
-	}
-	if l.Kind == "" {
-		fmt.Fprintf(tw, "%q\tmutex\t%s\t%s\t%d\t%s\t%s\n", l.Key, holderColumn(l.Owner), l.Owner, l.Fence, l.Remaining.Round(time.Millisecond), waiters)
-		return
-	}
-	for i, h := range l.Holders {
-		kind := fmt.Sprintf("semaphore/%d", l.Limit)
-		if l.Kind == api.KindRWLock {
-			kind = h.Mode
-		}
-		if i > 0 {
-			waiters = ""
-		}
-		fmt.Fprintf(tw, "%q\t%s\t%s\t%s\t%d\t%s\t%s\n", l.Key, kind, holderColumn(h.Owner), h.Owner, h.Fence, h.Remaining.Round(time.Millisecond), waiters)
-	}
-}
-
-// holderColumn is who the owner says holds the grant (drivers.HolderOf),
-// or "-".
-func holderColumn(owner string) string {
-	if h := drivers.HolderOf(owner); h != "" {
-		return h
-	}
-	return "-"
 }
 
 const joinExamples = `  # 1. on the new machine: an empty data dir, neither --bootstrap nor --join; it waits to be added

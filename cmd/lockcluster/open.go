@@ -14,14 +14,18 @@ import (
 	"github.com/zerotal/lock/cmd/lockcluster/internal/cliflags"
 )
 
-// driverFlags select and configure the backend of run, elect, leader and
-// bench. Each is the command line's form of a variable lock.ConfigFromEnv
-// reads (--endpoints: LOCKCLUSTER_ENDPOINTS), and the library's function
-// chooses the backend from them (config), so that the command and a
-// program given the same settings lock on the same backend.
+// driverFlags select and configure the backend of run, elect, leader,
+// bench and locks. Each is the command line's form of a variable
+// lock.ConfigFromEnv reads (--endpoints: LOCKCLUSTER_ENDPOINTS), and the
+// library's function chooses the backend from them (config), so that the
+// command and a program given the same settings lock on the same backend.
 type driverFlags struct {
 	clientTLSFlags
 	flags *pflag.FlagSet // the command's, read by config
+	// noKeyPrefix leaves out --prefix, the key prefix, for a command whose
+	// --prefix means something else (locks' filter); LOCKCLUSTER_PREFIX
+	// still sets the key prefix.
+	noKeyPrefix bool
 }
 
 func (d *driverFlags) register(cmd *cobra.Command) {
@@ -33,7 +37,9 @@ func (d *driverFlags) register(cmd *cobra.Command) {
 	fs.String("endpoints", "", "cluster: HTTP `address`(es) of the nodes, comma-separated")
 	fs.String("token", "", "cluster: bearer token (prefer the variable: flags show in the process list)")
 	fs.String("sqlite-path", "", "sqlite: database `file` shared by the processes")
-	fs.String("prefix", "", "key prefix (default \"zerotal_lock:\", none on the cluster)")
+	if !d.noKeyPrefix {
+		fs.String("prefix", "", "key prefix (default \"zerotal_lock:\", none on the cluster)")
+	}
 	d.clientTLSFlags.register(cmd)
 	_ = cmd.RegisterFlagCompletionFunc("driver", func(c *cobra.Command, _ []string, _ string) ([]cobra.Completion, cobra.ShellCompDirective) {
 		drivers := []cobra.Completion{"cluster", "sqlite", "redis"}
@@ -62,7 +68,9 @@ func (d *driverFlags) config(e *env) lock.Config {
 func flagsOver(fs *pflag.FlagSet, getenv func(string) string) func(string) string {
 	byVar := map[string]*pflag.Flag{}
 	fs.VisitAll(func(f *pflag.Flag) {
-		if cliflags.ConnectionFlags[f.Name] {
+		// A flag kept from the environment is not its variable's (locks'
+		// --prefix filter is not LOCKCLUSTER_PREFIX).
+		if cliflags.ConnectionFlags[f.Name] && !cliflags.IsNoEnv(f) {
 			byVar[cliflags.EnvName(f.Name)] = f
 		}
 	})
@@ -93,28 +101,38 @@ var errNotShared = errors.New("locks that no other process sees would exclude no
 	"use --driver cluster with --endpoints (or LOCKCLUSTER_ENDPOINTS), --driver redis with REDIS_URL, " +
 	"or --driver sqlite with --sqlite-path FILE (or LOCKCLUSTER_SQLITE_PATH) for the processes of one host")
 
-// requireShared refuses the memory driver, chosen or the default, and a
-// sqlite database private to one handle (":memory:"). A Config that does
-// not validate passes, but for sqlite without a path: openManager says
-// what is wrong with it.
+// requireShared refuses a backend whose locks no other process sees
+// (privateBackend), as run, elect and leader do.
 func requireShared(cfg lock.Config) error {
+	if why, private := privateBackend(cfg); private {
+		return fmt.Errorf("%s: %w", why, errNotShared)
+	}
+	return nil
+}
+
+// privateBackend says why cfg keeps its locks where no other process sees
+// them: the memory driver, chosen or the default, and a sqlite database
+// private to one handle (":memory:"); and sqlite without a path, whose
+// library hint offers ":memory:". private is false for any other Config,
+// valid or not (openManager says what is wrong with it).
+func privateBackend(cfg lock.Config) (why string, private bool) {
 	if err := cfg.Validate(); err != nil {
 		if ie, ok := errors.AsType[*lock.InvalidError](err); ok && ie.Field == "SQLite.Path" && strings.HasPrefix(ie.Reason, "is required") {
 			// The library's hint offers ":memory:", which is refused
-			// here: name the backends that work instead.
-			return fmt.Errorf("--driver sqlite needs --sqlite-path FILE (or LOCKCLUSTER_SQLITE_PATH): %w", errNotShared)
+			// here: the caller names the backends that work instead.
+			return "--driver sqlite needs --sqlite-path FILE (or LOCKCLUSTER_SQLITE_PATH)", true
 		}
-		return nil
+		return "", false
 	}
 	switch cfg.Driver {
 	case "":
-		return fmt.Errorf("no backend is set (--driver, --endpoints, --sqlite-path or REDIS_URL), and without one the locks are kept in this one process: %w", errNotShared)
+		return "no backend is set (--driver, --endpoints, --sqlite-path or REDIS_URL), and without one the locks are kept in this one process", true
 	case "memory":
-		return fmt.Errorf("--driver memory keeps its locks in this one process: %w", errNotShared)
+		return "--driver memory keeps its locks in this one process", true
 	case "sqlite":
 		if cfg.SQLite.Path == ":memory:" {
-			return fmt.Errorf("--sqlite-path :memory: keeps its locks in a database private to this process: %w", errNotShared)
+			return "--sqlite-path :memory: keeps its locks in a database private to this process", true
 		}
 	}
-	return nil
+	return "", false
 }

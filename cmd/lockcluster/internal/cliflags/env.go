@@ -76,6 +76,9 @@ func NoEnv(cmd *cobra.Command, name, why string) {
 	_ = cmd.Flags().SetAnnotation(name, annNoEnv, []string{why})
 }
 
+// IsNoEnv reports whether NoEnv keeps f from the environment.
+func IsNoEnv(f *pflag.Flag) bool { return f.Annotations[annNoEnv] != nil }
+
 // envVar returns the variable that sets f on cmd, or "" when the flag
 // is not read from the environment.
 func envVar(cmd *cobra.Command, f *pflag.Flag) string {
