@@ -113,13 +113,16 @@ func TestAgent_OrdinaryStopsLogNoError(t *testing.T) {
 	c.stop(t, follower)
 	logs = append(logs, c.procs[follower].stderr.String())
 	// The leader tries the stopped follower for a while: until raft has
-	// warned three times that it failed to contact it (one a quarter of a
-	// second: most of a second, several tries to heartbeat and append).
+	// warned that it failed to contact it, which it does once the
+	// follower has been silent for a leader lease (raft's heartbeats and
+	// appends to it have failed several times by then). raft says it at
+	// WARN only while the silence is under three leases, DEBUG after, so
+	// a loaded machine may print a single such line: wait for one.
 	contact := "server-id=" + c.ids[follower]
 	leaderLog := c.procs[leader].stderr
 	before := strings.Count(leaderLog.String(), contact)
-	poll.Until(t, 60*time.Second, "the leader to miss the follower for a second", func() bool {
-		return strings.Count(leaderLog.String(), contact) >= before+3
+	poll.Until(t, 60*time.Second, "the leader to warn that it failed to contact the follower", func() bool {
+		return strings.Count(leaderLog.String(), contact) > before
 	})
 	c.start(t, follower)
 	if l := c.leader(t); l != leader {
