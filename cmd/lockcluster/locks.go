@@ -119,10 +119,15 @@ func runLocks(ctx context.Context, e *env, cmd *cobra.Command, o *locksOptions) 
 		printLockRows(tw, l)
 	}
 	_ = tw.Flush()
-	if truncated {
+	switch {
+	case truncated && len(locks) >= o.limit:
 		fmt.Fprintf(e.stdout, "(truncated at %d keys: use --prefix or --limit)\n", o.limit)
+	case truncated:
+		// A bound of the backend's own: a Redis scan, a cluster's answer
+		// size. --limit would not help.
+		fmt.Fprintf(e.stdout, "(truncated: the backend stopped looking before %d keys; more may be held)\n", o.limit)
 	}
-	if len(locks) == 0 {
+	if len(locks) == 0 && !truncated {
 		fmt.Fprintln(e.stdout, "(no locks held)")
 	}
 	return nil
