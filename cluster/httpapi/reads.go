@@ -5,6 +5,7 @@ import (
 	"strconv"
 
 	"github.com/zerotal/lock/api"
+	"github.com/zerotal/lock/drivers"
 	"github.com/zerotal/lock/cluster/access"
 )
 
@@ -12,8 +13,9 @@ import (
 const (
 	// DefaultListLimit is the limit of a list that names none.
 	DefaultListLimit = 1000
-	// MaxListLimit is the largest limit a list may name.
-	MaxListLimit = 10000
+	// MaxListLimit is the largest limit a list may name: the one bound of
+	// every backend's list (drivers.MaxListLimit).
+	MaxListLimit = drivers.MaxListLimit
 )
 
 func (h *handler) getLock(w http.ResponseWriter, r *http.Request) {
