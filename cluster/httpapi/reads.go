@@ -5,8 +5,8 @@ import (
 	"strconv"
 
 	"github.com/zerotal/lock/api"
-	"github.com/zerotal/lock/drivers"
 	"github.com/zerotal/lock/cluster/access"
+	"github.com/zerotal/lock/drivers"
 )
 
 // The bounds of GET /v1/locks.
