@@ -110,17 +110,18 @@ func TestAgent_OrdinaryStopsLogNoError(t *testing.T) {
 	leader := c.leader(t)
 	follower := (leader + 1) % 3
 	var logs []string
-	c.stop(t, follower)
-	logs = append(logs, c.procs[follower].stderr.String())
 	// The leader tries the stopped follower for a while: until raft has
 	// warned that it failed to contact it, which it does once the
 	// follower has been silent for a leader lease (raft's heartbeats and
 	// appends to it have failed several times by then). raft says it at
-	// WARN only while the silence is under three leases, DEBUG after, so
-	// a loaded machine may print a single such line: wait for one.
+	// WARN only while the silence is under three leases, DEBUG after: the
+	// lines are counted from before the stop, since a loaded machine may
+	// print them all while the stop is still being waited for.
 	contact := "server-id=" + c.ids[follower]
 	leaderLog := c.procs[leader].stderr
 	before := strings.Count(leaderLog.String(), contact)
+	c.stop(t, follower)
+	logs = append(logs, c.procs[follower].stderr.String())
 	poll.Until(t, 60*time.Second, "the leader to warn that it failed to contact the follower", func() bool {
 		return strings.Count(leaderLog.String(), contact) > before
 	})
