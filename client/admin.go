@@ -111,7 +111,7 @@ func (c *Client) NodeMetrics(ctx context.Context, addr string) ([]byte, error) {
 	c.identify(req.Header)
 	resp, err := c.http.Do(req)
 	if err != nil {
-		if tlsErr := tlsFailure(base, err); tlsErr != nil {
+		if tlsErr := tlsFailure(base, err, c.certAsked.Load()); tlsErr != nil {
 			return nil, tlsErr
 		}
 		return nil, &nodeError{base: base, err: drivers.Unavailable("metrics", err)}

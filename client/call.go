@@ -228,7 +228,7 @@ func (c *Client) attempt(ctx, budget context.Context, base string, r request, bo
 // is the attempt's time limit, actx the attempt's own context (cancelled
 // with a cause when the client abandons it), w its watch or nil.
 func (c *Client) noAnswer(ctx, tctx, actx context.Context, base string, r request, w *watch, err error) error {
-	if tlsErr := tlsFailure(base, err); tlsErr != nil {
+	if tlsErr := tlsFailure(base, err, c.certAsked.Load()); tlsErr != nil {
 		return tlsErr
 	}
 	cause := context.Cause(actx)

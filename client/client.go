@@ -53,6 +53,11 @@ type Client struct {
 	// UnixNano, 0: never): wait chunks go without it for keepRetry after.
 	keepRefused atomic.Int64
 
+	// certAsked records that a node asked this client for a certificate
+	// in a TLS handshake and got none (no CertFile): a connection it then
+	// cuts is its refusal (see tlsFailure).
+	certAsked atomic.Bool
+
 	// cleanups are the owner-guarded releases sent in the background after
 	// a wait whose caller gave up (releaseAbandoned); Close cancels them
 	// and waits.
@@ -88,7 +93,7 @@ func New(cfg Config) (*Client, error) {
 	} else {
 		c.own = newTransport()
 		if cfg.tlsEnabled() {
-			tc, err := loadTLS(cfg)
+			tc, err := loadTLS(cfg, &c.certAsked)
 			if err != nil {
 				return nil, err
 			}

@@ -8,6 +8,8 @@ import (
 	"net"
 	"os"
 	"strings"
+	"sync/atomic"
+	"syscall"
 )
 
 // ErrTLS: the TLS handshake with a node failed in a way that retrying
@@ -16,8 +18,13 @@ import (
 var ErrTLS = errors.New("client: TLS handshake failed")
 
 // loadTLS builds the transport's TLS configuration from cfg.TLS and the
-// files; errors name the file and match drivers.ErrInvalid.
-func loadTLS(cfg Config) (*tls.Config, error) {
+// files; errors name the file and match drivers.ErrInvalid. Without a
+// client certificate, a node's request for one sets asked: under TLS 1.3
+// the handshake completes on the client's side before the node checks
+// the certificate, so its refusal may reach this client only as a
+// connection cut under the request (a broken pipe, a reset) rather than
+// as the TLS alert, and asked tells the two apart.
+func loadTLS(cfg Config, asked *atomic.Bool) (*tls.Config, error) {
 	tc := &tls.Config{MinVersion: tls.VersionTLS12}
 	if cfg.TLS != nil {
 		tc = cfg.TLS.Clone()
@@ -40,12 +47,20 @@ func loadTLS(cfg Config) (*tls.Config, error) {
 		}
 		tc.Certificates = append(tc.Certificates, cert)
 	}
+	if len(tc.Certificates) == 0 && tc.GetClientCertificate == nil {
+		tc.GetClientCertificate = func(*tls.CertificateRequestInfo) (*tls.Certificate, error) {
+			asked.Store(true)
+			return &tls.Certificate{}, nil // none: the handshake goes on without one
+		}
+	}
 	return tc, nil
 }
 
 // tlsFailure recognises a permanent TLS failure in err (from http.Do with
 // a node at base) and explains it; nil when err is something else.
-func tlsFailure(base string, err error) error {
+// certAsked: a node asked this client for a certificate it does not have
+// (loadTLS), so a connection cut under a request is that refusal.
+func tlsFailure(base string, err error, certAsked bool) error {
 	var (
 		verify    *tls.CertificateVerificationError
 		unknownCA x509.UnknownAuthorityError
@@ -64,9 +79,12 @@ func tlsFailure(base string, err error) error {
 		hint = "its certificate does not verify"
 	case errors.As(err, &header), strings.Contains(err.Error(), "server gave HTTP response to HTTPS client"):
 		hint = "it does not speak TLS (use an http:// address, or turn TLS on in the cluster)"
-	case errors.As(err, &op) && op.Op == "remote error":
+	case errors.As(err, &op) && op.Op == "remote error",
+		certAsked && (errors.Is(err, syscall.EPIPE) || errors.Is(err, syscall.ECONNRESET)):
 		// A TLS alert from the node: it refused this client's handshake,
-		// most often for lack of a client certificate.
+		// most often for lack of a client certificate; or, when it asked
+		// for one this client has not, the connection it cut before the
+		// alert was read.
 		hint = "it refused this client's certificate (mutual TLS: set CertFile and KeyFile, LOCKCLUSTER_TLS_CERT and LOCKCLUSTER_TLS_KEY)"
 	default:
 		return nil
