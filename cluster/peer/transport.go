@@ -330,11 +330,11 @@ func (s *StreamLayer) Dial(address raft.ServerAddress, timeout time.Duration) (n
 // NewTransport builds raft's transport on a StreamLayer with the
 // settings raft's TCP transport uses (3 pooled connections per peer, 10s
 // I/O timeout). Refused inbound connections are logged to logger as
-// warnings (unless c.OnRefuse is set).
-// The StreamLayer is returned too, for its Drained.
+// warnings, at most one line a second (refusalLog), unless c.OnRefuse is
+// set. The StreamLayer is returned too, for its Drained.
 func NewTransport(c Config, logger hclog.Logger) (*raft.NetworkTransport, *StreamLayer, error) {
 	if c.OnRefuse == nil {
-		c.OnRefuse = func(err error) { logger.Warn(err.Error()) }
+		c.OnRefuse = (&refusalLog{warn: func(msg string) { logger.Warn(msg) }}).refuse
 	}
 	sl, err := NewStreamLayer(c)
 	if err != nil {
