@@ -5,6 +5,7 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"strings"
@@ -79,8 +80,7 @@ func tlsFailure(base string, err error, certAsked bool) error {
 		hint = "its certificate does not verify"
 	case errors.As(err, &header), strings.Contains(err.Error(), "server gave HTTP response to HTTPS client"):
 		hint = "it does not speak TLS (use an http:// address, or turn TLS on in the cluster)"
-	case errors.As(err, &op) && op.Op == "remote error",
-		certAsked && (errors.Is(err, syscall.EPIPE) || errors.Is(err, syscall.ECONNRESET)):
+	case errors.As(err, &op) && op.Op == "remote error", certAsked && connCut(err):
 		// A TLS alert from the node: it refused this client's handshake,
 		// most often for lack of a client certificate; or, when it asked
 		// for one this client has not, the connection it cut before the
@@ -90,4 +90,13 @@ func tlsFailure(base string, err error, certAsked bool) error {
 		return nil
 	}
 	return fmt.Errorf("%w with %s: %s: %w", ErrTLS, base, hint, err)
+}
+
+// connCut reports an error of a connection the other end cut under a
+// request: a reset, a broken pipe, an end of stream, or HTTP/2's
+// connection that could not be set up (its error does not carry why).
+func connCut(err error) bool {
+	return errors.Is(err, syscall.EPIPE) || errors.Is(err, syscall.ECONNRESET) ||
+		errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
+		strings.Contains(err.Error(), "http2: client conn could not be established")
 }

@@ -3,6 +3,7 @@ package client_test
 import (
 	"crypto/tls"
 	"errors"
+	"fmt"
 	"net"
 	"strings"
 	"sync"
@@ -27,6 +28,15 @@ func TestTLS_ANodeThatCutsAClientWithoutACertificateIsATLSRefusal(t *testing.T) 
 	if err != nil {
 		t.Fatal(err)
 	}
+	for _, protos := range [][]string{nil, {"h2", "http/1.1"}} {
+		t.Run(fmt.Sprint(protos), func(t *testing.T) { cutWithoutCertificate(t, ca, cert, protos) })
+	}
+}
+
+// cutWithoutCertificate runs a listener that asks for a client
+// certificate, offering protos (ALPN), and resets a connection that
+// brings none; a client without one must be told of the refusal.
+func cutWithoutCertificate(t *testing.T, ca *testtls.CA, cert tls.Certificate, protos []string) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -41,7 +51,7 @@ func TestTLS_ANodeThatCutsAClientWithoutACertificateIsATLSRefusal(t *testing.T) 
 			if err != nil {
 				return
 			}
-			conn := tls.Server(raw, &tls.Config{Certificates: []tls.Certificate{cert}, ClientAuth: tls.RequestClientCert})
+			conn := tls.Server(raw, &tls.Config{Certificates: []tls.Certificate{cert}, ClientAuth: tls.RequestClientCert, NextProtos: protos})
 			_ = conn.SetDeadline(time.Now().Add(5 * time.Second))
 			if err := conn.Handshake(); err == nil && len(conn.ConnectionState().PeerCertificates) == 0 {
 				_ = raw.(*net.TCPConn).SetLinger(0) // a reset, no alert
