@@ -90,7 +90,7 @@ func TestStreamLayer_DrainedWaitsForTheConnectionsServers(t *testing.T) {
 	}
 	defer d.Close()
 	finish := make(chan struct{}) // the server's work in progress (a heartbeat being answered)
-	readFailed, served := make(chan error, 1), make(chan struct{})
+	readFailed, served, accepted := make(chan error, 1), make(chan struct{}), make(chan struct{})
 	go func() {
 		defer close(served)
 		in, err := a.Accept()
@@ -98,6 +98,7 @@ func TestStreamLayer_DrainedWaitsForTheConnectionsServers(t *testing.T) {
 			readFailed <- err
 			return
 		}
+		close(accepted)
 		_, err = in.Read(make([]byte, 1)) // blocks: the dialer sends nothing
 		readFailed <- err
 		<-finish
@@ -108,8 +109,16 @@ func TestStreamLayer_DrainedWaitsForTheConnectionsServers(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer out.Close()
-	// Dial returned after the handshake, which the acceptor runs in the
-	// server's first Read: the connection is accepted and being served.
+	// Dial returns once the acceptor has answered the handshake, which
+	// is before the connection is handed to Accept: a layer closed in
+	// between drops it, and nobody serves it. Close once it is served.
+	select {
+	case <-accepted:
+	case err := <-readFailed:
+		t.Fatalf("Accept: %v", err)
+	case <-time.After(5 * time.Second):
+		t.Fatal("the handshaken connection was not handed to Accept")
+	}
 	if err := a.Close(); err != nil {
 		t.Fatal(err)
 	}
