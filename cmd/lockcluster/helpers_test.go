@@ -25,6 +25,15 @@ type proc struct {
 // runs.
 func startProc(t testing.TB, env []string, args ...string) *proc {
 	t.Helper()
+	return startProcIn(t, env, false, args...)
+}
+
+// startProcIn is startProc that, with group, starts the process as the
+// leader of a process group of its own, as a shell starts a job; the
+// test's end then continues the group (it may be stopped) before it stops
+// the process.
+func startProcIn(t testing.TB, env []string, group bool, args ...string) *proc {
+	t.Helper()
 	exe, err := os.Executable()
 	if err != nil {
 		t.Fatal(err)
@@ -33,14 +42,18 @@ func startProc(t testing.TB, env []string, args ...string) *proc {
 	p.cmd = exec.Command(exe, args...)
 	p.cmd.Env = append(baseEnv(args), env...)
 	p.cmd.Stdout, p.cmd.Stderr = p.stdout, p.stderr
+	if group {
+		p.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	}
 	if err := p.cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
 	waitExit(p.cmd, &p.code, p.done)
 	t.Cleanup(func() {
-		select {
-		case <-p.done:
-		default:
+		if !p.exited() {
+			if group {
+				_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGCONT) // the group this test started
+			}
 			_ = p.cmd.Process.Signal(syscall.SIGTERM)
 			select {
 			case <-p.done:

@@ -4,7 +4,6 @@ package main
 
 import (
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -14,7 +13,6 @@ import (
 
 	"github.com/zerotal/lock/internal/testkit/poll"
 	"github.com/zerotal/lock/internal/testkit/proctest"
-	"github.com/zerotal/lock/internal/testkit/syncbuf"
 )
 
 // These tests stop a holder's run or elect with SIGSTOP (as a debugger, a
@@ -35,39 +33,10 @@ exec sleep 60
 `
 
 // startJob starts "lockcluster args..." as the leader of a process group
-// of its own, as a shell starts a job. The test's end continues the group
-// (it may be stopped) and ends the process, by its PID.
+// of its own, as a shell starts a job (startProcIn).
 func startJob(t *testing.T, args ...string) *proc {
 	t.Helper()
-	exe, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := &proc{stdout: &syncbuf.Buffer{}, stderr: &syncbuf.Buffer{}, done: make(chan struct{})}
-	p.cmd = exec.Command(exe, args...)
-	p.cmd.Env = baseEnv(args)
-	p.cmd.Stdout, p.cmd.Stderr = p.stdout, p.stderr
-	p.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := p.cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	waitExit(p.cmd, &p.code, p.done)
-	t.Cleanup(func() {
-		if !p.exited() {
-			_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGCONT) // the group this test started
-			_ = p.cmd.Process.Signal(syscall.SIGTERM)
-			select {
-			case <-p.done:
-			case <-time.After(15 * time.Second):
-				_ = p.cmd.Process.Kill()
-				<-p.done
-			}
-		}
-		if t.Failed() {
-			t.Logf("lockcluster %s:\nstdout:\n%s\nstderr:\n%s", strings.Join(args, " "), p.stdout, p.stderr)
-		}
-	})
-	return p
+	return startProcIn(t, nil, true, args...)
 }
 
 // stopHow stops the first holder: its own process, or its whole group
