@@ -2,14 +2,9 @@ package api
 
 // Paths of the /v1 endpoints.
 const (
-	PathAcquire = "/v1/acquire"
-	// PathAcquireShared takes a semaphore's slot or a read/write lock's
-	// side (AcquireSharedRequest). A path of its own, so that a node that
-	// does not know it answers 404 rather than grant a mutex.
-	PathAcquireShared = "/v1/acquire-shared"
-	// PathAcquireAll takes several keys in one step, all or none
-	// (AcquireAllRequest).
-	PathAcquireAll   = "/v1/acquire-all"
+	// PathAcquire takes one key or several, as a mutex, a semaphore's
+	// slot or a read/write lock's side (AcquireRequest).
+	PathAcquire      = "/v1/acquire"
 	PathRelease      = "/v1/release"
 	PathExtend       = "/v1/extend"
 	PathForceRelease = "/v1/force-release"

@@ -1,83 +1,78 @@
 package api
 
-// AcquireRequest is the body of POST /v1/acquire. It takes Key for Owner
-// for TTLMillis, or refreshes it when Owner already holds it. WaitMillis >
-// 0 queues the request until the key is granted or the wait passes (409);
+// AcquireRequest is the body of POST /v1/acquire: one acquire of Key, or
+// of every key of Keys at once (exactly one of the two), for Owner for
+// TTLMillis, refreshing what Owner holds already.
+//
+// Keys are taken in one step, all or none: without WaitMillis, a key held
+// by another owner is answered 409 at once, naming that key and its
+// holder, with none of the keys taken. Keys are distinct, 1 to
+// MaxAcquireKeys of them; each is released, extended or read on its own
+// afterwards.
+//
+// The claim is a mutex, unless the request names Semaphore, the most
+// holders of each key at once (1 or more), or Mode, ModeRead or ModeWrite,
+// a side of a read/write lock.
+//
+// WaitMillis > 0 queues the request, first come first served (for a set:
+// the free keys are taken and the busy ones queued for in one step), until
+// every key is granted (every TTL counted from then) or the wait passes
+// (409, naming the key still waited for, with none of the keys kept);
 // missing or 0, a held key is answered 409 at once.
+//
+// A node of v0.1.0 knows Key, Owner, TTLMillis and WaitMillis only, and
+// answers 400 to a body with any other field.
 type AcquireRequest struct {
-	Key        string `json:"key"`
-	Owner      string `json:"owner"`
-	TTLMillis  int64  `json:"ttl_ms"`
-	WaitMillis int64  `json:"wait_ms,omitempty"`
-	// KeepMillis, with WaitMillis, keeps the request's place in the
-	// queue for this long after its wait runs out, for the owner's next
-	// request: a client that waits in chunks asks it of every chunk but
-	// the last, so that its wait stays first come first served. The node
-	// caps it at MaxKeepMillis.
-	KeepMillis int64 `json:"keep_ms,omitempty"`
+	Key        string   `json:"key,omitempty"`
+	Keys       []string `json:"keys,omitempty"`
+	Owner      string   `json:"owner"`
+	TTLMillis  int64    `json:"ttl_ms"`
+	WaitMillis int64    `json:"wait_ms,omitempty"`
+	// KeepMillis, with WaitMillis, keeps the request's places in the
+	// queues (and the keys of a set taken meanwhile) for this long after
+	// its wait runs out, for the owner's next request: a client that
+	// waits in chunks asks it of every chunk but the last, so that its
+	// wait stays first come first served. The node caps it at
+	// MaxKeepMillis.
+	KeepMillis int64  `json:"keep_ms,omitempty"`
+	Semaphore  uint32 `json:"semaphore,omitempty"`
+	Mode       string `json:"mode,omitempty"`
 }
 
-// MaxKeepMillis caps AcquireRequest.KeepMillis and
-// AcquireAllRequest.KeepMillis.
+// Names are the keys r names: Keys, or Key alone.
+func (r AcquireRequest) Names() []string {
+	if r.Keys != nil {
+		return r.Keys
+	}
+	return []string{r.Key}
+}
+
+// MaxKeepMillis caps AcquireRequest.KeepMillis.
 const MaxKeepMillis = 10_000
 
-// AcquireSharedRequest is the body of POST /v1/acquire-shared: an
-// AcquireRequest that names either Semaphore, the most holders of the key
-// at once (1 or more), or Mode, "read" or "write", a side of a read/write
-// lock. It is answered with an AcquireResponse.
-type AcquireSharedRequest struct {
-	AcquireRequest
-	Semaphore uint32 `json:"semaphore,omitempty"`
-	Mode      string `json:"mode,omitempty"`
-}
+// MaxAcquireKeys is the most keys one AcquireRequest names.
+const MaxAcquireKeys = 64
 
-// The modes of a read/write lock (AcquireSharedRequest.Mode, Holder.Mode).
+// The modes of a read/write lock (AcquireRequest.Mode, Holder.Mode).
 const (
 	ModeRead  = "read"
 	ModeWrite = "write"
 )
 
-// AcquireResponse is the answer to a granted acquire.
+// AcquireResponse is the answer to a granted acquire: Key and Fence are
+// those of the one key, or of the first of Keys; Locks, for a request
+// that named Keys, has each key with its own fence, in the order of the
+// request's keys. The answer to a single key is v0.1.0's.
 type AcquireResponse struct {
-	Key       string `json:"key"`
-	Owner     string `json:"owner"`
-	Fence     uint64 `json:"fence"`
-	TTLMillis int64  `json:"ttl_ms"`
-}
-
-// AcquireAllRequest is the body of POST /v1/acquire-all. It takes every
-// key of Keys for Owner for TTLMillis in one step (refreshing those Owner
-// holds already), or none of them: without WaitMillis, a key held by
-// another owner is answered 409 at once, naming that key and its holder,
-// with none of the keys taken. WaitMillis > 0 waits for them, first come
-// first served for the whole set: the free keys are taken and the busy
-// ones queued for in one step, and the request is answered once it holds
-// them all (every TTL counted from then), or 409 when the wait passes,
-// naming the key still waited for, with none of the keys kept. Keys are
-// distinct, 1 to MaxAcquireAllKeys of them; each is released, extended
-// or read on its own afterwards.
-type AcquireAllRequest struct {
-	Keys       []string `json:"keys"`
-	Owner      string   `json:"owner"`
-	TTLMillis  int64    `json:"ttl_ms"`
-	WaitMillis int64    `json:"wait_ms,omitempty"`
-	// KeepMillis is AcquireRequest.KeepMillis for the whole set: the keys
-	// taken while the others were waited for are kept too.
-	KeepMillis int64 `json:"keep_ms,omitempty"`
-}
-
-// MaxAcquireAllKeys is the most keys one AcquireAllRequest names.
-const MaxAcquireAllKeys = 64
-
-// AcquireAllResponse is the answer to a granted acquire-all: each key
-// with its own fence, in the order of the request's keys.
-type AcquireAllResponse struct {
+	Key       string     `json:"key"`
 	Owner     string     `json:"owner"`
+	Fence     uint64     `json:"fence"`
 	TTLMillis int64      `json:"ttl_ms"`
-	Locks     []KeyFence `json:"locks"`
+	Locks     []KeyFence `json:"locks,omitempty"`
 }
 
-// KeyFence is one key of an acquire-all and the fence of its grant.
+// KeyFence is one key of an acquire of several keys and the fence of its
+// grant.
 type KeyFence struct {
 	Key   string `json:"key"`
 	Fence uint64 `json:"fence"`
@@ -186,7 +181,7 @@ type NodeInfo struct {
 	State   string   `json:"state"`
 	Members []string `json:"members"`
 	// Features are what the node's release applies beyond v0.1.0's log
-	// entries (FeatureShared): a leader writes an entry only every member
+	// entries (FeatureAcquireKeys): a leader writes an entry only every member
 	// can apply.
 	Features []string `json:"features,omitempty"`
 	// RaftAddr is the raft address the node advertises, which a join must
@@ -199,13 +194,11 @@ type NodeInfo struct {
 	Limits map[string]int `json:"limits,omitempty"`
 }
 
-// FeatureShared: the node applies semaphores and read/write locks (log
-// entry type 8).
-const FeatureShared = "shared"
-
-// FeatureAcquireAll: the node applies acquire-all entries (log entry type
-// 9), which take several keys in one step (POST /v1/acquire-all).
-const FeatureAcquireAll = "acquire-all"
+// FeatureAcquireKeys: the node applies every acquire as one log entry
+// (type 10): semaphores, read/write locks and several keys in one step.
+// A leader writes v0.1.0's entry (type 1) for a single key's mutex while a
+// member does not list it, and answers any other claim 501.
+const FeatureAcquireKeys = "acquire-keys"
 
 // JoinRequest is the body of POST /v1/join. Addr is the raft address of
 // the new node, HTTP its HTTP address (host:port): the leader asks the
@@ -246,7 +239,8 @@ type ErrorBody struct {
 	// it is ("TOKEN:HOLDER", drivers.HolderOf): the description, never
 	// the token.
 	Holder string `json:"holder,omitempty"`
-	// Key comes with CodeNotAcquired: the key found held (for an
-	// acquire-all, the one that kept the others from being taken).
+	// Key comes with CodeNotAcquired: the key found held (for a
+	// set of keys, the one that kept the others from being taken, or
+	// the one still waited for).
 	Key string `json:"key,omitempty"`
 }
