@@ -225,3 +225,41 @@ func (e *Engine) AcquireAllWait(ctx context.Context, keys []string, owner string
 	}
 	return grants, Grant{}, nil
 }
+
+// acquireKeys applies an OpAcquireKeys.
+func (t *table) acquireKeys(c *Command) Result {
+	if err := checkKeys(c.Keys); err != nil {
+		return Result{Err: err}
+	}
+	if err := checkClaim(c.Claim); err != nil {
+		return Result{Err: err}
+	}
+	if len(c.Keys) == 1 {
+		var o outcome
+		if c.Claim == (Claim{}) {
+			o = t.acquire(c.Keys[0], c.Owner, c.TTL, c.Fence, c.Wait, nil)
+		} else {
+			o = t.acquireShared(c.Keys[0], c.Owner, c.TTL, c.Claim, c.Fence, c.Wait, nil)
+		}
+		res := o.result()
+		if o.err == nil {
+			res.Grants = make([]Grant, 1)
+		}
+		if o.ok {
+			res.Grants[0] = o.grant
+		}
+		return res
+	}
+	if c.Claim != (Claim{}) {
+		return Result{Err: invalid("claim", "a set of keys is taken as mutexes")}
+	}
+	m, _ := t.acquireAll(c.Keys, c.Owner, c.TTL, c.Fence, c.Wait, nil, false)
+	o := m.handed
+	o.ok, o.queued, o.grant, o.err = m.ok, m.queued, m.busy, m.err
+	if m.ok {
+		o.grant = m.grants[0]
+	}
+	res := o.result()
+	res.Grants = m.grants
+	return res
+}

@@ -591,6 +591,8 @@ func (t *table) applyCommand(c *Command) Result {
 		res := o.result()
 		res.Grants = m.grants
 		return res
+	case OpAcquireKeys:
+		return t.acquireKeys(c)
 	case OpTick:
 		o.ok = true
 	default:

@@ -116,6 +116,16 @@ const (
 	// keys taken, a zero Grant for each key queued for), and the queued
 	// keys come as hand-offs.
 	OpAcquireAll Op = 9
+	// OpAcquireKeys is the one acquire: it uses Keys (1 to
+	// drivers.MaxMultiKeys, a single key being a set of one), Owner, TTL,
+	// Claim (any: the zero Claim is a mutex), Now, Fence, Wait. Every key
+	// or none, in one step; with Wait a busy key does not refuse: the
+	// free keys are taken and Owner is queued FIFO for the busy ones in
+	// the same step (Result.Queued), and those come as hand-offs.
+	// Result.Grants has a grant per key in the order of Keys (a zero
+	// Grant for a key queued for); Result.Grant is Grants[0] when OK, and
+	// otherwise the holder in the way.
+	OpAcquireKeys Op = 10
 )
 
 // String names the operation.
@@ -139,6 +149,8 @@ func (o Op) String() string {
 		return "acquire_shared"
 	case OpAcquireAll:
 		return "acquire_all"
+	case OpAcquireKeys:
+		return "acquire_keys"
 	}
 	return "unknown"
 }
@@ -160,9 +172,10 @@ type Command struct {
 	// Wait makes an OpAcquire of a busy key queue Owner FIFO (an owner
 	// already queued is not queued twice).
 	Wait bool
-	// Claim is how an OpAcquireShared holds the name.
+	// Claim is how an OpAcquireShared or OpAcquireKeys holds its keys.
 	Claim Claim
-	// Keys are the keys of an OpAcquireAll (Key is then unused).
+	// Keys are the keys of an OpAcquireAll or OpAcquireKeys (Key is then
+	// unused).
 	Keys []string
 }
 

@@ -16,7 +16,7 @@ import (
 // numbers are part of the on-disk format: they are explicit, and a number is
 // never reused for another meaning once released.
 //
-// A lock entry's type is the number of the engine.Op it carries (1 to 8),
+// A lock entry's type is the number of the engine.Op it carries (1 to 10),
 // so a lock operation has one name from the log to the engine. The
 // member-map entries, which keep the id -> HTTP address map that followers
 // use to forward requests, have types of their own.
@@ -70,8 +70,8 @@ type Entry struct {
 	Now         int64         // leader-stamped time, unix nanoseconds; every lock entry and tick
 	ExpectFence uint64        // expire: the fence of the grant the leader saw due
 	Wait        bool          // acquire: queue FIFO when the key is busy
-	Claim       engine.Claim  // acquire-shared: a semaphore's or read/write lock's
-	Keys        []string      // acquire-all: every key, taken together or not at all
+	Claim       engine.Claim  // acquire-shared, acquire-keys: how each key is held
+	Keys        []string      // acquire-all, acquire-keys: every key, taken together or not at all
 	ID          string        // member entries: raft server id
 	HTTPAddr    string        // set-member: host:port of the node's HTTP API
 }
@@ -97,7 +97,7 @@ func entryOfType(t EntryType) Entry {
 // known reports whether this version knows how to apply t.
 func (t EntryType) known() bool {
 	switch {
-	case t >= EntryType(engine.OpAcquire) && t <= EntryType(engine.OpAcquireAll):
+	case t >= EntryType(engine.OpAcquire) && t <= EntryType(engine.OpAcquireKeys):
 		return true
 	case t == SetMember || t == RemoveMember:
 		return true
@@ -174,7 +174,9 @@ func Encode(e Entry) ([]byte, error) {
 		b = binary.AppendVarint(b, e.Now)
 	case engine.OpTick:
 		b = binary.AppendVarint(b, e.Now)
-	case engine.OpAcquireAll:
+	case engine.OpAcquireAll, engine.OpAcquireKeys:
+		// The one acquire is an acquire-all with the write flag and the
+		// claim's kind and limit after.
 		b = binary.AppendUvarint(b, uint64(len(e.Keys)))
 		for _, k := range e.Keys {
 			b = appendString(b, k)
@@ -186,7 +188,14 @@ func Encode(e Entry) ([]byte, error) {
 		if e.Wait {
 			flags |= 1
 		}
+		if e.Claim.Write {
+			flags |= 2
+		}
 		b = append(b, flags)
+		if e.Op == engine.OpAcquireKeys {
+			b = append(b, byte(e.Claim.Kind))
+			b = binary.AppendUvarint(b, uint64(e.Claim.Limit))
+		}
 	}
 	switch e.Member {
 	case SetMember:
@@ -266,7 +275,7 @@ func Decode(b []byte) (Entry, error) {
 		e.Now = r.varint("now")
 	case engine.OpTick:
 		e.Now = r.varint("now")
-	case engine.OpAcquireAll:
+	case engine.OpAcquireAll, engine.OpAcquireKeys:
 		n := r.uvarint("keys")
 		if (n == 0 || n > drivers.MaxMultiKeys) && r.err == nil {
 			r.err = fmt.Errorf("%w: %d keys, want 1 to %d", ErrMalformed, n, drivers.MaxMultiKeys)
@@ -277,11 +286,26 @@ func Decode(b []byte) (Entry, error) {
 		e.Owner = r.str("owner", maxOwnerLen)
 		e.TTL = time.Duration(r.varint("ttl"))
 		e.Now = r.varint("now")
-		flags := r.byte("flags")
-		if flags&^1 != 0 && r.err == nil {
-			r.err = fmt.Errorf("%w: unknown acquire-all flags %#x", ErrMalformed, flags)
+		flags, known := r.byte("flags"), byte(1)
+		if e.Op == engine.OpAcquireKeys {
+			known = 3 // the write side
 		}
-		e.Wait = flags&1 != 0
+		if flags&^known != 0 && r.err == nil {
+			r.err = fmt.Errorf("%w: unknown acquire flags %#x", ErrMalformed, flags)
+		}
+		e.Wait, e.Claim.Write = flags&1 != 0, flags&2 != 0
+		if e.Op != engine.OpAcquireKeys {
+			break
+		}
+		e.Claim.Kind = engine.Kind(r.byte("kind"))
+		limit := r.uvarint("limit")
+		if limit > math.MaxUint32 && r.err == nil {
+			r.err = fmt.Errorf("%w: limit %d", ErrMalformed, limit)
+		}
+		e.Claim.Limit = uint32(limit)
+		if err := e.checkClaim(); r.err == nil && err != nil {
+			r.err = fmt.Errorf("%w: %v", ErrMalformed, err)
+		}
 	}
 	switch e.Member {
 	case SetMember:
@@ -333,13 +357,13 @@ func (e Entry) check() error {
 	return e.checkClaim()
 }
 
-// checkKeys refuses keys on any entry but an acquire-all, and an
-// acquire-all of no key, of more than drivers.MaxMultiKeys, or of a key
+// checkKeys refuses keys on any entry but an acquire of keys, and an
+// acquire of no key, of more than drivers.MaxMultiKeys, or of a key
 // Decode would refuse.
 func (e Entry) checkKeys() error {
-	if e.Op != engine.OpAcquireAll {
+	if e.Op != engine.OpAcquireAll && e.Op != engine.OpAcquireKeys {
 		if e.Keys != nil {
-			return &drivers.InvalidError{Field: "keys", Reason: "only an acquire-all entry has them"}
+			return &drivers.InvalidError{Field: "keys", Reason: "only an acquire of keys has them"}
 		}
 		return nil
 	}
@@ -357,11 +381,15 @@ func (e Entry) checkKeys() error {
 	return nil
 }
 
-// checkClaim refuses a claim on any entry but an acquire-shared, and an
-// acquire-shared of anything but a semaphore (limit 1 or more) or a
-// read/write lock: a mutex is an OpAcquire.
+// checkClaim refuses a claim on any entry but an acquire-shared or an
+// acquire of keys, an acquire-shared of anything but a semaphore (limit 1
+// or more) or a read/write lock (a mutex is an OpAcquire), and an acquire
+// of keys of anything but those or a mutex (the zero Claim).
 func (e Entry) checkClaim() error {
-	if e.Op != engine.OpAcquireShared {
+	if e.Op == engine.OpAcquireKeys && e.Claim == (engine.Claim{}) {
+		return nil
+	}
+	if e.Op != engine.OpAcquireShared && e.Op != engine.OpAcquireKeys {
 		if e.Claim != (engine.Claim{}) {
 			return &drivers.InvalidError{Field: "claim", Reason: "only an acquire-shared entry has one"}
 		}

@@ -28,6 +28,9 @@ func allTypesEntries() []Entry {
 		{Op: engine.OpAcquireShared, Key: "doc", Owner: "r", TTL: time.Second, Now: 3, Wait: true, Claim: engine.Claim{Kind: engine.RWLock}},
 		{Op: engine.OpAcquireAll, Keys: []string{"a", "b/c", strings.Repeat("é", 512)}, Owner: "o", TTL: time.Minute, Now: 13},
 		{Op: engine.OpAcquireAll, Keys: []string{"a"}, Owner: "o", TTL: time.Minute, Now: 14, Wait: true},
+		{Op: engine.OpAcquireKeys, Keys: []string{"k"}, Owner: "o", TTL: time.Second, Now: 15},
+		{Op: engine.OpAcquireKeys, Keys: []string{"a", "b"}, Owner: "o", TTL: time.Second, Now: 16, Wait: true, Claim: engine.Claim{Kind: engine.Semaphore, Limit: 3}},
+		{Op: engine.OpAcquireKeys, Keys: []string{"doc"}, Owner: "w", TTL: time.Second, Now: 17, Claim: engine.Claim{Kind: engine.RWLock, Write: true}},
 		{Member: SetMember, ID: "node-1", HTTPAddr: "127.0.0.1:8080"},
 		{Member: RemoveMember, ID: "node-1"},
 		{Op: engine.OpAcquire, Key: strings.Repeat("é", 512), Owner: strings.Repeat("x", maxOwnerLen), TTL: 7 * 24 * time.Hour, Now: 1},
@@ -59,7 +62,7 @@ func TestCodec_TypeNumbersAreStable(t *testing.T) {
 	want := map[EntryType]uint8{
 		EntryType(engine.OpAcquire): 1, EntryType(engine.OpRelease): 2, EntryType(engine.OpExtend): 3,
 		EntryType(engine.OpForceRelease): 4, EntryType(engine.OpExpire): 5,
-		EntryType(engine.OpCancelWait): 6, EntryType(engine.OpTick): 7, EntryType(engine.OpAcquireShared): 8, EntryType(engine.OpAcquireAll): 9, SetMember: 16, RemoveMember: 17,
+		EntryType(engine.OpCancelWait): 6, EntryType(engine.OpTick): 7, EntryType(engine.OpAcquireShared): 8, EntryType(engine.OpAcquireAll): 9, EntryType(engine.OpAcquireKeys): 10, SetMember: 16, RemoveMember: 17,
 	}
 	for typ, n := range want {
 		if uint8(typ) != n {
@@ -92,6 +95,10 @@ func TestCodec_DecodeRejectsBadBytes(t *testing.T) {
 		{"no keys", []byte{byte(engine.OpAcquireAll), payloadVersion, 0, 1, 'o', 2, 2, 0}, ErrMalformed},
 		{"unknown acquire-all flag", []byte{byte(engine.OpAcquireAll), payloadVersion, 1, 1, 'k', 1, 'o', 2, 2, 2}, ErrMalformed},
 		{"too many keys", []byte{byte(engine.OpAcquireAll), payloadVersion, 65, 1, 'k'}, ErrMalformed},
+		{"a mutex's write side", []byte{byte(engine.OpAcquireKeys), payloadVersion, 1, 1, 'k', 1, 'o', 2, 2, 2, 0, 0}, ErrMalformed},
+		{"a semaphore of 0", []byte{byte(engine.OpAcquireKeys), payloadVersion, 1, 1, 'k', 1, 'o', 2, 2, 0, 1, 0}, ErrMalformed},
+		{"unknown acquire-keys flag", []byte{byte(engine.OpAcquireKeys), payloadVersion, 1, 1, 'k', 1, 'o', 2, 2, 4, 0, 0}, ErrMalformed},
+		{"acquire-keys without its claim", []byte{byte(engine.OpAcquireKeys), payloadVersion, 1, 1, 'k', 1, 'o', 2, 2, 0}, ErrMalformed},
 		{"overlong varint", append([]byte{byte(engine.OpTick), payloadVersion}, bytes.Repeat([]byte{0xff}, 11)...), ErrMalformed},
 	}
 	for _, c := range cases {
@@ -134,6 +141,10 @@ func TestCodec_EncodeRefusesWhatDecodeRefuses(t *testing.T) {
 		{Op: engine.OpAcquireAll, Keys: []string{"a", long}, Owner: "o", TTL: time.Second},
 		{Op: engine.OpAcquireAll, Keys: []string{"a\xff"}, Owner: "o", TTL: time.Second},
 		{Op: engine.OpAcquire, Key: "k", Keys: []string{"a"}, Owner: "o", TTL: time.Second},
+		{Op: engine.OpAcquireKeys, Owner: "o", TTL: time.Second},
+		{Op: engine.OpAcquireKeys, Keys: []string{"k"}, Owner: "o", TTL: time.Second, Claim: engine.Claim{Write: true}},
+		{Op: engine.OpAcquireKeys, Keys: []string{"k"}, Owner: "o", TTL: time.Second, Claim: engine.Claim{Kind: engine.Semaphore}},
+		{Op: engine.OpAcquireKeys, Keys: []string{"a\xff"}, Owner: "o", TTL: time.Second},
 	}
 	for _, e := range cases {
 		b, err := Encode(e)
