@@ -28,14 +28,6 @@ type adminFlags struct {
 	output    string // -o: table or json
 }
 
-// checkOutput refuses an -o the command cannot print.
-func (a *adminFlags) checkOutput() error {
-	if a.output != "table" && a.output != "json" {
-		return usagef("-o %q: the formats are table and json", a.output)
-	}
-	return nil
-}
-
 // json reports whether -o json was asked for.
 func (a *adminFlags) json() bool { return a.output == "json" }
 
@@ -43,16 +35,12 @@ func (a *adminFlags) json() bool { return a.output == "json" }
 // a table (join and leave print one line and have no -o).
 func (a *adminFlags) register(cmd *cobra.Command, table bool) {
 	fs := cmd.Flags()
-	fs.SortFlags = false
 	fs.StringVar(&a.endpoints, "endpoints", "", "HTTP `address`(es) of any node(s), comma-separated")
 	fs.StringVar(&a.token, "token", "", "bearer token the cluster requires (prefer the variable: flags show in the process list)")
 	durationVar(fs, &a.timeout, "timeout", 10*time.Second, "give up after this long")
 	a.clientTLSFlags.register(cmd)
 	if table {
-		fs.StringVarP(&a.output, "output", "o", "table", "`format`: table, or json (the HTTP API's schema)")
-		_ = cmd.RegisterFlagCompletionFunc("output", func(*cobra.Command, []string, string) ([]cobra.Completion, cobra.ShellCompDirective) {
-			return []cobra.Completion{"table", "json"}, cobra.ShellCompDirectiveNoFileComp
-		})
+		registerOutput(cmd, &a.output)
 	}
 	readsEnv(cmd, true)
 }
@@ -122,16 +110,10 @@ quorum), 77 when every node that answers refuses the token or its right.`
 
 func newStatusCmd(e *env) *cobra.Command {
 	var a adminFlags
-	cmd := &cobra.Command{
-		Use:         "status [flags]",
-		Short:       "show every node's raft state and the leader",
-		Example:     statusExamples,
-		Annotations: map[string]string{annNotes: statusNotes},
-		Args:        noArgs,
-	}
+	cmd, _ := newCommand("status [flags]", "show every node's raft state and the leader", statusExamples, statusNotes)
 	a.register(cmd, true)
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
-		if err := a.checkOutput(); err != nil {
+		if err := checkOutputFormat(a.output); err != nil {
 			return err
 		}
 		return runStatus(cmd.Context(), e, cmd, &a)
@@ -329,17 +311,12 @@ same address does nothing. It needs an operator's token; the node asked is sent 
 func newJoinCmd(e *env) *cobra.Command {
 	var a adminFlags
 	var id, raftAddr, httpAddr string
-	cmd := &cobra.Command{
-		Use:         "join --id ID --raft-addr HOST:PORT --http-addr HOST:PORT [flags]",
-		Short:       "add a node that waits to be added to the cluster",
-		Example:     joinExamples,
-		Annotations: map[string]string{annNotes: joinNotes},
-		Args:        noArgs,
-	}
+	cmd, fs := newCommand("join --id ID --raft-addr HOST:PORT --http-addr HOST:PORT [flags]",
+		"add a node that waits to be added to the cluster", joinExamples, joinNotes)
 	a.register(cmd, false)
-	cmd.Flags().StringVar(&id, "id", "", "id of the node to add (required)")
-	cmd.Flags().StringVar(&raftAddr, "raft-addr", "", "raft address of the node to add, as its peers dial it (required)")
-	cmd.Flags().StringVar(&httpAddr, "http-addr", "", "HTTP address of the node to add: the leader asks it there first (required)")
+	fs.StringVar(&id, "id", "", "id of the node to add (required)")
+	fs.StringVar(&raftAddr, "raft-addr", "", "raft address of the node to add, as its peers dial it (required)")
+	fs.StringVar(&httpAddr, "http-addr", "", "HTTP address of the node to add: the leader asks it there first (required)")
 	// LOCKCLUSTER_ID and LOCKCLUSTER_RAFT_ADDR configure an agent: a shell
 	// set up for one must not make join act on it unasked.
 	cliflags.NoEnv(cmd, "id", "it names the node to act on")
@@ -369,15 +346,9 @@ taken for a removal.`
 func newLeaveCmd(e *env) *cobra.Command {
 	var a adminFlags
 	var id string
-	cmd := &cobra.Command{
-		Use:         "leave --id ID [flags]",
-		Short:       "remove a node from the cluster",
-		Example:     leaveExamples,
-		Annotations: map[string]string{annNotes: leaveNotes},
-		Args:        noArgs,
-	}
+	cmd, fs := newCommand("leave --id ID [flags]", "remove a node from the cluster", leaveExamples, leaveNotes)
 	a.register(cmd, false)
-	cmd.Flags().StringVar(&id, "id", "", "id of the node to remove (required)")
+	fs.StringVar(&id, "id", "", "id of the node to remove (required)")
 	cliflags.NoEnv(cmd, "id", "it names the node to act on")
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
 		if id == "" {

@@ -67,15 +67,8 @@ type agentOptions struct {
 
 func newAgentCmd(e *env) *cobra.Command {
 	var o agentOptions
-	cmd := &cobra.Command{
-		Use:         "agent --id ID --data-dir DIR --raft-addr HOST:PORT --http-addr HOST:PORT [--bootstrap ...|--join ADDR] [flags]",
-		Short:       "run one cluster node",
-		Example:     agentExamples,
-		Annotations: map[string]string{annNotes: agentNotes},
-		Args:        noArgs,
-	}
-	fs := cmd.Flags()
-	fs.SortFlags = false
+	cmd, fs := newCommand("agent --id ID --data-dir DIR --raft-addr HOST:PORT --http-addr HOST:PORT [--bootstrap ...|--join ADDR] [flags]",
+		"run one cluster node", agentExamples, agentNotes)
 	fs.StringVar(&o.id, "id", "", "node id, unique in the cluster (required)")
 	fs.StringVar(&o.dataDir, "data-dir", "", "`directory` for the raft log, stable store and snapshots (required)")
 	fs.StringVar(&o.raftAddr, "raft-addr", "127.0.0.1:7101", "`host:port` the raft transport listens on")

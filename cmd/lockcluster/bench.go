@@ -40,15 +40,7 @@ type benchOptions struct {
 
 func newBenchCmd(e *env) *cobra.Command {
 	var o benchOptions
-	cmd := &cobra.Command{
-		Use:         "bench [flags]",
-		Short:       "measure acquire/release cycles per second on any driver",
-		Example:     benchExamples,
-		Annotations: map[string]string{annNotes: benchNotes},
-		Args:        noArgs,
-	}
-	fs := cmd.Flags()
-	fs.SortFlags = false
+	cmd, fs := newCommand("bench [flags]", "measure acquire/release cycles per second on any driver", benchExamples, benchNotes)
 	fs.IntVar(&o.workers, "workers", 32, "concurrent workers")
 	fs.IntVar(&o.keys, "keys", 0, "number of keys the workers share (0: one key per worker; 1: one hot key)")
 	durationVar(fs, &o.duration, "duration", 10*time.Second, "how long to measure (after the warm-up)")
@@ -56,13 +48,13 @@ func newBenchCmd(e *env) *cobra.Command {
 	durationVar(fs, &o.ttl, "ttl", 10*time.Second, "TTL of every acquisition")
 	o.driverFlags.register(cmd)
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
-		return runBench(cmd.Context(), e, &o)
+		return runBench(cmd.Context(), e, cmd, &o)
 	}
 	return cmd
 }
 
 // runBench measures acquire/release cycles per second on any driver.
-func runBench(ctx context.Context, e *env, o *benchOptions) error {
+func runBench(ctx context.Context, e *env, cmd *cobra.Command, o *benchOptions) error {
 	if o.workers <= 0 || o.workers > 4096 || o.keys < 0 || o.duration <= 0 || o.duration > time.Hour || o.warmup < 0 {
 		return usagef("need 1 <= --workers <= 4096, --keys >= 0, 0 < --duration <= 1h, --warmup >= 0")
 	}
@@ -71,10 +63,9 @@ func runBench(ctx context.Context, e *env, o *benchOptions) error {
 		nkeys = o.workers
 	}
 	cfg := o.config(e)
-	m, err := openManager(ctx, cfg)
+	m, err := openOrExplain(ctx, e, cmd, cfg)
 	if err != nil {
-		fmt.Fprintf(e.stderr, "lockcluster bench: %s\n", describeConfig(err))
-		return exitStatus(exitCodeFor(err))
+		return err
 	}
 	defer m.Close()
 	fmt.Fprintf(e.stdout, "driver=%s workers=%d keys=%d duration=%s warmup=%s ttl=%s\n",

@@ -285,8 +285,7 @@ func TestCLI_CompletionOffersOnlyAcceptedValues(t *testing.T) {
 	}
 	for _, cmd := range []string{"status", "locks", "leader"} {
 		for _, f := range complete(cmd, "-o", "") {
-			a := adminFlags{output: f}
-			if err := a.checkOutput(); err != nil {
+			if err := checkOutputFormat(f); err != nil {
 				t.Errorf("%s -o completion offers %q, which it refuses: %v", cmd, f, err)
 			}
 		}

@@ -42,15 +42,7 @@ type devOptions struct {
 
 func newDevCmd(e *env) *cobra.Command {
 	var o devOptions
-	cmd := &cobra.Command{
-		Use:         "dev [--demo] [flags]",
-		Short:       "run a three-node cluster on loopback in this process",
-		Example:     devExamples,
-		Annotations: map[string]string{annNotes: devNotes},
-		Args:        noArgs,
-	}
-	fs := cmd.Flags()
-	fs.SortFlags = false
+	cmd, fs := newCommand("dev [--demo] [flags]", "run a three-node cluster on loopback in this process", devExamples, devNotes)
 	fs.StringVar(&o.dataDir, "data-dir", "", "keep the nodes' data in this `directory` (default: a temp dir removed on exit)")
 	fs.IntVar(&o.basePort, "base-port", 7001, "HTTP ports are N, N+1, N+2 and raft ports N+100.. (0: any free ports)")
 	fs.StringVar(&o.token, "token", "", "require this bearer token (empty: no auth)")

@@ -65,15 +65,10 @@ type electOptions struct {
 
 func newElectCmd(e *env) *cobra.Command {
 	var o electOptions
-	cmd := &cobra.Command{
-		Use:         "elect [flags] NAME -- COMMAND [ARGS...]",
-		Short:       "run a command on one process at a time: the leader of an election",
-		Example:     electExamples,
-		Annotations: map[string]string{annNotes: electNotes, annFlagsFirst: "yes"},
-		Args:        cobra.ArbitraryArgs,
-	}
-	fs := cmd.Flags()
-	fs.SortFlags = false
+	cmd, fs := newCommand("elect [flags] NAME -- COMMAND [ARGS...]",
+		"run a command on one process at a time: the leader of an election", electExamples, electNotes)
+	cmd.Args = cobra.ArbitraryArgs
+	cmd.Annotations[annFlagsFirst] = "yes"
 	fs.StringVar(&o.value, "value", "", "what this candidate tells the others when it leads (an address, a host name)")
 	durationVar(fs, &o.ttl, "ttl", election.DefaultTTL, "the leader's lease, refreshed every TTL/3; a leader killed without resigning is replaced within it")
 	durationVar(fs, &o.grace, "grace", defaultGrace, "after SIGTERM, how long the command's process group has before SIGKILL;\nat most a third of --ttl, which is also the default when shorter than 10s")
@@ -197,22 +192,20 @@ func isInterrupt(cause error) bool {
 	return errors.As(cause, &sig)
 }
 
+const leaderNotes = `Prints "value=V term=T remaining=R" for the leader, or "no leader" (exit status 75).
+With --watch, one line per change until interrupted (exit status 0): a new term, a new value,
+or nobody leading. With -o json each is the HTTP API's lock object (GET /v1/lock) of the
+election: {"key":NAME,"holder":VALUE,"fence":TERM,"remaining_ms":...}, without the owner;
+fence 0 when nobody leads.`
+
 func newLeaderCmd(e *env) *cobra.Command {
 	var d driverFlags
 	var watch bool
 	var output string
-	cmd := &cobra.Command{
-		Use:     "leader [flags] NAME",
-		Short:   "who leads an election: its value, term and lease; --watch for each change",
-		Example: electExamples,
-		Annotations: map[string]string{annNotes: `Prints "value=V term=T remaining=R" for the leader, or "no leader" (exit status 75).
-With --watch, one line per change until interrupted (exit status 0): a new term, a new value,
-or nobody leading. With -o json each is the HTTP API's lock object (GET /v1/lock) of the
-election: {"key":NAME,"holder":VALUE,"fence":TERM,"remaining_ms":...}, without the owner;
-fence 0 when nobody leads.`},
-		Args: cobra.ArbitraryArgs,
-	}
-	cmd.Flags().BoolVar(&watch, "watch", false, "print each change of leader until interrupted")
+	cmd, fs := newCommand("leader [flags] NAME", "who leads an election: its value, term and lease; --watch for each change",
+		electExamples, leaderNotes)
+	cmd.Args = cobra.ArbitraryArgs
+	fs.BoolVar(&watch, "watch", false, "print each change of leader until interrupted")
 	registerOutput(cmd, &output)
 	d.register(cmd)
 	cmd.RunE = func(cmd *cobra.Command, args []string) error {
@@ -240,10 +233,9 @@ fence 0 when nobody leads.`},
 		if err := requireShared(cfg); err != nil {
 			return &usageError{msg: err.Error()}
 		}
-		m, err := openManager(ctx, cfg)
+		m, err := openOrExplain(ctx, e, cmd, cfg)
 		if err != nil {
-			fmt.Fprintf(e.stderr, "lockcluster leader: %s\n", describeConfig(err))
-			return exitStatus(exitCodeFor(err))
+			return err
 		}
 		defer m.Close()
 		el, err := election.New(m, args[0], 0)

@@ -42,16 +42,10 @@ type locksOptions struct {
 
 func newLocksCmd(e *env) *cobra.Command {
 	var o locksOptions
-	cmd := &cobra.Command{
-		Use:         "locks [flags]",
-		Short:       "list held locks: every holder with its fence and expiry, and the waiters",
-		Example:     locksExamples,
-		Annotations: map[string]string{annNotes: locksNotes},
-		Args:        noArgs,
-	}
+	cmd, fs := newCommand("locks [flags]", "list held locks: every holder with its fence and expiry, and the waiters",
+		locksExamples, locksNotes)
 	o.noKeyPrefix = true
 	o.driverFlags.register(cmd)
-	fs := cmd.Flags()
 	fs.Lookup("driver").Usage = "backend to list: cluster, sqlite with --sqlite-path, or redis (URL from the variable\nREDIS_URL); unset, the one whose setting is given; memory is refused"
 	durationVar(fs, &o.timeout, "timeout", 10*time.Second, "give up after this long")
 	registerOutput(cmd, &o.output)
@@ -84,10 +78,9 @@ func runLocks(ctx context.Context, e *env, cmd *cobra.Command, o *locksOptions) 
 	}
 	ctx, cancel := context.WithTimeout(ctx, o.timeout)
 	defer cancel()
-	m, err := openManager(ctx, cfg)
+	m, err := openOrExplain(ctx, e, cmd, cfg)
 	if err != nil {
-		fmt.Fprintf(e.stderr, "%s: %s\n", cmd.CommandPath(), describeConfig(err))
-		return exitStatus(exitCodeFor(err))
+		return err
 	}
 	defer m.Close()
 	listed, truncated, err := m.List(ctx, o.prefix, o.limit)

@@ -30,7 +30,6 @@ type driverFlags struct {
 
 func (d *driverFlags) register(cmd *cobra.Command) {
 	fs := cmd.Flags()
-	fs.SortFlags = false
 	d.flags = fs
 	fs.String("driver", "", "backend: cluster, sqlite, redis (URL from the variable REDIS_URL) or memory; unset, the one\n"+
 		"whose setting is given (--endpoints, --sqlite-path or REDIS_URL), as lock.ConfigFromEnv chooses")

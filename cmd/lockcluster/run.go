@@ -152,18 +152,13 @@ func (o *runOptions) claim() (lock.Option, bool, error) {
 
 func newRunCmd(e *env) *cobra.Command {
 	var o runOptions
-	cmd := &cobra.Command{
-		Use:   "run [flags] KEY [-- COMMAND [ARGS...]], or run --key KEY [flags] [-- COMMAND [ARGS...]]",
-		Short: "hold a lock while a command runs, or until interrupted",
-		Long: `run holds a lock while a command runs, and releases it when the command exits; without
-a command, it holds the lock until it is interrupted.`,
-		Example:     runExamples,
-		Annotations: map[string]string{annNotes: runNotes, annFlagsFirst: "yes"},
-		Args:        cobra.ArbitraryArgs,
-	}
-	fs := cmd.Flags()
+	cmd, fs := newCommand("run [flags] KEY [-- COMMAND [ARGS...]], or run --key KEY [flags] [-- COMMAND [ARGS...]]",
+		"hold a lock while a command runs, or until interrupted", runExamples, runNotes)
+	cmd.Long = `run holds a lock while a command runs, and releases it when the command exits; without
+a command, it holds the lock until it is interrupted.`
+	cmd.Args = cobra.ArbitraryArgs
+	cmd.Annotations[annFlagsFirst] = "yes"
 	fs.SetInterspersed(false) // what follows the first argument is the command's
-	fs.SortFlags = false
 	fs.StringArrayVar(&o.keys, "key", nil, "the lock's key (required); repeat it to hold several keys, all or none,\ntaken in sorted order (mutexes only)")
 	durationVar(fs, &o.ttl, "ttl", 30*time.Second, "lock TTL; refreshed every TTL/3 while held")
 	durationVarP(fs, &o.timeout, "timeout", "w", 0, "wait at most this long for the lock (default: as long as it takes; 0: do not wait)")

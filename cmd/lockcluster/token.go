@@ -35,14 +35,9 @@ A TLS client certificate maps to a role by a line whose last field is cn:COMMON-
 
 func newTokenCmd(e *env) *cobra.Command {
 	var name, role, prefixes, file string
-	cmd := &cobra.Command{
-		Use:         "token --name NAME --role ROLE [--prefixes P,...]",
-		Short:       "make a token and its line for --token-file",
-		Example:     tokenExamples,
-		Annotations: map[string]string{annNotes: tokenNotes},
-		Args:        noArgs,
-	}
-	fs := cmd.Flags()
+	cmd, fs := newCommand("token --name NAME --role ROLE [--prefixes P,...]", "make a token and its line for --token-file",
+		tokenExamples, tokenNotes)
+	fs.SortFlags = true // its four flags and help by name, as its help has always shown them
 	fs.StringVar(&name, "name", "", "the credential's name, in logs and refusals (required)")
 	fs.StringVar(&role, "role", "", "client, operator or metrics (required)")
 	_ = cmd.RegisterFlagCompletionFunc("role", func(*cobra.Command, []string, string) ([]cobra.Completion, cobra.ShellCompDirective) {
