@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/zerotal/lock"
+	"github.com/zerotal/lock/drivers/driverstest"
 	"github.com/zerotal/lock/drivers/memory"
 	"github.com/zerotal/lock/engine"
 	"github.com/zerotal/lock/internal/testkit/naiveactor"
@@ -101,7 +102,7 @@ func BenchmarkManagerTry(b *testing.B) {
 		}},
 		{name: "driver", cycle: func(ctx context.Context, w, i int) error {
 			owner := owners[i%len(owners)]
-			if _, ok, err := d.Acquire(ctx, keys[w], owner, ttl); err != nil || !ok {
+			if _, ok, err := driverstest.Take(ctx, d, keys[w], owner, ttl); err != nil || !ok {
 				return fmt.Errorf("driver acquire: %v %w", ok, err)
 			}
 			_, err := d.Release(ctx, keys[w], owner)

@@ -85,38 +85,20 @@ func (l *Lock) shared() bool { return l.claim != (drivers.Claim{}) }
 
 // checkClaim refuses a claim the driver cannot serve.
 func (m *Manager) checkClaim(c drivers.Claim) error {
-	if c != (drivers.Claim{}) && m.sharer == nil {
-		return fmt.Errorf("%w: the %T driver has no semaphores or read/write locks (drivers.Sharer)", ErrUnsupported, m.driver)
+	if c != (drivers.Claim{}) && !m.caps.Shared {
+		return fmt.Errorf("%w: the %T driver has no semaphores or read/write locks (drivers.Capabilities.Shared)", ErrUnsupported, m.driver)
 	}
 	return nil
 }
 
-// acquireAt makes one acquire of l's key for owner, as l's claim says;
-// when another owner holds it, held is what the driver tells of it.
-func (l *Lock) acquireAt(ctx context.Context, owner string) (fence uint64, ok bool, held drivers.HeldBy, err error) {
-	switch {
-	case l.shared():
-		fence, ok, held, err = l.m.sharer.AcquireShared(ctx, l.fullKey, owner, l.ttl, l.claim)
-	case l.m.holder != nil:
-		fence, ok, held, err = l.m.holder.AcquireHolder(ctx, l.fullKey, owner, l.ttl)
-	case l.m.holderTTL != nil:
-		fence, ok, held.TTL, err = l.m.holderTTL.AcquireHolderTTL(ctx, l.fullKey, owner, l.ttl)
-	default:
-		fence, ok, err = l.m.driver.Acquire(ctx, l.fullKey, owner, l.ttl)
-	}
-	return fence, ok, held, err
+// request is the one acquire of l's key for owner, as l's claim says.
+func (l *Lock) request(owner string) drivers.Request {
+	return drivers.Request{Keys: l.keys[:], Owner: owner, TTL: l.ttl, Claim: l.claim}
 }
 
-// pushedWait is the driver's wait for l's claim; ok is false when the
-// driver is not told when a key frees (then Block polls).
-func (l *Lock) pushedWait() (wait func(ctx context.Context, key, owner string, ttl time.Duration, o drivers.WaitOptions) (uint64, error), ok bool) {
-	if l.shared() {
-		return func(ctx context.Context, key, owner string, ttl time.Duration, o drivers.WaitOptions) (uint64, error) {
-			return l.m.sharer.AcquireSharedWait(ctx, key, owner, ttl, l.claim, o)
-		}, true
-	}
-	if w, ok := l.m.driver.(drivers.Waiter); ok {
-		return w.AcquireWait, true
-	}
-	return nil, false
+// acquireAt makes one acquire of l's key for owner, without waiting; when
+// another owner holds it, held is what the driver tells of it.
+func (l *Lock) acquireAt(ctx context.Context, owner string) (fence uint64, ok bool, held drivers.HeldBy, err error) {
+	g, err := l.m.driver.Acquire(ctx, l.request(owner))
+	return g.Fence(), g.Acquired, g.Busy.HeldBy, err
 }

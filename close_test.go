@@ -10,6 +10,7 @@ import (
 
 	"github.com/zerotal/lock"
 	"github.com/zerotal/lock/drivers"
+	"github.com/zerotal/lock/drivers/driverstest"
 	"github.com/zerotal/lock/drivers/memory"
 	"github.com/zerotal/lock/engine"
 	"github.com/zerotal/lock/internal/testkit/poll"
@@ -99,7 +100,7 @@ func TestManager_CloseEndsBlockedWaits(t *testing.T) {
 		t.Run(b.name, func(t *testing.T) {
 			t.Parallel()
 			d := b.open(t)
-			if _, ok, err := d.Acquire(t.Context(), lock.DefaultPrefix+"busy", "someone-else", time.Minute); err != nil || !ok {
+			if _, ok, err := driverstest.Take(t.Context(), d, lock.DefaultPrefix+"busy", "someone-else", time.Minute); err != nil || !ok {
 				t.Fatalf("holder's Acquire = %v, %v", ok, err)
 			}
 			m := lock.New(d)

@@ -16,7 +16,7 @@ type fakeDriver struct {
 	drivers.Driver // full, its optional capabilities hidden
 	ref            *driverstest.Reference
 	faults         *driverstest.Faults
-	full           drivers.Driver // the faulty reference: Extender and Waiter too
+	full           drivers.Driver // the faulty reference: Extender and Wait too
 }
 
 func newFake() *fakeDriver {
@@ -45,16 +45,13 @@ func (f fakeExtender) Extend(ctx context.Context, key, owner string, ttl time.Du
 	return f.full.(drivers.Extender).Extend(ctx, key, owner, ttl)
 }
 
-// fakeWaiter adds drivers.Extender and drivers.Waiter; waiters wake on every
-// release and at the holder's deadline.
+// fakeWaiter adds drivers.Extender and drivers.Capabilities.Wait; waiters
+// wake on every release and at the holder's deadline.
 type fakeWaiter struct{ fakeExtender }
 
-func (f fakeWaiter) AcquireWait(ctx context.Context, key, owner string, ttl time.Duration, o drivers.WaitOptions) (uint64, error) {
-	return f.full.(drivers.Waiter).AcquireWait(ctx, key, owner, ttl, o)
-}
+func (fakeWaiter) Capabilities() drivers.Capabilities { return drivers.Capabilities{Wait: true} }
 
 var (
 	_ drivers.Driver   = (*fakeDriver)(nil)
 	_ drivers.Extender = fakeExtender{}
-	_ drivers.Waiter   = fakeWaiter{}
 )

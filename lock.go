@@ -19,8 +19,9 @@ import (
 // no-op.
 type Lock struct {
 	m       *Manager
-	key     string // as the caller wrote it
-	fullKey string // with the Manager's prefix
+	key     string    // as the caller wrote it
+	fullKey string    // with the Manager's prefix
+	keys    [1]string // fullKey, the Keys of the handle's requests
 	ttl     time.Duration
 	invalid error // a bad key or TTL, reported by every call
 
@@ -125,7 +126,7 @@ func (l *Lock) Acquire(ctx context.Context) (bool, error) {
 // Block waits up to timeout for the lock (0 means the TTL) and returns a
 // *NotAcquiredError when the timeout passes first, the context's error
 // when ctx ends first, or an error matching ErrClosed when the Manager is
-// closed meanwhile. Drivers that implement drivers.Waiter hand the lock
+// closed meanwhile. Drivers that wait themselves (drivers.Capabilities.Wait) hand the lock
 // over as soon as it frees, in arrival order; the others are polled every
 // retry delay (WithRetryDelay). WithTimeout, the refresh options,
 // WithSafetyMargin, WithReleaseTimeout and WithOwner do not apply here:
@@ -246,7 +247,7 @@ func (l *Lock) nextOwner() string {
 
 // acquireLocked makes one fresh acquisition attempt. l.op must be held.
 // When another owner holds the key, notAcq says so, with who holds it and
-// its remaining time when the driver tells (drivers.HolderReporter).
+// its remaining time when the driver tells (drivers.Grant.Busy).
 func (l *Lock) acquireLocked(ctx context.Context) (ok bool, notAcq *NotAcquiredError, err error) {
 	owner := l.nextOwner()
 	sent := time.Now()

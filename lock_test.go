@@ -271,13 +271,13 @@ type grantThenCancel struct {
 	cancel context.CancelFunc
 }
 
-func (g grantThenCancel) Acquire(ctx context.Context, key, owner string, ttl time.Duration) (uint64, bool, error) {
-	fence, ok, err := g.fakeDriver.Acquire(context.WithoutCancel(ctx), key, owner, ttl)
-	if err != nil || !ok {
-		return fence, ok, err
+func (g grantThenCancel) Acquire(ctx context.Context, r drivers.Request) (drivers.Grant, error) {
+	got, err := g.fakeDriver.Acquire(context.WithoutCancel(ctx), r)
+	if err != nil || !got.Acquired {
+		return got, err
 	}
 	g.cancel()
-	return 0, false, ctx.Err()
+	return drivers.Grant{}, ctx.Err()
 }
 
 func TestLock_CancelledAcquireLeavesNoGrantBehind(t *testing.T) {

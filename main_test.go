@@ -22,7 +22,7 @@ type backend struct {
 }
 
 // backends covers every path of the Manager: plain Driver (fallback
-// refresh, polling), Extender, Waiter, and the real memory driver with and
+// refresh, polling), Extender, Wait, and the real memory driver with and
 // without its optional capabilities.
 func backends() []backend {
 	return []backend{
@@ -36,6 +36,8 @@ func backends() []backend {
 
 // plainDriver hides every optional capability of the driver it wraps.
 type plainDriver struct{ drivers.Driver }
+
+func (plainDriver) Capabilities() drivers.Capabilities { return drivers.Capabilities{} }
 
 func openMemory(t *testing.T) *memory.Driver {
 	t.Helper()

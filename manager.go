@@ -28,13 +28,11 @@ const cleanupTimeout = 5 * time.Second
 // Manager creates locks on one driver. It is safe for concurrent use; create
 // one per backend and share it.
 type Manager struct {
-	driver    drivers.Driver
-	holderTTL drivers.HolderTTLReporter // the driver, when it tells a holder's time left
-	holder    drivers.HolderReporter    // the driver, when it tells who holds a key
+	driver drivers.Driver
+	caps   drivers.Capabilities // what the driver's Acquire serves itself
 	// ownerSuffix follows the token of every owner the Manager makes:
 	// ":" and the holder's description (WithHolder), or "".
 	ownerSuffix string
-	sharer      drivers.Sharer // the driver, when it has semaphores and read/write locks
 	prefix      string
 	prefixSet   bool // WithPrefix was given
 	logger      *slog.Logger
@@ -129,17 +127,12 @@ func New(d drivers.Driver, opts ...ManagerOption) *Manager {
 		panic("lock: New called with a nil driver")
 	}
 	m := &Manager{
-		driver: d,
-		holderTTL: func() drivers.HolderTTLReporter {
-			r, _ := d.(drivers.HolderTTLReporter)
-			return r
-		}(),
+		driver:      d,
+		caps:        d.Capabilities(),
 		prefix:      DefaultPrefix,
 		logger:      slog.New(slog.DiscardHandler),
 		ownerSuffix: ":" + defaultHolder(),
 	}
-	m.holder, _ = d.(drivers.HolderReporter)
-	m.sharer, _ = d.(drivers.Sharer)
 	m.bg, m.cancelBg = context.WithCancel(context.Background())
 	m.idle, m.shutdownSem = make(chan struct{}, 1), make(chan struct{}, 1)
 	for _, opt := range opts {
@@ -227,6 +220,7 @@ func (m *Manager) Make(key string, ttl time.Duration, opts ...Option) *Lock {
 // been validated.
 func (m *Manager) initLock(l *Lock, key string, ttl time.Duration) {
 	l.m, l.key, l.fullKey, l.ttl = m, key, m.prefix+key, ttl
+	l.keys[0] = l.fullKey
 }
 
 // Exists reports whether key is currently held by anyone.

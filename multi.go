@@ -25,7 +25,7 @@ const MaxMultiKeys = drivers.MaxMultiKeys
 // *NotAcquiredError at once, without running fn and with none of the
 // keys held. A duplicate key counts once.
 //
-// Where the backend can (drivers.MultiAcquirer: memory, cluster, SQLite,
+// Where the backend can (drivers.Capabilities.Sets: memory, cluster, SQLite,
 // Redis when the keys share a hash slot) the keys are taken in one atomic
 // step: no other caller ever sees some of them taken and not the others.
 // Elsewhere, and on a cluster member that cannot apply it yet, they are
@@ -41,7 +41,7 @@ func (m *Manager) TryAll(ctx context.Context, keys []string, ttl time.Duration, 
 
 // BlockAll waits for every key, then runs fn while holding them all.
 //
-// Where the backend waits for a whole set (drivers.MultiWaiter: the
+// Where the backend waits for a whole set (drivers.Capabilities.SetWait: the
 // memory backend), the wait is first come, first served for the set: the
 // free keys are taken and the busy ones queued for in one step, so a
 // BlockAll never overtakes an earlier request on any of its keys, and is
@@ -86,14 +86,14 @@ func (m *Manager) all(ctx context.Context, keys []string, ttl time.Duration, fn 
 	if o.claim.Kind != 0 {
 		return &InvalidError{Field: "option", Reason: "TryAll and BlockAll take mutexes only: Semaphore, Read and Write do not apply"}
 	}
-	if mw, ok := m.driver.(drivers.MultiWaiter); ok && wait {
-		done, err := m.allWaiting(ctx, mw, keys, order, ttl, fn, &o)
+	if wait && m.caps.SetWait {
+		done, err := m.allWaiting(ctx, keys, order, ttl, fn, &o)
 		if done {
 			return err
 		}
 	}
-	if ma, ok := m.driver.(drivers.MultiAcquirer); ok {
-		done, err := m.allAtOnce(ctx, ma, keys, order, ttl, fn, &o, wait)
+	if m.caps.Sets {
+		done, err := m.allAtOnce(ctx, keys, order, ttl, fn, &o, wait)
 		if done {
 			return err
 		}
@@ -143,14 +143,15 @@ func (m *Manager) multiCalls(order []string, ttl time.Duration, o *options) ([]*
 // fn while holding them. done is false when the backend cannot take these
 // keys in one step (nothing was taken: the caller falls back to taking
 // them in order), or when a key is busy and the caller is to wait.
-func (m *Manager) allAtOnce(ctx context.Context, ma drivers.MultiAcquirer, keys, order []string, ttl time.Duration, fn MultiFunc, o *options, wait bool) (done bool, err error) {
+func (m *Manager) allAtOnce(ctx context.Context, keys, order []string, ttl time.Duration, fn MultiFunc, o *options, wait bool) (done bool, err error) {
 	if m.stopping.Load() {
 		return true, ErrClosed
 	}
 	calls, full := m.multiCalls(order, ttl, o)
 	owner := calls[0].l.nextOwner()
 	sent := time.Now()
-	fences, ok, busy, err := ma.AcquireAll(ctx, full, owner, ttl)
+	g, err := m.driver.Acquire(ctx, drivers.Request{Keys: full, Owner: owner, TTL: ttl})
+	ok, busy, fences := g.Acquired, g.Busy, g.Fences
 	switch {
 	case errors.Is(err, drivers.ErrUnsupported):
 		return false, nil
@@ -172,11 +173,11 @@ func (m *Manager) allAtOnce(ctx context.Context, ma drivers.MultiAcquirer, keys,
 }
 
 // allWaiting waits for the keys of order together, first come first
-// served for the whole set (drivers.MultiWaiter), up to the WithTimeout
+// served for the whole set (drivers.Capabilities.SetWait), up to the WithTimeout
 // duration, then runs fn while holding them. done is false when the
 // backend cannot wait for these keys together (a cluster member of an
 // older release): nothing was taken, and the caller waits another way.
-func (m *Manager) allWaiting(ctx context.Context, mw drivers.MultiWaiter, keys, order []string, ttl time.Duration, fn MultiFunc, o *options) (done bool, err error) {
+func (m *Manager) allWaiting(ctx context.Context, keys, order []string, ttl time.Duration, fn MultiFunc, o *options) (done bool, err error) {
 	if m.stopping.Load() {
 		return true, ErrClosed
 	}
@@ -190,7 +191,9 @@ func (m *Manager) allWaiting(ctx context.Context, mw drivers.MultiWaiter, keys, 
 	defer m.waits.add(cancel)()
 	owner := first.nextOwner()
 	sent := time.Now()
-	fences, err := mw.AcquireAllWait(waitCtx, full, owner, ttl, drivers.WaitOptions{RetryDelay: o.retryDelay, OwnerReused: first.fixedOwner != ""})
+	g, err := m.driver.Acquire(waitCtx, drivers.Request{Keys: full, Owner: owner, TTL: ttl, Wait: true,
+		WaitOptions: drivers.WaitOptions{RetryDelay: o.retryDelay, OwnerReused: first.fixedOwner != ""}})
+	fences := g.Fences
 	if errors.Is(err, drivers.ErrUnsupported) {
 		return false, nil
 	}

@@ -239,7 +239,7 @@ func TestTryAll_NeverHoldsPartOfTheSet(t *testing.T) {
 	}
 }
 
-// On a backend that waits for a whole set (drivers.MultiWaiter: memory
+// On a backend that waits for a whole set (drivers.Capabilities.SetWait: memory
 // and the cluster), a BlockAll keeps its place on every key from the
 // moment it comes: with "a" held elsewhere, it takes "b" at once, so a
 // later Block of "b" waits for it instead of overtaking it. (Waiting for
@@ -254,8 +254,8 @@ func TestBlockAll_FirstComeFirstServedForTheWholeSet(t *testing.T) {
 		t.Run(b.name, func(t *testing.T) {
 			t.Parallel()
 			m := b.open(t)
-			if _, ok := m.Driver().(drivers.MultiWaiter); !ok {
-				t.Skipf("%s waits for the keys one at a time (no drivers.MultiWaiter)", b.name)
+			if !m.Driver().Capabilities().SetWait {
+				t.Skipf("%s waits for the keys one at a time (no drivers.Capabilities.SetWait)", b.name)
 			}
 			firstComeFirstServed(t, m)
 		})

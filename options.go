@@ -8,7 +8,7 @@ import (
 )
 
 // DefaultRetryDelay is the pause between two attempts of Block on a driver
-// that cannot be told when a key frees (see drivers.Waiter).
+// that cannot be told when a key frees (see drivers.Capabilities.Wait).
 const DefaultRetryDelay = 100 * time.Millisecond
 
 // Option tunes one Try, Block or Lock.Block call. Build it with the With
@@ -42,7 +42,7 @@ const (
 func WithTimeout(d time.Duration) Option { return Option{kind: optTimeout, d: d} }
 
 // WithRetryDelay sets the pause between two attempts when Block has to poll
-// (the driver does not implement drivers.Waiter); a small random jitter is
+// (the driver does not wait itself: drivers.Capabilities.Wait); a small random jitter is
 // added so that pollers spread out. Pushed drivers may use it as an upper
 // bound for their own fallback polling. The default is DefaultRetryDelay;
 // the shortest accepted is MinInterval.

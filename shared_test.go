@@ -33,10 +33,10 @@ func TestShared_DriverWithoutThemIsUnsupported(t *testing.T) {
 	m := newManager(t, fakeExtender{newFake()})
 	err := m.Try(t.Context(), "k", time.Second, func(context.Context, *lock.Lock) error { return nil }, lock.Write())
 	if !errors.Is(err, lock.ErrUnsupported) {
-		t.Fatalf("Try(Write) on a driver without drivers.Sharer = %v, want ErrUnsupported", err)
+		t.Fatalf("Try(Write) on a driver without drivers.Capabilities.Shared = %v, want ErrUnsupported", err)
 	}
 	if err := m.Make("k", time.Second, lock.Semaphore(2)).Release(t.Context()); !errors.Is(err, lock.ErrUnsupported) {
-		t.Fatalf("Make(Semaphore) on a driver without drivers.Sharer: %v, want ErrUnsupported", err)
+		t.Fatalf("Make(Semaphore) on a driver without drivers.Capabilities.Shared: %v, want ErrUnsupported", err)
 	}
 }
 

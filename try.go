@@ -53,7 +53,7 @@ func (m *Manager) Try(ctx context.Context, key string, ttl time.Duration, fn Fun
 // returns a *NotAcquiredError; when ctx ends first, ctx's error; when the
 // Manager is closed meanwhile, an error matching ErrClosed.
 //
-// Drivers that implement drivers.Waiter hand the lock over as soon as it
+// Drivers that wait themselves (drivers.Capabilities.Wait) hand the lock over as soon as it
 // frees, in arrival order; the others are polled every WithRetryDelay.
 func (m *Manager) Block(ctx context.Context, key string, ttl time.Duration, fn Func, opts ...Option) error {
 	c, o, err := m.prepare(key, ttl, fn, opts)

@@ -18,7 +18,7 @@ func (l *Lock) waitLocked(ctx context.Context, timeout, retryDelay time.Duration
 	}
 	var first *NotAcquiredError // the answer of an attempt before the wait
 	var firstAt time.Time
-	if _, ok := l.m.driver.(drivers.InstantWaiter); ok {
+	if l.m.caps.InstantAcquire {
 		// A free key is taken without a timer, a registration or a
 		// cancellable call; a busy one is waited for as usual (an error
 		// shows again there).
@@ -36,8 +36,8 @@ func (l *Lock) waitLocked(ctx context.Context, timeout, retryDelay time.Duration
 	// that takes no more locks.
 	defer l.m.waits.add(cancel)()
 	var err error
-	if w, ok := l.pushedWait(); ok {
-		err = l.waitPushed(ctx, waitCtx, w, retryDelay)
+	if l.m.caps.Wait {
+		err = l.waitPushed(ctx, waitCtx, retryDelay)
 	} else {
 		err = l.waitPolling(ctx, waitCtx, retryDelay)
 	}
@@ -54,16 +54,19 @@ func (l *Lock) waitLocked(ctx context.Context, timeout, retryDelay time.Duration
 	return err
 }
 
-// waitPushed waits with the driver's own queue.
-func (l *Lock) waitPushed(ctx, waitCtx context.Context, wait func(context.Context, string, string, time.Duration, drivers.WaitOptions) (uint64, error), retryDelay time.Duration) error {
+// waitPushed waits with the driver's own queue (Request.Wait).
+func (l *Lock) waitPushed(ctx, waitCtx context.Context, retryDelay time.Duration) error {
 	for {
 		owner := l.nextOwner()
 		sent := time.Now()
-		fence, err := wait(waitCtx, l.fullKey, owner, l.ttl, drivers.WaitOptions{RetryDelay: retryDelay, OwnerReused: l.fixedOwner != ""})
+		r := l.request(owner)
+		r.Wait, r.WaitOptions = true, drivers.WaitOptions{RetryDelay: retryDelay, OwnerReused: l.fixedOwner != ""}
+		g, err := l.m.driver.Acquire(waitCtx, r)
+		fence := g.Fence()
 		if err != nil {
 			if waitCtx.Err() == nil {
 				// The driver cleans up after a cancelled wait itself
-				// (drivers.Waiter), but not after an outage.
+				// (drivers.Request.Wait), but not after an outage.
 				l.abandon(waitCtx, owner, err)
 			}
 			return l.waitFailed(ctx, waitCtx, "wait", err)

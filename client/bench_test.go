@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/zerotal/lock/api"
+	"github.com/zerotal/lock/drivers/driverstest"
 )
 
 // BenchmarkClient_AcquireRelease measures what the client adds on top of
@@ -50,7 +51,7 @@ func BenchmarkClient_AcquireRelease(b *testing.B) {
 			key := fmt.Sprintf("cli-%d", next.Add(1))
 			ctx := context.Background()
 			for pb.Next() {
-				if _, ok, err := c.Acquire(ctx, key, "o", 10*time.Second); err != nil || !ok {
+				if _, ok, err := driverstest.Take(ctx, c, key, "o", 10*time.Second); err != nil || !ok {
 					b.Errorf("Acquire = %v, %v", ok, err)
 					return
 				}

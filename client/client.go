@@ -17,7 +17,6 @@ import (
 var (
 	_ drivers.Driver   = (*Client)(nil)
 	_ drivers.Extender = (*Client)(nil)
-	_ drivers.Waiter   = (*Client)(nil)
 )
 
 // Client talks to a lockcluster over HTTP. It is safe for concurrent use;

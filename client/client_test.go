@@ -13,6 +13,7 @@ import (
 
 	"github.com/zerotal/lock/api"
 	"github.com/zerotal/lock/drivers"
+	"github.com/zerotal/lock/drivers/driverstest"
 	"github.com/zerotal/lock/internal/loopback"
 	"github.com/zerotal/lock/internal/testkit/poll"
 )
@@ -80,15 +81,15 @@ func TestClient_AcquireReleaseRoundTrip(t *testing.T) {
 	c := newTestClient(t, Config{Addrs: []string{n.addr()}})
 	ctx := t.Context()
 
-	fence, ok, err := c.Acquire(ctx, "a/b c", "o1", time.Minute)
+	fence, ok, err := driverstest.Take(ctx, c, "a/b c", "o1", time.Minute)
 	if err != nil || !ok || fence == 0 {
 		t.Fatalf("Acquire = %d, %v, %v", fence, ok, err)
 	}
-	again, ok, err := c.Acquire(ctx, "a/b c", "o1", time.Minute)
+	again, ok, err := driverstest.Take(ctx, c, "a/b c", "o1", time.Minute)
 	if err != nil || !ok || again != fence {
 		t.Fatalf("refresh = %d, %v, %v; want fence %d", again, ok, err, fence)
 	}
-	if _, ok, err := c.Acquire(ctx, "a/b c", "o2", time.Minute); err != nil || ok {
+	if _, ok, err := driverstest.Take(ctx, c, "a/b c", "o2", time.Minute); err != nil || ok {
 		t.Fatalf("contended Acquire ok=%v err=%v, want false, nil", ok, err)
 	}
 	if held, err := c.Exists(ctx, "a/b c"); err != nil || !held {
@@ -116,7 +117,7 @@ func TestClient_AcquireReleaseRoundTrip(t *testing.T) {
 	if _, found, err := c.Get(ctx, "a/b c"); err != nil || found {
 		t.Fatalf("Get of a free key: found=%v err=%v", found, err)
 	}
-	if _, ok, _ := c.Acquire(ctx, "k", "o3", time.Minute); !ok {
+	if _, ok, _ := driverstest.Take(ctx, c, "k", "o3", time.Minute); !ok {
 		t.Fatal("Acquire k failed")
 	}
 	if err := c.ForceRelease(ctx, "k"); err != nil {
@@ -147,7 +148,7 @@ func TestClient_ErrorMapping(t *testing.T) {
 			n := newFakeNode(t, "")
 			n.fixed.Store(&fixedAnswer{status: tc.status, code: tc.code})
 			c := newTestClient(t, Config{Addrs: []string{n.addr()}, Timeout: 300 * time.Millisecond})
-			_, ok, err := c.Acquire(t.Context(), "k", "o", time.Second)
+			_, ok, err := driverstest.Take(t.Context(), c, "k", "o", time.Second)
 			if tc.want == nil {
 				if err != nil || ok {
 					t.Fatalf("Acquire = ok %v, err %v; want false, nil", ok, err)
@@ -170,7 +171,7 @@ func TestClient_InternalErrorIsNotRetriedAndMatchesNoSentinel(t *testing.T) {
 	n := newFakeNode(t, "")
 	n.fixed.Store(&fixedAnswer{status: 500, code: "internal"})
 	c := newTestClient(t, Config{Addrs: []string{n.addr()}})
-	_, _, err := c.Acquire(t.Context(), "k", "o", time.Second)
+	_, _, err := driverstest.Take(t.Context(), c, "k", "o", time.Second)
 	var ae *APIError
 	if !errors.As(err, &ae) || ae.StatusCode != 500 {
 		t.Fatalf("error %v is not a 500 APIError", err)
@@ -189,11 +190,11 @@ func TestClient_TokenIsSentAndNeverInErrors(t *testing.T) {
 	const token = "s3cr3t-token"
 	n := newFakeNode(t, token)
 	good := newTestClient(t, Config{Addrs: []string{n.addr()}, Token: token})
-	if _, ok, err := good.Acquire(t.Context(), "k", "o", time.Second); err != nil || !ok {
+	if _, ok, err := driverstest.Take(t.Context(), good, "k", "o", time.Second); err != nil || !ok {
 		t.Fatalf("Acquire with token = %v, %v", ok, err)
 	}
 	bad := newTestClient(t, Config{Addrs: []string{n.addr()}, Token: "wrong-" + token})
-	_, _, err := bad.Acquire(t.Context(), "k", "o", time.Second)
+	_, _, err := driverstest.Take(t.Context(), bad, "k", "o", time.Second)
 	if !errors.Is(err, ErrUnauthorized) {
 		t.Fatalf("wrong token: %v, want ErrUnauthorized", err)
 	}
@@ -202,7 +203,7 @@ func TestClient_TokenIsSentAndNeverInErrors(t *testing.T) {
 	}
 	// A dead cluster: the unavailable error must not carry it either.
 	dead := newTestClient(t, Config{Addrs: []string{loopback.MustFreeAddr(t)}, Token: token, Timeout: 200 * time.Millisecond})
-	_, _, err = dead.Acquire(t.Context(), "k", "o", time.Second)
+	_, _, err = driverstest.Take(t.Context(), dead, "k", "o", time.Second)
 	if !errors.Is(err, drivers.ErrUnavailable) || strings.Contains(err.Error(), token) {
 		t.Fatalf("dead cluster error = %v", err)
 	}
@@ -211,7 +212,7 @@ func TestClient_TokenIsSentAndNeverInErrors(t *testing.T) {
 func TestClient_FailsOverOnConnectionError(t *testing.T) {
 	n := newFakeNode(t, "")
 	c := newTestClient(t, Config{Addrs: []string{loopback.MustFreeAddr(t), n.addr()}})
-	if _, ok, err := c.Acquire(t.Context(), "k", "o", time.Second); err != nil || !ok {
+	if _, ok, err := driverstest.Take(t.Context(), c, "k", "o", time.Second); err != nil || !ok {
 		t.Fatalf("Acquire = %v, %v", ok, err)
 	}
 	if _, err := c.Release(t.Context(), "k", "o"); err != nil {
@@ -224,7 +225,7 @@ func TestClient_FailsOverOn503(t *testing.T) {
 	down.unavailable.Store(true)
 	up := newFakeNode(t, "")
 	c := newTestClient(t, Config{Addrs: []string{down.addr(), up.addr()}})
-	if _, ok, err := c.Acquire(t.Context(), "k", "o", time.Second); err != nil || !ok {
+	if _, ok, err := driverstest.Take(t.Context(), c, "k", "o", time.Second); err != nil || !ok {
 		t.Fatalf("Acquire = %v, %v", ok, err)
 	}
 	if up.hitCount("/v1/acquire") != 1 {
@@ -241,7 +242,7 @@ func TestClient_RetriesUntilQuorumReturns(t *testing.T) {
 		poll.Wait(5*time.Second, func() bool { return n.hitCount("/v1/acquire") >= 3 })
 		n.unavailable.Store(false)
 	}()
-	if _, ok, err := c.Acquire(t.Context(), "k", "o", time.Second); err != nil || !ok {
+	if _, ok, err := driverstest.Take(t.Context(), c, "k", "o", time.Second); err != nil || !ok {
 		t.Fatalf("Acquire = %v, %v", ok, err)
 	}
 }
@@ -253,7 +254,7 @@ func TestClient_FindsLeaderFromStatus(t *testing.T) {
 	follower.leaderHTTP.Store(&l)
 	c := newTestClient(t, Config{Addrs: []string{follower.addr(), leader.addr()}})
 	for i := range 5 {
-		if _, ok, err := c.Acquire(t.Context(), "k"+strconv.Itoa(i), "o", time.Second); err != nil || !ok {
+		if _, ok, err := driverstest.Take(t.Context(), c, "k"+strconv.Itoa(i), "o", time.Second); err != nil || !ok {
 			t.Fatalf("Acquire = %v, %v", ok, err)
 		}
 	}
@@ -268,7 +269,7 @@ func TestClient_FindsLeaderFromStatus(t *testing.T) {
 func TestClient_AllNodesDownIsUnavailableWithinTimeout(t *testing.T) {
 	c := newTestClient(t, Config{Addrs: []string{loopback.MustFreeAddr(t), loopback.MustFreeAddr(t)}, Timeout: 300 * time.Millisecond})
 	start := time.Now()
-	_, ok, err := c.Acquire(t.Context(), "k", "o", time.Second)
+	_, ok, err := driverstest.Take(t.Context(), c, "k", "o", time.Second)
 	if ok || !errors.Is(err, drivers.ErrUnavailable) {
 		t.Fatalf("Acquire = %v, %v; want ErrUnavailable", ok, err)
 	}
@@ -285,7 +286,7 @@ func TestClient_CancelledContext(t *testing.T) {
 	c := newTestClient(t, Config{Addrs: []string{n.addr()}})
 	ctx, cancel := context.WithCancel(t.Context())
 	cancel()
-	_, _, err := c.Acquire(ctx, "k", "o", time.Second)
+	_, _, err := driverstest.Take(ctx, c, "k", "o", time.Second)
 	if !errors.Is(err, context.Canceled) {
 		t.Fatalf("Acquire with a cancelled ctx = %v", err)
 	}
@@ -300,7 +301,7 @@ func TestClient_ClosedReturnsErrClosed(t *testing.T) {
 	if err := c.Close(); err != nil {
 		t.Fatalf("second Close = %v", err)
 	}
-	if _, _, err := c.Acquire(t.Context(), "k", "o", time.Second); !errors.Is(err, drivers.ErrClosed) {
+	if _, _, err := driverstest.Take(t.Context(), c, "k", "o", time.Second); !errors.Is(err, drivers.ErrClosed) {
 		t.Fatalf("Acquire after Close = %v", err)
 	}
 	if n.hitCount("/v1/acquire") != 0 {
@@ -312,12 +313,12 @@ func TestClient_AcquireWaitGetsKeyWhenReleased(t *testing.T) {
 	n := newFakeNode(t, "")
 	c := newTestClient(t, Config{Addrs: []string{n.addr()}})
 	ctx := t.Context()
-	if _, ok, err := c.Acquire(ctx, "k", "holder", time.Minute); err != nil || !ok {
+	if _, ok, err := driverstest.Take(ctx, c, "k", "holder", time.Minute); err != nil || !ok {
 		t.Fatal("setup acquire failed")
 	}
 	got := make(chan error, 1)
 	go func() {
-		_, err := c.AcquireWait(ctx, "k", "waiter", time.Minute, drivers.WaitOptions{})
+		_, err := driverstest.TakeWait(ctx, c, "k", "waiter", time.Minute, drivers.WaitOptions{})
 		got <- err
 	}()
 	// Release once the waiter is queued at the node.
@@ -341,13 +342,13 @@ func TestClient_AcquireWaitGetsKeyWhenReleased(t *testing.T) {
 func TestClient_AcquireWaitHonoursDeadline(t *testing.T) {
 	n := newFakeNode(t, "")
 	c := newTestClient(t, Config{Addrs: []string{n.addr()}})
-	if _, ok, _ := c.Acquire(t.Context(), "k", "holder", time.Minute); !ok {
+	if _, ok, _ := driverstest.Take(t.Context(), c, "k", "holder", time.Minute); !ok {
 		t.Fatal("setup acquire failed")
 	}
 	ctx, cancel := context.WithTimeout(t.Context(), 300*time.Millisecond)
 	defer cancel()
 	start := time.Now()
-	_, err := c.AcquireWait(ctx, "k", "waiter", time.Minute, drivers.WaitOptions{})
+	_, err := driverstest.TakeWait(ctx, c, "k", "waiter", time.Minute, drivers.WaitOptions{})
 	if !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("AcquireWait = %v, want DeadlineExceeded", err)
 	}
@@ -369,7 +370,7 @@ func TestClient_ListAndStatus(t *testing.T) {
 	c := newTestClient(t, Config{Addrs: []string{n.addr()}})
 	ctx := t.Context()
 	for _, k := range []string{"jobs/1", "jobs/2", "other"} {
-		if _, ok, _ := c.Acquire(ctx, k, "o", time.Minute); !ok {
+		if _, ok, _ := driverstest.Take(ctx, c, k, "o", time.Minute); !ok {
 			t.Fatal("acquire failed")
 		}
 	}
@@ -402,7 +403,7 @@ func TestClient_UnreachableLeaderFallsBackToForwardingNodes(t *testing.T) {
 	c := newTestClient(t, Config{Addrs: []string{follower.addr()}})
 	const calls = 30
 	for i := range calls {
-		if _, ok, err := c.Acquire(t.Context(), "k"+strconv.Itoa(i), "o", time.Second); err != nil || !ok {
+		if _, ok, err := driverstest.Take(t.Context(), c, "k"+strconv.Itoa(i), "o", time.Second); err != nil || !ok {
 			t.Fatalf("Acquire = %v, %v", ok, err)
 		}
 	}
@@ -422,7 +423,7 @@ func TestClient_DoesNotFollowRedirects(t *testing.T) {
 	}))
 	t.Cleanup(redirector.Close)
 	c := newTestClient(t, Config{Addrs: []string{strings.TrimPrefix(redirector.URL, "http://")}, Timeout: 300 * time.Millisecond})
-	_, _, err := c.Acquire(t.Context(), "k", "o", time.Second)
+	_, _, err := driverstest.Take(t.Context(), c, "k", "o", time.Second)
 	var ae *APIError
 	if !errors.As(err, &ae) || ae.StatusCode != http.StatusTemporaryRedirect {
 		t.Fatalf("Acquire through a redirect = %v, want the 307 as an *APIError", err)

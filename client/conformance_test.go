@@ -74,7 +74,7 @@ func TestClient_FailsOverWhenTheLeaderStops(t *testing.T) {
 	}
 	defer c.Close()
 	ctx := t.Context()
-	fence, ok, err := c.Acquire(ctx, "held", "o1", time.Minute)
+	fence, ok, err := driverstest.Take(ctx, c, "held", "o1", time.Minute)
 	if err != nil || !ok {
 		t.Fatalf("Acquire = %v, %v", ok, err)
 	}
@@ -94,7 +94,7 @@ func TestClient_FailsOverWhenTheLeaderStops(t *testing.T) {
 	}
 	// The next writes succeed on the new leader.
 	for i := range 5 {
-		if _, ok, err := c.Acquire(ctx, fmt.Sprintf("after-%d", i), "o2", time.Minute); err != nil || !ok {
+		if _, ok, err := driverstest.Take(ctx, c, fmt.Sprintf("after-%d", i), "o2", time.Minute); err != nil || !ok {
 			t.Fatalf("Acquire after failover = %v, %v", ok, err)
 		}
 	}
@@ -106,7 +106,7 @@ func TestClient_FailsOverWhenTheLeaderStops(t *testing.T) {
 		t.Fatalf("remaining TTL after failover = %v", info.Remaining)
 	}
 	// Refreshing by the same owner keeps the fence.
-	if f, ok, err := c.Acquire(ctx, "held", "o1", time.Minute); err != nil || !ok || f != fence {
+	if f, ok, err := driverstest.Take(ctx, c, "held", "o1", time.Minute); err != nil || !ok || f != fence {
 		t.Fatalf("refresh after failover = %d, %v, %v; want fence %d", f, ok, err, fence)
 	}
 }

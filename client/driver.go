@@ -22,25 +22,10 @@ func (c *Client) DefaultPrefix() string { return "" }
 
 var _ drivers.KeyNamer = (*Client)(nil)
 
-// Acquire takes key for owner for ttl, or refreshes it when owner already
-// holds it (same fence). ok is false, with a nil error, when another owner
-// holds the key. Retrying after a lost answer is safe: the retry is a
-// refresh by the same owner.
-func (c *Client) Acquire(ctx context.Context, key, owner string, ttl time.Duration) (uint64, bool, error) {
-	fence, ok, _, err := c.AcquireHolderTTL(ctx, key, owner, ttl)
-	return fence, ok, err
-}
-
-// AcquireHolderTTL is AcquireHolder with the holder's remaining time only.
-func (c *Client) AcquireHolderTTL(ctx context.Context, key, owner string, ttl time.Duration) (uint64, bool, time.Duration, error) {
-	fence, ok, held, err := c.acquireOnce(ctx, key, owner, ttl, nil)
-	return fence, ok, held.TTL, err
-}
-
-// AcquireHolder is Acquire that, when another owner holds the key, also
+// acquireKeyHolder is Acquire that, when another owner holds the key, also
 // says who (the node's holder: drivers.HolderOf its owner) and how long
 // its grant has left (holder_ttl_ms).
-func (c *Client) AcquireHolder(ctx context.Context, key, owner string, ttl time.Duration) (uint64, bool, drivers.HeldBy, error) {
+func (c *Client) acquireKeyHolder(ctx context.Context, key, owner string, ttl time.Duration) (uint64, bool, drivers.HeldBy, error) {
 	return c.acquireOnce(ctx, key, owner, ttl, nil)
 }
 
@@ -64,12 +49,7 @@ func (c *Client) acquireOnce(ctx context.Context, key, owner string, ttl time.Du
 	return out.Fence, true, drivers.HeldBy{}, nil
 }
 
-var (
-	_ drivers.HolderTTLReporter = (*Client)(nil)
-	_ drivers.HolderReporter    = (*Client)(nil)
-)
-
-// AcquireWait waits in the cluster's FIFO queue for key until it is
+// acquireKeyWait waits in the cluster's FIFO queue for key until it is
 // granted to owner, or until ctx ends (it then returns an error wrapping
 // ctx.Err()). Each request asks the server to wait at most until just
 // before ctx's deadline (or WaitChunk when ctx has none); a request the
@@ -82,7 +62,7 @@ var (
 //
 // With opts.OwnerReused, that grant is left to its TTL: the owner may ask
 // again, and a late release would free its new grant.
-func (c *Client) AcquireWait(ctx context.Context, key, owner string, ttl time.Duration, opts drivers.WaitOptions) (uint64, error) {
+func (c *Client) acquireKeyWait(ctx context.Context, key, owner string, ttl time.Duration, opts drivers.WaitOptions) (uint64, error) {
 	return c.acquireWait(ctx, key, owner, ttl, nil, opts)
 }
 

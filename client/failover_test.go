@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/zerotal/lock/drivers"
+	"github.com/zerotal/lock/drivers/driverstest"
 	"github.com/zerotal/lock/internal/loopback"
 	"github.com/zerotal/lock/internal/testkit/poll"
 )
@@ -21,7 +22,7 @@ func leaderAndFollower(t *testing.T, cfg Config) (leader, follower *fakeNode, c 
 	follower.leaderHTTP.Store(&l)
 	cfg.Addrs = []string{leader.addr(), follower.addr()}
 	c = newTestClient(t, cfg)
-	if _, ok, err := c.Acquire(t.Context(), "warm-up", "o", time.Second); err != nil || !ok {
+	if _, ok, err := driverstest.Take(t.Context(), c, "warm-up", "o", time.Second); err != nil || !ok {
 		t.Fatalf("Acquire = %v, %v", ok, err)
 	}
 	if leader.hitCount("/v1/acquire") != 1 {
@@ -40,7 +41,7 @@ func TestClient_MovesOnFromSilentNode(t *testing.T) {
 	leader.frozen.Store(true)
 
 	start := time.Now()
-	if _, ok, err := c.Acquire(t.Context(), "k", "o", time.Second); err != nil || !ok {
+	if _, ok, err := driverstest.Take(t.Context(), c, "k", "o", time.Second); err != nil || !ok {
 		t.Fatalf("Acquire with the leader silent = %v, %v", ok, err)
 	}
 	d := time.Since(start)
@@ -79,14 +80,14 @@ func TestClient_MovesOnFromSilentNode(t *testing.T) {
 func TestClient_SlowNodeThatAnswersItsStatusIsWaitedFor(t *testing.T) {
 	const attempt = 100 * time.Millisecond
 	leader, follower, c := leaderAndFollower(t, Config{AttemptTimeout: attempt})
-	if _, ok, err := c.Acquire(t.Context(), "k", "holder", time.Minute); err != nil || !ok {
+	if _, ok, err := driverstest.Take(t.Context(), c, "k", "holder", time.Minute); err != nil || !ok {
 		t.Fatalf("Acquire = %v, %v", ok, err)
 	}
 	// A waiting acquire is held by the server for its whole wait: many
 	// AttemptTimeouts here.
 	ctx, cancel := context.WithTimeout(t.Context(), 8*attempt)
 	defer cancel()
-	if _, err := c.AcquireWait(ctx, "k", "waiter", time.Minute, drivers.WaitOptions{}); !errors.Is(err, context.DeadlineExceeded) {
+	if _, err := driverstest.TakeWait(ctx, c, "k", "waiter", time.Minute, drivers.WaitOptions{}); !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("AcquireWait = %v, want the deadline", err)
 	}
 	// One long wait until just before the deadline (and perhaps short ones
@@ -124,7 +125,7 @@ func TestClient_CallerDeadlineMarksSilentNode(t *testing.T) {
 	leader.frozen.Store(true)
 
 	ctx, cancel := context.WithTimeout(t.Context(), deadline)
-	_, _, err := c.Acquire(ctx, "k", "o", time.Second)
+	_, _, err := driverstest.Take(ctx, c, "k", "o", time.Second)
 	cancel()
 	if !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("Acquire on the silent leader = %v, want the deadline", err)
@@ -133,7 +134,7 @@ func TestClient_CallerDeadlineMarksSilentNode(t *testing.T) {
 
 	ctx, cancel = context.WithTimeout(t.Context(), deadline)
 	defer cancel()
-	if _, ok, err := c.Acquire(ctx, "k", "o", time.Second); err != nil || !ok {
+	if _, ok, err := driverstest.Take(ctx, c, "k", "o", time.Second); err != nil || !ok {
 		t.Fatalf("the next call with the same deadline = %v, %v, want it served by the other node", ok, err)
 	}
 	if got := follower.hitCount("/v1/acquire"); got != 1 {
@@ -157,7 +158,7 @@ func TestClient_ForwardToSilentLeaderIsAbandoned(t *testing.T) {
 	c := newTestClient(t, Config{Addrs: []string{stuck.addr(), other.addr()}, AttemptTimeout: attempt})
 
 	start := time.Now()
-	if _, ok, err := c.Acquire(t.Context(), "k", "o", time.Second); err != nil || !ok {
+	if _, ok, err := driverstest.Take(t.Context(), c, "k", "o", time.Second); err != nil || !ok {
 		t.Fatalf("Acquire = %v, %v", ok, err)
 	}
 	d := time.Since(start)
@@ -192,7 +193,7 @@ func TestClient_DiscoveryIsNotDelayedBySilentNode(t *testing.T) {
 	c := newTestClient(t, Config{Addrs: []string{silent.addr(), follower.addr(), leader.addr()}, AttemptTimeout: attempt})
 
 	start := time.Now()
-	if _, ok, err := c.Acquire(t.Context(), "k", "o", time.Second); err != nil || !ok {
+	if _, ok, err := driverstest.Take(t.Context(), c, "k", "o", time.Second); err != nil || !ok {
 		t.Fatalf("Acquire = %v, %v", ok, err)
 	}
 	if d := time.Since(start); d > attempt/5 {
@@ -229,7 +230,7 @@ func TestClient_UnavailableTellsNeverSentFromOutcomeUnknown(t *testing.T) {
 		cfg := cfg
 		cfg.Addrs = []string{n.addr(), loopback.MustFreeAddr(t)}
 		c := newTestClient(t, cfg)
-		_, _, err := c.Acquire(t.Context(), "k", "o", time.Second)
+		_, _, err := driverstest.Take(t.Context(), c, "k", "o", time.Second)
 		if !errors.Is(err, drivers.ErrUnavailable) || !errors.Is(err, drivers.ErrOutcomeUnknown) {
 			t.Fatalf("Acquire = %v, want ErrUnavailable and ErrOutcomeUnknown", err)
 		}
@@ -265,7 +266,7 @@ func TestClient_ReleaseRetriedAfterLostReply(t *testing.T) {
 	n := newFakeNode(t, "")
 	c := newTestClient(t, Config{Addrs: []string{n.addr()}})
 	ctx := t.Context()
-	if _, ok, err := c.Acquire(ctx, "k", "o", time.Minute); err != nil || !ok {
+	if _, ok, err := driverstest.Take(ctx, c, "k", "o", time.Minute); err != nil || !ok {
 		t.Fatalf("Acquire = %v, %v", ok, err)
 	}
 	n.dropReplies.Store(1)
@@ -286,7 +287,7 @@ func TestClient_ReleaseRetriedAfterLostReply(t *testing.T) {
 
 	// A lost reply whose retry finds the key still held by the owner
 	// answers what the retry did.
-	if _, ok, err := c.Acquire(ctx, "k2", "o", time.Minute); err != nil || !ok {
+	if _, ok, err := driverstest.Take(ctx, c, "k2", "o", time.Minute); err != nil || !ok {
 		t.Fatalf("Acquire = %v, %v", ok, err)
 	}
 	n.dropReplies.Store(1)

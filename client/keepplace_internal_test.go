@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/zerotal/lock/drivers"
+	"github.com/zerotal/lock/drivers/driverstest"
 )
 
 // Every chunk of a wait but the last asks the node to keep its place;
@@ -15,12 +16,12 @@ import (
 func TestAcquireWait_EveryChunkButTheLastKeepsItsPlace(t *testing.T) {
 	n := newFakeNode(t, "")
 	c := newTestClient(t, Config{Addrs: []string{n.addr()}, WaitChunk: 100 * time.Millisecond})
-	if _, ok, _ := c.Acquire(t.Context(), "k", "holder", time.Minute); !ok {
+	if _, ok, _ := driverstest.Take(t.Context(), c, "k", "holder", time.Minute); !ok {
 		t.Fatal("setup acquire failed")
 	}
 	ctx, cancel := context.WithTimeout(t.Context(), 450*time.Millisecond)
 	defer cancel()
-	_, err := c.AcquireWait(ctx, "k", "waiter", time.Minute, drivers.WaitOptions{})
+	_, err := driverstest.TakeWait(ctx, c, "k", "waiter", time.Minute, drivers.WaitOptions{})
 	if !errors.Is(err, drivers.ErrNotAcquired) {
 		t.Fatalf("AcquireWait = %v; want the key held", err)
 	}
@@ -48,12 +49,12 @@ func TestAcquireWait_ANodeThatRefusesKeepIsWaitedOnWithout(t *testing.T) {
 	n := newFakeNode(t, "")
 	n.noKeep.Store(true)
 	c := newTestClient(t, Config{Addrs: []string{n.addr()}, WaitChunk: 100 * time.Millisecond})
-	if _, ok, _ := c.Acquire(t.Context(), "k", "holder", time.Minute); !ok {
+	if _, ok, _ := driverstest.Take(t.Context(), c, "k", "holder", time.Minute); !ok {
 		t.Fatal("setup acquire failed")
 	}
 	for range 2 { // the second wait sends no keep_ms at all
 		ctx, cancel := context.WithTimeout(t.Context(), 350*time.Millisecond)
-		_, err := c.AcquireWait(ctx, "k", "waiter", time.Minute, drivers.WaitOptions{})
+		_, err := driverstest.TakeWait(ctx, c, "k", "waiter", time.Minute, drivers.WaitOptions{})
 		cancel()
 		if !errors.Is(err, drivers.ErrNotAcquired) || errors.Is(err, drivers.ErrInvalid) {
 			t.Fatalf("AcquireWait = %v; want the key held", err)
@@ -75,7 +76,7 @@ func TestAcquireWait_ANodeThatRefusesKeepIsWaitedOnWithout(t *testing.T) {
 	c.keepRefused.Store(time.Now().Add(-keepRetry).UnixNano())
 	ctx, cancel := context.WithTimeout(t.Context(), 350*time.Millisecond)
 	defer cancel()
-	if _, err := c.AcquireWait(ctx, "k", "waiter", time.Minute, drivers.WaitOptions{}); !errors.Is(err, drivers.ErrNotAcquired) {
+	if _, err := driverstest.TakeWait(ctx, c, "k", "waiter", time.Minute, drivers.WaitOptions{}); !errors.Is(err, drivers.ErrNotAcquired) {
 		t.Fatalf("AcquireWait after keepRetry = %v; want the key held", err)
 	}
 	if _, again := n.waitsSent(); again[len(keeps)] != KeepPlace.Milliseconds() {

@@ -10,6 +10,7 @@ import (
 	"github.com/zerotal/lock/api"
 	"github.com/zerotal/lock/client"
 	"github.com/zerotal/lock/drivers"
+	"github.com/zerotal/lock/drivers/driverstest"
 	"github.com/zerotal/lock/internal/testkit/poll"
 )
 
@@ -58,7 +59,7 @@ func chunkedClient(t *testing.T, addrs []string, path string) (*client.Client, *
 func holding(ctx context.Context, t *testing.T, addrs []string, key string) (*client.Client, func() int) {
 	t.Helper()
 	holder := clusterClient(t, addrs, nil)
-	if _, ok, err := holder.Acquire(ctx, key, "holder", time.Minute); err != nil || !ok {
+	if _, ok, err := driverstest.Take(ctx, holder, key, "holder", time.Minute); err != nil || !ok {
 		t.Fatalf("Acquire = %v, %v", ok, err)
 	}
 	return holder, func() int {
@@ -87,7 +88,7 @@ func TestAcquireWait_KeepsItsPlaceFromChunkToChunk(t *testing.T) {
 	}
 	answers := make(chan answer, 2)
 	wait := func(c *client.Client, owner string) {
-		_, err := c.AcquireWait(ctx, "k", owner, time.Minute, drivers.WaitOptions{})
+		_, err := driverstest.TakeWait(ctx, c, "k", owner, time.Minute, drivers.WaitOptions{})
 		answers <- answer{owner, err}
 	}
 	go wait(first, "first")
@@ -126,14 +127,14 @@ func TestAcquireAllWait_KeepsItsPlaceFromChunkToChunk(t *testing.T) {
 
 	answers := make(chan string, 2)
 	go func() {
-		if _, err := set.AcquireAllWait(ctx, []string{"b", "a"}, "set", time.Minute, drivers.WaitOptions{}); err != nil {
+		if _, err := driverstest.TakeAllWait(ctx, set, []string{"b", "a"}, "set", time.Minute, drivers.WaitOptions{}); err != nil {
 			t.Errorf("AcquireAllWait = %v", err)
 		}
 		answers <- "set"
 	}()
 	poll.Until(t, 10*time.Second, "the set to queue for a", func() bool { return waiters() == 1 })
 	go func() {
-		if _, err := later.AcquireWait(ctx, "a", "later", time.Minute, drivers.WaitOptions{}); err != nil {
+		if _, err := driverstest.TakeWait(ctx, later, "a", "later", time.Minute, drivers.WaitOptions{}); err != nil {
 			t.Errorf("AcquireWait = %v", err)
 		}
 		answers <- "later"

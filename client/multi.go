@@ -13,16 +13,14 @@ import (
 	"github.com/zerotal/lock/drivers"
 )
 
-var _ drivers.MultiAcquirer = (*Client)(nil)
-
-// AcquireAll takes every key for owner for ttl in one step, or none
+// acquireSet takes every key for owner for ttl in one step, or none
 // (drivers.MultiAcquirer, POST /v1/acquire-all): the cluster writes them
 // as one log entry. When another owner holds a key, ok is false and busy
 // names it, with its holder. Retrying after a lost answer is safe: the
 // retry finds owner's grants and refreshes them. A cluster with a member
 // of an older release answers an error matching drivers.ErrUnsupported,
 // having taken nothing.
-func (c *Client) AcquireAll(ctx context.Context, keys []string, owner string, ttl time.Duration) ([]uint64, bool, drivers.Busy, error) {
+func (c *Client) acquireSet(ctx context.Context, keys []string, owner string, ttl time.Duration) ([]uint64, bool, drivers.Busy, error) {
 	if err := checkKeysOwner(keys, owner); err != nil {
 		return nil, false, drivers.Busy{}, err
 	}
@@ -72,9 +70,7 @@ func (c *Client) acquireAll(ctx context.Context, keys []string, owner string, tt
 	return fences, true, drivers.Busy{}, nil
 }
 
-var _ drivers.MultiWaiter = (*Client)(nil)
-
-// AcquireAllWait waits for every key together, first come first served
+// acquireSetWait waits for every key together, first come first served
 // for the whole set (drivers.MultiWaiter, POST /v1/acquire-all with
 // wait_ms): the cluster takes the free keys and queues owner for the busy
 // ones in one log entry, and answers once it holds them all. Requests are
@@ -83,7 +79,7 @@ var _ drivers.MultiWaiter = (*Client)(nil)
 // (with the key still waited for, as a *drivers.NotAcquiredError, when
 // the node said), and the keys are released in the background in case a
 // grant raced with the cancellation.
-func (c *Client) AcquireAllWait(ctx context.Context, keys []string, owner string, ttl time.Duration, opts drivers.WaitOptions) ([]uint64, error) {
+func (c *Client) acquireSetWait(ctx context.Context, keys []string, owner string, ttl time.Duration, opts drivers.WaitOptions) ([]uint64, error) {
 	if err := checkKeysOwner(keys, owner); err != nil {
 		return nil, err
 	}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/zerotal/lock/api"
 	"github.com/zerotal/lock/drivers"
+	"github.com/zerotal/lock/drivers/driverstest"
 )
 
 // leaderless is a node up without a leader: its status names none and
@@ -64,7 +65,7 @@ func TestClient_NoQuorumFailsFast(t *testing.T) {
 		do   func() error
 	}{
 		{"list", func() error { _, _, err := c.List(t.Context(), "", 10); return err }},
-		{"acquire", func() error { _, _, err := c.Acquire(t.Context(), "k", "o", time.Second); return err }},
+		{"acquire", func() error { _, _, err := driverstest.Take(t.Context(), c, "k", "o", time.Second); return err }},
 		{"release", func() error { _, err := c.Release(t.Context(), "k", "o"); return err }},
 	} {
 		start := time.Now()

@@ -12,23 +12,22 @@ import (
 )
 
 var (
-	_ drivers.Sharer    = (*Client)(nil)
 	_ drivers.Inspector = (*Client)(nil)
 )
 
-// AcquireShared takes a semaphore's slot or a read/write lock's side of
+// acquireClaim takes a semaphore's slot or a read/write lock's side of
 // key for owner (POST /v1/acquire-shared); ok is false when the key has no
 // room for owner now, or others wait before it, and held is then who is
 // in the way as the node's 409 says (holder, holder_ttl_ms). A cluster
 // with a member that cannot apply it yet answers an error matching
 // drivers.ErrUnsupported, as does a node of an older release.
-func (c *Client) AcquireShared(ctx context.Context, key, owner string, ttl time.Duration, claim drivers.Claim) (uint64, bool, drivers.HeldBy, error) {
+func (c *Client) acquireClaim(ctx context.Context, key, owner string, ttl time.Duration, claim drivers.Claim) (uint64, bool, drivers.HeldBy, error) {
 	return c.acquireOnce(ctx, key, owner, ttl, &claim)
 }
 
-// AcquireSharedWait is AcquireShared that waits in the key's FIFO queue,
+// acquireClaimWait is AcquireShared that waits in the key's FIFO queue,
 // as AcquireWait does for a mutex.
-func (c *Client) AcquireSharedWait(ctx context.Context, key, owner string, ttl time.Duration, claim drivers.Claim, opts drivers.WaitOptions) (uint64, error) {
+func (c *Client) acquireClaimWait(ctx context.Context, key, owner string, ttl time.Duration, claim drivers.Claim, opts drivers.WaitOptions) (uint64, error) {
 	return c.acquireWait(ctx, key, owner, ttl, &claim, opts)
 }
 

@@ -44,7 +44,7 @@ func TestStream_ClientCarriesCallsOverOneStreamPerNode(t *testing.T) {
 		return c.Streams() > 0
 	})
 	for i := 0; i < 50; i++ {
-		f, ok, err := c.Acquire(ctx, "k", "o", time.Minute)
+		f, ok, err := driverstest.Take(ctx, c, "k", "o", time.Minute)
 		if err != nil || !ok || f == 0 {
 			t.Fatalf("Acquire = %d, %v, %v", f, ok, err)
 		}
@@ -81,7 +81,7 @@ func TestStream_AbandonedWaitIsCancelledOnTheNode(t *testing.T) {
 		_, _, _ = c.Get(ctx, "k")
 		return c.Streams() > 0
 	})
-	if _, ok, err := c.Acquire(ctx, "k", "holder", time.Minute); err != nil || !ok {
+	if _, ok, err := driverstest.Take(ctx, c, "k", "holder", time.Minute); err != nil || !ok {
 		t.Fatalf("Acquire = %v, %v", ok, err)
 	}
 	opened := c.StreamsOpened()
@@ -96,7 +96,7 @@ func TestStream_AbandonedWaitIsCancelledOnTheNode(t *testing.T) {
 		wctx, cancel := context.WithCancel(ctx)
 		done := make(chan error, 1)
 		go func() {
-			_, err := c.AcquireWait(wctx, "k", "leaver", time.Minute, drivers.WaitOptions{})
+			_, err := driverstest.TakeWait(wctx, c, "k", "leaver", time.Minute, drivers.WaitOptions{})
 			done <- err
 		}()
 		poll.Until(t, 5*time.Second, "the wait queued on the node", func() bool { return waiters() == 1 })
@@ -140,7 +140,7 @@ func TestStream_RequestOnAStreamThatJustEndedGoesPlain(t *testing.T) {
 	})
 	c.EndStreamUnderARequest(errors.New("closed under the request"))
 
-	f, ok, err := c.Acquire(ctx, "k", "o", time.Minute)
+	f, ok, err := driverstest.Take(ctx, c, "k", "o", time.Minute)
 	if err != nil || !ok || f == 0 {
 		t.Fatalf("Acquire on a stream that just ended = %d, %v, %v; want granted through plain HTTP", f, ok, err)
 	}
@@ -166,7 +166,7 @@ func TestStream_OneConnectionPerNodeOnceTheStreamIsUp(t *testing.T) {
 	}
 	defer c.Close()
 	ctx := t.Context()
-	if _, ok, err := c.Acquire(ctx, "k", "o", time.Minute); err != nil || !ok {
+	if _, ok, err := driverstest.Take(ctx, c, "k", "o", time.Minute); err != nil || !ok {
 		t.Fatalf("Acquire = %v, %v", ok, err)
 	}
 	poll.Until(t, 5*time.Second, "a stream to the node", func() bool {

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/zerotal/lock/drivers"
+	"github.com/zerotal/lock/drivers/driverstest"
 )
 
 // Keys are UTF-8 on the cluster. Sent as they are, "a\xff" and "a\xfe"
@@ -19,12 +20,12 @@ func TestClient_RefusesKeysThatAreNotUTF8(t *testing.T) {
 	ctx := t.Context()
 	const bad = "a\xff"
 	calls := map[string]func() error{
-		"Acquire": func() error { _, _, err := c.Acquire(ctx, bad, "o", time.Second); return err },
+		"Acquire": func() error { _, _, err := driverstest.Take(ctx, c, bad, "o", time.Second); return err },
 		"AcquireWait": func() error {
-			_, err := c.AcquireWait(ctx, bad, "o", time.Second, drivers.WaitOptions{})
+			_, err := driverstest.TakeWait(ctx, c, bad, "o", time.Second, drivers.WaitOptions{})
 			return err
 		},
-		"Acquire owner": func() error { _, _, err := c.Acquire(ctx, "a", "o\xfe", time.Second); return err },
+		"Acquire owner": func() error { _, _, err := driverstest.Take(ctx, c, "a", "o\xfe", time.Second); return err },
 		"Release":       func() error { _, err := c.Release(ctx, bad, "o"); return err },
 		"Extend":        func() error { _, err := c.Extend(ctx, bad, "o", time.Second); return err },
 		"ForceRelease":  func() error { return c.ForceRelease(ctx, bad) },
@@ -42,7 +43,7 @@ func TestClient_RefusesKeysThatAreNotUTF8(t *testing.T) {
 		}
 	}
 	// Valid UTF-8 of any kind still goes through.
-	if _, ok, err := c.Acquire(ctx, "ключ 鍵/with spaces:colons", "o", time.Second); err != nil || !ok {
+	if _, ok, err := driverstest.Take(ctx, c, "ключ 鍵/with spaces:colons", "o", time.Second); err != nil || !ok {
 		t.Fatalf("Acquire of a valid UTF-8 key = %v, %v", ok, err)
 	}
 }

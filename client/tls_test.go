@@ -12,6 +12,7 @@ import (
 	"github.com/zerotal/lock/client"
 	"github.com/zerotal/lock/cluster"
 	"github.com/zerotal/lock/drivers"
+	"github.com/zerotal/lock/drivers/driverstest"
 	"github.com/zerotal/lock/internal/testkit/testtls"
 )
 
@@ -48,7 +49,7 @@ func TestTLS_ClientAgainstTLSCluster(t *testing.T) {
 	c := newClient(t, client.Config{Addrs: addrs, CAFile: ca.File})
 	for i := range 20 {
 		key := fmt.Sprintf("tls-%d", i)
-		fence, ok, err := c.Acquire(ctx, key, "owner", time.Minute)
+		fence, ok, err := driverstest.Take(ctx, c, key, "owner", time.Minute)
 		if err != nil || !ok || fence == 0 {
 			t.Fatalf("acquire %s: fence %d ok %v err %v", key, fence, ok, err)
 		}
@@ -64,7 +65,7 @@ func TestTLS_ClientAgainstTLSCluster(t *testing.T) {
 
 	start := time.Now()
 	bare := newClient(t, client.Config{Addrs: []string{"https://" + addrs[0]}, Timeout: 5 * time.Second})
-	_, _, err := bare.Acquire(ctx, "k", "o", time.Second)
+	_, _, err := driverstest.Take(ctx, bare, "k", "o", time.Second)
 	if !errors.Is(err, client.ErrTLS) || !strings.Contains(err.Error(), "CAFile") {
 		t.Fatalf("client without the CA: %v, want ErrTLS naming CAFile", err)
 	}
@@ -74,7 +75,7 @@ func TestTLS_ClientAgainstTLSCluster(t *testing.T) {
 	}
 
 	plain := newClient(t, client.Config{Addrs: []string{"http://" + addrs[0]}, Timeout: 2 * time.Second})
-	_, _, err = plain.Acquire(ctx, "k", "o", time.Second)
+	_, _, err = driverstest.Take(ctx, plain, "k", "o", time.Second)
 	if !errors.Is(err, client.ErrTLS) || !strings.Contains(err.Error(), "https://") {
 		t.Fatalf("plain HTTP to a TLS node: %v, want ErrTLS suggesting https://", err)
 	}
@@ -88,14 +89,14 @@ func TestTLS_ClientMutualTLS(t *testing.T) {
 	ctx := t.Context()
 
 	noCert := newClient(t, client.Config{Addrs: addrs, CAFile: ca.File, Timeout: 5 * time.Second})
-	_, _, err := noCert.Acquire(ctx, "k", "o", time.Second)
+	_, _, err := driverstest.Take(ctx, noCert, "k", "o", time.Second)
 	if !errors.Is(err, client.ErrTLS) || !strings.Contains(err.Error(), "CertFile") {
 		t.Fatalf("client without a certificate: %v, want ErrTLS naming CertFile", err)
 	}
 	t.Logf("without a certificate: %v", err)
 	pair := ca.Issue(t, "app")
 	c := newClient(t, client.Config{Addrs: addrs, CAFile: ca.File, CertFile: pair.CertFile, KeyFile: pair.KeyFile})
-	if _, ok, err := c.Acquire(ctx, "k", "o", time.Second); err != nil || !ok {
+	if _, ok, err := driverstest.Take(ctx, c, "k", "o", time.Second); err != nil || !ok {
 		t.Fatalf("client with a certificate: ok %v err %v", ok, err)
 	}
 }
@@ -106,13 +107,13 @@ func TestTLS_ClientClusterIDMismatch(t *testing.T) {
 	addrs, ca := startTLSCluster(t, false, "prod")
 	ctx := t.Context()
 	wrong := newClient(t, client.Config{Addrs: addrs, CAFile: ca.File, ClusterID: "staging"})
-	_, _, err := wrong.Acquire(ctx, "k", "o", time.Second)
+	_, _, err := driverstest.Take(ctx, wrong, "k", "o", time.Second)
 	if !errors.Is(err, client.ErrWrongCluster) || !strings.Contains(err.Error(), "staging") {
 		t.Fatalf("wrong cluster: %v, want ErrWrongCluster", err)
 	}
 	t.Logf("wrong cluster: %v", err)
 	right := newClient(t, client.Config{Addrs: addrs, CAFile: ca.File, ClusterID: "prod"})
-	if _, ok, err := right.Acquire(ctx, "k", "o", time.Second); err != nil || !ok {
+	if _, ok, err := driverstest.Take(ctx, right, "k", "o", time.Second); err != nil || !ok {
 		t.Fatalf("right cluster: ok %v err %v", ok, err)
 	}
 }

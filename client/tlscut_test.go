@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/zerotal/lock/client"
+	"github.com/zerotal/lock/drivers/driverstest"
 	"github.com/zerotal/lock/internal/testkit/testtls"
 )
 
@@ -65,7 +66,7 @@ func cutWithoutCertificate(t *testing.T, ca *testtls.CA, cert tls.Certificate, p
 		t.Fatal(err)
 	}
 	defer c.Close()
-	_, _, err = c.Acquire(t.Context(), "k", "o", time.Minute)
+	_, _, err = driverstest.Take(t.Context(), c, "k", "o", time.Minute)
 	if !errors.Is(err, client.ErrTLS) || !strings.Contains(err.Error(), "refused this client's certificate") {
 		t.Fatalf("Acquire = %v; want ErrTLS saying the node refused this client's certificate", err)
 	}

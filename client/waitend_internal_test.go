@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/zerotal/lock/drivers"
+	"github.com/zerotal/lock/drivers/driverstest"
 	"github.com/zerotal/lock/internal/testkit/poll"
 )
 
@@ -22,14 +23,14 @@ func TestAcquireWait_AReusedOwnersAbandonedWaitSendsNoLateRelease(t *testing.T) 
 		wait func(c *Client, ctx context.Context, opts drivers.WaitOptions) error
 	}{
 		{"mutex", func(c *Client, ctx context.Context, opts drivers.WaitOptions) error {
-			_, err := c.AcquireWait(ctx, "k", "candidate", time.Minute, opts)
+			_, err := driverstest.TakeWait(ctx, c, "k", "candidate", time.Minute, opts)
 			return err
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			n := newFakeNode(t, "")
 			c := newTestClient(t, Config{Addrs: []string{n.addr()}})
-			if _, ok, err := c.Acquire(t.Context(), "k", "leader", time.Minute); !ok || err != nil {
+			if _, ok, err := driverstest.Take(t.Context(), c, "k", "leader", time.Minute); !ok || err != nil {
 				t.Fatal("setup acquire:", ok, err)
 			}
 			gate := make(chan struct{})
@@ -50,7 +51,7 @@ func TestAcquireWait_AReusedOwnersAbandonedWaitSendsNoLateRelease(t *testing.T) 
 			delete(n.locks, "k")
 			n.freed()
 			n.mu.Unlock()
-			if _, ok, err := c.Acquire(t.Context(), "k", "candidate", time.Minute); !ok || err != nil {
+			if _, ok, err := driverstest.Take(t.Context(), c, "k", "candidate", time.Minute); !ok || err != nil {
 				t.Fatal("the candidate's next acquire:", ok, err)
 			}
 			close(gate)
@@ -73,13 +74,13 @@ func TestAcquireWait_AReusedOwnersAbandonedWaitSendsNoLateRelease(t *testing.T) 
 func TestAcquireWait_AFreshOwnersAbandonedWaitIsReleased(t *testing.T) {
 	n := newFakeNode(t, "")
 	c := newTestClient(t, Config{Addrs: []string{n.addr()}})
-	if _, ok, err := c.Acquire(t.Context(), "k", "holder", time.Minute); !ok || err != nil {
+	if _, ok, err := driverstest.Take(t.Context(), c, "k", "holder", time.Minute); !ok || err != nil {
 		t.Fatal("setup acquire:", ok, err)
 	}
 	n.holdAcquires.Store(true) // the node has the wait when ctx ends
 	ctx, cancel := context.WithTimeout(t.Context(), 150*time.Millisecond)
 	defer cancel()
-	if _, err := c.AcquireWait(ctx, "k", "once", time.Minute, drivers.WaitOptions{}); err == nil {
+	if _, err := driverstest.TakeWait(ctx, c, "k", "once", time.Minute, drivers.WaitOptions{}); err == nil {
 		t.Fatal("the wait was granted a held key")
 	}
 	poll.Until(t, 5*time.Second, "the abandoned wait's release", func() bool { return n.hitCount("/v1/release") > 0 })
@@ -94,12 +95,12 @@ func TestAcquireWait_ALastPlainAttemptKeepsTheHolder(t *testing.T) {
 	// this wait is a plain acquire.
 	c := newTestClient(t, Config{Addrs: []string{n.addr()}, WaitChunk: time.Millisecond})
 	const holder = "0123456789abcdef0123456789abcdef:deploy@host-3"
-	if _, ok, err := c.Acquire(t.Context(), "k", holder, time.Minute); !ok || err != nil {
+	if _, ok, err := driverstest.Take(t.Context(), c, "k", holder, time.Minute); !ok || err != nil {
 		t.Fatal("setup acquire:", ok, err)
 	}
 	ctx, cancel := context.WithTimeout(t.Context(), 300*time.Millisecond)
 	defer cancel()
-	_, err := c.AcquireWait(ctx, "k", "waiter", time.Minute, drivers.WaitOptions{})
+	_, err := driverstest.TakeWait(ctx, c, "k", "waiter", time.Minute, drivers.WaitOptions{})
 	na, ok := errors.AsType[*drivers.NotAcquiredError](err)
 	if want := drivers.HolderOf(holder); !ok || na.Holder != want || na.HolderTTL < 30*time.Second {
 		t.Fatalf("AcquireWait = %v (%+v); want the key held by %s, with its time left", err, na, want)

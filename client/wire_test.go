@@ -7,6 +7,7 @@ import (
 
 	"github.com/zerotal/lock/client"
 	"github.com/zerotal/lock/drivers"
+	"github.com/zerotal/lock/drivers/driverstest"
 )
 
 // TestClient_NotAcquiredTellsHolderTTL: against a real cluster, a second
@@ -20,7 +21,7 @@ func TestClient_NotAcquiredTellsHolderTTL(t *testing.T) {
 	}
 	t.Cleanup(func() { _ = c.Close() })
 	const ttl = 10 * time.Second
-	if _, ok, err := c.Acquire(t.Context(), "held", "a", ttl); err != nil || !ok {
+	if _, ok, err := driverstest.Take(t.Context(), c, "held", "a", ttl); err != nil || !ok {
 		t.Fatalf("Acquire by a = %v, %v", ok, err)
 	}
 	err = c.AcquireError(t.Context(), "held", "b", ttl)

@@ -18,6 +18,7 @@ import (
 	"github.com/zerotal/lock/client"
 	"github.com/zerotal/lock/cluster/httpapi"
 	"github.com/zerotal/lock/drivers"
+	"github.com/zerotal/lock/drivers/driverstest"
 )
 
 // floodClient is an HTTP client for many concurrent requests to one node.
@@ -223,17 +224,17 @@ func TestLimits_DistinctKeyFloodIsBounded(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer cl.Close()
-	_, _, err = cl.Acquire(ctx, "one-more", "o", time.Minute)
+	_, _, err = driverstest.Take(ctx, cl, "one-more", "o", time.Minute)
 	if !errors.Is(err, drivers.ErrFull) || !strings.Contains(err.Error(), "limit") {
 		t.Fatalf("client acquire at the limit: %v, want ErrFull", err)
 	}
-	if _, ok, err := cl.Acquire(ctx, "flood/key-00000000", owner, time.Hour); err != nil || !ok {
+	if _, ok, err := driverstest.Take(ctx, cl, "flood/key-00000000", owner, time.Hour); err != nil || !ok {
 		t.Fatalf("refresh of a held key at the limit: ok %v err %v", ok, err)
 	}
 	if released, err := cl.Release(ctx, "flood/key-00000001", owner); err != nil || !released {
 		t.Fatalf("release at the limit: %v %v", released, err)
 	}
-	if _, ok, err := cl.Acquire(ctx, "one-more", "o", time.Minute); err != nil || !ok {
+	if _, ok, err := driverstest.Take(ctx, cl, "one-more", "o", time.Minute); err != nil || !ok {
 		t.Fatalf("acquire after a release made room: ok %v err %v", ok, err)
 	}
 }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/zerotal/lock/client"
 	"github.com/zerotal/lock/cluster/peer"
+	"github.com/zerotal/lock/drivers/driverstest"
 	"github.com/zerotal/lock/internal/logbridge"
 	"github.com/zerotal/lock/internal/testkit/syncbuf"
 )
@@ -70,7 +71,7 @@ func TestSecrets_NeverInLogsOrErrors(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		_, _, err = c.Acquire(ctx, "k", "o", time.Second)
+		_, _, err = driverstest.Take(ctx, c, "k", "o", time.Second)
 		note("acquire with a wrong token via "+addr, err)
 		_, err = c.Status(ctx)
 		note("status with a wrong token", err)
@@ -84,7 +85,7 @@ func TestSecrets_NeverInLogsOrErrors(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, _, err = down.Acquire(ctx, "k", "o", time.Second)
+	_, _, err = driverstest.Take(ctx, down, "k", "o", time.Second)
 	note("unreachable node", err)
 	_ = down.Close()
 
@@ -95,7 +96,7 @@ func TestSecrets_NeverInLogsOrErrors(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer ok.Close()
-	if _, got, err := ok.Acquire(ctx, "k", "o", time.Second); err != nil || !got {
+	if _, got, err := driverstest.Take(ctx, ok, "k", "o", time.Second); err != nil || !got {
 		t.Fatalf("acquire with the token: %v %v", got, err)
 	}
 

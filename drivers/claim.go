@@ -87,7 +87,7 @@ func KindMismatch(key, heldAs string, asked Claim) error {
 
 // CheckShared reports, with an error matching ErrInvalid, a claim that is
 // not a semaphore's (a limit of 1 to MaxHolders) or a read/write lock
-// side's: what a Sharer is asked.
+// side's: the shared claims a Request may carry.
 func (c Claim) CheckShared() error {
 	switch {
 	case c.Kind == Semaphore && c.Limit > MaxHolders && !c.Write:
@@ -98,30 +98,6 @@ func (c Claim) CheckShared() error {
 		return &InvalidError{Field: "claim", Reason: fmt.Sprintf("%v is not a semaphore (limit 1 or more) or a read/write lock side", c)}
 	}
 	return nil
-}
-
-// Sharer is the optional capability of shared names: semaphores (up to N
-// holders) and read/write locks (any number of readers, or one writer).
-// Every grant has its own owner and its own fence, strictly increasing
-// per name; Release, Extend, ForceRelease and Exists of the Driver apply
-// to a shared name's grants by owner as they do to a mutex's.
-//
-// Waiting is FIFO: an acquire is granted at once only when nobody waits
-// and it fits; the head of the queue is served first, and a waiting writer
-// stops new readers.
-//
-// AcquireShared is Acquire with a claim (ok is false when the name has no
-// room for owner now, or others wait before it); AcquireSharedWait is
-// Waiter.AcquireWait with a claim, under the same rules. When ok is false,
-// held is what the backend tells of the holder in the way (see
-// Claim.InTheWay), as HolderReporter's is for a mutex; zero values when
-// it cannot tell.
-//
-// Fallback when a driver lacks it: the Manager refuses shared claims with
-// an error matching ErrUnsupported.
-type Sharer interface {
-	AcquireShared(ctx context.Context, key, owner string, ttl time.Duration, c Claim) (fence uint64, ok bool, held HeldBy, err error)
-	AcquireSharedWait(ctx context.Context, key, owner string, ttl time.Duration, c Claim, opts WaitOptions) (fence uint64, err error)
 }
 
 // InTheWay reports which holder a refused acquire of c is told of: the

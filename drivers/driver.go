@@ -15,13 +15,18 @@ import (
 // the backend: two handles on the same backend must never both believe they
 // hold the same key.
 type Driver interface {
-	// Acquire takes key for owner for ttl, or refreshes it (new deadline =
-	// now+ttl, same fence) when owner already holds it. ok is false, with a
-	// nil error, when another owner holds the key.
-	//
-	// fence grows with every new grant of the key (it is unchanged by a
-	// refresh); 0 means the driver has no fencing.
-	Acquire(ctx context.Context, key, owner string, ttl time.Duration) (fence uint64, ok bool, err error)
+	// Acquire serves one Request: it takes every key of r for r.Owner
+	// for r.TTL as r.Claim says, or refreshes (new deadline, same fence)
+	// those the owner holds already, all or none. Grant.Acquired is false,
+	// with a nil error, when another owner is in the way and r does not
+	// Wait; Grant.Busy then says who. A request this driver cannot serve
+	// (see Capabilities) is answered with an error matching
+	// ErrUnsupported, having taken nothing.
+	Acquire(ctx context.Context, r Request) (Grant, error)
+
+	// Capabilities declares which requests Acquire serves; the Manager
+	// falls back for the others. It is constant for the driver's life.
+	Capabilities() Capabilities
 
 	// Release deletes key if and only if owner holds it. It reports whether
 	// it deleted anything; releasing a lock that expired or that someone
@@ -48,8 +53,8 @@ type Driver interface {
 // and it has not expired. It never creates a lock: extending a lock that is
 // gone returns false.
 //
-// Fallback when a driver lacks it: the Manager refreshes with Acquire by the
-// same owner, after checking that the fence it gets back is the fence it
+// Fallback when a driver lacks it: the Manager refreshes with an Acquire
+// by the same owner, after checking that the fence it gets back is the fence it
 // already had (a different fence means the key had expired and was granted
 // anew, which the Manager reports as a lost lock and releases).
 type Extender interface {
@@ -68,20 +73,7 @@ type KeyNamer interface {
 	DefaultPrefix() string
 }
 
-// HolderTTLReporter is the optional capability of saying, when Acquire
-// finds the key held, how long the holder's grant has left as the backend
-// sees it, so that a caller can be told "held for 12s more".
-//
-// AcquireHolderTTL is Acquire that, when ok is false, also returns the
-// holder's remaining time (0 when the backend cannot tell). Every driver of
-// this module implements it.
-//
-// Fallback when a driver lacks it: NotAcquiredError.HolderTTL stays 0.
-type HolderTTLReporter interface {
-	AcquireHolderTTL(ctx context.Context, key, owner string, ttl time.Duration) (fence uint64, ok bool, holderTTL time.Duration, err error)
-}
-
-// WaitOptions tunes AcquireWait.
+// WaitOptions tunes a Request that waits.
 type WaitOptions struct {
 	// RetryDelay bounds the pause between two polls for drivers that cannot
 	// be told when a key frees. Drivers that are pushed may ignore it.
@@ -94,42 +86,6 @@ type WaitOptions struct {
 	// release is guarded by the owner alone. Otherwise the driver may
 	// release such a grant itself.
 	OwnerReused bool
-}
-
-// Waiter is the optional capability of waiting for a key efficiently: the
-// driver is told (or polls cleverly) when the key frees, and hands it to
-// waiters close to their arrival order.
-//
-// AcquireWait blocks until key is granted to owner and returns the fence,
-// or returns ctx.Err() (possibly wrapped) when ctx ends first. A wait
-// that ctx ends must not pass an outage off as contention: when the
-// backend's last attempt failed or got no answer, the error also matches
-// ErrUnavailable (and carries that failure); the Manager then reports the
-// outage rather than ErrNotAcquired. It may also carry a *NotAcquiredError
-// with the holder's remaining time. A caller
-// whose ctx ended may still have been granted the key at the backend in the
-// same instant; the driver must either release such a grant itself or
-// leave it to expire, and never report it as held. It never releases it
-// once AcquireWait has returned when opts.OwnerReused is set.
-//
-// Fallback when a driver lacks it: the Manager calls Acquire every
-// RetryDelay until it succeeds or its timeout passes.
-type Waiter interface {
-	AcquireWait(ctx context.Context, key, owner string, ttl time.Duration, opts WaitOptions) (fence uint64, err error)
-}
-
-// InstantWaiter is a Waiter whose Acquire costs no I/O and never
-// overtakes an owner queued by AcquireWait: a key with waiters is never
-// free, because a release or an expiry hands it to the first waiter at
-// once. For such a driver the Manager tries Acquire before it sets up a
-// timed wait, which then happens only when the key is busy; the order in
-// which waiters are served is the same. The memory driver is one. A
-// driver over a network is not: the extra round trip on a busy key would
-// cost more than it saves.
-type InstantWaiter interface {
-	Waiter
-	// AcquireIsInstant marks the capability; it is never called.
-	AcquireIsInstant()
 }
 
 // Listed is one name a Lister found: its key and what Inspect says of it.

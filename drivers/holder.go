@@ -1,9 +1,6 @@
 package drivers
 
-import (
-	"context"
-	"time"
-)
+import "time"
 
 // An owner may say who its holder is: "TOKEN:HOLDER", where TOKEN is the
 // 32 hex digits of a random owner token and HOLDER a short description of
@@ -56,16 +53,4 @@ func isHex(s string) bool {
 type HeldBy struct {
 	Holder string
 	TTL    time.Duration
-}
-
-// HolderReporter is the optional capability of saying, when Acquire finds
-// the key held, who holds it and for how long, as the backend sees it, so
-// that a caller can be told "held by deploy@host-3 for 12s more".
-// AcquireHolder is Acquire that, when ok is false, also returns that.
-// Every driver of this module implements it.
-//
-// Fallback when a driver lacks it: HolderTTLReporter, then nothing
-// (NotAcquiredError.Holder and HolderTTL stay empty).
-type HolderReporter interface {
-	AcquireHolder(ctx context.Context, key, owner string, ttl time.Duration) (fence uint64, ok bool, held HeldBy, err error)
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/zerotal/lock/api"
 	"github.com/zerotal/lock/client"
 	"github.com/zerotal/lock/drivers"
+	"github.com/zerotal/lock/drivers/driverstest"
 	"github.com/zerotal/lock/internal/loopback"
 	"github.com/zerotal/lock/internal/testkit/poll"
 )
@@ -37,10 +38,10 @@ func TestAdmin_StatusLocksJoinLeave(t *testing.T) {
 		t.Fatalf("status: exit %d\n%s", code, out)
 	}
 
-	if _, ok, err := cl.Acquire(ctx, "jobs/a", "owner-a", time.Minute); err != nil || !ok {
+	if _, ok, err := driverstest.Take(ctx, cl, "jobs/a", "owner-a", time.Minute); err != nil || !ok {
 		t.Fatalf("acquire: %v %v", ok, err)
 	}
-	if _, ok, err := cl.Acquire(ctx, "other", "owner-b", time.Minute); err != nil || !ok {
+	if _, ok, err := driverstest.Take(ctx, cl, "other", "owner-b", time.Minute); err != nil || !ok {
 		t.Fatalf("acquire: %v %v", ok, err)
 	}
 	code, out = cli(t, c, "locks", "--prefix", "jobs/")
@@ -90,7 +91,7 @@ func TestAdmin_DocumentedJoinFlowCannotFork(t *testing.T) {
 	cl := c.client()
 	ctx := t.Context()
 	for i := range 3 {
-		if _, ok, err := cl.Acquire(ctx, fmt.Sprintf("before-%d", i), "o", 5*time.Minute); err != nil || !ok {
+		if _, ok, err := driverstest.Take(ctx, cl, fmt.Sprintf("before-%d", i), "o", 5*time.Minute); err != nil || !ok {
 			t.Fatalf("acquire: %v %v", ok, err)
 		}
 	}
@@ -109,7 +110,7 @@ func TestAdmin_DocumentedJoinFlowCannotFork(t *testing.T) {
 		st, err := lonely.NodeStatus(ctx, n4.httpAddr)
 		return err == nil && st.Membership == api.MemberWaiting
 	})
-	if _, ok, err := lonely.Acquire(ctx, "island", "o", time.Minute); ok || !errors.Is(err, drivers.ErrUnavailable) {
+	if _, ok, err := driverstest.Take(ctx, lonely, "island", "o", time.Minute); ok || !errors.Is(err, drivers.ErrUnavailable) {
 		t.Fatalf("a node waiting to be added answered an acquire: ok=%v err=%v; want unavailable", ok, err)
 	}
 	if body := getBody(t, "http://"+n4.httpAddr+"/readyz"); !strings.Contains(body, "waiting to be added") {
@@ -146,7 +147,7 @@ func TestAdmin_DocumentedJoinFlowCannotFork(t *testing.T) {
 	if code, out := cliAt(t, members, operatorToken, join...); code != 0 {
 		t.Fatalf("join: exit %d\n%s", code, out)
 	}
-	if _, ok, err := cl.Acquire(ctx, "after-join", "o", 5*time.Minute); err != nil || !ok {
+	if _, ok, err := driverstest.Take(ctx, cl, "after-join", "o", 5*time.Minute); err != nil || !ok {
 		t.Fatalf("acquire: %v %v", ok, err)
 	}
 	// 5. Two leader changes, then every node holds the same table.

@@ -11,6 +11,7 @@ import (
 	"github.com/zerotal/lock/api"
 	"github.com/zerotal/lock/client"
 	"github.com/zerotal/lock/drivers"
+	"github.com/zerotal/lock/drivers/driverstest"
 	"github.com/zerotal/lock/internal/testkit/poll"
 )
 
@@ -36,7 +37,7 @@ func runLoad(ctx context.Context, c *client.Client, workers int, st *loadStats) 
 			for i := 0; i < 100000 && ctx.Err() == nil; i++ {
 				owner++
 				start := time.Now()
-				fence, ok, err := c.Acquire(ctx, key, fmt.Sprintf("w%d-%d", w, owner), 10*time.Second)
+				fence, ok, err := driverstest.Take(ctx, c, key, fmt.Sprintf("w%d-%d", w, owner), 10*time.Second)
 				if err != nil || !ok {
 					if ctx.Err() == nil {
 						st.mu.Lock()
@@ -76,7 +77,7 @@ func TestCluster_KillLeaderUnderLoad(t *testing.T) {
 
 	const heldTTL = 30 * time.Second
 	sent := time.Now()
-	heldFence, ok, err := cl.Acquire(ctx, "held/before", "pre", heldTTL)
+	heldFence, ok, err := driverstest.Take(ctx, cl, "held/before", "pre", heldTTL)
 	if err != nil || !ok {
 		t.Fatalf("Acquire held/before = %v, %v", ok, err)
 	}
@@ -159,7 +160,7 @@ func TestCluster_KillLeaderUnderLoad(t *testing.T) {
 		t.Errorf("remaining TTL %v looks reset: at most %v expected", info.Remaining, maxLeft)
 	}
 	// Still exclusive.
-	if _, ok, err := cl.Acquire(ctx, "held/before", "thief", time.Second); err != nil || ok {
+	if _, ok, err := driverstest.Take(ctx, cl, "held/before", "thief", time.Second); err != nil || ok {
 		t.Errorf("another owner acquired held/before: ok=%v err=%v", ok, err)
 	}
 	// The fence of a new grant is above every earlier one.
@@ -169,7 +170,7 @@ func TestCluster_KillLeaderUnderLoad(t *testing.T) {
 			highest = max(highest, fs[len(fs)-1])
 		}
 	}
-	f, ok, err := cl.Acquire(ctx, "fresh", "o", time.Second)
+	f, ok, err := driverstest.Take(ctx, cl, "fresh", "o", time.Second)
 	if err != nil || !ok || f <= highest {
 		t.Errorf("new grant fence %d (ok=%v err=%v), want > %d", f, ok, err, highest)
 	}
@@ -192,7 +193,7 @@ func TestCluster_RestartAllKeepsGrants(t *testing.T) {
 	for i := range 40 {
 		key := fmt.Sprintf("durable/%02d", i)
 		owner := fmt.Sprintf("owner-%d", i)
-		fence, ok, err := cl.Acquire(ctx, key, owner, 5*time.Minute)
+		fence, ok, err := driverstest.Take(ctx, cl, key, owner, 5*time.Minute)
 		if err != nil || !ok {
 			t.Fatalf("Acquire %s = %v, %v", key, ok, err)
 		}
@@ -200,7 +201,7 @@ func TestCluster_RestartAllKeepsGrants(t *testing.T) {
 		highest = max(highest, fence)
 	}
 	// A released key must stay released.
-	if _, ok, err := cl.Acquire(ctx, "durable/released", "x", 5*time.Minute); err != nil || !ok {
+	if _, ok, err := driverstest.Take(ctx, cl, "durable/released", "x", 5*time.Minute); err != nil || !ok {
 		t.Fatalf("Acquire durable/released = %v, %v", ok, err)
 	}
 	if rel, err := cl.Release(ctx, "durable/released", "x"); err != nil || !rel {
@@ -231,10 +232,10 @@ func TestCluster_RestartAllKeepsGrants(t *testing.T) {
 	if _, found, err := getRetry(ctx, cl, "durable/released"); err != nil || found {
 		t.Errorf("released key after restart: found=%v err=%v", found, err)
 	}
-	if _, ok, err := cl.Acquire(ctx, "durable/00", "intruder", time.Second); err != nil || ok {
+	if _, ok, err := driverstest.Take(ctx, cl, "durable/00", "intruder", time.Second); err != nil || ok {
 		t.Errorf("intruder acquired a restored key: ok=%v err=%v", ok, err)
 	}
-	f, ok, err := cl.Acquire(ctx, "durable/new", "o", time.Second)
+	f, ok, err := driverstest.Take(ctx, cl, "durable/new", "o", time.Second)
 	if err != nil || !ok || f <= highest {
 		t.Errorf("first grant after restart: fence %d ok=%v err=%v, want > %d", f, ok, err, highest)
 	}

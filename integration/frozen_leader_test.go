@@ -13,6 +13,7 @@ import (
 
 	"github.com/zerotal/lock/client"
 	"github.com/zerotal/lock/drivers"
+	"github.com/zerotal/lock/drivers/driverstest"
 	"github.com/zerotal/lock/internal/testkit/poll"
 )
 
@@ -70,7 +71,7 @@ func TestCluster_FrozenLeaderStallsNoClient(t *testing.T) {
 			key, owner := fmt.Sprintf("frozen/%d", w), fmt.Sprintf("frozen-w%d", w)
 			for ctx.Err() == nil {
 				rec.call(ctx, w, deadline, func(cctx context.Context) error {
-					_, ok, err := cl.Acquire(cctx, key, owner, 5*time.Second)
+					_, ok, err := driverstest.Take(cctx, cl, key, owner, 5*time.Second)
 					if err == nil && !ok {
 						err = &drivers.NotAcquiredError{Key: key}
 					}

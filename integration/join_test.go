@@ -9,6 +9,7 @@ import (
 
 	"github.com/zerotal/lock/api"
 	"github.com/zerotal/lock/client"
+	"github.com/zerotal/lock/drivers/driverstest"
 	"github.com/zerotal/lock/internal/loopback"
 	"github.com/zerotal/lock/internal/testkit/poll"
 )
@@ -26,7 +27,7 @@ func TestAdmin_JoinMistakesAreRefusedAndChangeNothing(t *testing.T) {
 	c := newCluster(t)
 	cl := c.client()
 	ctx := t.Context()
-	if _, ok, err := cl.Acquire(ctx, "ours", "alice", 5*time.Minute); err != nil || !ok {
+	if _, ok, err := driverstest.Take(ctx, cl, "ours", "alice", 5*time.Minute); err != nil || !ok {
 		t.Fatalf("acquire: %v %v", ok, err)
 	}
 	n4 := &node{id: "n4", raftAddr: loopback.MustFreeAddr(t), httpAddr: loopback.MustFreeAddr(t), dataDir: t.TempDir()}
@@ -47,7 +48,7 @@ func TestAdmin_JoinMistakesAreRefusedAndChangeNothing(t *testing.T) {
 		sti, erri := ask.NodeStatus(ctx, island.httpAddr)
 		return err4 == nil && erri == nil && st4.Membership == api.MemberWaiting && sti.State == "leader"
 	})
-	if _, ok, err := ask.Acquire(ctx, "theirs", "mallory", 5*time.Minute); err != nil || !ok {
+	if _, ok, err := driverstest.Take(ctx, ask, "theirs", "mallory", 5*time.Minute); err != nil || !ok {
 		t.Fatalf("acquire on the island: %v %v", ok, err)
 	}
 	members := c.addrs()[:3]
@@ -85,7 +86,7 @@ func TestAdmin_JoinMistakesAreRefusedAndChangeNothing(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(n2.dataDir, "REMOVED")); !os.IsNotExist(err) {
 		t.Fatalf("n2's data dir is marked removed: %v", err)
 	}
-	if _, ok, err := cl.Acquire(ctx, "after", "o", 5*time.Minute); err != nil || !ok {
+	if _, ok, err := driverstest.Take(ctx, cl, "after", "o", 5*time.Minute); err != nil || !ok {
 		t.Fatalf("acquire: %v %v", ok, err)
 	}
 	poll.Until(t, 20*time.Second, "n2, a member, to apply the grant", func() bool {

@@ -4,6 +4,8 @@ import (
 	"context"
 	"testing"
 	"time"
+
+	"github.com/zerotal/lock/drivers/driverstest"
 )
 
 // TestNemesis_SlowLeaderClockLengthensLocks shows the clock hook at work
@@ -31,7 +33,7 @@ func TestNemesis_SlowLeaderClockLengthensLocks(t *testing.T) {
 	// Each command the leader stamps re-reads the clock file (at most every
 	// 50ms); a few acquires make sure the new rate is in force.
 	for i := range 3 {
-		if _, ok, err := cl.Acquire(ctx, "warm", "w", time.Second); err != nil || !ok {
+		if _, ok, err := driverstest.Take(ctx, cl, "warm", "w", time.Second); err != nil || !ok {
 			t.Fatalf("warm-up acquire %d: ok=%v err=%v", i, ok, err)
 		}
 		sleepCtx(ctx, 60*time.Millisecond) // let the re-read throttle pass
@@ -41,7 +43,7 @@ func TestNemesis_SlowLeaderClockLengthensLocks(t *testing.T) {
 	}
 
 	granted := time.Now()
-	if _, ok, err := cl.Acquire(ctx, "slow", "a", 2*time.Second); err != nil || !ok {
+	if _, ok, err := driverstest.Take(ctx, cl, "slow", "a", 2*time.Second); err != nil || !ok {
 		t.Fatalf("Acquire slow: ok=%v err=%v", ok, err)
 	}
 	sleepCtx(ctx, 2600*time.Millisecond-time.Since(granted)) // the lock's TTL runs meanwhile

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/zerotal/lock/client"
+	"github.com/zerotal/lock/drivers/driverstest"
 )
 
 // What a user with the default client settings sees during each fault.
@@ -56,7 +57,7 @@ func runUntuned(ctx context.Context, addrs []string, h *history) (*untunedLoad, 
 			key, owner := fmt.Sprintf("untuned/c%d", i), fmt.Sprintf("untuned-c%d", i)
 			for ctx.Err() == nil {
 				u.call(func(cctx context.Context) bool {
-					_, ok, err := cl.Acquire(cctx, key, owner, 5*time.Second)
+					_, ok, err := driverstest.Take(cctx, cl, key, owner, 5*time.Second)
 					return err == nil && ok
 				})
 				u.call(func(cctx context.Context) bool {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/zerotal/lock/client"
 	"github.com/zerotal/lock/drivers"
+	"github.com/zerotal/lock/drivers/driverstest"
 )
 
 // workload drives several clients against the cluster and records every
@@ -200,9 +201,9 @@ func (c *workClient) acquireAs(key, owner string, ttl time.Duration, claim drive
 		var ok bool
 		var err error
 		if claim == (drivers.Claim{}) {
-			fence, ok, err = c.cl.Acquire(ctx, key, owner, ttl)
+			fence, ok, err = driverstest.Take(ctx, c.cl, key, owner, ttl)
 		} else {
-			fence, ok, _, err = c.cl.AcquireShared(ctx, key, owner, ttl, claim)
+			fence, ok, _, err = driverstest.TakeShared(ctx, c.cl, key, owner, ttl, claim)
 		}
 		if !ok {
 			return resFail, 0, "", err
@@ -221,9 +222,9 @@ func (c *workClient) acquireWait(key, owner string, ttl, wait time.Duration, cla
 		var fence uint64
 		var err error
 		if claim == (drivers.Claim{}) {
-			fence, err = c.cl.AcquireWait(wctx, key, owner, ttl, drivers.WaitOptions{})
+			fence, err = driverstest.TakeWait(wctx, c.cl, key, owner, ttl, drivers.WaitOptions{})
 		} else {
-			fence, err = c.cl.AcquireSharedWait(wctx, key, owner, ttl, claim, drivers.WaitOptions{})
+			fence, err = driverstest.TakeSharedWait(wctx, c.cl, key, owner, ttl, claim, drivers.WaitOptions{})
 		}
 		if err != nil && wctx.Err() != nil && ctx.Err() == nil {
 			// The client gives up by cancelling its context, and then
@@ -437,7 +438,7 @@ func (c *workClient) acquireAll(keys []string, owner string, ttl, wait time.Dura
 	res, fences, err := resFail, []uint64(nil), error(nil)
 	if wait > 0 {
 		wctx, wcancel := context.WithTimeout(ctx, wait)
-		fences, err = c.cl.AcquireAllWait(wctx, keys, owner, ttl, drivers.WaitOptions{})
+		fences, err = driverstest.TakeAllWait(wctx, c.cl, keys, owner, ttl, drivers.WaitOptions{})
 		if err != nil && wctx.Err() != nil && ctx.Err() == nil {
 			err = fmt.Errorf("%s: %w", gaveUp, err)
 		}
@@ -447,7 +448,7 @@ func (c *workClient) acquireAll(keys []string, owner string, ttl, wait time.Dura
 		}
 	} else {
 		var ok bool
-		fences, ok, _, err = c.cl.AcquireAll(ctx, keys, owner, ttl)
+		fences, ok, _, err = driverstest.TakeAll(ctx, c.cl, keys, owner, ttl)
 		if ok {
 			res = resOK
 		}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/zerotal/lock/api"
+	"github.com/zerotal/lock/drivers/driverstest"
 	"github.com/zerotal/lock/internal/testkit/poll"
 	"github.com/zerotal/lock/internal/testkit/syncbuf"
 )
@@ -59,7 +60,7 @@ func TestRun_EndToEnd(t *testing.T) {
 	})
 
 	t.Run("not acquired", func(t *testing.T) {
-		if _, ok, err := cl.Acquire(ctx, "busy", "someone-else", time.Minute); err != nil || !ok {
+		if _, ok, err := driverstest.Take(ctx, cl, "busy", "someone-else", time.Minute); err != nil || !ok {
 			t.Fatalf("setup: %v %v", ok, err)
 		}
 		code, stdout, stderr := lockRun(t, ctx, c, "--key", "busy", "--ttl", "5s", "--no-wait", "--", "echo", "ran")
@@ -77,7 +78,7 @@ func TestRun_EndToEnd(t *testing.T) {
 	})
 
 	t.Run("waits for a release", func(t *testing.T) {
-		if _, ok, err := cl.Acquire(ctx, "queue", "first", time.Minute); err != nil || !ok {
+		if _, ok, err := driverstest.Take(ctx, cl, "queue", "first", time.Minute); err != nil || !ok {
 			t.Fatalf("setup: %v %v", ok, err)
 		}
 		type result struct {

@@ -74,7 +74,7 @@ func startLockcluster(ctx context.Context, bin, dir string, extra []string) (*lo
 	deadline := time.Now().Add(30 * time.Second)
 	for {
 		rctx, cancel := context.WithTimeout(ctx, 2*time.Second)
-		_, ok, err := lc.c.Acquire(rctx, "health", "bench", time.Second)
+		ok, err := take(rctx, lc.c, "health", "bench", time.Second)
 		cancel()
 		if err == nil && ok {
 			return lc, nil
@@ -111,7 +111,7 @@ type clientWorker struct{ c *client.Client }
 
 func (w clientWorker) acquire(ctx context.Context, key string) (func(context.Context) error, error) {
 	owner := newOwner()
-	if _, err := w.c.AcquireWait(ctx, key, owner, 10*time.Second, drivers.WaitOptions{}); err != nil {
+	if _, err := w.c.Acquire(ctx, drivers.Request{Keys: []string{key}, Owner: owner, TTL: 10 * time.Second, Wait: true}); err != nil {
 		return nil, err
 	}
 	return func(ctx context.Context) error {
@@ -121,6 +121,12 @@ func (w clientWorker) acquire(ctx context.Context, key string) (func(context.Con
 }
 
 func (clientWorker) close() {}
+
+// take acquires key for owner without waiting.
+func take(ctx context.Context, c *client.Client, key, owner string, ttl time.Duration) (bool, error) {
+	g, err := c.Acquire(ctx, drivers.Request{Keys: []string{key}, Owner: owner, TTL: ttl})
+	return g.Acquired, err
+}
 
 // newOwner is a fresh owner token per acquisition, as package lock makes.
 func newOwner() string {

@@ -232,7 +232,7 @@ const fillers = 128
 // fillLockcluster holds keys held-from .. held-to-1 for an hour.
 func fillLockcluster(ctx context.Context, c *client.Client, from, to int) (float64, error) {
 	return fill(ctx, from, to, func(ctx context.Context, i int) error {
-		_, ok, err := c.Acquire(ctx, "held-"+strconv.Itoa(i), "scale-holder-0123456789abcdef0123", time.Hour)
+		ok, err := take(ctx, c, "held-"+strconv.Itoa(i), "scale-holder-0123456789abcdef0123", time.Hour)
 		if err == nil && !ok {
 			err = fmt.Errorf("held-%d: not granted", i)
 		}
@@ -551,7 +551,7 @@ func killLeader(ctx context.Context, lc *lockCluster, dir string, held int) erro
 			return fmt.Errorf("no write succeeded within 2 minutes of the leader's death")
 		}
 		cctx, cancel := context.WithTimeout(ctx, time.Second)
-		_, ok, err := lc.c.Acquire(cctx, fmt.Sprintf("after-kill-%d", i), "scale", time.Minute)
+		ok, err := take(cctx, lc.c, fmt.Sprintf("after-kill-%d", i), "scale", time.Minute)
 		cancel()
 		if err == nil && ok {
 			took = time.Since(start)
@@ -592,7 +592,7 @@ func expiryStorm(ctx context.Context, lc *lockCluster, so scaleOptions) error {
 	end := time.Now().Add(90 * time.Second)
 	rate, err := fill(ctx, 0, so.storm, func(ctx context.Context, i int) error {
 		ttl := time.Until(end).Truncate(time.Millisecond)
-		_, ok, err := lc.c.Acquire(ctx, "storm-"+strconv.Itoa(i), "storm-holder", ttl)
+		ok, err := take(ctx, lc.c, "storm-"+strconv.Itoa(i), "storm-holder", ttl)
 		if err == nil && !ok {
 			err = fmt.Errorf("storm-%d: not granted", i)
 		}
@@ -649,7 +649,7 @@ func clientsRun(ctx context.Context, lc *lockCluster, n int, d time.Duration, pr
 			return err
 		}
 		clients[i] = c
-		_, ok, err := c.Acquire(ctx, "client-"+strconv.Itoa(i), "client-owner", ttl)
+		ok, err := take(ctx, c, "client-"+strconv.Itoa(i), "client-owner", ttl)
 		if err == nil && !ok {
 			err = fmt.Errorf("client-%d: not granted", i)
 		}

@@ -12,6 +12,7 @@ import (
 	"github.com/zerotal/lock/client"
 	"github.com/zerotal/lock/cmd/lockcluster/internal/cliexplain"
 	"github.com/zerotal/lock/drivers"
+	"github.com/zerotal/lock/drivers/driverstest"
 )
 
 func TestRun_SharedFlagsAreChecked(t *testing.T) {
@@ -44,7 +45,7 @@ func TestRun_SemaphoreAndSidesOnTheCluster(t *testing.T) {
 	ctx := t.Context()
 	sem := drivers.Claim{Kind: drivers.Semaphore, Limit: 2}
 	for _, o := range []string{"a", "b"} {
-		if _, ok, _, err := c.AcquireShared(ctx, "exports", o, time.Minute, sem); !ok || err != nil {
+		if _, ok, _, err := driverstest.TakeShared(ctx, c, "exports", o, time.Minute, sem); !ok || err != nil {
 			t.Fatalf("slot for %s: %v %v", o, ok, err)
 		}
 	}
@@ -68,7 +69,7 @@ func TestRun_SemaphoreAndSidesOnTheCluster(t *testing.T) {
 		t.Fatalf("run in a freed slot: exit %d, stdout %q, stderr %q", code, stdout, stderr)
 	}
 
-	if _, ok, _, err := c.AcquireShared(ctx, "catalog", "reader", time.Minute, drivers.Claim{Kind: drivers.RWLock}); !ok || err != nil {
+	if _, ok, _, err := driverstest.TakeShared(ctx, c, "catalog", "reader", time.Minute, drivers.Claim{Kind: drivers.RWLock}); !ok || err != nil {
 		t.Fatalf("read side: %v %v", ok, err)
 	}
 	if code, _, stderr := run("--shared", "--key", "catalog"); code != 0 {

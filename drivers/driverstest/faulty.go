@@ -3,6 +3,7 @@ package driverstest
 import (
 	"context"
 	"math"
+	"strings"
 	"sync"
 	"time"
 
@@ -12,8 +13,9 @@ import (
 // Op names a driver method whose calls Faults counts, fails or delays.
 type Op string
 
-// The methods of drivers.Driver, drivers.Extender and drivers.Waiter that
-// take a key. Close is passed on untouched.
+// The methods of drivers.Driver and drivers.Extender that take a key;
+// OpAcquireWait is an Acquire whose Request waits. Close and Capabilities
+// are passed on untouched.
 const (
 	OpAcquire      Op = "Acquire"
 	OpRelease      Op = "Release"
@@ -50,20 +52,14 @@ type Faults struct {
 // other reaches d, and if its answer is to be lost and d answered without
 // an error, it returns the loss's error instead (the call took effect).
 //
-// The returned driver implements drivers.Extender and drivers.Waiter if
-// and only if d does; it implements no other optional interface.
+// The returned driver has d's Capabilities and implements
+// drivers.Extender if and only if d does; it implements no other optional
+// interface.
 func Faulty(d drivers.Driver) (drivers.Driver, *Faults) {
 	f := &Faults{calls: map[Op]int64{}, oks: map[Op]int64{}, fail: map[Op]error{}, lose: map[Op]error{}, delay: map[Op]time.Duration{}}
 	fd := &faulty{d: d, f: f}
-	_, ext := d.(drivers.Extender)
-	_, wait := d.(drivers.Waiter)
-	switch {
-	case ext && wait:
-		return faultyExtWait{faultyExt{fd}}, f
-	case ext:
+	if _, ext := d.(drivers.Extender); ext {
 		return faultyExt{fd}, f
-	case wait:
-		return faultyWait{fd}, f
 	}
 	return fd, f
 }
@@ -184,18 +180,24 @@ type faulty struct {
 	f *Faults
 }
 
-func (w *faulty) Acquire(ctx context.Context, key, owner string, ttl time.Duration) (uint64, bool, error) {
-	fail, lose := w.f.begin(ctx, OpAcquire, key)
+func (w *faulty) Acquire(ctx context.Context, r drivers.Request) (drivers.Grant, error) {
+	op := OpAcquire
+	if r.Wait {
+		op = OpAcquireWait
+	}
+	fail, lose := w.f.begin(ctx, op, strings.Join(r.Keys, ","))
 	if fail != nil {
-		return 0, false, fail
+		return drivers.Grant{}, fail
 	}
-	fence, ok, err := w.d.Acquire(ctx, key, owner, ttl)
-	w.f.succeeded(OpAcquire, ok, err)
+	g, err := w.d.Acquire(ctx, r)
+	w.f.succeeded(op, g.Acquired, err)
 	if err == nil && lose != nil {
-		return 0, false, lose
+		return drivers.Grant{}, lose
 	}
-	return fence, ok, err
+	return g, err
 }
+
+func (w *faulty) Capabilities() drivers.Capabilities { return w.d.Capabilities() }
 
 func (w *faulty) Release(ctx context.Context, key, owner string) (bool, error) {
 	fail, lose := w.f.begin(ctx, OpRelease, key)
@@ -253,34 +255,4 @@ func (w faultyExt) Extend(ctx context.Context, key, owner string, ttl time.Durat
 	return ok, err
 }
 
-type faultyWait struct{ *faulty }
-
-func (w faultyWait) AcquireWait(ctx context.Context, key, owner string, ttl time.Duration, o drivers.WaitOptions) (uint64, error) {
-	return w.acquireWait(ctx, key, owner, ttl, o)
-}
-
-type faultyExtWait struct{ faultyExt }
-
-func (w faultyExtWait) AcquireWait(ctx context.Context, key, owner string, ttl time.Duration, o drivers.WaitOptions) (uint64, error) {
-	return w.acquireWait(ctx, key, owner, ttl, o)
-}
-
-func (w *faulty) acquireWait(ctx context.Context, key, owner string, ttl time.Duration, o drivers.WaitOptions) (uint64, error) {
-	fail, lose := w.f.begin(ctx, OpAcquireWait, key)
-	if fail != nil {
-		return 0, fail
-	}
-	fence, err := w.d.(drivers.Waiter).AcquireWait(ctx, key, owner, ttl, o)
-	w.f.succeeded(OpAcquireWait, true, err)
-	if err == nil && lose != nil {
-		return 0, lose
-	}
-	return fence, err
-}
-
-var (
-	_ drivers.Extender = faultyExt{}
-	_ drivers.Waiter   = faultyWait{}
-	_ drivers.Waiter   = faultyExtWait{}
-	_ drivers.Extender = faultyExtWait{}
-)
+var _ drivers.Extender = faultyExt{}

@@ -79,7 +79,7 @@ func testHammer(t *testing.T, s *suite) {
 					key := keys[(hi+w+i)%len(keys)]
 					owner := token()
 					ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-					fence, ok, err := d.Acquire(ctx, key, owner, longTTL)
+					fence, ok, err := Take(ctx, d, key, owner, longTTL)
 					if err != nil {
 						cancel()
 						errs <- fmt.Errorf("Acquire: %w", err)
@@ -127,7 +127,7 @@ func testHammerWaiters(t *testing.T, s *suite) {
 	var wg sync.WaitGroup
 	errs := make(chan error, len(handles)*perHandle)
 	for _, d := range handles {
-		w := d.(drivers.Waiter)
+		w := d
 		for i := 0; i < perHandle; i++ {
 			wg.Add(1)
 			go func() {
@@ -135,7 +135,7 @@ func testHammerWaiters(t *testing.T, s *suite) {
 				for r := 0; r < rounds; r++ {
 					owner := token()
 					ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-					fence, err := w.AcquireWait(ctx, key, owner, longTTL, waitOpts)
+					fence, err := TakeWait(ctx, w, key, owner, longTTL, waitOpts)
 					if err != nil {
 						cancel()
 						errs <- fmt.Errorf("AcquireWait (round %d): %w", r, err)

@@ -73,7 +73,7 @@ func fillHeld(ctx context.Context, d drivers.Driver, prefix string, from, to int
 					return
 				}
 				cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-				_, ok, err := d.Acquire(cctx, prefix+"held-"+strconv.Itoa(i), "held-owner-0123456789abcdef01234", time.Hour)
+				_, ok, err := Take(cctx, d, prefix+"held-"+strconv.Itoa(i), "held-owner-0123456789abcdef01234", time.Hour)
 				cancel()
 				if err == nil && !ok {
 					err = fmt.Errorf("held-%d not granted", i)

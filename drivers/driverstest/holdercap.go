@@ -25,7 +25,7 @@ func testHolderCap(t *testing.T, s *suite) {
 		go func() {
 			defer wg.Done()
 			for i := w; i < drivers.MaxHolders; i += workers {
-				if _, ok, _, err := sh.AcquireShared(ctxFor(t), key, o[i], longTTL, readClaim); err != nil || !ok {
+				if _, ok, _, err := TakeShared(ctxFor(t), sh, key, o[i], longTTL, readClaim); err != nil || !ok {
 					errs <- errors.Join(err, errors.New("a reader below the cap was not let in"))
 					return
 				}
@@ -41,7 +41,7 @@ func testHolderCap(t *testing.T, s *suite) {
 	if h := inspect(t, d, key); len(h.Holders) != drivers.MaxHolders {
 		t.Fatalf("%d holders, want drivers.MaxHolders (%d)", len(h.Holders), drivers.MaxHolders)
 	}
-	if _, ok, _, err := sh.AcquireShared(ctxFor(t), s.key("sem"), o[0], longTTL, semaphore(drivers.MaxHolders+1)); ok || !errors.Is(err, drivers.ErrInvalid) {
+	if _, ok, _, err := TakeShared(ctxFor(t), sh, s.key("sem"), o[0], longTTL, semaphore(drivers.MaxHolders+1)); ok || !errors.Is(err, drivers.ErrInvalid) {
 		t.Fatalf("a semaphore of drivers.MaxHolders+1 = %v, %v; want ErrInvalid", ok, err)
 	}
 }

@@ -14,7 +14,7 @@ func testCancelledContext(t *testing.T, s *suite) {
 	key, owner := s.key("cancelled"), token()
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	if _, _, err := a.Acquire(ctx, key, owner, longTTL); !errors.Is(err, context.Canceled) {
+	if _, _, err := Take(ctx, a, key, owner, longTTL); !errors.Is(err, context.Canceled) {
 		t.Fatalf("Acquire with a cancelled ctx: err = %v, want context.Canceled", err)
 	}
 	if _, err := a.Release(ctx, key, owner); !errors.Is(err, context.Canceled) {
@@ -31,8 +31,8 @@ func testCancelledContext(t *testing.T, s *suite) {
 			t.Fatalf("Extend with a cancelled ctx: err = %v, want context.Canceled", err)
 		}
 	}
-	if w, ok := a.(drivers.Waiter); ok {
-		if _, err := w.AcquireWait(ctx, key, owner, longTTL, waitOpts); !errors.Is(err, context.Canceled) {
+	if a.Capabilities().Wait {
+		if _, err := TakeWait(ctx, a, key, owner, longTTL, waitOpts); !errors.Is(err, context.Canceled) {
 			t.Fatalf("AcquireWait with a cancelled ctx: err = %v, want context.Canceled", err)
 		}
 	}
@@ -53,7 +53,7 @@ func testClose(t *testing.T, s *suite) {
 		t.Fatalf("second Close: %v", err)
 	}
 	ctx := ctxFor(t)
-	if _, _, err := a.Acquire(ctx, key, token(), longTTL); !errors.Is(err, drivers.ErrClosed) {
+	if _, _, err := Take(ctx, a, key, token(), longTTL); !errors.Is(err, drivers.ErrClosed) {
 		t.Fatalf("Acquire after Close: err = %v, want ErrClosed", err)
 	}
 	if _, err := a.Release(ctx, key, owner); !errors.Is(err, drivers.ErrClosed) {
@@ -65,8 +65,8 @@ func testClose(t *testing.T, s *suite) {
 	if _, err := a.Exists(ctx, key); !errors.Is(err, drivers.ErrClosed) {
 		t.Fatalf("Exists after Close: err = %v, want ErrClosed", err)
 	}
-	if w, ok := a.(drivers.Waiter); ok {
-		if _, err := w.AcquireWait(ctx, key, token(), longTTL, drivers.WaitOptions{RetryDelay: 10 * time.Millisecond}); !errors.Is(err, drivers.ErrClosed) {
+	if a.Capabilities().Wait {
+		if _, err := TakeWait(ctx, a, key, token(), longTTL, drivers.WaitOptions{RetryDelay: 10 * time.Millisecond}); !errors.Is(err, drivers.ErrClosed) {
 			t.Fatalf("AcquireWait after Close: err = %v, want ErrClosed", err)
 		}
 	}

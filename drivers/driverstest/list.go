@@ -62,10 +62,10 @@ func testListHeld(t *testing.T, s *suite) {
 	mustAcquire(t, a, s.key("list"), o[4], longTTL)
 	// Grants that run out: a mutex, and a third holder of the semaphore.
 	const short = 300 * time.Millisecond
-	if _, ok, err := a.Acquire(ctxFor(t), gone, o[7], short); !ok || err != nil {
+	if _, ok, err := Take(ctxFor(t), a, gone, o[7], short); !ok || err != nil {
 		t.Fatalf("Acquire(%q) = %v, %v", gone, ok, err)
 	}
-	if _, ok, _, err := sharer(t, a).AcquireShared(ctxFor(t), sem, o[7], short, semaphore(3)); !ok || err != nil {
+	if _, ok, _, err := TakeShared(ctxFor(t), sharer(t, a), sem, o[7], short, semaphore(3)); !ok || err != nil {
 		t.Fatalf("AcquireShared(%q) = %v, %v", sem, ok, err)
 	}
 	// A writer queued behind the readers, where the backend shows its queue.

@@ -9,19 +9,19 @@ import (
 	"github.com/zerotal/lock/drivers"
 )
 
-// testAcquireAll checks drivers.MultiAcquirer: every key or none, a busy
+// testAcquireAll checks drivers.Capabilities.Sets: every key or none, a busy
 // key named with its holder, fences per key, and a refresh by the owner
 // that keeps them. A backend that cannot take some keys in one step
 // (drivers.ErrUnsupported) must have taken none of them; one key it always
 // takes.
 func testAcquireAll(t *testing.T, s *suite) {
 	a, b := s.driver(), s.driver()
-	ma, ok := b.(drivers.MultiAcquirer)
-	if !ok {
-		t.Skip("driver does not implement drivers.MultiAcquirer; the Manager takes the keys one at a time")
+	ma := b
+	if !ma.Capabilities().Sets {
+		t.Skip("driver does not declare drivers.Capabilities.Sets; the Manager takes the keys one at a time")
 	}
 	one := s.key("one")
-	fences, ok, _, err := ma.AcquireAll(ctxFor(t), []string{one}, "solo", longTTL)
+	fences, ok, _, err := TakeAll(ctxFor(t), ma, []string{one}, "solo", longTTL)
 	if err != nil || !ok || len(fences) != 1 || fences[0] == 0 {
 		t.Fatalf("AcquireAll of one free key = %v %v %v; want a grant with a fence", fences, ok, err)
 	}
@@ -33,7 +33,7 @@ func testAcquireAll(t *testing.T, s *suite) {
 	other := token() + ":deploy@host-3"
 	mustAcquire(t, a, k2, other, longTTL)
 	keys := []string{k1, k2, k3}
-	_, ok, busy, err := ma.AcquireAll(ctxFor(t), keys, "me", longTTL)
+	_, ok, busy, err := TakeAll(ctxFor(t), ma, keys, "me", longTTL)
 	if errors.Is(err, drivers.ErrUnsupported) {
 		assertFree(t, a, k1, k3)
 		return
@@ -47,7 +47,7 @@ func testAcquireAll(t *testing.T, s *suite) {
 	assertFree(t, a, k1, k3)
 
 	mustRelease(t, a, k2, other, true)
-	fences, ok, _, err = ma.AcquireAll(ctxFor(t), keys, "me", longTTL)
+	fences, ok, _, err = TakeAll(ctxFor(t), ma, keys, "me", longTTL)
 	if err != nil || !ok || len(fences) != len(keys) {
 		t.Fatalf("AcquireAll of free keys = %v %v %v", fences, ok, err)
 	}
@@ -60,7 +60,7 @@ func testAcquireAll(t *testing.T, s *suite) {
 			t.Fatalf("fence of %s = 0", k)
 		}
 	}
-	again, ok, _, err := ma.AcquireAll(ctxFor(t), keys, "me", longTTL)
+	again, ok, _, err := TakeAll(ctxFor(t), ma, keys, "me", longTTL)
 	if err != nil || !ok {
 		t.Fatalf("AcquireAll by the holder = %v %v; want a refresh", ok, err)
 	}
@@ -84,20 +84,20 @@ func assertFree(t *testing.T, d drivers.Driver, keys ...string) {
 	}
 }
 
-// testAcquireAllWait checks drivers.MultiWaiter: the free keys are taken
+// testAcquireAllWait checks drivers.Capabilities.SetWait: the free keys are taken
 // at once and the busy one waited for; the wait ends with every key when
 // it is released; a wait whose ctx ends leaves no key held.
 func testAcquireAllWait(t *testing.T, s *suite) {
 	a, b := s.driver(), s.driver()
-	mw, ok := b.(drivers.MultiWaiter)
-	if !ok {
-		t.Skip("driver does not implement drivers.MultiWaiter; the Manager waits for the keys one at a time")
+	mw := b
+	if !mw.Capabilities().SetWait {
+		t.Skip("driver does not declare drivers.Capabilities.SetWait; the Manager waits for the keys one at a time")
 	}
 	k1, k2 := s.key("w1"), s.key("w2")
 	mustAcquire(t, a, k2, "holder", longTTL)
 	short, cancel := context.WithTimeout(ctxFor(t), 300*time.Millisecond)
 	defer cancel()
-	if _, err := mw.AcquireAllWait(short, []string{k1, k2}, "gave-up", longTTL, drivers.WaitOptions{}); err == nil {
+	if _, err := TakeAllWait(short, mw, []string{k1, k2}, "gave-up", longTTL, drivers.WaitOptions{}); err == nil {
 		t.Fatal("AcquireAllWait with a key held to the end succeeded")
 	}
 	// A grant that crossed the end of the wait may be released in the
@@ -113,7 +113,7 @@ func testAcquireAllWait(t *testing.T, s *suite) {
 	}
 	done := make(chan answer, 1)
 	go func() {
-		f, err := mw.AcquireAllWait(ctxFor(t), []string{k1, k2}, "me", longTTL, drivers.WaitOptions{RetryDelay: 10 * time.Millisecond})
+		f, err := TakeAllWait(ctxFor(t), mw, []string{k1, k2}, "me", longTTL, drivers.WaitOptions{RetryDelay: 10 * time.Millisecond})
 		done <- answer{f, err}
 	}()
 	select {

@@ -2,6 +2,7 @@ package driverstest
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"time"
 
@@ -10,8 +11,8 @@ import (
 
 // Reference is the simplest correct driver: a mutex and a map, with
 // fences, expiry by the wall clock and waiters woken by every release and
-// at the holder's deadline. It implements drivers.Driver,
-// drivers.Extender and drivers.Waiter, and passes the suite: tests of
+// at the holder's deadline. It implements drivers.Driver (mutexes of one
+// key, with Wait) and drivers.Extender, and passes the suite: tests of
 // code above the drivers use it as their backend, alone or behind Faulty.
 //
 // Handle opens more handles on the same locks; each closes on its own.
@@ -86,10 +87,32 @@ func (b *refBackend) wake() {
 	b.freed = make(chan struct{})
 }
 
-// Acquire implements drivers.Driver.
-func (r *Reference) Acquire(ctx context.Context, key, owner string, ttl time.Duration) (uint64, bool, error) {
+// Acquire implements drivers.Driver: a mutex of one key, waiting or not.
+func (r *Reference) Acquire(ctx context.Context, req drivers.Request) (drivers.Grant, error) {
+	if len(req.Keys) != 1 || req.Claim != (drivers.Claim{}) {
+		return drivers.Grant{}, fmt.Errorf("%w: the reference driver takes one mutex at a time", drivers.ErrUnsupported)
+	}
+	var fence uint64
+	var held drivers.HeldBy
+	var err error
+	ok := true
+	if req.Wait {
+		fence, err = r.acquireWait(ctx, req.Key(), req.Owner, req.TTL)
+	} else {
+		fence, ok, held, err = r.acquire(ctx, req.Key(), req.Owner, req.TTL)
+	}
+	if err != nil || !ok {
+		return drivers.Grant{Busy: drivers.Busy{Key: req.Key(), HeldBy: held}}, err
+	}
+	return drivers.Grant{Acquired: true, Fences: []uint64{fence}}, nil
+}
+
+// Capabilities implements drivers.Driver: it waits for one key.
+func (r *Reference) Capabilities() drivers.Capabilities { return drivers.Capabilities{Wait: true} }
+
+func (r *Reference) acquire(ctx context.Context, key, owner string, ttl time.Duration) (uint64, bool, drivers.HeldBy, error) {
 	if err := r.check(ctx); err != nil {
-		return 0, false, err
+		return 0, false, drivers.HeldBy{}, err
 	}
 	b := r.b
 	b.mu.Lock()
@@ -98,7 +121,7 @@ func (r *Reference) Acquire(ctx context.Context, key, owner string, ttl time.Dur
 	e, held := b.live(key, now)
 	switch {
 	case held && e.owner != owner:
-		return 0, false, nil
+		return 0, false, drivers.HeldBy{Holder: drivers.HolderOf(e.owner), TTL: e.deadline.Sub(now)}, nil
 	case held:
 		e.deadline = now.Add(ttl)
 	default:
@@ -106,7 +129,7 @@ func (r *Reference) Acquire(ctx context.Context, key, owner string, ttl time.Dur
 		e = refEntry{owner: owner, fence: b.fence, deadline: now.Add(ttl)}
 	}
 	b.entries[key] = e
-	return e.fence, true, nil
+	return e.fence, true, drivers.HeldBy{}, nil
 }
 
 // Release implements drivers.Driver.
@@ -167,12 +190,12 @@ func (r *Reference) Extend(ctx context.Context, key, owner string, ttl time.Dura
 	return true, nil
 }
 
-// AcquireWait implements drivers.Waiter: it tries again whenever a key
-// may have freed (a release, a force release, a Close) and at the
-// holder's deadline; it ignores opts.RetryDelay.
-func (r *Reference) AcquireWait(ctx context.Context, key, owner string, ttl time.Duration, _ drivers.WaitOptions) (uint64, error) {
+// acquireWait tries again whenever a key may have freed (a release, a
+// force release, a Close) and at the holder's deadline; it ignores
+// RetryDelay.
+func (r *Reference) acquireWait(ctx context.Context, key, owner string, ttl time.Duration) (uint64, error) {
 	for {
-		fence, ok, err := r.Acquire(ctx, key, owner, ttl)
+		fence, ok, _, err := r.acquire(ctx, key, owner, ttl)
 		if err != nil {
 			return 0, err
 		}
@@ -216,5 +239,4 @@ func (r *Reference) Close() error {
 var (
 	_ drivers.Driver   = (*Reference)(nil)
 	_ drivers.Extender = (*Reference)(nil)
-	_ drivers.Waiter   = (*Reference)(nil)
 )

@@ -45,20 +45,22 @@ func TestFaultyWithoutFaultsPassesSuite(t *testing.T) {
 // plain hides the optional capabilities of a driver.
 type plain struct{ drivers.Driver }
 
+func (plain) Capabilities() drivers.Capabilities { return drivers.Capabilities{} }
+
 func TestFaulty_KeepsTheCapabilitiesOfTheDriver(t *testing.T) {
 	full, _ := driverstest.Faulty(driverstest.NewReference())
 	if _, ok := full.(drivers.Extender); !ok {
 		t.Error("Faulty(Reference) is no Extender")
 	}
-	if _, ok := full.(drivers.Waiter); !ok {
-		t.Error("Faulty(Reference) is no Waiter")
+	if !full.Capabilities().Wait {
+		t.Error("Faulty(Reference) does not wait")
 	}
 	bare, _ := driverstest.Faulty(plain{driverstest.NewReference()})
 	if _, ok := bare.(drivers.Extender); ok {
 		t.Error("Faulty of a plain driver is an Extender")
 	}
-	if _, ok := bare.(drivers.Waiter); ok {
-		t.Error("Faulty of a plain driver is a Waiter")
+	if bare.Capabilities().Wait {
+		t.Error("Faulty of a plain driver waits")
 	}
 }
 
@@ -69,7 +71,7 @@ func TestFaulty_FailLoseDelayAndCount(t *testing.T) {
 	errDown := errors.New("down")
 
 	f.Fail(errDown, driverstest.OpAcquire)
-	if _, _, err := d.Acquire(ctx, "a", "o", time.Minute); err != errDown {
+	if _, _, err := driverstest.Take(ctx, d, "a", "o", time.Minute); err != errDown {
 		t.Fatalf("failing Acquire = %v, want %v", err, errDown)
 	}
 	if _, _, held := ref.Held("a"); held {
@@ -79,7 +81,7 @@ func TestFaulty_FailLoseDelayAndCount(t *testing.T) {
 		t.Fatalf("Exists, not chosen to fail: %v", err)
 	}
 	f.Fail(nil)
-	if _, ok, err := d.Acquire(ctx, "a", "o", time.Minute); !ok || err != nil {
+	if _, ok, err := driverstest.Take(ctx, d, "a", "o", time.Minute); !ok || err != nil {
 		t.Fatalf("Acquire after the failure ended = %v, %v", ok, err)
 	}
 

@@ -50,19 +50,18 @@ var (
 
 func semaphore(n uint32) drivers.Claim { return drivers.Claim{Kind: drivers.Semaphore, Limit: n} }
 
-// sharer is the handle's drivers.Sharer; the suite needs it.
-func sharer(t *testing.T, d drivers.Driver) drivers.Sharer {
+// sharer is d, which the suite needs to serve shared claims.
+func sharer(t *testing.T, d drivers.Driver) drivers.Driver {
 	t.Helper()
-	sh, ok := d.(drivers.Sharer)
-	if !ok {
-		t.Fatalf("%T does not implement drivers.Sharer", d)
+	if !d.Capabilities().Shared {
+		t.Fatalf("%T does not declare drivers.Capabilities.Shared", d)
 	}
-	return sh
+	return d
 }
 
 func mustShared(t *testing.T, d drivers.Driver, key, owner string, c drivers.Claim, want bool) uint64 {
 	t.Helper()
-	fence, ok, _, err := sharer(t, d).AcquireShared(ctxFor(t), key, owner, longTTL, c)
+	fence, ok, _, err := TakeShared(ctxFor(t), sharer(t, d), key, owner, longTTL, c)
 	if err != nil || ok != want {
 		t.Fatalf("AcquireShared(%q, %s, %v) = %d, %v, %v; want ok=%v", key, owner[:8], c, fence, ok, err, want)
 	}
@@ -70,10 +69,9 @@ func mustShared(t *testing.T, d drivers.Driver, key, owner string, c drivers.Cla
 }
 
 func startSharedWait(ctx context.Context, d drivers.Driver, key, owner string, c drivers.Claim) <-chan waitResult {
-	sh := d.(drivers.Sharer)
 	done := make(chan waitResult, 1)
 	go func() {
-		f, err := sh.AcquireSharedWait(ctx, key, owner, longTTL, c, waitOpts)
+		f, err := TakeSharedWait(ctx, d, key, owner, longTTL, c, waitOpts)
 		done <- waitResult{fence: f, err: err, at: time.Now()}
 	}()
 	return done
@@ -137,11 +135,11 @@ func testInspectMutex(t *testing.T, s *suite) {
 		t.Fatalf("Inspect of a free key: %+v; want no holder", h)
 	}
 	for i, owner := range owners(2) {
-		fence, ok, err := a.Acquire(ctxFor(t), key, owner, longTTL)
+		fence, ok, err := Take(ctxFor(t), a, key, owner, longTTL)
 		if err != nil || !ok {
 			t.Fatalf("Acquire: %v, %v", ok, err)
 		}
-		if _, _, err := a.Acquire(ctxFor(t), key, owner, longTTL); err != nil { // a refresh
+		if _, _, err := Take(ctxFor(t), a, key, owner, longTTL); err != nil { // a refresh
 			t.Fatal(err)
 		}
 		h := inspect(t, b, key)
@@ -216,19 +214,19 @@ func testKindAndLimitMismatch(t *testing.T, s *suite) {
 	key, other := s.key("kind"), s.key("mutex")
 	mustShared(t, a, key, token(), semaphore(2), true)
 	for _, c := range []drivers.Claim{semaphore(3), readClaim, writeClaim} {
-		_, ok, _, err := sharer(t, b).AcquireShared(ctxFor(t), key, token(), longTTL, c)
+		_, ok, _, err := TakeShared(ctxFor(t), sharer(t, b), key, token(), longTTL, c)
 		if ok || !errors.Is(err, drivers.ErrInvalid) {
 			t.Fatalf("AcquireShared as %v of a semaphore of 2 = %v, %v; want ErrInvalid", c, ok, err)
 		}
 	}
-	if _, ok, err := b.Acquire(ctxFor(t), key, token(), longTTL); ok || !errors.Is(err, drivers.ErrInvalid) {
+	if _, ok, err := Take(ctxFor(t), b, key, token(), longTTL); ok || !errors.Is(err, drivers.ErrInvalid) {
 		t.Fatalf("a mutex Acquire of a semaphore = %v, %v; want ErrInvalid", ok, err)
 	}
 	mustAcquire(t, a, other, token(), longTTL)
-	if _, ok, _, err := sharer(t, b).AcquireShared(ctxFor(t), other, token(), longTTL, readClaim); ok || !errors.Is(err, drivers.ErrInvalid) {
+	if _, ok, _, err := TakeShared(ctxFor(t), sharer(t, b), other, token(), longTTL, readClaim); ok || !errors.Is(err, drivers.ErrInvalid) {
 		t.Fatalf("a read of a mutex = %v, %v; want ErrInvalid", ok, err)
 	}
-	if _, ok, _, err := sharer(t, b).AcquireShared(ctxFor(t), key, token(), longTTL, semaphore(0)); ok || !errors.Is(err, drivers.ErrInvalid) {
+	if _, ok, _, err := TakeShared(ctxFor(t), sharer(t, b), key, token(), longTTL, semaphore(0)); ok || !errors.Is(err, drivers.ErrInvalid) {
 		t.Fatalf("a semaphore of 0 = %v, %v; want ErrInvalid", ok, err)
 	}
 }
@@ -253,7 +251,7 @@ func testRWReadersShareWriterAlone(t *testing.T, s *suite) {
 	}
 	mustShared(t, a, key, o[3], readClaim, false)
 	mustShared(t, a, key, o[4], writeClaim, false)
-	if _, ok, _, err := sharer(t, b).AcquireShared(ctxFor(t), key, o[2], longTTL, readClaim); ok || !errors.Is(err, drivers.ErrInvalid) {
+	if _, ok, _, err := TakeShared(ctxFor(t), sharer(t, b), key, o[2], longTTL, readClaim); ok || !errors.Is(err, drivers.ErrInvalid) {
 		t.Fatalf("the writer asking for the read side = %v, %v; want ErrInvalid", ok, err)
 	}
 }
@@ -293,7 +291,7 @@ func testSharedRefreshAndExpiryPerHolder(t *testing.T, s *suite) {
 	key, o := s.key("semttl"), owners(3)
 	// Short, but long enough for the three calls below on a loaded
 	// machine: they must find o[0] still holding its slot.
-	if _, ok, _, err := sharer(t, a).AcquireShared(ctxFor(t), key, o[0], 2*time.Second, semaphore(2)); !ok || err != nil {
+	if _, ok, _, err := TakeShared(ctxFor(t), sharer(t, a), key, o[0], 2*time.Second, semaphore(2)); !ok || err != nil {
 		t.Fatalf("AcquireShared = %v, %v", ok, err)
 	}
 	mustShared(t, b, key, o[1], semaphore(2), true)
@@ -303,7 +301,7 @@ func testSharedRefreshAndExpiryPerHolder(t *testing.T, s *suite) {
 	// The short grant runs out on its own; the other holder keeps its slot.
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		_, ok, _, err := sharer(t, b).AcquireShared(ctxFor(t), key, o[2], longTTL, semaphore(2))
+		_, ok, _, err := TakeShared(ctxFor(t), sharer(t, b), key, o[2], longTTL, semaphore(2))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -401,7 +399,7 @@ func hammerShared(t *testing.T, s *suite, key string, workers, rounds int, ref *
 			for range rounds {
 				owner := token()
 				ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-				fence, err := sh.AcquireSharedWait(ctx, key, owner, longTTL, c, waitOpts)
+				fence, err := TakeSharedWait(ctx, sh, key, owner, longTTL, c, waitOpts)
 				if err != nil {
 					cancel()
 					errs <- fmt.Errorf("AcquireSharedWait %v: %w", c, err)

@@ -26,11 +26,11 @@ func testSharedRefusalNamesTheHolderInTheWay(t *testing.T, s *suite) {
 	} {
 		key := s.key(c.name)
 		for owner, ttl := range map[string]time.Duration{soon: longTTL / 2, late: longTTL} {
-			if _, ok, _, err := sh.AcquireShared(ctxFor(t), key, owner, ttl, c.held); !ok || err != nil {
+			if _, ok, _, err := TakeShared(ctxFor(t), sh, key, owner, ttl, c.held); !ok || err != nil {
 				t.Fatalf("%s: AcquireShared(%v) = %v, %v", c.name, c.held, ok, err)
 			}
 		}
-		_, ok, held, err := sh.AcquireShared(ctxFor(t), key, token(), longTTL, c.ask)
+		_, ok, held, err := TakeShared(ctxFor(t), sh, key, token(), longTTL, c.ask)
 		if ok || err != nil || held.Holder != c.want || held.TTL <= c.minT || held.TTL > c.maxT {
 			t.Errorf("%s: AcquireShared(%v) = %v, %+v, %v; want refused, held by %q for (%v, %v]", c.name, c.ask, ok, held, err, c.want, c.minT, c.maxT)
 		}

@@ -111,7 +111,7 @@ func ctxFor(t *testing.T) context.Context {
 
 func mustAcquire(t *testing.T, d drivers.Driver, key, owner string, ttl time.Duration) uint64 {
 	t.Helper()
-	fence, ok, err := d.Acquire(ctxFor(t), key, owner, ttl)
+	fence, ok, err := Take(ctxFor(t), d, key, owner, ttl)
 	if err != nil {
 		t.Fatalf("Acquire(%q, %q): %v", key, owner, err)
 	}
@@ -123,7 +123,7 @@ func mustAcquire(t *testing.T, d drivers.Driver, key, owner string, ttl time.Dur
 
 func mustNotAcquire(t *testing.T, d drivers.Driver, key, owner string, ttl time.Duration) {
 	t.Helper()
-	_, ok, err := d.Acquire(ctxFor(t), key, owner, ttl)
+	_, ok, err := Take(ctxFor(t), d, key, owner, ttl)
 	if err != nil {
 		t.Fatalf("Acquire(%q, %q): %v", key, owner, err)
 	}

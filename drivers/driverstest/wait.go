@@ -9,13 +9,12 @@ import (
 	"github.com/zerotal/lock/drivers"
 )
 
-func waiter(t *testing.T, d drivers.Driver) drivers.Waiter {
+func waiter(t *testing.T, d drivers.Driver) drivers.Driver {
 	t.Helper()
-	w, ok := d.(drivers.Waiter)
-	if !ok {
-		t.Skip("driver does not implement drivers.Waiter; the Manager falls back to polling")
+	if !d.Capabilities().Wait {
+		t.Skip("driver does not declare drivers.Capabilities.Wait; the Manager falls back to polling")
 	}
-	return w
+	return d
 }
 
 var waitOpts = drivers.WaitOptions{RetryDelay: 20 * time.Millisecond}
@@ -26,10 +25,10 @@ type waitResult struct {
 	at    time.Time
 }
 
-func startWait(ctx context.Context, w drivers.Waiter, key, owner string, ttl time.Duration) <-chan waitResult {
+func startWait(ctx context.Context, w drivers.Driver, key, owner string, ttl time.Duration) <-chan waitResult {
 	done := make(chan waitResult, 1)
 	go func() {
-		f, err := w.AcquireWait(ctx, key, owner, ttl, waitOpts)
+		f, err := TakeWait(ctx, w, key, owner, ttl, waitOpts)
 		done <- waitResult{fence: f, err: err, at: time.Now()}
 	}()
 	return done
@@ -103,7 +102,7 @@ func testWaitDeadline(t *testing.T, s *suite) {
 	ctx, cancel := context.WithTimeout(t.Context(), 300*time.Millisecond)
 	defer cancel()
 	start := time.Now()
-	_, err := wb.AcquireWait(ctx, key, token(), longTTL, waitOpts)
+	_, err := TakeWait(ctx, wb, key, token(), longTTL, waitOpts)
 	if !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("AcquireWait past its deadline: err = %v, want context.DeadlineExceeded", err)
 	}
@@ -114,7 +113,7 @@ func testWaitDeadline(t *testing.T, s *suite) {
 	// The abandoned waiter must not be handed the key.
 	ownerC := token()
 	eventually(t, 10*time.Second, "key free after the abandoned wait", func() bool {
-		_, ok, err := c.Acquire(ctxFor(t), key, ownerC, longTTL)
+		_, ok, err := Take(ctxFor(t), c, key, ownerC, longTTL)
 		if err != nil {
 			t.Fatalf("Acquire: %v", err)
 		}

@@ -60,14 +60,7 @@ type Driver struct {
 var (
 	_ drivers.Driver    = (*Driver)(nil)
 	_ drivers.Extender  = (*Driver)(nil)
-	_ drivers.Waiter    = (*Driver)(nil)
-	_ drivers.Sharer    = (*Driver)(nil)
 	_ drivers.Inspector = (*Driver)(nil)
-
-	_ drivers.HolderTTLReporter = (*Driver)(nil)
-	_ drivers.HolderReporter    = (*Driver)(nil)
-
-	_ drivers.InstantWaiter = (*Driver)(nil)
 )
 
 // New starts an engine and returns a driver that owns it: Close stops it.
@@ -102,27 +95,9 @@ func (d *Driver) ready(ctx context.Context) error {
 	return ctx.Err()
 }
 
-// Acquire takes key for owner, or refreshes it when owner holds it.
-func (d *Driver) Acquire(ctx context.Context, key, owner string, ttl time.Duration) (uint64, bool, error) {
-	if err := d.ready(ctx); err != nil {
-		return 0, false, err
-	}
-	g, ok, err := d.e.Acquire(ctx, key, owner, ttl)
-	if err != nil || !ok {
-		return 0, false, err
-	}
-	return g.Fence, true, nil
-}
-
-// AcquireHolderTTL is AcquireHolder with the holder's remaining time only.
-func (d *Driver) AcquireHolderTTL(ctx context.Context, key, owner string, ttl time.Duration) (uint64, bool, time.Duration, error) {
-	fence, ok, held, err := d.AcquireHolder(ctx, key, owner, ttl)
-	return fence, ok, held.TTL, err
-}
-
-// AcquireHolder is Acquire that, when another owner holds the key, also
+// acquireKeyHolder is Acquire that, when another owner holds the key, also
 // says who (drivers.HolderOf its owner) and how long its grant has left.
-func (d *Driver) AcquireHolder(ctx context.Context, key, owner string, ttl time.Duration) (uint64, bool, drivers.HeldBy, error) {
+func (d *Driver) acquireKeyHolder(ctx context.Context, key, owner string, ttl time.Duration) (uint64, bool, drivers.HeldBy, error) {
 	if err := d.ready(ctx); err != nil {
 		return 0, false, drivers.HeldBy{}, err
 	}
@@ -136,9 +111,9 @@ func (d *Driver) AcquireHolder(ctx context.Context, key, owner string, ttl time.
 	return g.Fence, true, drivers.HeldBy{}, nil
 }
 
-// AcquireAll takes every key or none in one step of the engine
+// acquireSet takes every key or none in one step of the engine
 // (drivers.MultiAcquirer).
-func (d *Driver) AcquireAll(ctx context.Context, keys []string, owner string, ttl time.Duration) ([]uint64, bool, drivers.Busy, error) {
+func (d *Driver) acquireSet(ctx context.Context, keys []string, owner string, ttl time.Duration) ([]uint64, bool, drivers.Busy, error) {
 	if err := d.ready(ctx); err != nil {
 		return nil, false, drivers.Busy{}, err
 	}
@@ -160,9 +135,9 @@ func (d *Driver) AcquireAll(ctx context.Context, keys []string, owner string, tt
 // see engine.Changed).
 func (d *Driver) Changed(key string) (<-chan struct{}, func()) { return d.e.Changed(key) }
 
-// AcquireAllWait waits for every key together, first come first served
+// acquireSetWait waits for every key together, first come first served
 // for the whole set (drivers.MultiWaiter; see engine.AcquireAllWait).
-func (d *Driver) AcquireAllWait(ctx context.Context, keys []string, owner string, ttl time.Duration, _ drivers.WaitOptions) ([]uint64, error) {
+func (d *Driver) acquireSetWait(ctx context.Context, keys []string, owner string, ttl time.Duration, _ drivers.WaitOptions) ([]uint64, error) {
 	if err := d.ready(ctx); err != nil {
 		return nil, err
 	}
@@ -180,9 +155,9 @@ func (d *Driver) AcquireAllWait(ctx context.Context, keys []string, owner string
 	return fences, nil
 }
 
-// AcquireWait queues for key, FIFO, and returns when the engine hands it
+// acquireKeyWait queues for key, FIFO, and returns when the engine hands it
 // over or ctx ends.
-func (d *Driver) AcquireWait(ctx context.Context, key, owner string, ttl time.Duration, _ drivers.WaitOptions) (uint64, error) {
+func (d *Driver) acquireKeyWait(ctx context.Context, key, owner string, ttl time.Duration, _ drivers.WaitOptions) (uint64, error) {
 	if err := d.ready(ctx); err != nil {
 		return 0, err
 	}
@@ -193,9 +168,9 @@ func (d *Driver) AcquireWait(ctx context.Context, key, owner string, ttl time.Du
 	return g.Fence, nil
 }
 
-// AcquireShared takes a semaphore's slot or a read/write lock's side (see
+// acquireClaim takes a semaphore's slot or a read/write lock's side (see
 // drivers.Sharer); refused, it says who is in the way and for how long.
-func (d *Driver) AcquireShared(ctx context.Context, key, owner string, ttl time.Duration, c drivers.Claim) (uint64, bool, drivers.HeldBy, error) {
+func (d *Driver) acquireClaim(ctx context.Context, key, owner string, ttl time.Duration, c drivers.Claim) (uint64, bool, drivers.HeldBy, error) {
 	if err := d.ready(ctx); err != nil {
 		return 0, false, drivers.HeldBy{}, err
 	}
@@ -211,9 +186,9 @@ func (d *Driver) AcquireShared(ctx context.Context, key, owner string, ttl time.
 	return g.Fence, true, drivers.HeldBy{}, nil
 }
 
-// AcquireSharedWait is AcquireShared that waits its turn in the name's
+// acquireClaimWait is AcquireShared that waits its turn in the name's
 // FIFO queue.
-func (d *Driver) AcquireSharedWait(ctx context.Context, key, owner string, ttl time.Duration, c drivers.Claim, _ drivers.WaitOptions) (uint64, error) {
+func (d *Driver) acquireClaimWait(ctx context.Context, key, owner string, ttl time.Duration, c drivers.Claim, _ drivers.WaitOptions) (uint64, error) {
 	if err := d.ready(ctx); err != nil {
 		return 0, err
 	}
@@ -255,11 +230,6 @@ func HoldingOf(info engine.Info, remaining func(engine.Grant) time.Duration) dri
 	}
 	return h
 }
-
-// AcquireIsInstant marks the driver as a drivers.InstantWaiter: Acquire is
-// a call into this process's engine, and the engine hands a released or
-// expired key to its first waiter in the same step.
-func (d *Driver) AcquireIsInstant() {}
 
 // Release frees key if owner holds it.
 func (d *Driver) Release(ctx context.Context, key, owner string) (bool, error) {

@@ -11,6 +11,7 @@ import (
 	goredis "github.com/redis/go-redis/v9"
 
 	"github.com/zerotal/lock/drivers"
+	"github.com/zerotal/lock/drivers/driverstest"
 	"github.com/zerotal/lock/drivers/redis"
 	"github.com/zerotal/lock/drivers/redis/redistest"
 	"github.com/zerotal/lock/internal/testkit/poll"
@@ -83,7 +84,7 @@ func TestBatch_ApplicationClientBatchesUnderConcurrency(t *testing.T) {
 	held := make(chan error, redis.DefaultPipelineAt)
 	for i := 0; i < redis.DefaultPipelineAt-1; i++ {
 		go func() {
-			_, _, err := d.Acquire(t.Context(), newKey("held"), token(), time.Minute)
+			_, _, err := driverstest.Take(t.Context(), d, newKey("held"), token(), time.Minute)
 			held <- err
 		}()
 		<-g.entered
@@ -120,7 +121,7 @@ func TestBatch_CallGivenUpIsNotSent(t *testing.T) {
 	first := newKey("first")
 	firstDone := make(chan error, 1)
 	go func() {
-		_, _, err := d.Acquire(t.Context(), first, token(), time.Minute)
+		_, _, err := driverstest.Take(t.Context(), d, first, token(), time.Minute)
 		firstDone <- err
 	}()
 	<-g.entered // the first batch is on the wire, and stays there
@@ -128,7 +129,7 @@ func TestBatch_CallGivenUpIsNotSent(t *testing.T) {
 	// Given up while its batch is on the wire.
 	ctx, cancel := context.WithTimeout(t.Context(), 50*time.Millisecond)
 	defer cancel()
-	_, _, err = d.Acquire(ctx, newKey("late"), token(), time.Minute)
+	_, _, err = driverstest.Take(ctx, d, newKey("late"), token(), time.Minute)
 	if !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("Acquire with an expired ctx behind a stuck batch: %v", err)
 	}
@@ -139,7 +140,7 @@ func TestBatch_CallGivenUpIsNotSent(t *testing.T) {
 	queuedDone := make(chan error, 1)
 	before := redis.Queued(d)
 	go func() {
-		_, _, err := d.Acquire(qctx, queued, token(), time.Minute)
+		_, _, err := driverstest.Take(qctx, d, queued, token(), time.Minute)
 		queuedDone <- err
 	}()
 	poll.Until(t, 5*time.Second, "call queued", func() bool { return redis.Queued(d) > before })
@@ -173,7 +174,7 @@ func TestBatch_BrokenConnectionFailsEveryCall(t *testing.T) {
 	key := newKey("broken")
 	mustAcquire(t, d, key, token(), time.Minute)
 	srv.Kill()
-	_, _, err := d.Acquire(t.Context(), key, token(), time.Minute)
+	_, _, err := driverstest.Take(t.Context(), d, key, token(), time.Minute)
 	if !errors.Is(err, drivers.ErrUnavailable) {
 		t.Fatalf("Acquire from a batch with Redis down: %v; want ErrUnavailable", err)
 	}

@@ -61,7 +61,8 @@
 //
 // # Waiting
 //
-// AcquireWait is pushed, not polled. Every release and force release
+// A waiting Acquire (drivers.Request.Wait) is pushed, not polled. Every
+// release and force release
 // publishes on the key's channel "{K}:released"; a driver keeps one pub/sub
 // connection for all its waiters, subscribed to the channels of the keys
 // they wait for, and queues its waiters per key in arrival order. Only the
@@ -79,7 +80,7 @@
 //
 // # Semaphores and read/write locks
 //
-// AcquireShared and AcquireSharedWait (drivers.Sharer) keep a shared key
+// Semaphores and read/write locks (drivers.Request.Claim) keep a shared key
 // as one hash at the lock's own name: its kind and limit, a field per
 // grant and per place in its queue, each operation one script. Only the
 // head of the queue is granted, when it fits, so waiting is first come,

@@ -42,10 +42,6 @@ type Driver struct {
 var (
 	_ drivers.Driver   = (*Driver)(nil)
 	_ drivers.Extender = (*Driver)(nil)
-	_ drivers.Waiter   = (*Driver)(nil)
-
-	_ drivers.HolderTTLReporter = (*Driver)(nil)
-	_ drivers.HolderReporter    = (*Driver)(nil)
 )
 
 // Open returns a Driver for cfg. With a URL it opens its own client, checks
@@ -127,23 +123,10 @@ func newDriver(client goredis.UniversalClient, owns bool, cfg Config) *Driver {
 	return d
 }
 
-// Acquire takes key for owner, or refreshes it when owner holds it. The
-// fence of a new grant is larger than every fence the key had before.
-func (d *Driver) Acquire(ctx context.Context, key, owner string, ttl time.Duration) (uint64, bool, error) {
-	fence, ok, _, err := d.acquire(ctx, key, owner, ttl)
-	return fence, ok, err
-}
-
-// AcquireHolderTTL is AcquireHolder with the holder's remaining time only.
-func (d *Driver) AcquireHolderTTL(ctx context.Context, key, owner string, ttl time.Duration) (uint64, bool, time.Duration, error) {
-	fence, ok, held, err := d.AcquireHolder(ctx, key, owner, ttl)
-	return fence, ok, held.TTL, err
-}
-
-// AcquireHolder is Acquire that, when another owner holds the key, also
+// acquireKeyHolder is Acquire that, when another owner holds the key, also
 // says who (drivers.HolderOf its value) and its PTTL (0 for a key without
 // one, which someone else wrote), from the same script.
-func (d *Driver) AcquireHolder(ctx context.Context, key, owner string, ttl time.Duration) (uint64, bool, drivers.HeldBy, error) {
+func (d *Driver) acquireKeyHolder(ctx context.Context, key, owner string, ttl time.Duration) (uint64, bool, drivers.HeldBy, error) {
 	fence, ok, held, err := d.acquire(ctx, key, owner, ttl)
 	held.TTL = max(held.TTL, 0)
 	return fence, ok, held, err

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/zerotal/lock/drivers"
+	"github.com/zerotal/lock/drivers/driverstest"
 	"github.com/zerotal/lock/drivers/redis"
 	"github.com/zerotal/lock/drivers/redis/redistest"
 	"github.com/zerotal/lock/internal/testkit/poll"
@@ -39,7 +40,7 @@ func newKey(name string) string { return "redistest:" + token()[:8] + ":" + name
 
 func mustAcquire(t *testing.T, d drivers.Driver, key, owner string, ttl time.Duration) uint64 {
 	t.Helper()
-	fence, ok, err := d.Acquire(t.Context(), key, owner, ttl)
+	fence, ok, err := driverstest.Take(t.Context(), d, key, owner, ttl)
 	if err != nil || !ok {
 		t.Fatalf("Acquire(%q) = %v, %v; want acquired", key, ok, err)
 	}
@@ -60,7 +61,7 @@ func startWait(t *testing.T, ctx context.Context, d *redis.Driver, key, owner st
 	before := redis.Waiters(d, key)
 	done := make(chan waitResult, 1)
 	go func() {
-		f, err := d.AcquireWait(ctx, key, owner, ttl, drivers.WaitOptions{})
+		f, err := driverstest.TakeWait(ctx, d, key, owner, ttl, drivers.WaitOptions{})
 		done <- waitResult{fence: f, err: err, at: time.Now()}
 	}()
 	poll.Until(t, 10*time.Second, "waiter queued and subscribed", func() bool {

@@ -7,6 +7,7 @@ import (
 
 	goredis "github.com/redis/go-redis/v9"
 
+	"github.com/zerotal/lock/drivers/driverstest"
 	"github.com/zerotal/lock/drivers/redis"
 	"github.com/zerotal/lock/drivers/redis/redistest"
 )
@@ -30,7 +31,7 @@ func TestListHeld_FindsEveryKeyAndNothingElse(t *testing.T) {
 		}
 		slices.Sort(want)
 		for _, k := range append(slices.Clone(want), "other:"+prefix) {
-			if _, ok, err := d.Acquire(t.Context(), k, "o", time.Minute); !ok || err != nil {
+			if _, ok, err := driverstest.Take(t.Context(), d, k, "o", time.Minute); !ok || err != nil {
 				t.Fatalf("Acquire(%q) = %v, %v", k, ok, err)
 			}
 		}

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/zerotal/lock/drivers/driverstest"
 	"github.com/zerotal/lock/drivers/redis"
 	"github.com/zerotal/lock/drivers/redis/redistest"
 	"github.com/zerotal/lock/internal/testkit/poll"
@@ -40,12 +41,12 @@ func TestLogger_GoRedisMessagesGoThroughSlog(t *testing.T) {
 	srv := redistest.Start(t)
 	var buf lockedBuffer
 	d := open(t, srv, redis.WithLogger(slog.New(slog.NewTextHandler(&buf, nil))))
-	if _, _, err := d.Acquire(t.Context(), newKey("k"), "o", time.Minute); err != nil {
+	if _, _, err := driverstest.Take(t.Context(), d, newKey("k"), "o", time.Minute); err != nil {
 		t.Fatal(err)
 	}
 	srv.Kill()
 	// The pool has to dial again, and cannot: go-redis logs it.
-	_, _, err := d.Acquire(t.Context(), newKey("k2"), "o", time.Minute)
+	_, _, err := driverstest.Take(t.Context(), d, newKey("k2"), "o", time.Minute)
 	if err == nil {
 		t.Fatal("Acquire on a stopped Redis succeeded")
 	}

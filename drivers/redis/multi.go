@@ -11,8 +11,6 @@ import (
 	"github.com/zerotal/lock/drivers"
 )
 
-var _ drivers.MultiAcquirer = (*Driver)(nil)
-
 // acquireAllScript takes every key or none: it reads every lock key
 // first, and writes only when none is held by another owner.
 //
@@ -47,12 +45,12 @@ end
 return reply
 `)
 
-// AcquireAll takes every key or none in one script (drivers.MultiAcquirer).
+// acquireSet takes every key or none in one script (drivers.MultiAcquirer).
 // On Redis Cluster a script may only touch one hash slot, and each key has
 // a slot of its own (its name is its hash tag, see keysFor): keys that do
 // not all fall in one slot get an error matching drivers.ErrUnsupported,
 // having taken nothing, and the Manager takes them one at a time instead.
-func (d *Driver) AcquireAll(ctx context.Context, keys []string, owner string, ttl time.Duration) ([]uint64, bool, drivers.Busy, error) {
+func (d *Driver) acquireSet(ctx context.Context, keys []string, owner string, ttl time.Duration) ([]uint64, bool, drivers.Busy, error) {
 	if err := d.usable(ctx, "acquire", strings.Join(keys, ",")); err != nil {
 		return nil, false, drivers.Busy{}, err
 	}

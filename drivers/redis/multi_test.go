@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/zerotal/lock/drivers"
+	"github.com/zerotal/lock/drivers/driverstest"
 	"github.com/zerotal/lock/drivers/redis"
 	"github.com/zerotal/lock/drivers/redis/redistest"
 )
@@ -50,7 +51,7 @@ func TestAcquireAll_OnTheClusterWhenTheKeysShareASlot(t *testing.T) {
 	if mate == "" {
 		t.Fatal("no key shares k0's slot in a million")
 	}
-	fences, ok, _, err := d.AcquireAll(t.Context(), []string{"k0", mate}, "me", time.Minute)
+	fences, ok, _, err := driverstest.TakeAll(t.Context(), d, []string{"k0", mate}, "me", time.Minute)
 	if err != nil || !ok || len(fences) != 2 || fences[0] == 0 || fences[1] == 0 {
 		t.Fatalf("AcquireAll of k0 and %s (one slot) = %v %v %v; want both granted", mate, fences, ok, err)
 	}
@@ -59,7 +60,7 @@ func TestAcquireAll_OnTheClusterWhenTheKeysShareASlot(t *testing.T) {
 	if lock, _, _ := redis.KeyNames(other); redis.Slot(lock) == redis.Slot(first) {
 		other = "k2"
 	}
-	_, ok, _, err = d.AcquireAll(t.Context(), []string{"free", other}, "me", time.Minute)
+	_, ok, _, err = driverstest.TakeAll(t.Context(), d, []string{"free", other}, "me", time.Minute)
 	if ok || !errors.Is(err, drivers.ErrUnsupported) {
 		t.Fatalf("AcquireAll across slots = %v %v; want ErrUnsupported", ok, err)
 	}

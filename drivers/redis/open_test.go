@@ -11,6 +11,7 @@ import (
 	goredis "github.com/redis/go-redis/v9"
 
 	"github.com/zerotal/lock/drivers"
+	"github.com/zerotal/lock/drivers/driverstest"
 	"github.com/zerotal/lock/drivers/redis"
 	"github.com/zerotal/lock/drivers/redis/redistest"
 	"github.com/zerotal/lock/internal/loopback"
@@ -137,7 +138,7 @@ func TestNew_LeavesTheApplicationsClientOpen(t *testing.T) {
 	if err := client.Ping(t.Context()).Err(); err != nil {
 		t.Fatalf("application's client after the driver's Close: %v", err)
 	}
-	if _, _, err := d.Acquire(t.Context(), key, owner, time.Hour); !errors.Is(err, drivers.ErrClosed) {
+	if _, _, err := driverstest.Take(t.Context(), d, key, owner, time.Hour); !errors.Is(err, drivers.ErrClosed) {
 		t.Fatalf("Acquire after Close: %v, want ErrClosed", err)
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/zerotal/lock/drivers"
+	"github.com/zerotal/lock/drivers/driverstest"
 	"github.com/zerotal/lock/drivers/redis"
 	"github.com/zerotal/lock/drivers/redis/redistest"
 	"github.com/zerotal/lock/internal/testkit/poll"
@@ -26,7 +27,7 @@ func TestServerKilled_UnavailableThenRecovers(t *testing.T) {
 
 	srv.Kill()
 	ctx := ctxWithin(t, 30*time.Second)
-	_, ok, err := d.Acquire(ctx, key, token(), time.Hour)
+	_, ok, err := driverstest.Take(ctx, d, key, token(), time.Hour)
 	if !errors.Is(err, drivers.ErrUnavailable) || ok {
 		t.Fatalf("Acquire with Redis down = %v, %v; want ErrUnavailable", ok, err)
 	}
@@ -45,7 +46,7 @@ func TestServerKilled_UnavailableThenRecovers(t *testing.T) {
 	if _, err := d.Exists(ctx, key); !errors.Is(err, drivers.ErrUnavailable) {
 		t.Fatalf("Exists with Redis down: %v, want ErrUnavailable", err)
 	}
-	if _, err := d.AcquireWait(ctx, key, token(), time.Hour, drivers.WaitOptions{}); !errors.Is(err, drivers.ErrUnavailable) {
+	if _, err := driverstest.TakeWait(ctx, d, key, token(), time.Hour, drivers.WaitOptions{}); !errors.Is(err, drivers.ErrUnavailable) {
 		t.Fatalf("AcquireWait with Redis down: %v, want ErrUnavailable", err)
 	}
 
@@ -181,7 +182,7 @@ func TestCancelledWaitDoesNotKeepTheKey(t *testing.T) {
 	key := newKey("cancel")
 	ctx, cancel := context.WithCancel(t.Context())
 	cancel()
-	if _, err := d.AcquireWait(ctx, key, token(), time.Hour, drivers.WaitOptions{}); !errors.Is(err, context.Canceled) {
+	if _, err := driverstest.TakeWait(ctx, d, key, token(), time.Hour, drivers.WaitOptions{}); !errors.Is(err, context.Canceled) {
 		t.Fatalf("AcquireWait with a cancelled ctx: %v", err)
 	}
 	if held, err := d.Exists(t.Context(), key); err != nil || held {

@@ -31,7 +31,6 @@ import (
 // the key's shared channel, and within a process each one granted wakes
 // the next local waiter at once (hub.leave).
 var (
-	_ drivers.Sharer    = (*Driver)(nil)
 	_ drivers.Inspector = (*Driver)(nil)
 )
 
@@ -272,10 +271,10 @@ for _, w in ipairs(waiters) do table.insert(reply, w.owner) table.insert(reply, 
 return reply
 `)
 
-// AcquireShared takes a semaphore's slot or a read/write lock's side of
+// acquireClaim takes a semaphore's slot or a read/write lock's side of
 // key for owner (drivers.Sharer): one script. Refused, it says who is in
 // the way and for how long.
-func (d *Driver) AcquireShared(ctx context.Context, key, owner string, ttl time.Duration, c drivers.Claim) (uint64, bool, drivers.HeldBy, error) {
+func (d *Driver) acquireClaim(ctx context.Context, key, owner string, ttl time.Duration, c drivers.Claim) (uint64, bool, drivers.HeldBy, error) {
 	r, err := d.acquireShared(ctx, key, owner, ttl, c, false)
 	return r.fence, r.ok, r.held, err
 }
@@ -342,9 +341,9 @@ func flag(b bool) int {
 	return 0
 }
 
-// AcquireSharedWait waits in key's queue until owner is at its head and
+// acquireClaimWait waits in key's queue until owner is at its head and
 // fits, or ctx ends; then its place is given up.
-func (d *Driver) AcquireSharedWait(ctx context.Context, key, owner string, ttl time.Duration, c drivers.Claim, opts drivers.WaitOptions) (uint64, error) {
+func (d *Driver) acquireClaimWait(ctx context.Context, key, owner string, ttl time.Duration, c drivers.Claim, opts drivers.WaitOptions) (uint64, error) {
 	if err := d.usable(ctx, "wait for", key); err != nil {
 		return 0, err
 	}

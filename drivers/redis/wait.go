@@ -19,7 +19,7 @@ const cleanupTimeout = time.Second
 // short enough that an outage is reported while it lasts.
 const waitOutage = 2 * time.Second
 
-// AcquireWait blocks until key is granted to owner, ctx ends or the driver
+// acquireKeyWait blocks until key is granted to owner, ctx ends or the driver
 // is closed.
 //
 // Waiting is pushed: a release or force release publishes on the key's
@@ -35,7 +35,7 @@ const waitOutage = 2 * time.Second
 // Redis being unreachable ends the wait with an error matching
 // ErrUnavailable, after a few quick retries that let a waiter ride out a
 // server restart (stale pooled connections fail once each).
-func (d *Driver) AcquireWait(ctx context.Context, key, owner string, ttl time.Duration, opts drivers.WaitOptions) (uint64, error) {
+func (d *Driver) acquireKeyWait(ctx context.Context, key, owner string, ttl time.Duration, opts drivers.WaitOptions) (uint64, error) {
 	if err := d.usable(ctx, "wait for", key); err != nil {
 		return 0, err // nothing sent, nothing to clean up
 	}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/zerotal/lock/drivers"
+	"github.com/zerotal/lock/drivers/driverstest"
 	"github.com/zerotal/lock/drivers/redis"
 	"github.com/zerotal/lock/drivers/redis/redistest"
 	"github.com/zerotal/lock/internal/testkit/poll"
@@ -192,7 +193,7 @@ func TestAcquireWait_LocalWaitersInArrivalOrder(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			if _, err := d.AcquireWait(t.Context(), key, owner, time.Hour, drivers.WaitOptions{}); err != nil {
+			if _, err := driverstest.TakeWait(t.Context(), d, key, owner, time.Hour, drivers.WaitOptions{}); err != nil {
 				t.Errorf("waiter %d: %v", i, err)
 				return
 			}
@@ -235,7 +236,7 @@ func TestAcquireWait_OtherProcessesAreNotShutOut(t *testing.T) {
 			defer wg.Done()
 			for ctx.Err() == nil {
 				owner := token()
-				if _, err := busy.AcquireWait(ctx, key, owner, time.Hour, drivers.WaitOptions{}); err != nil {
+				if _, err := driverstest.TakeWait(ctx, busy, key, owner, time.Hour, drivers.WaitOptions{}); err != nil {
 					return
 				}
 				if _, err := busy.Release(context.Background(), key, owner); err != nil {
@@ -249,7 +250,7 @@ func TestAcquireWait_OtherProcessesAreNotShutOut(t *testing.T) {
 	poll.Until(t, 10*time.Second, "busy driver has waiters", func() bool { return redis.Waiters(busy, key) > 0 })
 
 	start := time.Now()
-	fence, err := other.AcquireWait(ctxWithin(t, 5*time.Second), key, token(), time.Hour, drivers.WaitOptions{})
+	fence, err := driverstest.TakeWait(ctxWithin(t, 5*time.Second), other, key, token(), time.Hour, drivers.WaitOptions{})
 	if err != nil {
 		t.Fatalf("waiter of another driver: %v after %v", err, time.Since(start))
 	}

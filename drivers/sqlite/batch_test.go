@@ -5,6 +5,8 @@ import (
 	"errors"
 	"testing"
 	"time"
+
+	"github.com/zerotal/lock/drivers/driverstest"
 )
 
 func acquireOp(d *Driver, key string, fence *uint64) *writeOp {
@@ -97,7 +99,7 @@ func TestWrite_ConcurrentCallsAllSucceed(t *testing.T) {
 	out := make(chan res, n)
 	for i := range n {
 		go func() {
-			f, ok, err := d.Acquire(context.Background(), "key-"+string(rune('A'+i)), "o", time.Minute)
+			f, ok, err := driverstest.Take(context.Background(), d, "key-"+string(rune('A'+i)), "o", time.Minute)
 			if err == nil && !ok {
 				err = errors.New("not acquired")
 			}

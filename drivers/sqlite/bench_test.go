@@ -285,10 +285,10 @@ func benchCycle(ctx context.Context, kind, path string, workers int, oneKey bool
 			key, o := keyOf(w), owner(w, i)
 			t0 := time.Now()
 			if oneKey {
-				if _, err := d.AcquireWait(ctx, key, o, time.Minute, drivers.WaitOptions{RetryDelay: 100 * time.Millisecond}); err != nil {
+				if _, err := driverstest.TakeWait(ctx, d, key, o, time.Minute, drivers.WaitOptions{RetryDelay: 100 * time.Millisecond}); err != nil {
 					return 0, err
 				}
-			} else if _, ok, err := d.Acquire(ctx, key, o, time.Minute); err != nil || !ok {
+			} else if _, ok, err := driverstest.Take(ctx, d, key, o, time.Minute); err != nil || !ok {
 				return 0, fmt.Errorf("Acquire of a key of its own = %v, %v", ok, err)
 			}
 			lat := time.Since(t0)

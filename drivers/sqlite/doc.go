@@ -52,7 +52,7 @@
 //
 // # Waiting
 //
-// SQLite cannot tell a process that a row changed, so AcquireWait polls,
+// SQLite cannot tell a process that a row changed, so a waiting Acquire polls,
 // cheaply: while a handle has waiters, one goroutine reads
 // PRAGMA data_version (a look at the WAL index in shared memory, no I/O and
 // no lock) every 0.2 ms to Config.PollInterval with jitter, and wakes the
@@ -64,7 +64,7 @@
 //
 // # Semaphores and read/write locks
 //
-// AcquireShared and AcquireSharedWait (drivers.Sharer) keep a key's kind,
+// Semaphores and read/write locks (drivers.Request.Claim) keep a key's kind,
 // grants and queue in tables of their own, each operation one BEGIN
 // IMMEDIATE transaction; fences come from the same counter. The queue is
 // in the file, so waiting is first come, first served across processes:

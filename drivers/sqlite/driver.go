@@ -49,7 +49,6 @@ type Driver struct {
 var (
 	_ drivers.Driver   = (*Driver)(nil)
 	_ drivers.Extender = (*Driver)(nil)
-	_ drivers.Waiter   = (*Driver)(nil)
 )
 
 func newDriver(cfg Config) *Driver {
@@ -67,11 +66,11 @@ func deadlineUS(now time.Time, ttl time.Duration) int64 {
 	return now.UnixMicro() + max(ttl.Microseconds(), 1)
 }
 
-// Acquire takes key for owner for ttl, takes it over when the holder's
+// acquireKey takes key for owner for ttl, takes it over when the holder's
 // deadline has passed, or refreshes the deadline (keeping the fence) when
 // owner holds it. ok is false, with a nil error, when another owner holds
 // the key. One statement does all of it, fence counter included.
-func (d *Driver) Acquire(ctx context.Context, key, owner string, ttl time.Duration) (fence uint64, ok bool, err error) {
+func (d *Driver) acquireKey(ctx context.Context, key, owner string, ttl time.Duration) (fence uint64, ok bool, err error) {
 	var refused error // the key is a shared one
 	err = d.write(ctx, "acquire", func(ctx context.Context) error {
 		refused = nil
@@ -104,18 +103,12 @@ func (d *Driver) Acquire(ctx context.Context, key, owner string, ttl time.Durati
 	return fence, ok, nil
 }
 
-// AcquireHolderTTL is AcquireHolder with the holder's remaining time only.
-func (d *Driver) AcquireHolderTTL(ctx context.Context, key, owner string, ttl time.Duration) (uint64, bool, time.Duration, error) {
-	fence, ok, held, err := d.AcquireHolder(ctx, key, owner, ttl)
-	return fence, ok, held.TTL, err
-}
-
-// AcquireHolder is Acquire that, when another owner holds the key, also
+// acquireKeyHolder is Acquire that, when another owner holds the key, also
 // says who (drivers.HolderOf its owner) and how long its row has left
 // (read after the attempt, so it may be a little less than at the
 // attempt).
-func (d *Driver) AcquireHolder(ctx context.Context, key, owner string, ttl time.Duration) (uint64, bool, drivers.HeldBy, error) {
-	fence, ok, err := d.Acquire(ctx, key, owner, ttl)
+func (d *Driver) acquireKeyHolder(ctx context.Context, key, owner string, ttl time.Duration) (uint64, bool, drivers.HeldBy, error) {
+	fence, ok, err := d.acquireKey(ctx, key, owner, ttl)
 	if err != nil || ok {
 		return fence, ok, drivers.HeldBy{}, err
 	}
@@ -126,11 +119,6 @@ func (d *Driver) AcquireHolder(ctx context.Context, key, owner string, ttl time.
 	return 0, false, drivers.HeldBy{Holder: drivers.HolderOf(h.owner),
 		TTL: max(time.Duration(h.expiresUS-time.Now().UnixMicro())*time.Microsecond, 0)}, nil
 }
-
-var (
-	_ drivers.HolderTTLReporter = (*Driver)(nil)
-	_ drivers.HolderReporter    = (*Driver)(nil)
-)
 
 // Release deletes key if owner holds it. It reports false when the lock
 // had expired or someone else holds it; an expired row of owner's is

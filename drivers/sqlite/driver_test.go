@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/zerotal/lock/drivers"
+	"github.com/zerotal/lock/drivers/driverstest"
 	"github.com/zerotal/lock/drivers/sqlite"
 	"github.com/zerotal/lock/internal/testkit/poll"
 )
@@ -26,7 +27,7 @@ func TestDriver_BusyDatabaseIsRetriedThenUnavailable(t *testing.T) {
 	}
 
 	start := time.Now()
-	_, _, err = d.Acquire(t.Context(), "k", "o", time.Minute)
+	_, _, err = driverstest.Take(t.Context(), d, "k", "o", time.Minute)
 	took := time.Since(start)
 	if !errors.Is(err, drivers.ErrUnavailable) || errors.Is(err, drivers.ErrNotAcquired) {
 		t.Fatalf("Acquire on a locked database = %v, want ErrUnavailable", err)
@@ -41,7 +42,7 @@ func TestDriver_BusyDatabaseIsRetriedThenUnavailable(t *testing.T) {
 	// The caller's deadline wins when it is sooner.
 	ctx, cancel := context.WithTimeout(t.Context(), 50*time.Millisecond)
 	defer cancel()
-	if _, _, err := d.Acquire(ctx, "k", "o", time.Minute); !errors.Is(err, context.DeadlineExceeded) {
+	if _, _, err := driverstest.Take(ctx, d, "k", "o", time.Minute); !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("Acquire past its ctx deadline = %v, want DeadlineExceeded", err)
 	}
 
@@ -49,7 +50,7 @@ func TestDriver_BusyDatabaseIsRetriedThenUnavailable(t *testing.T) {
 	waits := d.BusyWaits()
 	done := make(chan error, 1)
 	go func() {
-		_, ok, err := d.Acquire(context.Background(), "k", "o", time.Minute)
+		_, ok, err := driverstest.Take(context.Background(), d, "k", "o", time.Minute)
 		if err == nil && !ok {
 			err = errors.New("not acquired")
 		}
@@ -68,7 +69,7 @@ func TestDriver_BusyDatabaseIsRetriedThenUnavailable(t *testing.T) {
 func TestDriver_SameOwnerAfterExpiryIsANewGrant(t *testing.T) {
 	d := openT(t, sqlite.Config{Path: filepath.Join(t.TempDir(), "locks.db")})
 	ctx := t.Context()
-	f1, ok, err := d.Acquire(ctx, "k", "o", 20*time.Millisecond)
+	f1, ok, err := driverstest.Take(ctx, d, "k", "o", 20*time.Millisecond)
 	if err != nil || !ok {
 		t.Fatalf("Acquire = %v, %v", ok, err)
 	}
@@ -79,7 +80,7 @@ func TestDriver_SameOwnerAfterExpiryIsANewGrant(t *testing.T) {
 	if ok, err := d.Extend(ctx, "k", "o", time.Minute); err != nil || ok {
 		t.Fatalf("Extend of an expired lock = %v, %v; want false", ok, err)
 	}
-	f2, ok, err := d.Acquire(ctx, "k", "o", time.Minute)
+	f2, ok, err := driverstest.Take(ctx, d, "k", "o", time.Minute)
 	if err != nil || !ok {
 		t.Fatalf("Acquire = %v, %v", ok, err)
 	}
@@ -92,7 +93,7 @@ func TestDriver_ReleaseOfExpiredLockIsFalseAndClearsTheRow(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "locks.db")
 	d := openT(t, sqlite.Config{Path: path})
 	ctx := t.Context()
-	if _, ok, err := d.Acquire(ctx, "k", "o", 10*time.Millisecond); err != nil || !ok {
+	if _, ok, err := driverstest.Take(ctx, d, "k", "o", 10*time.Millisecond); err != nil || !ok {
 		t.Fatalf("Acquire = %v, %v", ok, err)
 	}
 	poll.Until(t, 5*time.Second, "lock expired", func() bool {
@@ -113,11 +114,11 @@ func TestDriver_NewHandleSweepsExpiredRows(t *testing.T) {
 	a := openT(t, sqlite.Config{Path: path})
 	ctx := t.Context()
 	// a's first grant sweeps (nothing yet); its next ones are too soon to.
-	if _, ok, err := a.Acquire(ctx, "alive", "here", time.Hour); err != nil || !ok {
+	if _, ok, err := driverstest.Take(ctx, a, "alive", "here", time.Hour); err != nil || !ok {
 		t.Fatalf("Acquire = %v, %v", ok, err)
 	}
 	for _, key := range []string{"dead-1", "dead-2"} {
-		if _, ok, err := a.Acquire(ctx, key, "gone", time.Millisecond); err != nil || !ok {
+		if _, ok, err := driverstest.Take(ctx, a, key, "gone", time.Millisecond); err != nil || !ok {
 			t.Fatalf("Acquire = %v, %v", ok, err)
 		}
 	}
@@ -137,7 +138,7 @@ func TestDriver_NewHandleSweepsExpiredRows(t *testing.T) {
 		t.Fatalf("%d rows before the sweep, want 3", n)
 	}
 	b := openT(t, sqlite.Config{Path: path})
-	if _, ok, err := b.Acquire(ctx, "other", "o", time.Hour); err != nil || !ok {
+	if _, ok, err := driverstest.Take(ctx, b, "other", "o", time.Hour); err != nil || !ok {
 		t.Fatalf("Acquire = %v, %v", ok, err)
 	}
 	if n := count(); n != 2 {

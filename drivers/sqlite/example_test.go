@@ -33,14 +33,14 @@ func Example() {
 	}
 	defer worker2.Close()
 
-	fence, ok, err := worker1.Acquire(ctx, "invoice:123", "token-1", 10*time.Second)
-	fmt.Println("worker 1 acquired:", ok, "fence:", fence, "err:", err)
-	_, ok, err = worker2.Acquire(ctx, "invoice:123", "token-2", 10*time.Second)
-	fmt.Println("worker 2 acquired:", ok, "err:", err)
+	g, err := worker1.Acquire(ctx, drivers.Request{Keys: []string{"invoice:123"}, Owner: "token-1", TTL: 10 * time.Second})
+	fmt.Println("worker 1 acquired:", g.Acquired, "fence:", g.Fence(), "err:", err)
+	g, err = worker2.Acquire(ctx, drivers.Request{Keys: []string{"invoice:123"}, Owner: "token-2", TTL: 10 * time.Second})
+	fmt.Println("worker 2 acquired:", g.Acquired, "err:", err)
 	released, err := worker1.Release(ctx, "invoice:123", "token-1")
 	fmt.Println("worker 1 released:", released, "err:", err)
-	fence, ok, err = worker2.Acquire(ctx, "invoice:123", "token-2", 10*time.Second)
-	fmt.Println("worker 2 acquired:", ok, "fence:", fence, "err:", err)
+	g, err = worker2.Acquire(ctx, drivers.Request{Keys: []string{"invoice:123"}, Owner: "token-2", TTL: 10 * time.Second})
+	fmt.Println("worker 2 acquired:", g.Acquired, "fence:", g.Fence(), "err:", err)
 	// Output:
 	// worker 1 acquired: true fence: 1 err: <nil>
 	// worker 2 acquired: false err: <nil>
@@ -48,8 +48,9 @@ func Example() {
 	// worker 2 acquired: true fence: 2 err: <nil>
 }
 
-// A waiter is handed the key as soon as its holder releases it.
-func ExampleDriver_AcquireWait() {
+// A waiter (drivers.Request.Wait) is handed the key as soon as its holder
+// releases it.
+func ExampleDriver_Acquire_wait() {
 	dir, err := os.MkdirTemp("", "zerotal-lock-example")
 	if err != nil {
 		log.Fatal(err)
@@ -68,19 +69,19 @@ func ExampleDriver_AcquireWait() {
 	}
 	defer waiter.Close()
 
-	if _, _, err := holder.Acquire(ctx, "report:export", "token-1", time.Minute); err != nil {
+	if _, err := holder.Acquire(ctx, drivers.Request{Keys: []string{"report:export"}, Owner: "token-1", TTL: time.Minute}); err != nil {
 		log.Fatal(err)
 	}
 	granted := make(chan uint64)
 	go func() {
 		ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 		defer cancel()
-		fence, err := waiter.AcquireWait(ctx, "report:export", "token-2", time.Minute,
-			drivers.WaitOptions{RetryDelay: 100 * time.Millisecond})
+		g, err := waiter.Acquire(ctx, drivers.Request{Keys: []string{"report:export"}, Owner: "token-2", TTL: time.Minute,
+			Wait: true, WaitOptions: drivers.WaitOptions{RetryDelay: 100 * time.Millisecond}})
 		if err != nil {
 			log.Fatal(err)
 		}
-		granted <- fence
+		granted <- g.Fence()
 	}()
 	if _, err := holder.Release(ctx, "report:export", "token-1"); err != nil {
 		log.Fatal(err)

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/zerotal/lock/drivers/driverstest"
 	"github.com/zerotal/lock/drivers/sqlite"
 )
 
@@ -28,7 +29,7 @@ func measureHandOff(t testing.TB, path string, rounds int) []time.Duration {
 	var last uint64
 	for i := range rounds {
 		owner := fmt.Sprintf("parent-%d", i)
-		fence, ok, err := d.Acquire(t.Context(), key, owner, time.Minute)
+		fence, ok, err := driverstest.Take(t.Context(), d, key, owner, time.Minute)
 		if err != nil || !ok {
 			t.Fatalf("round %d: Acquire = %v, %v", i, ok, err)
 		}

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/zerotal/lock/drivers"
+	"github.com/zerotal/lock/drivers/driverstest"
 	"github.com/zerotal/lock/drivers/sqlite"
 )
 
@@ -179,10 +180,10 @@ func eachWorker(n int, fn func(w int) error) error {
 // that try, by Acquire repeated until it succeeds.
 func hammerAcquire(ctx context.Context, d *sqlite.Driver, try bool, key, owner string, ttl time.Duration) (uint64, error) {
 	if !try {
-		return d.AcquireWait(ctx, key, owner, ttl, drivers.WaitOptions{RetryDelay: 20 * time.Millisecond})
+		return driverstest.TakeWait(ctx, d, key, owner, ttl, drivers.WaitOptions{RetryDelay: 20 * time.Millisecond})
 	}
 	for {
-		fence, ok, err := d.Acquire(ctx, key, owner, ttl)
+		fence, ok, err := driverstest.Take(ctx, d, key, owner, ttl)
 		if err != nil || ok {
 			return fence, err
 		}
@@ -200,7 +201,7 @@ func helperHold(ctx context.Context) error {
 	defer d.Close()
 	ttl := envDur(envTTL, time.Second)
 	sent := time.Now()
-	fence, ok, err := d.Acquire(ctx, "held-by-child", newToken(), ttl)
+	fence, ok, err := driverstest.Take(ctx, d, "held-by-child", newToken(), ttl)
 	if err != nil || !ok {
 		return fmt.Errorf("Acquire = %v, %v", ok, err)
 	}
@@ -226,7 +227,7 @@ func helperWaiter(ctx context.Context) error {
 		}
 		owner := newToken()
 		fmt.Println("waiting")
-		fence, err := d.AcquireWait(ctx, key, owner, 10*time.Second, drivers.WaitOptions{RetryDelay: 100 * time.Millisecond})
+		fence, err := driverstest.TakeWait(ctx, d, key, owner, 10*time.Second, drivers.WaitOptions{RetryDelay: 100 * time.Millisecond})
 		got := time.Now().UnixNano()
 		if err != nil {
 			return err
@@ -268,7 +269,7 @@ func helperSemHammer(ctx context.Context) error {
 	return eachWorker(envInt(envWorkers, 4), func(int) error {
 		for r := range rounds {
 			owner := newToken()
-			fence, err := d.AcquireSharedWait(ctx, "sem", owner, 10*time.Second, claim, drivers.WaitOptions{RetryDelay: 20 * time.Millisecond})
+			fence, err := driverstest.TakeSharedWait(ctx, d, "sem", owner, 10*time.Second, claim, drivers.WaitOptions{RetryDelay: 20 * time.Millisecond})
 			if err != nil {
 				return fmt.Errorf("AcquireSharedWait: %w", err)
 			}

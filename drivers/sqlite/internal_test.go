@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/zerotal/lock/drivers"
+	"github.com/zerotal/lock/drivers/driverstest"
 	"github.com/zerotal/lock/internal/testkit/poll"
 )
 
@@ -85,7 +86,7 @@ func openInternal(t *testing.T, cfg Config) *Driver {
 func TestDriver_WaitersOfOneHandleAreServedInArrivalOrder(t *testing.T) {
 	d := openInternal(t, Config{})
 	ctx := t.Context()
-	if _, ok, err := d.Acquire(ctx, "k", "holder", time.Minute); err != nil || !ok {
+	if _, ok, err := driverstest.Take(ctx, d, "k", "holder", time.Minute); err != nil || !ok {
 		t.Fatalf("Acquire = %v, %v", ok, err)
 	}
 	const n = 4
@@ -94,7 +95,7 @@ func TestDriver_WaitersOfOneHandleAreServedInArrivalOrder(t *testing.T) {
 	for i := range n {
 		go func() {
 			owner := "waiter-" + string(rune('a'+i))
-			if _, err := d.AcquireWait(ctx, "k", owner, time.Minute, drivers.WaitOptions{RetryDelay: 10 * time.Millisecond}); err != nil {
+			if _, err := driverstest.TakeWait(ctx, d, "k", owner, time.Minute, drivers.WaitOptions{RetryDelay: 10 * time.Millisecond}); err != nil {
 				errs <- err
 				return
 			}
@@ -130,10 +131,10 @@ func TestDriver_WaitersOfOneHandleAreServedInArrivalOrder(t *testing.T) {
 func TestDriver_PollerStopsWhenIdleAndOnClose(t *testing.T) {
 	d := openInternal(t, Config{})
 	ctx := t.Context()
-	if _, ok, err := d.Acquire(ctx, "k", "holder", 50*time.Millisecond); err != nil || !ok {
+	if _, ok, err := driverstest.Take(ctx, d, "k", "holder", 50*time.Millisecond); err != nil || !ok {
 		t.Fatalf("Acquire = %v, %v", ok, err)
 	}
-	if _, err := d.AcquireWait(ctx, "k", "waiter", time.Minute, drivers.WaitOptions{}); err != nil {
+	if _, err := driverstest.TakeWait(ctx, d, "k", "waiter", time.Minute, drivers.WaitOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	running := func() bool {
@@ -148,7 +149,7 @@ func TestDriver_PollerStopsWhenIdleAndOnClose(t *testing.T) {
 		t.Fatal("poller still running long after the last waiter left")
 	}
 	// A new wait restarts it; Close stops it (goleak checks the goroutine).
-	if _, err := d.AcquireWait(ctx, "k2", "waiter", time.Minute, drivers.WaitOptions{}); err != nil {
+	if _, err := driverstest.TakeWait(ctx, d, "k2", "waiter", time.Minute, drivers.WaitOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	if !running() {
@@ -165,7 +166,7 @@ func TestDriver_PollerStopsWhenIdleAndOnClose(t *testing.T) {
 func TestDriver_AbandonedWriteIsReleased(t *testing.T) {
 	d := openInternal(t, Config{})
 	ctx, cancel := context.WithCancel(t.Context())
-	if _, ok, err := d.Acquire(t.Context(), "k", "owner", time.Minute); err != nil || !ok {
+	if _, ok, err := driverstest.Take(t.Context(), d, "k", "owner", time.Minute); err != nil || !ok {
 		t.Fatalf("Acquire = %v, %v", ok, err)
 	}
 	cancel()
@@ -183,13 +184,13 @@ func TestDriver_CloseWakesWaiters(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, ok, err := holder.Acquire(t.Context(), "k", "holder", time.Minute); err != nil || !ok {
+	if _, ok, err := driverstest.Take(t.Context(), holder, "k", "holder", time.Minute); err != nil || !ok {
 		t.Fatalf("Acquire = %v, %v", ok, err)
 	}
 	done := make(chan error, 2)
 	for _, owner := range []string{"first", "second"} { // one polling, one lined up behind it
 		go func() {
-			_, err := d.AcquireWait(context.Background(), "k", owner, time.Minute, drivers.WaitOptions{RetryDelay: time.Second})
+			_, err := driverstest.TakeWait(context.Background(), d, "k", owner, time.Minute, drivers.WaitOptions{RetryDelay: time.Second})
 			done <- err
 		}()
 	}
@@ -227,7 +228,7 @@ func TestOpen_DurableSyncsEveryCommit(t *testing.T) {
 		if got != tc.want {
 			t.Fatalf("Durable=%v: synchronous = %d, want %d", tc.durable, got, tc.want)
 		}
-		if _, ok, err := d.Acquire(t.Context(), "k", "o", time.Minute); err != nil || !ok {
+		if _, ok, err := driverstest.Take(t.Context(), d, "k", "o", time.Minute); err != nil || !ok {
 			t.Fatalf("Durable=%v: Acquire = %v, %v", tc.durable, ok, err)
 		}
 	}

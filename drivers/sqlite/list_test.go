@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/zerotal/lock/drivers/driverstest"
 	"github.com/zerotal/lock/drivers/sqlite"
 )
 
@@ -19,7 +20,7 @@ func TestListHeld_PrefixIsAnExactRange(t *testing.T) {
 	for _, path := range []string{filepath.Join(t.TempDir(), "locks.db"), ":memory:"} {
 		d := openT(t, sqlite.Config{Path: path})
 		for _, k := range []string{"¾", "¿", "¿a", "¿\U0010FFFF", "À", "¿¿"} {
-			if _, ok, err := d.Acquire(t.Context(), k, "o", time.Minute); !ok || err != nil {
+			if _, ok, err := driverstest.Take(t.Context(), d, k, "o", time.Minute); !ok || err != nil {
 				t.Fatalf("%s: Acquire(%q) = %v, %v", path, k, ok, err)
 			}
 		}

@@ -49,11 +49,18 @@ func (v *view) check() error {
 	return nil
 }
 
-func (v *view) Acquire(ctx context.Context, key, owner string, ttl time.Duration) (uint64, bool, error) {
+func (v *view) Acquire(ctx context.Context, r drivers.Request) (drivers.Grant, error) {
 	if err := v.check(); err != nil {
-		return 0, false, err
+		return drivers.Grant{}, err
 	}
-	return v.d.Acquire(ctx, key, owner, ttl)
+	if r.Claim != (drivers.Claim{}) {
+		return drivers.Grant{}, drivers.ErrUnsupported
+	}
+	return v.d.Acquire(ctx, r)
+}
+
+func (v *view) Capabilities() drivers.Capabilities {
+	return drivers.Capabilities{Wait: true, Sets: true}
 }
 
 func (v *view) Release(ctx context.Context, key, owner string) (bool, error) {
@@ -84,20 +91,6 @@ func (v *view) Extend(ctx context.Context, key, owner string, ttl time.Duration)
 	return v.d.Extend(ctx, key, owner, ttl)
 }
 
-func (v *view) AcquireWait(ctx context.Context, key, owner string, ttl time.Duration, opts drivers.WaitOptions) (uint64, error) {
-	if err := v.check(); err != nil {
-		return 0, err
-	}
-	return v.d.AcquireWait(ctx, key, owner, ttl, opts)
-}
-
-func (v *view) AcquireAll(ctx context.Context, keys []string, owner string, ttl time.Duration) ([]uint64, bool, drivers.Busy, error) {
-	if err := v.check(); err != nil {
-		return nil, false, drivers.Busy{}, err
-	}
-	return v.d.AcquireAll(ctx, keys, owner, ttl)
-}
-
 func (v *view) Close() error { v.closed.Store(true); return nil }
 
 func TestConformance_Memory(t *testing.T) {
@@ -107,10 +100,10 @@ func TestConformance_Memory(t *testing.T) {
 func TestMemory_PrivateToTheHandle(t *testing.T) {
 	a := openT(t, sqlite.Config{Path: sqlite.MemoryPath})
 	b := openT(t, sqlite.Config{Path: sqlite.MemoryPath})
-	if _, ok, err := a.Acquire(t.Context(), "k", "owner-a", time.Minute); err != nil || !ok {
+	if _, ok, err := driverstest.Take(t.Context(), a, "k", "owner-a", time.Minute); err != nil || !ok {
 		t.Fatalf("Acquire on a = %v, %v", ok, err)
 	}
-	if _, ok, err := b.Acquire(t.Context(), "k", "owner-b", time.Minute); err != nil || !ok {
+	if _, ok, err := driverstest.Take(t.Context(), b, "k", "owner-b", time.Minute); err != nil || !ok {
 		t.Fatalf("Acquire on b = %v, %v; a second :memory: handle must not see a's locks", ok, err)
 	}
 }
@@ -123,7 +116,7 @@ func TestMemory_ClosedHandle(t *testing.T) {
 	if err := d.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := d.Acquire(t.Context(), "k", "o", time.Minute); !errors.Is(err, drivers.ErrClosed) {
+	if _, _, err := driverstest.Take(t.Context(), d, "k", "o", time.Minute); !errors.Is(err, drivers.ErrClosed) {
 		t.Fatalf("Acquire after Close = %v, want ErrClosed", err)
 	}
 }

@@ -10,20 +10,18 @@ import (
 	"github.com/zerotal/lock/drivers"
 )
 
-var _ drivers.MultiAcquirer = (*Driver)(nil)
-
 // refusal carries a refusal out of a transaction that must be rolled back
 // (a key found shared half-way): the caller reports it, not as a failure.
 type refusal struct{ err error }
 
 func (r *refusal) Error() string { return r.err.Error() }
 
-// AcquireAll takes every key or none, in one write transaction
+// acquireSet takes every key or none, in one write transaction
 // (drivers.MultiAcquirer): it reads each key's row first, and writes only
 // when none is held by another owner, so a busy key leaves the others as
 // they were. No other connection, in this process or another, sees the
 // transaction half done.
-func (d *Driver) AcquireAll(ctx context.Context, keys []string, owner string, ttl time.Duration) ([]uint64, bool, drivers.Busy, error) {
+func (d *Driver) acquireSet(ctx context.Context, keys []string, owner string, ttl time.Duration) ([]uint64, bool, drivers.Busy, error) {
 	var (
 		fences []uint64
 		busy   drivers.Busy

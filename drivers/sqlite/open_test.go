@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/zerotal/lock/drivers"
+	"github.com/zerotal/lock/drivers/driverstest"
 	"github.com/zerotal/lock/drivers/sqlite"
 )
 
@@ -181,7 +182,7 @@ func TestOpen_RefusesFileThatIsNotADatabase(t *testing.T) {
 func TestOpen_RefusesNewerSchema(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "locks.db")
 	d := openT(t, sqlite.Config{Path: path})
-	fence, ok, err := d.Acquire(t.Context(), "kept", "owner-1", time.Hour)
+	fence, ok, err := driverstest.Take(t.Context(), d, "kept", "owner-1", time.Hour)
 	if err != nil || !ok {
 		t.Fatalf("Acquire = %d, %v, %v", fence, ok, err)
 	}
@@ -222,7 +223,7 @@ func TestOpen_EmptyFileBecomesDatabase(t *testing.T) {
 		t.Fatal(err)
 	}
 	d := openT(t, sqlite.Config{Path: path})
-	if _, ok, err := d.Acquire(t.Context(), "k", "o", time.Minute); err != nil || !ok {
+	if _, ok, err := driverstest.Take(t.Context(), d, "k", "o", time.Minute); err != nil || !ok {
 		t.Fatalf("Acquire on a fresh empty file = %v, %v", ok, err)
 	}
 }
@@ -234,7 +235,7 @@ func TestOpen_SharesAnApplicationDatabase(t *testing.T) {
 		t.Fatal(err)
 	}
 	d := openT(t, sqlite.Config{Path: path})
-	if _, ok, err := d.Acquire(t.Context(), "k", "o", time.Minute); err != nil || !ok {
+	if _, ok, err := driverstest.Take(t.Context(), d, "k", "o", time.Minute); err != nil || !ok {
 		t.Fatalf("Acquire = %v, %v", ok, err)
 	}
 	var body string
@@ -251,7 +252,7 @@ func TestOpen_PathWithURICharacters(t *testing.T) {
 	path := filepath.Join(dir, "locks?.db")
 	a := openT(t, sqlite.Config{Path: path})
 	b := openT(t, sqlite.Config{Path: path})
-	if _, ok, err := a.Acquire(t.Context(), "k", "o", time.Minute); err != nil || !ok {
+	if _, ok, err := driverstest.Take(t.Context(), a, "k", "o", time.Minute); err != nil || !ok {
 		t.Fatalf("Acquire = %v, %v", ok, err)
 	}
 	if held, err := b.Exists(t.Context(), "k"); err != nil || !held {

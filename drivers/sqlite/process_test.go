@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/zerotal/lock/drivers"
+	"github.com/zerotal/lock/drivers/driverstest"
 	"github.com/zerotal/lock/drivers/sqlite"
 	"github.com/zerotal/lock/internal/testkit/poll"
 )
@@ -150,7 +151,7 @@ func TestProcesses_KilledHolderFreesAfterTTL(t *testing.T) {
 		t.Fatal(err)
 	}
 	d := openT(t, sqlite.Config{Path: path})
-	if _, ok, err := d.Acquire(t.Context(), "held-by-child", "someone-else", time.Minute); err != nil || ok {
+	if _, ok, err := driverstest.Take(t.Context(), d, "held-by-child", "someone-else", time.Minute); err != nil || ok {
 		t.Fatalf("Acquire while the child holds the key = %v, %v; want not acquired", ok, err)
 	}
 	holder.kill()
@@ -160,7 +161,7 @@ func TestProcesses_KilledHolderFreesAfterTTL(t *testing.T) {
 	if held, err := d.Exists(t.Context(), "held-by-child"); err != nil || (!held && time.Now().UnixNano() < deadlineNS) {
 		t.Fatalf("Exists right after the kill = %v, %v; the lock must outlive its holder until the TTL", held, err)
 	}
-	fence, err := d.AcquireWait(t.Context(), "held-by-child", "next-owner", time.Minute, drivers.WaitOptions{RetryDelay: 50 * time.Millisecond})
+	fence, err := driverstest.TakeWait(t.Context(), d, "held-by-child", "next-owner", time.Minute, drivers.WaitOptions{RetryDelay: 50 * time.Millisecond})
 	got := time.Now()
 	if err != nil {
 		t.Fatalf("AcquireWait after the holder died: %v", err)
@@ -213,7 +214,7 @@ func TestProcesses_HammerSurvivesAKilledProcess(t *testing.T) {
 		t.Fatalf("%d locks held after the survivors finished; at most the victim's may remain until its TTL", held)
 	}
 	// The handle opened before the kill still works.
-	if _, ok, err := d.Acquire(t.Context(), "after-kill", "o", time.Minute); err != nil || !ok {
+	if _, ok, err := driverstest.Take(t.Context(), d, "after-kill", "o", time.Minute); err != nil || !ok {
 		t.Fatalf("Acquire after the kill = %v, %v", ok, err)
 	}
 	t.Logf("%d holds, victim killed after %d, 0 violations", len(holds), victimHolds(t, journal, victim.pid()))
@@ -253,7 +254,7 @@ func TestProcesses_FencesSurviveRestarts(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		f, err := d.AcquireWait(t.Context(), "held-by-child", "parent", time.Minute, drivers.WaitOptions{RetryDelay: 5 * time.Millisecond})
+		f, err := driverstest.TakeWait(t.Context(), d, "held-by-child", "parent", time.Minute, drivers.WaitOptions{RetryDelay: 5 * time.Millisecond})
 		if err != nil {
 			t.Fatal(err)
 		}

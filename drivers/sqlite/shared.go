@@ -20,8 +20,6 @@ import (
 // A waiting process keeps its place alive (alive_us) while it waits; the
 // place of a process that died lapses after waiterLease and the queue
 // moves on.
-var _ drivers.Sharer = (*Driver)(nil)
-
 // waiterLease is how long a waiter's place in a queue outlives its last
 // visit; a waiter visits at least three times per lease.
 const waiterLease = 3 * time.Second
@@ -77,11 +75,11 @@ type sharedOutcome struct {
 	err      error // a refusal to report (kind or limit mismatch), not a failure
 }
 
-// AcquireShared takes a semaphore's slot or a read/write lock's side of
+// acquireClaim takes a semaphore's slot or a read/write lock's side of
 // key for owner (drivers.Sharer). ok is false when the key has no room for
 // owner now, or others wait before it; held then names the holder in the
 // way.
-func (d *Driver) AcquireShared(ctx context.Context, key, owner string, ttl time.Duration, c drivers.Claim) (uint64, bool, drivers.HeldBy, error) {
+func (d *Driver) acquireClaim(ctx context.Context, key, owner string, ttl time.Duration, c drivers.Claim) (uint64, bool, drivers.HeldBy, error) {
 	out, err := d.acquireShared(ctx, key, owner, ttl, c, false)
 	if err != nil {
 		return 0, false, drivers.HeldBy{}, err
@@ -101,9 +99,9 @@ func (o sharedOutcome) heldBy() drivers.HeldBy {
 	return drivers.HeldBy{Holder: drivers.HolderOf(o.inTheWay.owner), TTL: max(time.Until(time.UnixMicro(o.inTheWay.expiresUS)), 0)}
 }
 
-// AcquireSharedWait waits in key's queue, in the file, until owner is at
+// acquireClaimWait waits in key's queue, in the file, until owner is at
 // its head and fits, or ctx ends; then its place is given up.
-func (d *Driver) AcquireSharedWait(ctx context.Context, key, owner string, ttl time.Duration, c drivers.Claim, opts drivers.WaitOptions) (uint64, error) {
+func (d *Driver) acquireClaimWait(ctx context.Context, key, owner string, ttl time.Duration, c drivers.Claim, opts drivers.WaitOptions) (uint64, error) {
 	if err := d.enter(ctx, "acquire wait"); err != nil {
 		return 0, err
 	}

@@ -12,7 +12,7 @@ import (
 // is not set.
 const fallbackRetryDelay = 100 * time.Millisecond
 
-// AcquireWait blocks until key is granted to owner and returns the fence,
+// acquireKeyWait blocks until key is granted to owner and returns the fence,
 // or returns ctx.Err() (wrapped) when ctx ends first.
 //
 // Waiters of this handle line up per key in arrival order; the first one
@@ -26,7 +26,7 @@ const fallbackRetryDelay = 100 * time.Millisecond
 // When ctx ends while a grant is being written, the grant is released with
 // a fresh context (the owner token is the caller's, fresh per acquisition),
 // so it is never left behind as held.
-func (d *Driver) AcquireWait(ctx context.Context, key, owner string, ttl time.Duration, opts drivers.WaitOptions) (uint64, error) {
+func (d *Driver) acquireKeyWait(ctx context.Context, key, owner string, ttl time.Duration, opts drivers.WaitOptions) (uint64, error) {
 	if err := d.enter(ctx, "acquire wait"); err != nil {
 		return 0, err
 	}
@@ -61,7 +61,7 @@ func (d *Driver) AcquireWait(ctx context.Context, key, owner string, ttl time.Du
 		}
 		now := time.Now()
 		if !h.heldAt(now.UnixMicro()) || h.owner == owner {
-			fence, ok, err := d.Acquire(ctx, key, owner, ttl)
+			fence, ok, err := d.acquireKey(ctx, key, owner, ttl)
 			if err != nil {
 				d.abandon(ctx, key, owner)
 				return 0, err

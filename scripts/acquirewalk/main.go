@@ -14,6 +14,7 @@ import (
 
 	"github.com/zerotal/lock/client"
 	"github.com/zerotal/lock/cluster"
+	"github.com/zerotal/lock/drivers"
 )
 
 func main() {
@@ -37,7 +38,7 @@ func main() {
 	}
 	defer c.Close()
 	for i := 0; i < 50; i++ { // warm up: leader known, connection open, node ready
-		if _, ok, err := c.Acquire(ctx, "warm", "o", time.Minute); err == nil && ok {
+		if g, err := c.Acquire(ctx, drivers.Request{Keys: []string{"warm"}, Owner: "o", TTL: time.Minute}); err == nil && g.Acquired {
 			break
 		}
 		time.Sleep(50 * time.Millisecond)
@@ -46,8 +47,8 @@ func main() {
 	if err := coverage.ClearCounters(); err != nil {
 		log.Fatal(err)
 	}
-	if _, ok, err := c.Acquire(ctx, "k", "o", time.Minute); err != nil || !ok {
-		log.Fatalf("acquire: %v %v", ok, err)
+	if g, err := c.Acquire(ctx, drivers.Request{Keys: []string{"k"}, Owner: "o", TTL: time.Minute}); err != nil || !g.Acquired {
+		log.Fatalf("acquire: %v %v", g.Acquired, err)
 	}
 	out := os.Getenv("WALK_DIR")
 	if err := coverage.WriteMetaDir(out); err != nil {
