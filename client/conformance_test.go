@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/zerotal/lock/bench/manager"
 	"github.com/zerotal/lock/client"
 	"github.com/zerotal/lock/cluster"
 	"github.com/zerotal/lock/cluster/clustertest"
@@ -150,7 +151,7 @@ func TestClient_NodeMetrics(t *testing.T) {
 }
 
 // BenchmarkShared: semaphore and read-lock cycles beside the mutex's
-// (driverstest.BenchShared) on a real three-node cluster (in this
+// (manager.BenchShared) on a real three-node cluster (in this
 // process, default configs), through an untuned client.
 func BenchmarkShared(b *testing.B) {
 	c := clustertest.Start(b, 3, nil)
@@ -158,5 +159,5 @@ func BenchmarkShared(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	driverstest.BenchShared(b, d, 2*time.Second)
+	manager.BenchShared(b, d, 2*time.Second)
 }

@@ -8,6 +8,7 @@ import (
 
 	"go.uber.org/goleak"
 
+	"github.com/zerotal/lock/bench/manager"
 	"github.com/zerotal/lock/drivers"
 	"github.com/zerotal/lock/drivers/driverstest"
 	"github.com/zerotal/lock/drivers/memory"
@@ -68,11 +69,11 @@ func TestConfigLimits(t *testing.T) {
 }
 
 // BenchmarkShared: semaphore and read-lock cycles beside the mutex's
-// (driverstest.BenchShared), on the in-process engine.
+// (manager.BenchShared), on the in-process engine.
 func BenchmarkShared(b *testing.B) {
 	d, err := memory.New(memory.Config{})
 	if err != nil {
 		b.Fatal(err)
 	}
-	driverstest.BenchShared(b, d, time.Second)
+	manager.BenchShared(b, d, time.Second)
 }

@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/zerotal/lock/drivers/driverstest"
+	"github.com/zerotal/lock/bench/manager"
 	"github.com/zerotal/lock/drivers/memory"
 )
 
@@ -16,7 +16,7 @@ func BenchmarkScaleHeld(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	driverstest.BenchHeld(b, d, []int{1_000, 100_000, 1_000_000}, 2*time.Second, "heap", func() int64 {
+	manager.BenchHeld(b, d, []int{1_000, 100_000, 1_000_000}, 2*time.Second, "heap", func() int64 {
 		runtime.GC()
 		var ms runtime.MemStats
 		runtime.ReadMemStats(&ms)

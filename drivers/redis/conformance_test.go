@@ -7,6 +7,7 @@ import (
 
 	goredis "github.com/redis/go-redis/v9"
 
+	"github.com/zerotal/lock/bench/manager"
 	"github.com/zerotal/lock/drivers"
 	"github.com/zerotal/lock/drivers/driverstest"
 	"github.com/zerotal/lock/drivers/redis"
@@ -97,12 +98,12 @@ func TestConformance_SharedCluster(t *testing.T) {
 }
 
 // BenchmarkShared: semaphore and read-lock cycles beside the mutex's
-// (driverstest.BenchShared), on a real redis-server with the defaults.
+// (manager.BenchShared), on a real redis-server with the defaults.
 func BenchmarkShared(b *testing.B) {
 	srv := redistest.Start(b)
 	d, err := redis.Open(context.Background(), redis.Config{URL: srv.URL()})
 	if err != nil {
 		b.Fatal(err)
 	}
-	driverstest.BenchShared(b, d, 2*time.Second)
+	manager.BenchShared(b, d, 2*time.Second)
 }

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/zerotal/lock/drivers/driverstest"
+	"github.com/zerotal/lock/bench/manager"
 	"github.com/zerotal/lock/drivers/redis"
 	"github.com/zerotal/lock/drivers/redis/redistest"
 )
@@ -23,7 +23,7 @@ func BenchmarkScaleHeld(b *testing.B) {
 	}
 	c := srv.Client()
 	defer c.Close()
-	driverstest.BenchHeld(b, d, []int{1_000, 100_000, 1_000_000}, 2*time.Second, "used_memory", func() int64 {
+	manager.BenchHeld(b, d, []int{1_000, 100_000, 1_000_000}, 2*time.Second, "used_memory", func() int64 {
 		info, err := c.Info(context.Background(), "memory").Result()
 		if err != nil {
 			b.Fatal(err)

@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/zerotal/lock/bench/manager"
 	"github.com/zerotal/lock/drivers/driverstest"
 	"math"
 	"os"
@@ -409,11 +410,11 @@ func BenchmarkCycle_Serial(b *testing.B) {
 }
 
 // BenchmarkShared: semaphore and read-lock cycles beside the mutex's
-// (driverstest.BenchShared), on one file with the default settings.
+// (manager.BenchShared), on one file with the default settings.
 func BenchmarkShared(b *testing.B) {
 	d, err := sqlite.Open(context.Background(), sqlite.Config{Path: filepath.Join(b.TempDir(), "locks.db")})
 	if err != nil {
 		b.Fatal(err)
 	}
-	driverstest.BenchShared(b, d, 2*time.Second)
+	manager.BenchShared(b, d, 2*time.Second)
 }

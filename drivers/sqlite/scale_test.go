@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/zerotal/lock/drivers/driverstest"
+	"github.com/zerotal/lock/bench/manager"
 	"github.com/zerotal/lock/drivers/sqlite"
 )
 
@@ -19,7 +19,7 @@ func BenchmarkScaleHeld(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	driverstest.BenchHeld(b, d, []int{1_000, 100_000}, 2*time.Second, "file", func() int64 {
+	manager.BenchHeld(b, d, []int{1_000, 100_000}, 2*time.Second, "file", func() int64 {
 		var n int64
 		for _, p := range []string{path, path + "-wal"} {
 			if fi, err := os.Stat(p); err == nil {

@@ -1,7 +1,8 @@
-package driverstest
+package manager
 
 import (
 	"context"
+	"crypto/rand"
 	"fmt"
 	"slices"
 	"strconv"
@@ -28,7 +29,7 @@ func BenchHeld(b *testing.B, d drivers.Driver, sizes []int, window time.Duration
 	m := lock.New(d)
 	defer m.Close()
 	ctx := context.Background()
-	prefix := "bench-held-" + token()[:8] + "/"
+	prefix := "bench-held-" + rand.Text()[:8] + "/"
 	base := mem()
 	held := 0
 	var first float64
@@ -73,9 +74,9 @@ func fillHeld(ctx context.Context, d drivers.Driver, prefix string, from, to int
 					return
 				}
 				cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-				_, ok, err := Take(cctx, d, prefix+"held-"+strconv.Itoa(i), "held-owner-0123456789abcdef01234", time.Hour)
+				g, err := d.Acquire(cctx, drivers.Request{Keys: []string{prefix + "held-" + strconv.Itoa(i)}, Owner: "held-owner-0123456789abcdef01234", TTL: time.Hour})
 				cancel()
-				if err == nil && !ok {
+				if err == nil && !g.Acquired {
 					err = fmt.Errorf("held-%d not granted", i)
 				}
 				if err != nil {

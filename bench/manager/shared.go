@@ -1,7 +1,8 @@
-package driverstest
+package manager
 
 import (
 	"context"
+	"crypto/rand"
 	"fmt"
 	"sync"
 	"testing"
@@ -32,7 +33,7 @@ func BenchShared(b *testing.B, d drivers.Driver, round time.Duration) {
 	m := lock.New(d)
 	defer m.Close()
 	ctx := context.Background()
-	prefix := "bench-shared-" + token()[:8] + "/"
+	prefix := "bench-shared-" + rand.Text()[:8] + "/"
 	rows := []*sharedRow{
 		{name: "mutex-16", workers: 16, key: prefix + "mutex16"},
 		{name: "sem4-16", workers: 16, key: prefix + "sem", opt: lock.Semaphore(4)},
