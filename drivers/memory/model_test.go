@@ -1,0 +1,26 @@
+package memory_test
+
+import (
+	"testing"
+
+	"github.com/zerotal/lock/drivers/driverstest"
+	"github.com/zerotal/lock/drivers/memory"
+)
+
+// TestModel drives three handles on one engine with the model's random
+// schedules (driverstest.RunModel): every answer, fence and queue as the
+// model has it.
+func TestModel(t *testing.T) {
+	driverstest.RunModel(t, func(t *testing.T) []driverstest.Proc {
+		d, err := memory.New(memory.Config{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = d.Close() })
+		procs := make([]driverstest.Proc, 3)
+		for i := range procs {
+			procs[i] = driverstest.Proc{Driver: memory.Wrap(d.Engine()), Name: "handle"}
+		}
+		return procs
+	}, driverstest.ModelOptions{Steps: 60})
+}
