@@ -1,9 +1,3 @@
-// Package drivers defines the contract every lock backend implements, its
-// optional capabilities, and the sentinel errors shared by all backends.
-//
-// A driver is deliberately small: every method is one atomic operation at
-// the backend. Drivers do not validate user input, do not retry and do not
-// log loudly; the lock.Manager does those things once for every backend.
 package drivers
 
 import (

@@ -47,8 +47,8 @@ var (
 	// ErrUnavailable: the backend answered.
 	ErrForbidden = errors.New("lock: forbidden: the credentials lack the right for this request")
 	// ErrUnsupported: the backend cannot serve the request: a driver
-	// without semaphores and read/write locks (Sharer), or a cluster with
-	// a member too old to apply them. It is not retried.
+	// without semaphores and read/write locks (Capabilities.Shared), or a
+	// cluster with a member too old to apply them. It is not retried.
 	ErrUnsupported = errors.New("lock: not supported by the backend")
 )
 

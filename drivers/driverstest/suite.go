@@ -6,9 +6,9 @@
 // release, exists, TTL expiry with real short TTLs, refresh and extension
 // that never re-grant, fences that strictly increase, context cancellation,
 // Close, and a concurrent hammer with an in-test exclusion check. A driver
-// with semaphores and read/write locks (drivers.Sharer, drivers.Inspector)
-// also runs RunShared, and BenchShared measures their cycles beside the
-// mutex's.
+// that declares drivers.Capabilities.Shared (and implements
+// drivers.Inspector) also runs RunShared; bench/manager measures a
+// backend through the Manager.
 //
 //	func TestConformance(t *testing.T) {
 //		driverstest.Run(t, func(t *testing.T) driverstest.Harness { return myHarness(t) })
