@@ -25,8 +25,8 @@ func TestEngine_CancelCrossingHandOffReleasesTheGrant(t *testing.T) {
 	}
 	// w1 is a waiter whose caller we play by hand, to stop it exactly
 	// between the hand-off and reading the answer.
-	w1 := getReq(kAcquireWait)
-	w1.key, w1.owner, w1.ttl = "k", "w1", time.Minute
+	w1 := getReq(kAcquire)
+	w1.keys, w1.owner, w1.ttl, w1.wait = []string{"k"}, "w1", time.Minute, true
 	if err := e.send(ctx, w1); err != nil {
 		t.Fatal(err)
 	}

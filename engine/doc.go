@@ -15,13 +15,17 @@
 // made there from its arguments and its own state, so it is table-tested
 // directly and two tables fed the same calls end up byte-identical.
 //
-// A key may also be a semaphore or a read/write lock (Claim, shared.go):
-// its entry then keeps its holders, each with a fence of its own, beside
-// its queue (a heap by deadline with an index by owner, so an operation
-// on one holder never scans the others), and its deadline is its earliest
-// holder's, so the one heap and the one loop serve every kind. The queue is served from its head
-// while the head fits; a release or a cancel may let several in at once
-// (Result.Handoffs).
+// Every key, whatever its kind, is one entry with one grant
+// representation and one admission rule (claim.go): a mutex is the
+// exclusive claim of its one slot, a semaphore has Limit slots, a
+// read/write lock a slot per reader and an exclusive writer. An entry's
+// grants are a heap by deadline whose root, the grant that ends first,
+// is inline in the entry (holders.go), so a mutex costs one 64-byte entry
+// and the one heap and the one loop serve every kind. The queue is served
+// from its head while the head fits; a release or a cancel may let
+// several in at once (Result.Handoffs). One acquire (acquire.go) serves
+// every claim on 1 to drivers.MaxMultiKeys keys, all or none, with or
+// without a wait.
 //
 // Each engine is ONE goroutine that owns the table. A caller sends a command
 // struct carrying a reply channel with room for one answer, selecting on

@@ -24,17 +24,17 @@ type Frozen struct {
 // are immutable); the queue is a copy, made only for a key that has one
 // (most have none, and the copy of a million keys is the loop's pause).
 type frozenEntry struct {
-	key, owner string
-	fence      uint64
-	deadline   int64
-	q          *frozenQueue
+	key   string
+	first holder
+	q     *frozenQueue
 }
 
 type frozenQueue struct {
 	kind    Kind
 	limit   uint32
+	writer  bool
 	waiters []waiter // tags cleared: the loop's blocked callers stay in the loop
-	holders []holder
+	holders []holder // every grant, first included
 }
 
 func (fe *frozenEntry) waiters() []waiter {
@@ -49,21 +49,21 @@ func (t *table) freeze() *Frozen {
 	f := &Frozen{counter: t.counter, now: t.now, entries: make([]frozenEntry, len(t.heap))}
 	for i, e := range t.heap {
 		fe := &f.entries[i]
-		fe.key, fe.owner, fe.fence, fe.deadline = e.key, e.owner, e.fence, e.deadline
+		fe.key, fe.first = e.key, e.first
 		if e.queue == nil {
 			continue
 		}
 		q := e.queue
-		fq := &frozenQueue{kind: q.kind, limit: q.limit}
+		fq := &frozenQueue{kind: q.kind, limit: q.limit, writer: q.writer}
 		if n := q.line.len(); n > 0 {
 			fq.waiters = make([]waiter, 0, n)
 			for w := range q.line.all() {
 				fq.waiters = append(fq.waiters, waiter{owner: w.owner, ttl: w.ttl, write: w.write})
 			}
 		}
-		if e.isShared() {
+		if q.kind != Mutex {
 			f.shared = true
-			fq.holders = slices.Clone(q.holders.h) // Encode puts them in fence order
+			fq.holders = append([]holder{e.first}, q.rest...) // Encode puts them in fence order
 		}
 		fe.q = fq
 	}
@@ -86,7 +86,7 @@ func (f *Frozen) Encode() []byte {
 	size := snapHeader + binary.MaxVarintLen64 + snapTrailer
 	for i := range f.entries {
 		fe := &f.entries[i]
-		size += 3*binary.MaxVarintLen64 + 1 + len(fe.key) + len(fe.owner) + 8 + 8
+		size += 3*binary.MaxVarintLen64 + 1 + len(fe.key) + len(fe.first.owner) + 8 + 8
 		if fe.q == nil {
 			continue
 		}
@@ -119,9 +119,9 @@ func (f *Frozen) Encode() []byte {
 				continue
 			}
 		}
-		b = appendString(b, fe.owner)
-		b = binary.BigEndian.AppendUint64(b, fe.fence)
-		b = binary.BigEndian.AppendUint64(b, uint64(fe.deadline))
+		b = appendString(b, fe.first.owner)
+		b = binary.BigEndian.AppendUint64(b, fe.first.fence)
+		b = binary.BigEndian.AppendUint64(b, uint64(fe.first.deadline))
 		b = binary.AppendUvarint(b, uint64(len(fe.waiters())))
 		for _, w := range fe.waiters() {
 			b = appendString(b, w.owner)
@@ -138,7 +138,7 @@ func appendShared(b []byte, fq *frozenQueue) []byte {
 		b = appendString(b, h.owner)
 		b = binary.BigEndian.AppendUint64(b, h.fence)
 		b = binary.BigEndian.AppendUint64(b, uint64(h.deadline))
-		b = appendBool(b, h.write)
+		b = appendBool(b, fq.writer)
 	}
 	b = binary.AppendUvarint(b, uint64(len(fq.waiters)))
 	for _, w := range fq.waiters {

@@ -5,8 +5,8 @@ package engine
 // or removes it in O(log n) and the heap never holds stale items.
 
 func entryLess(a, b *entry) bool {
-	if a.deadline != b.deadline {
-		return a.deadline < b.deadline
+	if a.first.deadline != b.first.deadline {
+		return a.first.deadline < b.first.deadline
 	}
 	return a.key < b.key
 }

@@ -22,7 +22,7 @@ func BenchmarkSharedKeyAtTheCap(b *testing.B) {
 			read := Claim{Kind: RWLock}
 			for i := range n {
 				// Spread deadlines, so the heap has an order to keep.
-				if o := tb.acquireShared("k", fmt.Sprint("r", i), time.Hour+time.Duration(i), read, 0, false, nil); !o.ok {
+				if o := tb.take("k", fmt.Sprint("r", i), time.Hour+time.Duration(i), read, false); !o.ok {
 					b.Fatalf("reader %d: %+v", i, o)
 				}
 			}
@@ -31,7 +31,7 @@ func BenchmarkSharedKeyAtTheCap(b *testing.B) {
 			b.ResetTimer()
 			for range b.N {
 				tb.release("k", owner, 0)
-				tb.acquireShared("k", owner, time.Hour, read, 0, false, nil)
+				tb.take("k", owner, time.Hour, read, false)
 				tb.extend("k", owner, 2*time.Hour)
 			}
 		})

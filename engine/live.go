@@ -22,82 +22,127 @@ func New(cfg Config) (*Engine, error) {
 	return e, nil
 }
 
-// Acquire takes key for owner for ttl when the key is free or its holder's
-// deadline has passed (a new grant with a new fence), or refreshes it when
-// owner already holds it (deadline = now+ttl, same fence). When another
-// owner holds the key it returns ok=false, a nil error, and the holder's
-// grant.
+// AcquireRequest is one acquire of a live engine: every claim it serves
+// is this data (see Engine.Acquire).
+type AcquireRequest struct {
+	// Keys are the names to take, all of them or none: one, or up to
+	// drivers.MaxMultiKeys distinct ones.
+	Keys  []string
+	Owner string
+	TTL   time.Duration
+	// Claim is how each key is held; the zero Claim is a mutex.
+	Claim Claim
+	// Wait queues Owner FIFO for what it cannot take now.
+	Wait bool
+}
+
+// acquire takes every key of r for r.Owner for r.TTL as r.Claim says, or
+// none, in one step: a key owner holds is refreshed (deadline = now+ttl,
+// same fence), a free key or one the claim fits beside its holders with
+// nobody queued gets a new grant with a new fence. It returns the grants
+// in the order of r.Keys. When one is busy it returns nil grants, a nil
+// error and busy, the holder in the way (drivers.Claim.InTheWay). A key
+// held as another kind, or as a semaphore of another limit, is an error
+// matching drivers.ErrInvalid.
 //
-// ctx is heeded until the command reaches the engine. From then on the
-// answer is waited for however ctx ends, so the outcome is always known:
-// the loop answers every command without blocking (see loop.call).
-func (e *Engine) Acquire(ctx context.Context, key, owner string, ttl time.Duration) (Grant, bool, error) {
-	return e.call(ctx, newReq(kAcquire, key, owner, ttl))
-}
-
-// AcquireWait is Acquire that, when another owner holds the key, queues
-// owner FIFO behind it and blocks until the key is handed over (on
-// release, force release or expiry of the holder) or ctx ends. When ctx
-// ends it returns ctx.Err() and the waiter is withdrawn; if the hand-off
-// crossed the cancellation, the engine releases that grant itself and
-// hands it to the next waiter, so a cancelled wait never leaves a lock
-// behind. The same owner waiting twice for one key gets an error matching
-// drivers.ErrInvalid.
-func (e *Engine) AcquireWait(ctx context.Context, key, owner string, ttl time.Duration) (Grant, error) {
-	return e.await(ctx, newReq(kAcquireWait, key, owner, ttl))
-}
-
-// AcquireShared is Acquire of a semaphore or read/write lock, held as c
-// says: ok is false when the name has no room for owner now, or others
-// wait before it (Grant is then the holder whose deadline comes first). A
-// name held as another kind, or as a semaphore of another limit, is an
-// error matching drivers.ErrInvalid.
-func (e *Engine) AcquireShared(ctx context.Context, key, owner string, ttl time.Duration, c Claim) (Grant, bool, error) {
-	r := newReq(kAcquire, key, owner, ttl)
-	r.claim = c
-	return e.call(ctx, r)
-}
-
-// AcquireSharedWait is AcquireShared that queues owner FIFO and blocks
-// until it is let in or ctx ends, as AcquireWait does for a mutex.
-func (e *Engine) AcquireSharedWait(ctx context.Context, key, owner string, ttl time.Duration, c Claim) (Grant, error) {
-	r := newReq(kAcquireWait, key, owner, ttl)
-	r.claim = c
-	return e.await(ctx, r)
-}
-
-// await sends the AcquireWait r and waits for its grant; when ctx ends
-// first it withdraws r.
-func (e *Engine) await(ctx context.Context, r *request) (Grant, error) {
-	if err := e.send(ctx, r); err != nil {
-		return Grant{}, err
-	}
-	if e.sentAfterClose() {
-		if err := e.closedReply(r); err != nil {
-			return Grant{}, err
+// Without Wait, ctx is heeded until the command reaches the engine. From
+// then on the answer is waited for however ctx ends, so the outcome is
+// always known: the loop answers every command without blocking (see
+// loop.call).
+//
+// With Wait a busy key does not refuse: the free keys are taken at once
+// and owner is queued FIFO for the busy ones, all in one step, and it
+// returns when the last of them is handed over, with every grant (their
+// TTL counted from then). Meanwhile the keys taken are held with no
+// deadline, so none can lapse while the others are waited for; every
+// queue sees the requests in the order they came, so a request never
+// overtakes an earlier one on any of its keys, and requests naming the
+// same keys in any order never wait for each other in a circle. A key it
+// took while waiting that is forced free meanwhile breaks the set: it is
+// then answered a *drivers.NotAcquiredError naming that key, having let go
+// of the others. The same owner waiting twice for one key gets an error
+// matching drivers.ErrInvalid. When ctx ends first it returns ctx.Err()
+// and busy, the holder in the way of the first key still waited for: the
+// places are withdrawn and the keys held released, including a last
+// hand-off that crossed the cancellation, so a cancelled wait never
+// leaves a key behind.
+func (e *Engine) acquire(ctx context.Context, a AcquireRequest) (grants []Grant, busy Grant, err error) {
+	r := getReq(kAcquire)
+	r.keys, r.owner, r.ttl, r.claim, r.wait = a.Keys, a.Owner, a.TTL, a.Claim, a.Wait
+	if !a.Wait {
+		if err := e.settle(ctx, r); err != nil {
+			return nil, Grant{}, err
 		}
-	} else {
+	} else if err := e.send(ctx, r); err != nil {
+		return nil, Grant{}, err
+	} else if !e.sentAfterClose() {
 		select {
 		case <-r.reply:
 		case <-ctx.Done():
-			e.withdraw(r)
-			return Grant{}, ctx.Err()
+			return nil, e.withdraw(r), ctx.Err()
 		}
+	} else if err := e.closedReply(r); err != nil {
+		return nil, Grant{}, err
 	}
-	g, err := r.grant, r.err
+	grants, busy, err = r.grants, r.grant, r.err
+	ok := r.ok
 	putReq(r)
+	if err != nil || !ok {
+		return nil, busy, err
+	}
+	return grants, Grant{}, nil
+}
+
+// Acquire is acquire of one mutex, without waiting.
+func (e *Engine) Acquire(ctx context.Context, key, owner string, ttl time.Duration) (Grant, bool, error) {
+	return e.one(ctx, AcquireRequest{Keys: []string{key}, Owner: owner, TTL: ttl})
+}
+
+// AcquireWait is acquire of one mutex, waiting.
+func (e *Engine) AcquireWait(ctx context.Context, key, owner string, ttl time.Duration) (Grant, error) {
+	g, _, err := e.one(ctx, AcquireRequest{Keys: []string{key}, Owner: owner, TTL: ttl, Wait: true})
 	return g, err
+}
+
+// AcquireShared is acquire of one shared claim, without waiting.
+func (e *Engine) AcquireShared(ctx context.Context, key, owner string, ttl time.Duration, c Claim) (Grant, bool, error) {
+	return e.one(ctx, AcquireRequest{Keys: []string{key}, Owner: owner, TTL: ttl, Claim: c})
+}
+
+// AcquireSharedWait is acquire of one shared claim, waiting.
+func (e *Engine) AcquireSharedWait(ctx context.Context, key, owner string, ttl time.Duration, c Claim) (Grant, error) {
+	g, _, err := e.one(ctx, AcquireRequest{Keys: []string{key}, Owner: owner, TTL: ttl, Claim: c, Wait: true})
+	return g, err
+}
+
+// AcquireAll is acquire of a set of mutexes, without waiting.
+func (e *Engine) AcquireAll(ctx context.Context, keys []string, owner string, ttl time.Duration) (grants []Grant, busy Grant, ok bool, err error) {
+	grants, busy, err = e.acquire(ctx, AcquireRequest{Keys: keys, Owner: owner, TTL: ttl})
+	return grants, busy, grants != nil, err
+}
+
+// AcquireAllWait is acquire of a set of mutexes, waiting.
+func (e *Engine) AcquireAllWait(ctx context.Context, keys []string, owner string, ttl time.Duration) (grants []Grant, busy Grant, err error) {
+	return e.acquire(ctx, AcquireRequest{Keys: keys, Owner: owner, TTL: ttl, Wait: true})
+}
+
+func (e *Engine) one(ctx context.Context, a AcquireRequest) (Grant, bool, error) {
+	grants, busy, err := e.acquire(ctx, a)
+	if grants == nil {
+		return busy, false, err
+	}
+	return grants[0], true, nil
 }
 
 // withdraw tells the loop that the caller of w stopped waiting. The cancel
 // is sent without ctx (it must reach the loop) but gives up if the engine
 // closes, since Close answers every waiter anyway.
 //
-// It returns what the cancel answered: for an AcquireAllWait, the holder
-// of the first key it was still waiting for.
+// It returns what the cancel answered: the holder in the way of the first
+// key w was still waiting for.
 func (e *Engine) withdraw(w *request) (busy Grant) {
 	c := getReq(kCancelWait)
-	c.key, c.target = w.key, w
+	c.target = w
 	select {
 	case e.reqc <- c:
 	case <-e.done:

@@ -214,59 +214,59 @@ func (e *loop) deliver(o *outcome) {
 	}
 }
 
+// answerWaiter records the grant g handed to the wait w, and answers w
+// once it holds every key, with the grants as they stand (the last
+// hand-off set every deadline).
 func (e *loop) answerWaiter(w *request, g Grant) {
 	if w == nil {
 		return
 	}
-	if w.kind == kAcquireAllWait {
-		e.answerGroup(w, g)
-		return
-	}
-	w.ok = true
-	w.grant = g
-	e.queueReply(w)
-}
-
-// answerGroup records the key g handed to the AcquireAllWait w, and
-// answers w once it holds every key, with the grants as they stand (the
-// last hand-off set every deadline).
-func (e *loop) answerGroup(w *request, g Grant) {
 	for i, k := range w.keys {
 		if k == g.Key {
 			w.grants[i] = g
 		}
 	}
-	if w.whole || w.group == nil || w.group.pending > 0 {
-		return
-	}
-	w.whole, w.group = true, nil
-	for i, k := range w.keys {
-		if en := e.t.entries[k]; en == nil || en.owner != w.owner {
-			// A key taken while the set waited was forced free meanwhile:
-			// the set cannot be had. It lets go of the others.
-			e.releaseSet(w)
-			w.err = &drivers.NotAcquiredError{Key: k}
-			e.queueReply(w)
+	if w.group != nil {
+		if w.group.pending > 0 {
 			return
 		}
-		w.grants[i] = e.t.entries[k].grant()
+		w.group = nil
+		for i, k := range w.keys {
+			en := e.t.entries[k]
+			j := -1
+			if en != nil {
+				j = en.findHolder(w.owner)
+			}
+			if j < 0 {
+				// A key taken while the set waited was forced free
+				// meanwhile: the set cannot be had. It lets go of the
+				// others.
+				e.releaseSet(w)
+				w.err = &drivers.NotAcquiredError{Key: k}
+				e.queueReply(w)
+				return
+			}
+			w.grants[i] = en.holder(j).grant(k)
+		}
 	}
 	w.ok = true
 	e.queueReply(w)
 }
 
-// releaseSet releases every key the AcquireAllWait w holds (those granted
-// to it with the fence it recorded), handing each on.
+// releaseSet releases every key the wait w holds (those granted to it
+// with the fence it recorded), handing each on.
 func (e *loop) releaseSet(w *request) {
 	t := e.t
 	for i, k := range w.keys {
 		en := t.entries[k]
-		if en == nil || en.isShared() || en.owner != w.owner || en.fence != w.grants[i].Fence || w.grants[i].Fence == 0 {
+		if en == nil || i >= len(w.grants) || w.grants[i].Fence == 0 {
 			continue
 		}
-		var ho outcome
-		t.handOn(en, 0, &ho)
-		e.deliver(&ho)
+		if j := en.findHolder(w.owner); j >= 0 && en.holder(j).fence == w.grants[i].Fence {
+			var ho outcome
+			t.end(en, j, 0, &ho)
+			e.deliver(&ho)
+		}
 	}
 }
 
@@ -317,7 +317,7 @@ func (e *loop) failWaiters(t *table, err error) {
 			continue
 		}
 		for w := range en.queue.line.all() {
-			// An AcquireAllWait is queued for several keys: answered once.
+			// A wait for several keys is queued for each: answered once.
 			if r := w.tag; r != nil && r.err == nil {
 				r.err = err
 				r.reply <- struct{}{}

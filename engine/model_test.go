@@ -1,9 +1,9 @@
 package engine
 
 import (
+	"cmp"
 	"errors"
 	"slices"
-	"sort"
 	"strings"
 	"time"
 
@@ -11,37 +11,33 @@ import (
 )
 
 // model is the reference the property tests compare the engine with: the
-// rules written out plainly over a map, with no heap, no pooling and no
-// goroutine.
+// rules written out plainly, kind by kind, over a map of names, with no
+// heap, no pooling and no goroutine. A mutex, a semaphore and a read/write
+// lock are each a name with holders in grant order and a FIFO queue.
 type model struct {
-	locks      map[string]*modelLock
-	counter    uint64
-	now        int64
-	maxKeys    int
-	maxWaiters int
-	// others, when set, is what else MaxKeys counts: the holders and
-	// waiters of the shared names beside these mutexes.
-	others func() int
+	names   map[string]*modelName
+	counter uint64
+	now     int64
+	// maxKeys counts every holder and every waiter of a name that is not
+	// a mutex; maxWaiters caps a queue; maxHolders caps a name's readers.
+	maxKeys, maxWaiters, maxHolders int
 }
 
-// counted is what MaxKeys counts: a key per mutex, and the others.
-func (m *model) counted() int {
-	if m.others == nil {
-		return len(m.locks)
-	}
-	return len(m.locks) + m.others()
+type modelName struct {
+	claim   Claim // Kind and Limit
+	holders []modelHolder
+	queue   []modelWaiter
 }
 
-type modelLock struct {
-	owner    string
-	fence    uint64
-	deadline int64
-	waiters  []modelWaiter
+type modelHolder struct {
+	Grant
+	write bool
 }
 
 type modelWaiter struct {
 	owner string
 	ttl   time.Duration
+	write bool
 }
 
 // modelResult mirrors Result, with the class of error expected.
@@ -51,8 +47,19 @@ type modelResult struct {
 	errInvalid bool
 }
 
-func newModel(maxKeys, maxWaiters int) *model {
-	return &model{locks: map[string]*modelLock{}, maxKeys: maxKeys, maxWaiters: maxWaiters}
+func newModel(maxKeys, maxWaiters, maxHolders int) *model {
+	return &model{names: map[string]*modelName{}, maxKeys: maxKeys, maxWaiters: maxWaiters, maxHolders: maxHolders}
+}
+
+func (m *model) counted() int {
+	c := 0
+	for _, n := range m.names {
+		c += len(n.holders)
+		if n.claim.Kind != Mutex {
+			c += len(n.queue)
+		}
+	}
+	return c
 }
 
 func (m *model) fence(want uint64) uint64 {
@@ -71,60 +78,64 @@ func (m *model) until(ttl time.Duration) int64 {
 	return m.now + int64(ttl)
 }
 
-func (m *model) grant(key string) Grant {
-	l := m.locks[key]
-	return Grant{Key: key, Owner: l.owner, Fence: l.fence, Deadline: l.deadline}
+// fits is the admission rule of each kind, written out.
+func (m *model) fits(n *modelName, write bool) bool {
+	switch {
+	case len(n.holders) == 0:
+		return true
+	case n.claim.Kind == Semaphore:
+		return uint32(len(n.holders)) < n.claim.Limit
+	case n.claim.Kind == RWLock && !write:
+		return !n.holders[0].write && len(n.holders) < m.maxHolders
+	}
+	return false // a mutex or a write beside anyone
 }
 
-func (m *model) dropWaiter(l *modelLock, owner string) bool {
-	for i, w := range l.waiters {
-		if w.owner == owner {
-			l.waiters = append(l.waiters[:i:i], l.waiters[i+1:]...)
-			return true
+// blocker is the holder a refusal names (drivers.Claim.InTheWay): the
+// earliest deadline, lowest fence among equals; with last (a write) the
+// latest deadline, highest fence among equals.
+func (n *modelName) blocker(last bool) Grant {
+	b := n.holders[0].Grant
+	for _, h := range n.holders[1:] {
+		if !last && (h.Deadline < b.Deadline || h.Deadline == b.Deadline && h.Fence < b.Fence) ||
+			last && (h.Deadline > b.Deadline || h.Deadline == b.Deadline && h.Fence > b.Fence) {
+			b = h.Grant
 		}
 	}
-	return false
+	return b
 }
 
-// end finishes key's grant: first waiter takes it, or the key goes.
-func (m *model) end(key string, want uint64) *Grant {
-	l := m.locks[key]
-	if len(l.waiters) == 0 {
-		delete(m.locks, key)
-		return nil
-	}
-	w := l.waiters[0]
-	l.waiters = l.waiters[1:]
-	l.owner, l.fence, l.deadline = w.owner, m.fence(want), m.until(w.ttl)
-	g := m.grant(key)
-	return &g
+func (m *model) grant(key string, n *modelName, owner string, ttl time.Duration, write bool, want uint64) Grant {
+	g := Grant{Key: key, Owner: owner, Fence: m.fence(want), Deadline: m.until(ttl)}
+	n.holders = append(n.holders, modelHolder{g, write})
+	return g
 }
 
-// contend is an acquire of a held, unexpired key.
-func (m *model) contend(c Command, l *modelLock) modelResult {
-	var r modelResult
-	if l.owner == c.Owner {
-		l.deadline = m.until(c.TTL)
-		r.OK, r.Grant = true, m.grant(c.Key)
-		return r
+// admit lets waiters in from the head while they fit.
+func (m *model) admit(key string, n *modelName, want uint64, r *modelResult) {
+	for len(n.queue) > 0 && m.fits(n, n.queue[0].write) {
+		q := n.queue[0]
+		n.queue = n.queue[1:]
+		r.Handoffs = append(r.Handoffs, m.grant(key, n, q.owner, q.ttl, q.write, want))
 	}
-	r.Grant = m.grant(c.Key)
-	if !c.Wait {
-		return r
+}
+
+// drop ends the holders del picks, lets waiters in, and forgets a name
+// nobody holds.
+func (m *model) drop(key string, n *modelName, want uint64, r *modelResult, del func(modelHolder) bool) {
+	n.holders = slices.DeleteFunc(n.holders, del)
+	m.admit(key, n, want, r)
+	if len(n.holders) == 0 {
+		delete(m.names, key)
 	}
-	for _, w := range l.waiters {
-		if w.owner == c.Owner {
-			r.Queued = true
-			return r
-		}
-	}
-	if m.maxWaiters > 0 && len(l.waiters) >= m.maxWaiters {
-		r.errFull = true
-		return r
-	}
-	l.waiters = append(l.waiters, modelWaiter{owner: c.Owner, ttl: c.TTL})
-	r.Queued = true
-	return r
+}
+
+func holderOf(n *modelName, owner string) int {
+	return slices.IndexFunc(n.holders, func(h modelHolder) bool { return h.Owner == owner })
+}
+
+func waiterOf(n *modelName, owner string) int {
+	return slices.IndexFunc(n.queue, func(w modelWaiter) bool { return w.owner == owner })
 }
 
 func (m *model) apply(c Command) modelResult {
@@ -132,184 +143,200 @@ func (m *model) apply(c Command) modelResult {
 		m.now = c.Now
 	}
 	var r modelResult
-	l := m.locks[c.Key]
+	n := m.names[c.Key]
 	switch c.Op {
 	case OpAcquire:
-		if c.Key == "" || c.Owner == "" || c.TTL <= 0 {
-			r.errInvalid = true
-			return r
-		}
-		switch {
-		case l == nil:
-			if m.maxKeys > 0 && m.counted() >= m.maxKeys {
-				r.errFull = true
-				return r
-			}
-			m.locks[c.Key] = &modelLock{owner: c.Owner, fence: m.fence(c.Fence), deadline: m.until(c.TTL)}
-			r.OK, r.Grant = true, m.grant(c.Key)
-		case l.deadline <= m.now && len(l.waiters) == 0:
-			l.owner, l.fence, l.deadline = c.Owner, m.fence(c.Fence), m.until(c.TTL)
-			r.OK, r.Grant = true, m.grant(c.Key)
-		case l.deadline <= m.now:
-			// The head of the queue gets the expired key first; the
-			// acquire then contends with it.
-			m.end(c.Key, c.Fence)
-			r = m.contend(c, l)
-			r.Handoffs = []Grant{m.grant(c.Key)}
-		default:
-			r = m.contend(c, l)
-		}
-	case OpRelease:
-		if l != nil && l.owner == c.Owner && l.deadline > m.now {
-			r.OK = true
-			r.Handoffs = optional(m.end(c.Key, c.Fence))
-		}
-	case OpExtend:
-		if l == nil {
-			return r
-		}
-		if l.owner == c.Owner && l.deadline > m.now {
-			l.deadline = m.until(c.TTL)
-			r.OK = true
-		}
-		r.Grant = m.grant(c.Key)
-	case OpForceRelease:
-		if l != nil {
-			r.OK = true
-			r.Handoffs = optional(m.end(c.Key, c.Fence))
-		}
-	case OpExpire:
-		if l != nil && l.owner == c.Owner && l.fence == c.ExpectFence && l.deadline <= m.now {
-			r.OK = true
-			r.Handoffs = optional(m.end(c.Key, c.Fence))
-		}
-	case OpCancelWait:
-		if l != nil {
-			r.OK = m.dropWaiter(l, c.Owner)
-		}
-	case OpAcquireAll:
-		return m.acquireAll(c)
+		r = m.acquire([]string{c.Key}, c)
+		r.Grants = nil // v0.1.0's answer
+		return r
+	case OpAcquireKeys:
+		return m.acquire(c.Keys, c)
 	case OpTick:
 		r.OK = true
+		return r
+	case OpRelease, OpExtend, OpForceRelease, OpExpire, OpCancelWait:
+		if n == nil {
+			return r
+		}
 	default:
 		r.errInvalid = true
+		return r
+	}
+	switch c.Op {
+	case OpRelease:
+		if i := holderOf(n, c.Owner); i >= 0 && n.holders[i].Deadline > m.now {
+			r.OK = true
+			m.drop(c.Key, n, c.Fence, &r, func(h modelHolder) bool { return h.Owner == c.Owner })
+		}
+	case OpExtend:
+		i := holderOf(n, c.Owner)
+		if i < 0 || n.holders[i].Deadline <= m.now {
+			r.Grant = n.blocker(false)
+			break
+		}
+		n.holders[i].Deadline = m.until(c.TTL)
+		r.OK, r.Grant = true, n.holders[i].Grant
+	case OpForceRelease:
+		r.OK = true
+		m.drop(c.Key, n, c.Fence, &r, func(modelHolder) bool { return true })
+	case OpExpire:
+		if i := holderOf(n, c.Owner); i >= 0 && n.holders[i].Fence == c.ExpectFence && n.holders[i].Deadline <= m.now {
+			r.OK = true
+			m.drop(c.Key, n, c.Fence, &r, func(h modelHolder) bool { return h.Owner == c.Owner })
+		}
+	case OpCancelWait:
+		if i := waiterOf(n, c.Owner); i >= 0 {
+			n.queue = slices.Delete(n.queue, i, i+1)
+			r.OK = true
+			m.drop(c.Key, n, c.Fence, &r, func(modelHolder) bool { return false })
+		}
 	}
 	return r
 }
 
-// acquireAll is every key of c or none: the first key held by another
-// owner (or expired with waiters) refuses the lot, naming its holder.
-func (m *model) acquireAll(c Command) modelResult {
+// acquire is every key or none, as c.Claim says: what ran out goes to
+// its waiters first; a busy key refuses the lot, or with Wait queues the
+// owner while the others are taken in the same step.
+func (m *model) acquire(keys []string, c Command) modelResult {
 	var r modelResult
 	seen := map[string]bool{}
-	for _, k := range c.Keys {
+	for _, k := range keys {
 		if k == "" || seen[k] {
 			r.errInvalid = true
 		}
 		seen[k] = true
 	}
-	if len(c.Keys) == 0 || c.Owner == "" || c.TTL <= 0 || r.errInvalid {
-		r.errInvalid = true
-		return r
+	if len(keys) == 0 || len(keys) > drivers.MaxMultiKeys || c.Owner == "" || c.TTL <= 0 || r.errInvalid ||
+		checkClaim(c.Claim) != nil || (c.Claim.Kind == Semaphore && c.Claim.Limit > uint32(m.maxHolders)) {
+		return modelResult{errInvalid: true}
 	}
-	// A key whose grant has run out with waiters queued goes to the first
-	// of them, as its expiry would give it, before anything else: then it
-	// is held like any other.
-	for _, k := range c.Keys {
-		if l := m.locks[k]; l != nil && l.deadline <= m.now && len(l.waiters) > 0 {
-			r.Handoffs = append(r.Handoffs, *m.end(k, c.Fence))
+	name := Claim{Kind: c.Claim.Kind, Limit: c.Claim.Limit}
+	for _, k := range keys {
+		if n := m.names[k]; n != nil && n.claim != name {
+			return modelResult{errInvalid: true}
 		}
 	}
-	fresh := 0
-	queue := map[string]bool{}
-	for _, k := range c.Keys {
-		l := m.locks[k]
+	for _, k := range keys {
+		if n := m.names[k]; n != nil {
+			m.drop(k, n, c.Fence, &r, func(h modelHolder) bool { return h.Deadline <= m.now })
+		}
+	}
+	fresh, queue, renew := 0, map[string]bool{}, map[string]bool{}
+	for _, k := range keys {
+		n := m.names[k]
 		switch {
-		case l == nil:
+		case n == nil:
 			fresh++
-		case l.deadline <= m.now && len(l.waiters) == 0:
-		case l.owner == c.Owner && l.deadline > m.now:
-		case !c.Wait:
-			r.Grant = m.grant(k)
-			return r
-		case slices.ContainsFunc(l.waiters, func(w modelWaiter) bool { return w.owner == c.Owner }):
-			return modelResult{errInvalid: true, Result: Result{Handoffs: r.Handoffs}}
-		case m.maxWaiters > 0 && len(l.waiters) >= m.maxWaiters:
-			return modelResult{errFull: true, Result: Result{Handoffs: r.Handoffs}}
+		case holderOf(n, c.Owner) >= 0:
+			if n.holders[holderOf(n, c.Owner)].write != c.Claim.Write {
+				r.errInvalid = true
+				return r
+			}
+			renew[k] = true
+		case len(n.queue) == 0 && m.fits(n, c.Claim.Write):
+			fresh++
 		default:
-			// With Wait, a busy key queues the owner; the others are
-			// taken now, in the same step.
 			if len(queue) == 0 {
-				r.Grant = m.grant(k)
+				r.Grant = n.blocker(c.Claim.InTheWay())
+			}
+			if !c.Wait {
+				return r
+			}
+			if i := waiterOf(n, c.Owner); i >= 0 {
+				if n.queue[i].write != c.Claim.Write || len(keys) > 1 {
+					r.errInvalid = true
+				} else {
+					r.Queued = true
+				}
+				return r
+			}
+			if m.maxWaiters > 0 && len(n.queue) >= m.maxWaiters {
+				r.errFull = true
+				return r
+			}
+			if n.claim.Kind != Mutex {
+				fresh++
 			}
 			queue[k] = true
 		}
 	}
 	if m.maxKeys > 0 && m.counted()+fresh > m.maxKeys {
-		return modelResult{errFull: true, Result: Result{Handoffs: r.Handoffs}}
+		r.errFull = true
+		return r
 	}
-	if len(queue) == 0 {
-		r.Grant = Grant{}
-	}
-	want := c.Fence
-	for _, k := range c.Keys {
-		l := m.locks[k]
-		if queue[k] {
-			l.waiters = append(l.waiters, modelWaiter{owner: c.Owner, ttl: c.TTL})
-			r.Grants = append(r.Grants, Grant{})
-			continue
-		}
+	for _, k := range keys {
+		n := m.names[k]
 		switch {
-		case l == nil:
-			m.locks[k] = &modelLock{owner: c.Owner, fence: m.fence(want), deadline: m.until(c.TTL)}
-		case l.owner == c.Owner && l.deadline > m.now:
-			l.deadline = m.until(c.TTL)
+		case queue[k]:
+			n.queue = append(n.queue, modelWaiter{c.Owner, c.TTL, c.Claim.Write})
+			r.Grants = append(r.Grants, Grant{})
+		case renew[k]:
+			h := &n.holders[holderOf(n, c.Owner)]
+			h.Deadline = m.until(c.TTL)
+			r.Grants = append(r.Grants, h.Grant)
+			// Let in by the lapse above, it is told as it stands.
+			for i := range r.Handoffs {
+				if r.Handoffs[i].Key == k && r.Handoffs[i].Owner == c.Owner {
+					r.Handoffs[i] = h.Grant
+				}
+			}
 		default:
-			l.owner, l.fence, l.deadline = c.Owner, m.fence(want), m.until(c.TTL)
+			if n == nil {
+				n = &modelName{claim: name}
+				m.names[k] = n
+			}
+			r.Grants = append(r.Grants, m.grant(k, n, c.Owner, c.TTL, c.Claim.Write, c.Fence))
 		}
-		r.Grants = append(r.Grants, m.grant(k))
 	}
 	r.OK, r.Queued = len(queue) == 0, len(queue) > 0
+	if r.OK {
+		r.Grant = r.Grants[0]
+	}
 	return r
 }
 
-// expireDue is what a live engine does before each batch: end every due
-// grant, earliest deadline first, ties by key.
+// expireDue is what a live engine does before each batch: the names
+// whose grants are due, earliest deadline first, ties by key, each ending
+// all its due grants at once.
 func (m *model) expireDue() []Grant {
-	var due []Grant
-	for k, l := range m.locks {
-		if l.deadline <= m.now {
-			due = append(due, Grant{Key: k, Deadline: l.deadline})
-		}
+	var r modelResult
+	for _, k := range m.dueNames(m.now) {
+		m.drop(k, m.names[k], 0, &r, func(h modelHolder) bool { return h.Deadline <= m.now })
 	}
-	sort.Slice(due, func(i, j int) bool {
-		if due[i].Deadline != due[j].Deadline {
-			return due[i].Deadline < due[j].Deadline
-		}
-		return due[i].Key < due[j].Key
-	})
-	var handoffs []Grant
-	for _, d := range due {
-		if h := m.end(d.Key, 0); h != nil {
-			handoffs = append(handoffs, *h)
-		}
-	}
-	return handoffs
+	return r.Handoffs
 }
 
-func (m *model) due(now int64, limit int) []Grant {
-	var out []Grant
-	for k := range m.locks {
-		if g := m.grant(k); g.Deadline <= now {
-			out = append(out, g)
+// dueNames are the names with a grant due at now, by their earliest
+// deadline, then key.
+func (m *model) dueNames(now int64) []string {
+	var keys []string
+	for k, n := range m.names {
+		if n.blocker(false).Deadline <= now {
+			keys = append(keys, k)
 		}
 	}
-	sort.Slice(out, func(i, j int) bool {
-		if out[i].Deadline != out[j].Deadline {
-			return out[i].Deadline < out[j].Deadline
-		}
-		return out[i].Key < out[j].Key
+	slices.SortFunc(keys, func(a, b string) int {
+		return cmp.Or(cmp.Compare(m.names[a].blocker(false).Deadline, m.names[b].blocker(false).Deadline), strings.Compare(a, b))
 	})
+	return keys
+}
+
+// due is every due grant, name by name as dueNames orders them, each
+// name's by deadline then fence.
+func (m *model) due(now int64, limit int) []Grant {
+	var out []Grant
+	for _, k := range m.dueNames(now) {
+		var gs []Grant
+		for _, h := range m.names[k].holders {
+			if h.Deadline <= now {
+				gs = append(gs, h.Grant)
+			}
+		}
+		slices.SortFunc(gs, func(a, b Grant) int {
+			return cmp.Or(cmp.Compare(a.Deadline, b.Deadline), cmp.Compare(a.Fence, b.Fence))
+		})
+		out = append(out, gs...)
+	}
 	if limit > 0 && len(out) > limit {
 		out = out[:limit]
 	}
@@ -317,11 +344,36 @@ func (m *model) due(now int64, limit int) []Grant {
 }
 
 func (m *model) info(key string) (Info, bool) {
-	l := m.locks[key]
-	if l == nil {
+	n := m.names[key]
+	if n == nil {
 		return Info{}, false
 	}
-	return Info{Grant: m.grant(key), Waiters: len(l.waiters)}, true
+	in := Info{Grant: n.blocker(false), Waiters: len(n.queue)}
+	if n.claim.Kind == Mutex {
+		return in, true
+	}
+	s := &Shared{Kind: n.claim.Kind, Limit: n.claim.Limit}
+	for _, h := range n.holders {
+		s.Holders = append(s.Holders, h.Grant)
+		s.Writer = s.Writer || h.write
+	}
+	for _, q := range n.queue {
+		s.Queue = append(s.Queue, QueuedWaiter{Owner: q.owner, Write: q.write})
+	}
+	in.Shared = s
+	return in, true
+}
+
+// waiters is every queued (key, owner), sorted.
+func (m *model) waiters() []Waiter {
+	var out []Waiter
+	for k, n := range m.names {
+		for _, w := range n.queue {
+			out = append(out, Waiter{Key: k, Owner: w.owner})
+		}
+	}
+	slices.SortFunc(out, func(a, b Waiter) int { return cmp.Or(cmp.Compare(a.Key, b.Key), cmp.Compare(a.Owner, b.Owner)) })
+	return out
 }
 
 // matches reports how got differs from the model's answer ("" when equal).
@@ -339,12 +391,4 @@ func (r modelResult) matches(got Result) string {
 		diffs = append(diffs, "got "+fmtResult(got)+" want "+fmtResult(r.Result))
 	}
 	return strings.Join(diffs, "; ")
-}
-
-// optional is the hand-off g as a Result has it: none when nil.
-func optional(g *Grant) []Grant {
-	if g == nil {
-		return nil
-	}
-	return []Grant{*g}
 }

@@ -58,11 +58,11 @@ func TestAcquireAll_TakesEveryKeyOrNone(t *testing.T) {
 func TestAcquireAll_ExpiredKeyWithWaitersIsTheirs(t *testing.T) {
 	tb := newTable(0, 0)
 	tb.advance(100)
-	tb.acquire("a", "old", 10, 0, false, nil)
-	tb.acquire("a", "queued", 10, 0, true, nil)
+	tb.take("a", "old", 10, Claim{}, false)
+	tb.take("a", "queued", 10, Claim{}, true)
 	tb.advance(200) // a's grant has ended, but nothing has expired it yet
-	out, _ := tb.acquireAll([]string{"a", "b"}, "me", 10, 0, false, nil, false)
-	if out.ok || out.busy.Key != "a" {
+	out := tb.acquire(&ask{keys: []string{"a", "b"}, owner: "me", ttl: 10})
+	if out.ok || out.grant.Key != "a" {
 		t.Fatalf("acquireAll = %+v, want refused on a: its waiter comes first", out)
 	}
 	if _, held := tb.get("b"); held {

@@ -110,8 +110,8 @@ func TestAcquireAllWait_CancelCrossingTheLastHandOffReleasesEveryKey(t *testing.
 	if _, ok, err := e.Acquire(ctx, "b", "h", time.Minute); !ok || err != nil {
 		t.Fatalf("Acquire b: %v %v", ok, err)
 	}
-	w := getReq(kAcquireAllWait)
-	w.keys, w.owner, w.ttl = []string{"a", "b"}, "set", time.Minute
+	w := getReq(kAcquire)
+	w.keys, w.owner, w.ttl, w.wait = []string{"a", "b"}, "set", time.Minute, true
 	if err := e.send(ctx, w); err != nil {
 		t.Fatal(err)
 	}

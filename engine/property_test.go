@@ -2,7 +2,7 @@ package engine
 
 import (
 	"bytes"
-	"cmp"
+
 	"context"
 	"errors"
 	"fmt"
@@ -12,13 +12,40 @@ import (
 	"testing"
 	"time"
 
+	"github.com/zerotal/lock/drivers"
 	"github.com/zerotal/lock/internal/testkit/poll"
 )
 
+// The names of the property tests and the claim each is held as: three
+// mutexes, two semaphores of 2 and two read/write locks, so that sets of
+// every kind can be drawn.
 var (
-	propKeys   = []string{"a", "b", "c", "d"}
+	propKeys   = []string{"a", "b", "c", "s1", "s2", "r1", "r2"}
 	propOwners = []string{"p", "q", "r", "s", "t"}
 )
+
+// claimOf is the claim key is held as.
+func claimOf(key string) Claim {
+	switch key[0] {
+	case 's':
+		return Claim{Kind: Semaphore, Limit: 2}
+	case 'r':
+		return Claim{Kind: RWLock}
+	}
+	return Claim{}
+}
+
+// randomClaim draws a claim for key: mostly its own kind (a read or a
+// write of a read/write lock), sometimes another or none at all.
+func randomClaim(rng *rand.Rand, key string) Claim {
+	if rng.IntN(15) == 0 {
+		return []Claim{{}, {Kind: Semaphore, Limit: 3}, {Kind: RWLock}, {Kind: Semaphore}, {Kind: RWLock, Limit: 1},
+			{Kind: Semaphore, Limit: 4}, {Kind: Semaphore, Limit: drivers.MaxHolders + 1}, {Write: true}}[rng.IntN(8)]
+	}
+	c := claimOf(key)
+	c.Write = c.Kind == RWLock && rng.IntN(3) == 0
+	return c
+}
 
 // randomCommand draws one replicated command; now and fence are the
 // caller's.
@@ -30,45 +57,60 @@ func randomCommand(rng *rand.Rand, now int64, fence uint64, m *model) Command {
 	if rng.IntN(2) == 0 {
 		c.Fence = fence
 	}
+	// held draws a holder of key, often one past its deadline with
+	// waiters queued: it must never end up queued behind them while still
+	// a holder (the snapshot would refuse that table).
+	held := func() (string, uint64, bool) {
+		if n := m.names[key]; n != nil && len(n.holders) > 0 {
+			h := n.holders[rng.IntN(len(n.holders))]
+			return h.Owner, h.Fence, true
+		}
+		return "", 0, false
+	}
 	switch n := rng.IntN(100); {
-	case n < 30:
-		c.Op, c.TTL, c.Wait = OpAcquire, ttl, rng.IntN(2) == 0
-	case n < 35:
-		c.Op, c.TTL, c.Key, c.Wait = OpAcquireAll, ttl, "", rng.IntN(2) == 0
+	case n < 12:
+		c.Op, c.TTL, c.Wait = OpAcquire, ttl, rng.IntN(2) == 0 // v0.1.0's entry
+		if rng.IntN(8) > 0 {
+			key = propKeys[rng.IntN(3)] // a mutex's, mostly
+			c.Key = key
+		}
+		if o, _, ok := held(); ok && rng.IntN(3) == 0 {
+			c.Owner = o
+		}
+	case n < 45:
+		c.Op, c.TTL, c.Key, c.Wait, c.Claim = OpAcquireKeys, ttl, "", rng.IntN(3) > 0, randomClaim(rng, key)
+		c.Keys = []string{key}
 		for _, k := range propKeys {
-			if rng.IntN(2) == 0 || k == key {
-				c.Keys = append(c.Keys, k)
+			if k != key && (k[0] == key[0] && rng.IntN(3) == 0 || rng.IntN(80) == 0) {
+				c.Keys = append(c.Keys, k) // a set, now and then of mixed kinds
 			}
 		}
-		if l := m.locks[key]; l != nil && rng.IntN(2) == 0 {
-			// The key's holder, often past its deadline with waiters
-			// queued: it must never end up queued behind them while
-			// still the holder (the snapshot would refuse that table).
-			c.Owner = l.owner
+		if o, _, ok := held(); ok && rng.IntN(3) == 0 {
+			c.Owner = o
 		}
-		if rng.IntN(10) == 0 && len(c.Keys) > 0 {
-			c.Keys = append(c.Keys, c.Keys[0]) // invalid: named twice
+		if rng.IntN(20) == 0 {
+			c.Keys = append(c.Keys, key) // invalid: named twice
 		}
-	case n < 55:
+	case n < 62:
 		c.Op = OpRelease
-		if l := m.locks[key]; l != nil && rng.IntN(3) > 0 {
-			c.Owner = l.owner // mostly the holder, so releases do happen
-		}
-	case n < 65:
-		c.Op, c.TTL = OpExtend, ttl
-		if l := m.locks[key]; l != nil && rng.IntN(2) == 0 {
-			c.Owner = l.owner
+		if o, _, ok := held(); ok && rng.IntN(3) > 0 {
+			c.Owner = o // mostly a holder, so releases do happen
 		}
 	case n < 70:
+		c.Op, c.TTL = OpExtend, ttl
+		if o, _, ok := held(); ok && rng.IntN(2) == 0 {
+			c.Owner = o
+		}
+	case n < 74:
 		c.Op = OpForceRelease
-	case n < 85:
+	case n < 86:
 		c.Op = OpExpire
-		if l := m.locks[key]; l != nil && rng.IntN(4) > 0 {
-			c.Owner, c.ExpectFence = l.owner, l.fence
+		if o, f, ok := held(); ok && rng.IntN(4) > 0 {
+			c.Owner, c.ExpectFence = o, f
 		} else {
 			c.ExpectFence = uint64(rng.IntN(10))
 		}
-	case n < 92:
+	case n < 93:
 		c.Op = OpCancelWait
 	case n < 97:
 		c.Op = OpTick
@@ -81,28 +123,36 @@ func randomCommand(rng *rand.Rand, now int64, fence uint64, m *model) Command {
 }
 
 // TestProperty_ReplicatedMatchesModel feeds random batches with random
-// virtual time to a replicated engine and to the model, and compares every
-// answer, every fence, Due, Get, and — through a snapshot restored into a
-// fresh engine — the whole state.
+// virtual time to a replicated engine and to the model — mutexes,
+// semaphores, read/write locks and sets of each, with and without wait,
+// claims of the wrong kind or limit among them — and compares every
+// answer, every fence, Get, Due, the waiters and, through a snapshot
+// restored into a fresh engine, the whole state after every step, under
+// a referee that knows only the promises.
 func TestProperty_ReplicatedMatchesModel(t *testing.T) {
-	for seed := range uint64(20) {
+	for seed := range uint64(30) {
 		t.Run(fmt.Sprint("seed", seed), func(t *testing.T) {
 			rng := rand.New(rand.NewPCG(seed, 7))
-			maxKeys, maxWaiters := 0, 0
+			// Odd seeds: a key limit that holders and waiters reach, a
+			// waiter limit, and a holder cap that readers reach.
+			maxKeys, maxWaiters, maxHolders := 0, 0, drivers.MaxHolders
 			if seed%2 == 1 {
-				maxKeys, maxWaiters = 3, 2
+				maxKeys, maxWaiters, maxHolders = 7, 2, 2
 			}
-			m := newModel(maxKeys, maxWaiters)
-			e := newReplicated(t, Config{MaxKeys: maxKeys, MaxWaitersPerKey: maxWaiters})
+			m := newModel(maxKeys, maxWaiters, maxHolders)
+			e := newReplicated(t, Config{MaxKeys: maxKeys, MaxWaitersPerKey: maxWaiters, MaxHoldersPerKey: maxHolders})
+			ref := newReferee(maxHolders)
 			now := t0
 			var index uint64
-			for step := range 300 {
+			for step := range 400 {
 				index += uint64(1 + rng.IntN(3))
-				batch := make([]Command, 1+rng.IntN(5))
+				batch := make([]Command, 1+rng.IntN(4))
 				want := make([]modelResult, len(batch))
+				queues := make([][]QueuedWaiter, len(batch))
 				for i := range batch {
 					now += int64(rng.IntN(60)) - 10 // sometimes backwards
 					batch[i] = randomCommand(rng, now, index, m)
+					queues[i] = m.queueOf(batch[i].Key)
 					want[i] = m.apply(batch[i])
 				}
 				got := mustApply(t, e, batch...)
@@ -110,8 +160,9 @@ func TestProperty_ReplicatedMatchesModel(t *testing.T) {
 					if d := want[i].matches(got[i]); d != "" {
 						t.Fatalf("step %d cmd %d %+v: %s", step, i, batch[i], d)
 					}
+					ref.observe(t, step, batch[i], got[i], queues[i])
 				}
-				checkAgainstModel(t, e, m, rng.IntN(300)-50+int(m.now))
+				checkAgainstModel(t, e, m, rng.IntN(300)-50+int(m.now), ref)
 				checkRestorable(t, e, propKeys)
 				if step%50 == 49 {
 					e = restoredCopy(t, e)
@@ -121,16 +172,90 @@ func TestProperty_ReplicatedMatchesModel(t *testing.T) {
 	}
 }
 
-// checkAgainstModel compares Get of every key and Due at dueAt.
-func checkAgainstModel(t *testing.T, e *Replicated, m *model, dueAt int) {
+// queueOf is the queue of key as the model holds it.
+func (m *model) queueOf(key string) []QueuedWaiter {
+	var q []QueuedWaiter
+	if n := m.names[key]; n != nil {
+		for _, w := range n.queue {
+			q = append(q, QueuedWaiter{Owner: w.owner, Write: w.write})
+		}
+	}
+	return q
+}
+
+// referee holds the engine to its promises, whatever the model says.
+type referee struct {
+	lastFence  map[string]uint64 // the highest fence seen per name
+	maxHolders int
+}
+
+func newReferee(maxHolders int) *referee {
+	return &referee{lastFence: map[string]uint64{}, maxHolders: maxHolders}
+}
+
+// observe checks one command's new grants: each above every earlier fence
+// of its name, and the hand-offs of an operation on one name in the
+// order its waiters queued.
+func (f *referee) observe(t *testing.T, step int, c Command, r Result, queue []QueuedWaiter) {
+	t.Helper()
+	fresh := slices.Clone(r.Handoffs)
+	for _, g := range append([]Grant{r.Grant}, r.Grants...) {
+		if r.OK && g.Fence > f.lastFence[g.Key] {
+			fresh = append(fresh, g)
+		}
+	}
+	slices.SortFunc(fresh, func(a, b Grant) int { return cmpFence(a.Fence, b.Fence) })
+	// An acquire that found a key lapsed reports the head's grant as its
+	// hand-off, and as its own when it was the head.
+	fresh = slices.CompactFunc(fresh, func(a, b Grant) bool { return a.Fence == b.Fence })
+	for _, g := range fresh {
+		if g.Fence <= f.lastFence[g.Key] {
+			t.Fatalf("step %d: %s granted fence %d after fence %d", step, g.Key, g.Fence, f.lastFence[g.Key])
+		}
+		f.lastFence[g.Key] = g.Fence
+	}
+	if c.Op == OpCancelWait {
+		queue = slices.DeleteFunc(queue, func(q QueuedWaiter) bool { return q.Owner == c.Owner })
+	}
+	if c.Op == OpAcquire || c.Op == OpAcquireKeys {
+		return // hand-offs of several names, or after the acquirer's own lapse
+	}
+	for i, h := range r.Handoffs {
+		if i >= len(queue) || queue[i].Owner != h.Owner {
+			t.Fatalf("step %d: hand-off %d went to %s; the queue was %+v", step, i, h.Owner, queue)
+		}
+	}
+}
+
+// check holds one name to its limits.
+func (f *referee) check(t *testing.T, key string, in Info) {
+	t.Helper()
+	s := in.Shared
+	switch {
+	case s == nil:
+	case len(s.Holders) == 0:
+		t.Fatalf("%s is listed with no holder", key)
+	case s.Kind == Semaphore && uint32(len(s.Holders)) > s.Limit:
+		t.Fatalf("%s has %d holders, limit %d", key, len(s.Holders), s.Limit)
+	case len(s.Holders) > f.maxHolders:
+		t.Fatalf("%s has %d holders, over the cap of %d", key, len(s.Holders), f.maxHolders)
+	case s.Writer && len(s.Holders) > 1:
+		t.Fatalf("%s has a writer beside %d others", key, len(s.Holders)-1)
+	}
+}
+
+// checkAgainstModel compares Get of every key, Due at dueAt, the
+// waiters and the key count, and holds every name to its limits.
+func checkAgainstModel(t *testing.T, e *Replicated, m *model, dueAt int, ref *referee) {
 	t.Helper()
 	ctx := t.Context()
 	for _, k := range propKeys {
 		got, ok, err := e.Get(ctx, k)
 		want, wantOK := m.info(k)
-		if err != nil || ok != wantOK || got != want {
-			t.Fatalf("Get(%q) = %+v %v %v, model %+v %v", k, got, ok, err, want, wantOK)
+		if err != nil || ok != wantOK || !reflect.DeepEqual(got, want) {
+			t.Fatalf("Get(%q) = %+v %+v %v %v, model %+v %+v %v", k, got, got.Shared, ok, err, want, want.Shared, wantOK)
 		}
+		ref.check(t, k, got)
 	}
 	due, err := e.Due(ctx, int64(dueAt), 2)
 	if err != nil {
@@ -139,13 +264,7 @@ func checkAgainstModel(t *testing.T, e *Replicated, m *model, dueAt int) {
 	if want := m.due(int64(dueAt), 2); fmt.Sprint(due) != fmt.Sprint(want) && !(len(due) == 0 && len(want) == 0) {
 		t.Fatalf("Due = %v, model %v", due, want)
 	}
-	var want []Waiter
-	for k, l := range m.locks {
-		for _, w := range l.waiters {
-			want = append(want, Waiter{Key: k, Owner: w.owner})
-		}
-	}
-	slices.SortFunc(want, func(a, b Waiter) int { return cmp.Or(cmp.Compare(a.Key, b.Key), cmp.Compare(a.Owner, b.Owner)) })
+	want := m.waiters()
 	ws, err := e.Waiters(ctx)
 	if err != nil || fmt.Sprint(ws) != fmt.Sprint(want) || e.WaiterCount() != len(want) {
 		t.Fatalf("Waiters = %v %v (count %d), model %v", ws, err, e.WaiterCount(), want)
@@ -155,8 +274,8 @@ func checkAgainstModel(t *testing.T, e *Replicated, m *model, dueAt int) {
 			t.Fatalf("IsWaiting(%q, %q) = %v %v, model queues it", w.Key, w.Owner, ok, err)
 		}
 	}
-	if e.Len() != len(m.locks) {
-		t.Fatalf("Len = %d, model %d", e.Len(), len(m.locks))
+	if e.Len() != len(m.names) {
+		t.Fatalf("Len = %d, model %d", e.Len(), len(m.names))
 	}
 }
 
@@ -237,7 +356,7 @@ func TestProperty_LiveMatchesModel(t *testing.T) {
 		t.Run(fmt.Sprint("seed", seed), func(t *testing.T) {
 			rng := rand.New(rand.NewPCG(seed, 11))
 			e, clock := newLive(t, Config{MaxWaitersPerKey: 2})
-			m := newModel(0, 2)
+			m := newModel(0, 2, drivers.MaxHolders)
 			m.now = epoch.UnixNano()
 			ctx := t.Context()
 			waiting := map[[2]string]*liveWaiter{}
@@ -270,8 +389,8 @@ func TestProperty_LiveMatchesModel(t *testing.T) {
 				key := propKeys[rng.IntN(2)] // two keys: more contention
 				owner := propOwners[rng.IntN(len(propOwners))]
 				ttl := time.Duration(1+rng.IntN(100)) * time.Millisecond
-				if l := m.locks[key]; l != nil && rng.IntN(2) == 0 {
-					owner = l.owner
+				if n := m.names[key]; n != nil && rng.IntN(2) == 0 {
+					owner = n.holders[0].Owner
 				}
 				_, queued := waiting[[2]string{key, owner}]
 				switch n := rng.IntN(100); {
@@ -286,6 +405,7 @@ func TestProperty_LiveMatchesModel(t *testing.T) {
 				case n < 40 && !queued:
 					want := m.apply(Command{Op: OpAcquire, Key: key, Owner: owner, TTL: ttl, Now: m.now})
 					g, ok, err := e.Acquire(ctx, key, owner, ttl)
+					want.Grants = nil
 					if d := want.matches(Result{OK: ok, Grant: g, Err: err}); d != "" {
 						t.Fatalf("step %d Acquire(%s,%s): %s", step, key, owner, d)
 					}
@@ -301,7 +421,7 @@ func TestProperty_LiveMatchesModel(t *testing.T) {
 						waiting[[2]string{key, owner}] = w
 						poll.Until(t, 5*time.Second, "queued", func() bool {
 							info, _, _ := e.Get(ctx, key)
-							return info.Waiters == len(m.locks[key].waiters)
+							return info.Waiters == len(m.names[key].queue)
 						})
 						continue
 					}
@@ -343,7 +463,7 @@ func TestProperty_LiveMatchesModel(t *testing.T) {
 				for _, k := range propKeys[:2] {
 					got, ok, err := e.Get(ctx, k)
 					want, wantOK := m.info(k)
-					if err != nil || ok != wantOK || got != want {
+					if err != nil || ok != wantOK || !reflect.DeepEqual(got, want) {
 						t.Fatalf("step %d Get(%q) = %+v %v %v, model %+v %v", step, k, got, ok, err, want, wantOK)
 					}
 				}

@@ -16,7 +16,6 @@ type reqKind uint8
 
 const (
 	kAcquire reqKind = iota + 1
-	kAcquireWait
 	kCancelWait
 	kRelease
 	kExtend
@@ -30,8 +29,6 @@ const (
 	kNext
 	kWaiters
 	kIsWaiting
-	kAcquireAll
-	kAcquireAllWait
 )
 
 // request is one command to the loop. Its reply channel has room for one
@@ -40,18 +37,18 @@ const (
 // caller after it receives.
 type request struct {
 	kind   reqKind
-	claim  Claim // kAcquire, kAcquireWait: a shared name's
+	claim  Claim // kAcquire
 	key    string
-	keys   []string // kAcquireAll
+	keys   []string // kAcquire
+	wait   bool     // kAcquire
 	owner  string
 	ttl    time.Duration
 	limit  int
 	now    int64
 	cmds   []Command
 	table  *table   // kRestore: the decoded replacement
-	target *request // kCancelWait: the AcquireWait to withdraw
-	group  *group   // kAcquireAllWait while it waits for some keys
-	whole  bool     // kAcquireAllWait: answered with every key
+	target *request // kCancelWait: the wait to withdraw
+	group  *group   // kAcquire while it waits for some of several keys
 	reply  chan struct{}
 	answer
 }
@@ -245,28 +242,27 @@ func (e *loop) handle(r *request) {
 	t := e.t
 	switch r.kind {
 	case kAcquire:
-		o := t.acquireClaim(r.key, r.owner, r.ttl, r.claim, false, nil)
-		r.ok, r.grant, r.err = o.ok, o.grant, o.err
-		e.deliver(&o) // an expired key went to its first waiter
-	case kAcquireWait:
-		o := t.acquireClaim(r.key, r.owner, r.ttl, r.claim, true, r)
-		e.deliver(&o)
+		a := ask{keys: r.keys, owner: r.owner, ttl: r.ttl, claim: r.claim, wait: r.wait}
+		if r.wait {
+			a.tag = r
+		}
+		o := t.acquire(&a)
+		e.deliver(&o) // what ran out went to its waiters first
 		switch {
 		case o.err != nil:
 			r.err = o.err
 		case o.ok:
-			r.ok, r.grant = true, o.grant
+			r.ok, r.grants = true, o.grants
 		case o.dup:
 			r.err = errDupWaiter
+		case o.queued:
+			r.grants, r.group = o.grants, o.g
+			return // answered by a hand-off, a cancel or Close
 		default:
-			return // queued: answered by a hand-off, a cancel or Close
+			r.grant = o.grant
 		}
 	case kCancelWait:
-		if r.target.kind == kAcquireAllWait {
-			r.grant = e.cancelAll(r.target)
-			break
-		}
-		e.cancelWait(r.target)
+		r.grant = e.cancelWait(r.target)
 	case kRelease:
 		o := t.release(r.key, r.owner, 0)
 		r.ok, r.err = o.ok, o.err
@@ -294,19 +290,6 @@ func (e *loop) handle(r *request) {
 		r.deadline, r.ok = t.nextDeadline()
 	case kWaiters:
 		r.waiters = t.waiterList()
-	case kAcquireAll:
-		o, _ := t.acquireAll(r.keys, r.owner, r.ttl, 0, false, nil, false)
-		r.ok, r.grants, r.grant, r.err = o.ok, o.grants, o.busy, o.err
-		e.deliver(&o.handed)
-	case kAcquireAllWait:
-		o, g := t.acquireAll(r.keys, r.owner, r.ttl, 0, true, r, true)
-		r.grants, r.grant, r.err = o.grants, o.busy, o.err
-		e.deliver(&o.handed)
-		if o.queued {
-			r.group = g
-			return // answered when its last key is handed to it, by a cancel or Close
-		}
-		r.ok, r.whole = o.ok, o.ok
 	case kIsWaiting:
 		en := t.entries[r.key]
 		r.ok = en != nil && en.waiterIndex(r.owner) >= 0
@@ -314,52 +297,25 @@ func (e *loop) handle(r *request) {
 	e.queueReply(r)
 }
 
-// cancelWait withdraws the AcquireWait w whose caller gave up. If the loop
-// had already handed w the key (the hand-off crossed the cancellation),
-// nobody will use that grant, so the loop releases it and hands it on.
-func (e *loop) cancelWait(w *request) {
-	t := e.t
-	var o outcome
-	if t.cancelTag(w.key, w, &o) {
-		e.deliver(&o) // a shared name may let the waiters behind it in
-		return
-	}
-	if !w.ok || w.err != nil {
-		return
-	}
-	en := t.entries[w.key]
-	switch {
-	case en == nil:
-		return
-	case en.isShared():
-		i := en.queue.holders.find(w.owner)
-		if i < 0 || en.queue.holders.item(i).fence != w.grant.Fence {
-			return
-		}
-		o = t.releaseShared(en, w.owner, 0)
-	case en.owner != w.owner || en.fence != w.grant.Fence:
-		return
-	default:
-		o.ok = true
-		t.handOn(en, 0, &o)
-	}
-	e.deliver(&o)
-}
-
-// cancelAll withdraws the AcquireAllWait w whose caller gave up: its
-// places in the queues, and every key it holds, whether it was still
-// waiting for others or the last one crossed the cancellation.
-// It returns the holder of the first key w was still waiting for (zero
-// when it waited for none).
-func (e *loop) cancelAll(w *request) (busy Grant) {
+// cancelWait withdraws the wait w whose caller gave up: its places in
+// the queues, and every key it holds, whether it was still waiting for
+// others or a hand-off crossed the cancellation (nobody will use that
+// grant, so the loop releases it and hands it on). It returns the holder
+// in the way of the first key w was still waiting for (zero when none).
+func (e *loop) cancelWait(w *request) (busy Grant) {
 	t := e.t
 	var o outcome
 	for _, k := range w.keys {
 		if t.cancelTag(k, w, &o) && busy.Key == "" {
-			busy = t.entries[k].grant()
+			if en := t.entries[k]; en != nil {
+				busy = en.blocker(w.claim.InTheWay())
+			}
 		}
 	}
-	e.releaseSet(w)
+	e.deliver(&o) // the waiters behind it may have been let in
+	if w.err == nil {
+		e.releaseSet(w)
+	}
 	w.group = nil
 	return busy
 }

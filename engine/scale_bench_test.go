@@ -179,13 +179,13 @@ func BenchmarkScaleWaiters(b *testing.B) {
 		t := newTable(-1, -1)
 		owner := func(k, i int) string { return fmt.Sprintf("%016x%016x", k, i) }
 		for k := range c.keys {
-			t.acquire("w:"+strconv.Itoa(k), "holder", time.Hour, 0, false, nil)
+			t.take("w:"+strconv.Itoa(k), "holder", time.Hour, Claim{}, false)
 		}
 		before := heapInUse()
 		for k := range c.keys {
 			key := "w:" + strconv.Itoa(k)
 			for i := range c.each {
-				if o := t.acquire(key, owner(k, i), time.Hour, 0, true, nil); !o.queued {
+				if o := t.take(key, owner(k, i), time.Hour, Claim{}, true); !o.queued {
 					b.Fatalf("not queued: %+v", o)
 				}
 			}
@@ -199,11 +199,10 @@ func BenchmarkScaleWaiters(b *testing.B) {
 		mid := owner(0, c.each/2)
 		t0 := time.Now()
 		for range rounds {
-			if !t.entries[key].removeWaiter(mid) {
+			if !t.cancelWait(key, mid, 0).ok {
 				b.Fatal("cancel: not found")
 			}
-			t.waiting--
-			t.acquire(key, mid, time.Hour, 0, true, nil)
+			t.take(key, mid, time.Hour, Claim{}, true)
 		}
 		cancelAndQueue := time.Since(t0) / rounds
 
@@ -216,7 +215,7 @@ func BenchmarkScaleWaiters(b *testing.B) {
 			if !o.handoff {
 				b.Fatalf("no hand-off: %+v", o)
 			}
-			t.acquire(key, holder, time.Hour, 0, true, nil)
+			t.take(key, holder, time.Hour, Claim{}, true)
 			holder = o.next.Owner
 		}
 		handoff := time.Since(t0) / rounds

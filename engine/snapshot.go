@@ -84,7 +84,7 @@ func decodeTable(b []byte) (*table, error) {
 	t.heap = make([]*entry, 0, n)
 	prev := ""
 	for i := 0; i < n && d.err == nil; i++ {
-		e := &entry{key: d.str()}
+		e := &entry{key: d.str(), hidx: -1}
 		if version == 2 {
 			if kind := Kind(d.byte()); kind != Mutex {
 				d.shared(t, e, kind, prev, i)
@@ -92,7 +92,7 @@ func decodeTable(b []byte) (*table, error) {
 				continue
 			}
 		}
-		e.owner, e.fence, e.deadline = d.str(), d.u64(), int64(d.u64())
+		e.first = holder{owner: d.str(), fence: d.u64(), deadline: int64(d.u64())}
 		nw := d.count(10)
 		if d.err != nil {
 			break
@@ -102,10 +102,10 @@ func decodeTable(b []byte) (*table, error) {
 			d.fail("empty key")
 		case i > 0 && e.key <= prev:
 			d.fail("keys out of order or repeated")
-		case e.owner == "":
+		case e.first.owner == "":
 			d.fail("empty owner for key %q", e.key)
-		case e.fence == 0 || e.fence > t.counter:
-			d.fail("fence %d of key %q outside 1..%d", e.fence, e.key, t.counter)
+		case e.first.fence == 0 || e.first.fence > t.counter:
+			d.fail("fence %d of key %q outside 1..%d", e.first.fence, e.key, t.counter)
 		}
 		prev = e.key
 		if nw > 0 {
@@ -115,7 +115,7 @@ func decodeTable(b []byte) (*table, error) {
 			w := waiter{owner: d.str(), ttl: time.Duration(d.u64())}
 			switch {
 			case d.err != nil:
-			case w.owner == "" || w.owner == e.owner:
+			case w.owner == "" || w.owner == e.first.owner:
 				d.fail("bad waiter owner for key %q", e.key)
 			case w.ttl <= 0:
 				d.fail("bad waiter ttl for key %q", e.key)
@@ -254,19 +254,23 @@ func (d *decoder) shared(t *table, e *entry, kind Kind, prev string, i int) {
 	seen := map[string]bool{}
 	var lastFence uint64
 	for j := 0; j < nh && d.err == nil; j++ {
-		h := holder{owner: d.str(), fence: d.u64(), deadline: int64(d.u64()), write: d.bool()}
+		h := holder{owner: d.str(), fence: d.u64(), deadline: int64(d.u64())}
+		write := d.bool()
 		switch {
 		case d.err != nil:
 		case h.owner == "" || seen[h.owner]:
 			d.fail("bad or repeated holder for key %q", e.key)
 		case h.fence == 0 || h.fence > t.counter || h.fence <= lastFence:
 			d.fail("fence %d of key %q out of order or outside 1..%d", h.fence, e.key, t.counter)
-		case h.write && (kind != RWLock || nh != 1):
+		case write && (kind != RWLock || nh != 1):
 			d.fail("a writer beside others, or of a semaphore, for key %q", e.key)
 		}
 		seen[h.owner] = true
 		lastFence = h.fence
-		q.holders.add(h)
+		q.writer = write
+		if d.err == nil {
+			e.addHolder(h)
+		}
 	}
 	if d.err == nil && (nh == 0 || nh > drivers.MaxHolders || (kind == Semaphore && uint32(nh) > q.limit)) {
 		d.fail("%d holders for key %q", nh, e.key)
@@ -291,7 +295,6 @@ func (d *decoder) shared(t *table, e *entry, kind Kind, prev string, i int) {
 	if d.err != nil {
 		return
 	}
-	e.deadline = q.holders.first().deadline
 	t.entries[e.key] = e
 	t.heapPush(e)
 	t.waiting += q.line.len()

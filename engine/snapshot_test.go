@@ -23,8 +23,8 @@ func TestSnapshot_RejectsInconsistentContent(t *testing.T) {
 	}
 	cases := map[string]func(tb *table){
 		"fence above counter": func(tb *table) { tb.counter = 1 },
-		"empty owner":         func(tb *table) { tb.entries["a"].owner = "" },
-		"zero fence":          func(tb *table) { tb.entries["a"].fence = 0 },
+		"empty owner":         func(tb *table) { tb.entries["a"].first.owner = "" },
+		"zero fence":          func(tb *table) { tb.entries["a"].first.fence = 0 },
 		"holder also waiting": func(tb *table) { tb.entries["b"].queue.line.head().owner = "y" },
 		"waiter twice": func(tb *table) {
 			q := tb.entries["b"].queue

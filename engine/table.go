@@ -15,48 +15,57 @@ import (
 // table's own state only, so the same calls in the same order give the
 // same answers and the same fences on every node.
 //
-// Invariant: every entry in the map is held (owner != "") and sits in the
-// deadline heap. A release with waiters hands the entry on; without
-// waiters it deletes it.
+// Every key, whatever its kind, is one entry: its grants (holders.go),
+// its FIFO queue and one admission rule (claim.go). A mutex is a name
+// whose one slot is taken exclusively; a semaphore has Limit slots; a
+// read/write lock has a slot per reader up to the holder cap, and a
+// writer takes it exclusively.
+//
+// Invariant: every entry in the map is held (at least one grant) and
+// sits in the deadline heap at its first grant's deadline. When its last
+// grant ends the head of its queue is let in; with nobody waiting the
+// entry is deleted.
 type table struct {
 	entries map[string]*entry
 	heap    []*entry // every entry, ordered by (deadline, key)
 	counter uint64   // the last fence issued
 	waiting int      // queued waiters over all keys
 	now     int64    // engine time, unix nanoseconds; never goes backwards
-	// claims is what MaxKeys counts: every mutex's key, and every holder
-	// and waiter of a shared name (a waiter is let in without a check, so
-	// it is counted when it queues).
+	// claims is what MaxKeys counts: every grant, and every waiter of a
+	// name that can have several holders (let in without a check, it is
+	// counted when it queues; a mutex's waiter takes the place of the
+	// grant it follows).
 	claims int
 
 	maxKeys    int
 	maxWaiters int
 	maxHolders int // the holders of one shared name: a read beyond waits
 	// changed, when set (a live engine), is told of every key whose
-	// mutex changes hands.
+	// holders change.
 	changed func(key string)
 
 	spare []*entry // released entries kept for reuse, so churn does not allocate
 }
 
-// entry is one held key. It is kept at 64 bytes (one allocation class);
-// the wait queue lives behind a pointer because most keys never have one.
+// entry is one held key. It is kept at 64 bytes (one allocation class),
+// a mutex's one grant inline; the queue lives behind a pointer because
+// most keys never have one.
 type entry struct {
-	key      string
-	owner    string
-	fence    uint64
-	deadline int64
-	queue    *waitQueue
-	hidx     int // index in table.heap
+	key   string
+	first holder // the grant that ends first: the entry's deadline
+	queue *waitQueue
+	hidx  int // index in table.heap; -1 while not in it
 }
 
-// waitQueue is a mutex's queue, or everything of a shared name beyond
-// its key: its kind, its holders and its queue (see shared.go).
+// waitQueue is what a key has beyond its first grant: its waiters, its
+// kind (a queue-less entry is a mutex) and its other grants.
 type waitQueue struct {
-	line    fifo // the waiters, in arrival order
-	kind    Kind
-	limit   uint32
-	holders holderSet // a shared name's grants
+	line   fifo // the waiters, in arrival order
+	kind   Kind
+	limit  uint32
+	writer bool           // the one holder is a read/write lock's writer
+	rest   []holder       // the other grants: the heap below first
+	at     map[string]int // owner → holder index; nil while the set is short
 }
 
 // waiter is one owner queued for a key. tag is the blocked caller in live
@@ -66,7 +75,7 @@ type waiter struct {
 	owner string
 	ttl   time.Duration
 	tag   *request
-	group *group // a live AcquireAllWait's, queued for several keys at once
+	group *group // a live wait for several keys at once
 	write bool   // a read/write lock's writer
 }
 
@@ -76,14 +85,18 @@ type outcome struct {
 	queued bool
 	// dup: the owner was already queued, nothing was added.
 	dup bool
-	// grant: after acquire/extend when ok; the holder's when not ok and held.
+	// grant: after acquire/extend when ok (an acquire's first key); when
+	// not ok, the holder in the way.
 	grant Grant
-	// handoff: the operation handed the key to the next waiter, next.
+	// grants: an acquire's, by key; a zero Grant for a key queued for.
+	grants []Grant
+	// handoff: the operation let the waiter tagged nextTag in, with next.
 	handoff bool
 	next    Grant
 	nextTag *request
-	// more: a shared name's further hand-offs of the same operation.
+	// more: the further hand-offs of the same operation.
 	more []handed
+	g    *group // a live wait's for several keys, queued for some
 	err  error
 }
 
@@ -138,10 +151,6 @@ func (t *table) deadlineAfter(ttl time.Duration) int64 {
 	return t.now + int64(ttl)
 }
 
-func (e *entry) grant() Grant {
-	return Grant{Key: e.key, Owner: e.owner, Fence: e.fence, Deadline: e.deadline}
-}
-
 func (e *entry) waiters() int {
 	if e.queue == nil {
 		return 0
@@ -170,116 +179,118 @@ func checkTTL(ttl time.Duration) error {
 	return nil
 }
 
-// acquire grants key to owner when it is free or its holder's deadline has
-// passed (a new grant, new fence), refreshes it when owner holds it (same
-// fence), and otherwise reports the holder and, with wait, queues owner.
-func (t *table) acquire(key, owner string, ttl time.Duration, fence uint64, wait bool, tag *request) outcome {
-	if err := checkKeyOwner(key, owner); err != nil {
-		return outcome{err: err}
+// grant gives e a new grant to owner, with a new fence from want, and
+// puts e in the heap or fixes its place there.
+func (t *table) grant(e *entry, owner string, ttl time.Duration, write bool, want uint64) Grant {
+	h := holder{owner: owner, fence: t.nextFence(want), deadline: t.deadlineAfter(ttl)}
+	e.addHolder(h)
+	if e.queue != nil {
+		e.queue.writer = write
 	}
-	if err := checkTTL(ttl); err != nil {
-		return outcome{err: err}
-	}
-	e := t.entries[key]
-	if e != nil && e.isShared() {
-		return outcome{err: kindMismatch(e, Claim{})}
-	}
-	if e == nil {
-		if t.full() {
-			return outcome{err: t.errFull()}
-		}
-		e = t.newEntry(key)
-		t.claims++
-		e.owner = owner
-		e.fence = t.nextFence(fence)
-		e.deadline = t.deadlineAfter(ttl)
-		t.entries[key] = e
+	t.claims++
+	if e.hidx < 0 {
+		t.entries[e.key] = e
 		t.heapPush(e)
-		t.changedKey(key)
-		return outcome{ok: true, grant: e.grant()}
-	}
-	if e.deadline <= t.now {
-		// Expired but not yet purged (replicated mode waits for OpExpire;
-		// a live timer may lag). With nobody queued the key is free.
-		if e.waiters() == 0 {
-			e.owner = owner
-			e.fence = t.nextFence(fence)
-			e.deadline = t.deadlineAfter(ttl)
-			t.heapFix(e)
-			t.changedKey(key)
-			return outcome{ok: true, grant: e.grant()}
-		}
-		// Waiters came first: the key goes to the head of the queue, as
-		// the expiry would have given it, and this acquire then meets the
-		// new holder like any other.
-		var handed outcome
-		t.handOn(e, fence, &handed)
-		out := t.contend(e, key, owner, ttl, wait, tag)
-		// next is read after contend: when the acquirer was the head of
-		// the queue, its refresh set the deadline.
-		out.handoff, out.next, out.nextTag = true, e.grant(), handed.nextTag
-		return out
-	}
-	return t.contend(e, key, owner, ttl, wait, tag)
-}
-
-// acquireClaim is acquire with a claim: a mutex's, or a shared name's.
-func (t *table) acquireClaim(key, owner string, ttl time.Duration, c Claim, wait bool, tag *request) outcome {
-	if c == (Claim{}) {
-		return t.acquire(key, owner, ttl, 0, wait, tag)
-	}
-	return t.acquireShared(key, owner, ttl, c, 0, wait, tag)
-}
-
-// contend is an acquire of a key that is held and not expired: a refresh
-// by its holder, or a contender that is refused or queued.
-func (t *table) contend(e *entry, key, owner string, ttl time.Duration, wait bool, tag *request) outcome {
-	if e.owner == owner {
-		e.deadline = t.deadlineAfter(ttl)
+	} else {
 		t.heapFix(e)
-		return outcome{ok: true, grant: e.grant()}
 	}
-	out := outcome{grant: e.grant()}
-	if !wait {
-		return out
-	}
-	if e.waiterIndex(owner) >= 0 {
-		out.queued, out.dup = true, true
-		return out
-	}
-	if t.maxWaiters > 0 && e.waiters() >= t.maxWaiters {
-		out.err = fmt.Errorf("engine: waiter limit %d reached for key %q: %w", t.maxWaiters, key, drivers.ErrFull)
-		return out
-	}
-	if e.queue == nil {
-		e.queue = &waitQueue{}
-	}
-	e.queue.line.push(waiter{owner: owner, ttl: ttl, tag: tag})
-	t.waiting++
-	out.queued = true
-	return out
+	t.changedKey(e.key)
+	return h.grant(e.key)
 }
 
-// release frees key if owner holds it and its deadline has not passed; a
-// late or foreign release is a no-op. The next waiter, if any, gets it.
-func (t *table) release(key, owner string, fence uint64) outcome {
+// refresh gives owner's i-th grant of e a new deadline, same fence.
+func (t *table) refresh(e *entry, i int, ttl time.Duration) Grant {
+	h := e.holder(i)
+	h.deadline = t.deadlineAfter(ttl)
+	g := h.grant(e.key)
+	e.fixHolder(i)
+	t.heapFix(e)
+	return g
+}
+
+// end ends e's i-th grant and lets the waiters in.
+func (t *table) end(e *entry, i int, want uint64, out *outcome) {
+	e.removeHolder(i)
+	t.ended(e, 1, want, out)
+}
+
+// ended follows the end of n of e's grants: the waiters from the head are
+// let in while they fit, and e is settled.
+func (t *table) ended(e *entry, n int, want uint64, out *outcome) {
+	t.claims -= n
+	if n > 0 {
+		t.changedKey(e.key)
+	}
+	t.admit(e, want, out)
+	t.settle(e)
+}
+
+// admit lets waiters in from the head of e's queue while they fit. A
+// waiter of a live wait for several keys holds forever until its last
+// key comes (see group).
+func (t *table) admit(e *entry, want uint64, out *outcome) {
+	q := e.queue
+	for q != nil && q.line.len() > 0 && t.fits(e, q.line.head().write) {
+		w := q.line.pop()
+		t.unqueue(e)
+		ttl, g := w.ttl, w.group
+		if g != nil {
+			if g.pending--; g.pending > 0 {
+				ttl = forever
+			}
+		}
+		out.handOff(t.grant(e, w.owner, ttl, w.write, want), w.tag)
+		if g != nil && g.pending == 0 {
+			t.groupStarts(g, e)
+		}
+	}
+}
+
+// settle restores the invariants after e changed: an entry nobody holds
+// is gone (nobody can be waiting then: admit lets the head of the queue
+// into an empty name), a mutex's empty queue too, and e sits at its
+// first grant's deadline in the heap.
+func (t *table) settle(e *entry) {
+	if e.holders() == 0 {
+		if e.hidx >= 0 {
+			t.heapRemove(e)
+			delete(t.entries, e.key)
+		}
+		t.recycle(e)
+		return
+	}
+	if q := e.queue; q != nil && q.kind == Mutex && q.line.len() == 0 {
+		e.queue = nil
+	}
+	t.heapFix(e)
+}
+
+// purge ends e's grants that are past their deadline and lets waiters in.
+func (t *table) purge(e *entry, want uint64, out *outcome) {
+	t.ended(e, e.endDue(t.now), want, out)
+}
+
+// release frees owner's grant of key if it has not passed its deadline; a
+// late or foreign release is a no-op. The waiters that fit get it.
+func (t *table) release(key, owner string, want uint64) outcome {
 	if err := checkKeyOwner(key, owner); err != nil {
 		return outcome{err: err}
 	}
 	e := t.entries[key]
-	if e != nil && e.isShared() {
-		return t.releaseShared(e, owner, fence)
+	if e == nil {
+		return outcome{}
 	}
-	if e == nil || e.owner != owner || e.deadline <= t.now {
+	i := e.findHolder(owner)
+	if i < 0 || e.holder(i).deadline <= t.now {
 		return outcome{}
 	}
 	out := outcome{ok: true}
-	t.handOn(e, fence, &out)
+	t.end(e, i, want, &out)
 	return out
 }
 
 // extend sets a new deadline if owner holds key and it has not expired. It
-// never grants.
+// never grants; refused, it names the holder whose grant ends first.
 func (t *table) extend(key, owner string, ttl time.Duration) outcome {
 	if err := checkKeyOwner(key, owner); err != nil {
 		return outcome{err: err}
@@ -291,20 +302,16 @@ func (t *table) extend(key, owner string, ttl time.Duration) outcome {
 	if e == nil {
 		return outcome{}
 	}
-	if e.isShared() {
-		return t.extendShared(e, owner, ttl)
+	i := e.findHolder(owner)
+	if i < 0 || e.holder(i).deadline <= t.now {
+		return outcome{grant: e.first.grant(key)}
 	}
-	if e.owner != owner || e.deadline <= t.now {
-		return outcome{grant: e.grant()}
-	}
-	e.deadline = t.deadlineAfter(ttl)
-	t.heapFix(e)
-	return outcome{ok: true, grant: e.grant()}
+	return outcome{ok: true, grant: t.refresh(e, i, ttl)}
 }
 
-// forceRelease frees key whoever holds it (even past its deadline) and
-// hands it to the next waiter. ok reports whether there was an entry.
-func (t *table) forceRelease(key string, fence uint64) outcome {
+// forceRelease ends every grant of key (even past its deadline) and lets
+// the waiters in. ok reports whether there was an entry.
+func (t *table) forceRelease(key string, want uint64) outcome {
 	if key == "" {
 		return outcome{err: invalid("key", "empty")}
 	}
@@ -312,11 +319,8 @@ func (t *table) forceRelease(key string, fence uint64) outcome {
 	if e == nil {
 		return outcome{}
 	}
-	if e.isShared() {
-		return t.forceShared(e, fence)
-	}
 	out := outcome{ok: true}
-	t.handOn(e, fence, &out)
+	t.ended(e, e.clearHolders(), want, &out)
 	return out
 }
 
@@ -324,63 +328,64 @@ func (t *table) forceRelease(key string, fence uint64) outcome {
 // grant and its deadline has passed in engine time; anything else (a
 // refreshed, released or re-granted lock) makes it a no-op, so a stale
 // expiry can never delete a live lock.
-func (t *table) expire(key, owner string, expectFence, fence uint64) outcome {
+func (t *table) expire(key, owner string, expectFence, want uint64) outcome {
 	e := t.entries[key]
-	if e != nil && e.isShared() {
-		return t.expireShared(e, owner, expectFence, fence)
+	if e == nil {
+		return outcome{}
 	}
-	if e == nil || e.owner != owner || e.fence != expectFence || e.deadline > t.now {
+	i := e.findHolder(owner)
+	if i < 0 || e.holder(i).fence != expectFence || e.holder(i).deadline > t.now {
 		return outcome{}
 	}
 	out := outcome{ok: true}
-	t.handOn(e, fence, &out)
+	t.end(e, i, want, &out)
 	return out
 }
 
 // cancelWait removes owner from key's queue; ok is false when it is not
-// queued. Of a shared name, the waiters behind it may then be let in.
-func (t *table) cancelWait(key, owner string, fence uint64) outcome {
+// queued. The waiters behind it may then be let in.
+func (t *table) cancelWait(key, owner string, want uint64) outcome {
 	e := t.entries[key]
-	if e == nil || !e.removeWaiter(owner) {
+	i := -1
+	if e != nil {
+		i = e.waiterIndex(owner)
+	}
+	if i < 0 {
 		return outcome{}
 	}
-	t.waiting--
 	out := outcome{ok: true}
-	if e.isShared() {
-		t.claims--
-		t.admit(e, fence, &out)
-		t.settleShared(e)
-	}
+	t.dropWaiter(e, i, want, &out)
 	return out
 }
 
 // cancelTag removes the waiter carrying tag from key's queue.
 func (t *table) cancelTag(key string, tag *request, out *outcome) bool {
 	e := t.entries[key]
-	if e == nil || e.queue == nil {
+	if e == nil {
 		return false
 	}
-	i := e.queue.line.find(tag.owner)
+	i := e.waiterIndex(tag.owner)
 	if i < 0 || e.queue.line.item(i).tag != tag {
 		return false
 	}
-	e.dropWaiter(i)
-	t.waiting--
-	if e.isShared() {
-		t.claims--
-		t.admit(e, 0, out)
-		t.settleShared(e)
-	}
+	t.dropWaiter(e, i, 0, out)
 	return true
 }
 
-func (e *entry) removeWaiter(owner string) bool {
-	i := e.waiterIndex(owner)
-	if i < 0 {
-		return false
+// dropWaiter removes e's i-th waiter and lets those behind it in.
+func (t *table) dropWaiter(e *entry, i int, want uint64, out *outcome) {
+	e.queue.line.removeAt(i)
+	t.unqueue(e)
+	t.admit(e, want, out)
+	t.settle(e)
+}
+
+// unqueue counts a waiter of e gone from its queue.
+func (t *table) unqueue(e *entry) {
+	t.waiting--
+	if e.queue.kind != Mutex {
+		t.claims--
 	}
-	e.dropWaiter(i)
-	return true
 }
 
 // waiterIndex is owner's position in the queue, or -1.
@@ -391,43 +396,6 @@ func (e *entry) waiterIndex(owner string) int {
 	return e.queue.line.find(owner)
 }
 
-// dropWaiter removes the i-th waiter, and a mutex's queue with its last
-// one.
-func (e *entry) dropWaiter(i int) {
-	e.queue.line.removeAt(i)
-	if e.queue.line.len() == 0 && e.queue.kind == Mutex {
-		e.queue = nil
-	}
-}
-
-// handOn ends e's current grant: the first waiter gets a new grant (fence
-// from want), or the entry is deleted when nobody waits.
-func (t *table) handOn(e *entry, want uint64, out *outcome) {
-	t.changedKey(e.key)
-	if e.queue != nil && e.queue.line.len() > 0 {
-		w := e.queue.line.pop()
-		t.waiting--
-		if e.queue.line.len() == 0 {
-			e.queue = nil
-		}
-		e.owner = w.owner
-		e.fence = t.nextFence(want)
-		e.deadline = t.deadlineAfter(w.ttl)
-		if g := w.group; g != nil {
-			t.handedToGroup(g, e)
-		}
-		t.heapFix(e)
-		out.handoff = true
-		out.next = e.grant()
-		out.nextTag = w.tag
-		return
-	}
-	t.heapRemove(e)
-	delete(t.entries, e.key)
-	t.claims--
-	t.recycle(e)
-}
-
 // changedKey tells the watchers of key, if any, that it changes hands.
 func (t *table) changedKey(key string) {
 	if t.changed != nil {
@@ -435,17 +403,12 @@ func (t *table) changedKey(key string) {
 	}
 }
 
-// expireDue ends every grant whose deadline is <= now (live mode), handing
-// keys to waiters; it appends each hand-off to out.
+// expireDue ends every grant whose deadline is <= now (live mode), letting
+// waiters in; it appends each outcome with hand-offs to out.
 func (t *table) expireDue(out []outcome) []outcome {
-	for len(t.heap) > 0 && t.heap[0].deadline <= t.now {
+	for len(t.heap) > 0 && t.heap[0].first.deadline <= t.now {
 		var o outcome
-		if e := t.heap[0]; e.isShared() {
-			t.purgeShared(e, 0, &o)
-			t.settleShared(e)
-		} else {
-			t.handOn(e, 0, &o)
-		}
+		t.purge(t.heap[0], 0, &o)
 		if o.handoff {
 			out = append(out, o)
 		}
@@ -453,15 +416,21 @@ func (t *table) expireDue(out []outcome) []outcome {
 	return out
 }
 
-func (t *table) newEntry(key string) *entry {
+// newEntry is an empty entry for key, not yet in the map or the heap.
+func (t *table) newEntry(key string, c Claim) *entry {
+	var e *entry
 	if n := len(t.spare); n > 0 {
-		e := t.spare[n-1]
+		e = t.spare[n-1]
 		t.spare[n-1] = nil
 		t.spare = t.spare[:n-1]
-		e.key = key
-		return e
+	} else {
+		e = new(entry)
 	}
-	return &entry{key: key}
+	e.key, e.hidx = key, -1
+	if c.Kind != Mutex {
+		e.queue = &waitQueue{kind: c.Kind, limit: c.Limit}
+	}
+	return e
 }
 
 func (t *table) recycle(e *entry) {
@@ -481,11 +450,27 @@ func (t *table) get(key string) (Info, bool) {
 	return e.info(), true
 }
 
+// info describes e: Grant is its grant that ends first; a name that can
+// have several holders also lists them all and its queue.
 func (e *entry) info() Info {
-	if e.isShared() {
-		return e.sharedInfo()
+	in := Info{Grant: e.first.grant(e.key), Waiters: e.waiters()}
+	q := e.queue
+	if q == nil || q.kind == Mutex {
+		return in
 	}
-	return Info{Grant: e.grant(), Waiters: e.waiters()}
+	hs := e.byFence()
+	s := &Shared{Kind: q.kind, Limit: q.limit, Holders: make([]Grant, len(hs)), Writer: q.writer}
+	for i := range hs {
+		s.Holders[i] = hs[i].grant(e.key)
+	}
+	if n := q.line.len(); n > 0 {
+		s.Queue = make([]QueuedWaiter, 0, n)
+		for w := range q.line.all() {
+			s.Queue = append(s.Queue, QueuedWaiter{Owner: w.owner, Write: w.write})
+		}
+	}
+	in.Shared = s
+	return in
 }
 
 // list returns the entries whose key starts with prefix, sorted by key, at
@@ -525,34 +510,28 @@ func (t *table) waiterList() []Waiter {
 // its cost depends on the answer, not on the table size.
 func (t *table) due(now int64, limit int) []Grant {
 	out := make([]Grant, 0)
-	if len(t.heap) == 0 || t.heap[0].deadline > now {
+	if len(t.heap) == 0 || t.heap[0].first.deadline > now {
 		return out
 	}
 	// frontier is a small min-heap of heap indices still to visit.
 	frontier := []int{0}
 	less := func(a, b int) bool { return entryLess(t.heap[a], t.heap[b]) }
-	defer func() {
-		if limit > 0 && len(out) > limit {
-			out = out[:limit] // a shared name's due holders came together
-		}
-	}()
 	for len(frontier) > 0 && (limit <= 0 || len(out) < limit) {
 		i := frontier[0]
 		last := len(frontier) - 1
 		frontier[0] = frontier[last]
 		frontier = frontier[:last]
 		siftDownInts(frontier, 0, less)
-		if e := t.heap[i]; e.isShared() {
-			out = e.dueHolders(now, out)
-		} else {
-			out = append(out, e.grant())
-		}
+		out = t.heap[i].dueHolders(now, out)
 		for _, c := range [2]int{2*i + 1, 2*i + 2} {
-			if c < len(t.heap) && t.heap[c].deadline <= now {
+			if c < len(t.heap) && t.heap[c].first.deadline <= now {
 				frontier = append(frontier, c)
 				siftUpInts(frontier, len(frontier)-1, less)
 			}
 		}
+	}
+	if limit > 0 && len(out) > limit {
+		out = out[:limit] // a name's due holders came together
 	}
 	return out
 }
@@ -562,7 +541,7 @@ func (t *table) nextDeadline() (int64, bool) {
 	if len(t.heap) == 0 {
 		return 0, false
 	}
-	return t.heap[0].deadline, true
+	return t.heap[0].first.deadline, true
 }
 
 // applyCommand advances engine time to c.Now and applies c.
@@ -570,8 +549,21 @@ func (t *table) applyCommand(c *Command) Result {
 	t.advance(c.Now)
 	var o outcome
 	switch c.Op {
-	case OpAcquire:
-		o = t.acquire(c.Key, c.Owner, c.TTL, c.Fence, c.Wait, nil)
+	case OpAcquire, OpAcquireShared, OpAcquireAll, OpAcquireKeys:
+		a := ask{keys: c.Keys, owner: c.Owner, ttl: c.TTL, claim: c.Claim, want: c.Fence, wait: c.Wait}
+		if c.Op == OpAcquire || c.Op == OpAcquireShared {
+			// v0.1.0's entry 1: a mutex of one key.
+			a.keys = []string{c.Key}
+		}
+		o = t.acquire(&a)
+		if c.Op == OpAcquireAll && o.ok {
+			o.grant = Grant{}
+		}
+		res := o.result()
+		if c.Op == OpAcquire || c.Op == OpAcquireShared {
+			res.Grants = nil
+		}
+		return res
 	case OpRelease:
 		o = t.release(c.Key, c.Owner, c.Fence)
 	case OpExtend:
@@ -580,19 +572,8 @@ func (t *table) applyCommand(c *Command) Result {
 		o = t.forceRelease(c.Key, c.Fence)
 	case OpExpire:
 		o = t.expire(c.Key, c.Owner, c.ExpectFence, c.Fence)
-	case OpAcquireShared:
-		o = t.acquireShared(c.Key, c.Owner, c.TTL, c.Claim, c.Fence, c.Wait, nil)
 	case OpCancelWait:
 		o = t.cancelWait(c.Key, c.Owner, c.Fence)
-	case OpAcquireAll:
-		m, _ := t.acquireAll(c.Keys, c.Owner, c.TTL, c.Fence, c.Wait, nil, false)
-		o = m.handed
-		o.ok, o.queued, o.grant, o.err = m.ok, m.queued, m.busy, m.err
-		res := o.result()
-		res.Grants = m.grants
-		return res
-	case OpAcquireKeys:
-		return t.acquireKeys(c)
 	case OpTick:
 		o.ok = true
 	default:
@@ -603,7 +584,7 @@ func (t *table) applyCommand(c *Command) Result {
 
 // result is o as a replicated command's Result.
 func (o *outcome) result() Result {
-	res := Result{OK: o.ok, Queued: o.queued, Grant: o.grant, Err: o.err}
+	res := Result{OK: o.ok, Queued: o.queued, Grant: o.grant, Grants: o.grants, Err: o.err}
 	if o.handoff {
 		res.Handoffs = make([]Grant, 1, 1+len(o.more))
 		res.Handoffs[0] = o.next

@@ -34,6 +34,11 @@ func grantOf(key, owner string, fence uint64, deadline int64) Grant {
 
 func one(g Grant) []Grant { return []Grant{g} }
 
+// take is the table's one acquire of one key.
+func (t *table) take(key, owner string, ttl time.Duration, c Claim, wait bool) outcome {
+	return t.acquire(&ask{keys: []string{key}, owner: owner, ttl: ttl, claim: c, wait: wait})
+}
+
 func TestTable_Operations(t *testing.T) {
 	const ttl = time.Duration(100)
 	cases := []struct {
@@ -412,11 +417,23 @@ func checkTable(t *testing.T, tb *table) {
 	}()
 	for k, e := range tb.entries {
 		queued += e.waiters()
-		if e.key != k || e.owner == "" || e.fence == 0 || e.fence > tb.counter {
-			t.Fatalf("bad entry %q: %+v (counter %d)", k, *e, tb.counter)
+		if e.key != k || e.holders() == 0 {
+			t.Fatalf("bad entry %q: %+v", k, *e)
+		}
+		for i := range e.holders() {
+			h := e.holder(i)
+			if h.owner == "" || h.fence == 0 || h.fence > tb.counter || e.findHolder(h.owner) != i {
+				t.Fatalf("bad grant %d of %q: %+v (counter %d)", i, k, *h, tb.counter)
+			}
+			if i > 0 && e.lessHolder(i, (i-1)/2) {
+				t.Fatalf("grants of %q out of heap order at %d", k, i)
+			}
+		}
+		if e.holders() > 1 && (e.claim().Kind == Mutex || e.queue.writer) {
+			t.Fatalf("%q has %d holders, one exclusive", k, e.holders())
 		}
 		if e.queue != nil {
-			if e.queue.line.len() == 0 && !e.isShared() {
+			if e.queue.line.len() == 0 && e.claim().Kind == Mutex {
 				t.Fatalf("empty queue kept for %q", k)
 			}
 			if err := e.queue.line.check(); err != nil {
@@ -424,7 +441,7 @@ func checkTable(t *testing.T, tb *table) {
 			}
 			seen := map[string]bool{}
 			for w := range e.queue.line.all() {
-				if w.owner == e.owner || seen[w.owner] {
+				if e.findHolder(w.owner) >= 0 || seen[w.owner] {
 					t.Fatalf("bad queue for %q: %+v", k, e.queue.line.items)
 				}
 				seen[w.owner] = true
