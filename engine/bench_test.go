@@ -95,12 +95,12 @@ func newEngineLocker(b *testing.B) *engineLocker {
 }
 
 func (l *engineLocker) tryAcquire(key, owner string) bool {
-	_, ok, err := l.e.Acquire(context.Background(), key, owner, benchTTL)
+	_, ok, err := l.e.acquireOne(context.Background(), key, owner, benchTTL)
 	return ok && err == nil
 }
 
 func (l *engineLocker) waitAcquire(key, owner string) {
-	if _, err := l.e.AcquireWait(context.Background(), key, owner, benchTTL); err != nil {
+	if _, err := l.e.acquireOneWait(context.Background(), key, owner, benchTTL); err != nil {
 		panic(err)
 	}
 }
@@ -311,10 +311,10 @@ func BenchmarkHandoffLatency(b *testing.B) {
 			holder, waiter = "w", "h"
 		}
 		if i == 0 {
-			e.Acquire(ctx, "k", holder, benchTTL)
+			e.acquireOne(ctx, "k", holder, benchTTL)
 		}
 		go func() {
-			_, err := e.AcquireWait(ctx, "k", waiter, benchTTL)
+			_, err := e.acquireOneWait(ctx, "k", waiter, benchTTL)
 			if err != nil {
 				panic(err)
 			}
@@ -383,7 +383,7 @@ func BenchmarkMemoryPerLock(b *testing.B) {
 			go func() {
 				defer wg.Done()
 				for i := w; i < n; i += workers {
-					if _, ok, err := e.Acquire(context.Background(), keys[i], owner(i), time.Hour); !ok || err != nil {
+					if _, ok, err := e.acquireOne(context.Background(), keys[i], owner(i), time.Hour); !ok || err != nil {
 						panic("acquire failed")
 					}
 				}
@@ -412,7 +412,7 @@ func BenchmarkEngineAcquireRelease(b *testing.B) {
 	ctx := context.Background()
 	b.ReportAllocs()
 	for b.Loop() {
-		if _, ok, err := e.Acquire(ctx, "k", "owner", benchTTL); !ok || err != nil {
+		if _, ok, err := e.acquireOne(ctx, "k", "owner", benchTTL); !ok || err != nil {
 			b.Fatal("acquire failed")
 		}
 		if ok, err := e.Release(ctx, "k", "owner"); !ok || err != nil {
@@ -436,7 +436,7 @@ func BenchmarkEngineParallel(b *testing.B) {
 		ctx := context.Background()
 		key := fmt.Sprint("p", next.Add(1))
 		for pb.Next() {
-			if _, ok, err := e.Acquire(ctx, key, "owner", benchTTL); !ok || err != nil {
+			if _, ok, err := e.acquireOne(ctx, key, "owner", benchTTL); !ok || err != nil {
 				panic("acquire failed")
 			}
 			if ok, err := e.Release(ctx, key, "owner"); !ok || err != nil {

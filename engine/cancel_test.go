@@ -20,7 +20,7 @@ import (
 func TestEngine_CancelCrossingHandOffReleasesTheGrant(t *testing.T) {
 	e, _ := newLive(t, Config{})
 	ctx := t.Context()
-	if _, ok, err := e.Acquire(ctx, "k", "holder", time.Minute); !ok || err != nil {
+	if _, ok, err := e.acquireOne(ctx, "k", "holder", time.Minute); !ok || err != nil {
 		t.Fatalf("Acquire: %v %v", ok, err)
 	}
 	// w1 is a waiter whose caller we play by hand, to stop it exactly
@@ -76,7 +76,7 @@ func TestEngine_CancellationRaceLeavesNoOrphanGrant(t *testing.T) {
 			for i := range 150 {
 				owner := fmt.Sprintf("g%d-%d", g, i)
 				wctx, cancel := context.WithTimeout(ctx, time.Duration(rng.IntN(200))*time.Microsecond)
-				grant, err := e.AcquireWait(wctx, "hot", owner, time.Minute)
+				grant, err := e.acquireOneWait(wctx, "hot", owner, time.Minute)
 				cancel()
 				if err != nil {
 					if !errors.Is(err, context.DeadlineExceeded) {
@@ -136,9 +136,9 @@ func TestEngine_CloseUnderLoadAnswersEveryCall(t *testing.T) {
 				once.Do(func() { close(started) })
 				var err error
 				if g%2 == 0 {
-					_, err = e.AcquireWait(ctx, key, owner, time.Minute)
+					_, err = e.acquireOneWait(ctx, key, owner, time.Minute)
 				} else {
-					_, _, err = e.Acquire(ctx, key, owner, time.Minute)
+					_, _, err = e.acquireOne(ctx, key, owner, time.Minute)
 				}
 				if err == nil {
 					_, err = e.Release(ctx, key, owner)
@@ -204,12 +204,12 @@ func TestEngine_CloseAnswersQueuedCommands(t *testing.T) {
 func TestEngine_DuplicateWaitIsRefused(t *testing.T) {
 	e, _ := newLive(t, Config{})
 	ctx := t.Context()
-	if _, ok, _ := e.Acquire(ctx, "k", "holder", time.Minute); !ok {
+	if _, ok, _ := e.acquireOne(ctx, "k", "holder", time.Minute); !ok {
 		t.Fatal("Acquire failed")
 	}
 	out := make(chan waitResult, 1)
 	startWaiter(t, ctx, e, "k", "w", time.Minute, out)
-	if _, err := e.AcquireWait(ctx, "k", "w", time.Minute); !errors.Is(err, drivers.ErrInvalid) {
+	if _, err := e.acquireOneWait(ctx, "k", "w", time.Minute); !errors.Is(err, drivers.ErrInvalid) {
 		t.Fatalf("second wait: %v", err)
 	}
 	if _, err := e.ForceRelease(ctx, "k"); err != nil {
@@ -223,16 +223,16 @@ func TestEngine_DuplicateWaitIsRefused(t *testing.T) {
 func TestEngine_WaiterLimitAndKeyLimitLive(t *testing.T) {
 	e, _ := newLive(t, Config{MaxKeys: 1, MaxWaitersPerKey: 1})
 	ctx := t.Context()
-	if _, ok, _ := e.Acquire(ctx, "k", "holder", time.Minute); !ok {
+	if _, ok, _ := e.acquireOne(ctx, "k", "holder", time.Minute); !ok {
 		t.Fatal("Acquire failed")
 	}
-	_, _, err := e.Acquire(ctx, "other", "holder", time.Minute)
+	_, _, err := e.acquireOne(ctx, "other", "holder", time.Minute)
 	if !errors.Is(err, drivers.ErrFull) || err.Error() != "engine: key limit 1 reached: lock: limit reached" {
 		t.Fatalf("second key: %v", err)
 	}
 	out := make(chan waitResult, 1)
 	startWaiter(t, ctx, e, "k", "w1", time.Minute, out)
-	if _, err := e.AcquireWait(ctx, "k", "w2", time.Minute); !errors.Is(err, drivers.ErrFull) {
+	if _, err := e.acquireOneWait(ctx, "k", "w2", time.Minute); !errors.Is(err, drivers.ErrFull) {
 		t.Fatalf("second waiter: %v", err)
 	}
 	if _, err := e.ForceRelease(ctx, "k"); err != nil {
@@ -245,10 +245,10 @@ func TestEngine_CancelledContextBeforeCall(t *testing.T) {
 	e, _ := newLive(t, Config{})
 	ctx, cancel := context.WithCancel(t.Context())
 	cancel()
-	if _, _, err := e.Acquire(ctx, "k", "a", time.Second); !errors.Is(err, context.Canceled) {
+	if _, _, err := e.acquireOne(ctx, "k", "a", time.Second); !errors.Is(err, context.Canceled) {
 		t.Fatalf("Acquire: %v", err)
 	}
-	if _, err := e.AcquireWait(ctx, "k", "a", time.Second); !errors.Is(err, context.Canceled) {
+	if _, err := e.acquireOneWait(ctx, "k", "a", time.Second); !errors.Is(err, context.Canceled) {
 		t.Fatalf("AcquireWait: %v", err)
 	}
 	if n := e.Len(); n != 0 {
@@ -259,7 +259,7 @@ func TestEngine_CancelledContextBeforeCall(t *testing.T) {
 func TestEngine_ExtendAndForceReleaseLive(t *testing.T) {
 	e, clock := newLive(t, Config{})
 	ctx := t.Context()
-	if _, ok, _ := e.Acquire(ctx, "k", "a", time.Second); !ok {
+	if _, ok, _ := e.acquireOne(ctx, "k", "a", time.Second); !ok {
 		t.Fatal("Acquire failed")
 	}
 	g, ok, err := e.Extend(ctx, "k", "a", 5*time.Second)
@@ -279,7 +279,7 @@ func TestEngine_ExtendAndForceReleaseLive(t *testing.T) {
 	if ok, err := e.ForceRelease(ctx, "k"); err != nil || ok {
 		t.Fatalf("ForceRelease of a free key = %v %v", ok, err)
 	}
-	e.Acquire(ctx, "k", "a", time.Second)
+	e.acquireOne(ctx, "k", "a", time.Second)
 	if ok, err := e.ForceRelease(ctx, "k"); err != nil || !ok {
 		t.Fatalf("ForceRelease = %v %v", ok, err)
 	}
@@ -292,13 +292,13 @@ func TestEngine_ExtendAndForceReleaseLive(t *testing.T) {
 func TestEngine_LiveRestoreEndsBlockedWaits(t *testing.T) {
 	src, _ := newLive(t, Config{})
 	ctx := t.Context()
-	src.Acquire(ctx, "x", "a", time.Minute)
+	src.acquireOne(ctx, "x", "a", time.Minute)
 	snap, err := src.Snapshot(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
 	e, _ := newLive(t, Config{})
-	e.Acquire(ctx, "k", "holder", time.Minute)
+	e.acquireOne(ctx, "k", "holder", time.Minute)
 	out := make(chan waitResult, 1)
 	startWaiter(t, ctx, e, "k", "w", time.Minute, out)
 	if err := e.Restore(ctx, snap); err != nil {
@@ -353,7 +353,7 @@ func TestEngine_ReceivedCallKnowsItsOutcome(t *testing.T) {
 		}
 		done := make(chan result, 1)
 		go func() {
-			_, ok, err := e.Acquire(ctx, key, "a", time.Minute)
+			_, ok, err := e.acquireOne(ctx, key, "a", time.Minute)
 			done <- result{ok, err}
 		}()
 		<-clock.entered // the loop holds the acquire's batch

@@ -32,11 +32,11 @@ func TestChanged_ClosedWhenTheKeyChangesHands(t *testing.T) {
 			t.Fatalf("%s: changed %v, want %v", what, got, want)
 		}
 	}
-	step("a grant", true, func() { _, _, _ = e.Acquire(ctx, "k", "a", time.Second) })
-	step("a refresh", false, func() { _, _, _ = e.Acquire(ctx, "k", "a", time.Second) })
-	step("another key", false, func() { _, _, _ = e.Acquire(ctx, "other", "a", time.Second) })
+	step("a grant", true, func() { _, _, _ = e.acquireOne(ctx, "k", "a", time.Second) })
+	step("a refresh", false, func() { _, _, _ = e.acquireOne(ctx, "k", "a", time.Second) })
+	step("another key", false, func() { _, _, _ = e.acquireOne(ctx, "other", "a", time.Second) })
 	step("a release", true, func() { _, _ = e.Release(ctx, "k", "a") })
-	_, _, _ = e.Acquire(ctx, "k", "b", time.Second)
+	_, _, _ = e.acquireOne(ctx, "k", "b", time.Second)
 	step("an expiry", true, func() { clock.Advance(2 * time.Second) })
 	if n := e.changes.watched.Load(); n != 0 {
 		t.Fatalf("%d keys still watched after every stop", n)

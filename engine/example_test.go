@@ -8,8 +8,9 @@ import (
 	"github.com/zerotal/lock/engine"
 )
 
-// A live engine: one owner takes a key, another is refused, and a refresh
-// keeps the fence.
+// A live engine: one owner takes a key, another is refused and told who
+// is in the way, a refresh keeps the fence, and a set of keys of any claim
+// is one request too.
 func ExampleEngine_Acquire() {
 	e, err := engine.New(engine.Config{})
 	if err != nil {
@@ -17,28 +18,37 @@ func ExampleEngine_Acquire() {
 	}
 	defer e.Close()
 	ctx := context.Background()
+	take := func(owner string, keys ...string) engine.AcquireRequest {
+		return engine.AcquireRequest{Keys: keys, Owner: owner, TTL: 30 * time.Second}
+	}
 
-	g, ok, _ := e.Acquire(ctx, "report", "worker-1", 30*time.Second)
-	fmt.Println("worker-1:", ok, "fence", g.Fence)
+	g, _, _ := e.Acquire(ctx, take("worker-1", "report"))
+	fmt.Println("worker-1: fence", g[0].Fence)
 
-	holder, ok, _ := e.Acquire(ctx, "report", "worker-2", 30*time.Second)
-	fmt.Println("worker-2:", ok, "held by", holder.Owner)
+	g, busy, _ := e.Acquire(ctx, take("worker-2", "report"))
+	fmt.Println("worker-2:", g != nil, "held by", busy.Owner)
 
-	g, ok, _ = e.Acquire(ctx, "report", "worker-1", 30*time.Second)
-	fmt.Println("worker-1 refresh:", ok, "fence", g.Fence)
+	g, _, _ = e.Acquire(ctx, take("worker-1", "report"))
+	fmt.Println("worker-1 refresh: fence", g[0].Fence)
+
+	pool := take("worker-2", "pool-a", "pool-b")
+	pool.Claim = engine.Claim{Kind: engine.Semaphore, Limit: 2}
+	g, _, _ = e.Acquire(ctx, pool)
+	fmt.Println("worker-2 slots: fences", g[0].Fence, g[1].Fence)
 
 	released, _ := e.Release(ctx, "report", "worker-1")
 	fmt.Println("released:", released)
 	// Output:
-	// worker-1: true fence 1
+	// worker-1: fence 1
 	// worker-2: false held by worker-1
-	// worker-1 refresh: true fence 1
+	// worker-1 refresh: fence 1
+	// worker-2 slots: fences 2 3
 	// released: true
 }
 
-// AcquireWait queues behind the holder and is handed the key when the
-// holder's TTL runs out; the fake clock makes that instant.
-func ExampleEngine_AcquireWait() {
+// A wait queues behind the holder and is handed the key when the holder's
+// TTL runs out; the fake clock makes that instant.
+func ExampleEngine_Acquire_wait() {
 	clock := engine.NewFakeClock(time.Unix(0, 0))
 	e, err := engine.New(engine.Config{Clock: clock})
 	if err != nil {
@@ -47,15 +57,15 @@ func ExampleEngine_AcquireWait() {
 	defer e.Close()
 	ctx := context.Background()
 
-	e.Acquire(ctx, "door", "alice", time.Second)
+	e.Acquire(ctx, engine.AcquireRequest{Keys: []string{"door"}, Owner: "alice", TTL: time.Second})
 
 	got := make(chan engine.Grant)
 	go func() {
-		g, err := e.AcquireWait(ctx, "door", "bob", time.Second)
+		g, _, err := e.Acquire(ctx, engine.AcquireRequest{Keys: []string{"door"}, Owner: "bob", TTL: time.Second, Wait: true})
 		if err != nil {
 			panic(err)
 		}
-		got <- g
+		got <- g[0]
 	}()
 	for i := 0; i < 5000; i++ { // wait (bounded) until bob is queued
 		if info, _, _ := e.Get(ctx, "door"); info.Waiters == 1 {
@@ -83,8 +93,8 @@ func ExampleReplicated_Apply() {
 	sec := int64(time.Second)
 
 	res, _ := e.Apply(ctx, []engine.Command{
-		{Op: engine.OpAcquire, Key: "job", Owner: "a", TTL: time.Second, Now: 10 * sec, Fence: 7},
-		{Op: engine.OpAcquire, Key: "job", Owner: "b", TTL: time.Second, Now: 10 * sec, Fence: 7, Wait: true},
+		{Op: engine.OpAcquireKeys, Keys: []string{"job"}, Owner: "a", TTL: time.Second, Now: 10 * sec, Fence: 7},
+		{Op: engine.OpAcquireKeys, Keys: []string{"job"}, Owner: "b", TTL: time.Second, Now: 10 * sec, Fence: 7, Wait: true},
 	})
 	fmt.Println("a:", res[0].OK, "fence", res[0].Grant.Fence, "| b queued:", res[1].Queued)
 

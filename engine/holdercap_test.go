@@ -19,7 +19,7 @@ func TestShared_ReadersBeyondTheHolderCapMeetABusyKey(t *testing.T) {
 	read := Claim{Kind: RWLock}
 	var first Grant
 	for i := range drivers.MaxHolders {
-		g, ok, err := e.AcquireShared(ctx, "k", fmt.Sprint("r", i), time.Minute, read)
+		g, ok, err := e.acquireClaim(ctx, "k", fmt.Sprint("r", i), time.Minute, read)
 		if err != nil || !ok {
 			t.Fatalf("reader %d: %v %v", i, ok, err)
 		}
@@ -27,7 +27,7 @@ func TestShared_ReadersBeyondTheHolderCapMeetABusyKey(t *testing.T) {
 			first = g
 		}
 	}
-	g, ok, err := e.AcquireShared(ctx, "k", "late", time.Minute, read)
+	g, ok, err := e.acquireClaim(ctx, "k", "late", time.Minute, read)
 	if err != nil || ok {
 		t.Fatalf("reader %d = %v %v, want refused as contention (the key is full)", drivers.MaxHolders+1, ok, err)
 	}
@@ -36,7 +36,7 @@ func TestShared_ReadersBeyondTheHolderCapMeetABusyKey(t *testing.T) {
 	}
 	out := make(chan waitResult, 1)
 	go func() {
-		g, err := e.AcquireSharedWait(ctx, "k", "late", time.Minute, read)
+		g, err := e.acquireClaimWait(ctx, "k", "late", time.Minute, read)
 		out <- waitResult{grant: g, err: err}
 	}()
 	poll.Until(t, 10*time.Second, "the late reader to queue", func() bool {
@@ -63,11 +63,11 @@ func TestShared_ReadersBeyondTheHolderCapMeetABusyKey(t *testing.T) {
 func TestShared_SemaphoreAboveTheHolderCapIsInvalid(t *testing.T) {
 	e, _ := newLive(t, Config{})
 	ctx := t.Context()
-	_, ok, err := e.AcquireShared(ctx, "s", "o", time.Minute, Claim{Kind: Semaphore, Limit: drivers.MaxHolders + 1})
+	_, ok, err := e.acquireClaim(ctx, "s", "o", time.Minute, Claim{Kind: Semaphore, Limit: drivers.MaxHolders + 1})
 	if ok || !errors.Is(err, drivers.ErrInvalid) {
 		t.Fatalf("a semaphore of %d = %v %v, want ErrInvalid", drivers.MaxHolders+1, ok, err)
 	}
-	if _, ok, err := e.AcquireShared(ctx, "s", "o", time.Minute, Claim{Kind: Semaphore, Limit: drivers.MaxHolders}); !ok || err != nil {
+	if _, ok, err := e.acquireClaim(ctx, "s", "o", time.Minute, Claim{Kind: Semaphore, Limit: drivers.MaxHolders}); !ok || err != nil {
 		t.Fatalf("a semaphore of the cap = %v %v, want granted", ok, err)
 	}
 }
@@ -79,14 +79,14 @@ func TestShared_KeyLimitCountsHoldersAndWaiters(t *testing.T) {
 	ctx := t.Context()
 	read := Claim{Kind: RWLock}
 	for i := range 10 {
-		if _, ok, err := e.AcquireShared(ctx, "k", fmt.Sprint("r", i), time.Minute, read); err != nil || !ok {
+		if _, ok, err := e.acquireClaim(ctx, "k", fmt.Sprint("r", i), time.Minute, read); err != nil || !ok {
 			t.Fatalf("reader %d: %v %v", i, ok, err)
 		}
 	}
-	if _, ok, err := e.AcquireShared(ctx, "k", "r10", time.Minute, read); ok || !errors.Is(err, drivers.ErrFull) {
+	if _, ok, err := e.acquireClaim(ctx, "k", "r10", time.Minute, read); ok || !errors.Is(err, drivers.ErrFull) {
 		t.Fatalf("reader 11 with MaxKeys 10 = %v %v, want ErrFull", ok, err)
 	}
-	if _, ok, err := e.Acquire(ctx, "other", "o", time.Minute); ok || !errors.Is(err, drivers.ErrFull) {
+	if _, ok, err := e.acquireOne(ctx, "other", "o", time.Minute); ok || !errors.Is(err, drivers.ErrFull) {
 		t.Fatalf("a new key with MaxKeys 10 taken by readers = %v %v, want ErrFull", ok, err)
 	}
 }

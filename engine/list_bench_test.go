@@ -22,7 +22,7 @@ func BenchmarkList(b *testing.B) {
 	defer e.Close()
 	const keys = 100_000
 	for i := range keys {
-		if _, ok, err := e.Acquire(b.Context(), fmt.Sprintf("jobs/%08d", (i*7919)%keys), "o", time.Hour); !ok || err != nil {
+		if _, ok, err := e.acquireOne(b.Context(), fmt.Sprintf("jobs/%08d", (i*7919)%keys), "o", time.Hour); !ok || err != nil {
 			b.Fatal(ok, err)
 		}
 	}

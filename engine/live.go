@@ -23,7 +23,7 @@ func New(cfg Config) (*Engine, error) {
 }
 
 // AcquireRequest is one acquire of a live engine: every claim it serves
-// is this data (see Engine.Acquire).
+// is this data.
 type AcquireRequest struct {
 	// Keys are the names to take, all of them or none: one, or up to
 	// drivers.MaxMultiKeys distinct ones.
@@ -36,11 +36,11 @@ type AcquireRequest struct {
 	Wait bool
 }
 
-// acquire takes every key of r for r.Owner for r.TTL as r.Claim says, or
+// Acquire takes every key of req for req.Owner for req.TTL as req.Claim says, or
 // none, in one step: a key owner holds is refreshed (deadline = now+ttl,
 // same fence), a free key or one the claim fits beside its holders with
 // nobody queued gets a new grant with a new fence. It returns the grants
-// in the order of r.Keys. When one is busy it returns nil grants, a nil
+// in the order of req.Keys. When one is busy it returns nil grants, a nil
 // error and busy, the holder in the way (drivers.Claim.InTheWay). A key
 // held as another kind, or as a semaphore of another limit, is an error
 // matching drivers.ErrInvalid.
@@ -66,10 +66,10 @@ type AcquireRequest struct {
 // places are withdrawn and the keys held released, including a last
 // hand-off that crossed the cancellation, so a cancelled wait never
 // leaves a key behind.
-func (e *Engine) acquire(ctx context.Context, a AcquireRequest) (grants []Grant, busy Grant, err error) {
+func (e *Engine) Acquire(ctx context.Context, req AcquireRequest) (grants []Grant, busy Grant, err error) {
 	r := getReq(kAcquire)
-	r.keys, r.owner, r.ttl, r.claim, r.wait = a.Keys, a.Owner, a.TTL, a.Claim, a.Wait
-	if !a.Wait {
+	r.keys, r.owner, r.ttl, r.claim, r.wait = req.Keys, req.Owner, req.TTL, req.Claim, req.Wait
+	if !req.Wait {
 		if err := e.settle(ctx, r); err != nil {
 			return nil, Grant{}, err
 		}
@@ -91,47 +91,6 @@ func (e *Engine) acquire(ctx context.Context, a AcquireRequest) (grants []Grant,
 		return nil, busy, err
 	}
 	return grants, Grant{}, nil
-}
-
-// Acquire is acquire of one mutex, without waiting.
-func (e *Engine) Acquire(ctx context.Context, key, owner string, ttl time.Duration) (Grant, bool, error) {
-	return e.one(ctx, AcquireRequest{Keys: []string{key}, Owner: owner, TTL: ttl})
-}
-
-// AcquireWait is acquire of one mutex, waiting.
-func (e *Engine) AcquireWait(ctx context.Context, key, owner string, ttl time.Duration) (Grant, error) {
-	g, _, err := e.one(ctx, AcquireRequest{Keys: []string{key}, Owner: owner, TTL: ttl, Wait: true})
-	return g, err
-}
-
-// AcquireShared is acquire of one shared claim, without waiting.
-func (e *Engine) AcquireShared(ctx context.Context, key, owner string, ttl time.Duration, c Claim) (Grant, bool, error) {
-	return e.one(ctx, AcquireRequest{Keys: []string{key}, Owner: owner, TTL: ttl, Claim: c})
-}
-
-// AcquireSharedWait is acquire of one shared claim, waiting.
-func (e *Engine) AcquireSharedWait(ctx context.Context, key, owner string, ttl time.Duration, c Claim) (Grant, error) {
-	g, _, err := e.one(ctx, AcquireRequest{Keys: []string{key}, Owner: owner, TTL: ttl, Claim: c, Wait: true})
-	return g, err
-}
-
-// AcquireAll is acquire of a set of mutexes, without waiting.
-func (e *Engine) AcquireAll(ctx context.Context, keys []string, owner string, ttl time.Duration) (grants []Grant, busy Grant, ok bool, err error) {
-	grants, busy, err = e.acquire(ctx, AcquireRequest{Keys: keys, Owner: owner, TTL: ttl})
-	return grants, busy, grants != nil, err
-}
-
-// AcquireAllWait is acquire of a set of mutexes, waiting.
-func (e *Engine) AcquireAllWait(ctx context.Context, keys []string, owner string, ttl time.Duration) (grants []Grant, busy Grant, err error) {
-	return e.acquire(ctx, AcquireRequest{Keys: keys, Owner: owner, TTL: ttl, Wait: true})
-}
-
-func (e *Engine) one(ctx context.Context, a AcquireRequest) (Grant, bool, error) {
-	grants, busy, err := e.acquire(ctx, a)
-	if grants == nil {
-		return busy, false, err
-	}
-	return grants[0], true, nil
 }
 
 // withdraw tells the loop that the caller of w stopped waiting. The cancel

@@ -50,7 +50,7 @@ func startWaiter(t *testing.T, ctx context.Context, e *Engine, key, owner string
 	t.Helper()
 	before := waiters(t, e, key)
 	go func() {
-		g, err := e.AcquireWait(ctx, key, owner, ttl)
+		g, err := e.acquireOneWait(ctx, key, owner, ttl)
 		out <- waitResult{owner: owner, grant: g, err: err}
 	}()
 	poll.Until(t, 5*time.Second, owner+" queued", func() bool { return waiters(t, e, key) == before+1 })
@@ -59,14 +59,14 @@ func startWaiter(t *testing.T, ctx context.Context, e *Engine, key, owner string
 func TestEngine_AcquireReleaseRefresh(t *testing.T) {
 	e, clock := newLive(t, Config{})
 	ctx := t.Context()
-	g, ok, err := e.Acquire(ctx, "k", "a", time.Second)
+	g, ok, err := e.acquireOne(ctx, "k", "a", time.Second)
 	if err != nil || !ok {
 		t.Fatalf("Acquire: %v %v", ok, err)
 	}
 	if g.Fence != 1 || g.Owner != "a" || g.Key != "k" || g.Deadline != epoch.Add(time.Second).UnixNano() {
 		t.Fatalf("grant = %+v", g)
 	}
-	g2, ok, err := e.Acquire(ctx, "k", "b", time.Second)
+	g2, ok, err := e.acquireOne(ctx, "k", "b", time.Second)
 	if err != nil || ok {
 		t.Fatalf("Acquire by b: ok=%v err=%v", ok, err)
 	}
@@ -74,7 +74,7 @@ func TestEngine_AcquireReleaseRefresh(t *testing.T) {
 		t.Fatalf("holder grant = %+v", g2)
 	}
 	clock.Advance(500 * time.Millisecond)
-	g3, ok, err := e.Acquire(ctx, "k", "a", time.Second)
+	g3, ok, err := e.acquireOne(ctx, "k", "a", time.Second)
 	if err != nil || !ok || g3.Fence != 1 || g3.Deadline != epoch.Add(1500*time.Millisecond).UnixNano() {
 		t.Fatalf("refresh = %+v %v %v", g3, ok, err)
 	}
@@ -90,7 +90,7 @@ func TestEngine_AcquireReleaseRefresh(t *testing.T) {
 	if n := e.Len(); n != 0 {
 		t.Fatalf("Len = %d", n)
 	}
-	g4, ok, err := e.Acquire(ctx, "k", "b", time.Second)
+	g4, ok, err := e.acquireOne(ctx, "k", "b", time.Second)
 	if err != nil || !ok || g4.Fence != 2 {
 		t.Fatalf("re-acquire = %+v %v %v", g4, ok, err)
 	}
@@ -99,7 +99,7 @@ func TestEngine_AcquireReleaseRefresh(t *testing.T) {
 func TestEngine_BlockedAcquireGetsLockOnReleaseFIFO(t *testing.T) {
 	e, _ := newLive(t, Config{})
 	ctx := t.Context()
-	if _, ok, err := e.Acquire(ctx, "k", "holder", time.Minute); !ok || err != nil {
+	if _, ok, err := e.acquireOne(ctx, "k", "holder", time.Minute); !ok || err != nil {
 		t.Fatalf("Acquire: %v %v", ok, err)
 	}
 	out := make(chan waitResult, 3)
@@ -128,7 +128,7 @@ func TestEngine_BlockedAcquireGetsLockOnReleaseFIFO(t *testing.T) {
 func TestEngine_ExpiryHandsOffWithFakeClock(t *testing.T) {
 	e, clock := newLive(t, Config{})
 	ctx := t.Context()
-	if _, ok, err := e.Acquire(ctx, "k", "holder", time.Second); !ok || err != nil {
+	if _, ok, err := e.acquireOne(ctx, "k", "holder", time.Second); !ok || err != nil {
 		t.Fatalf("Acquire: %v %v", ok, err)
 	}
 	out := make(chan waitResult, 1)
@@ -155,7 +155,7 @@ func TestEngine_ExpiryHandsOffWithFakeClock(t *testing.T) {
 func TestEngine_CancelledWaiterIsWithdrawn(t *testing.T) {
 	e, _ := newLive(t, Config{})
 	ctx := t.Context()
-	if _, ok, err := e.Acquire(ctx, "k", "holder", time.Minute); !ok || err != nil {
+	if _, ok, err := e.acquireOne(ctx, "k", "holder", time.Minute); !ok || err != nil {
 		t.Fatalf("Acquire: %v %v", ok, err)
 	}
 	wctx, cancel := context.WithCancel(ctx)
@@ -182,7 +182,7 @@ func TestEngine_CloseAnswersWaitersAndCalls(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx := t.Context()
-	if _, ok, err := e.Acquire(ctx, "k", "holder", time.Minute); !ok || err != nil {
+	if _, ok, err := e.acquireOne(ctx, "k", "holder", time.Minute); !ok || err != nil {
 		t.Fatalf("Acquire: %v %v", ok, err)
 	}
 	out := make(chan waitResult, 1)
@@ -196,7 +196,7 @@ func TestEngine_CloseAnswersWaitersAndCalls(t *testing.T) {
 	if r := <-out; !errors.Is(r.err, drivers.ErrClosed) {
 		t.Fatalf("waiter err = %v", r.err)
 	}
-	if _, _, err := e.Acquire(ctx, "x", "a", time.Second); !errors.Is(err, drivers.ErrClosed) {
+	if _, _, err := e.acquireOne(ctx, "x", "a", time.Second); !errors.Is(err, drivers.ErrClosed) {
 		t.Fatalf("Acquire after Close: %v", err)
 	}
 }

@@ -12,10 +12,10 @@ import (
 func TestAcquireAll_TakesEveryKeyOrNone(t *testing.T) {
 	e, clock := newLive(t, Config{})
 	ctx := t.Context()
-	if _, ok, err := e.Acquire(ctx, "b", "other", time.Minute); err != nil || !ok {
+	if _, ok, err := e.acquireOne(ctx, "b", "other", time.Minute); err != nil || !ok {
 		t.Fatalf("Acquire b: %v %v", ok, err)
 	}
-	_, busy, ok, err := e.AcquireAll(ctx, []string{"a", "b", "c"}, "me", time.Minute)
+	_, busy, ok, err := e.acquireSet(ctx, []string{"a", "b", "c"}, "me", time.Minute)
 	if err != nil || ok {
 		t.Fatalf("AcquireAll over a held key = %v %v, want refused", ok, err)
 	}
@@ -31,7 +31,7 @@ func TestAcquireAll_TakesEveryKeyOrNone(t *testing.T) {
 	if ok, err := e.Release(ctx, "b", "other"); err != nil || !ok {
 		t.Fatalf("Release b: %v %v", ok, err)
 	}
-	grants, _, ok, err := e.AcquireAll(ctx, []string{"c", "a", "b"}, "me", time.Minute)
+	grants, _, ok, err := e.acquireSet(ctx, []string{"c", "a", "b"}, "me", time.Minute)
 	if err != nil || !ok {
 		t.Fatalf("AcquireAll of free keys = %v %v", ok, err)
 	}
@@ -46,7 +46,7 @@ func TestAcquireAll_TakesEveryKeyOrNone(t *testing.T) {
 
 	// The holder takes them again: a refresh, fences kept, deadlines moved.
 	clock.Advance(10 * time.Second)
-	again, _, ok, err := e.AcquireAll(ctx, []string{"a", "b", "c"}, "me", time.Minute)
+	again, _, ok, err := e.acquireSet(ctx, []string{"a", "b", "c"}, "me", time.Minute)
 	if err != nil || !ok {
 		t.Fatalf("AcquireAll by the holder = %v %v", ok, err)
 	}
@@ -92,7 +92,7 @@ func TestAcquireAll_RefusesBadInput(t *testing.T) {
 		"over MaxKeys": {[]string{"a", "b", "c"}, "me", time.Second, drivers.ErrFull},
 	} {
 		t.Run(name, func(t *testing.T) {
-			_, _, ok, err := e.AcquireAll(ctx, c.keys, c.owner, c.ttl)
+			_, _, ok, err := e.acquireSet(ctx, c.keys, c.owner, c.ttl)
 			if ok || !errors.Is(err, c.want) {
 				t.Fatalf("AcquireAll = %v %v, want %v", ok, err, c.want)
 			}
@@ -106,10 +106,10 @@ func TestAcquireAll_RefusesBadInput(t *testing.T) {
 func TestAcquireAll_SharedNameIsAKindMismatch(t *testing.T) {
 	e, _ := newLive(t, Config{})
 	ctx := t.Context()
-	if _, ok, err := e.AcquireShared(ctx, "s", "x", time.Minute, Claim{Kind: Semaphore, Limit: 2}); err != nil || !ok {
+	if _, ok, err := e.acquireClaim(ctx, "s", "x", time.Minute, Claim{Kind: Semaphore, Limit: 2}); err != nil || !ok {
 		t.Fatalf("AcquireShared: %v %v", ok, err)
 	}
-	if _, _, ok, err := e.AcquireAll(ctx, []string{"a", "s"}, "me", time.Minute); ok || !errors.Is(err, drivers.ErrInvalid) {
+	if _, _, ok, err := e.acquireSet(ctx, []string{"a", "s"}, "me", time.Minute); ok || !errors.Is(err, drivers.ErrInvalid) {
 		t.Fatalf("AcquireAll over a semaphore = %v %v, want ErrInvalid", ok, err)
 	}
 	if _, held, _ := e.Get(ctx, "a"); held {

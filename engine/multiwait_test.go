@@ -25,7 +25,7 @@ func startAllWaiter(t *testing.T, ctx context.Context, e *Engine, keys []string,
 	t.Helper()
 	out := make(chan allResult, 1)
 	go func() {
-		g, busy, err := e.AcquireAllWait(ctx, keys, owner, time.Minute)
+		g, busy, err := e.acquireSetWait(ctx, keys, owner, time.Minute)
 		out <- allResult{g, busy, err}
 	}()
 	return out
@@ -38,7 +38,7 @@ func startAllWaiter(t *testing.T, ctx context.Context, e *Engine, keys []string,
 func TestAcquireAllWait_KeepsItsPlaceOnEveryKey(t *testing.T) {
 	e, clock := newLive(t, Config{})
 	ctx := t.Context()
-	if _, ok, err := e.Acquire(ctx, "b", "h", time.Minute); !ok || err != nil {
+	if _, ok, err := e.acquireOne(ctx, "b", "h", time.Minute); !ok || err != nil {
 		t.Fatalf("Acquire b: %v %v", ok, err)
 	}
 	all := startAllWaiter(t, ctx, e, []string{"a", "b"}, "set")
@@ -81,7 +81,7 @@ func TestAcquireAllWait_KeepsItsPlaceOnEveryKey(t *testing.T) {
 func TestAcquireAllWait_GivingUpLeavesNothingBehind(t *testing.T) {
 	e, _ := newLive(t, Config{})
 	ctx := t.Context()
-	if _, ok, err := e.Acquire(ctx, "c", "h", time.Minute); !ok || err != nil {
+	if _, ok, err := e.acquireOne(ctx, "c", "h", time.Minute); !ok || err != nil {
 		t.Fatalf("Acquire c: %v %v", ok, err)
 	}
 	wctx, cancel := context.WithCancel(ctx)
@@ -107,7 +107,7 @@ func TestAcquireAllWait_GivingUpLeavesNothingBehind(t *testing.T) {
 func TestAcquireAllWait_CancelCrossingTheLastHandOffReleasesEveryKey(t *testing.T) {
 	e, _ := newLive(t, Config{})
 	ctx := t.Context()
-	if _, ok, err := e.Acquire(ctx, "b", "h", time.Minute); !ok || err != nil {
+	if _, ok, err := e.acquireOne(ctx, "b", "h", time.Minute); !ok || err != nil {
 		t.Fatalf("Acquire b: %v %v", ok, err)
 	}
 	w := getReq(kAcquire)
@@ -156,7 +156,7 @@ func TestAcquireAllWait_OverlappingSetsNeverDeadlock(t *testing.T) {
 				rng.Shuffle(len(set), func(i, j int) { set[i], set[j] = set[j], set[i] })
 				set = set[:1+rng.IntN(4)]
 				owner := fmt.Sprintf("g%d-%d", g, i)
-				grants, _, err := e.AcquireAllWait(ctx, set, owner, time.Minute)
+				grants, _, err := e.acquireSetWait(ctx, set, owner, time.Minute)
 				if err != nil {
 					t.Errorf("AcquireAllWait(%v) = %v: a wait that never ends is a deadlock", set, err)
 					return
@@ -196,7 +196,7 @@ func TestAcquireAllWait_OverlappingSetsNeverDeadlock(t *testing.T) {
 func TestAcquireAllWait_AKeyForcedFreeWhileWaitingBreaksTheSet(t *testing.T) {
 	e, _ := newLive(t, Config{})
 	ctx := t.Context()
-	if _, ok, err := e.Acquire(ctx, "c", "h", time.Minute); !ok || err != nil {
+	if _, ok, err := e.acquireOne(ctx, "c", "h", time.Minute); !ok || err != nil {
 		t.Fatalf("Acquire c: %v %v", ok, err)
 	}
 	all := startAllWaiter(t, ctx, e, []string{"a", "c"}, "set")
@@ -204,7 +204,7 @@ func TestAcquireAllWait_AKeyForcedFreeWhileWaitingBreaksTheSet(t *testing.T) {
 	if ok, err := e.ForceRelease(ctx, "a"); !ok || err != nil {
 		t.Fatalf("ForceRelease a: %v %v", ok, err)
 	}
-	if _, ok, err := e.Acquire(ctx, "a", "thief", time.Minute); !ok || err != nil {
+	if _, ok, err := e.acquireOne(ctx, "a", "thief", time.Minute); !ok || err != nil {
 		t.Fatalf("Acquire a by another: %v %v", ok, err)
 	}
 	if ok, err := e.Release(ctx, "c", "h"); !ok || err != nil {

@@ -404,7 +404,7 @@ func TestProperty_LiveMatchesModel(t *testing.T) {
 					expect(step, hs...)
 				case n < 40 && !queued:
 					want := m.apply(Command{Op: OpAcquire, Key: key, Owner: owner, TTL: ttl, Now: m.now})
-					g, ok, err := e.Acquire(ctx, key, owner, ttl)
+					g, ok, err := e.acquireOne(ctx, key, owner, ttl)
 					want.Grants = nil
 					if d := want.matches(Result{OK: ok, Grant: g, Err: err}); d != "" {
 						t.Fatalf("step %d Acquire(%s,%s): %s", step, key, owner, d)
@@ -414,7 +414,7 @@ func TestProperty_LiveMatchesModel(t *testing.T) {
 					wctx, cancel := context.WithCancel(ctx)
 					w := &liveWaiter{key: key, owner: owner, cancel: cancel, out: make(chan waitResult, 1)}
 					go func() {
-						g, err := e.AcquireWait(wctx, key, owner, ttl)
+						g, err := e.acquireOneWait(wctx, key, owner, ttl)
 						w.out <- waitResult{owner: owner, grant: g, err: err}
 					}()
 					if want.Queued {

@@ -45,7 +45,7 @@ func fill(tb testing.TB, e *Engine, prefix string, n int) {
 	ctx := context.Background()
 	owner := "0123456789abcdef0123456789abcdef" // the size of a Manager's token
 	for i := range n {
-		if _, ok, err := e.Acquire(ctx, prefix+strconv.Itoa(i), owner, time.Hour); err != nil || !ok {
+		if _, ok, err := e.acquireOne(ctx, prefix+strconv.Itoa(i), owner, time.Hour); err != nil || !ok {
 			tb.Fatalf("fill %d: ok=%v err=%v", i, ok, err)
 		}
 	}
@@ -84,7 +84,7 @@ func cycle(e *Engine, workers int, d time.Duration, stop <-chan struct{}) cycleS
 				}
 				key := fmt.Sprintf("cycle:%d:%d", w, i)
 				t0 := time.Now()
-				if _, ok, err := e.Acquire(ctx, key, owner, time.Minute); err != nil || !ok {
+				if _, ok, err := e.acquireOne(ctx, key, owner, time.Minute); err != nil || !ok {
 					panic(fmt.Sprintf("cycle acquire: %v %v", ok, err))
 				}
 				if _, err := e.Release(ctx, key, owner); err != nil {
@@ -244,7 +244,7 @@ func BenchmarkScaleExpiryStorm(b *testing.B) {
 	t0 := time.Now()
 	for i := range n {
 		// spread the deadlines over one second at most
-		if _, ok, err := e.Acquire(ctx, "storm:"+strconv.Itoa(i), "o", ttl); err != nil || !ok {
+		if _, ok, err := e.acquireOne(ctx, "storm:"+strconv.Itoa(i), "o", ttl); err != nil || !ok {
 			b.Fatal(ok, err)
 		}
 	}

@@ -2,50 +2,43 @@ package memory
 
 import (
 	"context"
-	"fmt"
 
 	"github.com/zerotal/lock/drivers"
+	"github.com/zerotal/lock/engine"
 )
 
-// Acquire serves one drivers.Request: every claim, wait and set, in one step of the engine.
+// Acquire serves one drivers.Request, whatever its claim, keys and wait,
+// with the engine's one acquire: a set is taken in one step of the
+// engine, and a wait is handed its keys inside the engine, FIFO, without
+// polling.
 func (d *Driver) Acquire(ctx context.Context, req drivers.Request) (drivers.Grant, error) {
-	var g drivers.Grant
-	var err error
-	shared := req.Claim != (drivers.Claim{})
-	if len(req.Keys) > 1 {
-		switch {
-		case shared:
-			return g, fmt.Errorf("%w: a set of keys takes mutexes only", drivers.ErrUnsupported)
-		case req.Wait:
-			g.Fences, err = d.acquireSetWait(ctx, req.Keys, req.Owner, req.TTL, req.WaitOptions)
-			g.Acquired = err == nil
-		default:
-			g.Fences, g.Acquired, g.Busy, err = d.acquireSet(ctx, req.Keys, req.Owner, req.TTL)
-		}
-		return g, err
-	}
-	var fence uint64
-	key := req.Key()
-	switch {
-	case shared && req.Wait:
-		fence, err = d.acquireClaimWait(ctx, key, req.Owner, req.TTL, req.Claim, req.WaitOptions)
-		g.Acquired = err == nil
-	case shared:
-		fence, g.Acquired, g.Busy.HeldBy, err = d.acquireClaim(ctx, key, req.Owner, req.TTL, req.Claim)
-	case req.Wait:
-		fence, err = d.acquireKeyWait(ctx, key, req.Owner, req.TTL, req.WaitOptions)
-		g.Acquired = err == nil
-	default:
-		fence, g.Acquired, g.Busy.HeldBy, err = d.acquireKeyHolder(ctx, key, req.Owner, req.TTL)
-	}
-	if err != nil {
+	if err := d.ready(ctx); err != nil {
 		return drivers.Grant{}, err
 	}
-	if g.Acquired {
-		return drivers.Grant{Acquired: true, Fences: []uint64{fence}}, nil
+	grants, busy, err := d.e.Acquire(ctx, engine.AcquireRequest{Keys: req.Keys, Owner: req.Owner, TTL: req.TTL, Claim: req.Claim, Wait: req.Wait})
+	switch {
+	case err != nil:
+		if req.Wait && ctx.Err() != nil && busy.Owner != "" {
+			err = drivers.HeldByWhenEnded(err, busy.Key, d.heldBy(busy))
+		}
+		return drivers.Grant{}, err
+	case grants == nil:
+		g := drivers.Grant{Busy: drivers.Busy{Key: busy.Key}}
+		if busy.Owner != "" {
+			g.Busy.HeldBy = d.heldBy(busy)
+		}
+		return g, nil
 	}
-	g.Busy.Key = key
-	return g, nil
+	fences := make([]uint64, len(grants))
+	for i, g := range grants {
+		fences[i] = g.Fence
+	}
+	return drivers.Grant{Acquired: true, Fences: fences}, nil
+}
+
+// heldBy is what a refusal tells of the grant g in the way.
+func (d *Driver) heldBy(g engine.Grant) drivers.HeldBy {
+	return drivers.HeldBy{Holder: drivers.HolderOf(g.Owner), TTL: d.e.Remaining(g)}
 }
 
 // Capabilities declares what Acquire serves: everything; an acquire without Wait is a call into this process's engine, which hands a released or expired key to its first waiter in the same step (InstantAcquire).

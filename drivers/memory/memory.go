@@ -49,8 +49,9 @@ func (c Config) Validate() error {
 	return engine.Config{MaxHoldersPerKey: c.MaxHoldersPerKey}.Validate()
 }
 
-// Driver is a handle on an engine. It implements drivers.Driver,
-// drivers.Extender, drivers.Waiter and drivers.Sharer.
+// Driver is a handle on an engine. It implements drivers.Driver with
+// every capability, drivers.Extender, drivers.Inspector, drivers.Lister
+// and drivers.ChangeWatcher.
 type Driver struct {
 	e      *engine.Engine
 	owns   bool // Close also closes the engine
@@ -95,109 +96,9 @@ func (d *Driver) ready(ctx context.Context) error {
 	return ctx.Err()
 }
 
-// acquireKeyHolder is Acquire that, when another owner holds the key, also
-// says who (drivers.HolderOf its owner) and how long its grant has left.
-func (d *Driver) acquireKeyHolder(ctx context.Context, key, owner string, ttl time.Duration) (uint64, bool, drivers.HeldBy, error) {
-	if err := d.ready(ctx); err != nil {
-		return 0, false, drivers.HeldBy{}, err
-	}
-	g, ok, err := d.e.Acquire(ctx, key, owner, ttl)
-	switch {
-	case err != nil:
-		return 0, false, drivers.HeldBy{}, err
-	case !ok:
-		return 0, false, drivers.HeldBy{Holder: drivers.HolderOf(g.Owner), TTL: d.e.Remaining(g)}, nil
-	}
-	return g.Fence, true, drivers.HeldBy{}, nil
-}
-
-// acquireSet takes every key or none in one step of the engine
-// (drivers.MultiAcquirer).
-func (d *Driver) acquireSet(ctx context.Context, keys []string, owner string, ttl time.Duration) ([]uint64, bool, drivers.Busy, error) {
-	if err := d.ready(ctx); err != nil {
-		return nil, false, drivers.Busy{}, err
-	}
-	grants, busy, ok, err := d.e.AcquireAll(ctx, keys, owner, ttl)
-	switch {
-	case err != nil:
-		return nil, false, drivers.Busy{}, err
-	case !ok:
-		return nil, false, drivers.Busy{Key: busy.Key, HeldBy: drivers.HeldBy{Holder: drivers.HolderOf(busy.Owner), TTL: d.e.Remaining(busy)}}, nil
-	}
-	fences := make([]uint64, len(grants))
-	for i, g := range grants {
-		fences[i] = g.Fence
-	}
-	return fences, true, drivers.Busy{}, nil
-}
-
 // Changed tells when key's mutex changes hands (drivers.ChangeWatcher;
 // see engine.Changed).
 func (d *Driver) Changed(key string) (<-chan struct{}, func()) { return d.e.Changed(key) }
-
-// acquireSetWait waits for every key together, first come first served
-// for the whole set (drivers.MultiWaiter; see engine.AcquireAllWait).
-func (d *Driver) acquireSetWait(ctx context.Context, keys []string, owner string, ttl time.Duration, _ drivers.WaitOptions) ([]uint64, error) {
-	if err := d.ready(ctx); err != nil {
-		return nil, err
-	}
-	grants, busy, err := d.e.AcquireAllWait(ctx, keys, owner, ttl)
-	if err != nil {
-		if ctx.Err() != nil && busy.Key != "" {
-			err = drivers.HeldByWhenEnded(err, busy.Key, drivers.HeldBy{Holder: drivers.HolderOf(busy.Owner), TTL: d.e.Remaining(busy)})
-		}
-		return nil, err
-	}
-	fences := make([]uint64, len(grants))
-	for i, g := range grants {
-		fences[i] = g.Fence
-	}
-	return fences, nil
-}
-
-// acquireKeyWait queues for key, FIFO, and returns when the engine hands it
-// over or ctx ends.
-func (d *Driver) acquireKeyWait(ctx context.Context, key, owner string, ttl time.Duration, _ drivers.WaitOptions) (uint64, error) {
-	if err := d.ready(ctx); err != nil {
-		return 0, err
-	}
-	g, err := d.e.AcquireWait(ctx, key, owner, ttl)
-	if err != nil {
-		return 0, err
-	}
-	return g.Fence, nil
-}
-
-// acquireClaim takes a semaphore's slot or a read/write lock's side (see
-// drivers.Sharer); refused, it says who is in the way and for how long.
-func (d *Driver) acquireClaim(ctx context.Context, key, owner string, ttl time.Duration, c drivers.Claim) (uint64, bool, drivers.HeldBy, error) {
-	if err := d.ready(ctx); err != nil {
-		return 0, false, drivers.HeldBy{}, err
-	}
-	g, ok, err := d.e.AcquireShared(ctx, key, owner, ttl, c)
-	switch {
-	case err != nil:
-		return 0, false, drivers.HeldBy{}, err
-	case !ok && g.Owner == "":
-		return 0, false, drivers.HeldBy{}, nil
-	case !ok:
-		return 0, false, drivers.HeldBy{Holder: drivers.HolderOf(g.Owner), TTL: d.e.Remaining(g)}, nil
-	}
-	return g.Fence, true, drivers.HeldBy{}, nil
-}
-
-// acquireClaimWait is AcquireShared that waits its turn in the name's
-// FIFO queue.
-func (d *Driver) acquireClaimWait(ctx context.Context, key, owner string, ttl time.Duration, c drivers.Claim, _ drivers.WaitOptions) (uint64, error) {
-	if err := d.ready(ctx); err != nil {
-		return 0, err
-	}
-	g, err := d.e.AcquireSharedWait(ctx, key, owner, ttl, c)
-	if err != nil {
-		return 0, err
-	}
-	return g.Fence, nil
-}
 
 // Inspect describes key: its kind, holders and waiters (drivers.Inspector).
 func (d *Driver) Inspect(ctx context.Context, key string) (drivers.Holding, bool, error) {

@@ -44,7 +44,7 @@ func TestOwningDriverClosesItsEngine(t *testing.T) {
 	if err := d.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := d.Engine().Acquire(t.Context(), "k", "o", 1e9); err == nil {
+	if _, _, err := d.Engine().Acquire(t.Context(), engine.AcquireRequest{Keys: []string{"k"}, Owner: "o", TTL: 1e9}); err == nil {
 		t.Fatal("engine still answers after the owning driver closed it")
 	}
 }
@@ -62,8 +62,8 @@ func TestConfigLimits(t *testing.T) {
 	}
 	defer d.Close()
 	for i := range 100 {
-		if _, ok, err := d.Engine().Acquire(t.Context(), fmt.Sprint("k", i), "o", 1e9); err != nil || !ok {
-			t.Fatalf("acquire %d with no key cap: ok=%v err=%v", i, ok, err)
+		if g, _, err := d.Engine().Acquire(t.Context(), engine.AcquireRequest{Keys: []string{fmt.Sprint("k", i)}, Owner: "o", TTL: 1e9}); err != nil || g == nil {
+			t.Fatalf("acquire %d with no key cap: grants=%v err=%v", i, g, err)
 		}
 	}
 }
