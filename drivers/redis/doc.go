@@ -28,16 +28,27 @@
 // # What runs on the server
 //
 // Every operation is one Lua script, which Redis runs atomically: acquire
-// (SET NX PX, or a refresh by the same owner) together with the fence;
-// compare-and-delete release; compare-and-extend; force release. Exists is
-// a single EXISTS. Scripts are sent by SHA and resent in full when the
-// server does not know them, after a restart or SCRIPT FLUSH.
+// (of one key or of a set, with its fences and, for a request that waits,
+// its places in the queues), release, extend, force release, exists,
+// inspect. Scripts are sent by SHA and resent in full when the server does
+// not know them, after a restart or SCRIPT FLUSH.
 //
-// A key K is stored as "{K}" (the owner token, with the lock's TTL) and
-// "{K}:fence" (the last fence, kept for FenceRetention after the key's last
-// new grant, so that Redis holds one per recently used key). A key
-// that contains braces is stored under a digest tag instead:
-// "{#<hex>}K" and "{#<hex>}K:fence".
+// Every claim has one data model. A key K is stored as the hash "{K}" (a
+// field per grant and per place in its queue, the claim when it is not a
+// mutex) and "{K}:fence" (the last fence, kept for FenceRetention after
+// the key's last new grant, so that Redis holds one per recently used key).
+// A mutex is the exclusive claim of one slot; a semaphore has limit slots;
+// a read/write lock one writer or up to drivers.MaxHolders readers. The
+// hash expires with its last grant or place and is deleted when none is
+// left, so an acquire of a free key creates it and a release with nobody
+// waiting deletes it, without reading a queue. A key that contains braces
+// is stored under a digest tag instead: "{#<hex>}K" and "{#<hex>}K:fence".
+//
+// A release of v0.1.0 stores a mutex as the string "{K}" (the owner, with
+// the lock's TTL): this release sees such a key as held by its owner and
+// waits for it to go without a place in its queue, and v0.1.0 meets a hash
+// and takes nothing (its acquire fails with a WRONGTYPE error), so
+// processes of the two releases sharing one Redis exclude each other.
 //
 // # Fences
 //
@@ -61,34 +72,26 @@
 //
 // # Waiting
 //
-// A waiting Acquire (drivers.Request.Wait) is pushed, not polled. Every
-// release and force release
-// publishes on the key's channel "{K}:released"; a driver keeps one pub/sub
+// Every claim waits the same way, first come, first served across
+// processes: a request that cannot be granted takes a place at the back of
+// the key's queue in Redis, and only the head is let in, when it fits. A
+// release lets the waiters in that now fit in the same script and names
+// them on the key's channel "{K}:released"; a driver keeps one pub/sub
 // connection for all its waiters, subscribed to the channels of the keys
-// they wait for, and queues its waiters per key in arrival order. Only the
-// first waiter of a key competes for it. A failed attempt learns how long
-// the holder has left, so the waiter also wakes when the lock expires
-// without a release; a slow poll (Config.PollInterval) covers messages lost
-// while the subscription reconnects. When a process releases a key that its
-// own waiters want, and no other process waits for it (the channel has no
-// other subscriber), the release hands the key to the first of them in the
-// same script, sparing a round trip.
+// they wait for, and wakes exactly the waiters named, whose next attempt
+// takes the grant up. A release by the process of the waiter let in hands
+// it the grant without a message or another round trip. A set of keys
+// waits in one script too: it takes the keys that are free and queues for
+// the busy ones in one step, so it never overtakes an earlier request on
+// any key.
 //
-// Across processes, whoever reacts first to a release wins; a process whose
-// waiters keep handing a key to each other releases it to everyone as soon
-// as another process waits for it too.
-//
-// # Semaphores and read/write locks
-//
-// Semaphores and read/write locks (drivers.Request.Claim) keep a shared key
-// as one hash at the lock's own name: its kind and limit, a field per
-// grant and per place in its queue, each operation one script. Only the
-// head of the queue is granted, when it fits, so waiting is first come,
-// first served across processes; a waiter keeps its place alive with every
-// attempt, and the place of a process that died lapses after three
-// seconds. The hash expires with its last grant or place. A mutex script
-// meets a key of the wrong type and takes nothing (ErrInvalid), also from
-// a release of this package that predates shared keys.
+// A waiter keeps its place alive with every attempt (at least every third
+// of three seconds), and the head also tries when the grant in its way
+// would end; a slow poll (Config.PollInterval) covers messages lost while
+// the subscription reconnects. The place of a process that died lapses
+// after three seconds, and so does a grant a release made to it before its
+// next attempt took it up: a waiter killed in the queue holds it up for
+// three seconds at most, whatever its TTL.
 //
 // # Errors
 //
@@ -119,9 +122,10 @@
 // Redis Cluster is supported: a lock's keys share one hash tag, so they
 // live in one slot, and the tests run the whole conformance suite on a
 // three-node cluster. Pub/sub messages are broadcast to every node, so a
-// waiter's subscription may live on any node. The hand-off check above
-// counts only the subscribers on the key's own node there, so on a cluster
-// a process also releases a key to everyone after 32 hand-offs in a row.
+// waiter's subscription may live on any node. A set of keys is taken in
+// one script only when its keys share a slot; otherwise Acquire answers
+// drivers.ErrUnsupported and the Manager takes them one at a time, and it
+// waits for a set that way too (Capabilities.SetWait is false there).
 //
 // Tested with Redis 7.0.
 package redis

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -15,11 +16,13 @@ import (
 )
 
 // Driver is a lock backend on one Redis deployment. It implements
-// drivers.Driver, drivers.Extender and drivers.Waiter. It is safe for
-// concurrent use.
+// drivers.Driver with every capability, drivers.Extender,
+// drivers.Inspector, drivers.Lister and drivers.ChangeWatcher. It is safe
+// for concurrent use.
 type Driver struct {
 	client     goredis.UniversalClient
 	ownsClient bool
+	cluster    bool // a Redis Cluster client: a script's keys share a slot
 	cfg        Config
 
 	// batch sends calls in shared pipelines when many are in flight (nil
@@ -31,7 +34,7 @@ type Driver struct {
 	closeOnce sync.Once
 	done      chan struct{} // closed by Close; ends every wait
 
-	hub *hub // pushed wake-ups for AcquireWait
+	hub *hub // pushed wake-ups for the requests that wait
 
 	// cleanups are the owner-guarded releases sent in the background for
 	// waiters that gave up (releaseAbandoned); Close cancels them and waits
@@ -116,6 +119,7 @@ func newDriver(client goredis.UniversalClient, owns bool, cfg Config) *Driver {
 		cfg:        cfg,
 		done:       make(chan struct{}),
 	}
+	_, d.cluster = client.(*goredis.ClusterClient)
 	if cfg.PipelineAt >= 0 {
 		d.batch = newBatcher(client)
 	}
@@ -123,118 +127,73 @@ func newDriver(client goredis.UniversalClient, owns bool, cfg Config) *Driver {
 	return d
 }
 
-// acquireKeyHolder is Acquire that, when another owner holds the key, also
-// says who (drivers.HolderOf its value) and its PTTL (0 for a key without
-// one, which someone else wrote), from the same script.
-func (d *Driver) acquireKeyHolder(ctx context.Context, key, owner string, ttl time.Duration) (uint64, bool, drivers.HeldBy, error) {
-	fence, ok, held, err := d.acquire(ctx, key, owner, ttl)
-	held.TTL = max(held.TTL, 0)
-	return fence, ok, held, err
-}
-
-// acquire is Acquire that also reports, when the key is held by another
-// owner, who and how long that holder has left (negative when unknown).
-func (d *Driver) acquire(ctx context.Context, key, owner string, ttl time.Duration) (fence uint64, ok bool, held drivers.HeldBy, err error) {
-	if err := d.usable(ctx, "acquire", key); err != nil {
-		return 0, false, held, err
-	}
-	ks := keysFor(key)
-	res, err := d.run(ctx, acquireScript, []string{ks.lock, ks.fence}, owner, millis(ttl)).Slice()
-	if isWrongType(err) {
-		return 0, false, held, mutexOnShared(key)
-	}
-	if err != nil {
-		return 0, false, held, d.translate(ctx, "acquire", key, err)
-	}
-	var granted, n int64
-	okReply := len(res) >= 2
-	if okReply {
-		var ok0, ok1 bool
-		granted, ok0 = res[0].(int64)
-		n, ok1 = res[1].(int64)
-		okReply = ok0 && ok1
-	}
-	if !okReply {
-		return 0, false, held, fmt.Errorf("redis: acquire %q: unexpected reply %v", key, res)
-	}
-	if granted == 1 {
-		return uint64(n), true, held, nil
-	}
-	if len(res) > 2 {
-		holder, _ := res[2].(string)
-		held.Holder = drivers.HolderOf(holder)
-	}
-	if n < 0 { // the holder's key has no TTL: someone else wrote it
-		held.TTL = -1
-		return 0, false, held, nil
-	}
-	held.TTL = time.Duration(n) * time.Millisecond
-	return 0, false, held, nil
-}
-
-// Release deletes key if owner holds it and wakes the key's waiters. When
-// the releasing process itself has waiters for the key and no other process
-// waits for it, the key goes straight to the first of them in the same
-// script (see handoff.go).
+// Release ends owner's grant of key and lets in the waiters that now fit.
+// A waiter of this process is handed the key in the same script, sparing
+// it the round trips of a wake-up and an attempt.
 func (d *Driver) Release(ctx context.Context, key, owner string) (bool, error) {
 	if err := d.usable(ctx, "release", key); err != nil {
 		return false, err
 	}
 	ks := keysFor(key)
-	if w, ownSubs := d.hub.beginHandoff(ks.channel); w != nil {
-		return d.handOff(ctx, key, owner, ks, w, ownSubs)
+	locals := d.hub.locals(ks.channel)
+	args := make([]any, 0, 2+len(locals))
+	args = append(args, owner, 1)
+	for _, w := range locals {
+		args = append(args, w.owner)
 	}
-	return d.releaseFor(ctx, key, ks, owner)
-}
-
-// releaseFor is the plain owner-guarded release, published to waiters.
-func (d *Driver) releaseFor(ctx context.Context, key string, ks keyspace, owner string) (bool, error) {
-	res, err := d.run(ctx, releaseScript, []string{ks.lock, ks.fence}, owner, ks.channel, ks.shared, d.hub.ownSubs(ks.shared)).Result()
+	res, err := d.run(ctx, releaseScript, []string{ks.lock, ks.fence}, args...).Slice()
 	if err != nil {
 		return false, d.translate(ctx, "release", key, err)
 	}
-	if shared, ok := res.([]any); ok {
-		return d.releasedShared(ks, shared), nil
+	for i := 1; i+1 < len(res); i += 2 {
+		o, _ := res[i].(string)
+		f, _ := res[i+1].(int64)
+		j := slices.IndexFunc(locals, func(w *waiter) bool { return w.owner == o })
+		if j >= 0 && d.hub.handOver(locals[j], uint64(f)) {
+			// The waiter gave up while its grant was on the way; free the
+			// key for the others rather than leave it blocked for a TTL.
+			d.cleanups.Go(cleanupTimeout, func(ctx context.Context) {
+				_ = releaseScript.Run(ctx, d.client, []string{ks.lock, ks.fence}, o, 1).Err()
+			})
+		}
 	}
-	n, _ := res.(int64)
+	n, _ := res[0].(int64)
 	return n == 1, nil
 }
 
-// Extend sets key's TTL to ttl from now if owner still holds it. It never
-// creates the key.
+// Extend sets owner's grant of key to end ttl from now if it still holds
+// it. It never creates a grant.
 func (d *Driver) Extend(ctx context.Context, key, owner string, ttl time.Duration) (bool, error) {
 	if err := d.usable(ctx, "extend", key); err != nil {
 		return false, err
 	}
 	ks := keysFor(key)
-	n, err := d.run(ctx, extendScript, []string{ks.lock, ks.fence}, owner, millis(ttl), ks.shared).Int64()
+	n, err := d.run(ctx, extendScript, []string{ks.lock, ks.fence}, owner, millis(ttl)).Int64()
 	if err != nil {
 		return false, d.translate(ctx, "extend", key, err)
 	}
 	return n == 1, nil
 }
 
-// ForceRelease deletes key whoever holds it and wakes its waiters.
+// ForceRelease ends every grant of key whoever holds it and lets its
+// waiters in.
 func (d *Driver) ForceRelease(ctx context.Context, key string) error {
 	if err := d.usable(ctx, "force release", key); err != nil {
 		return err
 	}
 	ks := keysFor(key)
-	if err := d.run(ctx, forceReleaseScript, []string{ks.lock}, ks.channel).Err(); err != nil {
+	if err := d.run(ctx, forceReleaseScript, []string{ks.lock, ks.fence}).Err(); err != nil {
 		return d.translate(ctx, "force release", key, err)
 	}
-	// A shared key's waiters listen on a channel of their own.
-	_ = d.client.Publish(ctx, ks.shared, "forced").Err()
 	return nil
 }
 
-// Exists reports whether key is held. A single EXISTS is already atomic,
-// and Redis never reports a key whose TTL has passed.
+// Exists reports whether key has a grant that has not lapsed.
 func (d *Driver) Exists(ctx context.Context, key string) (bool, error) {
 	if err := d.usable(ctx, "exists", key); err != nil {
 		return false, err
 	}
-	n, err := d.client.Exists(ctx, keysFor(key).lock).Result()
+	n, err := d.run(ctx, existsScript, []string{keysFor(key).lock}).Int64()
 	if err != nil {
 		return false, d.translate(ctx, "exists", key, err)
 	}

@@ -3,6 +3,7 @@ package redis
 import (
 	"context"
 	"log/slog"
+	"slices"
 	"sync"
 	"time"
 
@@ -16,19 +17,21 @@ import (
 // when the same key is contended again soon, which is the common case.
 const idleUnsubscribe = 30 * time.Second
 
+// earlyNames is how many names of "granted:" messages that found no local
+// waiter the hub remembers: a waiter of this process may be named before
+// it has joined (its attempt placed it, a release let it in, and the
+// message came before the waiter joined its queue).
+const earlyNames = 64
+
 // hub is the driver's one pub/sub subscription and its local waiters.
 //
 // Each lock key has a channel on which releases are published. The hub
 // subscribes to the channel of every key that has local waiters, all on a
-// single connection, and keeps per key a FIFO of waiters (queue.go). Only
-// the head of a queue competes for the key; the others wait to become head.
+// single connection, and wakes the waiters a message concerns (queue.go).
 type hub struct {
 	client goredis.UniversalClient
-	poll   time.Duration
 	log    *slog.Logger
-	// maxHandoffs bounds consecutive direct hand-offs of a key; 0 means
-	// no bound (see handoff.go).
-	maxHandoffs int
+	poll   time.Duration
 
 	// subMu orders SUBSCRIBE and UNSUBSCRIBE writes the same way as the
 	// state changes they reflect, so a channel is never left unsubscribed
@@ -38,51 +41,77 @@ type hub struct {
 	mu     sync.Mutex
 	ps     *goredis.PubSub   // nil until the first wait needs it
 	queues map[string]*queue // by channel
+	early  []string          // the last earlyNames names no waiter took
 	closed bool
 	wg     sync.WaitGroup // the dispatcher
 }
 
 func newHub(client goredis.UniversalClient, poll time.Duration, log *slog.Logger) *hub {
-	h := &hub{client: client, poll: poll, log: log, queues: make(map[string]*queue)}
-	if _, cluster := client.(*goredis.ClusterClient); cluster {
-		h.maxHandoffs = clusterMaxHandoffs
-	}
-	return h
+	return &hub{client: client, poll: poll, log: log, queues: make(map[string]*queue)}
 }
 
-// join queues a new waiter for channel, subscribing to it when this is the
-// first waiter of the key. When the subscription is already confirmed, a
-// new head is told to try at once: a release may have happened between its
-// failed attempt and now, and nobody would have woken it.
-func (h *hub) join(ctx context.Context, channel, owner string, ttl time.Duration, reused bool) (*waiter, error) {
+// join adds w to the queue of each of its keys, subscribing to the
+// channels this process did not listen on yet. A waiter named before it
+// joined is woken at once.
+func (h *hub) join(ctx context.Context, w *waiter) error {
 	h.subMu.Lock()
 	defer h.subMu.Unlock()
 
 	h.mu.Lock()
-	q, subscribe, err := h.queueLocked(channel)
-	if err != nil {
-		h.mu.Unlock()
-		return nil, err
+	var subscribe []string
+	for _, ch := range w.channels {
+		q, isNew, err := h.queueLocked(ch)
+		if err != nil {
+			h.removeLocked(w)
+			h.mu.Unlock()
+			return err
+		}
+		if isNew {
+			subscribe = append(subscribe, ch)
+		}
+		q.waiters = append(q.waiters, w)
+		q.idleSince = time.Time{}
 	}
-	w := &waiter{q: q, owner: owner, ttl: ttl, reused: reused, wake: make(chan struct{}, 1)}
-	q.waiters = append(q.waiters, w)
-	q.idleSince = time.Time{}
-	if len(q.waiters) == 1 && q.confirmed {
+	if slices.Contains(h.early, w.owner) {
 		signal(w)
 	}
 	ps := h.ps
 	h.mu.Unlock()
 
-	if subscribe {
-		h.subscribe(ctx, ps, channel)
+	for _, ch := range subscribe {
+		h.subscribe(ctx, ps, ch)
 	}
-	return w, nil
+	return nil
 }
 
-// queueLocked is channel's queue, made (subscribe true: the caller then
+// leave removes w from its queues; a release of this process hands it
+// nothing after that.
+func (h *hub) leave(w *waiter) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.removeLocked(w)
+}
+
+func (h *hub) removeLocked(w *waiter) {
+	w.gone = true
+	for _, ch := range w.channels {
+		q := h.queues[ch]
+		if q == nil {
+			continue
+		}
+		if i := slices.Index(q.waiters, w); i >= 0 {
+			q.waiters = slices.Delete(q.waiters, i, i+1)
+			if len(q.waiters) == 0 {
+				q.idleSince = time.Now()
+			}
+		}
+	}
+}
+
+// queueLocked is channel's queue, made (isNew true: the caller then
 // subscribes) when the key has none yet, with the subscription connection
 // started on first use. h.mu and h.subMu are held.
-func (h *hub) queueLocked(channel string) (q *queue, subscribe bool, err error) {
+func (h *hub) queueLocked(channel string) (q *queue, isNew bool, err error) {
 	if h.closed {
 		return nil, false, drivers.ErrClosed
 	}
@@ -141,17 +170,24 @@ func (h *hub) handle(m interface{}) {
 	defer h.mu.Unlock()
 	switch m := m.(type) {
 	case *goredis.Message:
-		if q := h.queues[m.Channel]; q != nil {
-			q.wake(m.Payload)
-			if q.changed != nil {
-				close(q.changed)
-				q.changed = make(chan struct{})
+		q := h.queues[m.Channel]
+		if q == nil {
+			return
+		}
+		for _, o := range q.wake(m.Payload) {
+			if len(h.early) == earlyNames {
+				h.early = h.early[1:]
 			}
+			h.early = append(h.early, o)
+		}
+		if q.changed != nil {
+			close(q.changed)
+			q.changed = make(chan struct{})
 		}
 	case *goredis.Subscription:
 		// A confirmation also arrives after go-redis reconnected and
-		// subscribed again; releases published in between are lost, so
-		// the head tries at once either way.
+		// subscribed again; messages published in between are lost, so
+		// the waiters try at once either way.
 		if m.Kind != "subscribe" {
 			return
 		}
@@ -248,4 +284,22 @@ func (h *hub) watch(ctx context.Context, channel string) (<-chan struct{}, func(
 			}
 		})
 	}, nil
+}
+
+var _ drivers.ChangeWatcher = (*Driver)(nil)
+
+// Changed tells when key is released (drivers.ChangeWatcher): it listens
+// on the key's channel, which a release that lets nobody in, a force
+// release and a release that lets a waiter of another process in publish
+// to. A grant that lapses publishes nothing. The subscription is the one
+// the driver's waiters for the key share, kept a while after the last
+// watcher or waiter leaves.
+func (d *Driver) Changed(key string) (<-chan struct{}, func()) {
+	ctx, cancel := context.WithTimeout(context.Background(), d.cfg.PollInterval)
+	defer cancel()
+	ch, stop, err := d.hub.watch(ctx, keysFor(key).channel)
+	if err != nil {
+		return nil, func() {} // closed: the observer reads on its timer
+	}
+	return ch, stop
 }

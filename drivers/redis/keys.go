@@ -17,16 +17,13 @@ import (
 // otherwise end the tag early or leave it empty, so its tag is a digest
 // instead: "{#<hex>}K". The two forms can never produce the same name (the
 // first has exactly one pair of braces, the second at least two), and the
-// lock name ends in "}" or in K while the fence name ends in ":fence".
+// lock name ends in "}" or in K while the fence name ends in ":fence". The
+// channel is the lock name and ":released", which the scripts derive.
 type keyspace struct {
-	lock    string // the owner token, with the lock's TTL
-	fence   string // the last fence handed out, never expires
+	lock    string // the key's grants and queue (scripts.go)
+	fence   string // the last fence handed out, kept for FenceRetention
 	channel string // where a release of this key is published
-	shared  string // where a release of a shared key's grant is published
 }
-
-// sharedSuffix ends a shared key's channel.
-const sharedSuffix = ":shared"
 
 func keysFor(key string) keyspace {
 	var tagged string
@@ -40,6 +37,38 @@ func keysFor(key string) keyspace {
 		lock:    tagged,
 		fence:   tagged + ":fence",
 		channel: tagged + ":released",
-		shared:  tagged + sharedSuffix,
 	}
+}
+
+// oneSlot reports whether every name falls in the same Redis Cluster hash
+// slot.
+func oneSlot(names []string) bool {
+	for _, n := range names[1:] {
+		if slot(n) != slot(names[0]) {
+			return false
+		}
+	}
+	return true
+}
+
+// slot is a name's Redis Cluster hash slot: CRC16 (XMODEM) of its hash
+// tag, or of the whole name when it has none, modulo 16384.
+func slot(name string) uint16 {
+	if i := strings.IndexByte(name, '{'); i >= 0 {
+		if j := strings.IndexByte(name[i+1:], '}'); j > 0 {
+			name = name[i+1 : i+1+j]
+		}
+	}
+	var crc uint16
+	for i := 0; i < len(name); i++ {
+		crc ^= uint16(name[i]) << 8
+		for range 8 {
+			if crc&0x8000 != 0 {
+				crc = crc<<1 ^ 0x1021
+			} else {
+				crc <<= 1
+			}
+		}
+	}
+	return crc % 16384
 }

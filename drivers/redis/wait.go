@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/zerotal/lock/drivers"
@@ -19,117 +20,75 @@ const cleanupTimeout = time.Second
 // short enough that an outage is reported while it lasts.
 const waitOutage = 2 * time.Second
 
-// acquireKeyWait blocks until key is granted to owner, ctx ends or the driver
-// is closed.
+// wait serves a request that waits: it keeps the request's place in the
+// queue of every busy key (and the free keys of a set, taken meanwhile)
+// until one attempt finds every key granted, or ctx ends.
 //
-// Waiting is pushed: a release or force release publishes on the key's
-// channel and the driver's single subscription wakes the first local
-// waiter, which tries the key. A failed attempt tells how long the holder
-// has left, so the waiter also tries when the lock would expire on its own,
-// and at least every PollInterval in case a message was lost. Waiters in
-// one process are served in arrival order, and a release by the same
-// process hands the key straight to the next of them when no other process
-// waits for it; across processes, whoever reacts first to a release wins.
-// opts.RetryDelay is not used.
+// Waiting is pushed: a release that lets a waiter of another process in
+// names it on the key's channel, and the driver's single subscription
+// wakes exactly that waiter, which takes its grant up; a release by this
+// process hands the key to its own waiter of one key in the same script.
+// A waiter also tries when the holder's grant would end (the head only),
+// and at least every PollInterval and a third of waiterLease, which keeps
+// its place alive. opts.RetryDelay is not used.
 //
 // Redis being unreachable ends the wait with an error matching
 // ErrUnavailable, after a few quick retries that let a waiter ride out a
-// server restart (stale pooled connections fail once each).
-func (d *Driver) acquireKeyWait(ctx context.Context, key, owner string, ttl time.Duration, opts drivers.WaitOptions) (uint64, error) {
-	if err := d.usable(ctx, "wait for", key); err != nil {
-		return 0, err // nothing sent, nothing to clean up
+// server restart (stale pooled connections fail once each). A wait that
+// ends without the grant leaves the queues in the background
+// (leaveAbandoned).
+func (d *Driver) wait(ctx context.Context, a *attempt) (drivers.Grant, error) {
+	r, err := d.try(ctx, a)
+	switch {
+	case err != nil:
+		return drivers.Grant{}, d.abandon(ctx, a, err)
+	case r.granted:
+		return r.grant(), nil
 	}
-	channel := keysFor(key).channel
-	first := drivers.HeldBy{TTL: -1} // unknown: try again after PollInterval
-	// Try at once, unless this process already has waiters for the key:
-	// then take a place behind them rather than overtake them (a holder
-	// that releases and asks again would otherwise win every time).
-	if !d.hub.waiting(channel) {
-		fence, ok, held, err := d.acquire(ctx, key, owner, ttl)
-		if err != nil {
-			return 0, d.abandon(ctx, key, owner, opts.OwnerReused, err)
-		}
-		if ok {
-			return fence, nil
-		}
-		first = held
+	w := newWaiter(a)
+	if err := d.hub.join(ctx, w); err != nil {
+		d.leaveAbandoned(a)
+		return drivers.Grant{}, err
 	}
-
-	w, err := d.hub.join(ctx, channel, owner, ttl, opts.OwnerReused)
+	g, err := d.waitFor(ctx, a, w, r)
+	d.hub.leave(w)
 	if err != nil {
-		return 0, err
+		d.leaveAbandoned(a) // and a grant handed over meanwhile
 	}
-	fence, err := d.wait(ctx, key, w, first)
-	if err != nil {
-		// A hand-off may have given w the key just as it gave up.
-		if d.hub.leave(w, false) {
-			d.releaseAbandoned(key, owner, w.reused)
-		}
-		return 0, err
-	}
-	return fence, nil
+	return g, err
 }
 
-// wait is the waiting loop of w; it returns once w holds the key. On
-// success w has left its queue. first is what the attempt before it
-// learnt of the holder (TTL -1: unknown).
-func (d *Driver) wait(ctx context.Context, key string, w *waiter, first drivers.HeldBy) (uint64, error) {
-	holderTTL, heldBy := first.TTL, first.Holder
-	timer := time.NewTimer(d.nextTry(holderTTL))
+// waitFor is the waiting loop of w; r is the attempt before it.
+func (d *Driver) waitFor(ctx context.Context, a *attempt, w *waiter, r reply) (drivers.Grant, error) {
+	timer := time.NewTimer(d.nextTry(r))
 	defer timer.Stop()
+	busy, busyAt := r.busy, time.Now()
 	var failingSince time.Time // start of the current run of failed attempts
 	var pause time.Duration    // before the next attempt while they fail
 	var lastErr error          // of the last attempt, nil once Redis answered
-	var heldUntil time.Time    // the holder's deadline, as last told
-	if holderTTL >= 0 {
-		heldUntil = time.Now().Add(holderTTL)
-	}
 	for {
 		select {
 		case <-ctx.Done():
-			err := fmt.Errorf("redis: wait for %q: %w", key, ctx.Err())
+			err := fmt.Errorf("redis: wait for %q: %w", strings.Join(a.req.Keys, ","), ctx.Err())
 			if lastErr != nil {
 				// Redis's last word was no answer: an outage, not contention.
-				return 0, fmt.Errorf("%w: %w", err, lastErr)
+				return drivers.Grant{}, fmt.Errorf("%w: %w", err, lastErr)
 			}
-			if heldUntil.IsZero() {
-				return 0, err
-			}
-			return 0, drivers.HeldByWhenEnded(err, key, drivers.HeldBy{Holder: heldBy, TTL: time.Until(heldUntil)})
+			held := busy.HeldBy
+			held.TTL = max(held.TTL-time.Since(busyAt), 0)
+			return drivers.Grant{}, drivers.HeldByWhenEnded(err, busy.Key, held)
 		case <-d.done:
-			return 0, drivers.ErrClosed
+			return drivers.Grant{}, drivers.ErrClosed
 		case <-w.wake:
-			st := d.hub.turn(w)
-			if st.granted {
-				return st.fence, nil
-			}
-			if !st.head || st.busy {
-				continue
-			}
-			if wait := time.Until(st.retryAt); wait > 0 {
-				timer.Reset(min(wait, d.cfg.PollInterval))
-				continue
-			}
 		case <-timer.C:
-			st := d.hub.turn(w)
-			if st.granted {
-				return st.fence, nil
-			}
-			if !st.head || st.busy {
-				timer.Reset(d.cfg.PollInterval)
-				continue
-			}
 		}
-
-		fence, ok, held, err := d.acquire(ctx, key, w.owner, w.ttl)
-		left := held.TTL
-		if !ok && err == nil {
-			heldBy = held.Holder
+		if fence, ok := d.hub.handedOver(w); ok {
+			return drivers.Grant{Acquired: true, Fences: []uint64{fence}}, nil
 		}
+		r, err := d.try(ctx, a)
 		if err != nil {
 			if ctx.Err() != nil {
-				d.releaseAbandoned(key, w.owner, w.reused)
-				return 0, cutOff(err)
+				return drivers.Grant{}, cutOff(err)
 			}
 			lastErr = err
 			// A waiter can wake during an outage (the subscription drops
@@ -147,26 +106,39 @@ func (d *Driver) wait(ctx context.Context, key string, w *waiter, first drivers.
 					continue
 				}
 			}
-			return 0, err
+			return drivers.Grant{}, err
 		}
 		failingSince, pause, lastErr = time.Time{}, 0, nil
-		if ok {
-			d.hub.leave(w, true)
-			return fence, nil
+		if r.granted {
+			return r.grant(), nil
 		}
-		if left >= 0 {
-			heldUntil = time.Now().Add(left)
-		}
-		timer.Reset(d.nextTry(left))
+		busy, busyAt = r.busy, time.Now()
+		timer.Reset(d.nextTry(r))
 	}
 }
 
+// nextTry is how long a waiter sleeps after an attempt that did not get
+// every key: a third of waiterLease (so its places stay alive) and at most
+// PollInterval, and for the head of the queue no longer than the holder
+// in its way has left.
+func (d *Driver) nextTry(r reply) time.Duration {
+	next := min(waiterLease/3, d.cfg.PollInterval)
+	if (r.head || !r.queued) && r.left >= 0 {
+		next = min(next, max(r.left, time.Millisecond))
+	}
+	return next
+}
+
 // abandon handles a failed first attempt: when the caller's context ended
-// while it was in flight, Redis may have granted the key all the same.
-func (d *Driver) abandon(ctx context.Context, key, owner string, reused bool, err error) error {
+// while it was in flight, Redis may have granted the keys or queued the
+// request all the same.
+func (d *Driver) abandon(ctx context.Context, a *attempt, err error) error {
 	if ctx.Err() != nil {
-		d.releaseAbandoned(key, owner, reused)
+		d.leaveAbandoned(a)
 		return cutOff(err)
+	}
+	if errors.Is(err, drivers.ErrUnavailable) {
+		d.leaveAbandoned(a) // it may have reached Redis
 	}
 	return err
 }
@@ -181,27 +153,20 @@ func cutOff(err error) error {
 	return drivers.OutcomeUnknown("no answer before the context ended", err)
 }
 
-// releaseAbandoned releases a grant that the waiter gave up on, in the
-// background so that the waiter returns by its deadline. The release is
-// owner-guarded, so it cannot touch anyone else's lock, and spares the
-// other waiters a TTL of waiting for a holder that does not exist. Close
-// cancels it and waits for it. A reused owner's grant is left to its TTL
-// (drivers.WaitOptions.OwnerReused): the release, guarded by the owner
-// alone, could free the grant of the owner's next call.
-func (d *Driver) releaseAbandoned(key, owner string, reused bool) {
-	if reused {
-		return
-	}
+// leaveAbandoned gives up the places of a wait that ended without its
+// grant, and the grants it may have (a set's free keys, a grant made just
+// as it gave up), in the background so that the waiter returns by its
+// deadline. The release is owner-guarded, so it cannot touch anyone else's
+// grant, and spares the other waiters a lease of waiting for one that does
+// not come. Close cancels it and waits for it. A reused owner's grants are
+// left to lapse (drivers.WaitOptions.OwnerReused): the release, guarded by
+// the owner alone, could free the grant of the owner's next call.
+func (d *Driver) leaveAbandoned(a *attempt) {
+	grants := flag(!a.req.OwnerReused)
 	d.cleanups.Go(cleanupTimeout, func(ctx context.Context) {
-		_, _ = d.releaseFor(ctx, key, keysFor(key), owner)
+		for _, k := range a.req.Keys {
+			ks := keysFor(k)
+			_ = releaseScript.Run(ctx, d.client, []string{ks.lock, ks.fence}, a.req.Owner, grants).Err()
+		}
 	})
-}
-
-// nextTry is how long a head waiter sleeps after a failed attempt: until
-// the holder's lock would expire, but never longer than PollInterval.
-func (d *Driver) nextTry(holderTTL time.Duration) time.Duration {
-	if holderTTL < 0 || holderTTL > d.cfg.PollInterval {
-		return d.cfg.PollInterval
-	}
-	return max(holderTTL, time.Millisecond)
 }
