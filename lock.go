@@ -126,13 +126,13 @@ func (l *Lock) Acquire(ctx context.Context) (bool, error) {
 // Block waits up to timeout for the lock (0 means the TTL) and returns a
 // *NotAcquiredError when the timeout passes first, the context's error
 // when ctx ends first, or an error matching ErrClosed when the Manager is
-// closed meanwhile. Drivers that wait themselves (drivers.Capabilities.Wait) hand the lock
-// over as soon as it frees, in arrival order; the others are polled every
-// retry delay (WithRetryDelay). WithTimeout, the refresh options,
-// WithSafetyMargin, WithReleaseTimeout and WithOwner do not apply here:
-// timeout is the argument; Semaphore, Read and Write belong to Make. On a
-// handle that already holds the
-// lock, Block refreshes it, and waits for a new grant only if it was lost.
+// closed meanwhile. Drivers that wait themselves
+// (drivers.Capabilities.Wait) hand the lock over as soon as it frees, in
+// arrival order; the others are polled every retry delay (WithRetryDelay).
+// WithTimeout, the refresh options, WithSafetyMargin, WithReleaseTimeout
+// and WithOwner do not apply here: timeout is the argument; Semaphore,
+// Read and Write belong to Make. On a handle that already holds the lock,
+// Block refreshes it, and waits for a new grant only if it was lost.
 // Once Shutdown has begun, Block returns ErrClosed.
 func (l *Lock) Block(ctx context.Context, timeout time.Duration, opts ...Option) error {
 	if err := l.usableToAcquire(); err != nil {

@@ -87,14 +87,12 @@ func (m *Manager) all(ctx context.Context, keys []string, ttl time.Duration, fn 
 		return &InvalidError{Field: "option", Reason: "TryAll and BlockAll take mutexes only: Semaphore, Read and Write do not apply"}
 	}
 	if wait && m.caps.SetWait {
-		done, err := m.allWaiting(ctx, keys, order, ttl, fn, &o)
-		if done {
+		if done, err := m.allInOneStep(ctx, keys, order, ttl, fn, &o, wait, true); done {
 			return err
 		}
 	}
 	if m.caps.Sets {
-		done, err := m.allAtOnce(ctx, keys, order, ttl, fn, &o, wait)
-		if done {
+		if done, err := m.allInOneStep(ctx, keys, order, ttl, fn, &o, wait, false); done {
 			return err
 		}
 	}
@@ -139,71 +137,48 @@ func (m *Manager) multiCalls(order []string, ttl time.Duration, o *options) ([]*
 	return calls, full
 }
 
-// allAtOnce takes the keys of order in one step at the backend, then runs
-// fn while holding them. done is false when the backend cannot take these
-// keys in one step (nothing was taken: the caller falls back to taking
-// them in order), or when a key is busy and the caller is to wait.
-func (m *Manager) allAtOnce(ctx context.Context, keys, order []string, ttl time.Duration, fn MultiFunc, o *options, wait bool) (done bool, err error) {
-	if m.stopping.Load() {
-		return true, ErrClosed
-	}
-	calls, full := m.multiCalls(order, ttl, o)
-	owner := calls[0].l.nextOwner()
-	sent := time.Now()
-	g, err := m.driver.Acquire(ctx, drivers.Request{Keys: full, Owner: owner, TTL: ttl})
-	ok, busy, fences := g.Acquired, g.Busy, g.Fences
-	switch {
-	case errors.Is(err, drivers.ErrUnsupported):
-		return false, nil
-	case err != nil:
-		for _, c := range calls {
-			c.l.abandon(ctx, owner, err)
-		}
-		return true, failed(ctx, "acquire", strings.Join(order, ","), true, err)
-	case !ok && wait:
-		return false, nil
-	case !ok:
-		key := strings.TrimPrefix(busy.Key, m.prefix)
-		return true, &NotAcquiredError{Key: key, Holder: busy.Holder, HolderTTL: busy.TTL}
-	}
-	for i, c := range calls {
-		c.l.granted(owner, fences[i], sent)
-	}
-	return true, m.holdAll(ctx, calls, keys, order, owner, fn, o)
-}
-
-// allWaiting waits for the keys of order together, first come first
-// served for the whole set (drivers.Capabilities.SetWait), up to the WithTimeout
-// duration, then runs fn while holding them. done is false when the
-// backend cannot wait for these keys together (a cluster member of an
-// older release): nothing was taken, and the caller waits another way.
-func (m *Manager) allWaiting(ctx context.Context, keys, order []string, ttl time.Duration, fn MultiFunc, o *options) (done bool, err error) {
+// allInOneStep takes the keys of order in one request to the backend,
+// then runs fn while holding them: a set taken at once
+// (drivers.Capabilities.Sets), or with queue a wait for the whole set, first
+// come first served, up to the WithTimeout duration (SetWait). done is
+// false when the backend cannot serve the request (nothing was taken: the
+// caller falls back to taking the keys in order), or when, without queue,
+// a key is busy and the caller is to wait.
+func (m *Manager) allInOneStep(ctx context.Context, keys, order []string, ttl time.Duration, fn MultiFunc, o *options, wait, queue bool) (done bool, err error) {
 	if m.stopping.Load() {
 		return true, ErrClosed
 	}
 	calls, full := m.multiCalls(order, ttl, o)
 	first := &calls[0].l
-	if err := ctx.Err(); err != nil {
-		return true, first.waitCancelled(ctx)
+	r := drivers.Request{Keys: full, Owner: first.nextOwner(), TTL: ttl}
+	reqCtx := ctx
+	if queue {
+		if err := ctx.Err(); err != nil {
+			return true, first.waitCancelled(ctx)
+		}
+		var cancel context.CancelFunc
+		reqCtx, cancel = context.WithTimeout(ctx, o.timeout)
+		defer cancel()
+		defer m.waits.add(cancel)()
+		r.Wait, r.WaitOptions = true, drivers.WaitOptions{RetryDelay: o.retryDelay, OwnerReused: first.fixedOwner != ""}
 	}
-	waitCtx, cancel := context.WithTimeout(ctx, o.timeout)
-	defer cancel()
-	defer m.waits.add(cancel)()
-	owner := first.nextOwner()
 	sent := time.Now()
-	g, err := m.driver.Acquire(waitCtx, drivers.Request{Keys: full, Owner: owner, TTL: ttl, Wait: true,
-		WaitOptions: drivers.WaitOptions{RetryDelay: o.retryDelay, OwnerReused: first.fixedOwner != ""}})
-	fences := g.Fences
-	if errors.Is(err, drivers.ErrUnsupported) {
+	g, err := m.driver.Acquire(reqCtx, r)
+	switch {
+	case errors.Is(err, drivers.ErrUnsupported):
 		return false, nil
-	}
-	if err != nil {
-		if waitCtx.Err() == nil {
+	case err != nil:
+		if !queue || reqCtx.Err() == nil {
+			// A cancelled wait the driver cleans up itself
+			// (drivers.Request.Wait), but not an outage.
 			for _, c := range calls {
-				c.l.abandon(waitCtx, owner, err)
+				c.l.abandon(reqCtx, r.Owner, err)
 			}
 		}
-		failure := first.waitFailed(ctx, waitCtx, "wait", err)
+		if !queue {
+			return true, failed(ctx, "acquire", strings.Join(order, ","), true, err)
+		}
+		failure := first.waitFailed(ctx, reqCtx, "wait", err)
 		if na, ok := failure.(*NotAcquiredError); ok {
 			// The key still waited for, as the backend names it.
 			if held, ok := errors.AsType[*drivers.NotAcquiredError](err); ok && held.Key != "" {
@@ -211,17 +186,22 @@ func (m *Manager) allWaiting(ctx context.Context, keys, order []string, ttl time
 			}
 		}
 		return true, failure
+	case !g.Acquired && wait:
+		return false, nil
+	case !g.Acquired:
+		key := strings.TrimPrefix(g.Busy.Key, m.prefix)
+		return true, &NotAcquiredError{Key: key, Holder: g.Busy.Holder, HolderTTL: g.Busy.TTL}
 	}
 	for i, c := range calls {
-		c.l.granted(owner, fences[i], sent)
+		c.l.granted(r.Owner, g.Fences[i], sent)
 	}
 	// ExpiresAt counts from sending, and the grants' TTL from the last
 	// hand-off: after a long wait, anchor every estimate again.
-	if time.Since(sent) > ttl/8 {
+	if queue && time.Since(sent) > ttl/8 {
 		for _, c := range calls {
 			if ok, err := c.l.refreshLocked(ctx); !ok || err != nil {
 				for _, c := range calls {
-					c.l.releaseOwner(ctx, owner)
+					c.l.releaseOwner(ctx, r.Owner)
 				}
 				if err == nil {
 					err = &LostError{Key: c.l.key, Fence: c.l.Fence(), Reason: ErrLostExpired}
@@ -230,7 +210,7 @@ func (m *Manager) allWaiting(ctx context.Context, keys, order []string, ttl time
 			}
 		}
 	}
-	return true, m.holdAll(ctx, calls, keys, order, owner, fn, o)
+	return true, m.holdAll(ctx, calls, keys, order, r.Owner, fn, o)
 }
 
 // holdAll runs fn while every call's lock, granted to owner, is held.

@@ -42,9 +42,9 @@ const (
 func WithTimeout(d time.Duration) Option { return Option{kind: optTimeout, d: d} }
 
 // WithRetryDelay sets the pause between two attempts when Block has to poll
-// (the driver does not wait itself: drivers.Capabilities.Wait); a small random jitter is
-// added so that pollers spread out. Pushed drivers may use it as an upper
-// bound for their own fallback polling. The default is DefaultRetryDelay;
+// (the driver does not wait itself: drivers.Capabilities.Wait); a small
+// random jitter is added so that pollers spread out. Pushed drivers may use
+// it as an upper bound for their own fallback polling. The default is DefaultRetryDelay;
 // the shortest accepted is MinInterval.
 func WithRetryDelay(d time.Duration) Option { return Option{kind: optRetryDelay, d: d} }
 

@@ -53,8 +53,9 @@ func (m *Manager) Try(ctx context.Context, key string, ttl time.Duration, fn Fun
 // returns a *NotAcquiredError; when ctx ends first, ctx's error; when the
 // Manager is closed meanwhile, an error matching ErrClosed.
 //
-// Drivers that wait themselves (drivers.Capabilities.Wait) hand the lock over as soon as it
-// frees, in arrival order; the others are polled every WithRetryDelay.
+// Drivers that wait themselves (drivers.Capabilities.Wait) hand the lock
+// over as soon as it frees, in arrival order; the others are polled every
+// WithRetryDelay.
 func (m *Manager) Block(ctx context.Context, key string, ttl time.Duration, fn Func, opts ...Option) error {
 	c, o, err := m.prepare(key, ttl, fn, opts)
 	if err != nil {

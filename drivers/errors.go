@@ -75,16 +75,10 @@ func (e *NotAcquiredError) Error() string {
 // Is makes errors.Is(err, ErrNotAcquired) true.
 func (e *NotAcquiredError) Is(target error) bool { return target == ErrNotAcquired }
 
-// HeldWhenEnded is the error of a wait that ctx ended while another owner
-// held key: it wraps err (ctx's error) and a *NotAcquiredError with the
-// holder's remaining time as last seen, so that the caller is told how
-// long the holder had left.
-func HeldWhenEnded(err error, key string, holderTTL time.Duration) error {
-	return HeldByWhenEnded(err, key, HeldBy{TTL: holderTTL})
-}
-
-// HeldByWhenEnded is HeldWhenEnded that also names the holder as last seen
-// (held.Holder: HolderOf its owner).
+// HeldByWhenEnded is the error of a wait that ctx ended while another
+// owner held key: it wraps err (ctx's error) and a *NotAcquiredError with
+// the holder as last seen (held.Holder: HolderOf its owner) and its
+// remaining time, so that the caller is told who had it and for how long.
 func HeldByWhenEnded(err error, key string, held HeldBy) error {
 	return fmt.Errorf("%w: %w", err, &NotAcquiredError{Key: key, HolderTTL: max(held.TTL, 0), Holder: held.Holder})
 }

@@ -25,7 +25,7 @@ func TestStatusCode_OneStatusPerError(t *testing.T) {
 		want int
 	}{
 		{"not acquired", &drivers.NotAcquiredError{Key: "k"}, http.StatusConflict},
-		{"wait ended while held", drivers.HeldWhenEnded(context.DeadlineExceeded, "k", 0), http.StatusConflict},
+		{"wait ended while held", drivers.HeldByWhenEnded(context.DeadlineExceeded, "k", drivers.HeldBy{}), http.StatusConflict},
 		{"sentinel not acquired", drivers.ErrNotAcquired, http.StatusConflict},
 		{"lost taken", &drivers.LostError{Key: "k", Reason: drivers.ErrLostTaken}, http.StatusConflict},
 		{"lost expired", &drivers.LostError{Key: "k", Reason: drivers.ErrLostExpired}, http.StatusConflict},
