@@ -347,11 +347,21 @@ func (m *Model) Cancel(owner string) Outcome {
 	return out
 }
 
-// Kill is the death of a process whose owners are owners: their waits
-// end, and their grants stay until their deadlines.
+// Kill is the death of a process whose owners are owners: their places
+// are gone, and their grants stay until their deadlines, those a set's
+// wait took too (nobody is left to let go of them), counted from now.
 func (m *Model) Kill(owners ...string) Outcome {
 	var out Outcome
 	for _, o := range owners {
+		if w := m.waits[o]; w != nil {
+			for k := range w.took {
+				mk := m.keys[k]
+				if i := mk.holder(o); i >= 0 && mk.holders[i].deadline == forever {
+					mk.holders[i].deadline = m.after(w.req.TTL)
+				}
+			}
+			clear(w.took)
+		}
 		m.end(o, &out)
 	}
 	return out

@@ -415,7 +415,8 @@ func (r *modelRun) race() bool {
 }
 
 // kill SIGKILLs a process with a wait under way: its waits end now, its
-// grants at their TTL (shortened first, so as to end after its places).
+// grants (a set's wait's keys among them) at their TTL, shortened first
+// so as to end after its places.
 func (r *modelRun) kill() bool {
 	if r.kills > 0 {
 		return false
@@ -446,10 +447,7 @@ func (r *modelRun) kill() bool {
 		}
 		owners = append(owners, a.owner)
 		for _, k := range r.m.Held(a.owner) {
-			if a.wait != nil && slices.Contains(a.wait.req.Keys, k) {
-				continue
-			}
-			r.m.Extend(k, a.owner, ttl)
+			r.m.Extend(k, a.owner, ttl) // a set's wait's keys too: they lapse, as its grants
 			if ok, err := r.driver(a).Extend(ctx, k, a.owner, ttl); err != nil || !ok {
 				r.fail("extend %q by %s: %v, %v; the model holds it", k, a.owner, ok, err)
 			}
