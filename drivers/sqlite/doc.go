@@ -8,10 +8,11 @@
 //
 // # Guarantees
 //
-// Every operation is one SQL statement, so it is atomic at the database:
-// acquire inserts the row, takes over an expired row, or refreshes the
-// deadline when the same owner already holds it; release and extend are
-// guarded by the owner token; force release deletes whoever holds the key.
+// Every operation is one SQL statement or one transaction, so it is atomic
+// at the database: acquire inserts the grant, replaces an expired one, or
+// refreshes the deadline when the same owner already holds it; release
+// and extend are guarded by the owner token; force release deletes
+// whoever holds the key.
 // Fences come from a counter stored in the same file and advanced by the
 // statement that grants the key, so they strictly increase per key, across
 // process restarts and crashes (and, with Config.Durable, across OS crashes
@@ -50,35 +51,38 @@
 // behaves like the memory driver, and no other handle, in this process or
 // another, sees its locks. Point Path at a file to coordinate processes.
 //
-// # Waiting
+// # Claims and waiting
 //
-// SQLite cannot tell a process that a row changed, so a waiting Acquire polls,
-// cheaply: while a handle has waiters, one goroutine reads
-// PRAGMA data_version (a look at the WAL index in shared memory, no I/O and
-// no lock) every 0.2 ms to Config.PollInterval with jitter, and wakes the
-// waiters when any process has committed. A woken waiter reads its key
-// before it competes for the write lock, and it never sleeps past the
-// holder's deadline or the caller's RetryDelay. Waiters on one key inside
-// one handle queue in arrival order and only the first polls; a release by
-// the same handle wakes it at once.
+// Every claim is one data model: a grant is a row of its key, owner and
+// claim (a mutex is the exclusive claim of one slot; a semaphore of N has
+// N slots; a read/write lock's readers share it and a writer holds it
+// alone), and a waiter's place is a row of the key's queue, in the file.
+// The uncontended acquire of one key, of any claim, is one statement: it
+// grants when nobody waits and the claim fits. A set of keys is one
+// transaction, all keys or none.
 //
-// # Semaphores and read/write locks
-//
-// Semaphores and read/write locks (drivers.Request.Claim) keep a key's kind,
-// grants and queue in tables of their own, each operation one BEGIN
-// IMMEDIATE transaction; fences come from the same counter. The queue is
-// in the file, so waiting is first come, first served across processes:
-// only the head of a key's queue is granted, when it fits. A waiter keeps
-// its place alive by visiting it at least once a second; the place of a
-// process that died lapses after three seconds. A trigger keeps a mutex
-// off a key with a live grant or place.
+// A wait, for one key or a set, is first come, first served across the
+// processes sharing the file, whatever the claim: in one transaction it
+// takes what is free and queues a place on each busy key; a release, a
+// force release or a waiter's leaving lets the head of the queue in, in
+// the same transaction, while it fits. SQLite cannot tell a process that
+// a row changed, so waiters poll, cheaply: while a handle has waiters, one
+// goroutine reads PRAGMA data_version (a look at the WAL index in shared
+// memory, no I/O and no lock) every 0.2 ms to Config.PollInterval with
+// jitter, and wakes them when any process has committed (at once for a
+// commit through the same handle). A woken waiter reads its keys, and
+// writes only when its turn came with nobody to let it in (a grant
+// lapsed), or to keep its place alive: it visits it at least once a
+// second, and the place of a process that died lapses after three
+// seconds. The keys a set has taken while it waits for the others live as
+// long as its places, and start their TTL when the last one comes.
 //
 // # Schema
 //
-// The tables (zerotal_lock_meta, zerotal_locks, and from version 2
-// zerotal_shared_names, zerotal_shared_holders, zerotal_shared_queue) are
-// created or migrated on first use,
-// and the schema version is stored in the file. A file written by a newer
+// The tables (zerotal_lock_meta, zerotal_locks: the grants, and from
+// version 3 zerotal_queue: the places) are created or migrated on first
+// use, and the schema version is stored in the file; the rows of a file
+// of version 1 (v0.1.0) or 2 are carried over. A file written by a newer
 // version of this package is refused with ErrSchemaTooNew rather than
 // misread; a file that is not a SQLite database is refused with
 // ErrNotDatabase, and neither is modified.

@@ -18,15 +18,16 @@ import (
 const sweepEvery = 30 * time.Second
 
 // Driver is a handle on a SQLite lock database. It implements
-// drivers.Driver, drivers.Extender and drivers.Waiter, and is safe for
-// concurrent use.
+// drivers.Driver (every claim, sets and waits: Capabilities),
+// drivers.Extender, drivers.Inspector, drivers.Lister and
+// drivers.ChangeWatcher, and is safe for concurrent use.
 type Driver struct {
 	cfg    Config // with defaults applied
 	memory bool   // Path is ":memory:": no reader pool, no poller
 
 	wdb     *sql.DB
 	wconn   *sql.Conn     // the one connection that writes
-	wsc     stmtCache     // the shared keys' statements on wconn
+	wsc     stmtCache     // statements prepared on wconn
 	rsc     stmtCache     // and on the readers
 	wsem    chan struct{} // one slot: who may use wconn
 	pmu     sync.Mutex
@@ -35,8 +36,7 @@ type Driver struct {
 	w       writeStmts
 	r       readStmts
 
-	watch  *watcher
-	queues keyQueues
+	watch *watcher
 
 	lastSweep atomic.Int64 // Unix microseconds of the last sweep
 	busyWaits atomic.Int64 // pauses on a database another connection locked
@@ -66,76 +66,27 @@ func deadlineUS(now time.Time, ttl time.Duration) int64 {
 	return now.UnixMicro() + max(ttl.Microseconds(), 1)
 }
 
-// acquireKey takes key for owner for ttl, takes it over when the holder's
-// deadline has passed, or refreshes the deadline (keeping the fence) when
-// owner holds it. ok is false, with a nil error, when another owner holds
-// the key. One statement does all of it, fence counter included.
-func (d *Driver) acquireKey(ctx context.Context, key, owner string, ttl time.Duration) (fence uint64, ok bool, err error) {
-	var refused error // the key is a shared one
-	err = d.write(ctx, "acquire", func(ctx context.Context) error {
-		refused = nil
-		now := time.Now()
-		var f int64
-		err := d.w.acquire.QueryRowContext(ctx, key, owner, deadlineUS(now, ttl), now.UnixMicro()).Scan(&f)
-		if errors.Is(err, sql.ErrNoRows) {
-			fence, ok = 0, false
-			return nil
-		}
-		if isSharedMarker(err) {
-			refused = drivers.KindMismatch(key, drivers.AnyShared, drivers.Claim{})
-			return nil
-		}
-		if err != nil {
-			return err
-		}
-		fence, ok = uint64(f), true
-		return nil
-	})
-	if err == nil {
-		err = refused
-	}
-	if err != nil {
-		return 0, false, err
-	}
-	if ok {
-		d.maybeSweep(ctx)
-	}
-	return fence, ok, nil
-}
-
-// acquireKeyHolder is Acquire that, when another owner holds the key, also
-// says who (drivers.HolderOf its owner) and how long its row has left
-// (read after the attempt, so it may be a little less than at the
-// attempt).
-func (d *Driver) acquireKeyHolder(ctx context.Context, key, owner string, ttl time.Duration) (uint64, bool, drivers.HeldBy, error) {
-	fence, ok, err := d.acquireKey(ctx, key, owner, ttl)
-	if err != nil || ok {
-		return fence, ok, drivers.HeldBy{}, err
-	}
-	h, err := d.holder(ctx, key)
-	if err != nil {
-		return 0, false, drivers.HeldBy{}, nil // the attempt's answer stands; the holder is unknown
-	}
-	return 0, false, drivers.HeldBy{Holder: drivers.HolderOf(h.owner),
-		TTL: max(time.Duration(h.expiresUS-time.Now().UnixMicro())*time.Microsecond, 0)}, nil
-}
-
-// Release deletes key if owner holds it. It reports false when the lock
-// had expired or someone else holds it; an expired row of owner's is
-// deleted all the same.
+// Release deletes owner's grant of key. It reports false when the grant
+// had expired or owner holds none; an expired grant of owner's is deleted
+// all the same. One statement, which also says whether anyone waits for
+// the key: then the head of its queue is let in.
 func (d *Driver) Release(ctx context.Context, key, owner string) (bool, error) {
 	var deleted, released bool
 	err := d.write(ctx, "release", func(ctx context.Context) error {
 		var expires int64
-		err := d.w.release.QueryRowContext(ctx, key, owner).Scan(&expires)
+		var queued bool
+		err := d.w.release.QueryRowContext(ctx, key, owner).Scan(&expires, &queued)
 		if errors.Is(err, sql.ErrNoRows) {
-			deleted, released, err = d.releaseShared(ctx, key, owner)
-			return err
+			deleted, released = false, false
+			return nil
 		}
 		if err != nil {
 			return err
 		}
 		deleted, released = true, expires > time.Now().UnixMicro()
+		if queued {
+			return d.admitAfter(ctx, key)
+		}
 		return nil
 	})
 	if deleted {
@@ -144,41 +95,32 @@ func (d *Driver) Release(ctx context.Context, key, owner string) (bool, error) {
 	return released, err
 }
 
-// ForceRelease deletes key whoever holds it: a mutex's holder, or every
-// holder of a shared key (whose waiters then come in).
-func (d *Driver) ForceRelease(ctx context.Context, key string) error {
-	return d.deleteRows(ctx, "force release", func(ctx context.Context) (sql.Result, error) {
-		res, err := d.w.force.ExecContext(ctx, key)
-		if n, _ := rowsAffected(res, err); n > 0 || err != nil {
-			return res, err
-		}
-		if res, err = d.wq().ExecContext(ctx, sharedForceSQL, key); err != nil {
-			return res, err
-		}
-		d.forget(ctx, key, time.Now().UnixMicro())
-		return res, nil
-	})
-}
-
-func rowsAffected(res sql.Result, err error) (int64, error) {
-	if err != nil {
-		return 0, err
+// admitAfter lets key's waiters in after a grant of it ended by a
+// statement that has taken effect on its own. In a joint run its failure
+// fails the run, which then runs each call alone; alone, it is left to the
+// waiters, the next of which to write lets them in as well.
+func (d *Driver) admitAfter(ctx context.Context, key string) error {
+	if err := d.admitKeys(ctx, key); err != nil && inRun(ctx) {
+		return err
 	}
-	return res.RowsAffected()
+	return nil
 }
 
-// deleteRows runs one deleting statement as a write, and tells this host's
-// waiters when it deleted anything.
-func (d *Driver) deleteRows(ctx context.Context, op string, exec func(ctx context.Context) (sql.Result, error)) error {
+// ForceRelease deletes every grant of key, whoever holds it; its waiters
+// then come in.
+func (d *Driver) ForceRelease(ctx context.Context, key string) error {
 	var deleted bool
-	err := d.write(ctx, op, func(ctx context.Context) error {
-		res, err := exec(ctx)
+	err := d.write(ctx, "force release", func(ctx context.Context) error {
+		res, err := d.wq().ExecContext(ctx, forceSQL, key)
 		if err != nil {
 			return err
 		}
 		n, err := res.RowsAffected()
 		deleted = n > 0
-		return err
+		if err != nil || !deleted {
+			return err
+		}
+		return d.admitAfter(ctx, key)
 	})
 	if deleted {
 		d.watch.bump()
@@ -186,7 +128,7 @@ func (d *Driver) deleteRows(ctx context.Context, op string, exec func(ctx contex
 	return err
 }
 
-// Exists reports whether key is held and its deadline has not passed.
+// Exists reports whether key has a grant whose deadline has not passed.
 func (d *Driver) Exists(ctx context.Context, key string) (bool, error) {
 	var held bool
 	err := d.read(ctx, "exists", func(ctx context.Context, r *readStmts) error {
@@ -195,17 +137,17 @@ func (d *Driver) Exists(ctx context.Context, key string) (bool, error) {
 	return held, err
 }
 
-// Extend sets the deadline of key to now+ttl if owner holds it and it has
-// not expired. It never creates a row.
+// Extend sets the deadline of owner's grant of key to now+ttl if it has
+// not expired. It never creates a grant.
 func (d *Driver) Extend(ctx context.Context, key, owner string, ttl time.Duration) (bool, error) {
 	var extended bool
 	err := d.write(ctx, "extend", func(ctx context.Context) error {
 		now := time.Now()
-		res, err := d.w.extend.ExecContext(ctx, key, owner, deadlineUS(now, ttl), now.UnixMicro())
-		n, err := rowsAffected(res, err)
-		if n == 0 && err == nil {
-			n, err = rowsAffected(d.wq().ExecContext(ctx, sharedRefreshSQL, key, owner, deadlineUS(now, ttl), now.UnixMicro()))
+		res, err := d.wq().ExecContext(ctx, extendSQL, key, owner, deadlineUS(now, ttl), now.UnixMicro())
+		if err != nil {
+			return err
 		}
+		n, err := res.RowsAffected()
 		extended = n == 1
 		return err
 	})
@@ -245,19 +187,21 @@ func (d *Driver) closeConns() error {
 	return nil
 }
 
-// maybeSweep deletes expired rows when the last sweep is old enough. Its
-// failure is ignored: the rows are free already, only the table is bigger.
+// maybeSweep deletes the grants and places that have lapsed when the last
+// sweep is old enough. Its failure is ignored: they count for nothing
+// already, only the tables are bigger.
 func (d *Driver) maybeSweep(ctx context.Context) {
 	now := time.Now().UnixMicro()
 	last := d.lastSweep.Load()
 	if now-last < sweepEvery.Microseconds() || !d.lastSweep.CompareAndSwap(last, now) {
 		return
 	}
-	_ = d.deleteRows(ctx, "sweep", func(ctx context.Context) (sql.Result, error) {
+	_ = d.write(ctx, "sweep", func(ctx context.Context) error {
 		now := time.Now().UnixMicro()
-		if _, err := d.wq().ExecContext(ctx, sharedSweepSQL, now); err != nil {
-			return nil, err
+		if _, err := d.wq().ExecContext(ctx, sweepQSQL, now); err != nil {
+			return err
 		}
-		return d.w.sweep.ExecContext(ctx, now)
+		_, err := d.wq().ExecContext(ctx, sweepSQL, now)
+		return err
 	})
 }

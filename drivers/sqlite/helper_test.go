@@ -210,7 +210,8 @@ func helperHold(ctx context.Context) error {
 	return nil
 }
 
-// helperWaiter serves the hand-off test: for each "wait <key>" line it
+// helperWaiter serves the hand-off and FIFO tests: for each "wait <key>"
+// line (its grant for TTL, 10s by default) it
 // prints "waiting", waits for the key, prints "got <fence> <unix ns>",
 // releases it and prints "released".
 func helperWaiter(ctx context.Context) error {
@@ -227,7 +228,7 @@ func helperWaiter(ctx context.Context) error {
 		}
 		owner := newToken()
 		fmt.Println("waiting")
-		fence, err := driverstest.TakeWait(ctx, d, key, owner, 10*time.Second, drivers.WaitOptions{RetryDelay: 100 * time.Millisecond})
+		fence, err := driverstest.TakeWait(ctx, d, key, owner, envDur(envTTL, 10*time.Second), drivers.WaitOptions{RetryDelay: 100 * time.Millisecond})
 		got := time.Now().UnixNano()
 		if err != nil {
 			return err

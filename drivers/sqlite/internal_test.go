@@ -22,33 +22,30 @@ func TestJitter_StaysWithinHalfAndWhole(t *testing.T) {
 	}
 }
 
-func TestKeyQueues_TurnsFollowArrivalOrder(t *testing.T) {
-	var q keyQueues
-	a, b, c := q.join("k"), q.join("k"), q.join("k")
-	other := q.join("other")
-	isTurn := func(tk *ticket) bool {
-		select {
-		case <-tk.turn:
-			return true
-		default:
-			return false
+func TestKeyState_AdmitsFromTheHeadWhileTheyFit(t *testing.T) {
+	read, write, sem2 := drivers.Claim{Kind: drivers.RWLock}, drivers.Claim{Kind: drivers.RWLock, Write: true}, drivers.Claim{Kind: drivers.Semaphore, Limit: 2}
+	rows := func(cs ...drivers.Claim) []row {
+		var rs []row
+		for i, c := range cs {
+			rs = append(rs, row{owner: string(rune('a' + i)), claim: c})
 		}
+		return rs
 	}
-	if !isTurn(a) || isTurn(b) || isTurn(c) || !isTurn(other) {
-		t.Fatal("only the first ticket of each key may have its turn")
-	}
-	q.leave("k", b) // leaving from the middle hands nothing over
-	if isTurn(c) {
-		t.Fatal("c got its turn when b, behind a, left")
-	}
-	q.leave("k", a)
-	if !isTurn(c) {
-		t.Fatal("c did not get its turn when a left")
-	}
-	q.leave("k", c)
-	q.leave("other", other)
-	if n := q.waiting("k") + q.waiting("other"); n != 0 || len(q.lines) != 0 {
-		t.Fatalf("%d tickets and %d lines left after everyone left", n, len(q.lines))
+	for _, tc := range []struct {
+		name           string
+		grants, places []row
+		want           int
+	}{
+		{"a free mutex lets its first waiter in", nil, rows(drivers.Claim{}, drivers.Claim{}), 1},
+		{"a held mutex lets nobody in", rows(drivers.Claim{}), rows(drivers.Claim{}), 0},
+		{"a semaphore fills its slots", rows(sem2), rows(sem2, sem2, sem2), 1},
+		{"readers come in together up to a writer", nil, rows(read, read, write, read), 2},
+		{"a waiting writer stops the readers behind it", rows(read), rows(write, read), 0},
+		{"a writer waits for the readers", rows(read, read), rows(write), 0},
+	} {
+		if got := (keyState{grants: tc.grants, places: tc.places}).admitted(); got != tc.want {
+			t.Errorf("%s: %d let in, want %d", tc.name, got, tc.want)
+		}
 	}
 }
 
@@ -83,6 +80,15 @@ func openInternal(t *testing.T, cfg Config) *Driver {
 	return d
 }
 
+// waiters is how many wait for key, in the file.
+func waiters(t *testing.T, d *Driver, key string) int {
+	h, _, err := d.Inspect(t.Context(), key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return h.WaiterCount
+}
+
 func TestDriver_WaitersOfOneHandleAreServedInArrivalOrder(t *testing.T) {
 	d := openInternal(t, Config{})
 	ctx := t.Context()
@@ -104,7 +110,7 @@ func TestDriver_WaitersOfOneHandleAreServedInArrivalOrder(t *testing.T) {
 			errs <- err
 		}()
 		// Let waiter i line up before waiter i+1 arrives.
-		if !poll.Wait(10*time.Second, func() bool { return d.queues.waiting("k") == i+1 }) {
+		if !poll.Wait(10*time.Second, func() bool { return waiters(t, d, "k") == i+1 }) {
 			t.Fatalf("waiter %d never lined up", i)
 		}
 	}
@@ -148,7 +154,11 @@ func TestDriver_PollerStopsWhenIdleAndOnClose(t *testing.T) {
 	if !poll.Wait(10*time.Second, func() bool { return !running() }) {
 		t.Fatal("poller still running long after the last waiter left")
 	}
-	// A new wait restarts it; Close stops it (goleak checks the goroutine).
+	// A new wait (for a busy key: a free one is taken at once) restarts
+	// it; Close stops it (goleak checks the goroutine).
+	if _, ok, err := driverstest.Take(ctx, d, "k2", "holder", 50*time.Millisecond); err != nil || !ok {
+		t.Fatalf("Acquire = %v, %v", ok, err)
+	}
 	if _, err := driverstest.TakeWait(ctx, d, "k2", "waiter", time.Minute, drivers.WaitOptions{}); err != nil {
 		t.Fatal(err)
 	}
@@ -194,7 +204,7 @@ func TestDriver_CloseWakesWaiters(t *testing.T) {
 			done <- err
 		}()
 	}
-	if !poll.Wait(10*time.Second, func() bool { return d.queues.waiting("k") == 2 }) {
+	if !poll.Wait(10*time.Second, func() bool { return waiters(t, d, "k") == 2 }) {
 		t.Fatal("waiters never lined up")
 	}
 	if err := d.Close(); err != nil {

@@ -4,8 +4,6 @@ import (
 	"context"
 	"database/sql"
 	"database/sql/driver"
-	"slices"
-	"strings"
 	"time"
 
 	"github.com/zerotal/lock/drivers"
@@ -14,10 +12,9 @@ import (
 var _ drivers.Lister = (*Driver)(nil)
 
 // ListHeld describes the held keys that start with prefix, sorted, at most
-// limit of them (drivers.Lister): the mutexes of zerotal_locks and the
-// shared keys of zerotal_shared_names with a live grant, read in one
-// read transaction, so the list is one moment of the file. Each query
-// walks the primary key from prefix on and stops after limit+1 keys.
+// limit of them (drivers.Lister), read in one read transaction, so the
+// list is one moment of the file. The query of the keys walks the primary
+// key from prefix on and stops after limit+1 keys.
 func (d *Driver) ListHeld(ctx context.Context, prefix string, limit int) ([]drivers.Listed, bool, error) {
 	var locks []drivers.Listed
 	var truncated bool
@@ -86,126 +83,75 @@ func prefixEnd(prefix string) (string, bool) {
 	return "", false
 }
 
-// listTx reads the list through q, which must be one transaction.
+// listTx reads the list through q, which must be one transaction: the
+// first limit+1 keys with a live grant, then their grants and places.
 func listTx(ctx context.Context, q querier, prefix string, limit int) ([]drivers.Listed, bool, error) {
-	now := time.Now()
-	nowUS := now.UnixMicro()
+	nowUS := time.Now().UnixMicro()
 	cond, args := keyRange(prefix)
 	args = append(args, nowUS, limit+1) // ?3, ?4
-	remaining := func(exp int64) time.Duration { return time.UnixMicro(exp).Sub(now) }
-
-	// The mutexes with a live grant, and the shared keys with a live
-	// grant: limit+1 of each, so that the first limit+1 of both are known.
-	var mutexes []drivers.Listed
-	rows, err := q.QueryContext(ctx, `SELECT key, owner, fence, expires_us FROM zerotal_locks
+	rows, err := q.QueryContext(ctx, `SELECT DISTINCT key FROM zerotal_locks
 		WHERE `+cond+` AND expires_us > ?3 ORDER BY key LIMIT ?4`, args...)
 	if err != nil {
 		return nil, false, err
 	}
+	var locks []drivers.Listed
 	for rows.Next() {
 		var l drivers.Listed
-		var h drivers.Holder
-		var fence, exp int64
-		if err := rows.Scan(&l.Key, &h.Owner, &fence, &exp); err != nil {
+		if err := rows.Scan(&l.Key); err != nil {
 			rows.Close()
 			return nil, false, err
 		}
-		h.Fence, h.Remaining = uint64(fence), remaining(exp)
-		l.Holders = []drivers.Holder{h}
-		mutexes = append(mutexes, l)
+		locks = append(locks, l)
 	}
 	if err := closeRows(rows); err != nil {
 		return nil, false, err
 	}
-	var shared []drivers.Listed
-	rows, err = q.QueryContext(ctx, `SELECT n.key, n.kind, n.lim FROM zerotal_shared_names n
-		WHERE `+strings.ReplaceAll(cond, "key", "n.key")+` AND EXISTS (SELECT 1 FROM zerotal_shared_holders h
-			WHERE h.key = n.key AND h.expires_us > ?3)
-		ORDER BY n.key LIMIT ?4`, args...)
-	if err != nil {
-		return nil, false, err
-	}
-	for rows.Next() {
-		var l drivers.Listed
-		var kind, lim int64
-		if err := rows.Scan(&l.Key, &kind, &lim); err != nil {
-			rows.Close()
-			return nil, false, err
-		}
-		l.Claim = drivers.Claim{Kind: drivers.Kind(kind), Limit: uint32(lim)}
-		shared = append(shared, l)
-	}
-	if err := closeRows(rows); err != nil {
-		return nil, false, err
-	}
-
-	// A key is a mutex or shared, never both while held (the trigger and
-	// the shared acquire see to it): merge, and keep limit.
-	locks := append(mutexes, shared...)
-	slices.SortFunc(locks, func(a, b drivers.Listed) int { return strings.Compare(a.Key, b.Key) })
 	truncated := len(locks) > limit
 	if truncated {
 		locks = locks[:limit]
 	}
-	if err := fillShared(ctx, q, locks, prefix, nowUS, remaining); err != nil {
+	if len(locks) == 0 {
+		return nil, false, nil
+	}
+	states, err := readStates(ctx, q, locks[0].Key, locks[len(locks)-1].Key, nowUS)
+	if err != nil {
 		return nil, false, err
+	}
+	for i := range locks {
+		if s := states[locks[i].Key]; s != nil { // always, in one transaction
+			locks[i].Holding = s.holding()
+		}
 	}
 	return locks, truncated, nil
 }
 
-// fillShared reads the holders and queues of the shared keys of locks:
-// one query each over the range from prefix to the last shared key kept,
-// where every shared key with a live grant is one of them.
-func fillShared(ctx context.Context, q querier, locks []drivers.Listed, prefix string, nowUS int64, remaining func(int64) time.Duration) error {
-	at := map[string]*drivers.Listed{}
-	last := ""
-	for i := range locks {
-		if l := &locks[i]; l.Claim.Kind != drivers.Mutex {
-			at[l.Key], last = l, l.Key
-		}
-	}
-	if len(at) == 0 {
-		return nil
-	}
-	rows, err := q.QueryContext(ctx, `SELECT key, owner, fence, expires_us, write FROM zerotal_shared_holders
-		WHERE key >= ?1 AND key <= ?2 AND expires_us > ?3 ORDER BY key, fence`, prefix, last, nowUS)
+// Inspect describes key (drivers.Inspector): its claim, its grants by
+// fence and its waiters in order; ok is false when nobody holds it.
+func (d *Driver) Inspect(ctx context.Context, key string) (drivers.Holding, bool, error) {
+	var s keyState
+	err := d.read(ctx, "inspect", func(ctx context.Context, r *readStmts) (err error) {
+		s, err = readState(ctx, r.db, key, time.Now().UnixMicro())
+		return err
+	})
 	if err != nil {
-		return err
+		return drivers.Holding{}, false, err
 	}
-	for rows.Next() {
-		var key string
-		var h drivers.Holder
-		var fence, exp int64
-		if err := rows.Scan(&key, &h.Owner, &fence, &exp, &h.Write); err != nil {
-			rows.Close()
-			return err
-		}
-		if l := at[key]; l != nil {
-			h.Fence, h.Remaining = uint64(fence), remaining(exp)
-			l.Holders = append(l.Holders, h)
-		}
+	return s.holding(), len(s.grants) > 0, nil
+}
+
+// holding is s as a drivers.Inspector describes it.
+func (s keyState) holding() drivers.Holding {
+	var h drivers.Holding
+	h.Claim, _ = s.claim()
+	now := time.Now()
+	for _, g := range s.grants {
+		h.Holders = append(h.Holders, drivers.Holder{Owner: g.owner, Fence: g.fence, Remaining: time.UnixMicro(g.expiresUS).Sub(now), Write: g.claim.Write})
 	}
-	if err := closeRows(rows); err != nil {
-		return err
+	for _, p := range s.places {
+		h.Waiters = append(h.Waiters, drivers.Waiting{Owner: p.owner, Write: p.claim.Write})
 	}
-	rows, err = q.QueryContext(ctx, `SELECT key, owner, write FROM zerotal_shared_queue
-		WHERE key >= ?1 AND key <= ?2 AND alive_us > ?3 ORDER BY key, seq`, prefix, last, nowUS)
-	if err != nil {
-		return err
-	}
-	for rows.Next() {
-		var key string
-		var w drivers.Waiting
-		if err := rows.Scan(&key, &w.Owner, &w.Write); err != nil {
-			rows.Close()
-			return err
-		}
-		if l := at[key]; l != nil {
-			l.Waiters = append(l.Waiters, w)
-			l.WaiterCount++
-		}
-	}
-	return closeRows(rows)
+	h.WaiterCount = len(h.Waiters)
+	return h
 }
 
 // closeRows closes rows and returns the error that ended them, if any.

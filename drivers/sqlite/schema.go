@@ -10,7 +10,7 @@ import (
 // schemaVersion is the version this package writes and reads. migrations[i]
 // takes a file from version i to version i+1; a later version appends to the
 // list and never edits an entry already released.
-const schemaVersion = 2
+const schemaVersion = 3
 
 var migrations = []string{
 	// 0 -> 1: the lock table and the fence counter.
@@ -38,11 +38,8 @@ var migrations = []string{
 		UPDATE zerotal_lock_meta SET value = NEW.fence WHERE name = 'last_fence' AND value < NEW.fence;
 	END;`,
 
-	// 1 -> 2: semaphores and read/write locks (shared.go). A key is in
-	// zerotal_shared_names while anyone holds or waits for it as one; the
-	// trigger keeps a mutex off a key with a live grant or place (by
-	// SQLite's clock, the host's), and the shared acquire checks the
-	// other way. Grants draw their fences from the same last_fence.
+	// 1 -> 2: semaphores and read/write locks in tables of their own, as
+	// development builds wrote them; 2 -> 3 carries their rows over.
 	`CREATE TABLE zerotal_shared_names (
 		key  TEXT PRIMARY KEY,
 		kind INTEGER NOT NULL,
@@ -71,6 +68,51 @@ var migrations = []string{
 	OR EXISTS (SELECT 1 FROM zerotal_shared_queue WHERE key = NEW.key
 		AND alive_us > CAST((julianday('now') - 2440587.5) * 86400000000 AS INTEGER)) BEGIN
 		SELECT RAISE(ABORT, 'zerotal: the key is held as a semaphore or read/write lock');
+	END;`,
+
+	// 2 -> 3: one data model for every claim (state.go), which replaces
+	// version 2's (no release wrote it). zerotal_locks holds every grant,
+	// one row per (key, owner), with the claim it was made for (excl: a
+	// mutex or a write holds the key alone); zerotal_queue every waiter's
+	// place, a mutex's as a semaphore's, alive until alive_us unless its
+	// waiter visits it. The rows of version 1 and 2 are carried over.
+	`CREATE TABLE zerotal_grants (
+		key        TEXT NOT NULL,
+		owner      TEXT NOT NULL,
+		fence      INTEGER NOT NULL,
+		expires_us INTEGER NOT NULL,
+		kind       INTEGER NOT NULL,
+		lim        INTEGER NOT NULL,
+		excl       INTEGER NOT NULL,
+		PRIMARY KEY (key, owner)
+	) WITHOUT ROWID;
+	INSERT INTO zerotal_grants SELECT key, owner, fence, expires_us, 0, 0, 1 FROM zerotal_locks;
+	INSERT OR IGNORE INTO zerotal_grants SELECT h.key, h.owner, h.fence, h.expires_us, n.kind, n.lim, h.write
+		FROM zerotal_shared_holders h JOIN zerotal_shared_names n USING (key);
+	CREATE TABLE zerotal_queue (
+		key      TEXT NOT NULL,
+		owner    TEXT NOT NULL,
+		seq      INTEGER NOT NULL,
+		kind     INTEGER NOT NULL,
+		lim      INTEGER NOT NULL,
+		excl     INTEGER NOT NULL,
+		alive_us INTEGER NOT NULL,
+		ttl_us   INTEGER NOT NULL,
+		PRIMARY KEY (key, owner)
+	) WITHOUT ROWID;
+	INSERT INTO zerotal_queue SELECT q.key, q.owner, q.seq, n.kind, n.lim, q.write, q.alive_us, q.ttl_us
+		FROM zerotal_shared_queue q JOIN zerotal_shared_names n USING (key);
+	DROP TABLE zerotal_shared_queue;
+	DROP TABLE zerotal_shared_holders;
+	DROP TABLE zerotal_shared_names;
+	DROP TABLE zerotal_locks;
+	ALTER TABLE zerotal_grants RENAME TO zerotal_locks;
+	CREATE TRIGGER zerotal_locks_fence_on_insert AFTER INSERT ON zerotal_locks BEGIN
+		UPDATE zerotal_lock_meta SET value = NEW.fence WHERE name = 'last_fence' AND value < NEW.fence;
+	END;
+	CREATE TRIGGER zerotal_locks_fence_on_update AFTER UPDATE OF fence ON zerotal_locks
+	WHEN NEW.fence > OLD.fence BEGIN
+		UPDATE zerotal_lock_meta SET value = NEW.fence WHERE name = 'last_fence' AND value < NEW.fence;
 	END;`,
 }
 

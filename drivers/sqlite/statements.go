@@ -3,50 +3,93 @@ package sqlite
 import (
 	"context"
 	"database/sql"
-	"errors"
 )
 
 // The statements of a lock cycle. Each one is atomic: run alone it is its
 // own write transaction, for which SQLite takes the write lock before it
 // reads; run with other calls of the handle it is one statement of a
 // BEGIN IMMEDIATE transaction (see runOnce).
+//
+// Their parameters, where they have them: ?1 key, ?2 owner, ?3 the new
+// deadline, ?4 now (both Unix microseconds), ?5 kind, ?6 limit, ?7
+// exclusive, ?8 how many may hold the key at once (see claimArgs).
 const (
-	// acquireSQL inserts the row, or takes over a row whose deadline has
-	// passed, or refreshes a row owner holds (keeping its fence). The
-	// excluded.fence is last_fence+1; the triggers store it back into
-	// last_fence in the same statement. No row comes back when another
-	// owner holds the key.
-	acquireSQL = `INSERT INTO zerotal_locks (key, owner, fence, expires_us)
-VALUES (?1, ?2, (SELECT value + 1 FROM zerotal_lock_meta WHERE name = 'last_fence'), ?3)
-ON CONFLICT (key) DO UPDATE SET
-	fence = CASE WHEN owner = excluded.owner AND expires_us > ?4 THEN fence ELSE excluded.fence END,
-	owner = excluded.owner,
-	expires_us = excluded.expires_us
-WHERE owner = excluded.owner OR expires_us <= ?4
+	// acquireSQL is the whole of an acquire that needs nobody's turn: it
+	// refreshes owner's live grant of the same claim (same fence), or
+	// grants the key when nobody waits for it, no live grant is of
+	// another kind or limit, and the claim fits beside the others' grants;
+	// the fence is last_fence+1, which the triggers store back in the same
+	// statement. A grant of owner's that has lapsed is replaced, with a new
+	// fence. No row comes back otherwise (busy, queued, or a refusal that
+	// a read then names).
+	acquireSQL = `INSERT INTO zerotal_locks (key, owner, fence, expires_us, kind, lim, excl)
+SELECT ?1, ?2, (SELECT value + 1 FROM zerotal_lock_meta WHERE name = 'last_fence'), ?3, ?5, ?6, ?7
+WHERE EXISTS (SELECT 1 FROM zerotal_locks WHERE key = ?1 AND owner = ?2 AND expires_us > ?4 AND kind = ?5 AND lim = ?6 AND excl = ?7)
+OR (NOT EXISTS (SELECT 1 FROM zerotal_queue WHERE key = ?1 AND alive_us > ?4)
+	AND NOT EXISTS (SELECT 1 FROM zerotal_locks WHERE key = ?1 AND expires_us > ?4
+		AND (kind <> ?5 OR lim <> ?6 OR owner <> ?2 AND (excl OR ?7)))
+	AND (?7 OR (SELECT count(*) FROM zerotal_locks WHERE key = ?1 AND owner <> ?2 AND expires_us > ?4) < ?8))
+ON CONFLICT (key, owner) DO UPDATE SET
+	fence = CASE WHEN expires_us > ?4 THEN fence ELSE excluded.fence END,
+	expires_us = excluded.expires_us, kind = excluded.kind, lim = excluded.lim, excl = excluded.excl
+WHERE expires_us <= ?4 OR excl = excluded.excl
 RETURNING fence`
 
-	releaseSQL = `DELETE FROM zerotal_locks WHERE key = ?1 AND owner = ?2 RETURNING expires_us`
-	forceSQL   = `DELETE FROM zerotal_locks WHERE key = ?1`
-	extendSQL  = `UPDATE zerotal_locks SET expires_us = ?3 WHERE key = ?1 AND owner = ?2 AND expires_us > ?4`
-	sweepSQL   = `DELETE FROM zerotal_locks WHERE expires_us <= ?1`
+	// releaseSQL also says whether anyone waits for the key, who may now
+	// be let in.
+	releaseSQL = `DELETE FROM zerotal_locks WHERE key = ?1 AND owner = ?2
+RETURNING expires_us, EXISTS (SELECT 1 FROM zerotal_queue WHERE key = ?1)`
+	forceSQL  = `DELETE FROM zerotal_locks WHERE key = ?1`
+	extendSQL = `UPDATE zerotal_locks SET expires_us = ?3 WHERE key = ?1 AND owner = ?2 AND expires_us > ?4`
+	sweepSQL  = `DELETE FROM zerotal_locks WHERE expires_us <= ?1`
+	sweepQSQL = `DELETE FROM zerotal_queue WHERE alive_us <= ?1`
+	existsSQL = `SELECT EXISTS (SELECT 1 FROM zerotal_locks WHERE key = ?1 AND expires_us > ?2)`
 
-	existsSQL = `SELECT EXISTS (SELECT 1 FROM zerotal_locks WHERE key = ?1 AND expires_us > ?2)
-OR EXISTS (SELECT 1 FROM zerotal_shared_holders WHERE key = ?1 AND expires_us > ?2)`
-	holderSQL = `SELECT owner, expires_us FROM zerotal_locks WHERE key = ?1`
+	// The state of the keys from ?1 to ?2 as the waiting rules see it
+	// (state.go): their live grants by fence and their live places in
+	// order of arrival.
+	grantsSQL = `SELECT key, owner, fence, expires_us, kind, lim, excl FROM zerotal_locks
+WHERE key >= ?1 AND key <= ?2 AND expires_us > ?3 ORDER BY key, fence`
+	placesSQL = `SELECT key, owner, kind, lim, excl, alive_us, ttl_us FROM zerotal_queue
+WHERE key >= ?1 AND key <= ?2 AND alive_us > ?3 ORDER BY key, seq`
+
+	// The writes of a step (step.go) and of admission.
+	purgeSQL  = `DELETE FROM zerotal_locks WHERE key = ?1 AND expires_us <= ?2`
+	purgeQSQL = `DELETE FROM zerotal_queue WHERE key = ?1 AND alive_us <= ?2`
+	grantSQL  = `INSERT INTO zerotal_locks (key, owner, fence, expires_us, kind, lim, excl)
+VALUES (?1, ?2, (SELECT value + 1 FROM zerotal_lock_meta WHERE name = 'last_fence'), ?3, ?4, ?5, ?6)
+ON CONFLICT (key, owner) DO UPDATE SET fence = excluded.fence, expires_us = excluded.expires_us,
+	kind = excluded.kind, lim = excluded.lim, excl = excluded.excl
+RETURNING fence`
+	enqueueSQL = `INSERT INTO zerotal_queue (key, owner, seq, kind, lim, excl, alive_us, ttl_us)
+VALUES (?1, ?2, (SELECT COALESCE(MAX(seq), 0) + 1 FROM zerotal_queue WHERE key = ?1), ?3, ?4, ?5, ?6, ?7)
+ON CONFLICT (key, owner) DO UPDATE SET alive_us = excluded.alive_us`
+	dequeueSQL = `DELETE FROM zerotal_queue WHERE key = ?1 AND owner = ?2`
+	// holdSQL sets the deadline of owner's grant: a completed wait's TTL,
+	// or, while a set still waits, at least a place's lease.
+	holdSQL = `UPDATE zerotal_locks SET expires_us = CASE WHEN ?4 THEN max(expires_us, ?3) ELSE ?3 END WHERE key = ?1 AND owner = ?2`
+	dropSQL = `DELETE FROM zerotal_locks WHERE key = ?1 AND owner = ?2`
 
 	dataVersionSQL = `PRAGMA data_version`
 )
 
 // writeStmts are prepared once on the write connection.
 type writeStmts struct {
-	acquire, release, force, extend, sweep *sql.Stmt
+	acquire, release *sql.Stmt
 }
 
 // readStmts are prepared on the reader pool (on the write connection in
 // memory mode).
 type readStmts struct {
-	exists, holder *sql.Stmt
-	db             querier // where other reads go
+	exists *sql.Stmt
+	db     querier // where other reads go
+}
+
+// querier is what reads go through: the reader pool, a read transaction
+// or the write connection.
+type querier interface {
+	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
 }
 
 type preparer interface {
@@ -69,47 +112,20 @@ func (d *Driver) prepare(ctx context.Context) error {
 	err := prepareAll(ctx, d.wconn, map[**sql.Stmt]string{
 		&d.w.acquire: acquireSQL,
 		&d.w.release: releaseSQL,
-		&d.w.force:   forceSQL,
-		&d.w.extend:  extendSQL,
-		&d.w.sweep:   sweepSQL,
 	})
 	if err != nil || !d.memory {
 		return err
 	}
 	d.rsc = stmtCache{p: d.wconn, raw: d.wconn}
 	d.r.db = stmtQuerier{&d.rsc}
-	return prepareAll(ctx, d.wconn, map[**sql.Stmt]string{
-		&d.r.exists: existsSQL,
-		&d.r.holder: holderSQL,
-	})
+	return prepareAll(ctx, d.wconn, map[**sql.Stmt]string{&d.r.exists: existsSQL})
 }
 
 func (d *Driver) prepareReads(ctx context.Context) error {
 	d.rsc = stmtCache{p: d.rdb, raw: d.rdb}
 	d.r.db = stmtQuerier{&d.rsc}
-	return prepareAll(ctx, d.rdb, map[**sql.Stmt]string{
-		&d.r.exists: existsSQL,
-		&d.r.holder: holderSQL,
-	})
+	return prepareAll(ctx, d.rdb, map[**sql.Stmt]string{&d.r.exists: existsSQL})
 }
 
-// holder is who holds a key according to one read.
-type holder struct {
-	owner     string
-	expiresUS int64 // 0: no row
-}
-
-func (h holder) heldAt(nowUS int64) bool { return h.expiresUS > nowUS }
-
-func (d *Driver) holder(ctx context.Context, key string) (holder, error) {
-	var h holder
-	err := d.read(ctx, "read holder", func(ctx context.Context, r *readStmts) error {
-		err := r.holder.QueryRowContext(ctx, key).Scan(&h.owner, &h.expiresUS)
-		if errors.Is(err, sql.ErrNoRows) {
-			h = holder{}
-			return nil
-		}
-		return err
-	})
-	return h, err
-}
+// wq runs statements on the write connection, each prepared once.
+func (d *Driver) wq() stmtQuerier { return stmtQuerier{&d.wsc} }

@@ -2,6 +2,7 @@ package sqlite
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -12,77 +13,125 @@ import (
 // is not set.
 const fallbackRetryDelay = 100 * time.Millisecond
 
-// acquireKeyWait blocks until key is granted to owner and returns the fence,
-// or returns ctx.Err() (wrapped) when ctx ends first.
+// wait serves a Request with Wait: one protocol for every claim and for
+// sets, first come, first served across processes, since the queue is in
+// the file.
 //
-// Waiters of this handle line up per key in arrival order; the first one
-// watches the database. It wakes when any connection commits (seen through
-// PRAGMA data_version, or at once for a release through this handle), when
-// the holder's deadline passes, or after a jittered pause that grows up to
-// opts.RetryDelay; it then reads the key and competes for the write lock
-// only if the key looks free. Across processes the order is not FIFO: the
-// first waiter of each handle competes.
+// One key is first tried with acquireSQL, the uncontended acquire's one
+// statement. Then a step (stepTx) takes what is free and queues a place
+// on each busy key. A release, a force release or a waiter's leaving lets
+// the head of the queue in within its own transaction; the waiter learns
+// it by reading (look), woken by any commit (PRAGMA data_version, or at
+// once for one through this handle), by the next deadline or lease of the
+// key, or after at most RetryDelay. It writes again only when its turn
+// has come and nobody let it in (a grant lapsed), when its place is gone,
+// or to keep its place alive, a third of a lease after its last visit.
 //
-// When ctx ends while a grant is being written, the grant is released with
-// a fresh context (the owner token is the caller's, fresh per acquisition),
-// so it is never left behind as held.
-func (d *Driver) acquireKeyWait(ctx context.Context, key, owner string, ttl time.Duration, opts drivers.WaitOptions) (uint64, error) {
+// When the wait ends without the keys (ctx, or a key it had taken force
+// released) its places are given up and what it took is let go, with a
+// fresh context; a key owner held before the wait is only refreshed.
+func (d *Driver) wait(ctx context.Context, req drivers.Request) (drivers.Grant, error) {
 	if err := d.enter(ctx, "acquire wait"); err != nil {
-		return 0, err
+		return drivers.Grant{}, err
 	}
-	t := d.queues.join(key)
-	defer d.queues.leave(key, t)
-	select {
-	case <-t.turn:
-	case <-ctx.Done():
-		return 0, fmt.Errorf("sqlite: acquire wait: %w", ctx.Err())
-	case <-d.done:
-		return 0, drivers.ErrClosed
+	if len(req.Keys) == 1 {
+		fence, ok, err := d.acquireOne(ctx, req)
+		if err != nil {
+			d.abandon(ctx, req.Key(), req.Owner)
+		}
+		if err != nil || ok {
+			return granted(err, fence)
+		}
 	}
 	d.watch.subscribe()
 	defer d.watch.unsubscribe()
-
-	retryDelay := opts.RetryDelay
+	retryDelay := req.RetryDelay
 	if retryDelay <= 0 {
 		retryDelay = fallbackRetryDelay
 	}
-	pause := min(d.cfg.PollInterval, retryDelay)
-	// The first attempt writes at once: the key is usually free when a
-	// waiter reaches the head of its line. Later ones read first, so that
-	// waiters do not take the write lock from the processes doing work.
-	for attempt := 0; ; attempt++ {
+	w := newWaitState(req)
+	var out stepOutcome
+	var visited time.Time
+	for write := true; ; write = false {
 		changed := d.watch.next()
-		var h holder
-		if attempt > 0 {
-			var err error
-			if h, err = d.holder(ctx, key); err != nil {
-				return 0, err
-			}
-		}
-		now := time.Now()
-		if !h.heldAt(now.UnixMicro()) || h.owner == owner {
-			fence, ok, err := d.acquireKey(ctx, key, owner, ttl)
+		if !write {
+			l, err := d.look(ctx, w)
 			if err != nil {
-				d.abandon(ctx, key, owner)
-				return 0, err
+				return d.leave(ctx, w, err)
 			}
-			if ok {
-				return fence, nil
+			if l.done {
+				return granted(nil, l.fences...)
 			}
-			continue // taken between the read and the write: read again
+			out.busy, out.next = l.busy, l.next
+			write = l.act || time.Since(visited) >= waiterLease/3
 		}
-		wait := jitter(pause)
-		pause = min(2*pause, retryDelay)
-		if untilFree := time.UnixMicro(h.expiresUS).Sub(now); untilFree < wait {
-			wait = max(untilFree, 0)
-		}
-		if err := d.waitChange(ctx, wait, changed); err != nil {
-			if ctx.Err() != nil && h.expiresUS > 0 {
-				err = drivers.HeldByWhenEnded(err, key, drivers.HeldBy{Holder: drivers.HolderOf(h.owner), TTL: time.Until(time.UnixMicro(h.expiresUS))})
+		if write {
+			var err error
+			out, err = d.step(ctx, w, true)
+			visited = time.Now()
+			if err != nil {
+				return d.leave(ctx, w, err)
 			}
-			return 0, err
+			if out.done {
+				return granted(nil, out.fences...)
+			}
+		}
+		pause := min(waiterLease/3-time.Since(visited), retryDelay)
+		if out.next > 0 {
+			pause = min(pause, time.Until(time.UnixMicro(out.next)))
+		}
+		if err := d.waitChange(ctx, max(pause, minPoll), changed); err != nil {
+			if ctx.Err() != nil && out.busy.Key != "" {
+				err = drivers.HeldByWhenEnded(err, out.busy.Key, out.busy.HeldBy)
+			}
+			return d.leave(ctx, w, err)
 		}
 	}
+}
+
+// lookOutcome is what a waiter read of its keys.
+type lookOutcome struct {
+	done   bool     // every key held (one key: nothing to write)
+	fences []uint64 // by key, when done
+	act    bool     // a step may change something: write one
+	busy   drivers.Busy
+	next   int64
+}
+
+// look reads w's keys without the write lock: whether owner holds them
+// all (let in by a release), and whether a step would change anything
+// (its place is gone, or it is let in once someone writes).
+func (d *Driver) look(ctx context.Context, w *waitState) (lookOutcome, error) {
+	req := w.req
+	l := lookOutcome{fences: make([]uint64, len(req.Keys)), done: true}
+	err := d.read(ctx, "read queue", func(ctx context.Context, r *readStmts) error {
+		nowUS := time.Now().UnixMicro()
+		for i, k := range req.Keys {
+			s, err := readState(ctx, r.db, k, nowUS)
+			if err != nil {
+				return err
+			}
+			if next := s.nextChange(req.Owner); next > 0 && (l.next == 0 || next < l.next) {
+				l.next = next
+			}
+			if g := find(s.grants, req.Owner); g >= 0 {
+				l.fences[i] = s.grants[g].fence
+				continue
+			}
+			l.done = false
+			if p := find(s.places, req.Owner); p < 0 || p < s.admitted() {
+				l.act = true
+			}
+			if l.busy.Key == "" {
+				l.busy = drivers.Busy{Key: k, HeldBy: s.inTheWay(req.Claim)}
+			}
+		}
+		return nil
+	})
+	if l.done && len(req.Keys) > 1 {
+		l.done, l.act = false, true // the step that completes a set starts every key's TTL
+	}
+	return l, err
 }
 
 // waitChange returns after wait, at a change, or with an error when ctx
@@ -102,7 +151,47 @@ func (d *Driver) waitChange(ctx context.Context, wait time.Duration, changed <-c
 	}
 }
 
-// abandon releases a grant that may have been written by an Acquire whose
+// leave ends a wait that returns cause: when ctx ended or a key it had
+// taken was lost, its places are given up, what it took is let go and a
+// key held before it refreshed, and the waiters behind are let in, in one
+// transaction with a fresh bounded context. After a failure of the
+// database the places lapse on their own.
+func (d *Driver) leave(ctx context.Context, w *waitState, cause error) (drivers.Grant, error) {
+	var broken *drivers.NotAcquiredError
+	if d.closed.Load() || ctx.Err() == nil && !errors.As(cause, &broken) {
+		return drivers.Grant{}, cause
+	}
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), d.cfg.BusyTimeout)
+	defer cancel()
+	req := w.req
+	_ = d.write(rctx, "leave queue", func(ctx context.Context) error {
+		return d.inTx(ctx, func(ctx context.Context) error {
+			now := time.Now()
+			for _, k := range req.Keys {
+				if _, err := d.wq().ExecContext(ctx, dequeueSQL, k, req.Owner); err != nil {
+					return err
+				}
+				var err error
+				if w.before[k] {
+					_, err = d.wq().ExecContext(ctx, holdSQL, k, req.Owner, deadlineUS(now, req.TTL), false)
+				} else {
+					_, err = d.wq().ExecContext(ctx, dropSQL, k, req.Owner)
+				}
+				if err != nil {
+					return err
+				}
+				if _, err := d.admitTx(ctx, k, now); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+	})
+	d.watch.bump()
+	return drivers.Grant{}, cause
+}
+
+// abandon releases a grant that may have been written by an acquire whose
 // ctx ended mid-statement. Release is owner-guarded, so when nothing was
 // granted this deletes nothing.
 func (d *Driver) abandon(ctx context.Context, key, owner string) {

@@ -1,0 +1,290 @@
+package sqlite
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/zerotal/lock/drivers"
+)
+
+// One data model for every claim (schema version 3): a key's grants are
+// rows of zerotal_locks, one per owner, each with the claim it was made
+// for (kind, limit, and whether it is exclusive: a mutex is the exclusive
+// claim of one slot, a write the exclusive side of a read/write lock); its
+// waiters are places in zerotal_queue, in order of arrival. A row whose
+// deadline has passed counts for nothing. This file holds the rules over
+// that state, as driverstest.Model states them, written once for every
+// claim and for sets.
+
+// waiterLease is how long a place in a queue, or a key a set's wait has
+// taken, outlives the waiter's last visit: the place of a process that
+// died lapses after it, and the queue moves on.
+const waiterLease = 3 * time.Second
+
+// row is one live grant or place of a key, as read.
+type row struct {
+	owner     string
+	fence     uint64 // a grant's; 0 for a place
+	expiresUS int64  // a grant's deadline, or a place's lease
+	claim     drivers.Claim
+	ttlUS     int64 // a place's TTL, given to its grant
+}
+
+// keyState is a key's live grants, by fence, and places, in order.
+type keyState struct {
+	grants, places []row
+}
+
+// exclusive reports a claim that holds its key alone: a mutex or a write.
+func exclusive(c drivers.Claim) bool { return c.Kind == drivers.Mutex || c.Write }
+
+// claimArgs are the statements' ?5..?8 for c: its kind, its limit, whether
+// it is exclusive, and how many grants its key may have at once.
+func claimArgs(c drivers.Claim) []any {
+	most := int64(drivers.MaxHolders)
+	switch {
+	case exclusive(c):
+		most = 1
+	case c.Kind == drivers.Semaphore:
+		most = int64(c.Limit)
+	}
+	return []any{int64(c.Kind), int64(c.Limit), exclusive(c), most}
+}
+
+// claimOf is the claim of a row's columns.
+func claimOf(kind, lim int64, excl bool) drivers.Claim {
+	c := drivers.Claim{Kind: drivers.Kind(kind), Limit: uint32(lim)}
+	c.Write = excl && c.Kind == drivers.RWLock
+	return c
+}
+
+// readState reads key's live state through q at nowUS.
+func readState(ctx context.Context, q querier, key string, nowUS int64) (keyState, error) {
+	m, err := readStates(ctx, q, key, key, nowUS)
+	if s := m[key]; s != nil {
+		return *s, err
+	}
+	return keyState{}, err
+}
+
+// readStates reads the live state of the keys from lo to hi (bytewise,
+// both included) through q at nowUS.
+func readStates(ctx context.Context, q querier, lo, hi string, nowUS int64) (map[string]*keyState, error) {
+	m := map[string]*keyState{}
+	at := func(key string) *keyState {
+		if m[key] == nil {
+			m[key] = &keyState{}
+		}
+		return m[key]
+	}
+	rows, err := q.QueryContext(ctx, grantsSQL, lo, hi, nowUS)
+	if err != nil {
+		return m, err
+	}
+	for rows.Next() {
+		var key string
+		var r row
+		var fence, kind, lim int64
+		var excl bool
+		if err := rows.Scan(&key, &r.owner, &fence, &r.expiresUS, &kind, &lim, &excl); err != nil {
+			rows.Close()
+			return m, err
+		}
+		r.fence, r.claim = uint64(fence), claimOf(kind, lim, excl)
+		s := at(key)
+		s.grants = append(s.grants, r)
+	}
+	if err := closeRows(rows); err != nil {
+		return m, err
+	}
+	if rows, err = q.QueryContext(ctx, placesSQL, lo, hi, nowUS); err != nil {
+		return m, err
+	}
+	for rows.Next() {
+		var key string
+		var r row
+		var kind, lim int64
+		var excl bool
+		if err := rows.Scan(&key, &r.owner, &kind, &lim, &excl, &r.expiresUS, &r.ttlUS); err != nil {
+			rows.Close()
+			return m, err
+		}
+		r.claim = claimOf(kind, lim, excl)
+		s := at(key)
+		s.places = append(s.places, r)
+	}
+	return m, closeRows(rows)
+}
+
+// claim is what the key is held or waited for as; ok is false when
+// nobody does.
+func (s keyState) claim() (c drivers.Claim, ok bool) {
+	for _, r := range append(s.grants, s.places...) {
+		return drivers.Claim{Kind: r.claim.Kind, Limit: r.claim.Limit}, true
+	}
+	return drivers.Claim{}, false
+}
+
+func find(rs []row, owner string) int {
+	for i, r := range rs {
+		if r.owner == owner {
+			return i
+		}
+	}
+	return -1
+}
+
+// refusal is the error an acquire of key with c meets in s, if any: the
+// key held or waited for as another kind or limit, or owner holding the
+// other side of a read/write lock.
+func (s keyState) refusal(key, owner string, c drivers.Claim) error {
+	if held, ok := s.claim(); ok && (held.Kind != c.Kind || held.Limit != c.Limit) {
+		return drivers.KindMismatch(key, held.Describe(), c)
+	}
+	if i := find(s.grants, owner); i >= 0 && s.grants[i].claim.Write != c.Write {
+		return &drivers.InvalidError{Field: "claim", Reason: fmt.Sprintf("owner holds the other side of %q; release it first", key)}
+	}
+	if i := find(s.places, owner); i >= 0 && s.places[i].claim.Write != c.Write {
+		return &drivers.InvalidError{Field: "claim", Reason: fmt.Sprintf("owner already waits for the other side of %q", key)}
+	}
+	return nil
+}
+
+// fits reports whether a grant of c may join grants.
+func fits(grants []row, c drivers.Claim) bool {
+	n := len(grants)
+	switch {
+	case c.Kind == drivers.Semaphore:
+		return uint32(n) < c.Limit
+	case exclusive(c):
+		return n == 0
+	}
+	// A reader beyond drivers.MaxHolders meets a busy key, as on every
+	// backend.
+	return n == 0 || !grants[0].claim.Write && n < drivers.MaxHolders
+}
+
+// admitted is how many places, from the head of the queue, are let in
+// now: while they fit (a waiting writer stops the readers behind it).
+func (s keyState) admitted() int {
+	grants := s.grants
+	for i, p := range s.places {
+		if !fits(grants, p.claim) {
+			return i
+		}
+		grants = append(grants[:len(grants):len(grants)], p)
+	}
+	return len(s.places)
+}
+
+// inTheWay is what a refused acquire of c is told of the holder in the way
+// (drivers.Claim.InTheWay): the grant that ends first, or for a write the
+// one that ends last; ties go to the lower fence, or for a write the
+// higher.
+func (s keyState) inTheWay(c drivers.Claim) drivers.HeldBy {
+	if len(s.grants) == 0 {
+		return drivers.HeldBy{}
+	}
+	last := c.InTheWay()
+	w := s.grants[0]
+	for _, h := range s.grants[1:] {
+		later := h.expiresUS > w.expiresUS || h.expiresUS == w.expiresUS && h.fence > w.fence
+		if later == last {
+			w = h
+		}
+	}
+	return drivers.HeldBy{Holder: drivers.HolderOf(w.owner), TTL: max(time.Until(time.UnixMicro(w.expiresUS)), 0)}
+}
+
+// nextChange is the earliest deadline or lease in s, other than owner's:
+// when a look at the key may find it changed although nobody wrote.
+func (s keyState) nextChange(owner string) int64 {
+	var at int64
+	for _, r := range append(s.grants, s.places...) {
+		if r.owner != owner && (at == 0 || r.expiresUS < at) {
+			at = r.expiresUS
+		}
+	}
+	return at
+}
+
+// admitTx drops what has lapsed on key and lets the head of its queue in
+// while it fits, each waiter for its own TTL, inside the caller's
+// transaction: a waiter learns it at its next look, which finds it holds
+// the key. It returns the key's state after.
+func (d *Driver) admitTx(ctx context.Context, key string, now time.Time) (keyState, error) {
+	nowUS := now.UnixMicro()
+	for _, q := range []string{purgeSQL, purgeQSQL} {
+		if _, err := d.wq().ExecContext(ctx, q, key, nowUS); err != nil {
+			return keyState{}, err
+		}
+	}
+	s, err := readState(ctx, d.wq(), key, nowUS)
+	if err != nil {
+		return s, err
+	}
+	n := s.admitted()
+	for _, p := range s.places[:n] {
+		p.expiresUS = nowUS + p.ttlUS
+		if p.fence, err = d.grantTx(ctx, key, p.owner, p.expiresUS, p.claim); err != nil {
+			return s, err
+		}
+		if _, err := d.wq().ExecContext(ctx, dequeueSQL, key, p.owner); err != nil {
+			return s, err
+		}
+		s.grants = append(s.grants, p)
+	}
+	s.places = s.places[n:]
+	return s, nil
+}
+
+// grantTx writes a new grant of key to owner, with the next fence.
+func (d *Driver) grantTx(ctx context.Context, key, owner string, expiresUS int64, c drivers.Claim) (uint64, error) {
+	a := claimArgs(c)
+	var fence int64
+	err := d.wq().QueryRowContext(ctx, grantSQL, key, owner, expiresUS, a[0], a[1], a[2]).Scan(&fence)
+	return uint64(fence), err
+}
+
+// admitKeys runs admitTx for each key in a transaction of its own (or the
+// joint run's), after a grant or place of them ended. The caller may leave
+// its failure to the waiters when the ending has taken effect on its own:
+// the next waiter to write admits as well.
+func (d *Driver) admitKeys(ctx context.Context, keys ...string) error {
+	return d.inTx(ctx, func(ctx context.Context) error {
+		now := time.Now()
+		for _, k := range keys {
+			if _, err := d.admitTx(ctx, k, now); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// inTx runs fn as one transaction: inside the run's BEGIN IMMEDIATE when
+// the call is part of a joint run (see runOnce), in one of its own
+// otherwise.
+func (d *Driver) inTx(ctx context.Context, fn func(ctx context.Context) error) error {
+	if inRun(ctx) {
+		return fn(ctx)
+	}
+	if _, err := d.wconn.ExecContext(ctx, "BEGIN IMMEDIATE"); err != nil {
+		return err
+	}
+	if err := fn(ctx); err != nil {
+		d.rollback(context.WithoutCancel(ctx))
+		return err
+	}
+	if _, err := d.wconn.ExecContext(ctx, "COMMIT"); err != nil {
+		d.rollback(context.WithoutCancel(ctx))
+		return err
+	}
+	return nil
+}
+
+// runKey marks the context of a call run inside a joint transaction.
+type runKey struct{}
+
+func inRun(ctx context.Context) bool { return ctx.Value(runKey{}) != nil }
