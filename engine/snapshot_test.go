@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/binary"
+	"encoding/hex"
 	"errors"
 	"hash/crc32"
 	"testing"
@@ -149,4 +150,54 @@ func FuzzRestore(f *testing.F) {
 			t.Fatalf("snapshot after restoring a snapshot differs (%v)", err)
 		}
 	})
+}
+
+// The one grant representation is the table's own: a snapshot's bytes are
+// the formats v0.1.0 (version 1, mutexes only) and the shared names'
+// (version 2) wrote, byte for byte, taken from the code before it.
+func TestSnapshot_BytesAreTheFormatsBefore(t *testing.T) {
+	const (
+		mutexes = "5a544c4b01000000000000000600000000000f424702016101780000000000000003000000003baa0c40020179000000003b9aca00017a00000000773594000162017800000000000000060000000df8569a4700ce9071ae"
+		shared  = "5a544c4b02000000000000000f00000000000f42490501610001780000000000000003000000003baa0c40020179000000003b9aca00017a0000000077359400016200017800000000000000060000000df8569a4700017301020201700000000000000009000000003baa0c48000171000000000000000a00000000b2dfa04800010172000000003b9aca000001760200020171000000000000000e000000003baa0c49000172000000000000000f000000007744d649000001770200010170000000000000000c000000003baa0c4901010171000000003b9aca000067373de7"
+	)
+	take := func(key, owner string, ttl time.Duration, now int64, fence uint64, c Claim, wait bool) Command {
+		return Command{Op: OpAcquireKeys, Keys: []string{key}, Owner: owner, TTL: ttl, Now: now, Fence: fence, Claim: c, Wait: wait}
+	}
+	sem, read, write := Claim{Kind: Semaphore, Limit: 2}, Claim{Kind: RWLock}, Claim{Kind: RWLock, Write: true}
+	cmds := []Command{
+		{Op: OpAcquire, Key: "a", Owner: "x", TTL: time.Second, Now: t0, Fence: 3},
+		{Op: OpAcquire, Key: "a", Owner: "y", TTL: time.Second, Now: t0, Fence: 4, Wait: true},
+		take("a", "z", 2*time.Second, t0, 5, Claim{}, true),
+		take("b", "x", time.Minute, t0+7, 6, Claim{}, false),
+	}
+	for _, c := range []struct {
+		cmds []Command
+		want string
+	}{
+		{cmds, mutexes},
+		{append(cmds,
+			take("s", "p", time.Second, t0+8, 9, sem, false),
+			take("s", "q", 3*time.Second, t0+8, 10, sem, false),
+			take("s", "r", time.Second, t0+8, 11, sem, true),
+			take("w", "p", time.Second, t0+9, 12, write, false),
+			take("w", "q", time.Second, t0+9, 13, read, true),
+			take("v", "q", time.Second, t0+9, 14, read, false),
+			take("v", "r", 2*time.Second, t0+9, 15, read, false),
+		), shared},
+	} {
+		e := newReplicated(t, Config{})
+		mustApply(t, e, c.cmds...)
+		snap, err := e.Snapshot(t.Context())
+		if err != nil || hex.EncodeToString(snap) != c.want {
+			t.Fatalf("snapshot %x %v\nwant     %s", snap, err, c.want)
+		}
+		old, _ := hex.DecodeString(c.want)
+		n := newReplicated(t, Config{})
+		if err := n.Restore(t.Context(), old); err != nil {
+			t.Fatalf("Restore of the old bytes: %v", err)
+		}
+		if again, _ := n.Snapshot(t.Context()); !bytes.Equal(again, old) {
+			t.Fatalf("restored and taken again: %x", again)
+		}
+	}
 }
