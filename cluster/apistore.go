@@ -11,8 +11,6 @@ import (
 	"github.com/zerotal/lock/cluster/httpapi"
 	"github.com/zerotal/lock/cluster/rounds"
 	"github.com/zerotal/lock/drivers"
-	"github.com/zerotal/lock/engine"
-	"github.com/zerotal/lock/fsm"
 )
 
 // apiStore is the node as the HTTP API (package httpapi) sees it. It
@@ -68,40 +66,17 @@ func (s apiStore) leading(op string) (*leadership, error) {
 	return nil, unavailable(op, errLeadershipChanged)
 }
 
-func (s apiStore) Acquire(ctx context.Context, key, owner string, ttl time.Duration, wait httpapi.Wait) (uint64, error) {
+func (s apiStore) Acquire(ctx context.Context, req httpapi.Request) ([]uint64, error) {
 	l, err := s.leading("acquire")
-	if err != nil {
-		return 0, err
-	}
-	e := fsm.Entry{Op: engine.OpAcquire, Key: key, Owner: owner, TTL: ttl}
-	fence, err := s.n.acquireLock(ctx, l, e, wait)
-	return fence, apiErr("acquire", err)
-}
-
-func (s apiStore) AcquireShared(ctx context.Context, key, owner string, ttl time.Duration, wait httpapi.Wait, c drivers.Claim) (uint64, error) {
-	l, err := s.leading("acquire")
-	if err != nil {
-		return 0, err
-	}
-	if err := s.n.supported(ctx, sharedFeature); err != nil {
-		return 0, err
-	}
-	e := fsm.Entry{Op: engine.OpAcquireShared, Key: key, Owner: owner, TTL: ttl, Claim: c}
-	fence, err := s.n.acquireLock(ctx, l, e, wait)
-	return fence, apiErr("acquire", err)
-}
-
-func (s apiStore) AcquireAll(ctx context.Context, keys []string, owner string, ttl time.Duration, wait httpapi.Wait) ([]uint64, error) {
-	l, err := s.leading("acquire-all")
 	if err != nil {
 		return nil, err
 	}
-	if err := s.n.supported(ctx, acquireAllFeature); err != nil {
+	e, err := s.n.acquireEntry(ctx, req)
+	if err != nil {
 		return nil, err
 	}
-	e := fsm.Entry{Op: engine.OpAcquireAll, Keys: keys, Owner: owner, TTL: ttl}
-	fences, err := s.n.acquireAll(ctx, l, e, wait)
-	return fences, apiErr("acquire-all", err)
+	fences, err := s.n.acquire(ctx, l, e, req.Wait)
+	return fences, apiErr("acquire", err)
 }
 
 func (s apiStore) Release(_ context.Context, key, owner string) (bool, error) {

@@ -7,7 +7,10 @@ import (
 	"time"
 
 	"github.com/zerotal/lock/api"
+	"github.com/zerotal/lock/cluster/httpapi"
 	"github.com/zerotal/lock/drivers"
+	"github.com/zerotal/lock/engine"
+	"github.com/zerotal/lock/fsm"
 )
 
 // askFeaturesTimeout bounds asking one member what its release applies.
@@ -21,10 +24,72 @@ type feature struct {
 	what string // what it applies, for errors
 }
 
-var (
-	sharedFeature     = feature{api.FeatureShared, "acquire", "semaphores and read/write locks"}
-	acquireAllFeature = feature{api.FeatureAcquireAll, "acquire-all", "several keys in one step"}
-)
+// acquireKeysFeature: every acquire as one entry (engine.OpAcquireKeys),
+// of any claim and of several keys.
+var acquireKeysFeature = feature{api.FeatureAcquireKeys, "acquire", "semaphores, read/write locks and several keys in one step"}
+
+// featurePoll is how often a leader asks the members that have not said
+// they apply acquireKeysFeature, until every one has (see learnFeatures).
+const featurePoll = time.Second
+
+// acquireEntry is the log entry of req: one acquire entry of every key and
+// its claim once every member is known to apply it. Before, during a
+// rolling upgrade from v0.1.0, a single key's mutex is v0.1.0's acquire
+// entry, written without asking anyone (learnFeatures asks in the
+// background), and any other claim asks the members first (supported):
+// 501 while one runs an older release.
+func (n *Node) acquireEntry(ctx context.Context, req httpapi.Request) (fsm.Entry, error) {
+	mutex := len(req.Keys) == 1 && req.Claim == (drivers.Claim{})
+	if mutex && !n.known(acquireKeysFeature) {
+		return fsm.Entry{Op: engine.OpAcquire, Key: req.Keys[0], Owner: req.Owner, TTL: req.TTL}, nil
+	}
+	if err := n.supported(ctx, acquireKeysFeature); err != nil {
+		return fsm.Entry{}, err
+	}
+	// Until the engine's one acquire entry lands: entries 1, 8 and 9.
+	switch {
+	case len(req.Keys) == 1 && mutex:
+		return fsm.Entry{Op: engine.OpAcquire, Key: req.Keys[0], Owner: req.Owner, TTL: req.TTL}, nil
+	case len(req.Keys) == 1:
+		return fsm.Entry{Op: engine.OpAcquireShared, Key: req.Keys[0], Owner: req.Owner, TTL: req.TTL, Claim: req.Claim}, nil
+	case req.Claim == (drivers.Claim{}):
+		return fsm.Entry{Op: engine.OpAcquireAll, Keys: req.Keys, Owner: req.Owner, TTL: req.TTL}, nil
+	}
+	return fsm.Entry{}, fmt.Errorf("%w: a shared claim of several keys", drivers.ErrUnsupported)
+}
+
+// known reports whether every member of the raft configuration is known
+// to apply f's entries, without asking any.
+func (n *Node) known(f feature) bool {
+	cf := n.raft.GetConfiguration()
+	if cf.Error() != nil {
+		return false
+	}
+	for _, s := range cf.Configuration().Servers {
+		if _, ok := n.featureMembers.Load(f.name + "\x00" + string(s.ID)); !ok && string(s.ID) != n.cfg.ID {
+			return false
+		}
+	}
+	return true
+}
+
+// learnFeatures asks, every featurePoll of the term ctx, the members not
+// yet known to apply acquireKeysFeature, until every member is: a single
+// key's mutex then goes from v0.1.0's entry to the new one without a
+// request ever waiting for the question. A node joins only when it applies
+// the feature, so once every member does, every later one does too.
+func (n *Node) learnFeatures(ctx context.Context) {
+	t := time.NewTicker(featurePoll)
+	defer t.Stop()
+	for !n.known(acquireKeysFeature) {
+		_ = n.supported(ctx, acquireKeysFeature)
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
 
 // supported makes sure every member of the raft configuration can apply
 // f's entries before the leader writes one: a release that does not know

@@ -20,7 +20,7 @@ func acquireShared(c *apiClient, addr, key, owner string, body map[string]any) r
 	for k, v := range body {
 		b[k] = v
 	}
-	return c.do(addr, "POST", "/v1/acquire-shared", b)
+	return c.do(addr, "POST", "/v1/acquire", b)
 }
 
 // A leader writes no acquire-shared entry while a member says it runs an
@@ -129,7 +129,7 @@ func TestCluster_AcquireAllIsOneEntry(t *testing.T) {
 	holder := "0123456789abcdef0123456789abcdef:deploy@host-3"
 	mustStatus(t, c.do(leader.HTTPAddr(), "POST", "/v1/acquire", map[string]any{"key": "b", "owner": holder, "ttl_ms": 60000}), http.StatusOK, "acquire b")
 	all := map[string]any{"keys": []string{"c", "a", "b"}, "owner": "me", "ttl_ms": 60000}
-	r := c.do(follower.HTTPAddr(), "POST", "/v1/acquire-all", all)
+	r := c.do(follower.HTTPAddr(), "POST", "/v1/acquire", all)
 	if r.Status != http.StatusConflict || r.str("key") != "b" || r.str("holder") != "deploy@host-3" || strings.Contains(r.Raw, "0123456789abcdef") {
 		t.Fatalf("acquire-all with b held: %d %s; want 409 naming b and its holder, never its token", r.Status, r.Raw)
 	}
@@ -156,7 +156,7 @@ func TestCluster_AcquireAllIsOneEntry(t *testing.T) {
 		n.applyHook.Store(&hook)
 		defer n.applyHook.Store(nil)
 	}
-	r = c.do(follower.HTTPAddr(), "POST", "/v1/acquire-all", all)
+	r = c.do(follower.HTTPAddr(), "POST", "/v1/acquire", all)
 	mustStatus(t, r, http.StatusOK, "acquire-all of free keys, through a follower")
 	locks, _ := r.Body["locks"].([]any)
 	if len(locks) != 3 {
@@ -189,7 +189,7 @@ func TestCluster_AcquireAllIsOneEntry(t *testing.T) {
 		{"keys": []string{"x", ""}, "owner": "me", "ttl_ms": 1000},
 		{"keys": []string{"x"}, "owner": "me", "ttl_ms": 0},
 	} {
-		if r := c.do(leader.HTTPAddr(), "POST", "/v1/acquire-all", bad); r.Status != http.StatusBadRequest {
+		if r := c.do(leader.HTTPAddr(), "POST", "/v1/acquire", bad); r.Status != http.StatusBadRequest {
 			t.Fatalf("acquire-all %v: %d %s; want 400", bad, r.Status, r.Raw)
 		}
 	}
@@ -199,7 +199,7 @@ func TestCluster_AcquireAllIsOneEntry(t *testing.T) {
 	mu.Lock()
 	clear(applied)
 	mu.Unlock()
-	r = c.do(leader.HTTPAddr(), "POST", "/v1/acquire-all", map[string]any{"keys": []string{"d", "e"}, "owner": "me", "ttl_ms": 60000})
+	r = c.do(leader.HTTPAddr(), "POST", "/v1/acquire", map[string]any{"keys": []string{"d", "e"}, "owner": "me", "ttl_ms": 60000})
 	if r.Status != http.StatusNotImplemented || !strings.Contains(r.str("message"), follower.cfg.ID) {
 		t.Fatalf("acquire-all with an older member: %d %s; want 501 naming %s", r.Status, r.Raw, follower.cfg.ID)
 	}

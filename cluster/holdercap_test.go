@@ -26,7 +26,7 @@ func TestLimits_HoldersOfOneKeyAreBounded(t *testing.T) {
 	addr := nodes[0].HTTPAddr()
 	c := newClient(t)
 	read := func(key, owner string) reply {
-		return c.do(addr, "POST", api.PathAcquireShared, map[string]any{"key": key, "owner": owner, "ttl_ms": 60000, "mode": api.ModeRead})
+		return c.do(addr, "POST", api.PathAcquire, map[string]any{"key": key, "owner": owner, "ttl_ms": 60000, "mode": api.ModeRead})
 	}
 	for i := range 10 {
 		mustStatus(t, read("k", fmt.Sprint("r", i)), http.StatusOK, fmt.Sprint("reader ", i))
@@ -38,7 +38,7 @@ func TestLimits_HoldersOfOneKeyAreBounded(t *testing.T) {
 		t.Fatalf("%d holders, want 10", got)
 	}
 	sem := map[string]any{"key": "s", "owner": "o", "ttl_ms": 60000, "semaphore": drivers.MaxHolders + 1}
-	if r := c.do(addr, "POST", api.PathAcquireShared, sem); r.Status != http.StatusBadRequest || r.str("code") != api.CodeInvalid {
+	if r := c.do(addr, "POST", api.PathAcquire, sem); r.Status != http.StatusBadRequest || r.str("code") != api.CodeInvalid {
 		t.Fatalf("a semaphore of %d = %d %s, want 400 invalid", drivers.MaxHolders+1, r.Status, r.Raw)
 	}
 }
@@ -50,14 +50,14 @@ func TestLimits_NodeHolderCap(t *testing.T) {
 	addr := nodes[0].HTTPAddr()
 	c := newClient(t)
 	for i := range 5 {
-		r := c.do(addr, "POST", api.PathAcquireShared, map[string]any{"key": "k", "owner": fmt.Sprint("r", i), "ttl_ms": 60000, "mode": api.ModeRead})
+		r := c.do(addr, "POST", api.PathAcquire, map[string]any{"key": "k", "owner": fmt.Sprint("r", i), "ttl_ms": 60000, "mode": api.ModeRead})
 		mustStatus(t, r, http.StatusOK, fmt.Sprint("reader ", i))
 	}
-	r := c.do(addr, "POST", api.PathAcquireShared, map[string]any{"key": "k", "owner": "r5", "ttl_ms": 60000, "mode": api.ModeRead})
+	r := c.do(addr, "POST", api.PathAcquire, map[string]any{"key": "k", "owner": "r5", "ttl_ms": 60000, "mode": api.ModeRead})
 	if r.Status != http.StatusConflict {
 		t.Fatalf("reader 6 with --max-holders 5 = %d %s, want 409 (the key is busy)", r.Status, r.Raw)
 	}
-	r = c.do(addr, "POST", api.PathAcquireShared, map[string]any{"key": "s", "owner": "o", "ttl_ms": 60000, "semaphore": 6})
+	r = c.do(addr, "POST", api.PathAcquire, map[string]any{"key": "s", "owner": "o", "ttl_ms": 60000, "semaphore": 6})
 	if r.Status != http.StatusBadRequest || r.str("code") != api.CodeInvalid || !strings.Contains(r.str("message"), "5 holders") {
 		t.Fatalf("a semaphore of 6 with --max-holders 5 = %d %s, want 400 invalid naming the cap", r.Status, r.Raw)
 	}

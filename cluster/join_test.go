@@ -164,7 +164,7 @@ func TestJoin_TheNodeAskedNeverGetsTheOperatorToken(t *testing.T) {
 	c := newClient(t)
 	c.token = token
 	fake := fakeNode(t, api.NodeInfo{ID: "n2", ClusterID: DefaultClusterID, Membership: api.MemberWaiting, State: "follower",
-		Members: []string{}, Features: []string{api.FeatureShared, api.FeatureAcquireAll}})
+		Members: []string{}, Features: []string{api.FeatureAcquireKeys}})
 	r := c.do(nodes[0].HTTPAddr(), "POST", "/v1/join", map[string]any{"id": "n2", "addr": loopback.MustFreeAddr(t), "http": fake.addr})
 	if r.Status == http.StatusOK {
 		t.Fatalf("a join of a node that does not listen at its raft address succeeded: %s", r.Raw)

@@ -45,7 +45,7 @@ func BenchmarkCluster_OtherClientBesideWaitingSets(b *testing.B) {
 		}
 		body, _ := json.Marshal(map[string]any{"keys": set, "owner": fmt.Sprintf("set-%d", i), "ttl_ms": 100, "wait_ms": 120_000})
 		wg.Go(func() {
-			req, _ := http.NewRequestWithContext(ctx, "POST", "http://"+addr+"/v1/acquire-all", bytes.NewReader(body))
+			req, _ := http.NewRequestWithContext(ctx, "POST", "http://"+addr+"/v1/acquire", bytes.NewReader(body))
 			req.Header.Set("Content-Type", "application/json")
 			if resp, err := c.http.Do(req); err == nil {
 				resp.Body.Close()

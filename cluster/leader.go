@@ -67,7 +67,8 @@ func (n *Node) watchLeadership() {
 }
 
 // serveLeadership runs one leadership term until ctx ends: takeover, then
-// the expiry loop.
+// the expiry loop, and beside it the question to the members of what they
+// apply (learnFeatures).
 func (n *Node) serveLeadership(ctx context.Context) {
 	clock, ok := n.takeover(ctx)
 	if !ok || ctx.Err() != nil {
@@ -75,7 +76,10 @@ func (n *Node) serveLeadership(ctx context.Context) {
 	}
 	n.lead.Store(&leadership{clock: clock, ctx: ctx})
 	n.log.Info("leader ready", "fsm_time", clock.Origin(), "grace", clock.Grace())
+	var wg sync.WaitGroup
+	wg.Go(func() { n.learnFeatures(ctx) })
 	n.expiry.Run(ctx, clock)
+	wg.Wait()
 }
 
 // cancelOrder is the queued waiters in the order the takeover cancels

@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"time"
@@ -27,21 +28,6 @@ func applyErr(op string, err error) error {
 	return err
 }
 
-// acquireLock serves an acquire on the leader l: it caps wait at
-// Config.MaxWait and records the contention and wait metrics.
-func (n *Node) acquireLock(ctx context.Context, l *leadership, e fsm.Entry, wait httpapi.Wait) (uint64, error) {
-	start := time.Now()
-	fence, err := n.acquire(ctx, l, e, n.waitFrom(start, wait))
-	if err != nil {
-		if isConflict(err) {
-			n.metrics.Contention.Inc()
-		}
-		return 0, err
-	}
-	n.metrics.AcquireWait.Observe(time.Since(start).Seconds())
-	return fence, nil
-}
-
 // waitFrom is the wait of a request that arrived at start: until w.For
 // (capped at Config.MaxWait) has passed since, keeping its place w.Keep
 // should that run out, counted among the places its tenant keeps.
@@ -50,11 +36,6 @@ func (n *Node) waitFrom(start time.Time, w httpapi.Wait) handoff.Wait {
 		return handoff.Wait{}
 	}
 	return handoff.Wait{Until: start.Add(min(w.For, n.cfg.MaxWait)), Keep: w.Keep, Tenant: w.Tenant}
-}
-
-func isConflict(err error) bool {
-	var na *drivers.NotAcquiredError
-	return errors.As(err, &na)
 }
 
 // heldBy is the 409 for key, held by the grant g at now (deadline and
@@ -96,24 +77,28 @@ func (n *Node) proposeAcquire(ctx context.Context, e fsm.Entry) (*fsm.Response, 
 	return f.Wait()
 }
 
-// acquire serves one acquire request through the hand-off protocol (see
-// package handoff) and maps its answer: a refusal is a 409 with the
-// holder's remaining lease, an ended term or a client gone a 503. ctx is
+// acquire serves one acquire request on the leader l through the hand-off
+// protocol (see package handoff), its wait capped at Config.MaxWait, and
+// maps its answer: a refusal is a 409 naming the key in the way, with its
+// holder's remaining lease; an ended term or a client gone a 503. ctx is
 // the request's: it ends when the client goes away or the node shuts down.
-func (n *Node) acquire(ctx context.Context, l *leadership, e fsm.Entry, w handoff.Wait) (uint64, error) {
-	key := e.Key
-	a, err := n.waits.Acquire(ctx, termPort{n, l}, e, w)
+func (n *Node) acquire(ctx context.Context, l *leadership, e fsm.Entry, wait httpapi.Wait) ([]uint64, error) {
+	start := time.Now()
+	a, err := n.waits.Acquire(ctx, termPort{n, l}, e, n.waitFrom(start, wait))
 	switch {
 	case errors.Is(err, handoff.ErrEnded) || (err != nil && ctx.Err() != nil):
-		return 0, unavailable("acquire", err)
+		return nil, unavailable("acquire", err)
 	case err != nil:
-		return 0, applyErr("acquire", err)
-	case a.Fence != 0:
-		return a.Fence, nil
-	case !a.TimedOut:
-		return 0, heldBy(key, a.Held, a.Now)
+		return nil, applyErr("acquire", err)
+	case a.Fences != nil:
+		n.metrics.AcquireWait.Observe(time.Since(start).Seconds())
+		return a.Fences, nil
 	}
-	return 0, n.waitRanOut(ctx, l, key)
+	n.metrics.Contention.Inc()
+	if a.TimedOut {
+		return nil, n.waitRanOut(ctx, l, a.Waiting)
+	}
+	return nil, heldBy(cmp.Or(a.Held.Key, e.Key), a.Held, a.Now)
 }
 
 // waitRanOut is the 409 of a wait for key that ran out: it tells how long
@@ -124,31 +109,6 @@ func (n *Node) waitRanOut(ctx context.Context, l *leadership, key string) error 
 		return heldBy(key, info.Grant, l.clock.Now())
 	}
 	return &drivers.NotAcquiredError{Key: key}
-}
-
-// acquireAll serves an acquire-all on the leader l through the hand-off
-// protocol (handoff.Requests.AcquireAll): every key or none at once, or,
-// with wait (capped at Config.MaxWait), FIFO for the whole set. A busy key
-// is a 409 naming it, with its holder's remaining lease.
-func (n *Node) acquireAll(ctx context.Context, l *leadership, e fsm.Entry, wait httpapi.Wait) ([]uint64, error) {
-	start := time.Now()
-	a, err := n.waits.AcquireAll(ctx, termPort{n, l}, e, n.waitFrom(start, wait))
-	switch {
-	case errors.Is(err, handoff.ErrEnded) || (err != nil && ctx.Err() != nil):
-		return nil, unavailable("acquire-all", err)
-	case err != nil:
-		return nil, applyErr("acquire-all", err)
-	case a.Fences != nil:
-		if wait.For > 0 {
-			n.metrics.AcquireWait.Observe(time.Since(start).Seconds())
-		}
-		return a.Fences, nil
-	}
-	n.metrics.Contention.Inc()
-	if !a.TimedOut {
-		return nil, heldBy(a.Held.Key, a.Held, a.Now)
-	}
-	return nil, n.waitRanOut(ctx, l, a.Waiting)
 }
 
 // release frees key if owner holds it.

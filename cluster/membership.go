@@ -133,7 +133,7 @@ func (n *Node) askJoiner(ctx context.Context, id, addr, httpAddr string) error {
 		return fmt.Errorf("%w: node %s has raft state of its own (last log index %d, a configuration of %d %s): "+
 			"adding it would fork the lock table. Stop it, empty its data dir, start it with neither --bootstrap nor --join, "+
 			"and join it again", ErrJoinRefused, id, info.LastIndex, info.Servers, servers)
-	case !slices.Contains(info.Features, api.FeatureShared) || !slices.Contains(info.Features, api.FeatureAcquireAll),
+	case !slices.Contains(info.Features, acquireKeysFeature.name),
 		info.RaftAddr == "":
 		return fmt.Errorf("%w: node %s runs an older release, which cannot apply every entry of this cluster's log "+
 			"(semaphores, read/write locks, several keys in one step) or does not say its raft address: run this release there", ErrJoinRefused, id)

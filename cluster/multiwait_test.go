@@ -7,7 +7,7 @@ import (
 )
 
 func (c *apiClient) acquireAll(addr string, keys []string, owner string, ttl, wait time.Duration) reply {
-	return c.do(addr, "POST", "/v1/acquire-all", map[string]any{"keys": keys, "owner": owner, "ttl_ms": ttl.Milliseconds(), "wait_ms": wait.Milliseconds()})
+	return c.do(addr, "POST", "/v1/acquire", map[string]any{"keys": keys, "owner": owner, "ttl_ms": ttl.Milliseconds(), "wait_ms": wait.Milliseconds()})
 }
 
 // An acquire-all that waits keeps its place on every key from the moment

@@ -73,7 +73,7 @@ func TestCluster_OwnerTokensAreTheirCredentialsOwn(t *testing.T) {
 	const tokenB = "fedcba9876543210fedcba9876543210"
 	ownerB := tokenB + ":worker@host-9"
 	sem := func(c *apiClient, owner string, wait time.Duration) reply {
-		return c.do(follower, "POST", "/v1/acquire-shared", map[string]any{"key": "shared/sem", "owner": owner, "ttl_ms": 60_000,
+		return c.do(follower, "POST", "/v1/acquire", map[string]any{"key": "shared/sem", "owner": owner, "ttl_ms": 60_000,
 			"wait_ms": wait.Milliseconds(), "semaphore": 1})
 	}
 	mustStatus(t, sem(a, owner, 0), http.StatusOK, "team-a takes the semaphore")

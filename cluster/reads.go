@@ -144,7 +144,7 @@ func (n *Node) status() api.Status {
 // nodeInfo is what this node tells a leader asked to add it.
 func (n *Node) nodeInfo() api.NodeInfo {
 	info := api.NodeInfo{ID: n.cfg.ID, ClusterID: n.cfg.ClusterID, Membership: n.member.get(), LastIndex: n.raft.LastIndex(),
-		State: strings.ToLower(n.raft.State().String()), Members: []string{}, Features: []string{api.FeatureShared, api.FeatureAcquireAll},
+		State: strings.ToLower(n.raft.State().String()), Members: []string{}, Features: []string{acquireKeysFeature.name},
 		RaftAddr: n.RaftAddr(), Limits: tableLimitsOf(n.cfg)}
 	if n.olderRelease.Load() {
 		info.Features = nil

@@ -82,7 +82,7 @@ func TestCluster_AcquireAllByExpiredHolderLeavesARestorableTable(t *testing.T) {
 	waitFor(t, 10*time.Second, "a's grant of k to run out on the leader's clock", func() bool { return l.clock.Now() > info.Deadline })
 
 	all := map[string]any{"keys": []string{"j", "k"}, "owner": "a", "ttl_ms": 60000, "wait_ms": 20000}
-	go func() { waits <- c.do(addr, "POST", "/v1/acquire-all", all) }()
+	go func() { waits <- c.do(addr, "POST", "/v1/acquire", all) }()
 	waitFor(t, 10*time.Second, "a's acquire-all to be applied on every node", func() bool {
 		for _, n := range nodes {
 			if !isWaiter(n, "k", "a") {

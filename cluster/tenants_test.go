@@ -81,7 +81,7 @@ func TestCluster_KeptPlacesFloodOfOneCredentialLeavesAnothersPlace(t *testing.T)
 	}
 	mustStatus(t, a.acquireAll(addr, keys, "holder-a", time.Minute, 0), http.StatusOK, "team-a takes its keys")
 	for i := range 64 {
-		r := a.do(addr, "POST", "/v1/acquire-all", map[string]any{"keys": keys, "owner": fmt.Sprintf("flood-%d", i),
+		r := a.do(addr, "POST", "/v1/acquire", map[string]any{"keys": keys, "owner": fmt.Sprintf("flood-%d", i),
 			"ttl_ms": 60_000, "wait_ms": 1, "keep_ms": 10_000})
 		mustStatus(t, r, http.StatusConflict, fmt.Sprintf("team-a's kept acquire-all %d", i))
 	}
@@ -96,7 +96,7 @@ func TestCluster_KeptPlacesFloodOfOneCredentialLeavesAnothersPlace(t *testing.T)
 		if keep {
 			body["keep_ms"] = 10_000
 		}
-		return b.do(addr, "POST", "/v1/acquire-shared", body)
+		return b.do(addr, "POST", "/v1/acquire", body)
 	}
 	mustStatus(t, acquire("holder-b", 0, false), http.StatusOK, "team-b's holder")
 	mustStatus(t, acquire("chunked", 100*time.Millisecond, true), http.StatusConflict, "the first chunk")

@@ -2,8 +2,7 @@ package handoff
 
 import (
 	"context"
-	"errors"
-	"sync"
+	"reflect"
 	"time"
 
 	"github.com/zerotal/lock/engine"
@@ -31,238 +30,278 @@ type Wait struct {
 	Tenant string
 }
 
-// Acquire serves one acquire request, e (an engine.OpAcquire of e.Key by
-// e.Owner with e.TTL; the protocol sets Now and Wait), on the term p, as a
-// live request of (key, owner): when the key is held it waits for a
-// hand-off as w says. ctx is the request's: it ends when the client goes
-// away or the node shuts down.
+// Answer is what an acquire request found.
+type Answer struct {
+	// Fences are the grants returned to the client, in the order of the
+	// request's keys; nil when not acquired.
+	Fences []uint64
+	// Held, when refused: the grant in the way (Held.Key names its key)
+	// as the proposal found it (its Deadline), at Now, the stamp of that
+	// proposal.
+	Held engine.Grant
+	Now  int64
+	// TimedOut: the wait ran out while Waiting was still waited for.
+	TimedOut bool
+	Waiting  string
+}
+
+// Fence is the fence of the request's first key (its one key); 0 when
+// not acquired.
+func (a Answer) Fence() uint64 {
+	if len(a.Fences) == 0 {
+		return 0
+	}
+	return a.Fences[0]
+}
+
+// keysOf is the keys of the acquire entry e: e.Keys, or e.Key alone.
+func keysOf(e fsm.Entry) []string {
+	if e.Keys != nil {
+		return e.Keys
+	}
+	return []string{e.Key}
+}
+
+// Acquire serves one acquire request, e (an acquire entry of its keys by
+// e.Owner with e.TTL and e.Claim; the protocol sets Now and Wait), on the
+// term p, as a live request of (key, owner) for every key, so that the
+// protocol's rules hold for each: a single key is a set of one. ctx is the
+// request's: it ends when the client goes away or the node shuts down.
+//
+// Without a wait it takes every key or none. With one, a single entry
+// takes the free keys and queues the owner for the busy ones (FIFO for
+// the whole set), and the request waits for their hand-offs as w says. A
+// set keeps the keys it holds alive meanwhile (one entry a tick, see
+// keepAlive), and once it has them all, one more entry refreshes every
+// key, so their TTLs count from the answer. The owner's last live request
+// to leave cancels the queue entries left and releases the grants no
+// request returned, among them the keys taken at once while others were
+// waited for, which are recorded as delivered.
 //
 // A wait that ran out is answered at once: its clean-up (see leave), and
-// the time its place is kept, come after the answer.
+// the time its places are kept, come after the answer. But a set's with
+// no place to keep (w.Keep zero) is answered after its clean-ups, since
+// the request holds the keys it took at once and a 409 says it holds none
+// of them; the keys' clean-ups run side by side, so that costs a commit or
+// two, however many keys.
 //
 // Errors: ErrEnded when the term ended, ctx's error when the client went
 // away (nobody will read the answer), or Propose's error. A refusal is an
-// Answer with Fence 0, never an error.
+// Answer without Fences, never an error.
 func (r *Requests) Acquire(ctx context.Context, p Port, e fsm.Entry, w Wait) (a Answer, err error) {
-	q := r.enter(e.Key, e.Owner)
+	keys := keysOf(e)
+	qs := make([]*request, len(keys))
+	for i, k := range keys {
+		qs[i] = r.enter(k, e.Owner)
+	}
 	defer func() {
-		if a.TimedOut {
-			r.leaveLater(p, []*request{q}, w)
+		if a.TimedOut && (w.Keep > 0 || len(qs) == 1) {
+			r.leaveLater(p, qs, w)
 			return
 		}
-		r.leave(p, q, a.Fence)
+		r.leaveEach(p, qs, a.Fences)
 	}()
-	if err := r.settle(ctx, p.Context().Done(), q); err != nil {
-		return Answer{}, err
+	for _, q := range qs {
+		if err := r.settle(ctx, p.Context().Done(), q); err != nil {
+			return Answer{}, err
+		}
 	}
-	if !w.Until.IsZero() {
-		return r.acquireWait(ctx, p, q, e, w.Until)
+	if w.Until.IsZero() {
+		a, _, _, err := propose(ctx, p, e, false)
+		return a, err
 	}
-	return acquireNow(ctx, p, e)
+	return r.acquireWait(ctx, p, qs, e, w.Until)
 }
 
-func acquireNow(ctx context.Context, p Port, e fsm.Entry) (Answer, error) {
-	e.Now, e.Wait = p.Now(), false
+// propose proposes the acquire e, stamped now, waiting or not, and reads
+// the answer: every fence, or the grant in the way, or (queued) the
+// grants made at once while the others are waited for, a zero Grant for
+// each of those (none at all from an entry of one key).
+func propose(ctx context.Context, p Port, e fsm.Entry, wait bool) (a Answer, queued bool, taken []engine.Grant, err error) {
+	e.Now, e.Wait = p.Now(), wait
 	resp, err := p.Propose(ctx, e)
-	if err != nil {
-		return Answer{}, err
+	switch {
+	case err != nil:
+		return Answer{}, false, nil, err
+	case resp.Result.Err != nil:
+		return Answer{}, false, nil, resp.Result.Err
+	case resp.Result.OK:
+		return Answer{Fences: fencesOf(resp.Result)}, false, nil, nil
+	case resp.Result.Queued:
+		return Answer{}, true, resp.Result.Grants, nil
 	}
-	if !resp.Result.OK {
-		return Answer{Held: resp.Result.Grant, Now: e.Now}, nil
-	}
-	return Answer{Fence: resp.Result.Grant.Fence}, nil
+	return Answer{Held: resp.Result.Grant, Now: e.Now}, false, nil, nil
 }
 
-// acquireWait queues the request in the replicated table and waits for
-// the hand-off. On timeout or client cancellation it just returns: the
-// owner's last live request removes the queue entry when it leaves (and
-// releases a grant that raced with that).
-func (r *Requests) acquireWait(ctx context.Context, p Port, q *request, e fsm.Entry, until time.Time) (Answer, error) {
-	ch := r.listen(q)
-	// A retry of a request already queued (after a client timeout, say)
-	// just waits again: the queue entry is committed, a hand-off from now
-	// on reaches the channel above, and the entry cannot be cancelled
-	// while this request lives. Its TTL stays the one first asked for.
-	// The table's answer is enough here, without leave's wait for
-	// deliveries (which would hold every waiting acquire behind the batch
-	// being applied): if the table already handed the owner the key, the
-	// acquire proposed below is a refresh of that grant.
-	queued, err := p.Queued(ctx, e.Key, e.Owner)
-	if err != nil {
-		return Answer{}, err
+// fencesOf is the fences of a granted acquire: each key's, or the one
+// key's of an entry that answers a single Grant.
+func fencesOf(res engine.Result) []uint64 {
+	if res.Grants == nil {
+		return []uint64{res.Grant.Fence}
 	}
-	if !queued {
-		e.Now, e.Wait = p.Now(), true
-		resp, err := p.Propose(ctx, e)
+	fences := make([]uint64, len(res.Grants))
+	for i, g := range res.Grants {
+		fences[i] = g.Fence
+	}
+	return fences
+}
+
+// acquireWait queues the request in the replicated table for the busy
+// keys and waits for their hand-offs. On timeout or client cancellation
+// it just returns: the owner's last live request for each key removes the
+// queue entry when it leaves (and releases a grant that raced with that).
+//
+// A retry of a request already queued (after a client timeout, say; for
+// some key of a set) just waits again: the queue entry is committed, a
+// hand-off from now on reaches the channels listened to first, and the
+// entry cannot be cancelled while this request lives. Its TTL stays the
+// one first asked for; the keys of a set it is not queued for are the
+// owner's already, and the final refresh finds out if one is not. The
+// table's answer is enough here, without leave's wait for deliveries
+// (which would hold every waiting acquire behind the batch being
+// applied): if the table already handed the owner a key, the acquire
+// proposed below is a refresh of that grant.
+func (r *Requests) acquireWait(ctx context.Context, p Port, qs []*request, e fsm.Entry, until time.Time) (Answer, error) {
+	keys := keysOf(e)
+	chans := make([]<-chan engine.Grant, len(qs))
+	for i, q := range qs {
+		chans[i] = r.listen(q)
+	}
+	pending := make([]bool, len(qs))
+	fences := make([]uint64, len(qs))
+	retry := false
+	for i, k := range keys {
+		queued, err := p.Queued(ctx, k, e.Owner)
 		if err != nil {
 			return Answer{}, err
 		}
-		if resp.Result.OK {
-			return Answer{Fence: resp.Result.Grant.Fence}, nil
+		pending[i], retry = queued, retry || queued
+	}
+	// A set holds the keys taken now, and those handed over later, for
+	// the lease until the last comes: the keep-alive renews it. One key
+	// holds nothing while it waits.
+	lease := e.TTL
+	var keep <-chan time.Time
+	if len(keys) > 1 {
+		lease = keepAliveLease(e.TTL)
+		t := time.NewTicker(lease / 3)
+		defer t.Stop()
+		keep = t.C
+	}
+	if !retry {
+		queue := e
+		queue.TTL = lease
+		a, queued, taken, err := propose(ctx, p, queue, true)
+		if err != nil || !queued {
+			return a, err
 		}
-		if !resp.Result.Queued {
-			return Answer{Held: resp.Result.Grant, Now: e.Now}, nil
+		for i := range keys {
+			if i >= len(taken) || taken[i].Fence == 0 {
+				pending[i] = true
+				continue
+			}
+			// Taken at once while the others are waited for: released by
+			// the clean-up unless this request returns it.
+			r.Deliver(taken[i])
 		}
 	}
+
 	timer := time.NewTimer(time.Until(until))
 	defer timer.Stop()
-	select {
-	case g := <-ch:
-		if err := ctx.Err(); err != nil {
-			// The client went away as the key came: nobody will get this
-			// answer, so it is not returned, and leave releases the grant
-			// (unreturned) rather than leave it blocking the key for a TTL.
-			return Answer{}, err
+	// The cases: the fixed ones, then one per key still waited for.
+	const fixed = 4
+	for {
+		cases := []reflect.SelectCase{
+			{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(ctx.Done())},
+			{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(p.Context().Done())},
+			{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(timer.C)},
+			{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(keep)},
 		}
-		return Answer{Fence: g.Fence}, nil
-	case <-p.Context().Done():
-		return Answer{}, ErrEnded
-	case <-timer.C:
-	case <-ctx.Done():
+		index := []int{}
+		for i, ch := range chans {
+			if pending[i] {
+				cases = append(cases, reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(ch)})
+				index = append(index, i)
+			}
+		}
+		if len(index) == 0 {
+			break
+		}
+		chosen, got, _ := reflect.Select(cases)
+		switch chosen {
+		case 0:
+			return Answer{}, ctx.Err() // the client went away: leave releases what it holds
+		case 1:
+			return Answer{}, ErrEnded
+		case 2:
+			if err := ctx.Err(); err != nil {
+				return Answer{}, err // the client went away, or the node is stopping
+			}
+			return Answer{TimedOut: true, Waiting: keys[index[0]]}, nil
+		case 3:
+			if a, err := keepAlive(ctx, p, e, pending, lease); err != nil || a != nil {
+				return deref(a), err
+			}
+		default:
+			i := index[chosen-fixed]
+			pending[i], fences[i] = false, got.Interface().(engine.Grant).Fence
+		}
 	}
 	if err := ctx.Err(); err != nil {
-		return Answer{}, err // the client went away, or the node is stopping
+		// The client went away as the last key came: nobody will get this
+		// answer, so it is not returned, and leave releases the grants
+		// (unreturned) rather than leave them blocking the keys for a TTL.
+		return Answer{}, err
 	}
-	return Answer{TimedOut: true}, nil
+	if len(keys) == 1 {
+		return Answer{Fences: fences}, nil // handed over with the TTL asked
+	}
+	// Every key is the owner's: one entry refreshes them all, so every
+	// TTL counts from now, and answers every fence.
+	a, _, _, err := propose(ctx, p, e, false)
+	return a, err
 }
 
-// leave ends q. When it is its owner's last live request it cleans up
-// after all of them: it cancels the owner's queue entry, then releases a
-// grant handed off to the owner that no request returned, which passes
-// the key on. Both are retried until they commit or the term ends (the
-// next leader cancels every queued waiter when it takes over).
-func (r *Requests) leave(p Port, q *request, fence uint64) {
-	if r.leaveRecord(q, fence) {
-		r.cleanUp(p, q)
+// MinKeepAliveLease is the shortest lease a waiting set holds the keys it
+// has taken for: it renews them every third of it, so a short TTL does
+// not make it propose entries every few milliseconds (a 30 ms TTL once
+// made it 10 ms). Those keys are not the client's until the last one
+// comes, so holding them longer than the TTL costs only this: when the
+// leader is lost meanwhile, they stay taken for up to the lease.
+const MinKeepAliveLease = time.Second
+
+// keepAliveLease is the lease a waiting set of TTL ttl holds its keys for
+// while it waits: the TTL, and at least MinKeepAliveLease.
+func keepAliveLease(ttl time.Duration) time.Duration { return max(ttl, MinKeepAliveLease) }
+
+// keepAlive renews the lease of the keys the owner holds while it waits
+// for the others, all in one entry, however many: the request's acquire
+// of those keys without wait, as the entry that refreshes the whole set
+// once the last is handed over. It refreshes a key the owner holds (its
+// fence kept), and takes again one forced free that nobody took since, as
+// the final refresh would; a key another owner holds since ends the
+// request as a refusal naming that key.
+func keepAlive(ctx context.Context, p Port, e fsm.Entry, pending []bool, lease time.Duration) (*Answer, error) {
+	var held []string
+	for i, k := range keysOf(e) {
+		if !pending[i] {
+			held = append(held, k)
+		}
 	}
+	if len(held) == 0 {
+		return nil, nil
+	}
+	e.Keys, e.TTL = held, lease
+	a, _, _, err := propose(ctx, p, e, false)
+	if err != nil || a.Fences != nil {
+		return nil, err
+	}
+	return &a, nil
 }
 
-// leaveLater is leave of the requests of one answer whose wait ran out
-// (a key's, or each key's of an acquire-all), in the background: the
-// answer goes out at the wait's end rather than a commit or two later.
-// First they stay live for up to w.Keep, until the owner's next request
-// has entered for each of their keys, so that it finds the owner's places
-// in the queues (it is queued already, and waits again); then they leave,
-// side by side. The clean-up is that of a client gone away: a hand-off
-// made meanwhile is returned by the next request, or released by the last
-// to leave. Wait waits for these.
-//
-// One tenant keeps at most MaxKept places at once, an acquire-all's
-// counting once: each costs a goroutine, no longer counted by the node's
-// cap on waiting requests, for up to its keep. Beyond that the places
-// are given up with the answer, as without keep; another tenant's are
-// kept still.
-func (r *Requests) leaveLater(p Port, qs []*request, w Wait) {
-	keep := w.Keep
-	var next []<-chan struct{}
-	if keep > 0 && r.keepPlace(w.Tenant) {
-		for _, q := range qs {
-			next = append(next, r.nextRequest(q))
-		}
-	} else {
-		keep = 0
+func deref(a *Answer) Answer {
+	if a == nil {
+		return Answer{}
 	}
-	r.goLater(func() {
-		if keep > 0 {
-			keepUntil(p, next, keep)
-			r.placeLeft(w.Tenant)
-		}
-		r.leaveEach(p, qs, nil)
-	})
-}
-
-// keepUntil returns once every channel of next is closed, keep has
-// passed, or p's term has ended.
-func keepUntil(p Port, next []<-chan struct{}, keep time.Duration) {
-	t := time.NewTimer(keep)
-	defer t.Stop()
-	for _, ch := range next {
-		select {
-		case <-ch:
-		case <-t.C:
-			return
-		case <-p.Context().Done():
-			return
-		}
-	}
-}
-
-// leaveEach ends every request of qs, q returned fences[i] (nil: none),
-// side by side: their clean-ups are independent of each other, so they
-// share commits rather than run one commit after another.
-func (r *Requests) leaveEach(p Port, qs []*request, fences []uint64) {
-	fence := func(i int) uint64 {
-		if fences == nil {
-			return 0
-		}
-		return fences[i]
-	}
-	if len(qs) == 1 {
-		r.leave(p, qs[0], fence(0))
-		return
-	}
-	var wg sync.WaitGroup
-	for i, q := range qs {
-		wg.Go(func() { r.leave(p, q, fence(i)) })
-	}
-	wg.Wait()
-}
-
-// MaxKept bounds the places one tenant keeps at once after their waits
-// ran out (see Wait.Keep), an acquire-all's counting once.
-const MaxKept = 1024
-
-// cleanUp is the clean-up leave asked for; q owns the settling.
-func (r *Requests) cleanUp(p Port, q *request) {
-	defer r.settled(q)
-	key, owner := q.w.Key, q.w.Owner
-	// Read outside the record's lock: the FSM delivers hand-offs into the
-	// record while it holds its own. When the owner is not queued this
-	// returns once a hand-off that dequeued it has been delivered, so
-	// unreturned below sees it.
-	queued, err := p.QueuedOnceDelivered(p.Context(), key, owner)
-	if err != nil {
-		// The term ended (a stop, a lost leadership: no incident, and a
-		// node that stops with kept places has one per key): the next
-		// leader cancels queued waiters.
-		if p.Context().Err() == nil {
-			r.log.Warn("clean-up: reading the wait queue failed", "error", err)
-		}
-		return
-	}
-	if queued {
-		if err := r.proposeWhileLeading(p, fsm.Entry{Op: engine.OpCancelWait, Key: key, Owner: owner}); err != nil {
-			r.log.Warn("cancel wait failed", "error", err)
-			return
-		}
-	}
-	if lost := r.unreturned(q); lost != 0 {
-		if err := r.proposeWhileLeading(p, fsm.Entry{Op: engine.OpRelease, Key: key, Owner: owner}); err != nil {
-			r.log.Warn("release of a grant no request returned failed", "fence", lost, "error", err)
-		}
-	}
-}
-
-// proposeWhileLeading proposes e (stamped with p's clock) until it
-// commits or the term ends. A clean-up entry (a cancel-wait, a release of
-// a grant nobody returned) must not be dropped on a transient failure:
-// the entry it leaves behind would be granted to nobody for up to its TTL.
-func (r *Requests) proposeWhileLeading(p Port, e fsm.Entry) error {
-	backoff := 10 * time.Millisecond
-	for {
-		e.Now = p.Now()
-		_, err := p.Propose(p.Context(), e)
-		if err == nil || errors.Is(err, ErrEnded) {
-			return err
-		}
-		r.log.Warn("clean-up proposal failed; retrying", "op", e.Op, "error", err)
-		t := time.NewTimer(backoff)
-		select {
-		case <-p.Context().Done():
-			t.Stop()
-			return ErrEnded
-		case <-t.C:
-		}
-		backoff = min(2*backoff, time.Second)
-	}
+	return *a
 }

@@ -93,10 +93,10 @@ func TestKeepAlive_OneEntryPerTickWhateverTheSetsSize(t *testing.T) {
 			}
 			p := &setPort{last: keys[n-1]}
 			r := NewRequests(nil)
-			a, err := r.AcquireAll(t.Context(), p, fsm.Entry{Op: engine.OpAcquireAll, Keys: keys, Owner: "o", TTL: ttl},
+			a, err := r.Acquire(t.Context(), p, fsm.Entry{Op: engine.OpAcquireAll, Keys: keys, Owner: "o", TTL: ttl},
 				Wait{Until: time.Now().Add(wait)})
 			if err != nil || !a.TimedOut {
-				t.Fatalf("AcquireAll = %+v, %v; want its wait run out", a, err)
+				t.Fatalf("Acquire = %+v, %v; want its wait run out", a, err)
 			}
 			r.Wait()
 			entries := p.keepingEntries()

@@ -287,17 +287,17 @@ func (w *world) answered(r *modelRequest, a Answer, err error) {
 		if !w.failed {
 			w.fail("request %d failed (%v) with no commit failure", r.id, err)
 		}
-	case a.Fence != 0:
-		if !w.table.holds(r.owner, a.Fence) {
-			w.fail("request %d of %s answered fence %d; the table has %+v", r.id, r.owner, a.Fence, w.table.holders)
+	case a.Fence() != 0:
+		if !w.table.holds(r.owner, a.Fence()) {
+			w.fail("request %d of %s answered fence %d; the table has %+v", r.id, r.owner, a.Fence(), w.table.holders)
 		}
 		if gone {
-			w.lost[engine.Grant{Key: modelKey, Owner: r.owner, Fence: a.Fence}] = true
+			w.lost[engine.Grant{Key: modelKey, Owner: r.owner, Fence: a.Fence()}] = true
 			break
 		}
 		if c.current == r {
-			c.holds = a.Fence
-			w.logf("%s believes it holds fence %d", r.owner, a.Fence)
+			c.holds = a.Fence()
+			w.logf("%s believes it holds fence %d", r.owner, a.Fence())
 		}
 	case a.TimedOut:
 		if r.wait == 0 {

@@ -22,7 +22,6 @@ import (
 	"context"
 	"errors"
 
-	"github.com/zerotal/lock/engine"
 	"github.com/zerotal/lock/fsm"
 )
 
@@ -53,15 +52,3 @@ type Port interface {
 // was served; the client retries at the next leader, whose takeover
 // cancels every queued waiter.
 var ErrEnded = errors.New("leadership changed; retry")
-
-// Answer is what an acquire request found.
-type Answer struct {
-	// Fence is the grant returned to the client; 0 when not acquired.
-	Fence uint64
-	// Held, when not acquired: the grant in the way as the proposal found
-	// it (its Deadline), at Now, the stamp of that proposal. For a wait
-	// that ran out, TimedOut is set and Held is zero.
-	Held     engine.Grant
-	Now      int64
-	TimedOut bool
-}

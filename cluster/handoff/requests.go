@@ -297,7 +297,7 @@ func (r *Requests) placeLeft(tenant string) {
 }
 
 // Kept is the number of places tenant keeps now after waits that ran out
-// (Wait.Keep), an acquire-all's counting once.
+// (Wait.Keep), a set's counting once.
 func (r *Requests) Kept(tenant string) int {
 	r.mu.Lock()
 	defer r.mu.Unlock()

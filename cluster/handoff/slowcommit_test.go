@@ -97,7 +97,7 @@ func TestWait_CountsFromArrivalAndCleansUpWithinTheMargin(t *testing.T) {
 			return a.TimedOut, err
 		}},
 		{"acquire-all", []string{"a", "b"}, wait + 2*commit, func(r *Requests, p Port, until time.Time) (bool, error) {
-			a, err := r.AcquireAll(context.Background(), p, fsm.Entry{Op: engine.OpAcquireAll, Keys: []string{"a", "b"}, Owner: "o", TTL: time.Minute}, Wait{Until: until})
+			a, err := r.Acquire(context.Background(), p, fsm.Entry{Op: engine.OpAcquireAll, Keys: []string{"a", "b"}, Owner: "o", TTL: time.Minute}, Wait{Until: until})
 			return a.TimedOut, err
 		}},
 	} {
@@ -217,10 +217,10 @@ func TestWait_AnAcquireAllsPlacesCountOnce(t *testing.T) {
 	p := &slowCommitPort{queued: map[string]bool{}}
 	r := NewRequests(nil)
 	keys := []string{"a", "b", "c", "d"}
-	a, err := r.AcquireAll(t.Context(), p, fsm.Entry{Op: engine.OpAcquireAll, Keys: keys, Owner: "o", TTL: time.Minute},
+	a, err := r.Acquire(t.Context(), p, fsm.Entry{Op: engine.OpAcquireAll, Keys: keys, Owner: "o", TTL: time.Minute},
 		Wait{Until: time.Now().Add(20 * time.Millisecond), Keep: 100 * time.Millisecond, Tenant: "t"})
 	if err != nil || !a.TimedOut {
-		t.Fatalf("AcquireAll = %+v, %v; want its wait run out", a, err)
+		t.Fatalf("Acquire = %+v, %v; want its wait run out", a, err)
 	}
 	if got := r.Kept("t"); got != 1 {
 		t.Fatalf("a set of %d keys keeps %d places; want one", len(keys), got)

@@ -32,8 +32,8 @@ type fakeStore struct {
 	acquired func()
 	// fail, when set, is what Release answers.
 	fail error
-	// claim is the last claim AcquireShared was given; unsupported, when
-	// set, is what it answers.
+	// claim is the last claim Acquire was given; unsupported, when set,
+	// is what it answers a shared claim or a set.
 	claim       drivers.Claim
 	unsupported error
 	// wait is the last Wait Acquire was given.
@@ -63,58 +63,32 @@ func (s *fakeStore) Leader(context.Context) (string, error) {
 	return s.leader, s.leaderErr
 }
 
-func (s *fakeStore) Acquire(_ context.Context, key, owner string, ttl time.Duration, wait httpapi.Wait) (uint64, error) {
+func (s *fakeStore) Acquire(_ context.Context, req httpapi.Request) ([]uint64, error) {
 	if s.acquired != nil {
 		s.acquired()
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.wait = wait
-	if l, ok := s.locks[key]; ok {
-		if l.Owner != owner {
-			return 0, &drivers.NotAcquiredError{Key: key, HolderTTL: l.Remaining}
-		}
-		l.Remaining = ttl
-		return l.Fence, nil
-	}
-	s.fence++
-	s.locks[key] = &api.Lock{Key: key, Owner: owner, Fence: s.fence, Remaining: ttl}
-	return s.fence, nil
-}
-
-func (s *fakeStore) AcquireAll(_ context.Context, keys []string, owner string, ttl time.Duration, _ httpapi.Wait) ([]uint64, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.unsupported != nil {
+	s.wait, s.claim = req.Wait, req.Claim
+	if s.unsupported != nil && (req.Claim != (drivers.Claim{}) || len(req.Keys) > 1) {
 		return nil, s.unsupported
 	}
-	for _, k := range keys {
-		if l, ok := s.locks[k]; ok && l.Owner != owner {
+	for _, k := range req.Keys {
+		if l, ok := s.locks[k]; ok && l.Owner != req.Owner {
 			return nil, &drivers.NotAcquiredError{Key: k, HolderTTL: l.Remaining}
 		}
 	}
-	fences := make([]uint64, len(keys))
-	for i, k := range keys {
+	fences := make([]uint64, len(req.Keys))
+	for i, k := range req.Keys {
 		if l, ok := s.locks[k]; ok {
-			l.Remaining, fences[i] = ttl, l.Fence
+			l.Remaining, fences[i] = req.TTL, l.Fence
 			continue
 		}
 		s.fence++
-		s.locks[k] = &api.Lock{Key: k, Owner: owner, Fence: s.fence, Remaining: ttl}
+		s.locks[k] = &api.Lock{Key: k, Owner: req.Owner, Fence: s.fence, Remaining: req.TTL}
 		fences[i] = s.fence
 	}
 	return fences, nil
-}
-
-func (s *fakeStore) AcquireShared(ctx context.Context, key, owner string, ttl time.Duration, wait httpapi.Wait, c drivers.Claim) (uint64, error) {
-	s.mu.Lock()
-	s.claim = c
-	err := s.unsupported
-	s.mu.Unlock()
-	if err != nil {
-		return 0, err
-	}
-	return s.Acquire(ctx, key, owner, ttl, wait)
 }
 
 func (s *fakeStore) Release(_ context.Context, key, owner string) (bool, error) {

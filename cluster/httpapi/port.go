@@ -20,6 +20,17 @@ type Wait struct {
 	Tenant    string
 }
 
+// Request is one acquire as the handler has checked it: 1 to
+// api.MaxAcquireKeys distinct valid keys, the owner to record (see Store),
+// a TTL in range, a valid claim (the zero Claim: a mutex) and its wait.
+type Request struct {
+	Keys  []string
+	Owner string
+	TTL   time.Duration
+	Claim drivers.Claim
+	Wait  Wait
+}
+
 // waitOf is the Wait the wait_ms and keep_ms of r's acquire ask for.
 func waitOf(r *http.Request, waitMillis, keepMillis int64) Wait {
 	return Wait{For: api.Duration(waitMillis), Keep: api.Duration(min(keepMillis, api.MaxKeepMillis)), Tenant: caller(r).ID()}
@@ -51,23 +62,17 @@ type Store interface {
 	// still taking over) is answered as it is, typically 503.
 	Leader(ctx context.Context) (addr string, err error)
 
-	// Acquire takes key for owner for ttl, or refreshes owner's grant.
-	// With w.For > 0 it waits up to w.For (the Store may cap it) for the
-	// key to be handed over, and keeps its place w.Keep should that run
-	// out. It returns the grant's fence.
-	Acquire(ctx context.Context, key, owner string, ttl time.Duration, w Wait) (fence uint64, err error)
-	// AcquireShared is Acquire of a semaphore's slot or a read/write
-	// lock's side, as c says. A cluster that cannot apply it yet answers
-	// an error matching drivers.ErrUnsupported (501).
-	AcquireShared(ctx context.Context, key, owner string, ttl time.Duration, w Wait, c drivers.Claim) (fence uint64, err error)
-	// AcquireAll takes every key for owner for ttl in one step, or none:
-	// a key held by another owner is a *drivers.NotAcquiredError naming
-	// it. With w.For > 0 it waits up to w.For, first come first served
-	// for the whole set: the free keys are taken and the busy ones queued
-	// for in one step. It returns the fences in the order of keys. A cluster
-	// that cannot apply it yet answers an error matching
+	// Acquire takes every key of req for its owner for its TTL, as its
+	// claim says, in one step, or none: a key held by another owner is a
+	// *drivers.NotAcquiredError naming it. A key the owner holds already
+	// is refreshed. With req.Wait.For > 0 it waits up to that (the Store
+	// may cap it), first come first served for the whole set: the free
+	// keys are taken and the busy ones queued for in one step; should the
+	// wait run out, it keeps the places req.Wait.Keep. It returns the
+	// fences in the order of req.Keys. A cluster that cannot apply the
+	// claim yet (a member of an older release) answers an error matching
 	// drivers.ErrUnsupported (501).
-	AcquireAll(ctx context.Context, keys []string, owner string, ttl time.Duration, w Wait) (fences []uint64, err error)
+	Acquire(ctx context.Context, req Request) (fences []uint64, err error)
 	// Release frees key if owner holds it; released reports whether it did.
 	Release(ctx context.Context, key, owner string) (released bool, err error)
 	// Extend sets owner's grant of key to end ttl from now.

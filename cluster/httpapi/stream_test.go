@@ -29,14 +29,15 @@ type blockingStore struct {
 	ended chan string // the owner of each held acquire whose context ended, as its request named it
 }
 
-func (s *blockingStore) Acquire(ctx context.Context, key, owner string, ttl time.Duration, wait httpapi.Wait) (uint64, error) {
+func (s *blockingStore) Acquire(ctx context.Context, req httpapi.Request) ([]uint64, error) {
+	key, owner := req.Keys[0], req.Owner
 	if key == "block" {
 		<-ctx.Done()
 		_, named, _ := access.SplitOwner(owner) // the Store is given the owner recorded for the credential
 		s.ended <- named
-		return 0, ctx.Err()
+		return nil, ctx.Err()
 	}
-	return s.fakeStore.Acquire(ctx, key, owner, ttl, wait)
+	return s.fakeStore.Acquire(ctx, req)
 }
 
 // streamServer serves the API with a stream-counting WaitGroup on a real

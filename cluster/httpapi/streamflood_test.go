@@ -84,9 +84,9 @@ type countingStore struct {
 	now, peak int
 }
 
-func (s *countingStore) Acquire(ctx context.Context, key, owner string, ttl time.Duration, wait httpapi.Wait) (uint64, error) {
-	if key != "block" {
-		return s.fakeStore.Acquire(ctx, key, owner, ttl, wait)
+func (s *countingStore) Acquire(ctx context.Context, req httpapi.Request) ([]uint64, error) {
+	if req.Keys[0] != "block" {
+		return s.fakeStore.Acquire(ctx, req)
 	}
 	s.mu.Lock()
 	s.now++
@@ -96,7 +96,7 @@ func (s *countingStore) Acquire(ctx context.Context, key, owner string, ttl time
 	s.mu.Lock()
 	s.now--
 	s.mu.Unlock()
-	return 0, ctx.Err()
+	return nil, ctx.Err()
 }
 
 func (s *countingStore) held() (now, peak int) {
