@@ -44,8 +44,10 @@ const FenceRetention = time.Hour
 // whatever its TTL.
 const waiterLease = 3 * time.Second
 
-// prelude is the start of every script: the server's time (now in ms,
-// micros in µs) and the constants.
+// prelude starts every script after replicateEffects (which makes Redis
+// before 5.0 replicate the effects rather than the script, as TIME
+// requires; later versions always do): the server's time (now in ms) and
+// the lease, and newFence.
 //
 // A new fence (newFence) is max(last fence + 1, server time in
 // microseconds), and the counter is kept for FenceRetention after it. The
@@ -58,10 +60,7 @@ const waiterLease = 3 * time.Second
 // one microsecond, and a server clock that steps back, by less than
 // FenceRetention. What it assumes: the clock of the Redis server (and of a
 // replica that takes over) never steps back by FenceRetention or more.
-// replicate_commands makes Redis before 5.0 replicate the effects rather
-// than the script, which TIME requires; later versions always do.
-var prelude = `if redis.replicate_commands then redis.replicate_commands() end
-local t = redis.call('TIME')
+var prelude = `local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local lease = ` + strconv.FormatInt(waiterLease.Milliseconds(), 10) + `
 local function newFence(counter)
@@ -71,6 +70,9 @@ local function newFence(counter)
   redis.call('SET', counter, string.format('%.0f', fence), 'PX', ` + strconv.FormatInt(FenceRetention.Milliseconds(), 10) + `)
   return fence
 end
+`
+
+const replicateEffects = `if redis.replicate_commands then redis.replicate_commands() end
 `
 
 // model is the Lua of the rules, over a key's state s that load reads:
@@ -90,7 +92,7 @@ end
 //     it when none is left;
 //   - inTheWay is the first holder's time left, and the holder whose grant,
 //     by ending, lets a claim of side w in (drivers.Claim.InTheWay).
-var model = prelude + `
+var model = `
 local function load(lk, fk)
   local s = {lk = lk, fk = fk, chan = lk .. ':released', holders = {}, queue = {}, claim = '', kind = '0', lim = 1}
   local all = redis.call('HGETALL', lk)
@@ -190,7 +192,7 @@ end
 // overtakes an earlier request on any key. A key that v0.1.0 holds (a
 // string, its mutex layout) is busy and keeps no place: its waiters try
 // again when it is released or expires.
-var acquireScript = goredis.NewScript(model + `
+var acquireScript = goredis.NewScript(replicateEffects + prelude + `
 local owner, ttl, claim, write, wait = ARGV[1], tonumber(ARGV[2]), ARGV[3], ARGV[4], ARGV[5] == '1'
 local n = #KEYS / 2
 if n == 1 and redis.call('EXISTS', KEYS[1]) == 0 then
@@ -203,6 +205,7 @@ if n == 1 and redis.call('EXISTS', KEYS[1]) == 0 then
   redis.call('PEXPIRE', KEYS[1], ttl)
   return {1, f}
 end
+` + model + `
 local S, busy, none = {}, 0, {}
 local function settleAll() for _, s in ipairs(S) do settle(s) end end
 for i = 1, n do
@@ -291,20 +294,19 @@ return {0, busy, left, way, wayLeft, 1, S[busy].ahead == 0 and 1 or 0}
 // for their TTL and handed over by it. Reply {1 when a grant that had not
 // lapsed ended, else 0; then owner and fence of each of those waiters let
 // in}. The key's channel hears "granted:<owners>" for the other waiters
-// let in, or "released" when a grant ended and nobody was let in.
-var releaseScript = goredis.NewScript(model + `
+// let in, or "released" when a grant ended and nobody was let in. The
+// owner's grant alone in the hash is the uncontended release: the hash
+// exists only while its last grant or place has not lapsed, and Redis
+// deletes a hash with its last field.
+var releaseScript = goredis.NewScript(replicateEffects + `
 local lk, owner = KEYS[1], ARGV[1]
-local typ = redis.call('TYPE', lk).ok
-if typ ~= 'hash' then return {0} end
-if ARGV[2] == '1' and redis.call('HLEN', lk) == 1 then
-  local v = redis.call('HGET', lk, 'h:' .. owner)
-  if v then
-    redis.call('DEL', lk)
-    redis.call('PUBLISH', lk .. ':released', 'released')
-    if tonumber(string.match(v, '^%d+:(%d+)')) > now then return {1} end
-    return {0}
-  end
+local len = redis.pcall('HLEN', lk)
+if type(len) ~= 'number' or len == 0 then return {0} end
+if ARGV[2] == '1' and len == 1 and redis.call('HDEL', lk, 'h:' .. owner) == 1 then
+  redis.call('PUBLISH', lk .. ':released', 'released')
+  return {1}
 end
+` + prelude + model + `
 local s = load(lk, KEYS[2])
 local released = 0
 if ARGV[2] == '1' then
@@ -340,7 +342,7 @@ return mine
 //
 // KEYS[1] lock, KEYS[2] fence; ARGV[1] owner, ARGV[2] TTL ms. Reply 1
 // when extended.
-var extendScript = goredis.NewScript(model + `
+var extendScript = goredis.NewScript(replicateEffects + prelude + model + `
 if redis.call('TYPE', KEYS[1]).ok ~= 'hash' then return 0 end
 local s = load(KEYS[1], KEYS[2])
 admit(s, {}, '')
@@ -359,7 +361,7 @@ return done
 // lets its waiters in; a key that v0.1.0 holds is deleted.
 //
 // KEYS[1] lock, KEYS[2] fence. Reply 1 when a grant ended.
-var forceReleaseScript = goredis.NewScript(model + `
+var forceReleaseScript = goredis.NewScript(replicateEffects + prelude + model + `
 local typ = redis.call('TYPE', KEYS[1]).ok
 if typ == 'string' then
   redis.call('DEL', KEYS[1])
