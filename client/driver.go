@@ -1,7 +1,6 @@
 package client
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -21,109 +20,6 @@ import (
 func (c *Client) DefaultPrefix() string { return "" }
 
 var _ drivers.KeyNamer = (*Client)(nil)
-
-// acquireKeyHolder is Acquire that, when another owner holds the key, also
-// says who (the node's holder: drivers.HolderOf its owner) and how long
-// its grant has left (holder_ttl_ms).
-func (c *Client) acquireKeyHolder(ctx context.Context, key, owner string, ttl time.Duration) (uint64, bool, drivers.HeldBy, error) {
-	return c.acquireOnce(ctx, key, owner, ttl, nil)
-}
-
-// acquireOnce is one acquire without wait, of a mutex (claim nil) or a
-// shared key.
-func (c *Client) acquireOnce(ctx context.Context, key, owner string, ttl time.Duration, claim *drivers.Claim) (uint64, bool, drivers.HeldBy, error) {
-	if err := checkKeyOwner(key, owner); err != nil {
-		return 0, false, drivers.HeldBy{}, err
-	}
-	var out api.AcquireResponse
-	err := c.call(ctx, acquireRequest(key, owner, ttl, 0, 0, claim), &out)
-	if claim != nil {
-		err = sharedUnsupported(err)
-	}
-	if na, ok := errors.AsType[*drivers.NotAcquiredError](err); ok {
-		return 0, false, drivers.HeldBy{Holder: na.Holder, TTL: na.HolderTTL}, nil
-	}
-	if err != nil {
-		return 0, false, drivers.HeldBy{}, err
-	}
-	return out.Fence, true, drivers.HeldBy{}, nil
-}
-
-// acquireKeyWait waits in the cluster's FIFO queue for key until it is
-// granted to owner, or until ctx ends (it then returns an error wrapping
-// ctx.Err()). Each request asks the server to wait at most until just
-// before ctx's deadline (or WaitChunk when ctx has none); a request the
-// server times out with 409 is sent again while ctx lives.
-//
-// When ctx is cancelled while a request is queued, the client tries to
-// release a grant that may have raced with the cancellation; a waiter the
-// server still holds is removed by the server when its wait_ms passes, and
-// a grant made to it after that point expires with its TTL.
-//
-// With opts.OwnerReused, that grant is left to its TTL: the owner may ask
-// again, and a late release would free its new grant.
-func (c *Client) acquireKeyWait(ctx context.Context, key, owner string, ttl time.Duration, opts drivers.WaitOptions) (uint64, error) {
-	return c.acquireWait(ctx, key, owner, ttl, nil, opts)
-}
-
-// acquireWait is AcquireWait of a mutex (claim nil) or a shared key.
-func (c *Client) acquireWait(ctx context.Context, key, owner string, ttl time.Duration, claim *drivers.Claim, opts drivers.WaitOptions) (uint64, error) {
-	if err := checkKeyOwner(key, owner); err != nil {
-		return 0, err
-	}
-	var held error // the last 409 of this wait: the key was held
-	for {
-		if err := ctx.Err(); err != nil {
-			return 0, waitEnded(ctx, cmp.Or(held, err))
-		}
-		wait, keep := c.waitChunk(ctx)
-		var out api.AcquireResponse
-		var err error
-		if wait < 2*time.Millisecond {
-			var ok bool
-			var fence uint64
-			var by drivers.HeldBy
-			fence, ok, by, err = c.acquireOnce(ctx, key, owner, ttl, claim)
-			if err == nil && ok {
-				return fence, nil
-			}
-			if err == nil {
-				// The holder and its time left, as this last attempt
-				// found them: they replace the 409 before it.
-				err = &drivers.NotAcquiredError{Key: key, HolderTTL: by.TTL, Holder: by.Holder}
-			}
-		} else {
-			err = c.call(ctx, acquireRequest(key, owner, ttl, wait, keep, claim), &out)
-			if claim != nil {
-				err = sharedUnsupported(err)
-			}
-			if err == nil {
-				return out.Fence, nil
-			}
-			if c.refusedKeep(keep, err) {
-				continue
-			}
-		}
-		if ctx.Err() != nil {
-			c.releaseAbandoned(key, owner, opts)
-			if held != nil && !errors.Is(err, drivers.ErrUnavailable) {
-				// ctx cut off the request sent after a 409, at the end of
-				// the wait: the backend's last answer stands.
-				err = held
-			}
-			return 0, waitEnded(ctx, err)
-		}
-		if !errors.Is(err, drivers.ErrNotAcquired) {
-			return 0, err
-		}
-		held = err
-		if wait < 2*time.Millisecond {
-			// Too little time left to queue: wait for ctx to end rather
-			// than spinning on plain acquires.
-			<-ctx.Done()
-		}
-	}
-}
 
 // waitChunk is the wait_ms of a waiting request's next chunk, and its
 // keep_ms.

@@ -44,6 +44,9 @@ type fakeNode struct {
 	// noKeep makes acquires refuse keep_ms as an unknown field, as a node
 	// of a release before it does.
 	noKeep atomic.Bool
+	// v010 makes acquires decode v0.1.0's body (key, owner, ttl_ms,
+	// wait_ms), refusing any other field as unknown, as a node of v0.1.0.
+	v010 atomic.Bool
 	// releaseGate, when set, holds every release until it is closed: a
 	// release that reaches the node late.
 	releaseGate atomic.Pointer[chan struct{}]
@@ -187,7 +190,18 @@ func (f *fakeNode) freed() {
 
 func (f *fakeNode) acquire(w http.ResponseWriter, r *http.Request) {
 	var in api.AcquireRequest
-	if !decode(w, r, &in) {
+	if f.v010.Load() {
+		var old struct {
+			Key        string `json:"key"`
+			Owner      string `json:"owner"`
+			TTLMillis  int64  `json:"ttl_ms"`
+			WaitMillis int64  `json:"wait_ms,omitempty"`
+		}
+		if !decode(w, r, &old) {
+			return
+		}
+		in = api.AcquireRequest{Key: old.Key, Owner: old.Owner, TTLMillis: old.TTLMillis, WaitMillis: old.WaitMillis}
+	} else if !decode(w, r, &in) {
 		return
 	}
 	if f.holdAcquires.Load() {

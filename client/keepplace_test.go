@@ -122,7 +122,7 @@ func TestAcquireAllWait_KeepsItsPlaceFromChunkToChunk(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 	defer cancel()
 	holder, waiters := holding(ctx, t, addrs, "a")
-	set, counted := chunkedClient(t, addrs, api.PathAcquireAll)
+	set, counted := chunkedClient(t, addrs, api.PathAcquire)
 	later := clusterClient(t, addrs, nil)
 
 	answers := make(chan string, 2)

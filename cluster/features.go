@@ -46,16 +46,7 @@ func (n *Node) acquireEntry(ctx context.Context, req httpapi.Request) (fsm.Entry
 	if err := n.supported(ctx, acquireKeysFeature); err != nil {
 		return fsm.Entry{}, err
 	}
-	// Until the engine's one acquire entry lands: entries 1, 8 and 9.
-	switch {
-	case len(req.Keys) == 1 && mutex:
-		return fsm.Entry{Op: engine.OpAcquire, Key: req.Keys[0], Owner: req.Owner, TTL: req.TTL}, nil
-	case len(req.Keys) == 1:
-		return fsm.Entry{Op: engine.OpAcquireShared, Key: req.Keys[0], Owner: req.Owner, TTL: req.TTL, Claim: req.Claim}, nil
-	case req.Claim == (drivers.Claim{}):
-		return fsm.Entry{Op: engine.OpAcquireAll, Keys: req.Keys, Owner: req.Owner, TTL: req.TTL}, nil
-	}
-	return fsm.Entry{}, fmt.Errorf("%w: a shared claim of several keys", drivers.ErrUnsupported)
+	return fsm.Entry{Op: engine.OpAcquireKeys, Keys: req.Keys, Owner: req.Owner, TTL: req.TTL, Claim: req.Claim}, nil
 }
 
 // known reports whether every member of the raft configuration is known
@@ -74,15 +65,17 @@ func (n *Node) known(f feature) bool {
 }
 
 // learnFeatures asks, every featurePoll of the term ctx, the members not
-// yet known to apply acquireKeysFeature, until every member is: a single
-// key's mutex then goes from v0.1.0's entry to the new one without a
-// request ever waiting for the question. A node joins only when it applies
-// the feature, so once every member does, every later one does too.
+// yet known to apply acquireKeysFeature: a single key's mutex then goes
+// from v0.1.0's entry to the new one without a request ever waiting for
+// the question. Once every member is known it only looks at the
+// configuration (a node joins only when it applies the feature).
 func (n *Node) learnFeatures(ctx context.Context) {
 	t := time.NewTicker(featurePoll)
 	defer t.Stop()
-	for !n.known(acquireKeysFeature) {
-		_ = n.supported(ctx, acquireKeysFeature)
+	for {
+		if !n.known(acquireKeysFeature) {
+			_ = n.supported(ctx, acquireKeysFeature)
+		}
 		select {
 		case <-ctx.Done():
 			return

@@ -147,7 +147,7 @@ func TestCluster_AcquireAllIsOneEntry(t *testing.T) {
 		hook := func(a fsm.Applied) {
 			// The refused acquire-all may still be applied on a follower
 			// that lags: it granted nothing.
-			if a.Entry.Owner == "me" && (a.Entry.Op != engine.OpAcquireAll || a.Result.OK) {
+			if a.Entry.Owner == "me" && (a.Entry.Op != engine.OpAcquireKeys || a.Result.OK) {
 				mu.Lock()
 				applied[n.cfg.ID] = append(applied[n.cfg.ID], a.Entry.Op)
 				mu.Unlock()
@@ -169,8 +169,8 @@ func TestCluster_AcquireAllIsOneEntry(t *testing.T) {
 	})
 	mu.Lock()
 	for id, ops := range applied {
-		if len(ops) != 1 || ops[0] != engine.OpAcquireAll {
-			t.Fatalf("node %s applied %v for the acquire-all; want one acquire_all entry", id, ops)
+		if len(ops) != 1 || ops[0] != engine.OpAcquireKeys {
+			t.Fatalf("node %s applied %v for the acquire-all; want one acquire_keys entry", id, ops)
 		}
 	}
 	mu.Unlock()

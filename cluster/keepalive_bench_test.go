@@ -57,7 +57,7 @@ func BenchmarkCluster_OtherClientBesideWaitingSets(b *testing.B) {
 
 	var kept atomic.Int64
 	hook := func(a fsm.Applied) {
-		if a.Entry.Op == engine.OpExtend || (a.Entry.Op == engine.OpAcquireAll && !a.Entry.Wait) {
+		if a.Entry.Op == engine.OpExtend || (a.Entry.Op == engine.OpAcquireKeys && !a.Entry.Wait) {
 			kept.Add(1)
 		}
 	}

@@ -48,24 +48,24 @@ func heldBy(key string, g engine.Grant, now int64) error {
 	return &drivers.NotAcquiredError{Key: key, HolderTTL: time.Duration(max(g.Deadline-now, 0)), Holder: drivers.HolderOf(owner)}
 }
 
-// proposeAcquire proposes the acquire e, preceded, when the key's grant is
-// past its deadline while waiters are queued, by that grant's expiry: the
-// engine counts an expired key as free, and without it a newcomer would
-// overtake the queue in the moment before the expiry loop commits. Both
-// entries enter raft in order from this goroutine, so this costs no extra
-// round trip. A waiting acquire of a key someone else holds only joins
-// the queue: it is proposed lazily (see rounds).
-func (n *Node) proposeAcquire(ctx context.Context, e fsm.Entry) (*fsm.Response, error) {
+// proposeAcquire proposes the acquire e of key's mutex, preceded, when the
+// key's grant is past its deadline while waiters are queued, by that
+// grant's expiry: the engine counts an expired key as free, and without it
+// a newcomer would overtake the queue in the moment before the expiry loop
+// commits. Both entries enter raft in order from this goroutine, so this
+// costs no extra round trip. A waiting acquire of a key someone else holds
+// only joins the queue: it is proposed lazily (see rounds).
+func (n *Node) proposeAcquire(ctx context.Context, e fsm.Entry, key string) (*fsm.Response, error) {
 	var expire *rounds.Proposal
 	lazy := false
 	// The table is read only when it can matter: for a wait, or when some
 	// key has waiters. A stale read is harmless: the FSM decides.
 	if e.Wait || n.fsm.WaiterCount() > 0 {
-		info, ok, err := n.fsm.Get(ctx, e.Key)
+		info, ok, err := n.fsm.Get(ctx, key)
 		switch {
 		case err != nil || !ok:
 		case info.Deadline <= e.Now && info.Waiters > 0:
-			expire = n.propose(fsm.Entry{Op: engine.OpExpire, Key: e.Key, Owner: info.Owner, ExpectFence: info.Fence, Now: e.Now})
+			expire = n.propose(fsm.Entry{Op: engine.OpExpire, Key: key, Owner: info.Owner, ExpectFence: info.Fence, Now: e.Now})
 		case e.Wait && info.Owner != e.Owner && info.Deadline > e.Now:
 			lazy = true
 		}

@@ -22,15 +22,16 @@ func (p termPort) Now() int64 { return p.l.clock.Now() }
 
 func (p termPort) Context() context.Context { return p.l.ctx }
 
-// Propose proposes e; an acquire goes through proposeAcquire, which puts
-// an overdue grant's expiry ahead of it when waiters are queued.
+// Propose proposes e; a single key's mutex acquire goes through
+// proposeAcquire, which puts an overdue grant's expiry ahead of it when
+// waiters are queued.
 func (p termPort) Propose(ctx context.Context, e fsm.Entry) (*fsm.Response, error) {
 	var (
 		resp *fsm.Response
 		err  error
 	)
-	if e.Op == engine.OpAcquire {
-		resp, err = p.n.proposeAcquire(ctx, e)
+	if key, ok := mutexKey(e); ok {
+		resp, err = p.n.proposeAcquire(ctx, e, key)
 	} else {
 		resp, err = p.n.apply(e)
 	}
@@ -46,4 +47,16 @@ func (p termPort) Queued(ctx context.Context, key, owner string) (bool, error) {
 
 func (p termPort) QueuedOnceDelivered(ctx context.Context, key, owner string) (bool, error) {
 	return p.n.fsm.IsQueuedOnceDelivered(ctx, key, owner)
+}
+
+// mutexKey is the key of e when e acquires a single key's mutex: v0.1.0's
+// acquire entry, or the one acquire entry of one key and the zero claim.
+func mutexKey(e fsm.Entry) (string, bool) {
+	switch {
+	case e.Op == engine.OpAcquire:
+		return e.Key, true
+	case e.Op == engine.OpAcquireKeys && len(e.Keys) == 1 && e.Claim == (engine.Claim{}):
+		return e.Keys[0], true
+	}
+	return "", false
 }

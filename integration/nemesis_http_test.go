@@ -92,18 +92,18 @@ func (a *rawAPI) do(ctx context.Context, method, addr, path string, body any) ra
 	return rawAnswer{status: resp.StatusCode, body: b}
 }
 
-// acquireAs sends one acquire through addr: of a mutex (zero claim), or,
-// through /v1/acquire-shared, of a shared key.
+// acquireAs sends one acquire through addr: of a mutex (zero claim), or
+// of a shared key (semaphore or mode in the same body).
 func (a *rawAPI) acquireAs(ctx context.Context, addr, key, owner string, ttl, wait time.Duration, claim drivers.Claim) (rawAnswer, uint64) {
 	body := map[string]any{"key": key, "owner": owner, "ttl_ms": ttl.Milliseconds(), "wait_ms": wait.Milliseconds()}
 	path := "/v1/acquire"
 	switch {
 	case claim.Kind == drivers.Semaphore:
-		path, body["semaphore"] = "/v1/acquire-shared", claim.Limit
+		body["semaphore"] = claim.Limit
 	case claim.Kind == drivers.RWLock && claim.Write:
-		path, body["mode"] = "/v1/acquire-shared", "write"
+		body["mode"] = "write"
 	case claim.Kind == drivers.RWLock:
-		path, body["mode"] = "/v1/acquire-shared", "read"
+		body["mode"] = "read"
 	}
 	ans := a.do(ctx, http.MethodPost, addr, path, body)
 	if ans.status != http.StatusOK {

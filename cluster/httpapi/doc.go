@@ -23,9 +23,10 @@
 // status, force-release, membership, debug, metrics), or for a key
 // outside its prefixes, is answered 403 forbidden, naming the right.
 //
-//	POST /v1/acquire        {"key","owner","ttl_ms","wait_ms","keep_ms"} -> {"key","owner","fence","ttl_ms"}
-//	POST /v1/acquire-shared {"key","owner","ttl_ms","wait_ms","keep_ms","semaphore"|"mode"} -> as /v1/acquire
-//	                        (501 unsupported while a member cannot apply it)
+//	POST /v1/acquire        {"key"|"keys","owner","ttl_ms","wait_ms","keep_ms","semaphore"|"mode"}
+//	                                                           -> {"key","owner","fence","ttl_ms"[,"locks"]}
+//	                        (keys: all or none, in one entry; 501 unsupported for keys or a
+//	                        shared claim while a member cannot apply them)
 //	POST /v1/release        {"key","owner"}                    -> {"released"}
 //	POST /v1/extend         {"key","owner","ttl_ms"}           -> {"extended","ttl_ms"}
 //	POST /v1/force-release  {"key"}                            -> {"released"}
@@ -43,14 +44,14 @@
 //
 // A wait counts from the request's arrival, and a wait that runs out is
 // answered 409 at once (its queue place is given up just after; an
-// acquire-all gives back the keys it took first). keep_ms keeps the place
+// set of keys gives back the keys it took first). keep_ms keeps the place
 // that long after the wait runs out (at most api.MaxKeepMillis) for the
 // owner's next request, which then waits on it again: a client that
 // waits in chunks asks it of every chunk but the last, and its wait stays
 // first come first served. With no next request the place is given up
 // once keep_ms has passed; a hand-off made meanwhile is released then.
 // The places kept are counted per credential (Wait.Tenant), an
-// acquire-all's once: one credential's flood of kept places gives up its
+// set's once: one credential's flood of kept places gives up its
 // own beyond the node's bound (1,024 a credential), never another's.
 //
 // On a node with credentials the owner a request names is recorded with

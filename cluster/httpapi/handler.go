@@ -154,10 +154,6 @@ type route struct {
 var routes = []route{
 	{"GET", api.PathStatus, access.RightStatus, func(h *handler) http.HandlerFunc { return h.status }},
 	{"POST", api.PathAcquire, access.RightLock, func(h *handler) http.HandlerFunc { return h.acquire }},
-	// The paths the Go client sends to until it moves to the one
-	// acquire path; they go with that move.
-	{"POST", api.PathAcquireShared, access.RightLock, func(h *handler) http.HandlerFunc { return h.acquire }},
-	{"POST", api.PathAcquireAll, access.RightLock, func(h *handler) http.HandlerFunc { return h.acquire }},
 	{"POST", api.PathRelease, access.RightLock, func(h *handler) http.HandlerFunc { return h.release }},
 	{"POST", api.PathExtend, access.RightLock, func(h *handler) http.HandlerFunc { return h.extend }},
 	{"GET", api.PathLock, access.RightLock, func(h *handler) http.HandlerFunc { return h.getLock }},

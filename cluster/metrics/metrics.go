@@ -142,7 +142,7 @@ func (m *Metrics) ObserveApplied(a fsm.Applied) {
 				m.track(e.Key, r.Grant.Fence, e.Now)
 			}
 		}
-	case engine.OpAcquireAll:
+	case engine.OpAcquireAll, engine.OpAcquireKeys:
 		for _, g := range r.Grants {
 			if t, ok := m.grants[g.Key]; !ok || t.fence != g.Fence {
 				m.track(g.Key, g.Fence, e.Now)

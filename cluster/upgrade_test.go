@@ -1,0 +1,110 @@
+package cluster
+
+import (
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/zerotal/lock/engine"
+	"github.com/zerotal/lock/fsm"
+)
+
+// A rolling upgrade from v0.1.0, through the feature gate: while a member
+// says it runs v0.1.0 (it lists no acquire-keys), the leader writes a
+// single key's mutex as v0.1.0's acquire entry (type 1), which that member
+// applies, and answers a set or a shared claim 501 naming the member,
+// writing nothing; once the member says it applies the one acquire entry
+// (type 10), the leader learns it without any request waiting for the
+// question, and writes every acquire as that entry. The grants made
+// through entry 1 stay the owner's: the new entry refreshes them.
+func TestCluster_RollingUpgradeFromV010WritesTheOneAcquireEntryOnceEveryMemberAppliesIt(t *testing.T) {
+	nodes := startCluster(t, 3, nil)
+	leader := waitLeader(t, nodes)
+	var old *Node
+	for _, n := range nodes {
+		if n != leader {
+			old = n
+			break
+		}
+	}
+	old.olderRelease.Store(true)
+	leader.featureMembers.Clear() // as a leader that has not asked yet
+
+	var mu sync.Mutex
+	var ops []engine.Op // the acquire entries the member of v0.1.0 applied
+	hook := func(a fsm.Applied) {
+		if strings.HasPrefix(a.Entry.Owner, "up-") {
+			mu.Lock()
+			ops = append(ops, a.Entry.Op)
+			mu.Unlock()
+		}
+	}
+	old.applyHook.Store(&hook)
+	defer old.applyHook.Store(nil)
+	applied := func() []engine.Op {
+		mu.Lock()
+		defer mu.Unlock()
+		return append([]engine.Op(nil), ops...)
+	}
+	c := newClient(t)
+	acquire := func(body map[string]any) reply {
+		body["ttl_ms"] = time.Minute.Milliseconds()
+		return c.do(leader.HTTPAddr(), "POST", "/v1/acquire", body)
+	}
+
+	// Before: one key's mutex is entry 1, at once and waiting.
+	for _, body := range []map[string]any{
+		{"key": "m", "owner": "up-1"},
+		{"key": "w", "owner": "up-1", "wait_ms": 1000},
+	} {
+		mustStatus(t, acquire(body), http.StatusOK, "a mutex while a member runs v0.1.0")
+	}
+	waitFor(t, 10*time.Second, "the member of v0.1.0 to apply both acquires", func() bool { return len(applied()) == 2 })
+	if got := applied(); got[0] != engine.OpAcquire || got[1] != engine.OpAcquire {
+		t.Fatalf("the member of v0.1.0 applied %v; want v0.1.0's acquire entries", got)
+	}
+	before := leader.raft.LastIndex()
+	for _, body := range []map[string]any{
+		{"keys": []string{"a", "b"}, "owner": "up-2"},
+		{"key": "s", "owner": "up-2", "semaphore": 2},
+		{"key": "r", "owner": "up-2", "mode": "read", "wait_ms": 1000},
+	} {
+		r := acquire(body)
+		if r.Status != http.StatusNotImplemented || r.str("code") != "unsupported" || !strings.Contains(r.str("message"), old.cfg.ID) {
+			t.Fatalf("%v while a member runs v0.1.0: %d %s; want 501 unsupported naming %s", body, r.Status, r.Raw, old.cfg.ID)
+		}
+	}
+	if after := leader.raft.LastIndex(); after != before {
+		t.Fatalf("the refused requests wrote to the log (%d -> %d)", before, after)
+	}
+
+	// The member is upgraded: the leader learns it in the background, and
+	// a mutex's acquire becomes the one entry.
+	old.olderRelease.Store(false)
+	waitFor(t, 20*time.Second, "a mutex's acquire written as the one entry", func() bool {
+		mustStatus(t, acquire(map[string]any{"key": "m", "owner": "up-1"}), http.StatusOK, "a refresh of the mutex")
+		got := applied()
+		return got[len(got)-1] == engine.OpAcquireKeys
+	})
+	r := acquire(map[string]any{"key": "m", "owner": "up-1"})
+	mustStatus(t, r, http.StatusOK, "the refresh")
+	if g := c.get(leader.HTTPAddr(), "m"); g.Body["fence"] != r.Body["fence"] || g.str("owner") != "up-1" {
+		t.Fatalf("the grant of entry 1 after a refresh by entry 10: %s; the refresh answered %s", g.Raw, r.Raw)
+	}
+	n := len(applied())
+	for _, body := range []map[string]any{
+		{"keys": []string{"a", "b"}, "owner": "up-2"},
+		{"key": "s", "owner": "up-2", "semaphore": 2},
+		{"key": "r", "owner": "up-2", "mode": "read", "wait_ms": 1000},
+	} {
+		mustStatus(t, acquire(body), http.StatusOK, "once every member applies the one entry")
+	}
+	waitFor(t, 10*time.Second, "the upgraded member to apply them", func() bool { return len(applied()) == n+3 })
+	for _, op := range applied()[n:] {
+		if op != engine.OpAcquireKeys {
+			t.Fatalf("after the upgrade the member applied %v; want the one acquire entry only", applied()[n:])
+		}
+	}
+}
