@@ -80,7 +80,8 @@ func (d *Driver) read(ctx context.Context, op string, fn func(ctx context.Contex
 	if err := d.enter(ctx, op); err != nil {
 		return err
 	}
-	return d.classify(ctx, op, d.retryBusy(ctx, op, func(ctx context.Context) error { return fn(ctx, &d.r) }))
+	// As a write's, a read's statements are not cut short (see runOnce).
+	return d.classify(ctx, op, d.retryBusy(ctx, op, func(ctx context.Context) error { return fn(context.WithoutCancel(ctx), &d.r) }))
 }
 
 // retryBusy runs fn until it returns something other than SQLITE_BUSY, the

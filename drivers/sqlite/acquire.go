@@ -145,13 +145,15 @@ func (d *Driver) step(ctx context.Context, w *waitState, queue bool) (stepOutcom
 		}
 	}
 	w.started = true
+	if len(w.req.Keys) == 1 && queue {
+		d.hot.set(w.req.Key(), !out.done)
+	}
 	d.watch.bump() // a waiter of this handle may have been let in
 	return out, nil
 }
 
 // stepTx is one atomic step of an acquire of every key of w.req: on each
-// key, what has lapsed goes and the head of the queue is let in (which
-// may be owner); then owner's grants are refreshed, and the keys it can
+// key, the head of the queue is let in while it fits (which may be owner); then owner's grants are refreshed, and the keys it can
 // take now are taken (nobody waits and the claim fits) when every key can
 // be, or, with queue, the free ones taken and a place queued (or kept
 // alive) on each busy one. A set's keys are held with at least a place's
@@ -208,7 +210,7 @@ func (d *Driver) stepTx(ctx context.Context, w *waitState, queue bool) (stepOutc
 		case out.held[i]:
 			_, err = d.wq().ExecContext(ctx, holdSQL, k, req.Owner, hold, !out.done)
 		default:
-			_, err = d.wq().ExecContext(ctx, enqueueSQL, k, req.Owner, a[0], a[1], a[2], lease, placeTTL)
+			_, err = d.wq().ExecContext(ctx, enqueueSQL, k, req.Owner, a[0], a[1], a[2], lease, placeTTL, now.UnixMicro())
 		}
 		if err != nil {
 			return out, err

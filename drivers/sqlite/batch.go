@@ -77,14 +77,17 @@ func dropEnded(ops []*writeOp) []*writeOp {
 // locked by another process before anything ran: then it answers nobody
 // and returns the busy error for runPending to retry.
 //
-// One call runs alone, as its own statement under its own ctx. Several run
+// One call runs alone, as its own statement or transaction. Several run
 // in one BEGIN IMMEDIATE transaction, each statement still atomic and in
 // arrival order; a run that fails part-way is rolled back and each call is
 // then run alone, so that one call's failure is not another's.
 func (d *Driver) runOnce(ops []*writeOp) error {
 	if len(ops) == 1 {
+		// The statements take microseconds, and a cancellable ctx costs the
+		// SQLite driver a goroutine per statement: a call once run is not
+		// cut short (w.ctx still keeps the values it carries).
 		w := ops[0]
-		err := w.fn(w.ctx)
+		err := w.fn(context.WithoutCancel(w.ctx))
 		if isBusy(err) {
 			return err
 		}

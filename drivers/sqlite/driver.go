@@ -37,6 +37,8 @@ type Driver struct {
 	r       readStmts
 
 	watch *watcher
+	lines lines
+	hot   hotKeys
 
 	lastSweep atomic.Int64 // Unix microseconds of the last sweep
 	busyWaits atomic.Int64 // pauses on a database another connection locked
@@ -71,24 +73,37 @@ func deadlineUS(now time.Time, ttl time.Duration) int64 {
 // all the same. One statement, which also says whether anyone waits for
 // the key: then the head of its queue is let in.
 func (d *Driver) Release(ctx context.Context, key, owner string) (bool, error) {
-	var deleted, released bool
-	err := d.write(ctx, "release", func(ctx context.Context) error {
+	var deleted, released, queued bool
+	hot := d.hot.has(key)
+	release := func(ctx context.Context) error {
 		var expires int64
-		var queued bool
 		err := d.w.release.QueryRowContext(ctx, key, owner).Scan(&expires, &queued)
 		if errors.Is(err, sql.ErrNoRows) {
-			deleted, released = false, false
+			deleted, released, queued = false, false, hot
 			return nil
 		}
 		if err != nil {
 			return err
 		}
 		deleted, released = true, expires > time.Now().UnixMicro()
-		if queued {
-			return d.admitAfter(ctx, key)
+		switch {
+		case !queued:
+			return nil
+		case hot:
+			_, err := d.admitTx(ctx, key, time.Now())
+			return err
 		}
-		return nil
+		return d.admitAfter(ctx, key)
+	}
+	err := d.write(ctx, "release", func(ctx context.Context) error {
+		if hot { // one commit for the release and the hand-off
+			return d.inTx(ctx, release)
+		}
+		return release(ctx)
 	})
+	if err == nil {
+		d.hot.set(key, queued)
+	}
 	if deleted {
 		d.watch.bump()
 	}

@@ -1,8 +1,10 @@
 package sqlite
 
 import (
+	"cmp"
 	"context"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/zerotal/lock/drivers"
@@ -29,6 +31,7 @@ type row struct {
 	expiresUS int64  // a grant's deadline, or a place's lease
 	claim     drivers.Claim
 	ttlUS     int64 // a place's TTL, given to its grant
+	seq       int64 // a place's order
 }
 
 // keyState is a key's live grants, by fence, and places, in order.
@@ -72,47 +75,36 @@ func readState(ctx context.Context, q querier, key string, nowUS int64) (keyStat
 // both included) through q at nowUS.
 func readStates(ctx context.Context, q querier, lo, hi string, nowUS int64) (map[string]*keyState, error) {
 	m := map[string]*keyState{}
-	at := func(key string) *keyState {
-		if m[key] == nil {
-			m[key] = &keyState{}
-		}
-		return m[key]
-	}
-	rows, err := q.QueryContext(ctx, grantsSQL, lo, hi, nowUS)
+	rows, err := q.QueryContext(ctx, stateSQL, lo, hi, nowUS)
 	if err != nil {
 		return m, err
 	}
 	for rows.Next() {
 		var key string
 		var r row
-		var fence, kind, lim int64
+		var place, fenceOrTTL, kind, lim int64
 		var excl bool
-		if err := rows.Scan(&key, &r.owner, &fence, &r.expiresUS, &kind, &lim, &excl); err != nil {
-			rows.Close()
-			return m, err
-		}
-		r.fence, r.claim = uint64(fence), claimOf(kind, lim, excl)
-		s := at(key)
-		s.grants = append(s.grants, r)
-	}
-	if err := closeRows(rows); err != nil {
-		return m, err
-	}
-	if rows, err = q.QueryContext(ctx, placesSQL, lo, hi, nowUS); err != nil {
-		return m, err
-	}
-	for rows.Next() {
-		var key string
-		var r row
-		var kind, lim int64
-		var excl bool
-		if err := rows.Scan(&key, &r.owner, &kind, &lim, &excl, &r.expiresUS, &r.ttlUS); err != nil {
+		if err := rows.Scan(&key, &place, &r.owner, &fenceOrTTL, &r.expiresUS, &kind, &lim, &excl, &r.seq); err != nil {
 			rows.Close()
 			return m, err
 		}
 		r.claim = claimOf(kind, lim, excl)
-		s := at(key)
-		s.places = append(s.places, r)
+		s := m[key]
+		if s == nil {
+			s = &keyState{}
+			m[key] = s
+		}
+		if place == 0 {
+			r.fence = uint64(fenceOrTTL)
+			s.grants = append(s.grants, r)
+		} else {
+			r.ttlUS = fenceOrTTL
+			s.places = append(s.places, r)
+		}
+	}
+	for _, s := range m {
+		slices.SortFunc(s.grants, func(a, b row) int { return cmp.Compare(a.fence, b.fence) })
+		slices.SortFunc(s.places, func(a, b row) int { return cmp.Compare(a.seq, b.seq) })
 	}
 	return m, closeRows(rows)
 }
@@ -209,17 +201,12 @@ func (s keyState) nextChange(owner string) int64 {
 	return at
 }
 
-// admitTx drops what has lapsed on key and lets the head of its queue in
-// while it fits, each waiter for its own TTL, inside the caller's
-// transaction: a waiter learns it at its next look, which finds it holds
-// the key. It returns the key's state after.
+// admitTx lets the head of key's queue in while it fits, each waiter for
+// its own TTL, inside the caller's transaction: a waiter learns it at its
+// next look, which finds it holds the key. It returns the key's state
+// after.
 func (d *Driver) admitTx(ctx context.Context, key string, now time.Time) (keyState, error) {
 	nowUS := now.UnixMicro()
-	for _, q := range []string{purgeSQL, purgeQSQL} {
-		if _, err := d.wq().ExecContext(ctx, q, key, nowUS); err != nil {
-			return keyState{}, err
-		}
-	}
 	s, err := readState(ctx, d.wq(), key, nowUS)
 	if err != nil {
 		return s, err

@@ -45,25 +45,29 @@ RETURNING expires_us, EXISTS (SELECT 1 FROM zerotal_queue WHERE key = ?1)`
 	sweepQSQL = `DELETE FROM zerotal_queue WHERE alive_us <= ?1`
 	existsSQL = `SELECT EXISTS (SELECT 1 FROM zerotal_locks WHERE key = ?1 AND expires_us > ?2)`
 
-	// The state of the keys from ?1 to ?2 as the waiting rules see it
-	// (state.go): their live grants by fence and their live places in
-	// order of arrival.
-	grantsSQL = `SELECT key, owner, fence, expires_us, kind, lim, excl FROM zerotal_locks
-WHERE key >= ?1 AND key <= ?2 AND expires_us > ?3 ORDER BY key, fence`
-	placesSQL = `SELECT key, owner, kind, lim, excl, alive_us, ttl_us FROM zerotal_queue
-WHERE key >= ?1 AND key <= ?2 AND alive_us > ?3 ORDER BY key, seq`
+	// stateSQL reads the state of the keys from ?1 to ?2 as the waiting
+	// rules see it (state.go) at ?3: their live grants (place 0) and live
+	// places (place 1, with their order), in one statement; readStates
+	// sorts them.
+	stateSQL = `SELECT key, 0, owner, fence, expires_us, kind, lim, excl, 0 FROM zerotal_locks
+WHERE key >= ?1 AND key <= ?2 AND expires_us > ?3
+UNION ALL SELECT key, 1, owner, ttl_us, alive_us, kind, lim, excl, seq FROM zerotal_queue
+WHERE key >= ?1 AND key <= ?2 AND alive_us > ?3`
 
-	// The writes of a step (step.go) and of admission.
-	purgeSQL  = `DELETE FROM zerotal_locks WHERE key = ?1 AND expires_us <= ?2`
-	purgeQSQL = `DELETE FROM zerotal_queue WHERE key = ?1 AND alive_us <= ?2`
+	// The writes of a step (acquire.go) and of admission. What has lapsed
+	// counts for nothing, and the sweep deletes it.
 	grantSQL  = `INSERT INTO zerotal_locks (key, owner, fence, expires_us, kind, lim, excl)
 VALUES (?1, ?2, (SELECT value + 1 FROM zerotal_lock_meta WHERE name = 'last_fence'), ?3, ?4, ?5, ?6)
 ON CONFLICT (key, owner) DO UPDATE SET fence = excluded.fence, expires_us = excluded.expires_us,
 	kind = excluded.kind, lim = excluded.lim, excl = excluded.excl
 RETURNING fence`
+	// enqueueSQL queues owner's place at the end of key's queue, or keeps
+	// its live place alive (a lapsed one goes to the end, as new).
 	enqueueSQL = `INSERT INTO zerotal_queue (key, owner, seq, kind, lim, excl, alive_us, ttl_us)
 VALUES (?1, ?2, (SELECT COALESCE(MAX(seq), 0) + 1 FROM zerotal_queue WHERE key = ?1), ?3, ?4, ?5, ?6, ?7)
-ON CONFLICT (key, owner) DO UPDATE SET alive_us = excluded.alive_us`
+ON CONFLICT (key, owner) DO UPDATE SET alive_us = excluded.alive_us,
+	seq = CASE WHEN alive_us > ?8 THEN seq ELSE excluded.seq END,
+	kind = excluded.kind, lim = excluded.lim, excl = excluded.excl, ttl_us = excluded.ttl_us`
 	dequeueSQL = `DELETE FROM zerotal_queue WHERE key = ?1 AND owner = ?2`
 	// holdSQL sets the deadline of owner's grant: a completed wait's TTL,
 	// or, while a set still waits, at least a place's lease.

@@ -34,7 +34,14 @@ func (d *Driver) wait(ctx context.Context, req drivers.Request) (drivers.Grant, 
 	if err := d.enter(ctx, "acquire wait"); err != nil {
 		return drivers.Grant{}, err
 	}
+	var t *ticket // one key's place in this handle's line
 	if len(req.Keys) == 1 {
+		t = d.lines.join(req.Key(), req.Owner)
+		defer d.lines.leave(req.Key(), t)
+	}
+	// With others of this handle waiting before it, or a queue seen at the
+	// last release, the key has a queue: the step queues at once.
+	if t != nil && t.first() && !d.hot.has(req.Key()) {
 		fence, ok, err := d.acquireOne(ctx, req)
 		if err != nil {
 			d.abandon(ctx, req.Key(), req.Owner)
@@ -59,6 +66,9 @@ func (d *Driver) wait(ctx context.Context, req drivers.Request) (drivers.Grant, 
 			if err != nil {
 				return d.leave(ctx, w, err)
 			}
+			if t != nil && t.first() {
+				d.lines.pokeOthers(req.Key(), t, l.state)
+			}
 			if l.done {
 				return granted(nil, l.fences...)
 			}
@@ -80,7 +90,13 @@ func (d *Driver) wait(ctx context.Context, req drivers.Request) (drivers.Grant, 
 		if out.next > 0 {
 			pause = min(pause, time.Until(time.UnixMicro(out.next)))
 		}
-		if err := d.waitChange(ctx, max(pause, minPoll), changed); err != nil {
+		// Behind another waiter of this handle, a waiter looks when its
+		// turn comes or it is poked, not at every change.
+		var turn, poke <-chan struct{}
+		if t != nil && !t.first() {
+			turn, poke, changed = t.turn, t.poke, nil
+		}
+		if err := d.waitChange(ctx, max(pause, minPoll), changed, turn, poke); err != nil {
 			if ctx.Err() != nil && out.busy.Key != "" {
 				err = drivers.HeldByWhenEnded(err, out.busy.Key, out.busy.HeldBy)
 			}
@@ -91,6 +107,7 @@ func (d *Driver) wait(ctx context.Context, req drivers.Request) (drivers.Grant, 
 
 // lookOutcome is what a waiter read of its keys.
 type lookOutcome struct {
+	state  keyState // of the one key
 	done   bool     // every key held (one key: nothing to write)
 	fences []uint64 // by key, when done
 	act    bool     // a step may change something: write one
@@ -111,6 +128,7 @@ func (d *Driver) look(ctx context.Context, w *waitState) (lookOutcome, error) {
 			if err != nil {
 				return err
 			}
+			l.state = s
 			if next := s.nextChange(req.Owner); next > 0 && (l.next == 0 || next < l.next) {
 				l.next = next
 			}
@@ -134,15 +152,23 @@ func (d *Driver) look(ctx context.Context, w *waitState) (lookOutcome, error) {
 	return l, err
 }
 
-// waitChange returns after wait, at a change, or with an error when ctx
-// ends or the handle closes.
-func (d *Driver) waitChange(ctx context.Context, wait time.Duration, changed <-chan struct{}) error {
+// waitChange returns after wait, when one of wake is ready (a change, a
+// turn, a poke; nil ones never are), or with an error when ctx ends or
+// the handle closes.
+func (d *Driver) waitChange(ctx context.Context, wait time.Duration, wake ...<-chan struct{}) error {
 	t := time.NewTimer(wait)
 	defer t.Stop()
+	for len(wake) < 3 {
+		wake = append(wake, nil)
+	}
 	select {
 	case <-t.C:
 		return nil
-	case <-changed:
+	case <-wake[0]:
+		return nil
+	case <-wake[1]:
+		return nil
+	case <-wake[2]:
 		return nil
 	case <-ctx.Done():
 		return fmt.Errorf("sqlite: acquire wait: %w", ctx.Err())
