@@ -56,7 +56,7 @@ WHERE key >= ?1 AND key <= ?2 AND alive_us > ?3`
 
 	// The writes of a step (acquire.go) and of admission. What has lapsed
 	// counts for nothing, and the sweep deletes it.
-	grantSQL  = `INSERT INTO zerotal_locks (key, owner, fence, expires_us, kind, lim, excl)
+	grantSQL = `INSERT INTO zerotal_locks (key, owner, fence, expires_us, kind, lim, excl)
 VALUES (?1, ?2, (SELECT value + 1 FROM zerotal_lock_meta WHERE name = 'last_fence'), ?3, ?4, ?5, ?6)
 ON CONFLICT (key, owner) DO UPDATE SET fence = excluded.fence, expires_us = excluded.expires_us,
 	kind = excluded.kind, lim = excluded.lim, excl = excluded.excl
