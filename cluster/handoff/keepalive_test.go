@@ -34,7 +34,7 @@ func (p *setPort) Propose(_ context.Context, e fsm.Entry) (*fsm.Response, error)
 	defer p.mu.Unlock()
 	p.proposed = append(p.proposed, proposedEntry{e, time.Now()})
 	r := engine.Result{OK: true}
-	if e.Op == engine.OpAcquireAll {
+	if e.Op == engine.OpAcquireKeys {
 		r.Grants = make([]engine.Grant, len(e.Keys))
 		for i, k := range e.Keys {
 			if e.Wait && k == p.last {
@@ -93,7 +93,7 @@ func TestKeepAlive_OneEntryPerTickWhateverTheSetsSize(t *testing.T) {
 			}
 			p := &setPort{last: keys[n-1]}
 			r := NewRequests(nil)
-			a, err := r.Acquire(t.Context(), p, fsm.Entry{Op: engine.OpAcquireAll, Keys: keys, Owner: "o", TTL: ttl},
+			a, err := r.Acquire(t.Context(), p, fsm.Entry{Op: engine.OpAcquireKeys, Keys: keys, Owner: "o", TTL: ttl},
 				Wait{Until: time.Now().Add(wait)})
 			if err != nil || !a.TimedOut {
 				t.Fatalf("Acquire = %+v, %v; want its wait run out", a, err)
@@ -115,7 +115,7 @@ func TestKeepAlive_OneEntryPerTickWhateverTheSetsSize(t *testing.T) {
 				if gap := cur.at.Sub(prev.at); gap >= prev.e.TTL {
 					t.Errorf("keep-alive %d came %v after the entry before it, whose lease was %v: the held keys lapsed", i, gap, prev.e.TTL)
 				}
-				if held := len(cur.e.Keys); cur.e.Op != engine.OpAcquireAll || cur.e.Wait || held != n-1 {
+				if held := len(cur.e.Keys); cur.e.Op != engine.OpAcquireKeys || cur.e.Wait || held != n-1 {
 					t.Errorf("keep-alive %d: %v wait %v of %d keys; want one refresh of the %d keys held", i, cur.e.Op, cur.e.Wait, held, n-1)
 				}
 			}

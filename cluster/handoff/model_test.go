@@ -26,12 +26,18 @@ import (
 // run until every goroutine is blocked again, so a seed replays the same
 // interleaving.
 //
-// The referee is each client's belief. A client believes it holds a key
-// from the moment a request of its owner answers a fence until it sends
-// its release. The model says what each request may be answered:
+// A request names one key, or (in some seeds) a set of two, in either
+// order, taken all or none: a single key is a set of one. Some seeds make
+// the keys semaphores of two, and some write a single key's mutex as
+// v0.1.0's acquire entry.
 //
-//   - a fence only if the table holds the key for that owner with that
-//     fence as the answer is given, and as long as the client believes it
+// The referee is each client's belief. A client believes it holds a key
+// from the moment a request of its owner answers a fence for it until it
+// sends its release. The model says what each request may be answered:
+//
+//   - a fence for a key only if the table holds the key for that owner
+//     with that fence as the answer is given, and as long as the client
+//     believes it
 //     (no clean-up of another request of the owner may release it: the
 //     double grant of a retried wait crossing an abandoned one);
 //   - "held" only from a proposal the table refused; ErrEnded only once
@@ -44,12 +50,14 @@ import (
 // clean-up lost its term.
 
 const (
-	modelKey   = "k"
 	modelSteps = 400
 	modelSeeds = 300
 )
 
-var modelOwners = []string{"b", "c", "d"}
+var (
+	modelOwners = []string{"b", "c", "d"}
+	modelKeys   = []string{"k", "j"}
+)
 
 func TestModel_RequestsAnswerOnlyWhatTheTableHolds(t *testing.T) {
 	for seed := range uint64(modelSeeds) {
@@ -83,7 +91,10 @@ type world struct {
 	t      *testing.T
 	rng    *rand.Rand
 	faults bool // this seed fails commits and changes leaders
-	table  modelTable
+	sets   bool // this seed's requests may name both keys
+	entry1 bool // this seed writes a single key's mutex as v0.1.0's entry
+	limit  int  // each key's most holders
+	tables modelTables
 	index  uint64 // the last "raft index", the fence of a grant
 
 	term    *fakeTerm
@@ -109,12 +120,16 @@ type client struct {
 	// others it abandoned may still be live at the leader.
 	current *modelRequest
 	live    []*modelRequest
-	holds   uint64 // the fence it believes it holds; 0: none
+	holds   []engine.Grant // the grants it believes it holds
 }
+
+// believes reports whether c believes it holds g.
+func (c *client) believes(g engine.Grant) bool { return slices.Contains(c.holds, g) }
 
 type modelRequest struct {
 	id     int
 	owner  string
+	keys   []string
 	wait   time.Duration
 	term   *fakeTerm
 	ctx    context.Context
@@ -147,10 +162,16 @@ func newWorld(t *testing.T, seed uint64) *world {
 		delivery: make(chan struct{}),
 		clients:  map[string]*client{},
 		lost:     map[engine.Grant]bool{},
-		table:    modelTable{limit: 1},
+		sets:     seed%5 >= 3,
+		entry1:   seed%7 == 1,
+		limit:    1,
+		tables:   modelTables{},
 	}
 	if seed%3 == 2 {
-		w.table.limit = 2 // a semaphore: hand-offs to several, several believers
+		w.limit = 2 // semaphores: hand-offs to several, several believers
+	}
+	for _, k := range modelKeys {
+		w.tables[k] = &modelTable{limit: w.limit}
 	}
 	for _, o := range modelOwners {
 		w.clients[o] = &client{owner: o}
@@ -226,8 +247,12 @@ func (w *world) act() (sleep time.Duration) {
 // attempt's timeout or on failover).
 func (w *world) startRequest() bool {
 	c := w.clients[modelOwners[w.rng.IntN(len(modelOwners))]]
-	if c.holds != 0 {
+	if len(c.holds) != 0 {
 		return false
+	}
+	keys := modelKeys[:1]
+	if w.sets {
+		keys = [][]string{{"k"}, {"j"}, {"k", "j"}, {"j", "k"}}[w.rng.IntN(4)]
 	}
 	if c.current != nil {
 		w.logf("%s abandons request %d to retry", c.owner, c.current.id)
@@ -243,16 +268,19 @@ func (w *world) startRequest() bool {
 		}
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	r := &modelRequest{id: w.nextID(), owner: c.owner, wait: wait, term: w.term, ctx: ctx, cancel: cancel}
+	r := &modelRequest{id: w.nextID(), owner: c.owner, keys: keys, wait: wait, term: w.term, ctx: ctx, cancel: cancel}
 	c.current = r
 	c.live = append(c.live, r)
-	w.logf("%s sends request %d (wait %v, keep %v) to term %d", c.owner, r.id, wait, keep, w.term.id)
+	w.logf("%s sends request %d of %v (wait %v, keep %v) to term %d", c.owner, r.id, keys, wait, keep, w.term.id)
 	reqs, term := w.reqs, w.term
+	e := fsm.Entry{Op: engine.OpAcquireKeys, Keys: keys, Owner: r.owner, TTL: time.Hour}
+	switch {
+	case w.limit > 1:
+		e.Claim = engine.Claim{Kind: engine.Semaphore, Limit: uint32(w.limit)}
+	case w.entry1 && len(keys) == 1:
+		e = fsm.Entry{Op: engine.OpAcquire, Key: keys[0], Owner: r.owner, TTL: time.Hour}
+	}
 	go func() {
-		e := fsm.Entry{Op: engine.OpAcquire, Key: modelKey, Owner: r.owner, TTL: time.Hour}
-		if w.table.limit > 1 {
-			e.Op, e.Claim = engine.OpAcquireShared, engine.Claim{Kind: engine.Semaphore, Limit: uint32(w.table.limit)}
-		}
 		var how Wait
 		if wait > 0 {
 			how.Until = time.Now().Add(wait)
@@ -287,17 +315,23 @@ func (w *world) answered(r *modelRequest, a Answer, err error) {
 		if !w.failed {
 			w.fail("request %d failed (%v) with no commit failure", r.id, err)
 		}
-	case a.Fence() != 0:
-		if !w.table.holds(r.owner, a.Fence()) {
-			w.fail("request %d of %s answered fence %d; the table has %+v", r.id, r.owner, a.Fence(), w.table.holders)
-		}
-		if gone {
-			w.lost[engine.Grant{Key: modelKey, Owner: r.owner, Fence: a.Fence()}] = true
+	case a.Fences != nil:
+		if len(a.Fences) != len(r.keys) {
+			w.fail("request %d of %v answered %d fences", r.id, r.keys, len(a.Fences))
 			break
 		}
-		if c.current == r {
-			c.holds = a.Fence()
-			w.logf("%s believes it holds fence %d", r.owner, a.Fence())
+		for i, k := range r.keys {
+			g := engine.Grant{Key: k, Owner: r.owner, Fence: a.Fences[i]}
+			if !w.tables[k].holds(r.owner, g.Fence) {
+				w.fail("request %d of %s answered fence %d of %s; the table has %+v", r.id, r.owner, g.Fence, k, w.tables[k].holders)
+			}
+			switch {
+			case gone:
+				w.lost[g] = true
+			case c.current == r:
+				c.holds = append(c.holds, g)
+				w.logf("%s believes it holds fence %d of %s", r.owner, g.Fence, k)
+			}
 		}
 	case a.TimedOut:
 		if r.wait == 0 {
@@ -330,16 +364,18 @@ func (w *world) abandon() bool {
 // the protocol's to order.
 func (w *world) release() bool {
 	c := w.clients[modelOwners[w.rng.IntN(len(modelOwners))]]
-	if c.holds == 0 {
+	if len(c.holds) == 0 {
 		return false
 	}
-	w.logf("%s releases fence %d", c.owner, c.holds)
-	c.holds = 0
+	w.logf("%s releases %+v", c.owner, c.holds)
 	term := w.term
-	go func() {
-		e := fsm.Entry{Op: engine.OpRelease, Key: modelKey, Owner: c.owner, Now: term.Now()}
-		_, _ = term.Propose(context.Background(), e)
-	}()
+	for _, g := range c.holds {
+		go func() {
+			e := fsm.Entry{Op: engine.OpRelease, Key: g.Key, Owner: c.owner, Now: term.Now()}
+			_, _ = term.Propose(context.Background(), e)
+		}()
+	}
+	c.holds = nil
 	return true
 }
 
@@ -381,9 +417,10 @@ func (w *world) failCommit() bool {
 
 func (w *world) apply(e fsm.Entry) *fsm.Response {
 	w.index++
-	cmd := engine.Command{Op: e.Op, Key: e.Key, Owner: e.Owner, TTL: e.TTL, Now: e.Now, Fence: w.index, Wait: e.Wait}
-	r := w.table.apply(cmd)
-	w.logf("commit %v %s (wait %v): ok %v queued %v grant %+v handoff %v", e.Op, e.Owner, e.Wait, r.OK, r.Queued, r.Grant, r.Handoffs)
+	cmd := engine.Command{Op: e.Op, Key: e.Key, Keys: e.Keys, Owner: e.Owner, TTL: e.TTL, Now: e.Now, Fence: w.index, Wait: e.Wait, Claim: e.Claim}
+	r := w.tables.apply(cmd)
+	w.logf("commit %v %s%v %s (wait %v): ok %v queued %v grant %+v grants %v handoff %v",
+		e.Op, e.Key, e.Keys, e.Owner, e.Wait, r.OK, r.Queued, r.Grant, r.Grants, r.Handoffs)
 	for _, h := range r.Handoffs {
 		w.undeliv = append(w.undeliv, applied{handoff: &h})
 		if w.rng.IntN(2) == 0 {
@@ -409,7 +446,7 @@ func (w *world) deliver() bool {
 			return true
 		}
 		one = true
-		w.logf("deliver %s fence %d", a.handoff.Owner, a.handoff.Fence)
+		w.logf("deliver %s fence %d of %s", a.handoff.Owner, a.handoff.Fence, a.handoff.Key)
 		w.reqs.Deliver(*a.handoff)
 		close(w.delivery)
 		w.delivery = make(chan struct{})
@@ -441,18 +478,21 @@ func (w *world) changeLeader() {
 	w.term = w.newTerm()
 	// From the tail, as the node's takeover does (cancelOrder): a cancel
 	// at the head would let in waiters about to be cancelled too.
-	q := slices.Clone(w.table.queue)
-	for i := len(q) - 1; i >= 0; i-- {
-		w.apply(fsm.Entry{Op: engine.OpCancelWait, Key: modelKey, Owner: q[i]})
+	for _, k := range modelKeys {
+		q := slices.Clone(w.tables[k].queue)
+		for i := len(q) - 1; i >= 0; i-- {
+			w.apply(fsm.Entry{Op: engine.OpCancelWait, Key: k, Owner: q[i]})
+		}
 	}
 }
 
 // check is the referee at a quiet moment: every belief is the table's.
 func (w *world) check(step int) {
 	for _, o := range modelOwners {
-		c := w.clients[o]
-		if c.holds != 0 && !w.table.holds(o, c.holds) {
-			w.fail("step %d: %s believes it holds fence %d; the table has %+v: a double grant", step, o, c.holds, w.table.holders)
+		for _, g := range w.clients[o].holds {
+			if !w.tables[g.Key].holds(o, g.Fence) {
+				w.fail("step %d: %s believes it holds fence %d of %s; the table has %+v: a double grant", step, o, g.Fence, g.Key, w.tables[g.Key].holders)
+			}
 		}
 	}
 }
@@ -475,12 +515,14 @@ func (w *world) drain() {
 	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if len(w.table.queue) != 0 {
-		w.fail("after every request left, still queued: %v", w.table.queue)
-	}
-	for _, g := range w.table.holders {
-		if w.clients[g.Owner].holds != g.Fence && !w.lost[g] && !w.failed {
-			w.fail("the table holds %+v for nobody: no client believes it, and no answer was lost", g)
+	for _, k := range modelKeys {
+		if q := w.tables[k].queue; len(q) != 0 {
+			w.fail("after every request left, still queued for %s: %v", k, q)
+		}
+		for _, g := range w.tables[k].holders {
+			if !w.clients[g.Owner].believes(g) && !w.lost[g] && !w.failed {
+				w.fail("the table holds %+v for nobody: no client believes it, and no answer was lost", g)
+			}
 		}
 	}
 }
@@ -527,8 +569,10 @@ func (w *world) allLeft() bool {
 		}
 	}
 	for _, o := range modelOwners {
-		if live, _ := w.reqs.Live(modelKey, o); live > 0 {
-			return false
+		for _, k := range modelKeys {
+			if live, _ := w.reqs.Live(k, o); live > 0 {
+				return false
+			}
 		}
 	}
 	return true
@@ -574,10 +618,10 @@ func (f *fakeTerm) Propose(_ context.Context, e fsm.Entry) (*fsm.Response, error
 	return r.resp, r.err
 }
 
-func (f *fakeTerm) Queued(_ context.Context, _, owner string) (bool, error) {
+func (f *fakeTerm) Queued(_ context.Context, key, owner string) (bool, error) {
 	f.w.mu.Lock()
 	defer f.w.mu.Unlock()
-	return f.w.table.queued(owner), nil
+	return f.w.tables[key].queued(owner), nil
 }
 
 // QueuedOnceDelivered waits, when owner is not queued, until every

@@ -37,7 +37,7 @@ func (p *slowCommitPort) Propose(_ context.Context, e fsm.Entry) (*fsm.Response,
 	case engine.OpAcquire:
 		r.Queued = e.Wait
 		p.queued[e.Key] = e.Wait
-	case engine.OpAcquireAll:
+	case engine.OpAcquireKeys:
 		r.Queued = e.Wait
 		r.Grants = make([]engine.Grant, len(e.Keys))
 		if !e.Wait {
@@ -97,7 +97,7 @@ func TestWait_CountsFromArrivalAndCleansUpWithinTheMargin(t *testing.T) {
 			return a.TimedOut, err
 		}},
 		{"acquire-all", []string{"a", "b"}, wait + 2*commit, func(r *Requests, p Port, until time.Time) (bool, error) {
-			a, err := r.Acquire(context.Background(), p, fsm.Entry{Op: engine.OpAcquireAll, Keys: []string{"a", "b"}, Owner: "o", TTL: time.Minute}, Wait{Until: until})
+			a, err := r.Acquire(context.Background(), p, fsm.Entry{Op: engine.OpAcquireKeys, Keys: []string{"a", "b"}, Owner: "o", TTL: time.Minute}, Wait{Until: until})
 			return a.TimedOut, err
 		}},
 	} {
@@ -217,7 +217,7 @@ func TestWait_AnAcquireAllsPlacesCountOnce(t *testing.T) {
 	p := &slowCommitPort{queued: map[string]bool{}}
 	r := NewRequests(nil)
 	keys := []string{"a", "b", "c", "d"}
-	a, err := r.Acquire(t.Context(), p, fsm.Entry{Op: engine.OpAcquireAll, Keys: keys, Owner: "o", TTL: time.Minute},
+	a, err := r.Acquire(t.Context(), p, fsm.Entry{Op: engine.OpAcquireKeys, Keys: keys, Owner: "o", TTL: time.Minute},
 		Wait{Until: time.Now().Add(20 * time.Millisecond), Keep: 100 * time.Millisecond, Tenant: "t"})
 	if err != nil || !a.TimedOut {
 		t.Fatalf("Acquire = %+v, %v; want its wait run out", a, err)
@@ -245,7 +245,7 @@ func TestKeepAlive_RenewsTheKeysInOneCommit(t *testing.T) {
 	p := &slowCommitPort{commit: commit, queued: map[string]bool{}}
 	keys := []string{"a", "b", "c", "d", "e", "f", "g", "h"}
 	start := time.Now()
-	a, err := keepAlive(t.Context(), p, fsm.Entry{Op: engine.OpAcquireAll, Keys: keys, Owner: "o", TTL: time.Second}, make([]bool, len(keys)), time.Second)
+	a, err := keepAlive(t.Context(), p, fsm.Entry{Op: engine.OpAcquireKeys, Keys: keys, Owner: "o", TTL: time.Second}, make([]bool, len(keys)), time.Second)
 	took := time.Since(start)
 	if err != nil || a != nil {
 		t.Fatalf("keepAlive = %+v, %v; want every key renewed", a, err)
@@ -253,7 +253,7 @@ func TestKeepAlive_RenewsTheKeysInOneCommit(t *testing.T) {
 	p.mu.Lock()
 	entries := p.proposed
 	p.mu.Unlock()
-	if entries[engine.OpAcquireAll] != 1 || len(entries) != 1 {
+	if entries[engine.OpAcquireKeys] != 1 || len(entries) != 1 {
 		t.Fatalf("entries proposed: %v; want one refresh of the %d keys", entries, len(keys))
 	}
 	if took >= 4*commit {

@@ -6,9 +6,9 @@ import (
 	"github.com/zerotal/lock/engine"
 )
 
-// modelTable is the lock table the model test's "raft" applies to: up to
-// limit holders (1: a mutex, through OpAcquire; more: a semaphore, through
-// OpAcquireShared), a FIFO queue served from its head, a fence per grant,
+// modelTable is one key of the lock table the model test's "raft" applies
+// to: up to limit holders (1: a mutex; more: a semaphore), a FIFO queue
+// served from its head, a fence per grant,
 // no expiry (TTLs are an hour, the schedules last minutes). The real
 // engine keeps its reply channels in a pool across tests, which a
 // synctest bubble may not share; the table's rules are the engine's,
@@ -21,7 +21,7 @@ type modelTable struct {
 
 func (t *modelTable) apply(c engine.Command) engine.Result {
 	switch c.Op {
-	case engine.OpAcquire, engine.OpAcquireShared:
+	case engine.OpAcquire:
 		if i := t.holderIndex(c.Owner); i >= 0 {
 			return engine.Result{OK: true, Grant: t.holders[i]}
 		}
@@ -93,3 +93,48 @@ func (t *modelTable) blocker() engine.Grant {
 }
 
 func (t *modelTable) queued(owner string) bool { return slices.Contains(t.queue, owner) }
+
+// modelTables is the table of every key the model names. An acquire of
+// keys (engine.OpAcquireKeys) takes every key or none; with Wait it takes
+// the free keys and queues the owner for the busy ones in the same step,
+// as the engine does (Result.Grants: a zero Grant for each key queued
+// for). v0.1.0's acquire entry (engine.OpAcquire) answers one Grant.
+type modelTables map[string]*modelTable
+
+func (ts modelTables) apply(c engine.Command) engine.Result {
+	if c.Op != engine.OpAcquireKeys {
+		return ts[c.Key].apply(c)
+	}
+	one := func(k string) engine.Command {
+		return engine.Command{Op: engine.OpAcquire, Key: k, Owner: c.Owner, Fence: c.Fence}
+	}
+	free := func(t *modelTable) bool {
+		return t.holderIndex(c.Owner) >= 0 || (len(t.queue) == 0 && len(t.holders) < t.limit)
+	}
+	grants := make([]engine.Grant, len(c.Keys))
+	queued := false
+	for i, k := range c.Keys {
+		t := ts[k]
+		switch {
+		case free(t) && c.Wait:
+			grants[i] = t.apply(one(k)).Grant
+		case free(t):
+		case !c.Wait:
+			return engine.Result{Grant: t.blocker()}
+		default:
+			if !slices.Contains(t.queue, c.Owner) {
+				t.queue = append(t.queue, c.Owner)
+			}
+			queued = true
+		}
+	}
+	if queued {
+		return engine.Result{Queued: true, Grants: grants}
+	}
+	if !c.Wait {
+		for i, k := range c.Keys {
+			grants[i] = ts[k].apply(one(k)).Grant
+		}
+	}
+	return engine.Result{OK: true, Grant: grants[0], Grants: grants}
+}
