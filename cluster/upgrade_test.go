@@ -108,3 +108,25 @@ func TestCluster_RollingUpgradeFromV010WritesTheOneAcquireEntryOnceEveryMemberAp
 		}
 	}
 }
+
+// A node refuses a field it does not know with a 400 that names it and
+// the fields it does know, on a follower as on the leader, writing
+// nothing: what lets a client tell a node of an older release (v0.1.0
+// knows key, owner, ttl_ms and wait_ms) from a cluster that refused the
+// request, and fall back (client: ErrUnsupported, keep_ms dropped).
+func TestCluster_AnUnknownFieldIs400NamingIt(t *testing.T) {
+	nodes := startCluster(t, 3, nil)
+	leader := waitLeader(t, nodes)
+	c := newClient(t)
+	before := leader.raft.LastIndex()
+	for _, n := range nodes {
+		r := c.do(n.HTTPAddr(), "POST", "/v1/acquire", map[string]any{"key": "k", "owner": "o", "ttl_ms": 1000, "priority": 1})
+		want := `unknown field "priority"; the fields are key, keys, owner, ttl_ms, wait_ms, keep_ms, semaphore, mode`
+		if r.Status != http.StatusBadRequest || r.str("code") != "invalid" || !strings.Contains(r.str("message"), want) {
+			t.Fatalf("%s: %d %s; want 400 invalid naming the field: %s", n.cfg.ID, r.Status, r.Raw, want)
+		}
+	}
+	if after := leader.raft.LastIndex(); after != before {
+		t.Fatalf("the refused requests wrote to the log (%d -> %d)", before, after)
+	}
+}
