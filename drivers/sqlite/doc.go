@@ -70,7 +70,8 @@
 // goroutine reads PRAGMA data_version (a look at the WAL index in shared
 // memory, no I/O and no lock) every 0.2 ms to Config.PollInterval with
 // jitter, and wakes them when any process has committed (at once for a
-// commit through the same handle). A woken waiter reads its keys, and
+// commit through the same handle). Of one handle's waiters for one key,
+// only the first reads it at every change. A woken waiter reads its keys, and
 // writes only when its turn came with nobody to let it in (a grant
 // lapsed), or to keep its place alive: it visits it at least once a
 // second, and the place of a process that died lapses after three

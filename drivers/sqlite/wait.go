@@ -152,29 +152,23 @@ func (d *Driver) look(ctx context.Context, w *waitState) (lookOutcome, error) {
 	return l, err
 }
 
-// waitChange returns after wait, when one of wake is ready (a change, a
-// turn, a poke; nil ones never are), or with an error when ctx ends or
-// the handle closes.
-func (d *Driver) waitChange(ctx context.Context, wait time.Duration, wake ...<-chan struct{}) error {
+// waitChange returns after wait, at a change, at t's turn or poke (nil
+// channels never are), or with an error when ctx ends or the handle
+// closes.
+func (d *Driver) waitChange(ctx context.Context, wait time.Duration, changed, turn, poke <-chan struct{}) error {
 	t := time.NewTimer(wait)
 	defer t.Stop()
-	for len(wake) < 3 {
-		wake = append(wake, nil)
-	}
 	select {
 	case <-t.C:
-		return nil
-	case <-wake[0]:
-		return nil
-	case <-wake[1]:
-		return nil
-	case <-wake[2]:
-		return nil
+	case <-changed:
+	case <-turn:
+	case <-poke:
 	case <-ctx.Done():
 		return fmt.Errorf("sqlite: acquire wait: %w", ctx.Err())
 	case <-d.done:
 		return drivers.ErrClosed
 	}
+	return nil
 }
 
 // leave ends a wait that returns cause: when ctx ended or a key it had
