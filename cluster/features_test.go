@@ -30,13 +30,7 @@ func acquireShared(c *apiClient, addr, key, owner string, body map[string]any) r
 func TestCluster_SharedWaitsForEveryMember(t *testing.T) {
 	nodes := startCluster(t, 3, nil)
 	leader := waitLeader(t, nodes)
-	var old *Node
-	for _, n := range nodes {
-		if n != leader {
-			old = n
-			break
-		}
-	}
+	old := followers(nodes, leader)[0]
 	old.olderRelease.Store(true)
 	c := newClient(t)
 	before := leader.raft.LastIndex()
@@ -118,13 +112,7 @@ func TestCluster_TakeoverCancelsSharedWaitersWithoutLettingThemIn(t *testing.T) 
 func TestCluster_AcquireAllIsOneEntry(t *testing.T) {
 	nodes := startCluster(t, 3, nil)
 	leader := waitLeader(t, nodes)
-	var follower *Node
-	for _, n := range nodes {
-		if n != leader {
-			follower = n
-			break
-		}
-	}
+	follower := followers(nodes, leader)[0]
 	c := newClient(t)
 	holder := "0123456789abcdef0123456789abcdef:deploy@host-3"
 	mustStatus(t, c.do(leader.HTTPAddr(), "POST", "/v1/acquire", map[string]any{"key": "b", "owner": holder, "ttl_ms": 60000}), http.StatusOK, "acquire b")

@@ -59,7 +59,7 @@ func (n *Node) onApply(a fsm.Applied) {
 		n.waits.Deliver(h)
 		deadline = min(deadline, h.Deadline)
 	}
-	if (a.Entry.Op == engine.OpAcquire || a.Entry.Op == engine.OpAcquireShared) && a.Result.OK {
+	if a.Entry.Op == engine.OpAcquire && a.Result.OK { // v0.1.0's entry: one Grant, no Grants
 		deadline = min(deadline, a.Result.Grant.Deadline)
 	}
 	for _, g := range a.Result.Grants {

@@ -227,7 +227,7 @@ func TestCluster_AbandonedWaitBesideNonWaitingAcquire(t *testing.T) {
 	held, open := make(chan struct{}), make(chan struct{})
 	var once, openOnce sync.Once
 	hook := func(e fsm.Entry) error {
-		if e.Op == engine.OpAcquire && !e.Wait && e.Key == "k" && e.Owner == "b" {
+		if key, ok := mutexKey(e); ok && !e.Wait && key == "k" && e.Owner == "b" {
 			once.Do(func() { close(held) })
 			<-open
 		}

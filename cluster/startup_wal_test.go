@@ -316,7 +316,7 @@ func TestStartupWAL_UndecodableLogEntryIsRefused(t *testing.T) {
 				t.Fatal(err)
 			}
 			tail = append([]*raft.Log{l}, tail...)
-			if l.Type == raft.LogCommand && len(l.Data) > 0 && engine.Op(l.Data[0]) == engine.OpAcquire {
+			if l.Type == raft.LogCommand && len(l.Data) > 0 && isAcquire(engine.Op(l.Data[0])) {
 				l.Data = l.Data[:len(l.Data)-1]
 				bad = i
 			}

@@ -22,13 +22,7 @@ import (
 func TestCluster_RollingUpgradeFromV010WritesTheOneAcquireEntryOnceEveryMemberAppliesIt(t *testing.T) {
 	nodes := startCluster(t, 3, nil)
 	leader := waitLeader(t, nodes)
-	var old *Node
-	for _, n := range nodes {
-		if n != leader {
-			old = n
-			break
-		}
-	}
+	old := followers(nodes, leader)[0]
 	old.olderRelease.Store(true)
 	leader.featureMembers.Clear() // as a leader that has not asked yet
 
