@@ -59,15 +59,14 @@ func (d *Driver) Acquire(ctx context.Context, req drivers.Request) (drivers.Gran
 // attempt is a request as acquireScript takes it.
 type attempt struct {
 	req   drivers.Request
-	names []string // lock and fence of each key
+	names []string // keyspace.names of each key
 	args  []any
 }
 
 func newAttempt(req drivers.Request) *attempt {
-	a := &attempt{req: req, names: make([]string, 0, 2*len(req.Keys))}
+	a := &attempt{req: req, names: make([]string, 0, 4*len(req.Keys))}
 	for _, k := range req.Keys {
-		ks := keysFor(k)
-		a.names = append(a.names, ks.lock, ks.fence)
+		a.names = append(a.names, keysFor(k).names()...)
 	}
 	claim := ""
 	if c := req.Claim; c != (drivers.Claim{}) {

@@ -141,7 +141,7 @@ func (d *Driver) Release(ctx context.Context, key, owner string) (bool, error) {
 	for _, w := range locals {
 		args = append(args, w.owner)
 	}
-	res, err := d.run(ctx, releaseScript, []string{ks.lock, ks.fence}, args...).Slice()
+	res, err := d.run(ctx, releaseScript, ks.names(), args...).Slice()
 	if err != nil {
 		return false, d.translate(ctx, "release", key, err)
 	}
@@ -153,7 +153,7 @@ func (d *Driver) Release(ctx context.Context, key, owner string) (bool, error) {
 			// The waiter gave up while its grant was on the way; free the
 			// key for the others rather than leave it blocked for a TTL.
 			d.cleanups.Go(cleanupTimeout, func(ctx context.Context) {
-				_ = releaseScript.Run(ctx, d.client, []string{ks.lock, ks.fence}, o, 1).Err()
+				_ = releaseScript.Run(ctx, d.client, ks.names(), o, 1).Err()
 			})
 		}
 	}
@@ -168,7 +168,7 @@ func (d *Driver) Extend(ctx context.Context, key, owner string, ttl time.Duratio
 		return false, err
 	}
 	ks := keysFor(key)
-	n, err := d.run(ctx, extendScript, []string{ks.lock, ks.fence}, owner, millis(ttl)).Int64()
+	n, err := d.run(ctx, extendScript, ks.names(), owner, millis(ttl)).Int64()
 	if err != nil {
 		return false, d.translate(ctx, "extend", key, err)
 	}
@@ -182,7 +182,7 @@ func (d *Driver) ForceRelease(ctx context.Context, key string) error {
 		return err
 	}
 	ks := keysFor(key)
-	if err := d.run(ctx, forceReleaseScript, []string{ks.lock, ks.fence}).Err(); err != nil {
+	if err := d.run(ctx, forceReleaseScript, ks.names()).Err(); err != nil {
 		return d.translate(ctx, "force release", key, err)
 	}
 	return nil

@@ -8,7 +8,7 @@ func KeyNames(key string) (lock, fence, channel string) {
 	return ks.lock, ks.fence, ks.channel
 }
 
-// Waiters is how many AcquireWait calls of d wait for key.
+// Waiters is how many waiting requests of d wait for key.
 func Waiters(d *Driver, key string) int {
 	d.hub.mu.Lock()
 	defer d.hub.mu.Unlock()

@@ -18,31 +18,33 @@ var _ drivers.Inspector = (*Driver)(nil)
 // nobody holds or waits for. It writes nothing. A key that v0.1.0 holds (a
 // string) is a mutex with one holder whose fence is its counter's.
 //
-// KEYS[1] lock, KEYS[2] fence.
+// KEYS: lock, fence, queue and places.
 var inspectScript = goredis.NewScript(prelude + `
 local typ = redis.call('TYPE', KEYS[1]).ok
 if typ == 'string' then
   return {'', redis.call('GET', KEYS[1]), redis.call('GET', KEYS[2]) or '0', tostring(redis.call('PTTL', KEYS[1])), '0', '|'}
 end
-if typ ~= 'hash' then return {} end
-local all = redis.call('HGETALL', KEYS[1])
-local reply, waiters = {''}, {}
-for i = 1, #all, 2 do
-  local f, v = all[i], all[i + 1]
-  local p = string.sub(f, 1, 2)
-  local a, b, c = string.match(v, '^([^:]*):([^:]*):([^:]*)')
-  if f == 'c' then
-    reply[1] = v
-  elseif p == 'h:' and tonumber(b) > now then
-    table.insert(reply, string.sub(f, 3)) table.insert(reply, a)
-    table.insert(reply, tostring(tonumber(b) - now)) table.insert(reply, c)
-  elseif p == 'q:' and tonumber(b) > now then
-    table.insert(waiters, {owner = string.sub(f, 3), seq = tonumber(a), w = c})
+local reply = {''}
+if typ == 'hash' then
+  local all = redis.call('HGETALL', KEYS[1])
+  for i = 1, #all, 2 do
+    local f, v = all[i], all[i + 1]
+    local fence, exp, w = string.match(v, '^(%d+):(%d+):(%d)')
+    if f == 'c' then
+      reply[1] = v
+    elseif string.sub(f, 1, 2) == 'h:' and tonumber(exp) > now then
+      table.insert(reply, string.sub(f, 3)) table.insert(reply, fence)
+      table.insert(reply, tostring(tonumber(exp) - later)) table.insert(reply, w)
+    end
   end
 end
-table.sort(waiters, function(x, y) return x.seq < y.seq end)
 table.insert(reply, '|')
-for _, w in ipairs(waiters) do table.insert(reply, w.owner) table.insert(reply, w.w) end
+for _, o in ipairs(redis.call('ZRANGE', KEYS[3], 0, -1)) do
+  local v = redis.call('HGET', KEYS[4], o)
+  local alive, w = string.match(v or '0:0', '^(%d+):(%d)')
+  if tonumber(alive) > now then table.insert(reply, o) table.insert(reply, w) end
+end
+if #reply == 2 then return {} end
 return reply
 `)
 
@@ -52,7 +54,7 @@ func (d *Driver) Inspect(ctx context.Context, key string) (drivers.Holding, bool
 		return drivers.Holding{}, false, err
 	}
 	ks := keysFor(key)
-	res, err := inspectScript.Run(ctx, d.client, []string{ks.lock, ks.fence}).StringSlice()
+	res, err := inspectScript.Run(ctx, d.client, ks.names()).StringSlice()
 	if err != nil {
 		return drivers.Holding{}, false, d.translate(ctx, "inspect", key, err)
 	}

@@ -17,13 +17,20 @@ import (
 // otherwise end the tag early or leave it empty, so its tag is a digest
 // instead: "{#<hex>}K". The two forms can never produce the same name (the
 // first has exactly one pair of braces, the second at least two), and the
-// lock name ends in "}" or in K while the fence name ends in ":fence". The
-// channel is the lock name and ":released", which the scripts derive.
+// lock name ends in "}" or in K while the others end in ":fence", ":q" and
+// ":w". The channel is the lock name and ":released", which the scripts
+// derive.
 type keyspace struct {
-	lock    string // the key's grants and queue (scripts.go)
+	lock    string // the key's grants (scripts.go)
 	fence   string // the last fence handed out, kept for FenceRetention
+	queue   string // the waiting owners in their order
+	places  string // each waiting owner's place
 	channel string // where a release of this key is published
 }
+
+// names are the keys of a script about the key, in the order the scripts
+// read them (KEYS[4i-3..4i]).
+func (ks keyspace) names() []string { return []string{ks.lock, ks.fence, ks.queue, ks.places} }
 
 func keysFor(key string) keyspace {
 	var tagged string
@@ -36,6 +43,8 @@ func keysFor(key string) keyspace {
 	return keyspace{
 		lock:    tagged,
 		fence:   tagged + ":fence",
+		queue:   tagged + ":q",
+		places:  tagged + ":w",
 		channel: tagged + ":released",
 	}
 }

@@ -199,12 +199,12 @@ func (d *Driver) inspectAll(ctx context.Context, keys []string) ([]*drivers.Hold
 		// By SHA; a server that does not know the script (after a
 		// restart or SCRIPT FLUSH) is sent it in full.
 		if err := run(func(int) bool { return true }, func(pipe goredis.Pipeliner, ks keyspace) *goredis.Cmd {
-			return inspectScript.EvalSha(ctx, pipe, []string{ks.lock, ks.fence})
+			return inspectScript.EvalSha(ctx, pipe, ks.names())
 		}); err != nil {
 			return nil, err
 		}
 		if err := run(func(i int) bool { return goredis.HasErrorPrefix(cmds[i].Err(), "NOSCRIPT") }, func(pipe goredis.Pipeliner, ks keyspace) *goredis.Cmd {
-			return inspectScript.Eval(ctx, pipe, []string{ks.lock, ks.fence})
+			return inspectScript.Eval(ctx, pipe, ks.names())
 		}); err != nil {
 			return nil, err
 		}

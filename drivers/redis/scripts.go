@@ -14,22 +14,28 @@ import (
 // know the SHA (after a restart or SCRIPT FLUSH), which also loads them
 // again: goredis.Script.Run does exactly that.
 //
-// Every claim is one data model: a lock key K is one hash at keysFor(K).lock
-// whose fields are
+// Every claim is one data model. A lock key K has, all under one hash
+// tag (keysFor):
 //
-//	h:<owner>   a grant: "fence:expires_ms:write"
-//	q:<owner>   a place in the queue: "seq:alive_ms:write:ttl_ms"
-//	seq         the last place handed out
-//	c           the claim, "kind:limit", absent for a mutex
+//	{K}        hash: a field "h:<owner>" per grant, "fence:expires_ms:write",
+//	           and "c", the claim "kind:limit" (absent for a mutex)
+//	{K}:q      sorted set: the queue, each waiting owner scored by its
+//	           place's number (drawn from the fence counter, so increasing)
+//	{K}:w      hash: each waiting owner's place, "alive_ms:write:ttl_ms",
+//	           and "#c", the claim, for when the grants lapse before the
+//	           queue
+//	{K}:fence  the last fence handed out
 //
-// A mutex is the exclusive claim of one slot: the same fields, one grant at
-// most. The hash expires with its last grant or place, and is deleted when
-// none is left, so a free key is a missing one: the uncontended acquire
-// creates it and the uncontended release deletes it, without reading a
-// queue. Only the head of the queue is let in, when it fits, so a wait is
-// first come, first served across processes for every claim; a waiter
-// keeps its place alive by visiting it (every attempt does), and the place
-// of a process that died lapses after waiterLease.
+// A mutex is the exclusive claim of one slot: the same keys, one grant at
+// most. {K} expires with its last grant and the queue with its last place
+// written, so a free key nobody waits for is two missing keys: the
+// uncontended acquire creates {K} and the uncontended release deletes it,
+// without reading a queue. Only the head of the queue is let in, when it
+// fits, so a wait is first come, first served across processes for every
+// claim; each step looks at the head only, whatever the queue's length. A
+// waiter keeps its place alive by visiting it (every attempt does), and
+// the place of a process that died lapses after waiterLease: it is dropped
+// when it reaches the head.
 
 // FenceRetention is how long a key's fence counter is kept after the
 // key's last new grant: the counter expires then, so that Redis holds one
@@ -46,8 +52,9 @@ const waiterLease = 3 * time.Second
 
 // prelude starts every script after replicateEffects (which makes Redis
 // before 5.0 replicate the effects rather than the script, as TIME
-// requires; later versions always do): the server's time (now in ms) and
-// the lease, and newFence.
+// requires; later versions always do): the server's time (now, in whole
+// ms), the ms from which a new deadline counts (later: rounding the time
+// down never shortens a TTL), the lease, and newFence.
 //
 // A new fence (newFence) is max(last fence + 1, server time in
 // microseconds), and the counter is kept for FenceRetention after it. The
@@ -62,6 +69,7 @@ const waiterLease = 3 * time.Second
 // replica that takes over) never steps back by FenceRetention or more.
 var prelude = `local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local later = now + 1
 local lease = ` + strconv.FormatInt(waiterLease.Milliseconds(), 10) + `
 local function newFence(counter)
   local fence = tonumber(t[1]) * 1000000 + tonumber(t[2])
@@ -75,47 +83,53 @@ end
 const replicateEffects = `if redis.replicate_commands then redis.replicate_commands() end
 `
 
-// model is the Lua of the rules, over a key's state s that load reads:
+// model is the Lua of the rules, over the state s of the i-th key of the
+// script (KEYS[4i-3..4i]: lock, fence, queue, places) that load reads:
 //
-//   - load reads the hash lk (fence counter fk), drops the grants and
-//     places that lapsed, and returns its holders, its queue sorted by
-//     seq, and its claim;
+//   - load reads the key's grants, drops those that lapsed, and returns
+//     them as holders, with the claim;
 //   - fits says whether a claim of side w (write '1') fits beside the
 //     holders: one slot for a mutex, limit for a semaphore, one writer or
 //     up to MaxHolders readers;
-//   - admit lets waiters in from the head of the queue while they fit. A
+//   - head is the first live place of the queue, the lapsed ones before it
+//     dropped; place keeps (or takes, at the back) owner's place alive;
+//     unplace drops it;
+//   - admit lets waiters in from the head of the queue while they fit,
+//     reading the head only while a claim can fit at all (s.known: s.top
+//     is then the head left waiting, or nil for an empty queue). A
 //     waiter named in locals (the releasing process's own) is granted for
 //     its TTL, and returned for that process to hand it over; any other,
 //     but self, for waiterLease at most, until its next attempt takes the
 //     grant up, and is told on the key's channel;
-//   - settle sets the hash's expiry to its last grant or place, or deletes
-//     it when none is left;
+//   - settle sets the grants' expiry to the last of them, or deletes them
+//     when none is left, once they changed (s.dirty);
 //   - inTheWay is the first holder's time left, and the holder whose grant,
-//     by ending, lets a claim of side w in (drivers.Claim.InTheWay).
+//     by ending, lets a claim of side w in (drivers.Claim.InTheWay); a time
+//     left counts from later, so that it is never told longer than the TTL.
 var model = `
-local function load(lk, fk)
-  local s = {lk = lk, fk = fk, chan = lk .. ':released', holders = {}, queue = {}, claim = '', kind = '0', lim = 1}
-  local all = redis.call('HGETALL', lk)
-  for i = 1, #all, 2 do
-    local f, v = all[i], all[i + 1]
-    local p = string.sub(f, 1, 2)
-    if p == 'h:' then
+local function load(i)
+  local lk = KEYS[4 * i - 3]
+  local s = {lk = lk, fk = KEYS[4 * i - 2], qk = KEYS[4 * i - 1], wk = KEYS[4 * i], chan = lk .. ':released', holders = {}, claim = '', kind = '0', lim = 1}
+  local all = redis.pcall('HGETALL', lk)
+  if all.err then return nil end
+  s.absent = #all == 0
+  for j = 1, #all, 2 do
+    local f, v = all[j], all[j + 1]
+    if string.sub(f, 1, 2) == 'h:' then
       local fence, exp, w = string.match(v, '^(%d+):(%d+):(%d)')
       exp = tonumber(exp)
-      if exp <= now then redis.call('HDEL', lk, f)
-      else s.holders[#s.holders + 1] = {owner = string.sub(f, 3), fence = tonumber(fence), exp = exp, w = w} end
-    elseif p == 'q:' then
-      local seq, alive, w, ttl = string.match(v, '^(%d+):(%d+):(%d):(%d+)')
-      alive = tonumber(alive)
-      if alive <= now then redis.call('HDEL', lk, f)
-      else s.queue[#s.queue + 1] = {owner = string.sub(f, 3), seq = tonumber(seq), alive = alive, w = w, ttl = tonumber(ttl)} end
+      if exp <= now then
+        redis.call('HDEL', lk, f)
+        s.dirty = true
+      else
+        s.holders[#s.holders + 1] = {owner = string.sub(f, 3), fence = tonumber(fence), exp = exp, w = w}
+      end
     elseif f == 'c' then
       s.claim = v
       local kind, lim = string.match(v, '^(%d+):(%d+)')
       s.kind, s.lim = kind, tonumber(lim)
     end
   end
-  table.sort(s.queue, function(a, b) return a.seq < b.seq end)
   return s
 end
 local function fits(s, w)
@@ -124,50 +138,97 @@ local function fits(s, w)
   if w == '1' then return n == 0 end
   return n == 0 or (s.holders[1].w == '0' and n < ` + strconv.Itoa(drivers.MaxHolders) + `)
 end
+local function unplace(s, owner)
+  redis.call('ZREM', s.qk, owner)
+  redis.call('HDEL', s.wk, owner)
+end
+local function head(s)
+  while true do
+    local top = redis.call('ZRANGE', s.qk, 0, 0)[1]
+    if not top then return nil end
+    local v = redis.call('HGET', s.wk, top)
+    if v then
+      local alive, w, ttl = string.match(v, '^(%d+):(%d):(%d+)')
+      if tonumber(alive) > now then return {owner = top, w = w, ttl = tonumber(ttl)} end
+    end
+    unplace(s, top)
+  end
+end
+local function place(s, owner, w, ttl, placed, claim)
+  if not placed then
+    local seq = tonumber(t[1]) * 1000000 + tonumber(t[2])
+    local last = tonumber(redis.call('ZRANGE', s.qk, -1, -1, 'WITHSCORES')[2])
+    if last and seq <= last then seq = last + 1 end
+    redis.call('ZADD', s.qk, seq, owner)
+  end
+  if claim == '' then
+    redis.call('HSET', s.wk, owner, string.format('%d:%s:%d', now + lease, w, ttl))
+  else
+    redis.call('HSET', s.wk, owner, string.format('%d:%s:%d', now + lease, w, ttl), '#c', claim)
+  end
+  redis.call('PEXPIRE', s.qk, lease)
+  redis.call('PEXPIRE', s.wk, lease)
+end
 local function grant(s, owner, w, exp)
   local f = newFence(s.fk)
   redis.call('HSET', s.lk, 'h:' .. owner, string.format('%.0f:%d:%s', f, exp, w))
   s.holders[#s.holders + 1] = {owner = owner, fence = f, exp = exp, w = w}
+  s.dirty = true
   return f
 end
 local function setExp(s, h, exp)
-  h.exp = exp
+  h.exp, s.dirty = exp, true
   redis.call('HSET', s.lk, 'h:' .. h.owner, string.format('%.0f:%d:%s', h.fence, exp, h.w))
 end
 local function admit(s, locals, self)
   local mine, named = {}, {}
-  while #s.queue > 0 and fits(s, s.queue[1].w) do
-    local q = table.remove(s.queue, 1)
-    redis.call('HDEL', s.lk, 'q:' .. q.owner)
+  s.top, s.known = nil, false
+  while fits(s, '0') or fits(s, '1') do
+    s.top, s.known = head(s), true
+    local q = s.top
+    if not q or not fits(s, q.w) then break end
+    if s.absent then
+      -- the grants lapsed with the claim: the queue keeps it too
+      s.absent = false
+      local c = redis.call('HGET', s.wk, '#c')
+      if c then
+        s.claim = c
+        s.kind, s.lim = string.match(c, '^(%d+):(%d+)')
+        s.lim = tonumber(s.lim)
+        redis.call('HSET', s.lk, 'c', c)
+      end
+    end
+    unplace(s, q.owner)
     if locals[q.owner] then
       table.insert(mine, q.owner)
-      table.insert(mine, grant(s, q.owner, q.w, now + q.ttl))
+      table.insert(mine, grant(s, q.owner, q.w, later + q.ttl))
     else
-      grant(s, q.owner, q.w, now + math.min(q.ttl, lease))
+      grant(s, q.owner, q.w, later + math.min(q.ttl, lease))
       if q.owner ~= self then table.insert(named, q.owner) end
     end
+    s.top, s.known = nil, false
   end
   if #named > 0 then redis.call('PUBLISH', s.chan, 'granted:' .. table.concat(named, ',')) end
   return mine, #named
 end
 local function settle(s)
+  if not s.dirty then return end
   local last = 0
   for _, h in ipairs(s.holders) do if h.exp > last then last = h.exp end end
-  for _, q in ipairs(s.queue) do if q.alive > last then last = q.alive end end
   if last <= now then redis.call('DEL', s.lk) return end
   redis.call('PEXPIRE', s.lk, last - now)
 end
 local function inTheWay(s, w)
   local left, way = -1, nil
   for _, h in ipairs(s.holders) do
-    if left < 0 or h.exp - now < left then left = h.exp - now end
+    if left < 0 or h.exp - later < left then left = h.exp - later end
     if way == nil
       or (w == '1' and (h.exp > way.exp or (h.exp == way.exp and h.fence > way.fence)))
       or (w ~= '1' and (h.exp < way.exp or (h.exp == way.exp and h.fence < way.fence))) then
       way = h
     end
   end
-  if way then return left, way.owner, way.exp - now end
+  if way then return left, way.owner, way.exp - later end
   return left, '', -1
 end
 `
@@ -175,9 +236,9 @@ end
 // acquireScript takes, refreshes, queues or refuses a request of one or
 // more keys, all or none.
 //
-// KEYS: lock and fence of each key, in pairs; ARGV[1] owner, ARGV[2] TTL
-// ms, ARGV[3] claim ("" for a mutex, else "kind:limit"), ARGV[4] write
-// (0/1), ARGV[5] wait (0/1). Replies:
+// KEYS: lock, fence, queue and places of each key (keyspace.names);
+// ARGV[1] owner, ARGV[2] TTL ms, ARGV[3] claim ("" for a mutex, else
+// "kind:limit"), ARGV[4] write (0/1), ARGV[5] wait (0/1). Replies:
 //
 //	{1, fence...}                               granted or refreshed, every key
 //	{0, i, left, way, way's left, queued, head} the i-th key (from 1) is busy
@@ -194,31 +255,31 @@ end
 // again when it is released or expires.
 var acquireScript = goredis.NewScript(replicateEffects + prelude + `
 local owner, ttl, claim, write, wait = ARGV[1], tonumber(ARGV[2]), ARGV[3], ARGV[4], ARGV[5] == '1'
-local n = #KEYS / 2
-if n == 1 and redis.call('EXISTS', KEYS[1]) == 0 then
+local n = #KEYS / 4
+if n == 1 and redis.call('EXISTS', KEYS[1], KEYS[3]) == 0 then
   local f = newFence(KEYS[2])
   if claim == '' then
-    redis.call('HSET', KEYS[1], 'h:' .. owner, string.format('%.0f:%d:%s', f, now + ttl, write))
+    redis.call('HSET', KEYS[1], 'h:' .. owner, string.format('%.0f:%d:%s', f, later + ttl, write))
   else
-    redis.call('HSET', KEYS[1], 'h:' .. owner, string.format('%.0f:%d:%s', f, now + ttl, write), 'c', claim)
+    redis.call('HSET', KEYS[1], 'h:' .. owner, string.format('%.0f:%d:%s', f, later + ttl, write), 'c', claim)
   end
-  redis.call('PEXPIRE', KEYS[1], ttl)
+  redis.call('PEXPIRE', KEYS[1], ttl + 1)
   return {1, f}
 end
 ` + model + `
 local S, busy, none = {}, 0, {}
 local function settleAll() for _, s in ipairs(S) do settle(s) end end
 for i = 1, n do
-  local lk = KEYS[2 * i - 1]
-  if redis.call('TYPE', lk).ok == 'string' then
+  local s = load(i)
+  if not s then
     settleAll()
+    local lk = KEYS[4 * i - 3]
     local pt = redis.call('PTTL', lk)
     return {0, i, pt, redis.call('GET', lk), pt, 0, 0}
   end
-  local s = load(lk, KEYS[2 * i])
   S[i] = s
   admit(s, none, owner)
-  if (#s.holders > 0 or #s.queue > 0) and s.claim ~= claim then
+  if (#s.holders > 0 or s.top or not s.known) and s.claim ~= claim then
     settleAll()
     return {-1, i, s.claim}
   end
@@ -229,9 +290,21 @@ for i = 1, n do
     s.newClaim = true
   end
   for _, h in ipairs(s.holders) do if h.owner == owner then s.mine = h end end
-  s.ahead = #s.queue
-  for j, q in ipairs(s.queue) do if q.owner == owner then s.ahead, s.place = j - 1, q break end end
-  if (s.mine and s.mine.w ~= write) or (s.place and s.place.w ~= write) then
+  s.ahead = 0
+  if s.top or not s.known then
+    s.ahead = redis.call('ZRANK', s.qk, owner)
+    if s.ahead then
+      s.placed = true
+      local v = redis.call('HGET', s.wk, owner)
+      if v and string.match(v, '^%d+:(%d)') ~= write then
+        settleAll()
+        return {-2, i}
+      end
+    else
+      s.ahead = redis.call('ZCARD', s.qk)
+    end
+  end
+  if s.mine and s.mine.w ~= write then
     settleAll()
     return {-2, i}
   end
@@ -246,16 +319,13 @@ local function take(s, exp)
     if busy == 0 or s.mine.exp < exp then setExp(s, s.mine, exp) end
     return s.mine.fence
   end
-  if s.place then
-    redis.call('HDEL', s.lk, 'q:' .. owner)
-    table.remove(s.queue, 1)
-  end
+  if s.placed then unplace(s, owner) end
   return grant(s, owner, write, exp)
 end
 if busy == 0 then
   local out = {1}
   for i, s in ipairs(S) do
-    out[i + 1] = take(s, now + ttl)
+    out[i + 1] = take(s, later + ttl)
     settle(s)
   end
   return out
@@ -267,18 +337,9 @@ if not wait then
 end
 for _, s in ipairs(S) do
   if s.free then
-    take(s, now + math.min(ttl, lease))
+    take(s, later + math.min(ttl, lease))
   else
-    if s.newClaim then redis.call('HSET', s.lk, 'c', claim) end
-    local seq
-    if s.place then
-      seq = s.place.seq
-      s.place.alive = now + lease
-    else
-      seq = redis.call('HINCRBY', s.lk, 'seq', 1)
-      table.insert(s.queue, {owner = owner, seq = seq, alive = now + lease, w = write, ttl = ttl})
-    end
-    redis.call('HSET', s.lk, 'q:' .. owner, string.format('%d:%d:%s:%d', seq, now + lease, write, ttl))
+    place(s, owner, write, ttl, s.placed, claim)
   end
   settle(s)
 end
@@ -288,48 +349,43 @@ return {0, busy, left, way, wayLeft, 1, S[busy].ahead == 0 and 1 or 0}
 // releaseScript ends owner's grant of the key (ARGV[2] 1) and its place
 // in the queue, and lets in the waiters that now fit.
 //
-// KEYS[1] lock, KEYS[2] fence; ARGV[1] owner, ARGV[2] 1 to end the grant
-// too, 0 for the place only (a waiter whose owner is reused giving up);
-// ARGV[3...] the waiters of the releasing process for this key, granted
-// for their TTL and handed over by it. Reply {1 when a grant that had not
-// lapsed ended, else 0; then owner and fence of each of those waiters let
-// in}. The key's channel hears "granted:<owners>" for the other waiters
-// let in, or "released" when a grant ended and nobody was let in. The
-// owner's grant alone in the hash is the uncontended release: the hash
-// exists only while its last grant or place has not lapsed, and Redis
-// deletes a hash with its last field.
+// KEYS: lock, fence, queue and places; ARGV[1] owner, ARGV[2] 1 to end the
+// grant too, 0 for the place only (a waiter whose owner is reused giving
+// up); ARGV[3...] the waiters of the releasing process for this key,
+// granted for their TTL and handed over by it. Reply {1 when a grant that
+// had not lapsed ended, else 0; then owner and fence of each of those
+// waiters let in}. The key's channel hears "granted:<owners>" for the
+// other waiters let in, or "released" when a grant ended and nobody was
+// let in. The owner's grant alone with nobody queued is the uncontended
+// release: the grants' hash exists only while its last grant has not
+// lapsed, and Redis deletes a hash with its last field.
 var releaseScript = goredis.NewScript(replicateEffects + `
 local lk, owner = KEYS[1], ARGV[1]
 local len = redis.pcall('HLEN', lk)
-if type(len) ~= 'number' or len == 0 then return {0} end
-if ARGV[2] == '1' and len == 1 and redis.call('HDEL', lk, 'h:' .. owner) == 1 then
+if type(len) ~= 'number' then return {0} end
+if ARGV[2] == '1' and len == 1 and redis.call('EXISTS', KEYS[3]) == 0 then
+  if redis.call('HDEL', lk, 'h:' .. owner) == 0 then return {0} end
   redis.call('PUBLISH', lk .. ':released', 'released')
   return {1}
 end
 ` + prelude + model + `
-local s = load(lk, KEYS[2])
+local s = load(1)
 local released = 0
 if ARGV[2] == '1' then
   for i, h in ipairs(s.holders) do
     if h.owner == owner then
       redis.call('HDEL', lk, 'h:' .. owner)
       table.remove(s.holders, i)
-      released = 1
+      released, s.dirty = 1, true
       break
     end
   end
 end
-for i, q in ipairs(s.queue) do
-  if q.owner == owner then
-    redis.call('HDEL', lk, 'q:' .. owner)
-    table.remove(s.queue, i)
-    break
-  end
-end
+if released == 0 then unplace(s, owner) end
 local locals = {}
 for i = 3, #ARGV do locals[ARGV[i]] = true end
 local mine, named = admit(s, locals, '')
-if released == 1 and #mine == 0 and named == 0 and #s.queue == 0 then
+if released == 1 and #mine == 0 and named == 0 and s.known and not s.top then
   redis.call('PUBLISH', s.chan, 'released')
 end
 settle(s)
@@ -340,16 +396,16 @@ return mine
 // extendScript sets owner's grant of the key to end TTL from now, if it
 // has not lapsed; it never creates one.
 //
-// KEYS[1] lock, KEYS[2] fence; ARGV[1] owner, ARGV[2] TTL ms. Reply 1
-// when extended.
+// KEYS: lock, fence, queue and places; ARGV[1] owner, ARGV[2] TTL ms.
+// Reply 1 when extended.
 var extendScript = goredis.NewScript(replicateEffects + prelude + model + `
-if redis.call('TYPE', KEYS[1]).ok ~= 'hash' then return 0 end
-local s = load(KEYS[1], KEYS[2])
+local s = load(1)
+if not s then return 0 end
 admit(s, {}, '')
 local done = 0
 for _, h in ipairs(s.holders) do
   if h.owner == ARGV[1] then
-    setExp(s, h, now + tonumber(ARGV[2]))
+    setExp(s, h, later + tonumber(ARGV[2]))
     done = 1
   end
 end
@@ -360,7 +416,7 @@ return done
 // forceReleaseScript ends every grant of the key, whoever holds it, and
 // lets its waiters in; a key that v0.1.0 holds is deleted.
 //
-// KEYS[1] lock, KEYS[2] fence. Reply 1 when a grant ended.
+// KEYS: lock, fence, queue and places. Reply 1 when a grant ended.
 var forceReleaseScript = goredis.NewScript(replicateEffects + prelude + model + `
 local typ = redis.call('TYPE', KEYS[1]).ok
 if typ == 'string' then
@@ -368,11 +424,10 @@ if typ == 'string' then
   redis.call('PUBLISH', KEYS[1] .. ':released', 'forced')
   return 1
 end
-if typ ~= 'hash' then return 0 end
-local s = load(KEYS[1], KEYS[2])
+local s = load(1)
 local ended = #s.holders
 for _, h in ipairs(s.holders) do redis.call('HDEL', KEYS[1], 'h:' .. h.owner) end
-s.holders = {}
+s.holders, s.dirty = {}, true
 local _, named = admit(s, {}, '')
 if ended > 0 and named == 0 then redis.call('PUBLISH', s.chan, 'forced') end
 settle(s)

@@ -165,8 +165,7 @@ func (d *Driver) leaveAbandoned(a *attempt) {
 	grants := flag(!a.req.OwnerReused)
 	d.cleanups.Go(cleanupTimeout, func(ctx context.Context) {
 		for _, k := range a.req.Keys {
-			ks := keysFor(k)
-			_ = releaseScript.Run(ctx, d.client, []string{ks.lock, ks.fence}, a.req.Owner, grants).Err()
+			_ = releaseScript.Run(ctx, d.client, keysFor(k).names(), a.req.Owner, grants).Err()
 		}
 	})
 }
