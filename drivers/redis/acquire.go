@@ -72,9 +72,13 @@ func newAttempt(req drivers.Request) *attempt {
 	if c := req.Claim; c != (drivers.Claim{}) {
 		claim = strconv.Itoa(int(c.Kind)) + ":" + strconv.FormatUint(uint64(c.Limit), 10)
 	}
-	a.args = []any{req.Owner, millis(req.TTL), claim, flag(req.Claim.Write), flag(req.Wait)}
+	a.args = []any{req.Owner, millis(req.TTL), claim, flag(req.Claim.Write), flag(req.Wait), 0}
 	return a
 }
+
+// again marks the later attempts of a wait, which may find the places the
+// first one took (acquireScript's ARGV[6]).
+func (a *attempt) again() { a.args[5] = 1 }
 
 // reply is what one attempt came to.
 type reply struct {

@@ -92,8 +92,9 @@ const replicateEffects = `if redis.replicate_commands then redis.replicate_comma
 //     holders: one slot for a mutex, limit for a semaphore, one writer or
 //     up to MaxHolders readers;
 //   - head is the first live place of the queue, the lapsed ones before it
-//     dropped; place keeps (or takes, at the back) owner's place alive;
-//     unplace drops it;
+//     dropped, and pop takes it out; place keeps (or takes, at the back,
+//     reporting whether it is first) owner's place alive; unplace drops
+//     it;
 //   - admit lets waiters in from the head of the queue while they fit,
 //     reading the head only while a claim can fit at all (s.known: s.top
 //     is then the head left waiting, or nil for an empty queue). A
@@ -154,11 +155,25 @@ local function head(s)
     unplace(s, top)
   end
 end
+local function pop(s)
+  while true do
+    local top = redis.call('ZPOPMIN', s.qk)[1]
+    if not top then return nil end
+    local v = redis.call('HGET', s.wk, top)
+    redis.call('HDEL', s.wk, top)
+    if v then
+      local alive, w, ttl = string.match(v, '^(%d+):(%d):(%d+)')
+      if tonumber(alive) > now then return {owner = top, w = w, ttl = tonumber(ttl)} end
+    end
+  end
+end
 local function place(s, owner, w, ttl, placed, claim)
+  local first = false
   if not placed then
     local seq = tonumber(t[1]) * 1000000 + tonumber(t[2])
     local last = tonumber(redis.call('ZRANGE', s.qk, -1, -1, 'WITHSCORES')[2])
     if last and seq <= last then seq = last + 1 end
+    first = last == nil
     redis.call('ZADD', s.qk, seq, owner)
   end
   if claim == '' then
@@ -168,6 +183,7 @@ local function place(s, owner, w, ttl, placed, claim)
   end
   redis.call('PEXPIRE', s.qk, lease)
   redis.call('PEXPIRE', s.wk, lease)
+  return first
 end
 local function grant(s, owner, w, exp)
   local f = newFence(s.fk)
@@ -184,9 +200,16 @@ local function admit(s, locals, self)
   local mine, named = {}, {}
   s.top, s.known = nil, false
   while fits(s, '0') or fits(s, '1') do
-    s.top, s.known = head(s), true
-    local q = s.top
-    if not q or not fits(s, q.w) then break end
+    local q
+    if s.kind == '2' then
+      q = head(s)
+      s.top, s.known = q, true
+      if not q or not fits(s, q.w) then break end
+      unplace(s, q.owner)
+    else
+      q, s.known = pop(s), true
+      if not q then break end
+    end
     if s.absent then
       -- the grants lapsed with the claim: the queue keeps it too
       s.absent = false
@@ -198,7 +221,6 @@ local function admit(s, locals, self)
         redis.call('HSET', s.lk, 'c', c)
       end
     end
-    unplace(s, q.owner)
     if locals[q.owner] then
       table.insert(mine, q.owner)
       table.insert(mine, grant(s, q.owner, q.w, later + q.ttl))
@@ -238,7 +260,9 @@ end
 //
 // KEYS: lock, fence, queue and places of each key (keyspace.names);
 // ARGV[1] owner, ARGV[2] TTL ms, ARGV[3] claim ("" for a mutex, else
-// "kind:limit"), ARGV[4] write (0/1), ARGV[5] wait (0/1). Replies:
+// "kind:limit"), ARGV[4] write (0/1), ARGV[5] wait (0/1), ARGV[6] again
+// (1: a later attempt of a wait, which may have places; a first attempt
+// has none, and reads no rank). Replies:
 //
 //	{1, fence...}                               granted or refreshed, every key
 //	{0, i, left, way, way's left, queued, head} the i-th key (from 1) is busy
@@ -254,7 +278,7 @@ end
 // string, its mutex layout) is busy and keeps no place: its waiters try
 // again when it is released or expires.
 var acquireScript = goredis.NewScript(replicateEffects + prelude + `
-local owner, ttl, claim, write, wait = ARGV[1], tonumber(ARGV[2]), ARGV[3], ARGV[4], ARGV[5] == '1'
+local owner, ttl, claim, write, wait, again = ARGV[1], tonumber(ARGV[2]), ARGV[3], ARGV[4], ARGV[5] == '1', ARGV[6] == '1'
 local n = #KEYS / 4
 if n == 1 and redis.call('EXISTS', KEYS[1], KEYS[3]) == 0 then
   local f = newFence(KEYS[2])
@@ -292,16 +316,15 @@ for i = 1, n do
   for _, h in ipairs(s.holders) do if h.owner == owner then s.mine = h end end
   s.ahead = 0
   if s.top or not s.known then
-    s.ahead = redis.call('ZRANK', s.qk, owner)
-    if s.ahead then
-      s.placed = true
+    s.ahead = 1 -- behind the head, or not let in anyway: only a place's rank tells more
+    local rank = again and redis.call('ZRANK', s.qk, owner)
+    if rank then
+      s.ahead, s.placed = rank, true
       local v = redis.call('HGET', s.wk, owner)
       if v and string.match(v, '^%d+:(%d)') ~= write then
         settleAll()
         return {-2, i}
       end
-    else
-      s.ahead = redis.call('ZCARD', s.qk)
     end
   end
   if s.mine and s.mine.w ~= write then
@@ -335,15 +358,16 @@ if not wait then
   settleAll()
   return {0, busy, left, way, wayLeft, 0, 0}
 end
-for _, s in ipairs(S) do
+local first = S[busy].ahead == 0
+for i, s in ipairs(S) do
   if s.free then
     take(s, later + math.min(ttl, lease))
-  else
-    place(s, owner, write, ttl, s.placed, claim)
+  elseif place(s, owner, write, ttl, s.placed, claim) and i == busy then
+    first = true
   end
   settle(s)
 end
-return {0, busy, left, way, wayLeft, 1, S[busy].ahead == 0 and 1 or 0}
+return {0, busy, left, way, wayLeft, 1, first and 1 or 0}
 `)
 
 // releaseScript ends owner's grant of the key (ARGV[2] 1) and its place
@@ -361,15 +385,18 @@ return {0, busy, left, way, wayLeft, 1, S[busy].ahead == 0 and 1 or 0}
 // lapsed, and Redis deletes a hash with its last field.
 var releaseScript = goredis.NewScript(replicateEffects + `
 local lk, owner = KEYS[1], ARGV[1]
-local len = redis.pcall('HLEN', lk)
-if type(len) ~= 'number' then return {0} end
-if ARGV[2] == '1' and len == 1 and redis.call('EXISTS', KEYS[3]) == 0 then
-  if redis.call('HDEL', lk, 'h:' .. owner) == 0 then return {0} end
-  redis.call('PUBLISH', lk .. ':released', 'released')
-  return {1}
+if ARGV[2] == '1' and redis.call('EXISTS', KEYS[3]) == 0 then
+  local len = redis.pcall('HLEN', lk)
+  if type(len) ~= 'number' or len == 0 then return {0} end
+  if len == 1 then
+    if redis.call('HDEL', lk, 'h:' .. owner) == 0 then return {0} end
+    redis.call('PUBLISH', lk .. ':released', 'released')
+    return {1}
+  end
 end
 ` + prelude + model + `
 local s = load(1)
+if not s then return {0} end
 local released = 0
 if ARGV[2] == '1' then
   for i, h in ipairs(s.holders) do

@@ -45,6 +45,7 @@ func (d *Driver) wait(ctx context.Context, a *attempt) (drivers.Grant, error) {
 	case r.granted:
 		return r.grant(), nil
 	}
+	a.again()
 	w := newWaiter(a)
 	if err := d.hub.join(ctx, w); err != nil {
 		d.leaveAbandoned(a)
