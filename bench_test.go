@@ -72,8 +72,10 @@ func BenchmarkManagerTry(b *testing.B) {
 		owners[i] = fmt.Sprintf("%032x", i)
 	}
 	keys := make([]string, benchWorkers)
+	sets := make([][]string, benchWorkers) // each worker's key as a request's set of one, made once
 	for w := range keys {
 		keys[w] = fmt.Sprintf("zerotal_lock:bench:%02d", w)
+		sets[w] = keys[w : w+1 : w+1]
 	}
 	userKeys := make([]string, benchWorkers)
 	for w := range userKeys {
@@ -94,10 +96,11 @@ func BenchmarkManagerTry(b *testing.B) {
 		}},
 		{name: "engine", cycle: func(ctx context.Context, w, i int) error {
 			owner := owners[i%len(owners)]
-			if _, ok, err := e.Acquire(ctx, keys[w], owner, ttl); err != nil || !ok {
-				return fmt.Errorf("engine acquire: %v %w", ok, err)
+			grants, _, err := e.Acquire(ctx, engine.AcquireRequest{Keys: sets[w], Owner: owner, TTL: ttl})
+			if err != nil || grants == nil {
+				return fmt.Errorf("engine acquire: %v %w", grants != nil, err)
 			}
-			_, err := e.Release(ctx, keys[w], owner)
+			_, err = e.Release(ctx, keys[w], owner)
 			return err
 		}},
 		{name: "driver", cycle: func(ctx context.Context, w, i int) error {
