@@ -34,15 +34,18 @@
 // not know them, after a restart or SCRIPT FLUSH.
 //
 // Every claim has one data model. A key K is stored as the hash "{K}" (a
-// field per grant and per place in its queue, the claim when it is not a
-// mutex) and "{K}:fence" (the last fence, kept for FenceRetention after
-// the key's last new grant, so that Redis holds one per recently used key).
-// A mutex is the exclusive claim of one slot; a semaphore has limit slots;
-// a read/write lock one writer or up to drivers.MaxHolders readers. The
-// hash expires with its last grant or place and is deleted when none is
-// left, so an acquire of a free key creates it and a release with nobody
-// waiting deletes it, without reading a queue. A key that contains braces
-// is stored under a digest tag instead: "{#<hex>}K" and "{#<hex>}K:fence".
+// field per grant, and the claim when it is not a mutex), the queue
+// "{K}:q" (a sorted set of the waiting owners in their order) with their
+// places "{K}:w" (a hash), and "{K}:fence" (the last fence, kept for
+// FenceRetention after the key's last new grant, so that Redis holds one
+// per recently used key). A mutex is the exclusive claim of one slot; a
+// semaphore has limit slots; a read/write lock one writer or up to
+// drivers.MaxHolders readers. The grants expire with the last of them and
+// the queue with its last place, so an acquire of a free key nobody waits
+// for creates "{K}" and a release with nobody waiting deletes it, without
+// reading a queue; a step of a contended key reads the head of its queue
+// only. A key that contains braces is stored under a digest tag instead:
+// "{#<hex>}K", "{#<hex>}K:q" and so on.
 //
 // A release of v0.1.0 stores a mutex as the string "{K}" (the owner, with
 // the lock's TTL): this release sees such a key as held by its owner and

@@ -66,19 +66,28 @@ const waiterLease = 3 * time.Second
 // fence handed out. The counter covers what the clock cannot: grants within
 // one microsecond, and a server clock that steps back, by less than
 // FenceRetention. What it assumes: the clock of the Redis server (and of a
-// replica that takes over) never steps back by FenceRetention or more.
+// replica that takes over) never steps back by FenceRetention or more. The
+// counter is written and its last value read in one SET ... GET, and
+// written again in the rare case that the clock did not pass it.
 var prelude = `local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local later = now + 1
 local lease = ` + strconv.FormatInt(waiterLease.Milliseconds(), 10) + `
 local function newFence(counter)
   local fence = tonumber(t[1]) * 1000000 + tonumber(t[2])
-  local last = tonumber(redis.call('GET', counter))
-  if last and fence <= last then fence = last + 1 end
-  redis.call('SET', counter, string.format('%.0f', fence), 'PX', ` + strconv.FormatInt(FenceRetention.Milliseconds(), 10) + `)
+  local prev, written = redis.pcall('SET', counter, string.format('%.0f', fence), 'PX', ` + retention + `, 'GET'), true
+  if type(prev) == 'table' then
+    prev, written = redis.call('GET', counter), false -- before Redis 6.2, SET has no GET
+  end
+  local last = tonumber(prev)
+  if last and fence <= last then fence, written = last + 1, false end
+  if not written then redis.call('SET', counter, string.format('%.0f', fence), 'PX', ` + retention + `) end
   return fence
 end
 `
+
+// retention is FenceRetention in ms, for the scripts.
+var retention = strconv.FormatInt(FenceRetention.Milliseconds(), 10)
 
 const replicateEffects = `if redis.replicate_commands then redis.replicate_commands() end
 `
