@@ -42,6 +42,7 @@ func (d *Driver) write(ctx context.Context, op string, fn func(ctx context.Conte
 	if err := d.enter(ctx, op); err != nil {
 		return err
 	}
+	d.writes.Add(1)
 	w := &writeOp{ctx: ctx, fn: fn, result: make(chan error, 1)}
 	d.pmu.Lock()
 	d.pending = append(d.pending, w)
@@ -74,6 +75,7 @@ func (d *Driver) write(ctx context.Context, op string, fn func(ctx context.Conte
 // read runs fn with the read statements: on the reader pool, which never
 // waits for writers in WAL mode, or on the write connection in memory mode.
 func (d *Driver) read(ctx context.Context, op string, fn func(ctx context.Context, r *readStmts) error) error {
+	d.reads.Add(1)
 	if d.memory {
 		return d.write(ctx, op, func(ctx context.Context) error { return fn(ctx, &d.r) })
 	}

@@ -79,7 +79,7 @@ func (d *Driver) whyNot(ctx context.Context, req drivers.Request) (drivers.Grant
 	key := req.Key()
 	var s keyState
 	err := d.read(ctx, "read holder", func(ctx context.Context, r *readStmts) (err error) {
-		s, err = readState(ctx, r.db, key, time.Now().UnixMicro())
+		s, err = readHead(ctx, r.db, key, req.Owner, time.Now().UnixMicro())
 		return err
 	})
 	if err != nil {
@@ -152,6 +152,32 @@ func (d *Driver) step(ctx context.Context, w *waitState, queue bool) (stepOutcom
 	return out, nil
 }
 
+// queueBehind queues w's place on its one key in one statement (queueSQL)
+// when the key has a queue already: what a step would do then, since a
+// wait never goes before a live place, without the step's transaction
+// and read. Whoever is at the head of the queue lets itself in when its
+// turn comes with nobody to let it in. ok is false when the statement
+// wrote nothing, and the caller steps.
+func (d *Driver) queueBehind(ctx context.Context, w *waitState) (ok bool, err error) {
+	req := w.req
+	err = d.write(ctx, "acquire wait", func(ctx context.Context) error {
+		now := time.Now()
+		a := claimArgs(req.Claim)
+		res, err := d.wq().ExecContext(ctx, queueSQL, req.Key(), req.Owner, now.Add(waiterLease).UnixMicro(), now.UnixMicro(),
+			a[0], a[1], a[2], max(req.TTL.Microseconds(), 1))
+		if err != nil {
+			return err
+		}
+		n, err := res.RowsAffected()
+		ok = n > 0
+		return err
+	})
+	if ok {
+		w.started = true
+	}
+	return ok, err
+}
+
 // stepTx is one atomic step of an acquire of every key of w.req: on each
 // key, the head of the queue is let in while it fits (which may be owner); then owner's grants are refreshed, and the keys it can
 // take now are taken (nobody waits and the claim fits) when every key can
@@ -164,7 +190,7 @@ func (d *Driver) stepTx(ctx context.Context, w *waitState, queue bool) (stepOutc
 	out := stepOutcome{fences: make([]uint64, n), held: make([]bool, n), kept: make([]bool, n)}
 	take := make([]bool, n)
 	for i, k := range req.Keys {
-		s, err := d.admitTx(ctx, k, now)
+		s, err := d.admitTx(ctx, k, req.Owner, now)
 		if err != nil {
 			return out, err
 		}

@@ -97,6 +97,7 @@ func (d *Driver) runOnce(ops []*writeOp) error {
 	// The statements of a run take microseconds and must not be cut short
 	// by one caller's ctx, which would undo the others' work.
 	ctx := context.WithValue(context.Background(), runKey{}, true)
+	d.admits = d.admits[:0]
 	if _, err := d.wconn.ExecContext(ctx, "BEGIN IMMEDIATE"); err != nil {
 		if isBusy(err) {
 			return err
@@ -113,6 +114,8 @@ func (d *Driver) runOnce(ops []*writeOp) error {
 		d.rollback(ctx)
 		return d.runAlone(ops)
 	}
+	d.txs.Add(1)
+	d.deliverAdmits()
 	for _, w := range ops {
 		w.result <- nil
 	}
@@ -132,5 +135,6 @@ func (d *Driver) runAlone(ops []*writeOp) error {
 // only drops pages held in memory, and SQLite may already have rolled the
 // transaction back itself after the error.
 func (d *Driver) rollback(ctx context.Context) {
+	d.admits = d.admits[:0] // undone
 	_, _ = d.wconn.ExecContext(ctx, "ROLLBACK")
 }

@@ -71,7 +71,10 @@
 // memory, no I/O and no lock) every 0.2 ms to Config.PollInterval with
 // jitter, and wakes them when any process has committed (at once for a
 // commit through the same handle). Of one handle's waiters for one key,
-// only the first reads it at every change. A woken waiter reads its keys, and
+// only the first reads it at every change, and a waiter let in by a
+// transaction of its own handle is handed its grant without a read; a
+// wait for a key the handle saw queued queues behind in one statement.
+// A woken waiter reads its keys, and
 // writes only when its turn came with nobody to let it in (a grant
 // lapsed), or to keep its place alive: it visits it at least once a
 // second, and the place of a process that died lapses after three

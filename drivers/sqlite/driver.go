@@ -36,16 +36,21 @@ type Driver struct {
 	w       writeStmts
 	r       readStmts
 
-	watch *watcher
-	lines lines
-	hot   hotKeys
+	watch  *watcher
+	lines  lines
+	hot    hotKeys
+	admits []admission // made by the transaction in progress (guarded by wsem)
 
 	lastSweep atomic.Int64 // Unix microseconds of the last sweep
 	busyWaits atomic.Int64 // pauses on a database another connection locked
-	closed    atomic.Bool
-	done      chan struct{}
-	closeOnce sync.Once
-	closeErr  error
+	// What the handle has run, for its tests and benchmarks to count per
+	// hand-off: reads, write calls (a statement or a transaction each) and
+	// commits of a transaction of several statements.
+	reads, writes, txs atomic.Int64
+	closed             atomic.Bool
+	done               chan struct{}
+	closeOnce          sync.Once
+	closeErr           error
 }
 
 var (
@@ -90,7 +95,7 @@ func (d *Driver) Release(ctx context.Context, key, owner string) (bool, error) {
 		case !queued:
 			return nil
 		case hot:
-			_, err := d.admitTx(ctx, key, time.Now())
+			_, err := d.admitTx(ctx, key, "", time.Now())
 			return err
 		}
 		return d.admitAfter(ctx, key)

@@ -5,23 +5,27 @@ import "sync"
 // lines keeps the waiters of one handle for one key in their order of
 // arrival, so that only the first of them reads the key at every change:
 // the others would read the same rows, many times over, on a hot key. The
-// queue itself is in the file (each waiter has its place there); when the
-// first one's read shows another of the line let in or due a step, it
-// pokes that one, which then looks for itself.
+// queue itself is in the file (each waiter has its place there). A
+// transaction of this handle that lets one of them in hands it its fence
+// once committed (deliver), so that a hand-off within the process costs
+// no read; when the first one's read shows another of the line let in by
+// another process, or due a step, it pokes that one, which then looks for
+// itself.
 type lines struct {
 	mu sync.Mutex
 	m  map[string][]*ticket
 }
 
 type ticket struct {
-	owner string
-	turn  chan struct{} // closed when the ticket is first in line
-	poke  chan struct{} // capacity 1: look at the key now
+	owner   string
+	turn    chan struct{} // closed when the ticket is first in line
+	poke    chan struct{} // capacity 1: look at the key now
+	granted chan uint64   // capacity 1: the fence of a grant this handle committed
 }
 
 // join puts a ticket of owner at the end of key's line.
 func (l *lines) join(key, owner string) *ticket {
-	t := &ticket{owner: owner, turn: make(chan struct{}), poke: make(chan struct{}, 1)}
+	t := &ticket{owner: owner, turn: make(chan struct{}), poke: make(chan struct{}, 1), granted: make(chan uint64, 1)}
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.m == nil {
@@ -67,8 +71,26 @@ func (l *lines) leave(key string, t *ticket) {
 	}
 }
 
+// deliver hands fence to the tickets of owner in key's line, after the
+// transaction that granted it has committed. A ticket's read of the key
+// would find the same grant; it takes whichever comes first.
+func (l *lines) deliver(key, owner string, fence uint64) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, t := range l.m[key] {
+		if t.owner == owner {
+			select {
+			case t.granted <- fence:
+			default:
+			}
+		}
+	}
+}
+
 // pokeOthers pokes the tickets of key's line, other than self, that s
-// shows holding the key, let in once someone writes, or without a place.
+// shows holding the key or let in once someone writes. s is a read of the
+// head of the queue (readHead): a ticket whose place is not in it is not
+// due, and visits its place on its own timer.
 func (l *lines) pokeOthers(key string, self *ticket, s keyState) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -77,7 +99,7 @@ func (l *lines) pokeOthers(key string, self *ticket, s keyState) {
 		if t == self {
 			continue
 		}
-		if p := find(s.places, t.owner); find(s.grants, t.owner) >= 0 || p < 0 || p < admitted {
+		if p := find(s.places, t.owner); find(s.grants, t.owner) >= 0 || p >= 0 && p < admitted {
 			select {
 			case t.poke <- struct{}{}:
 			default:

@@ -109,6 +109,37 @@ func readStates(ctx context.Context, q querier, lo, hi string, nowUS int64) (map
 	return m, closeRows(rows)
 }
 
+// readHead reads through q at nowUS what the waiting rules need of key
+// for owner (headSQL): its live grants, by fence, the head of its queue
+// and owner's place, in order. Every rule of this file holds on it as on
+// the whole state; only Inspect and List read every place.
+func readHead(ctx context.Context, q querier, key, owner string, nowUS int64) (keyState, error) {
+	var s keyState
+	rows, err := q.QueryContext(ctx, headSQL, key, owner, nowUS, drivers.MaxHolders)
+	if err != nil {
+		return s, err
+	}
+	for rows.Next() {
+		var r row
+		var place, fenceOrTTL, kind, lim int64
+		var excl bool
+		if err := rows.Scan(&place, &r.owner, &fenceOrTTL, &r.expiresUS, &kind, &lim, &excl, &r.seq); err != nil {
+			rows.Close()
+			return s, err
+		}
+		r.claim = claimOf(kind, lim, excl)
+		if place == 0 {
+			r.fence = uint64(fenceOrTTL)
+			s.grants = append(s.grants, r)
+		} else if r.ttlUS = fenceOrTTL; find(s.places, r.owner) < 0 { // owner's place may be in the head
+			s.places = append(s.places, r)
+		}
+	}
+	slices.SortFunc(s.grants, func(a, b row) int { return cmp.Compare(a.fence, b.fence) })
+	slices.SortFunc(s.places, func(a, b row) int { return cmp.Compare(a.seq, b.seq) })
+	return s, closeRows(rows)
+}
+
 // claim is what the key is held or waited for as; ok is false when
 // nobody does.
 func (s keyState) claim() (c drivers.Claim, ok bool) {
@@ -202,12 +233,13 @@ func (s keyState) nextChange(owner string) int64 {
 }
 
 // admitTx lets the head of key's queue in while it fits, each waiter for
-// its own TTL, inside the caller's transaction: a waiter learns it at its
-// next look, which finds it holds the key. It returns the key's state
-// after.
-func (d *Driver) admitTx(ctx context.Context, key string, now time.Time) (keyState, error) {
+// its own TTL, inside the caller's transaction: a waiter of this handle is
+// handed its fence once the transaction commits (see inTx), one of
+// another process learns it at its next look, which finds it holds the
+// key. It returns the key's state after, as readHead reads it for owner.
+func (d *Driver) admitTx(ctx context.Context, key, owner string, now time.Time) (keyState, error) {
 	nowUS := now.UnixMicro()
-	s, err := readState(ctx, d.wq(), key, nowUS)
+	s, err := readHead(ctx, d.wq(), key, owner, nowUS)
 	if err != nil {
 		return s, err
 	}
@@ -221,9 +253,27 @@ func (d *Driver) admitTx(ctx context.Context, key string, now time.Time) (keySta
 			return s, err
 		}
 		s.grants = append(s.grants, p)
+		d.admits = append(d.admits, admission{key, p.owner, p.fence})
 	}
 	s.places = s.places[n:]
 	return s, nil
+}
+
+// admission is a grant admitTx made to a waiter, handed to this handle's
+// waiter of it, if any, once committed.
+type admission struct {
+	key, owner string
+	fence      uint64
+}
+
+// deliverAdmits hands the admissions of the transaction that has just
+// committed to this handle's waiters. The caller holds the write
+// connection, which guards admits.
+func (d *Driver) deliverAdmits() {
+	for _, a := range d.admits {
+		d.lines.deliver(a.key, a.owner, a.fence)
+	}
+	d.admits = d.admits[:0]
 }
 
 // grantTx writes a new grant of key to owner, with the next fence.
@@ -242,7 +292,7 @@ func (d *Driver) admitKeys(ctx context.Context, keys ...string) error {
 	return d.inTx(ctx, func(ctx context.Context) error {
 		now := time.Now()
 		for _, k := range keys {
-			if _, err := d.admitTx(ctx, k, now); err != nil {
+			if _, err := d.admitTx(ctx, k, "", now); err != nil {
 				return err
 			}
 		}
@@ -257,6 +307,7 @@ func (d *Driver) inTx(ctx context.Context, fn func(ctx context.Context) error) e
 	if inRun(ctx) {
 		return fn(ctx)
 	}
+	d.admits = d.admits[:0]
 	if _, err := d.wconn.ExecContext(ctx, "BEGIN IMMEDIATE"); err != nil {
 		return err
 	}
@@ -268,6 +319,8 @@ func (d *Driver) inTx(ctx context.Context, fn func(ctx context.Context) error) e
 		d.rollback(context.WithoutCancel(ctx))
 		return err
 	}
+	d.txs.Add(1)
+	d.deliverAdmits()
 	return nil
 }
 

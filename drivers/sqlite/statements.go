@@ -54,6 +54,20 @@ WHERE key >= ?1 AND key <= ?2 AND expires_us > ?3
 UNION ALL SELECT key, 1, owner, ttl_us, alive_us, kind, lim, excl, seq FROM zerotal_queue
 WHERE key >= ?1 AND key <= ?2 AND alive_us > ?3`
 
+	// headSQL reads what the waiting rules need of key ?1 for owner ?2 at
+	// ?3 (readHead): its live grants, the head of its queue (as many live
+	// places, in order, as the key's kind lets hold it at once: no place
+	// behind them can be let in now), and owner's own place. A hot key's
+	// long queue is not read at every hand-off.
+	headSQL = `SELECT 0, owner, fence, expires_us, kind, lim, excl, 0 FROM zerotal_locks
+WHERE key = ?1 AND expires_us > ?3
+UNION ALL SELECT * FROM (SELECT 1, owner, ttl_us, alive_us, kind, lim, excl, seq FROM zerotal_queue
+	WHERE key = ?1 AND alive_us > ?3 ORDER BY seq
+	LIMIT coalesce((SELECT CASE kind WHEN 0 THEN 1 WHEN 1 THEN lim ELSE ?4 END FROM zerotal_queue
+		WHERE key = ?1 AND alive_us > ?3 LIMIT 1), 0))
+UNION ALL SELECT 1, owner, ttl_us, alive_us, kind, lim, excl, seq FROM zerotal_queue
+WHERE key = ?1 AND owner = ?2 AND alive_us > ?3`
+
 	// The writes of a step (acquire.go) and of admission. What has lapsed
 	// counts for nothing, and the sweep deletes it.
 	grantSQL = `INSERT INTO zerotal_locks (key, owner, fence, expires_us, kind, lim, excl)
@@ -68,6 +82,20 @@ VALUES (?1, ?2, (SELECT COALESCE(MAX(seq), 0) + 1 FROM zerotal_queue WHERE key =
 ON CONFLICT (key, owner) DO UPDATE SET alive_us = excluded.alive_us,
 	seq = CASE WHEN alive_us > ?8 THEN seq ELSE excluded.seq END,
 	kind = excluded.kind, lim = excluded.lim, excl = excluded.excl, ttl_us = excluded.ttl_us`
+	// queueSQL is the whole of a step that only queues (queueBehind):
+	// owner's place at the end of key's queue, or its live place kept
+	// alive, when the key has another live place, owner holds no grant of
+	// it and no live row of it is of another kind or limit, nor owner's
+	// place of the other side. Nothing is written otherwise, and the caller
+	// steps. ?3 is the place's lease, ?8 its TTL.
+	queueSQL = `INSERT INTO zerotal_queue (key, owner, seq, kind, lim, excl, alive_us, ttl_us)
+SELECT ?1, ?2, (SELECT COALESCE(MAX(seq), 0) + 1 FROM zerotal_queue WHERE key = ?1), ?5, ?6, ?7, ?3, ?8
+WHERE EXISTS (SELECT 1 FROM zerotal_queue WHERE key = ?1 AND owner <> ?2 AND alive_us > ?4)
+AND NOT EXISTS (SELECT 1 FROM zerotal_locks WHERE key = ?1 AND expires_us > ?4 AND (owner = ?2 OR kind <> ?5 OR lim <> ?6))
+AND NOT EXISTS (SELECT 1 FROM zerotal_queue WHERE key = ?1 AND alive_us > ?4
+	AND (kind <> ?5 OR lim <> ?6 OR owner = ?2 AND excl <> ?7))
+ON CONFLICT (key, owner) DO UPDATE SET alive_us = excluded.alive_us,
+	seq = CASE WHEN alive_us > ?4 THEN seq ELSE excluded.seq END, ttl_us = excluded.ttl_us`
 	dequeueSQL = `DELETE FROM zerotal_queue WHERE key = ?1 AND owner = ?2`
 	// holdSQL sets the deadline of owner's grant: a completed wait's TTL,
 	// or, while a set still waits, at least a place's lease.

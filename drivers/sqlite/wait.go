@@ -18,11 +18,13 @@ const fallbackRetryDelay = 100 * time.Millisecond
 // the file.
 //
 // One key is first tried with acquireSQL, the uncontended acquire's one
-// statement. Then a step (stepTx) takes what is free and queues a place
-// on each busy key. A release, a force release or a waiter's leaving lets
-// the head of the queue in within its own transaction; the waiter learns
-// it by reading (look), woken by any commit (PRAGMA data_version, or at
-// once for one through this handle), by the next deadline or lease of the
+// statement, or, when the handle knows it has a queue, queued behind it
+// with queueSQL, one statement too. Otherwise a step (stepTx) takes what
+// is free and queues a place on each busy key. A release, a force release
+// or a waiter's leaving lets the head of the queue in within its own
+// transaction. A waiter of the same handle is handed its fence once that
+// commits; one of another process learns it by reading (look), woken by
+// any commit (PRAGMA data_version), by the next deadline or lease of the
 // key, or after at most RetryDelay. It writes again only when its turn
 // has come and nobody let it in (a grant lapsed), when its place is gone,
 // or to keep its place alive, a third of a lease after its last visit.
@@ -39,15 +41,32 @@ func (d *Driver) wait(ctx context.Context, req drivers.Request) (drivers.Grant, 
 		t = d.lines.join(req.Key(), req.Owner)
 		defer d.lines.leave(req.Key(), t)
 	}
+	w := newWaitState(req)
+	var out stepOutcome
+	var visited time.Time
+	write := true // the first round steps: takes what is free or queues
 	// With others of this handle waiting before it, or a queue seen at the
-	// last release, the key has a queue: the step queues at once.
-	if t != nil && t.first() && !d.hot.has(req.Key()) {
+	// last release, the key has a queue: the wait queues behind it in one
+	// statement; behind another waiter of this handle, it then waits for
+	// its turn before it looks.
+	skipLook := false
+	switch {
+	case t == nil:
+	case t.first() && !d.hot.has(req.Key()):
 		fence, ok, err := d.acquireOne(ctx, req)
 		if err != nil {
 			d.abandon(ctx, req.Key(), req.Owner)
 		}
 		if err != nil || ok {
 			return granted(err, fence)
+		}
+	default:
+		queued, err := d.queueBehind(ctx, w)
+		if err != nil {
+			return d.leave(ctx, w, err)
+		}
+		if queued {
+			write, skipLook, visited = false, !t.first(), time.Now()
 		}
 	}
 	d.watch.subscribe()
@@ -56,12 +75,9 @@ func (d *Driver) wait(ctx context.Context, req drivers.Request) (drivers.Grant, 
 	if retryDelay <= 0 {
 		retryDelay = fallbackRetryDelay
 	}
-	w := newWaitState(req)
-	var out stepOutcome
-	var visited time.Time
-	for write := true; ; write = false {
+	for ; ; write, skipLook = false, false {
 		changed := d.watch.next()
-		if !write {
+		if !write && !skipLook {
 			l, err := d.look(ctx, w)
 			if err != nil {
 				return d.leave(ctx, w, err)
@@ -91,18 +107,45 @@ func (d *Driver) wait(ctx context.Context, req drivers.Request) (drivers.Grant, 
 			pause = min(pause, time.Until(time.UnixMicro(out.next)))
 		}
 		// Behind another waiter of this handle, a waiter looks when its
-		// turn comes or it is poked, not at every change.
+		// turn comes or it is poked, not at every change. A grant this
+		// handle made it needs no look.
 		var turn, poke <-chan struct{}
-		if t != nil && !t.first() {
-			turn, poke, changed = t.turn, t.poke, nil
+		var handed <-chan uint64
+		if t != nil {
+			handed = t.granted
+			if !t.first() {
+				turn, poke, changed = t.turn, t.poke, nil
+			}
 		}
-		if err := d.waitChange(ctx, max(pause, minPoll), changed, turn, poke); err != nil {
+		fence, ok, err := d.waitChange(ctx, max(pause, minPoll), changed, turn, poke, handed)
+		if ok {
+			return granted(nil, fence)
+		}
+		if err != nil {
+			if ctx.Err() != nil && out.busy.Key == "" { // queued behind, never looked
+				out.busy = d.inTheWay(ctx, req)
+			}
 			if ctx.Err() != nil && out.busy.Key != "" {
 				err = drivers.HeldByWhenEnded(err, out.busy.Key, out.busy.HeldBy)
 			}
 			return d.leave(ctx, w, err)
 		}
 	}
+}
+
+// inTheWay reads, with a fresh bounded context, who is in the way of a
+// wait for one key that ended before it had looked at the key.
+func (d *Driver) inTheWay(ctx context.Context, req drivers.Request) drivers.Busy {
+	if d.closed.Load() {
+		return drivers.Busy{}
+	}
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), d.cfg.BusyTimeout)
+	defer cancel()
+	g, err := d.whyNot(rctx, req)
+	if err != nil {
+		return drivers.Busy{}
+	}
+	return g.Busy
 }
 
 // lookOutcome is what a waiter read of its keys.
@@ -124,7 +167,7 @@ func (d *Driver) look(ctx context.Context, w *waitState) (lookOutcome, error) {
 	err := d.read(ctx, "read queue", func(ctx context.Context, r *readStmts) error {
 		nowUS := time.Now().UnixMicro()
 		for i, k := range req.Keys {
-			s, err := readState(ctx, r.db, k, nowUS)
+			s, err := readHead(ctx, r.db, k, req.Owner, nowUS)
 			if err != nil {
 				return err
 			}
@@ -153,9 +196,9 @@ func (d *Driver) look(ctx context.Context, w *waitState) (lookOutcome, error) {
 }
 
 // waitChange returns after wait, at a change, at t's turn or poke (nil
-// channels never are), or with an error when ctx ends or the handle
-// closes.
-func (d *Driver) waitChange(ctx context.Context, wait time.Duration, changed, turn, poke <-chan struct{}) error {
+// channels never are), with the fence of a grant handed to the ticket
+// (ok), or with an error when ctx ends or the handle closes.
+func (d *Driver) waitChange(ctx context.Context, wait time.Duration, changed, turn, poke <-chan struct{}, handed <-chan uint64) (fence uint64, ok bool, err error) {
 	t := time.NewTimer(wait)
 	defer t.Stop()
 	select {
@@ -163,12 +206,21 @@ func (d *Driver) waitChange(ctx context.Context, wait time.Duration, changed, tu
 	case <-changed:
 	case <-turn:
 	case <-poke:
+	case fence = <-handed:
+		return fence, true, nil
 	case <-ctx.Done():
-		return fmt.Errorf("sqlite: acquire wait: %w", ctx.Err())
+		return 0, false, fmt.Errorf("sqlite: acquire wait: %w", ctx.Err())
 	case <-d.done:
-		return drivers.ErrClosed
+		return 0, false, drivers.ErrClosed
 	}
-	return nil
+	// A grant handed over while the waiter was being woken spares it the
+	// look that would find it.
+	select {
+	case fence = <-handed:
+		return fence, true, nil
+	default:
+		return 0, false, nil
+	}
 }
 
 // leave ends a wait that returns cause: when ctx ended or a key it had
@@ -200,7 +252,7 @@ func (d *Driver) leave(ctx context.Context, w *waitState, cause error) (drivers.
 				if err != nil {
 					return err
 				}
-				if _, err := d.admitTx(ctx, k, now); err != nil {
+				if _, err := d.admitTx(ctx, k, req.Owner, now); err != nil {
 					return err
 				}
 			}
