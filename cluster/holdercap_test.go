@@ -81,7 +81,7 @@ func TestLimits_GetAtTheHolderCapFitsTheStream(t *testing.T) {
 	}
 	var cmds []engine.Command
 	for i := range DefaultMaxHoldersPerKey + 1 + DefaultMaxWaitersPerKey {
-		c := engine.Command{Op: engine.OpAcquireShared, Key: key, Owner: owner(i), TTL: time.Minute, Now: now, Wait: true, Claim: engine.Claim{Kind: engine.RWLock}}
+		c := engine.Command{Op: engine.OpAcquireKeys, Keys: []string{key}, Owner: owner(i), TTL: time.Minute, Now: now, Wait: true, Claim: engine.Claim{Kind: engine.RWLock}}
 		if i == DefaultMaxHoldersPerKey {
 			c.Claim.Write = true // the queue's head, so the readers behind it wait
 		}
@@ -89,7 +89,7 @@ func TestLimits_GetAtTheHolderCapFitsTheStream(t *testing.T) {
 	}
 	// One more reader, not waiting, before the writer queues: the key is
 	// full, so it is refused as contention.
-	extra := engine.Command{Op: engine.OpAcquireShared, Key: key, Owner: "extra", TTL: time.Minute, Now: now, Claim: engine.Claim{Kind: engine.RWLock}}
+	extra := engine.Command{Op: engine.OpAcquireKeys, Keys: []string{key}, Owner: "extra", TTL: time.Minute, Now: now, Claim: engine.Claim{Kind: engine.RWLock}}
 	cmds = slices.Insert(cmds, DefaultMaxHoldersPerKey, extra)
 	res, err := e.Apply(t.Context(), cmds)
 	if err != nil {

@@ -31,7 +31,7 @@ func TestList_AnswerOfFullSharedKeysFitsTheStream(t *testing.T) {
 		for i := range DefaultMaxHoldersPerKey {
 			id := fmt.Sprint(i)
 			owner := id + strings.Repeat("\x01", drivers.MaxOwnerLen-len(id))
-			cmds = append(cmds, engine.Command{Op: engine.OpAcquireShared, Key: key, Owner: owner, TTL: time.Minute, Now: now, Claim: engine.Claim{Kind: engine.RWLock}})
+			cmds = append(cmds, engine.Command{Op: engine.OpAcquireKeys, Keys: []string{key}, Owner: owner, TTL: time.Minute, Now: now, Claim: engine.Claim{Kind: engine.RWLock}})
 		}
 		res, err := e.Apply(t.Context(), cmds)
 		if err != nil {

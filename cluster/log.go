@@ -4,7 +4,6 @@ import (
 	"math"
 
 	"github.com/zerotal/lock/cluster/rounds"
-	"github.com/zerotal/lock/engine"
 	"github.com/zerotal/lock/fsm"
 )
 
@@ -58,9 +57,6 @@ func (n *Node) onApply(a fsm.Applied) {
 	for _, h := range a.Result.Handoffs {
 		n.waits.Deliver(h)
 		deadline = min(deadline, h.Deadline)
-	}
-	if a.Entry.Op == engine.OpAcquire && a.Result.OK { // v0.1.0's entry: one Grant, no Grants
-		deadline = min(deadline, a.Result.Grant.Deadline)
 	}
 	for _, g := range a.Result.Grants {
 		deadline = min(deadline, g.Deadline)

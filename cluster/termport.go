@@ -49,14 +49,10 @@ func (p termPort) QueuedOnceDelivered(ctx context.Context, key, owner string) (b
 	return p.n.fsm.IsQueuedOnceDelivered(ctx, key, owner)
 }
 
-// mutexKey is the key of e when e acquires a single key's mutex: v0.1.0's
-// acquire entry, or the one acquire entry of one key and the zero claim.
+// mutexKey is the key of e when e acquires a single key's mutex.
 func mutexKey(e fsm.Entry) (string, bool) {
-	switch {
-	case e.Op == engine.OpAcquire:
-		return e.Key, true
-	case e.Op == engine.OpAcquireKeys && len(e.Keys) == 1 && e.Claim == (engine.Claim{}):
-		return e.Keys[0], true
+	if keys := e.AcquireKeys(); len(keys) == 1 && e.Claim == (engine.Claim{}) {
+		return keys[0], true
 	}
 	return "", false
 }

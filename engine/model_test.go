@@ -145,10 +145,9 @@ func (m *model) apply(c Command) modelResult {
 	var r modelResult
 	n := m.names[c.Key]
 	switch c.Op {
-	case OpAcquire:
-		r = m.acquire([]string{c.Key}, c)
-		r.Grants = nil // v0.1.0's answer
-		return r
+	case OpAcquire: // v0.1.0's entry: the one acquire of one key's mutex
+		c.Claim = Claim{}
+		return m.acquire([]string{c.Key}, c)
 	case OpAcquireKeys:
 		return m.acquire(c.Keys, c)
 	case OpTick:

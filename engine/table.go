@@ -549,21 +549,14 @@ func (t *table) applyCommand(c *Command) Result {
 	t.advance(c.Now)
 	var o outcome
 	switch c.Op {
-	case OpAcquire, OpAcquireShared, OpAcquireAll, OpAcquireKeys:
+	case OpAcquire, OpAcquireKeys:
 		a := ask{keys: c.Keys, owner: c.Owner, ttl: c.TTL, claim: c.Claim, want: c.Fence, wait: c.Wait}
-		if c.Op == OpAcquire || c.Op == OpAcquireShared {
-			// v0.1.0's entry 1: a mutex of one key.
-			a.keys = []string{c.Key}
+		if c.Op == OpAcquire {
+			// v0.1.0's entry 1: a mutex of one key, answered as the one
+			// acquire of that key is.
+			a.keys, a.claim = []string{c.Key}, Claim{}
 		}
 		o = t.acquire(&a)
-		if c.Op == OpAcquireAll && o.ok {
-			o.grant = Grant{}
-		}
-		res := o.result()
-		if c.Op == OpAcquire || c.Op == OpAcquireShared {
-			res.Grants = nil
-		}
-		return res
 	case OpRelease:
 		o = t.release(c.Key, c.Owner, c.Fence)
 	case OpExtend:

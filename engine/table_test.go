@@ -34,6 +34,10 @@ func grantOf(key, owner string, fence uint64, deadline int64) Grant {
 
 func one(g Grant) []Grant { return []Grant{g} }
 
+// granted is the answer of an acquire of one key that took or refreshed g
+// (of entry 1 as of the one acquire entry).
+func granted(g Grant) Result { return Result{OK: true, Grant: g, Grants: one(g)} }
+
 // take is the table's one acquire of one key.
 func (t *table) take(key, owner string, ttl time.Duration, c Claim, wait bool) outcome {
 	return t.acquire(&ask{keys: []string{key}, owner: owner, ttl: ttl, claim: c, wait: wait})
@@ -56,7 +60,7 @@ func TestTable_Operations(t *testing.T) {
 		{
 			name:     "acquire free key",
 			cmd:      acq("k", "a", ttl, t0),
-			want:     Result{OK: true, Grant: grantOf("k", "a", 1, t0+100)},
+			want:     granted(grantOf("k", "a", 1, t0+100)),
 			wantInfo: &Info{Grant: grantOf("k", "a", 1, t0+100)},
 		},
 		{
@@ -70,41 +74,41 @@ func TestTable_Operations(t *testing.T) {
 			name:     "refresh by the holder keeps the fence",
 			setup:    []Command{acq("k", "a", ttl, t0)},
 			cmd:      acq("k", "a", ttl, t0+50),
-			want:     Result{OK: true, Grant: grantOf("k", "a", 1, t0+150)},
+			want:     granted(grantOf("k", "a", 1, t0+150)),
 			wantInfo: &Info{Grant: grantOf("k", "a", 1, t0+150)},
 		},
 		{
 			name:     "expired key counts as free for another owner",
 			setup:    []Command{acq("k", "a", ttl, t0)},
 			cmd:      acq("k", "b", ttl, t0+100),
-			want:     Result{OK: true, Grant: grantOf("k", "b", 2, t0+200)},
+			want:     granted(grantOf("k", "b", 2, t0+200)),
 			wantInfo: &Info{Grant: grantOf("k", "b", 2, t0+200)},
 		},
 		{
 			name:     "expired key re-acquired by its old owner is a new grant",
 			setup:    []Command{acq("k", "a", ttl, t0)},
 			cmd:      acq("k", "a", ttl, t0+150),
-			want:     Result{OK: true, Grant: grantOf("k", "a", 2, t0+250)},
+			want:     granted(grantOf("k", "a", 2, t0+250)),
 			wantInfo: &Info{Grant: grantOf("k", "a", 2, t0+250)},
 		},
 		{
 			name:     "command fence above the counter is used",
 			cmd:      Command{Op: OpAcquire, Key: "k", Owner: "a", TTL: ttl, Now: t0, Fence: 42},
-			want:     Result{OK: true, Grant: grantOf("k", "a", 42, t0+100)},
+			want:     granted(grantOf("k", "a", 42, t0+100)),
 			wantInfo: &Info{Grant: grantOf("k", "a", 42, t0+100)},
 		},
 		{
 			name:     "command fence not above the counter gives counter+1",
 			setup:    []Command{{Op: OpAcquire, Key: "x", Owner: "a", TTL: ttl, Now: t0, Fence: 42}},
 			cmd:      Command{Op: OpAcquire, Key: "k", Owner: "a", TTL: ttl, Now: t0, Fence: 42},
-			want:     Result{OK: true, Grant: grantOf("k", "a", 43, t0+100)},
+			want:     granted(grantOf("k", "a", 43, t0+100)),
 			wantInfo: &Info{Grant: grantOf("k", "a", 43, t0+100)},
 		},
 		{
 			name:     "acquire with wait queues behind the holder",
 			setup:    []Command{acq("k", "a", ttl, t0)},
 			cmd:      acqWait("k", "b", ttl, t0),
-			want:     Result{Queued: true, Grant: grantOf("k", "a", 1, t0+100)},
+			want:     Result{Queued: true, Grant: grantOf("k", "a", 1, t0+100), Grants: one(Grant{})},
 			wantInfo: &Info{Grant: grantOf("k", "a", 1, t0+100), Waiters: 1},
 		},
 		{
@@ -118,7 +122,7 @@ func TestTable_Operations(t *testing.T) {
 			name:     "acquire with wait by the holder refreshes",
 			setup:    []Command{acq("k", "a", ttl, t0)},
 			cmd:      acqWait("k", "a", ttl, t0+10),
-			want:     Result{OK: true, Grant: grantOf("k", "a", 1, t0+110)},
+			want:     granted(grantOf("k", "a", 1, t0+110)),
 			wantInfo: &Info{Grant: grantOf("k", "a", 1, t0+110)},
 		},
 		{
@@ -134,14 +138,14 @@ func TestTable_Operations(t *testing.T) {
 			name:     "expired key acquired by the head of the queue",
 			setup:    []Command{acq("k", "a", ttl, t0), acqWait("k", "b", ttl, t0), acqWait("k", "c", ttl, t0)},
 			cmd:      acq("k", "b", 2*ttl, t0+100),
-			want:     Result{OK: true, Grant: grantOf("k", "b", 2, t0+300), Handoffs: one(grantOf("k", "b", 2, t0+300))},
+			want:     Result{OK: true, Grant: grantOf("k", "b", 2, t0+300), Grants: one(grantOf("k", "b", 2, t0+300)), Handoffs: one(grantOf("k", "b", 2, t0+300))},
 			wantInfo: &Info{Grant: grantOf("k", "b", 2, t0+300), Waiters: 1},
 		},
 		{
 			name:     "expired key with no waiters is free",
 			setup:    []Command{acq("k", "a", ttl, t0)},
 			cmd:      acq("k", "c", ttl, t0+100),
-			want:     Result{OK: true, Grant: grantOf("k", "c", 2, t0+200)},
+			want:     granted(grantOf("k", "c", 2, t0+200)),
 			wantInfo: &Info{Grant: grantOf("k", "c", 2, t0+200)},
 		},
 		{
@@ -285,7 +289,7 @@ func TestTable_Operations(t *testing.T) {
 			name:     "time never goes backwards",
 			setup:    []Command{{Op: OpTick, Now: t0 + 1000}},
 			cmd:      acq("k", "a", ttl, t0),
-			want:     Result{OK: true, Grant: grantOf("k", "a", 1, t0+1100)},
+			want:     granted(grantOf("k", "a", 1, t0+1100)),
 			wantInfo: &Info{Grant: grantOf("k", "a", 1, t0+1100)},
 		},
 		{
@@ -302,7 +306,7 @@ func TestTable_Operations(t *testing.T) {
 			maxKeys:  1,
 			setup:    []Command{acq("k", "a", ttl, t0)},
 			cmd:      acq("k", "a", ttl, t0+1),
-			want:     Result{OK: true, Grant: grantOf("k", "a", 1, t0+101)},
+			want:     granted(grantOf("k", "a", 1, t0+101)),
 			wantInfo: &Info{Grant: grantOf("k", "a", 1, t0+101)},
 		},
 		{

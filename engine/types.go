@@ -85,7 +85,9 @@ type Op uint8
 
 // The replicated operations.
 const (
-	// OpAcquire uses Key, Owner, TTL, Now, Fence, Wait.
+	// OpAcquire uses Key, Owner, TTL, Now, Fence, Wait: v0.1.0's acquire
+	// of one key's mutex, applied and answered as OpAcquireKeys of that
+	// key and the zero Claim.
 	OpAcquire Op = 1
 	// OpRelease uses Key, Owner, Now, and Fence for a hand-off.
 	OpRelease Op = 2
@@ -103,19 +105,10 @@ const (
 	OpCancelWait Op = 6
 	// OpTick uses Now: it only advances engine time.
 	OpTick Op = 7
-	// OpAcquireShared is OpAcquire of a semaphore or read/write lock: it
-	// also uses Claim. Release, extend, force release, expire and
-	// cancel-wait of a shared name are the ops above, naming one holder
-	// or waiter by its owner.
-	OpAcquireShared Op = 8
-	// OpAcquireAll uses Keys, Owner, TTL, Now, Fence, Wait: every key or
-	// none, in one step (Result.Grants in the order of Keys; when one is
-	// busy, Result.Grant is its holder's grant). With Wait, a busy key does
-	// not refuse: the free keys are taken and Owner is queued FIFO for the
-	// busy ones, in the same step (Result.Queued; Result.Grants has the
-	// keys taken, a zero Grant for each key queued for), and the queued
-	// keys come as hand-offs.
-	OpAcquireAll Op = 9
+	// 8 and 9 were acquire-shared and acquire-all, never in a release and
+	// replaced by OpAcquireKeys: reserved, never reused (a node stops on
+	// such an entry as on any unknown one).
+
 	// OpAcquireKeys is the one acquire: it uses Keys (1 to
 	// drivers.MaxMultiKeys, a single key being a set of one), Owner, TTL,
 	// Claim (any: the zero Claim is a mutex), Now, Fence, Wait. Every key
@@ -145,10 +138,6 @@ func (o Op) String() string {
 		return "cancel_wait"
 	case OpTick:
 		return "tick"
-	case OpAcquireShared:
-		return "acquire_shared"
-	case OpAcquireAll:
-		return "acquire_all"
 	case OpAcquireKeys:
 		return "acquire_keys"
 	}
@@ -169,13 +158,12 @@ type Command struct {
 	Fence uint64
 	// ExpectFence is the fence of the grant an OpExpire means to end.
 	ExpectFence uint64
-	// Wait makes an OpAcquire of a busy key queue Owner FIFO (an owner
+	// Wait makes an acquire of a busy key queue Owner FIFO (an owner
 	// already queued is not queued twice).
 	Wait bool
-	// Claim is how an OpAcquireShared or OpAcquireKeys holds its keys.
+	// Claim is how an OpAcquireKeys holds its keys.
 	Claim Claim
-	// Keys are the keys of an OpAcquireAll or OpAcquireKeys (Key is then
-	// unused).
+	// Keys are the keys of an OpAcquireKeys (Key is then unused).
 	Keys []string
 }
 
@@ -184,9 +172,9 @@ type Result struct {
 	// OK: acquired or refreshed, released, extended, removed (force release,
 	// cancel wait), expired.
 	OK bool
-	// Queued: an OpAcquire with Wait is now waiting in the queue.
+	// Queued: an acquire with Wait is now waiting in the queue.
 	Queued bool
-	// Grant is the grant after OpAcquire or OpExtend when OK, and the
+	// Grant is the grant after an acquire or OpExtend when OK, and the
 	// holder's grant when not OK and the key is held.
 	Grant Grant
 	// Handoffs are the grants this command handed to waiters (release,
@@ -195,9 +183,9 @@ type Result struct {
 	// cancel-wait, which may let the waiters behind it in). A mutex hands
 	// off at most one.
 	Handoffs []Grant
-	// Grants are an OpAcquireAll's grants when OK (or Queued: the keys
-	// it took, a zero Grant for each key it waits for), in the order of
-	// its Keys.
+	// Grants are an acquire's grants when OK (or Queued: the keys it
+	// took, a zero Grant for each key it waits for), in the order of its
+	// keys.
 	Grants []Grant
 	// Err is a per-command error (ErrFull, ErrInvalid...). It never fails
 	// the rest of the batch.

@@ -83,13 +83,19 @@ func results(t *testing.T, resps []interface{}) []*Response {
 // withoutFences is a result with every fence zeroed.
 func withoutFences(r engine.Result) engine.Result {
 	r.Grant.Fence = 0
-	if r.Handoffs != nil {
-		r.Handoffs = slices.Clone(r.Handoffs)
-		for i := range r.Handoffs {
-			r.Handoffs[i].Fence = 0
-		}
-	}
+	r.Handoffs, r.Grants = zeroFences(r.Handoffs), zeroFences(r.Grants)
 	return r
+}
+
+func zeroFences(gs []engine.Grant) []engine.Grant {
+	if gs == nil {
+		return nil
+	}
+	gs = slices.Clone(gs)
+	for i := range gs {
+		gs[i].Fence = 0
+	}
+	return gs
 }
 
 // A batch entry applies its parts exactly as if each were its own entry:

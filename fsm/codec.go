@@ -16,8 +16,10 @@ import (
 // numbers are part of the on-disk format: they are explicit, and a number is
 // never reused for another meaning once released.
 //
-// A lock entry's type is the number of the engine.Op it carries (1 to 10),
-// so a lock operation has one name from the log to the engine. The
+// A lock entry's type is the number of the engine.Op it carries (1 to 7,
+// and 10), so a lock operation has one name from the log to the engine.
+// 8 and 9 (acquire-shared and acquire-all) were never in a release: type
+// 10 replaced them, and they are unknown types, never reused. The
 // member-map entries, which keep the id -> HTTP address map that followers
 // use to forward requests, have types of their own.
 type EntryType uint8
@@ -70,8 +72,8 @@ type Entry struct {
 	Now         int64         // leader-stamped time, unix nanoseconds; every lock entry and tick
 	ExpectFence uint64        // expire: the fence of the grant the leader saw due
 	Wait        bool          // acquire: queue FIFO when the key is busy
-	Claim       engine.Claim  // acquire-shared, acquire-keys: how each key is held
-	Keys        []string      // acquire-all, acquire-keys: every key, taken together or not at all
+	Claim       engine.Claim  // acquire-keys: how each key is held
+	Keys        []string      // acquire-keys: every key, taken together or not at all
 	ID          string        // member entries: raft server id
 	HTTPAddr    string        // set-member: host:port of the node's HTTP API
 }
@@ -83,6 +85,18 @@ func (e Entry) Type() EntryType {
 		return EntryType(e.Op)
 	}
 	return e.Member
+}
+
+// AcquireKeys is the keys the acquire entry e takes: its Keys, or the Key
+// of v0.1.0's entry 1 alone (nil for any other entry).
+func (e Entry) AcquireKeys() []string {
+	switch e.Op {
+	case engine.OpAcquire:
+		return []string{e.Key}
+	case engine.OpAcquireKeys:
+		return e.Keys
+	}
+	return nil
 }
 
 // entryOfType is the empty entry of type t: a lock entry below
@@ -97,7 +111,9 @@ func entryOfType(t EntryType) Entry {
 // known reports whether this version knows how to apply t.
 func (t EntryType) known() bool {
 	switch {
-	case t >= EntryType(engine.OpAcquire) && t <= EntryType(engine.OpAcquireKeys):
+	case t >= EntryType(engine.OpAcquire) && t <= EntryType(engine.OpTick):
+		return true
+	case t == EntryType(engine.OpAcquireKeys):
 		return true
 	case t == SetMember || t == RemoveMember:
 		return true
@@ -136,25 +152,12 @@ func Encode(e Entry) ([]byte, error) {
 	b := make([]byte, 0, 2+len(e.Key)+len(e.Owner)+len(e.ID)+len(e.HTTPAddr)+40)
 	b = append(b, byte(t), payloadVersion)
 	switch e.Op {
-	case engine.OpAcquire, engine.OpAcquireShared:
-		// An acquire-shared is an acquire (whose claim check left Write
-		// false) with the write flag and the claim's kind and limit after.
+	case engine.OpAcquire:
 		b = appendString(b, e.Key)
 		b = appendString(b, e.Owner)
 		b = binary.AppendVarint(b, int64(e.TTL))
 		b = binary.AppendVarint(b, e.Now)
-		var flags byte
-		if e.Wait {
-			flags |= 1
-		}
-		if e.Claim.Write {
-			flags |= 2
-		}
-		b = append(b, flags)
-		if e.Op == engine.OpAcquireShared {
-			b = append(b, byte(e.Claim.Kind))
-			b = binary.AppendUvarint(b, uint64(e.Claim.Limit))
-		}
+		b = append(b, e.flags())
 	case engine.OpRelease, engine.OpCancelWait:
 		b = appendString(b, e.Key)
 		b = appendString(b, e.Owner)
@@ -174,9 +177,7 @@ func Encode(e Entry) ([]byte, error) {
 		b = binary.AppendVarint(b, e.Now)
 	case engine.OpTick:
 		b = binary.AppendVarint(b, e.Now)
-	case engine.OpAcquireAll, engine.OpAcquireKeys:
-		// The one acquire is an acquire-all with the write flag and the
-		// claim's kind and limit after.
+	case engine.OpAcquireKeys:
 		b = binary.AppendUvarint(b, uint64(len(e.Keys)))
 		for _, k := range e.Keys {
 			b = appendString(b, k)
@@ -184,18 +185,9 @@ func Encode(e Entry) ([]byte, error) {
 		b = appendString(b, e.Owner)
 		b = binary.AppendVarint(b, int64(e.TTL))
 		b = binary.AppendVarint(b, e.Now)
-		var flags byte
-		if e.Wait {
-			flags |= 1
-		}
-		if e.Claim.Write {
-			flags |= 2
-		}
-		b = append(b, flags)
-		if e.Op == engine.OpAcquireKeys {
-			b = append(b, byte(e.Claim.Kind))
-			b = binary.AppendUvarint(b, uint64(e.Claim.Limit))
-		}
+		b = append(b, e.flags())
+		b = append(b, byte(e.Claim.Kind))
+		b = binary.AppendUvarint(b, uint64(e.Claim.Limit))
 	}
 	switch e.Member {
 	case SetMember:
@@ -231,31 +223,12 @@ func Decode(b []byte) (Entry, error) {
 	r := reader{b: b[2:]}
 	e := entryOfType(t)
 	switch e.Op {
-	case engine.OpAcquire, engine.OpAcquireShared:
+	case engine.OpAcquire:
 		e.Key = r.str("key", maxKeyLen)
 		e.Owner = r.str("owner", maxOwnerLen)
 		e.TTL = time.Duration(r.varint("ttl"))
 		e.Now = r.varint("now")
-		flags, known := r.byte("flags"), byte(1)
-		if e.Op == engine.OpAcquireShared {
-			known = 3 // the write side
-		}
-		if flags&^known != 0 && r.err == nil {
-			r.err = fmt.Errorf("%w: unknown acquire flags %#x", ErrMalformed, flags)
-		}
-		e.Wait, e.Claim.Write = flags&1 != 0, flags&2 != 0
-		if e.Op != engine.OpAcquireShared {
-			break
-		}
-		e.Claim.Kind = engine.Kind(r.byte("kind"))
-		limit := r.uvarint("limit")
-		if limit > math.MaxUint32 && r.err == nil {
-			r.err = fmt.Errorf("%w: limit %d", ErrMalformed, limit)
-		}
-		e.Claim.Limit = uint32(limit)
-		if err := e.checkClaim(); r.err == nil && err != nil {
-			r.err = fmt.Errorf("%w: %v", ErrMalformed, err)
-		}
+		e.readFlags(&r, flagWait)
 	case engine.OpRelease, engine.OpCancelWait:
 		e.Key = r.str("key", maxKeyLen)
 		e.Owner = r.str("owner", maxOwnerLen)
@@ -275,7 +248,7 @@ func Decode(b []byte) (Entry, error) {
 		e.Now = r.varint("now")
 	case engine.OpTick:
 		e.Now = r.varint("now")
-	case engine.OpAcquireAll, engine.OpAcquireKeys:
+	case engine.OpAcquireKeys:
 		n := r.uvarint("keys")
 		if (n == 0 || n > drivers.MaxMultiKeys) && r.err == nil {
 			r.err = fmt.Errorf("%w: %d keys, want 1 to %d", ErrMalformed, n, drivers.MaxMultiKeys)
@@ -286,17 +259,7 @@ func Decode(b []byte) (Entry, error) {
 		e.Owner = r.str("owner", maxOwnerLen)
 		e.TTL = time.Duration(r.varint("ttl"))
 		e.Now = r.varint("now")
-		flags, known := r.byte("flags"), byte(1)
-		if e.Op == engine.OpAcquireKeys {
-			known = 3 // the write side
-		}
-		if flags&^known != 0 && r.err == nil {
-			r.err = fmt.Errorf("%w: unknown acquire flags %#x", ErrMalformed, flags)
-		}
-		e.Wait, e.Claim.Write = flags&1 != 0, flags&2 != 0
-		if e.Op != engine.OpAcquireKeys {
-			break
-		}
+		e.readFlags(&r, flagWait|flagWrite)
 		e.Claim.Kind = engine.Kind(r.byte("kind"))
 		limit := r.uvarint("limit")
 		if limit > math.MaxUint32 && r.err == nil {
@@ -361,7 +324,7 @@ func (e Entry) check() error {
 // acquire of no key, of more than drivers.MaxMultiKeys, or of a key
 // Decode would refuse.
 func (e Entry) checkKeys() error {
-	if e.Op != engine.OpAcquireAll && e.Op != engine.OpAcquireKeys {
+	if e.Op != engine.OpAcquireKeys {
 		if e.Keys != nil {
 			return &drivers.InvalidError{Field: "keys", Reason: "only an acquire of keys has them"}
 		}
@@ -381,21 +344,45 @@ func (e Entry) checkKeys() error {
 	return nil
 }
 
-// checkClaim refuses a claim on any entry but an acquire-shared or an
-// acquire of keys, an acquire-shared of anything but a semaphore (limit 1
-// or more) or a read/write lock (a mutex is an OpAcquire), and an acquire
-// of keys of anything but those or a mutex (the zero Claim).
+// checkClaim refuses a claim on any entry but an acquire of keys, and an
+// acquire of keys of anything but a mutex (the zero Claim), a semaphore
+// (limit 1 or more) or a read/write lock.
 func (e Entry) checkClaim() error {
-	if e.Op == engine.OpAcquireKeys && e.Claim == (engine.Claim{}) {
+	switch {
+	case e.Claim == (engine.Claim{}):
 		return nil
-	}
-	if e.Op != engine.OpAcquireShared && e.Op != engine.OpAcquireKeys {
-		if e.Claim != (engine.Claim{}) {
-			return &drivers.InvalidError{Field: "claim", Reason: "only an acquire-shared entry has one"}
-		}
-		return nil
+	case e.Op != engine.OpAcquireKeys:
+		return &drivers.InvalidError{Field: "claim", Reason: "only an acquire-keys entry has one"}
 	}
 	return e.Claim.CheckShared()
+}
+
+// The flags byte of an acquire entry: v0.1.0's entry 1 knows Wait only.
+const (
+	flagWait  byte = 1
+	flagWrite byte = 2 // the write side of a read/write lock
+)
+
+// flags is the flags byte of the acquire entry e.
+func (e Entry) flags() byte {
+	var f byte
+	if e.Wait {
+		f |= flagWait
+	}
+	if e.Claim.Write {
+		f |= flagWrite
+	}
+	return f
+}
+
+// readFlags reads the flags byte of an acquire entry, refusing any flag
+// not in known.
+func (e *Entry) readFlags(r *reader, known byte) {
+	f := r.byte("flags")
+	if f&^known != 0 && r.err == nil {
+		r.err = fmt.Errorf("%w: unknown acquire flags %#x", ErrMalformed, f)
+	}
+	e.Wait, e.Claim.Write = f&flagWait != 0, f&flagWrite != 0
 }
 
 func appendString(b []byte, s string) []byte {

@@ -23,11 +23,10 @@ func allTypesEntries() []Entry {
 		{Op: engine.OpExpire, Key: "k", Owner: "o", ExpectFence: 1 << 60, Now: 10},
 		{Op: engine.OpCancelWait, Key: "k", Owner: "o", Now: 11},
 		{Op: engine.OpTick, Now: 12},
-		{Op: engine.OpAcquireShared, Key: "pool", Owner: "o", TTL: time.Second, Now: 3, Wait: true, Claim: engine.Claim{Kind: engine.Semaphore, Limit: 4}},
-		{Op: engine.OpAcquireShared, Key: "doc", Owner: "w", TTL: time.Second, Now: 3, Claim: engine.Claim{Kind: engine.RWLock, Write: true}},
-		{Op: engine.OpAcquireShared, Key: "doc", Owner: "r", TTL: time.Second, Now: 3, Wait: true, Claim: engine.Claim{Kind: engine.RWLock}},
-		{Op: engine.OpAcquireAll, Keys: []string{"a", "b/c", strings.Repeat("é", 512)}, Owner: "o", TTL: time.Minute, Now: 13},
-		{Op: engine.OpAcquireAll, Keys: []string{"a"}, Owner: "o", TTL: time.Minute, Now: 14, Wait: true},
+		{Op: engine.OpAcquireKeys, Keys: []string{"pool"}, Owner: "o", TTL: time.Second, Now: 3, Wait: true, Claim: engine.Claim{Kind: engine.Semaphore, Limit: 4}},
+		{Op: engine.OpAcquireKeys, Keys: []string{"doc"}, Owner: "r", TTL: time.Second, Now: 3, Wait: true, Claim: engine.Claim{Kind: engine.RWLock}},
+		{Op: engine.OpAcquireKeys, Keys: []string{"a", "b/c", strings.Repeat("é", 512)}, Owner: "o", TTL: time.Minute, Now: 13},
+		{Op: engine.OpAcquireKeys, Keys: []string{"a"}, Owner: "o", TTL: time.Minute, Now: 14, Wait: true},
 		{Op: engine.OpAcquireKeys, Keys: []string{"k"}, Owner: "o", TTL: time.Second, Now: 15},
 		{Op: engine.OpAcquireKeys, Keys: []string{"a", "b"}, Owner: "o", TTL: time.Second, Now: 16, Wait: true, Claim: engine.Claim{Kind: engine.Semaphore, Limit: 3}},
 		{Op: engine.OpAcquireKeys, Keys: []string{"doc"}, Owner: "w", TTL: time.Second, Now: 17, Claim: engine.Claim{Kind: engine.RWLock, Write: true}},
@@ -62,7 +61,7 @@ func TestCodec_TypeNumbersAreStable(t *testing.T) {
 	want := map[EntryType]uint8{
 		EntryType(engine.OpAcquire): 1, EntryType(engine.OpRelease): 2, EntryType(engine.OpExtend): 3,
 		EntryType(engine.OpForceRelease): 4, EntryType(engine.OpExpire): 5,
-		EntryType(engine.OpCancelWait): 6, EntryType(engine.OpTick): 7, EntryType(engine.OpAcquireShared): 8, EntryType(engine.OpAcquireAll): 9, EntryType(engine.OpAcquireKeys): 10, SetMember: 16, RemoveMember: 17,
+		EntryType(engine.OpCancelWait): 6, EntryType(engine.OpTick): 7, EntryType(engine.OpAcquireKeys): 10, SetMember: 16, RemoveMember: 17,
 	}
 	for typ, n := range want {
 		if uint8(typ) != n {
@@ -92,9 +91,12 @@ func TestCodec_DecodeRejectsBadBytes(t *testing.T) {
 		{"bad utf8", []byte{byte(engine.OpForceRelease), payloadVersion, 1, 0xff, 0}, ErrMalformed},
 		{"negative ttl", []byte{byte(engine.OpExtend), payloadVersion, 1, 'k', 1, 'o', 1, 0}, ErrMalformed},
 		{"unknown flag", append(good[:len(good)-1:len(good)-1], 2), ErrMalformed},
-		{"no keys", []byte{byte(engine.OpAcquireAll), payloadVersion, 0, 1, 'o', 2, 2, 0}, ErrMalformed},
-		{"unknown acquire-all flag", []byte{byte(engine.OpAcquireAll), payloadVersion, 1, 1, 'k', 1, 'o', 2, 2, 2}, ErrMalformed},
-		{"too many keys", []byte{byte(engine.OpAcquireAll), payloadVersion, 65, 1, 'k'}, ErrMalformed},
+		{"no keys", []byte{byte(engine.OpAcquireKeys), payloadVersion, 0, 1, 'o', 2, 2, 0, 0, 0}, ErrMalformed},
+		{"too many keys", []byte{byte(engine.OpAcquireKeys), payloadVersion, 65, 1, 'k'}, ErrMalformed},
+		// 8 (acquire-shared) and 9 (acquire-all) were never released:
+		// type 10 replaced them.
+		{"retired acquire-shared", []byte{8, payloadVersion, 1, 'k', 1, 'o', 2, 2, 0, byte(engine.Semaphore), 2}, ErrUnknownType},
+		{"retired acquire-all", []byte{9, payloadVersion, 1, 1, 'k', 1, 'o', 2, 2, 0}, ErrUnknownType},
 		{"a mutex's write side", []byte{byte(engine.OpAcquireKeys), payloadVersion, 1, 1, 'k', 1, 'o', 2, 2, 2, 0, 0}, ErrMalformed},
 		{"a semaphore of 0", []byte{byte(engine.OpAcquireKeys), payloadVersion, 1, 1, 'k', 1, 'o', 2, 2, 0, 1, 0}, ErrMalformed},
 		{"unknown acquire-keys flag", []byte{byte(engine.OpAcquireKeys), payloadVersion, 1, 1, 'k', 1, 'o', 2, 2, 4, 0, 0}, ErrMalformed},
@@ -112,7 +114,11 @@ func TestCodec_DecodeRejectsBadBytes(t *testing.T) {
 }
 
 func TestCodec_EncodeRefusesUnknownType(t *testing.T) {
-	for _, e := range []Entry{{Op: 99}, {Member: 99}, {}, {Op: engine.OpTick, Member: SetMember}} {
+	retired := []Entry{ // 8 and 9: never released, replaced by 10
+		{Op: 8, Key: "k", Owner: "o", TTL: time.Second, Claim: engine.Claim{Kind: engine.Semaphore, Limit: 2}},
+		{Op: 9, Keys: []string{"a", "b"}, Owner: "o", TTL: time.Second},
+	}
+	for _, e := range append([]Entry{{Op: 99}, {Member: 99}, {}, {Op: engine.OpTick, Member: SetMember}}, retired...) {
 		if _, err := Encode(e); !errors.Is(err, ErrUnknownType) {
 			t.Fatalf("Encode(%+v): err = %v", e, err)
 		}
@@ -132,14 +138,10 @@ func TestCodec_EncodeRefusesWhatDecodeRefuses(t *testing.T) {
 		{Member: SetMember, ID: strings.Repeat("n", maxMemberLen+1), HTTPAddr: "127.0.0.1:1"},
 		{Member: SetMember, ID: "n1", HTTPAddr: strings.Repeat("h", maxMemberLen+1)},
 		{Member: RemoveMember, ID: "\xc0"},
-		{Op: engine.OpAcquireShared, Key: "k", Owner: "o", TTL: time.Second, Claim: engine.Claim{Kind: engine.Semaphore}},
-		{Op: engine.OpAcquireShared, Key: "k", Owner: "o", TTL: time.Second, Claim: engine.Claim{}},
-		{Op: engine.OpAcquireShared, Key: "k", Owner: "o", TTL: time.Second, Claim: engine.Claim{Kind: engine.Semaphore, Limit: 2, Write: true}},
+		{Op: engine.OpAcquireKeys, Keys: []string{"k"}, Owner: "o", TTL: time.Second, Claim: engine.Claim{Kind: engine.Semaphore, Limit: 2, Write: true}},
 		{Op: engine.OpAcquire, Key: "k", Owner: "o", TTL: time.Second, Claim: engine.Claim{Kind: engine.RWLock}},
-		{Op: engine.OpAcquireAll, Owner: "o", TTL: time.Second},
-		{Op: engine.OpAcquireAll, Keys: make([]string, drivers.MaxMultiKeys+1), Owner: "o", TTL: time.Second},
-		{Op: engine.OpAcquireAll, Keys: []string{"a", long}, Owner: "o", TTL: time.Second},
-		{Op: engine.OpAcquireAll, Keys: []string{"a\xff"}, Owner: "o", TTL: time.Second},
+		{Op: engine.OpAcquireKeys, Keys: make([]string, drivers.MaxMultiKeys+1), Owner: "o", TTL: time.Second},
+		{Op: engine.OpAcquireKeys, Keys: []string{"a", long}, Owner: "o", TTL: time.Second},
 		{Op: engine.OpAcquire, Key: "k", Keys: []string{"a"}, Owner: "o", TTL: time.Second},
 		{Op: engine.OpAcquireKeys, Owner: "o", TTL: time.Second},
 		{Op: engine.OpAcquireKeys, Keys: []string{"k"}, Owner: "o", TTL: time.Second, Claim: engine.Claim{Write: true}},

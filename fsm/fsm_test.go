@@ -405,7 +405,11 @@ func TestFSM_CorruptEntryStopsTheNode(t *testing.T) {
 	}{
 		"truncated acquire":    {[]byte{byte(engine.OpAcquire), payloadVersion, 0xff}, ErrMalformed},
 		"unknown, not skipped": {[]byte{0x33, 1}, ErrUnknownType},
-		"empty":                {nil, ErrMalformed},
+		// Entries 8 (acquire-shared) and 9 (acquire-all) were never in a
+		// release, and entry 10 replaced them: an old one is unknown.
+		"retired acquire-shared (8)": {[]byte{8, payloadVersion, 1, 'k', 1, 'o', 2, 2, 0, byte(engine.Semaphore), 2}, ErrUnknownType},
+		"retired acquire-all (9)":    {[]byte{9, payloadVersion, 2, 1, 'a', 1, 'b', 1, 'o', 2, 2, 0}, ErrUnknownType},
+		"empty":                      {nil, ErrMalformed},
 	}
 	for name, c := range cases {
 		t.Run(name, func(t *testing.T) {

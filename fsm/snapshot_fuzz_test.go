@@ -94,9 +94,9 @@ func snapshotSeeds() [][]byte {
 		Entry{Op: engine.OpAcquire, Key: "a", Owner: "x", TTL: time.Minute, Now: sec},
 		Entry{Op: engine.OpAcquire, Key: "b", Owner: "y", TTL: time.Minute, Now: sec},
 		Entry{Op: engine.OpAcquire, Key: "b", Owner: "z", TTL: time.Minute, Now: sec, Wait: true},
-		Entry{Op: engine.OpAcquireShared, Key: "s", Owner: "x", TTL: time.Minute, Now: sec, Claim: engine.Claim{Kind: engine.Semaphore, Limit: 2}},
-		Entry{Op: engine.OpAcquireShared, Key: "r", Owner: "x", TTL: time.Minute, Now: sec, Claim: engine.Claim{Kind: engine.RWLock, Write: true}},
-		Entry{Op: engine.OpAcquireShared, Key: "r", Owner: "y", TTL: time.Minute, Now: sec, Wait: true, Claim: engine.Claim{Kind: engine.RWLock}},
+		Entry{Op: engine.OpAcquireKeys, Keys: []string{"s"}, Owner: "x", TTL: time.Minute, Now: sec, Claim: engine.Claim{Kind: engine.Semaphore, Limit: 2}},
+		Entry{Op: engine.OpAcquireKeys, Keys: []string{"r"}, Owner: "x", TTL: time.Minute, Now: sec, Claim: engine.Claim{Kind: engine.RWLock, Write: true}},
+		Entry{Op: engine.OpAcquireKeys, Keys: []string{"r"}, Owner: "y", TTL: time.Minute, Now: sec, Wait: true, Claim: engine.Claim{Kind: engine.RWLock}},
 	)
 	for i, e := range ls {
 		b, err := Encode(e)

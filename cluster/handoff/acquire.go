@@ -54,14 +54,6 @@ func (a Answer) Fence() uint64 {
 	return a.Fences[0]
 }
 
-// keysOf is the keys of the acquire entry e: e.Keys, or e.Key alone.
-func keysOf(e fsm.Entry) []string {
-	if e.Keys != nil {
-		return e.Keys
-	}
-	return []string{e.Key}
-}
-
 // Acquire serves one acquire request, e (an acquire entry of its keys by
 // e.Owner with e.TTL and e.Claim; the protocol sets Now and Wait), on the
 // term p, as a live request of (key, owner) for every key, so that the
@@ -89,7 +81,7 @@ func keysOf(e fsm.Entry) []string {
 // away (nobody will read the answer), or Propose's error. A refusal is an
 // Answer without Fences, never an error.
 func (r *Requests) Acquire(ctx context.Context, p Port, e fsm.Entry, w Wait) (a Answer, err error) {
-	keys := keysOf(e)
+	keys := e.AcquireKeys()
 	qs := make([]*request, len(keys))
 	for i, k := range keys {
 		qs[i] = r.enter(k, e.Owner)
@@ -116,7 +108,7 @@ func (r *Requests) Acquire(ctx context.Context, p Port, e fsm.Entry, w Wait) (a 
 // propose proposes the acquire e, stamped now, waiting or not, and reads
 // the answer: every fence, or the grant in the way, or (queued) the
 // grants made at once while the others are waited for, a zero Grant for
-// each of those (none at all from an entry of one key).
+// each of those.
 func propose(ctx context.Context, p Port, e fsm.Entry, wait bool) (a Answer, queued bool, taken []engine.Grant, err error) {
 	e.Now, e.Wait = p.Now(), wait
 	resp, err := p.Propose(ctx, e)
@@ -133,12 +125,8 @@ func propose(ctx context.Context, p Port, e fsm.Entry, wait bool) (a Answer, que
 	return Answer{Held: resp.Result.Grant, Now: e.Now}, false, nil, nil
 }
 
-// fencesOf is the fences of a granted acquire: each key's, or the one
-// key's of an entry that answers a single Grant.
+// fencesOf is the fences of a granted acquire, a fence per key.
 func fencesOf(res engine.Result) []uint64 {
-	if res.Grants == nil {
-		return []uint64{res.Grant.Fence}
-	}
 	fences := make([]uint64, len(res.Grants))
 	for i, g := range res.Grants {
 		fences[i] = g.Fence
@@ -162,7 +150,7 @@ func fencesOf(res engine.Result) []uint64 {
 // applied): if the table already handed the owner a key, the acquire
 // proposed below is a refresh of that grant.
 func (r *Requests) acquireWait(ctx context.Context, p Port, qs []*request, e fsm.Entry, until time.Time) (Answer, error) {
-	keys := keysOf(e)
+	keys := e.AcquireKeys()
 	chans := make([]<-chan engine.Grant, len(qs))
 	for i, q := range qs {
 		chans[i] = r.listen(q)
@@ -283,7 +271,7 @@ func keepAliveLease(ttl time.Duration) time.Duration { return max(ttl, MinKeepAl
 // request as a refusal naming that key.
 func keepAlive(ctx context.Context, p Port, e fsm.Entry, pending []bool, lease time.Duration) (*Answer, error) {
 	var held []string
-	for i, k := range keysOf(e) {
+	for i, k := range e.AcquireKeys() {
 		if !pending[i] {
 			held = append(held, k)
 		}

@@ -98,10 +98,14 @@ func (t *modelTable) queued(owner string) bool { return slices.Contains(t.queue,
 // keys (engine.OpAcquireKeys) takes every key or none; with Wait it takes
 // the free keys and queues the owner for the busy ones in the same step,
 // as the engine does (Result.Grants: a zero Grant for each key queued
-// for). v0.1.0's acquire entry (engine.OpAcquire) answers one Grant.
+// for). v0.1.0's acquire entry (engine.OpAcquire) is answered as the one
+// acquire of its key is.
 type modelTables map[string]*modelTable
 
 func (ts modelTables) apply(c engine.Command) engine.Result {
+	if c.Op == engine.OpAcquire {
+		c.Op, c.Keys = engine.OpAcquireKeys, []string{c.Key}
+	}
 	if c.Op != engine.OpAcquireKeys {
 		return ts[c.Key].apply(c)
 	}

@@ -136,15 +136,10 @@ func (m *Metrics) Unregister() {
 func (m *Metrics) ObserveApplied(a fsm.Applied) {
 	e, r := a.Entry, a.Result
 	switch e.Op {
-	case engine.OpAcquire:
-		if r.OK {
-			if g, ok := m.grants[e.Key]; !ok || g.fence != r.Grant.Fence {
-				m.track(e.Key, r.Grant.Fence, e.Now)
-			}
-		}
-	case engine.OpAcquireAll, engine.OpAcquireKeys:
+	case engine.OpAcquire, engine.OpAcquireKeys:
+		// A key queued for has a zero Grant: it is timed from its hand-off.
 		for _, g := range r.Grants {
-			if t, ok := m.grants[g.Key]; !ok || t.fence != g.Fence {
+			if t, ok := m.grants[g.Key]; g.Fence != 0 && (!ok || t.fence != g.Fence) {
 				m.track(g.Key, g.Fence, e.Now)
 			}
 		}

@@ -38,8 +38,9 @@ func TestMetrics_HoldTimeSamplesALargeTable(t *testing.T) {
 	const n = 4 * timedAll
 	for i := range n {
 		key := fmt.Sprintf("k%d", i)
+		g := engine.Grant{Key: key, Fence: uint64(i + 1)}
 		m.ObserveApplied(fsm.Applied{Entry: fsm.Entry{Op: engine.OpAcquire, Key: key, Now: 1},
-			Result: engine.Result{OK: true, Grant: engine.Grant{Key: key, Fence: uint64(i + 1)}}})
+			Result: engine.Result{OK: true, Grant: g, Grants: []engine.Grant{g}}})
 	}
 	if max := timedAll + n/timedEvery + 1; len(m.grants) > max {
 		t.Fatalf("%d held keys timed, want at most %d", len(m.grants), max)
