@@ -79,7 +79,7 @@ func (d *Driver) whyNot(ctx context.Context, req drivers.Request) (drivers.Grant
 	key := req.Key()
 	var s keyState
 	err := d.read(ctx, "read holder", func(ctx context.Context, r *readStmts) (err error) {
-		s, err = readHead(ctx, r.db, key, req.Owner, time.Now().UnixMicro())
+		s, err = readHead(ctx, r.db, key, req.Owner, slots(req.Claim), time.Now().UnixMicro())
 		return err
 	})
 	if err != nil {
@@ -190,7 +190,7 @@ func (d *Driver) stepTx(ctx context.Context, w *waitState, queue bool) (stepOutc
 	out := stepOutcome{fences: make([]uint64, n), held: make([]bool, n), kept: make([]bool, n)}
 	take := make([]bool, n)
 	for i, k := range req.Keys {
-		s, err := d.admitTx(ctx, k, req.Owner, now)
+		s, err := d.admitTx(ctx, k, req.Owner, slots(req.Claim), now)
 		if err != nil {
 			return out, err
 		}

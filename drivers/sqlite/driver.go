@@ -81,8 +81,8 @@ func (d *Driver) Release(ctx context.Context, key, owner string) (bool, error) {
 	var deleted, released, queued bool
 	hot := d.hot.has(key)
 	release := func(ctx context.Context) error {
-		var expires int64
-		err := d.w.release.QueryRowContext(ctx, key, owner).Scan(&expires, &queued)
+		var expires, kind, lim int64
+		err := d.w.release.QueryRowContext(ctx, key, owner).Scan(&expires, &kind, &lim, &queued)
 		if errors.Is(err, sql.ErrNoRows) {
 			deleted, released, queued = false, false, hot
 			return nil
@@ -91,14 +91,15 @@ func (d *Driver) Release(ctx context.Context, key, owner string) (bool, error) {
 			return err
 		}
 		deleted, released = true, expires > time.Now().UnixMicro()
+		most := slots(claimOf(kind, lim, false))
 		switch {
 		case !queued:
 			return nil
 		case hot:
-			_, err := d.admitTx(ctx, key, "", time.Now())
+			_, err := d.admitTx(ctx, key, "", most, time.Now())
 			return err
 		}
-		return d.admitAfter(ctx, key)
+		return d.admitAfter(ctx, key, most)
 	}
 	err := d.write(ctx, "release", func(ctx context.Context) error {
 		if hot { // one commit for the release and the hand-off
@@ -119,8 +120,8 @@ func (d *Driver) Release(ctx context.Context, key, owner string) (bool, error) {
 // statement that has taken effect on its own. In a joint run its failure
 // fails the run, which then runs each call alone; alone, it is left to the
 // waiters, the next of which to write lets them in as well.
-func (d *Driver) admitAfter(ctx context.Context, key string) error {
-	if err := d.admitKeys(ctx, key); err != nil && inRun(ctx) {
+func (d *Driver) admitAfter(ctx context.Context, key string, most int64) error {
+	if err := d.admitKey(ctx, key, most); err != nil && inRun(ctx) {
 		return err
 	}
 	return nil
@@ -140,7 +141,7 @@ func (d *Driver) ForceRelease(ctx context.Context, key string) error {
 		if err != nil || !deleted {
 			return err
 		}
-		return d.admitAfter(ctx, key)
+		return d.admitAfter(ctx, key, anyKind)
 	})
 	if deleted {
 		d.watch.bump()

@@ -109,13 +109,29 @@ func readStates(ctx context.Context, q querier, lo, hi string, nowUS int64) (map
 	return m, closeRows(rows)
 }
 
+// slots is how many may hold a key of c's kind at once, at most: as many
+// places at the head of its queue can be let in together.
+func slots(c drivers.Claim) int64 {
+	switch c.Kind {
+	case drivers.Mutex:
+		return 1
+	case drivers.Semaphore:
+		return int64(c.Limit)
+	}
+	return drivers.MaxHolders
+}
+
+// anyKind is slots of a key whose kind is not known.
+const anyKind = drivers.MaxHolders
+
 // readHead reads through q at nowUS what the waiting rules need of key
-// for owner (headSQL): its live grants, by fence, the head of its queue
-// and owner's place, in order. Every rule of this file holds on it as on
-// the whole state; only Inspect and List read every place.
-func readHead(ctx context.Context, q querier, key, owner string, nowUS int64) (keyState, error) {
+// for owner (headSQL): its live grants, by fence, the first most places
+// of its queue (slots of its kind) and owner's place, in order. Every
+// rule of this file holds on it as on the whole state; only Inspect and
+// List read every place.
+func readHead(ctx context.Context, q querier, key, owner string, most, nowUS int64) (keyState, error) {
 	var s keyState
-	rows, err := q.QueryContext(ctx, headSQL, key, owner, nowUS, drivers.MaxHolders)
+	rows, err := q.QueryContext(ctx, headSQL, key, owner, nowUS, most)
 	if err != nil {
 		return s, err
 	}
@@ -236,10 +252,11 @@ func (s keyState) nextChange(owner string) int64 {
 // its own TTL, inside the caller's transaction: a waiter of this handle is
 // handed its fence once the transaction commits (see inTx), one of
 // another process learns it at its next look, which finds it holds the
-// key. It returns the key's state after, as readHead reads it for owner.
-func (d *Driver) admitTx(ctx context.Context, key, owner string, now time.Time) (keyState, error) {
+// key. It returns the key's state after, as readHead reads it for owner
+// and most.
+func (d *Driver) admitTx(ctx context.Context, key, owner string, most int64, now time.Time) (keyState, error) {
 	nowUS := now.UnixMicro()
-	s, err := readHead(ctx, d.wq(), key, owner, nowUS)
+	s, err := readHead(ctx, d.wq(), key, owner, most, nowUS)
 	if err != nil {
 		return s, err
 	}
@@ -284,19 +301,14 @@ func (d *Driver) grantTx(ctx context.Context, key, owner string, expiresUS int64
 	return uint64(fence), err
 }
 
-// admitKeys runs admitTx for each key in a transaction of its own (or the
-// joint run's), after a grant or place of them ended. The caller may leave
-// its failure to the waiters when the ending has taken effect on its own:
-// the next waiter to write admits as well.
-func (d *Driver) admitKeys(ctx context.Context, keys ...string) error {
+// admitKey runs admitTx for key in a transaction of its own (or the joint
+// run's), after a grant or place of it ended. The caller may leave its
+// failure to the waiters when the ending has taken effect on its own: the
+// next waiter to write admits as well.
+func (d *Driver) admitKey(ctx context.Context, key string, most int64) error {
 	return d.inTx(ctx, func(ctx context.Context) error {
-		now := time.Now()
-		for _, k := range keys {
-			if _, err := d.admitTx(ctx, k, "", now); err != nil {
-				return err
-			}
-		}
-		return nil
+		_, err := d.admitTx(ctx, key, "", most, time.Now())
+		return err
 	})
 }
 

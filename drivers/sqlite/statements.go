@@ -35,10 +35,10 @@ ON CONFLICT (key, owner) DO UPDATE SET
 WHERE expires_us <= ?4 OR excl = excluded.excl
 RETURNING fence`
 
-	// releaseSQL also says whether anyone waits for the key, who may now
-	// be let in.
+	// releaseSQL also says the key's kind and limit, and whether anyone
+	// waits for it, who may now be let in.
 	releaseSQL = `DELETE FROM zerotal_locks WHERE key = ?1 AND owner = ?2
-RETURNING expires_us, EXISTS (SELECT 1 FROM zerotal_queue WHERE key = ?1)`
+RETURNING expires_us, kind, lim, EXISTS (SELECT 1 FROM zerotal_queue WHERE key = ?1)`
 	forceSQL  = `DELETE FROM zerotal_locks WHERE key = ?1`
 	extendSQL = `UPDATE zerotal_locks SET expires_us = ?3 WHERE key = ?1 AND owner = ?2 AND expires_us > ?4`
 	sweepSQL  = `DELETE FROM zerotal_locks WHERE expires_us <= ?1`
@@ -55,16 +55,14 @@ UNION ALL SELECT key, 1, owner, ttl_us, alive_us, kind, lim, excl, seq FROM zero
 WHERE key >= ?1 AND key <= ?2 AND alive_us > ?3`
 
 	// headSQL reads what the waiting rules need of key ?1 for owner ?2 at
-	// ?3 (readHead): its live grants, the head of its queue (as many live
-	// places, in order, as the key's kind lets hold it at once: no place
-	// behind them can be let in now), and owner's own place. A hot key's
-	// long queue is not read at every hand-off.
+	// ?3 (readHead): its live grants, the head of its queue (the first ?4
+	// live places, in order: as many as the key's kind lets hold it at
+	// once, so that no place behind them can be let in now), and owner's
+	// own place. A hot key's long queue is not read at every hand-off.
 	headSQL = `SELECT 0, owner, fence, expires_us, kind, lim, excl, 0 FROM zerotal_locks
 WHERE key = ?1 AND expires_us > ?3
 UNION ALL SELECT * FROM (SELECT 1, owner, ttl_us, alive_us, kind, lim, excl, seq FROM zerotal_queue
-	WHERE key = ?1 AND alive_us > ?3 ORDER BY seq
-	LIMIT coalesce((SELECT CASE kind WHEN 0 THEN 1 WHEN 1 THEN lim ELSE ?4 END FROM zerotal_queue
-		WHERE key = ?1 AND alive_us > ?3 LIMIT 1), 0))
+	WHERE key = ?1 AND alive_us > ?3 ORDER BY seq LIMIT ?4)
 UNION ALL SELECT 1, owner, ttl_us, alive_us, kind, lim, excl, seq FROM zerotal_queue
 WHERE key = ?1 AND owner = ?2 AND alive_us > ?3`
 

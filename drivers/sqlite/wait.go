@@ -167,7 +167,7 @@ func (d *Driver) look(ctx context.Context, w *waitState) (lookOutcome, error) {
 	err := d.read(ctx, "read queue", func(ctx context.Context, r *readStmts) error {
 		nowUS := time.Now().UnixMicro()
 		for i, k := range req.Keys {
-			s, err := readHead(ctx, r.db, k, req.Owner, nowUS)
+			s, err := readHead(ctx, r.db, k, req.Owner, slots(req.Claim), nowUS)
 			if err != nil {
 				return err
 			}
@@ -252,7 +252,7 @@ func (d *Driver) leave(ctx context.Context, w *waitState, cause error) (drivers.
 				if err != nil {
 					return err
 				}
-				if _, err := d.admitTx(ctx, k, req.Owner, now); err != nil {
+				if _, err := d.admitTx(ctx, k, req.Owner, slots(req.Claim), now); err != nil {
 					return err
 				}
 			}
