@@ -42,7 +42,6 @@ func (d *Driver) write(ctx context.Context, op string, fn func(ctx context.Conte
 	if err := d.enter(ctx, op); err != nil {
 		return err
 	}
-	d.writes.Add(1)
 	w := &writeOp{ctx: ctx, fn: fn, result: make(chan error, 1)}
 	d.pmu.Lock()
 	d.pending = append(d.pending, w)

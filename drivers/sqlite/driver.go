@@ -43,14 +43,14 @@ type Driver struct {
 
 	lastSweep atomic.Int64 // Unix microseconds of the last sweep
 	busyWaits atomic.Int64 // pauses on a database another connection locked
-	// What the handle has run, for its tests and benchmarks to count per
-	// hand-off: reads, write calls (a statement or a transaction each) and
-	// commits of a transaction of several statements.
-	reads, writes, txs atomic.Int64
-	closed             atomic.Bool
-	done               chan struct{}
-	closeOnce          sync.Once
-	closeErr           error
+	// What the handle has run, for its tests to count per hand-off: reads,
+	// and commits of a transaction of several statements.
+	reads, txs atomic.Int64
+
+	closed    atomic.Bool
+	done      chan struct{}
+	closeOnce sync.Once
+	closeErr  error
 }
 
 var (
