@@ -105,7 +105,54 @@
 // semaphore of n, a call naming another n, or a mutex, read or write lock,
 // gets an error matching ErrInvalid that says what the key is held as. A
 // new n takes effect once the key is free, so nobody is ever beyond the
-// limit: to change it, drain the key or use a new name.
+// limit: to change it, drain the key or use a new name. An owner holds one
+// grant of a key: asking for the write side while holding the read side
+// is ErrInvalid (release first).
+//
+// Every backend of this module serves them, waiting first come, first
+// served across processes on SQLite and Redis too (the queue is kept in
+// the backend; a waiter keeps its place alive while it waits, and a dead
+// process's place lapses after a few seconds). A driver of your own that
+// does not declare drivers.Capabilities.Shared answers ErrUnsupported.
+//
+// # Several keys at once
+//
+// TryAll and BlockAll take several keys all or none, with one fence per
+// key, and run the callback while holding them all; its context ends when
+// any of them is lost, naming it (a *LostError with its Key). A TryAll
+// that meets a held key fails with that key's *NotAcquiredError, holding
+// none.
+//
+// Where the backend can (drivers.Capabilities.Sets: the engine and the
+// cluster in one log entry, SQLite in one transaction, Redis in one
+// script when the keys share a hash slot) the keys are taken in one
+// atomic step, so no other caller ever sees part of the set taken. A
+// BlockAll waits first come, first served for the whole set where the
+// backend waits for sets (Capabilities.SetWait: the engine, the cluster,
+// SQLite, and Redis for keys of one slot): the free keys are taken and the
+// busy ones queued for in one step, so a set never overtakes an earlier
+// request on any of its keys, and sets named in any order never wait for
+// each other in a circle. Elsewhere (Redis Cluster keys in different
+// slots, a cluster member of an older release, a driver of your own) the
+// keys are taken one at a time in sorted order: still all or none and
+// deadlock-free, but between the first grant and the last the caller holds
+// part of the set. WithTimeout bounds the whole wait; when it passes the
+// keys taken are released and the *NotAcquiredError of the key still
+// waited for is returned.
+//
+// # Who holds it
+//
+// Every owner a Manager makes is a random token followed by a short
+// description of its holder (WithHolder, Config.Holder; the process id and
+// host name by default). A refused call's *NotAcquiredError says who holds
+// the key (Holder) and for how long (HolderTTL), on every backend, in one
+// round trip; for a semaphore or read/write lock it names the holder in
+// the way: the grant that ends first for a slot or a read, the one that
+// ends last for a write. drivers.HolderOf reads the description out of an
+// owner; the token, which lets its bearer release or extend the grant, is
+// never in a NotAcquiredError. A holder description is one word of visible
+// characters, at most 256 bytes; anything else is ErrInvalid, never
+// shortened in silence.
 //
 // # Fencing
 //

@@ -18,6 +18,32 @@
 // token, where a lock's holder description goes (lock.WithHolder): a
 // name held as a plain lock by a Manager reads as a leader whose value
 // is that holder.
+//
+// # Observing
+//
+// Observe is told of changes where the backend tells
+// (drivers.ChangeWatcher: the memory engine whenever the key changes
+// hands, SQLite at any commit, Redis at a release) and reads the leader
+// again at once; it also reads on a timer (200 ms by default), which
+// catches what is not told (a lease running out) and is the only way on
+// the cluster. An outage reports nothing rather than "no leader".
+//
+// # Failover
+//
+// A leader killed without resigning is replaced when its lease runs out:
+// measured 14.9 s at p50 and 15.0–15.6 s at most with the default 15 s
+// lease (DefaultTTL), on SQLite, Redis and the cluster (docs/PERFORMANCE.md
+// has the command). A leader that resigns is replaced at once: the next
+// candidate in the queue is handed the lock.
+//
+// # From any language
+//
+// Over the cluster's HTTP API an election is the lock API: campaign with
+// POST /v1/acquire ({"key": NAME, "owner": TOKEN + ":" + VALUE, "ttl_ms":
+// …, "wait_ms": …}, TOKEN 32 random hex digits), keep it with POST
+// /v1/extend every third of the TTL, and resign with POST /v1/release.
+// GET /v1/lock?key=NAME answers the leader: its holder is the value and
+// its fence the term.
 package election
 
 import (
