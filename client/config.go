@@ -1,6 +1,7 @@
 package client
 
 import (
+	"cmp"
 	"crypto/tls"
 	"fmt"
 	"log/slog"
@@ -154,18 +155,10 @@ func configError(field, reason string) error {
 
 // withDefaults returns a copy of c with zero fields set to their defaults.
 func (c Config) withDefaults() Config {
-	if c.Timeout == 0 {
-		c.Timeout = DefaultTimeout
-	}
-	if c.WaitChunk == 0 {
-		c.WaitChunk = DefaultWaitChunk
-	}
-	if c.AttemptTimeout == 0 {
-		c.AttemptTimeout = DefaultAttemptTimeout
-	}
-	if c.Logger == nil {
-		c.Logger = slog.New(slog.DiscardHandler)
-	}
+	c.Timeout = cmp.Or(c.Timeout, DefaultTimeout)
+	c.WaitChunk = cmp.Or(c.WaitChunk, DefaultWaitChunk)
+	c.AttemptTimeout = cmp.Or(c.AttemptTimeout, DefaultAttemptTimeout)
+	c.Logger = cmp.Or(c.Logger, slog.New(slog.DiscardHandler))
 	c.Addrs = append([]string(nil), c.Addrs...)
 	return c
 }

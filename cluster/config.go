@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -260,58 +261,22 @@ const (
 )
 
 func (c Config) withDefaults() Config {
-	if c.ElectionTimeout == 0 {
-		c.ElectionTimeout = DefaultElectionTimeout
-	}
-	if c.HeartbeatTimeout == 0 {
-		c.HeartbeatTimeout = min(DefaultHeartbeatTimeout, c.ElectionTimeout)
-	}
-	if c.LeaderLeaseTimeout == 0 {
-		c.LeaderLeaseTimeout = min(DefaultLeaderLeaseTimeout, c.HeartbeatTimeout)
-	}
-	if c.TickInterval == 0 {
-		c.TickInterval = DefaultTickInterval
-	}
-	if c.MaxWait == 0 {
-		c.MaxWait = DefaultMaxWait
-	}
-	if c.ApplyTimeout == 0 {
-		c.ApplyTimeout = DefaultApplyTimeout
-	}
-	if c.Logger == nil {
-		c.Logger = slog.New(slog.DiscardHandler)
-	}
-	if c.ClusterID == "" {
-		c.ClusterID = DefaultClusterID
-	}
-	if c.MaxKeys == 0 {
-		c.MaxKeys = DefaultMaxKeys
-	}
-	if c.MaxWaitersPerKey == 0 {
-		c.MaxWaitersPerKey = DefaultMaxWaitersPerKey
-	}
-	if c.MaxHoldersPerKey == 0 {
-		c.MaxHoldersPerKey = DefaultMaxHoldersPerKey
-	}
-	if c.MaxWaits == 0 {
-		c.MaxWaits = DefaultMaxWaits
-	}
-	if c.MaxConns == 0 {
-		c.MaxConns = DefaultMaxConns
-	}
-	if c.HTTPReadTimeout == 0 {
-		c.HTTPReadTimeout = DefaultHTTPReadTimeout
-	}
+	c.ElectionTimeout = cmp.Or(c.ElectionTimeout, DefaultElectionTimeout)
+	c.HeartbeatTimeout = cmp.Or(c.HeartbeatTimeout, min(DefaultHeartbeatTimeout, c.ElectionTimeout))
+	c.LeaderLeaseTimeout = cmp.Or(c.LeaderLeaseTimeout, min(DefaultLeaderLeaseTimeout, c.HeartbeatTimeout))
+	c.TickInterval = cmp.Or(c.TickInterval, DefaultTickInterval)
+	c.MaxWait = cmp.Or(c.MaxWait, DefaultMaxWait)
+	c.ApplyTimeout = cmp.Or(c.ApplyTimeout, DefaultApplyTimeout)
+	c.Logger = cmp.Or(c.Logger, slog.New(slog.DiscardHandler))
+	c.ClusterID = cmp.Or(c.ClusterID, DefaultClusterID)
+	c.MaxKeys = cmp.Or(c.MaxKeys, DefaultMaxKeys)
+	c.MaxWaitersPerKey = cmp.Or(c.MaxWaitersPerKey, DefaultMaxWaitersPerKey)
+	c.MaxHoldersPerKey = cmp.Or(c.MaxHoldersPerKey, DefaultMaxHoldersPerKey)
+	c.MaxWaits = cmp.Or(c.MaxWaits, DefaultMaxWaits)
+	c.MaxConns = cmp.Or(c.MaxConns, DefaultMaxConns)
+	c.HTTPReadTimeout = cmp.Or(c.HTTPReadTimeout, DefaultHTTPReadTimeout)
 	c.Bootstrap = append([]Peer(nil), c.Bootstrap...)
 	return c
-}
-
-// orDefault is v, or def when v is 0.
-func orDefault(v, def int) int {
-	if v == 0 {
-		return def
-	}
-	return v
 }
 
 // Validate reports every inconsistency in the configuration at once, in
@@ -427,7 +392,7 @@ func (c Config) checkTimingAndLimits(bad badFunc) {
 	}
 	if c.MaxConns < drivers.Unlimited {
 		bad("MaxConns (%d) must be positive, 0 (default) or drivers.Unlimited (-1)", c.MaxConns)
-	} else if conns, waits := orDefault(c.MaxConns, DefaultMaxConns), orDefault(c.MaxWaits, DefaultMaxWaits); conns != drivers.Unlimited && waits != drivers.Unlimited && conns <= waits {
+	} else if conns, waits := cmp.Or(c.MaxConns, DefaultMaxConns), cmp.Or(c.MaxWaits, DefaultMaxWaits); conns != drivers.Unlimited && waits != drivers.Unlimited && conns <= waits {
 		bad("MaxConns (%d) must exceed MaxWaits (%d): every waiting acquire holds a connection, and the other requests need some too",
 			conns, waits)
 	}
