@@ -51,6 +51,13 @@ type claim struct {
 	// unreturned is the fence of a grant handed off to the owner that no
 	// request has returned to its client yet; 0 when there is none.
 	unreturned uint64
+	// returned is the latest fence a request returned to its client. A
+	// grant is recorded as unreturned only when it is later: the keys a
+	// waiting set takes at once are recorded by its request once it reads
+	// its answer, which may be after a later request of the owner
+	// returned the same grant (as a refresh) and left; the clean-up would
+	// then release a grant its client holds.
+	returned uint64
 	// settling is non-nil while the last request cleans up, and closed
 	// when it has.
 	settling chan struct{}
@@ -172,15 +179,16 @@ func (r *Requests) listen(q *request) <-chan engine.Grant {
 
 // Deliver records the hand-off g and wakes the requests listening for
 // it. It runs in the FSM goroutine and never blocks: each channel has
-// room for the one grant it will get.
+// room for the one grant it will get. A grant no later than one a request
+// returned is nobody's to hand over (see claim.returned).
 func (r *Requests) Deliver(g engine.Grant) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	c := r.m[fsm.Waiter{Key: g.Key, Owner: g.Owner}]
-	if c == nil {
+	if c == nil || g.Fence <= c.returned {
 		return
 	}
-	c.unreturned = g.Fence
+	c.unreturned = max(c.unreturned, g.Fence)
 	for _, ch := range c.waiting {
 		select {
 		case ch <- g:
@@ -203,8 +211,12 @@ func (r *Requests) leaveRecord(q *request, fence uint64) (cleanUp bool) {
 	c := q.c
 	if fence != 0 {
 		// The client now knows the owner's grant: the only one it can
-		// have, since a key has one holder and a hand-off needs a waiter.
-		c.unreturned = 0
+		// have, since a key has one holder and a hand-off needs a waiter;
+		// an earlier one recorded is gone.
+		c.returned = max(c.returned, fence)
+		if c.unreturned <= c.returned {
+			c.unreturned = 0
+		}
 	}
 	if c.live == 1 && (c.listened || c.unreturned != 0) {
 		// Nobody else is live, so nobody else settles: a request that
