@@ -24,35 +24,18 @@ func fuzzServer() *apifuzz.Server {
 	return &apifuzz.Server{H: h, Keys: s.keys, Self: self}
 }
 
-func FuzzAcquire(f *testing.F) {
+// fuzzBodies fuzzes the bodies target checks, on a fresh fake Store.
+func fuzzBodies(f *testing.F, target func(*testing.T, *apifuzz.Server, []byte)) {
 	s := fuzzServer()
-	f.Fuzz(func(t *testing.T, body []byte) { apifuzz.Acquire(t, s, body) })
+	f.Fuzz(func(t *testing.T, body []byte) { target(t, s, body) })
 }
 
-func FuzzRelease(f *testing.F) {
-	s := fuzzServer()
-	f.Fuzz(func(t *testing.T, body []byte) { apifuzz.Release(t, s, body) })
-}
-
-func FuzzExtend(f *testing.F) {
-	s := fuzzServer()
-	f.Fuzz(func(t *testing.T, body []byte) { apifuzz.Extend(t, s, body) })
-}
-
-func FuzzForceRelease(f *testing.F) {
-	s := fuzzServer()
-	f.Fuzz(func(t *testing.T, body []byte) { apifuzz.ForceRelease(t, s, body) })
-}
-
-func FuzzJoin(f *testing.F) {
-	s := fuzzServer()
-	f.Fuzz(func(t *testing.T, body []byte) { apifuzz.Join(t, s, body) })
-}
-
-func FuzzLeave(f *testing.F) {
-	s := fuzzServer()
-	f.Fuzz(func(t *testing.T, body []byte) { apifuzz.Leave(t, s, body) })
-}
+func FuzzAcquire(f *testing.F)      { fuzzBodies(f, apifuzz.Acquire) }
+func FuzzRelease(f *testing.F)      { fuzzBodies(f, apifuzz.Release) }
+func FuzzExtend(f *testing.F)       { fuzzBodies(f, apifuzz.Extend) }
+func FuzzForceRelease(f *testing.F) { fuzzBodies(f, apifuzz.ForceRelease) }
+func FuzzJoin(f *testing.F)         { fuzzBodies(f, apifuzz.Join) }
+func FuzzLeave(f *testing.F)        { fuzzBodies(f, apifuzz.Leave) }
 
 // FuzzGetLock fuzzes the query of GET /v1/lock while one key is held.
 func FuzzGetLock(f *testing.F) {

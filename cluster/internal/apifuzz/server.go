@@ -60,13 +60,15 @@ func (s *Server) stillServes(t *testing.T) {
 	}
 }
 
-// keysHeld checks that the table holds want keys: a refused request
-// changes nothing, and the targets free what they take.
-func (s *Server) keysHeld(t *testing.T, want int, in []byte) {
+// settled checks what every input leaves: a table holding want keys (a
+// refused request changes nothing, and the targets free what they take),
+// and a server that still serves.
+func (s *Server) settled(t *testing.T, want int, in []byte) {
 	t.Helper()
 	if got := s.Keys(); got != want {
 		t.Fatalf("table holds %d keys after input %q, want %d", got, in, want)
 	}
+	s.stillServes(t)
 }
 
 // waitKeys polls, every millisecond up to timeout, until the table holds

@@ -14,18 +14,35 @@ import (
 // key (Acquire to Leave), the key HoldForGetLock takes (GetLock), or the
 // keys HoldForListLocks takes (ListLocks).
 
+// verdict is what the oracle expects of body: bodyVerdict's, or a 400
+// when the decoded request in req fails valid, the oracle for its fields.
+func verdict(body []byte, req any, valid func() bool) int {
+	want := bodyVerdict(body, req)
+	if want == 0 && !valid() {
+		want = http.StatusBadRequest
+	}
+	return want
+}
+
+// post sends body to path and checks the answer: the status want (0 for
+// a 200), its shape with a 200's body in resp and a 400 naming one of
+// fields. It reports whether the answer was a 200.
+func (s *Server) post(t *testing.T, path string, body []byte, want int, resp any, fields ...string) bool {
+	t.Helper()
+	rec := s.Post(path, body)
+	expectStatus(t, rec, want, body)
+	checkAnswer(t, rec, resp, fields...)
+	return rec.Code == http.StatusOK
+}
+
 // Acquire checks POST /v1/acquire with body.
 func Acquire(t *testing.T, s *Server, body []byte) {
 	var req api.AcquireRequest
-	want := bodyVerdict(body, &req)
-	if want == 0 && !(validKey(req.Key) && validOwner(req.Owner) && validTTL(req.TTLMillis) && validWait(req.WaitMillis, req.KeepMillis)) {
-		want = http.StatusBadRequest
-	}
-	rec := s.Post("/v1/acquire", body)
-	expectStatus(t, rec, want, body)
 	var resp api.AcquireResponse
-	checkAnswer(t, rec, &resp, "body", "key", "owner", "ttl_ms", "wait_ms", "keep_ms")
-	if rec.Code == http.StatusOK {
+	want := verdict(body, &req, func() bool {
+		return validKey(req.Key) && validOwner(req.Owner) && validTTL(req.TTLMillis) && validWait(req.WaitMillis, req.KeepMillis)
+	})
+	if s.post(t, "/v1/acquire", body, want, &resp, "body", "key", "owner", "ttl_ms", "wait_ms", "keep_ms") {
 		if resp.Key != req.Key || resp.Owner != req.Owner || resp.Fence == 0 || resp.TTLMillis != req.TTLMillis {
 			t.Fatalf("grant %+v does not match request %+v", resp, req)
 		}
@@ -40,62 +57,40 @@ func Acquire(t *testing.T, s *Server, body []byte) {
 			s.waitKeys(t, 0, 5*time.Second, "the expiry of "+req.Key)
 		}
 	}
-	s.keysHeld(t, 0, body)
-	s.stillServes(t)
+	s.settled(t, 0, body)
 }
 
 // Release checks POST /v1/release with body.
 func Release(t *testing.T, s *Server, body []byte) {
 	var req api.ReleaseRequest
-	want := bodyVerdict(body, &req)
-	if want == 0 && !(validKey(req.Key) && validOwner(req.Owner)) {
-		want = http.StatusBadRequest
-	}
-	rec := s.Post("/v1/release", body)
-	expectStatus(t, rec, want, body)
 	var resp api.ReleaseResponse
-	checkAnswer(t, rec, &resp, "body", "key", "owner")
-	if rec.Code == http.StatusOK && resp.Released {
+	want := verdict(body, &req, func() bool { return validKey(req.Key) && validOwner(req.Owner) })
+	if s.post(t, "/v1/release", body, want, &resp, "body", "key", "owner") && resp.Released {
 		t.Fatalf("released %+v, which nobody held", req)
 	}
-	s.keysHeld(t, 0, body)
-	s.stillServes(t)
+	s.settled(t, 0, body)
 }
 
 // Extend checks POST /v1/extend with body.
 func Extend(t *testing.T, s *Server, body []byte) {
 	var req api.ExtendRequest
-	want := bodyVerdict(body, &req)
-	if want == 0 && !(validKey(req.Key) && validOwner(req.Owner) && validTTL(req.TTLMillis)) {
-		want = http.StatusBadRequest
-	}
-	rec := s.Post("/v1/extend", body)
-	expectStatus(t, rec, want, body)
 	var resp api.ExtendResponse
-	checkAnswer(t, rec, &resp, "body", "key", "owner", "ttl_ms")
-	if rec.Code == http.StatusOK && resp.Extended {
+	want := verdict(body, &req, func() bool { return validKey(req.Key) && validOwner(req.Owner) && validTTL(req.TTLMillis) })
+	if s.post(t, "/v1/extend", body, want, &resp, "body", "key", "owner", "ttl_ms") && resp.Extended {
 		t.Fatalf("extended %+v, which nobody held", req)
 	}
-	s.keysHeld(t, 0, body)
-	s.stillServes(t)
+	s.settled(t, 0, body)
 }
 
 // ForceRelease checks POST /v1/force-release with body.
 func ForceRelease(t *testing.T, s *Server, body []byte) {
 	var req api.ForceReleaseRequest
-	want := bodyVerdict(body, &req)
-	if want == 0 && !validKey(req.Key) {
-		want = http.StatusBadRequest
-	}
-	rec := s.Post("/v1/force-release", body)
-	expectStatus(t, rec, want, body)
 	var resp api.ReleaseResponse
-	checkAnswer(t, rec, &resp, "body", "key")
-	if rec.Code == http.StatusOK && resp.Released {
+	want := verdict(body, &req, func() bool { return validKey(req.Key) })
+	if s.post(t, "/v1/force-release", body, want, &resp, "body", "key") && resp.Released {
 		t.Fatalf("force-released %+v, which nobody held", req)
 	}
-	s.keysHeld(t, 0, body)
-	s.stillServes(t)
+	s.settled(t, 0, body)
 }
 
 // Join checks POST /v1/join with body. It sends only what cannot change
@@ -105,42 +100,32 @@ func ForceRelease(t *testing.T, s *Server, body []byte) {
 // which is what join is for.
 func Join(t *testing.T, s *Server, body []byte) {
 	var req api.JoinRequest
-	want := bodyVerdict(body, &req)
-	if want == 0 && !(validMemberID(req.ID) && validHostPort(req.Addr) && (req.HTTP == "" || validHostPort(req.HTTP))) {
-		want = http.StatusBadRequest
-	}
+	want := verdict(body, &req, func() bool {
+		return validMemberID(req.ID) && validHostPort(req.Addr) && (req.HTTP == "" || validHostPort(req.HTTP))
+	})
 	if want == 0 && (req.ID != s.Self.ID || req.Addr != s.Self.Addr) {
 		return
 	}
 	if want == 0 && req.HTTP != "" && req.HTTP != s.Self.HTTP {
 		return // would point forwarding elsewhere; harmless, but not a no-op
 	}
-	rec := s.Post("/v1/join", body)
-	expectStatus(t, rec, want, body)
-	checkAnswer(t, rec, &struct{}{}, "body", "id", "addr", "http")
-	s.keysHeld(t, 0, body)
-	s.stillServes(t)
+	s.post(t, "/v1/join", body, want, &struct{}{}, "body", "id", "addr", "http")
+	s.settled(t, 0, body)
 }
 
 // Leave checks POST /v1/leave with body. Like Join it never removes
 // s.Self; any other valid id is no member, and answered 404.
 func Leave(t *testing.T, s *Server, body []byte) {
 	var req api.LeaveRequest
-	want := bodyVerdict(body, &req)
-	if want == 0 && !validMemberID(req.ID) {
-		want = http.StatusBadRequest
-	}
+	want := verdict(body, &req, func() bool { return validMemberID(req.ID) })
 	if want == 0 && req.ID == s.Self.ID {
 		return
 	}
 	if want == 0 {
 		want = http.StatusNotFound
 	}
-	rec := s.Post("/v1/leave", body)
-	expectStatus(t, rec, want, body)
-	checkAnswer(t, rec, &struct{}{}, "body", "id")
-	s.keysHeld(t, 0, body)
-	s.stillServes(t)
+	s.post(t, "/v1/leave", body, want, &struct{}{}, "body", "id")
+	s.settled(t, 0, body)
 }
 
 // HoldForGetLock takes the key GetLock expects to find held.
@@ -175,8 +160,7 @@ func GetLock(t *testing.T, s *Server, rawQuery string) {
 	if rec.Code == http.StatusOK && (resp.Key != "held" || resp.Owner != "o" || resp.Fence == 0) {
 		t.Fatalf("lock info %+v, want the held key", resp)
 	}
-	s.keysHeld(t, 1, []byte(rawQuery))
-	s.stillServes(t)
+	s.settled(t, 1, []byte(rawQuery))
 }
 
 // listed are the keys HoldForListLocks takes, in key order.
@@ -231,6 +215,5 @@ func ListLocks(t *testing.T, s *Server, rawQuery string) {
 	if strings.Join(got, ",") != strings.Join(wantKeys, ",") {
 		t.Fatalf("query %q listed %v, want %v", rawQuery, got, wantKeys)
 	}
-	s.keysHeld(t, 3, []byte(rawQuery))
-	s.stillServes(t)
+	s.settled(t, 3, []byte(rawQuery))
 }
