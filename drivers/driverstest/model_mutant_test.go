@@ -6,95 +6,36 @@ import (
 	"runtime"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/zerotal/lock/drivers"
 )
 
-// modelBackend is a backend built on the Model and the wall clock. Its
-// handles (modelDriver) pass RunModel; each with one rule broken (mut)
-// must fail it, which shows that the schedules reach every rule.
-type modelBackend struct {
-	mu      sync.Mutex
-	m       *Model
-	start   time.Time
-	ended   map[string]Done // waits the model ended, by owner
-	changed chan struct{}   // closed and replaced at every change
-	closed  chan struct{}
-}
-
+// modelDriver is a handle on the reference's backend, the Model on the
+// wall clock, that serves every request: it passes RunModel; with one rule
+// broken (mut) it must fail it, which shows that the schedules reach
+// every rule.
 type modelDriver struct {
-	b   *modelBackend
-	mut string
+	b      *refBackend
+	mut    string
+	closed <-chan struct{}
 }
-
-func newModelBackend() *modelBackend {
-	return &modelBackend{m: NewModel(), start: time.Now(), ended: map[string]Done{}, changed: make(chan struct{}), closed: make(chan struct{})}
-}
-
-// apply records what a step ended and wakes the waits; b.mu is held.
-func (b *modelBackend) apply(o Outcome) Outcome {
-	for _, d := range o.Done {
-		b.ended[d.Owner] = d
-	}
-	close(b.changed)
-	b.changed = make(chan struct{})
-	return o
-}
-
-func (b *modelBackend) tick() { b.apply(b.m.Advance(time.Since(b.start))) }
 
 func (d *modelDriver) Capabilities() drivers.Capabilities {
 	return drivers.Capabilities{Wait: true, Shared: true, Sets: true, SetWait: true}
 }
 
 func (d *modelDriver) Acquire(ctx context.Context, r drivers.Request) (drivers.Grant, error) {
-	b := d.b
-	b.mu.Lock()
-	b.tick()
-	o := b.apply(d.acquire(r))
-	b.mu.Unlock()
-	if o.Err != nil || !o.Queued {
-		return o.Grant, o.Err
+	leave := (*Model).Cancel
+	if d.mut == "place" {
+		leave = func(*Model, string) Outcome { return Outcome{} } // a wait that ended keeps its place
 	}
-	for {
-		b.mu.Lock()
-		b.tick()
-		if e, ok := b.ended[r.Owner]; ok {
-			delete(b.ended, r.Owner)
-			b.mu.Unlock()
-			return drivers.Grant{Acquired: e.Err == nil, Fences: e.Fences}, e.Err
-		}
-		changed := b.changed
-		b.mu.Unlock()
-		select {
-		case <-changed:
-		case <-time.After(2 * time.Millisecond): // lapses come by the clock
-		case <-b.closed:
-			return drivers.Grant{}, drivers.ErrClosed
-		case <-ctx.Done():
-			b.mu.Lock()
-			if e, ok := b.ended[r.Owner]; ok { // granted as ctx ended: let go
-				delete(b.ended, r.Owner)
-				for i, k := range r.Keys {
-					if e.Err == nil && len(e.Fences) > i {
-						b.apply(b.m.Release(k, r.Owner))
-					}
-				}
-			} else if d.mut != "place" {
-				b.apply(b.m.Cancel(r.Owner))
-			}
-			b.mu.Unlock()
-			return drivers.Grant{}, ctx.Err()
-		}
-	}
+	return d.b.acquire(ctx, r, d.acquire, leave, d.closed)
 }
 
-// acquire is the model's Acquire, or its mutation; b.mu is held.
-func (d *modelDriver) acquire(r drivers.Request) Outcome {
-	m := d.b.m
+// acquire is the model's Acquire, or its mutation.
+func (d *modelDriver) acquire(m *Model, r drivers.Request) Outcome {
 	switch {
 	case d.mut == "readers" && r.Claim.Kind == drivers.RWLock && !r.Claim.Write:
 		// A waiting writer does not stop new readers: the queue is not
@@ -135,57 +76,45 @@ func (d *modelDriver) acquire(r drivers.Request) Outcome {
 }
 
 func (d *modelDriver) Release(_ context.Context, key, owner string) (bool, error) {
-	b := d.b
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	b.tick()
-	if mk := b.m.keys[key]; d.mut == "lifo" && mk != nil {
-		slices.Reverse(mk.queue) // the last come is served first
-		defer func() {
-			if mk := b.m.keys[key]; mk != nil {
-				slices.Reverse(mk.queue)
-			}
-		}()
-	}
-	return b.apply(b.m.Release(key, owner)).OK, nil
+	return d.b.do(func(m *Model) Outcome {
+		if mk := m.keys[key]; d.mut == "lifo" && mk != nil {
+			slices.Reverse(mk.queue) // the last come is served first
+			defer func() {
+				if mk := m.keys[key]; mk != nil {
+					slices.Reverse(mk.queue)
+				}
+			}()
+		}
+		return m.Release(key, owner)
+	}).OK, nil
 }
 
 func (d *modelDriver) Extend(_ context.Context, key, owner string, ttl time.Duration) (bool, error) {
-	b := d.b
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	b.tick()
 	if d.mut == "lapse" && ttl < time.Second {
 		ttl = long // a grant outlives its TTL
 	}
-	return b.apply(b.m.Extend(key, owner, ttl)).OK, nil
+	return d.b.do(func(m *Model) Outcome { return m.Extend(key, owner, ttl) }).OK, nil
 }
 
 func (d *modelDriver) ForceRelease(_ context.Context, key string) error {
-	b := d.b
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	b.tick()
-	b.apply(b.m.ForceRelease(key))
+	d.b.do(func(m *Model) Outcome { return m.ForceRelease(key) })
 	return nil
 }
 
-func (d *modelDriver) Inspect(_ context.Context, key string) (drivers.Holding, bool, error) {
-	b := d.b
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	b.tick()
-	h, ok := b.m.Holding(key)
+func (d *modelDriver) Inspect(_ context.Context, key string) (h drivers.Holding, ok bool, _ error) {
+	d.b.read(func(m *Model) { h, ok = m.Holding(key) })
 	if d.mut == "limit" && h.Claim.Kind == drivers.Semaphore {
 		h.Claim.Limit-- // says the limit it was asked for
 	}
 	return h, ok, nil
 }
 
-func modelProcs(b *modelBackend, mut string, n int) []Proc {
+// modelProcs are n handles of mutation mut on b, whose waits end with
+// drivers.ErrClosed once closed is closed.
+func modelProcs(b *refBackend, mut string, n int, closed <-chan struct{}) []Proc {
 	procs := make([]Proc, n)
 	for i := range procs {
-		procs[i] = Proc{Driver: &modelDriver{b: b, mut: mut}, Name: fmt.Sprint("handle ", i)}
+		procs[i] = Proc{Driver: &modelDriver{b: b, mut: mut, closed: closed}, Name: fmt.Sprint("handle ", i)}
 	}
 	return procs
 }
@@ -193,9 +122,9 @@ func modelProcs(b *modelBackend, mut string, n int) []Proc {
 // TestModel_BackendOnTheModelConforms runs RunModel against the model
 // itself on the wall clock: the runner's own check.
 func TestModel_BackendOnTheModelConforms(t *testing.T) {
-	b := newModelBackend()
-	t.Cleanup(func() { close(b.closed) })
-	RunModel(t, func(t *testing.T) []Proc { return modelProcs(b, "", 3) }, ModelOptions{Steps: 60})
+	b, closed := NewReference().b, make(chan struct{})
+	t.Cleanup(func() { close(closed) })
+	RunModel(t, func(t *testing.T) []Proc { return modelProcs(b, "", 3, closed) }, ModelOptions{Steps: 60})
 }
 
 // recorder is a test that records the first failure and ends the
@@ -227,15 +156,15 @@ func TestModel_CatchesEachBrokenRule(t *testing.T) {
 		t.Run(tc.mut+"/"+tc.family, func(t *testing.T) {
 			f := families[slices.IndexFunc(families, func(f family) bool { return f.name == tc.family })]
 			for seed := uint64(1); seed <= 20; seed++ {
-				b := newModelBackend()
+				closed := make(chan struct{})
 				rec := &recorder{}
 				done := make(chan struct{})
 				go func() {
 					defer close(done)
-					runSchedule(rec, modelProcs(b, tc.mut, 3), f, ModelOptions{Steps: 80, Seed: seed, Within: 2 * time.Second, Lapse: 20 * time.Millisecond}.withDefaults())
+					runSchedule(rec, modelProcs(NewReference().b, tc.mut, 3, closed), f, ModelOptions{Steps: 80, Seed: seed, Within: 2 * time.Second, Lapse: 20 * time.Millisecond}.withDefaults())
 				}()
 				<-done
-				close(b.closed)
+				close(closed)
 				if rec.msg != "" {
 					t.Logf("seed %d: %s", seed, firstLine(rec.msg))
 					return

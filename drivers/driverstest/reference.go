@@ -9,56 +9,60 @@ import (
 	"github.com/zerotal/lock/drivers"
 )
 
-// Reference is the simplest correct driver: a mutex and a map, with
-// fences, expiry by the wall clock and waiters woken by every release and
-// at the holder's deadline. It implements drivers.Driver (mutexes of one
-// key, with Wait) and drivers.Extender, and passes the suite: tests of
-// code above the drivers use it as their backend, alone or behind Faulty.
+// Reference is the simplest correct driver: the Model, the contract's
+// rules written once, on the wall clock. It implements drivers.Driver
+// (mutexes of one key, with Wait, first come, first served) and
+// drivers.Extender, and passes the suite: tests of code above the drivers
+// use it as their backend, alone or behind Faulty.
 //
 // Handle opens more handles on the same locks; each closes on its own.
 type Reference struct {
-	b      *refBackend
-	mu     sync.Mutex
-	closed bool
+	b         *refBackend
+	closeOnce sync.Once
+	closed    chan struct{}
 }
 
-// refBackend is the state the handles of one Reference share.
+// refBackend is the Model on the wall clock, which the handles of one
+// Reference share.
 type refBackend struct {
 	mu      sync.Mutex
-	entries map[string]refEntry
-	fence   uint64
-	freed   chan struct{} // closed and replaced whenever a key may have freed
-}
-
-type refEntry struct {
-	owner    string
-	fence    uint64
-	deadline time.Time
+	m       *Model
+	start   time.Time       // the model's time 0
+	ended   map[string]Done // waits the model ended, by owner, until their Acquire reads them
+	changed chan struct{}   // closed and replaced at every step
 }
 
 // NewReference returns a handle on a new, empty backend.
 func NewReference() *Reference {
-	return &Reference{b: &refBackend{entries: map[string]refEntry{}, freed: make(chan struct{})}}
+	b := &refBackend{m: NewModel(), start: time.Now(), ended: map[string]Done{}, changed: make(chan struct{})}
+	return b.handle()
 }
+
+func (b *refBackend) handle() *Reference { return &Reference{b: b, closed: make(chan struct{})} }
 
 // Handle returns a new handle on r's backend: it sees and takes the same
 // locks, and is closed independently of r.
-func (r *Reference) Handle() *Reference { return &Reference{b: r.b} }
+func (r *Reference) Handle() *Reference { return r.b.handle() }
 
 // Held reports the owner and fence of key if it is held, reading the
 // backend directly (r may be closed).
 func (r *Reference) Held(key string) (owner string, fence uint64, ok bool) {
-	r.b.mu.Lock()
-	defer r.b.mu.Unlock()
-	e, ok := r.b.live(key, time.Now())
-	return e.owner, e.fence, ok
+	r.b.read(func(m *Model) {
+		if h, held := m.Holding(key); held && len(h.Holders) > 0 {
+			owner, fence, ok = h.Holders[0].Owner, h.Holders[0].Fence, true
+		}
+	})
+	return owner, fence, ok
 }
 
 // Closed reports whether Close was called on this handle.
 func (r *Reference) Closed() bool {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.closed
+	select {
+	case <-r.closed:
+		return true
+	default:
+		return false
+	}
 }
 
 func (r *Reference) check(ctx context.Context) error {
@@ -71,20 +75,43 @@ func (r *Reference) check(ctx context.Context) error {
 	return nil
 }
 
-// live returns the entry of key if it has not expired. b.mu must be held.
-func (b *refBackend) live(key string, now time.Time) (refEntry, bool) {
-	e, ok := b.entries[key]
-	if ok && !now.Before(e.deadline) {
-		delete(b.entries, key)
-		return refEntry{}, false
-	}
-	return e, ok
+// do runs the step f on the model, brought to the wall clock's time
+// first, under the backend's lock, and wakes the waiting acquires: a wait
+// may have ended, or a grant come that lapses first.
+func (b *refBackend) do(f func(*Model) Outcome) Outcome {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.advance()
+	o := f(b.m)
+	b.record(o)
+	return o
 }
 
-// wake tells waiters that a key may have freed. b.mu must be held.
-func (b *refBackend) wake() {
-	close(b.freed)
-	b.freed = make(chan struct{})
+// read runs f, which changes nothing of the model, on the model brought
+// to the wall clock's time, under the backend's lock.
+func (b *refBackend) read(f func(*Model)) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.advance()
+	f(b.m)
+}
+
+// advance brings the model to the wall clock's time; the waits a lapse
+// ended are woken. b.mu is held.
+func (b *refBackend) advance() {
+	if o := b.m.Advance(time.Since(b.start)); len(o.Done) > 0 {
+		b.record(o)
+	}
+}
+
+// record keeps the waits o ended for their Acquire and wakes the waiting
+// acquires. b.mu is held.
+func (b *refBackend) record(o Outcome) {
+	for _, d := range o.Done {
+		b.ended[d.Owner] = d
+	}
+	close(b.changed)
+	b.changed = make(chan struct{})
 }
 
 // Acquire implements drivers.Driver: a mutex of one key, waiting or not.
@@ -92,44 +119,79 @@ func (r *Reference) Acquire(ctx context.Context, req drivers.Request) (drivers.G
 	if len(req.Keys) != 1 || req.Claim != (drivers.Claim{}) {
 		return drivers.Grant{}, fmt.Errorf("%w: the reference driver takes one mutex at a time", drivers.ErrUnsupported)
 	}
-	var fence uint64
-	var held drivers.HeldBy
-	var err error
-	ok := true
-	if req.Wait {
-		fence, err = r.acquireWait(ctx, req.Key(), req.Owner, req.TTL)
-	} else {
-		fence, ok, held, err = r.acquire(ctx, req.Key(), req.Owner, req.TTL)
+	if err := r.check(ctx); err != nil {
+		return drivers.Grant{}, err
 	}
-	if err != nil || !ok {
-		return drivers.Grant{Busy: drivers.Busy{Key: req.Key(), HeldBy: held}}, err
-	}
-	return drivers.Grant{Acquired: true, Fences: []uint64{fence}}, nil
+	return r.b.acquire(ctx, req, (*Model).Acquire, (*Model).Cancel, r.closed)
 }
 
 // Capabilities implements drivers.Driver: it waits for one key.
 func (r *Reference) Capabilities() drivers.Capabilities { return drivers.Capabilities{Wait: true} }
 
-func (r *Reference) acquire(ctx context.Context, key, owner string, ttl time.Duration) (uint64, bool, drivers.HeldBy, error) {
-	if err := r.check(ctx); err != nil {
-		return 0, false, drivers.HeldBy{}, err
+// acquire is an Acquire on the model: try makes the request (the model's
+// Acquire, or in this package's tests one with a rule broken); a request
+// that waits then waits for the model to end its wait, waking at every
+// step and lapse, unless ctx ends first or closed is closed.
+func (b *refBackend) acquire(ctx context.Context, req drivers.Request, try func(*Model, drivers.Request) Outcome, leave func(*Model, string) Outcome, closed <-chan struct{}) (drivers.Grant, error) {
+	o := b.do(func(m *Model) Outcome { return try(m, req) })
+	if o.Err != nil || !o.Queued {
+		return o.Grant, o.Err
 	}
-	b := r.b
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	now := time.Now()
-	e, held := b.live(key, now)
-	switch {
-	case held && e.owner != owner:
-		return 0, false, drivers.HeldBy{Holder: drivers.HolderOf(e.owner), TTL: e.deadline.Sub(now)}, nil
-	case held:
-		e.deadline = now.Add(ttl)
-	default:
-		b.fence++
-		e = refEntry{owner: owner, fence: b.fence, deadline: now.Add(ttl)}
+	for {
+		var d Done
+		var done bool
+		var changed chan struct{}
+		next := forever
+		b.read(func(m *Model) {
+			d, done = b.ended[req.Owner]
+			delete(b.ended, req.Owner)
+			changed = b.changed
+			if _, at, ok := m.nextLapse(); ok {
+				next = time.Until(b.start.Add(at))
+			}
+		})
+		if done {
+			return drivers.Grant{Acquired: d.Err == nil, Fences: d.Fences}, d.Err
+		}
+		lapse := time.NewTimer(next)
+		var err error
+		select {
+		case <-changed:
+		case <-lapse.C:
+		case <-ctx.Done():
+			err = ctx.Err()
+		case <-closed:
+			err = drivers.ErrClosed
+		}
+		lapse.Stop()
+		if err != nil {
+			return b.quit(req, o.Grant.Busy.Key, leave), err
+		}
 	}
-	b.entries[key] = e
-	return e.fence, true, drivers.HeldBy{}, nil
+}
+
+// quit ends the wait of req, whose caller went away: it leaves (the
+// model's Cancel, or a broken one), or, granted as it ended, lets go of
+// the keys nobody will have. It answers the holder in key's way now.
+func (b *refBackend) quit(req drivers.Request, key string, leave func(*Model, string) Outcome) (g drivers.Grant) {
+	b.do(func(m *Model) Outcome {
+		var o Outcome
+		d, done := b.ended[req.Owner]
+		delete(b.ended, req.Owner)
+		switch {
+		case !done:
+			o = leave(m, req.Owner)
+		case d.Err == nil:
+			for _, k := range req.Keys {
+				o.Done = append(o.Done, m.Release(k, req.Owner).Done...)
+			}
+		}
+		if g.Busy = (drivers.Busy{Key: key}); m.keys[key] != nil {
+			g.Busy = m.busy(key, req.Claim)
+		}
+		return o
+	})
+	return g
 }
 
 // Release implements drivers.Driver.
@@ -137,15 +199,7 @@ func (r *Reference) Release(ctx context.Context, key, owner string) (bool, error
 	if err := r.check(ctx); err != nil {
 		return false, err
 	}
-	b := r.b
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if e, held := b.live(key, time.Now()); !held || e.owner != owner {
-		return false, nil
-	}
-	delete(b.entries, key)
-	b.wake()
-	return true, nil
+	return r.b.do(func(m *Model) Outcome { return m.Release(key, owner) }).OK, nil
 }
 
 // ForceRelease implements drivers.Driver.
@@ -153,11 +207,7 @@ func (r *Reference) ForceRelease(ctx context.Context, key string) error {
 	if err := r.check(ctx); err != nil {
 		return err
 	}
-	b := r.b
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	delete(b.entries, key)
-	b.wake()
+	r.b.do(func(m *Model) Outcome { return m.ForceRelease(key) })
 	return nil
 }
 
@@ -166,9 +216,7 @@ func (r *Reference) Exists(ctx context.Context, key string) (bool, error) {
 	if err := r.check(ctx); err != nil {
 		return false, err
 	}
-	r.b.mu.Lock()
-	defer r.b.mu.Unlock()
-	_, held := r.b.live(key, time.Now())
+	_, _, held := r.Held(key)
 	return held, nil
 }
 
@@ -177,62 +225,13 @@ func (r *Reference) Extend(ctx context.Context, key, owner string, ttl time.Dura
 	if err := r.check(ctx); err != nil {
 		return false, err
 	}
-	b := r.b
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	now := time.Now()
-	e, held := b.live(key, now)
-	if !held || e.owner != owner {
-		return false, nil
-	}
-	e.deadline = now.Add(ttl)
-	b.entries[key] = e
-	return true, nil
+	return r.b.do(func(m *Model) Outcome { return m.Extend(key, owner, ttl) }).OK, nil
 }
 
-// acquireWait tries again whenever a key may have freed (a release, a
-// force release, a Close) and at the holder's deadline; it ignores
-// RetryDelay.
-func (r *Reference) acquireWait(ctx context.Context, key, owner string, ttl time.Duration) (uint64, error) {
-	for {
-		fence, ok, _, err := r.acquire(ctx, key, owner, ttl)
-		if err != nil {
-			return 0, err
-		}
-		if ok {
-			return fence, nil
-		}
-		r.b.mu.Lock()
-		freed := r.b.freed
-		e, held := r.b.live(key, time.Now())
-		r.b.mu.Unlock()
-		if !held {
-			continue
-		}
-		t := time.NewTimer(time.Until(e.deadline))
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return 0, ctx.Err()
-		case <-freed:
-		case <-t.C:
-		}
-		t.Stop()
-	}
-}
-
-// Close implements drivers.Driver; it wakes this backend's waiters, so
-// that this handle's find it closed.
+// Close implements drivers.Driver: this handle's calls, and its waits
+// under way, end with drivers.ErrClosed; a wait leaves its place.
 func (r *Reference) Close() error {
-	r.mu.Lock()
-	wasClosed := r.closed
-	r.closed = true
-	r.mu.Unlock()
-	if !wasClosed {
-		r.b.mu.Lock()
-		r.b.wake()
-		r.b.mu.Unlock()
-	}
+	r.closeOnce.Do(func() { close(r.closed) })
 	return nil
 }
 
