@@ -2,38 +2,40 @@ package cluster
 
 import (
 	"encoding/binary"
-	"os"
+	"io"
 	"path/filepath"
-	"strconv"
-	"strings"
 	"testing"
+
+	"github.com/hashicorp/raft"
 )
 
 // Readers of a data dir's files for the tests that damage them. They
 // read the formats on their own, independently of the checks in
 // raftstore that the tests exercise.
 
-// snapshotDirNames lists the finished snapshot directories in dataDir.
-func snapshotDirNames(dataDir string) []string {
-	entries, _ := os.ReadDir(filepath.Join(dataDir, "snapshots"))
-	var names []string
-	for _, e := range entries {
-		if e.IsDir() && !strings.HasSuffix(e.Name(), ".tmp") {
-			names = append(names, e.Name())
-		}
+// snapshotsOf lists the snapshots in dataDir as raft's own store reads
+// them, newest first (one whose meta.json does not parse is left out).
+func snapshotsOf(t *testing.T, dataDir string) []*raft.SnapshotMeta {
+	t.Helper()
+	store, err := raft.NewFileSnapshotStore(dataDir, 100, io.Discard)
+	if err != nil {
+		t.Fatal(err)
 	}
-	return names
+	snaps, err := store.List()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return snaps
 }
 
-// indexFromSnapshotName reads the index of a directory named
-// term-index-millis.
-func indexFromSnapshotName(name string) uint64 {
-	parts := strings.Split(name, "-")
-	if len(parts) != 3 {
-		return 0
+// newestSnapshot is the directory of the newest snapshot.
+func newestSnapshot(t *testing.T, dataDir string) string {
+	t.Helper()
+	snaps := snapshotsOf(t, dataDir)
+	if len(snaps) == 0 {
+		t.Fatal("no snapshot")
 	}
-	v, _ := strconv.ParseUint(parts[1], 10, 64)
-	return v
+	return filepath.Join(dataDir, "snapshots", snaps[0].ID)
 }
 
 // Page flags of the bbolt file format.

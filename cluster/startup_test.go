@@ -10,7 +10,6 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
-	"sort"
 	"strings"
 	"testing"
 	"time"
@@ -29,16 +28,11 @@ type grantSeen struct {
 	fence int64
 }
 
-// dataDirWithLocks runs a one-node cluster that grants locks, takes
-// snapshots (each followed by more grants), then stops. With compact, the
-// log up to the newest snapshot is deleted, as raft does once the log is
-// long. It returns the config to restart with and the locks.
-func dataDirWithLocks(t *testing.T, snapshots int, compact bool) (Config, map[string]grantSeen) {
-	t.Helper()
-	return dataDirWithLocksOn(t, RaftLogBolt, snapshots, compact)
-}
-
-// dataDirWithLocksOn is dataDirWithLocks with the raft log in raftLog.
+// dataDirWithLocksOn runs a one-node cluster with its raft log in raftLog
+// that grants locks, takes snapshots (each followed by more grants), then
+// stops. With compact, the log up to the newest snapshot is deleted, as
+// raft does once the log is long. It returns the config to restart with
+// and the locks.
 func dataDirWithLocksOn(t *testing.T, raftLog string, snapshots int, compact bool) (Config, map[string]grantSeen) {
 	t.Helper()
 	cfg := testConfig(t, "n1")
@@ -97,17 +91,6 @@ func compactLog(t *testing.T, dir string, index uint64) {
 	}
 }
 
-// newestSnapshot is the directory of the newest snapshot.
-func newestSnapshot(t *testing.T, dir string) string {
-	t.Helper()
-	snaps := snapshotDirNames(dir)
-	if len(snaps) == 0 {
-		t.Fatal("no snapshot")
-	}
-	sort.Slice(snaps, func(i, j int) bool { return indexFromSnapshotName(snaps[i]) < indexFromSnapshotName(snaps[j]) })
-	return filepath.Join(dir, "snapshots", snaps[len(snaps)-1])
-}
-
 func restart(t *testing.T, cfg Config) (*Node, error) {
 	t.Helper()
 	cfg.Logger = testLogger(t, "restart")
@@ -159,19 +142,132 @@ func mustStartComplete(t *testing.T, cfg Config, locks map[string]grantSeen) {
 	}
 }
 
-func rewrite(t *testing.T, path string, edit func([]byte) []byte) {
+// dataDirCase damages the data dir of a stopped node that granted locks,
+// then restarts the node.
+type dataDirCase struct {
+	name      string
+	snapshots int  // taken, each followed by more grants
+	compact   bool // the log deleted up to the newest snapshot
+	damage    damage
+	// words are what the refusal says besides the file damage names;
+	// none: the node starts with every lock.
+	words []string
+	// after, if set, checks the data dir once the start was refused.
+	after func(t *testing.T, cfg Config)
+}
+
+// A damage damages a stopped node's data dir (cfg.DataDir) and returns
+// the file or directory a refusal must name.
+type damage func(t *testing.T, cfg Config) string
+
+// An edit damages the bytes of a file.
+type edit func(t *testing.T, b []byte) []byte
+
+// runDataDirCases runs each case on a data dir whose raft log is in
+// raftLog.
+func runDataDirCases(t *testing.T, raftLog string, cases []dataDirCase) {
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg, locks := dataDirWithLocksOn(t, raftLog, tc.snapshots, tc.compact)
+			var path string
+			if tc.damage != nil {
+				path = tc.damage(t, cfg)
+			}
+			if len(tc.words) == 0 {
+				mustStartComplete(t, cfg, locks)
+				return
+			}
+			mustRefuse(t, cfg, path, tc.words...)
+			if tc.after != nil {
+				tc.after(t, cfg)
+			}
+		})
+	}
+}
+
+func rewrite(t *testing.T, path string, e edit) {
 	t.Helper()
 	b, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(path, edit(b), 0o600); err != nil {
+	if err := os.WriteFile(path, e(t, b), 0o600); err != nil {
 		t.Fatal(err)
 	}
 }
 
-func flipBytes(from, n int) func([]byte) []byte {
-	return func(b []byte) []byte {
+// inDataDir is the path of elem in the data dir.
+func inDataDir(elem ...string) func(*testing.T, Config) string {
+	return func(_ *testing.T, cfg Config) string {
+		return filepath.Join(append([]string{cfg.DataDir}, elem...)...)
+	}
+}
+
+var raftDB = inDataDir("raft.db")
+
+// rewritten is the damage of e on the file at path.
+func rewritten(path func(*testing.T, Config) string, e edit) damage {
+	return func(t *testing.T, cfg Config) string {
+		p := path(t, cfg)
+		rewrite(t, p, e)
+		return p
+	}
+}
+
+// inSnapshot is the damage of e on the file name of the newest snapshot,
+// which a refusal names.
+func inSnapshot(name string, e edit) damage {
+	return func(t *testing.T, cfg Config) string {
+		dir := newestSnapshot(t, cfg.DataDir)
+		rewrite(t, filepath.Join(dir, name), e)
+		return dir
+	}
+}
+
+// removed is the damage of deleting the file or directory at path.
+func removed(path func(*testing.T, Config) string) damage {
+	return func(t *testing.T, cfg Config) string {
+		p := path(t, cfg)
+		if err := os.RemoveAll(p); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+}
+
+// newRaftDB swaps raft.db for a new, valid but empty one (say, restored
+// from the wrong backup).
+func newRaftDB(t *testing.T, cfg Config) string {
+	p := removed(raftDB)(t, cfg)
+	s, err := raftboltdb.New(raftstore.BoltOptions(p))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func emptied(*testing.T, []byte) []byte { return nil }
+
+func halved(_ *testing.T, b []byte) []byte { return b[:len(b)/2] }
+
+func notABoltFile(*testing.T, []byte) []byte { return bytes.Repeat([]byte("not a database "), 1000) }
+
+// boltTruncated cuts a bbolt file short of its last page in use.
+func boltTruncated(t *testing.T, b []byte) []byte {
+	m := readBoltMeta(t, b)
+	return b[:int(m.highWater-1)*int(m.pageSize)]
+}
+
+// replacedBy is the edit that writes body instead.
+func replacedBy(body []byte) edit {
+	return func(*testing.T, []byte) []byte { return body }
+}
+
+func flipBytes(from, n int) edit {
+	return func(_ *testing.T, b []byte) []byte {
 		for i := from; i < from+n && i < len(b); i++ {
 			b[i] ^= 0x5a
 		}
@@ -179,34 +275,79 @@ func flipBytes(from, n int) func([]byte) []byte {
 	}
 }
 
-// raft: the snapshot's state.bin fails the CRC in meta.json, and no older
-// snapshot exists, so raft refuses to start ("failed to load any existing
-// snapshots", naming neither file nor reason). The node says which file
-// and what, and that the log would do without it.
-func TestStartup_SnapshotStateDamagedIsRefused(t *testing.T) {
-	cfg, _ := dataDirWithLocks(t, 1, false)
-	dir := newestSnapshot(t, cfg.DataDir)
-	rewrite(t, filepath.Join(dir, "state.bin"), flipBytes(10, 8))
-	mustRefuse(t, cfg, dir, "state.bin", "CRC", "move the damaged snapshot")
+func TestStartup_DataDir(t *testing.T) {
+	runDataDirCases(t, RaftLogBolt, []dataDirCase{
+		// raft: the snapshot's state.bin fails the CRC in meta.json, and
+		// no older snapshot exists, so raft refuses to start ("failed to
+		// load any existing snapshots", naming neither file nor reason).
+		// The node says which file and what, and that the log would do
+		// without it.
+		{name: "SnapshotStateDamagedIsRefused", snapshots: 1, damage: inSnapshot("state.bin", flipBytes(10, 8)),
+			words: []string{"state.bin", "CRC", "move the damaged snapshot"}},
+		{name: "SnapshotStateTruncatedIsRefused", snapshots: 1, compact: true, damage: inSnapshot("state.bin", halved),
+			words: []string{"state.bin", "CRC", "replace this node's data directory"}},
+		// A state.bin that matches its CRC but that the FSM refuses
+		// (written by a bug, or forged): raft would only log the FSM's
+		// refusal and give up with a vague error; the node names the file
+		// and the FSM's reason.
+		{name: "SnapshotBodyRefusedByFSMIsRefused", snapshots: 1, damage: snapshotTheFSMRefuses,
+			words: []string{"state.bin", "fsm: corrupt snapshot", "format version 9"}},
+		// raft skips a snapshot whose meta.json does not parse, with only
+		// a warning. When the log still holds every entry, it replays it
+		// and the table is complete: the node starts.
+		{name: "SnapshotMetaGarbageWithFullLogStartsComplete", snapshots: 1, damage: inSnapshot("meta.json", replacedBy([]byte("garbage")))},
+		// ...but when the log was compacted up to that snapshot, raft
+		// starts with an empty table and then stops with "log not found"
+		// when it applies. The node refuses first and says which entries
+		// are missing.
+		{name: "SnapshotMetaGarbageWithCompactedLogIsRefused", snapshots: 1, compact: true, damage: inSnapshot("meta.json", halved),
+			words: []string{"meta.json is unreadable", "do not cover"}},
+		// raft falls back to an older snapshot when the newest is damaged;
+		// with the log reaching back to it, nothing is lost and the node
+		// starts.
+		{name: "DamagedNewestSnapshotFallsBackToOlderComplete", snapshots: 2, damage: func(t *testing.T, cfg Config) string {
+			if n := len(snapshotsOf(t, cfg.DataDir)); n != 2 {
+				t.Fatalf("%d snapshots, want 2", n)
+			}
+			return inSnapshot("state.bin", flipBytes(5, 4))(t, cfg)
+		}},
+		// ...and when the log was compacted up to the damaged snapshot,
+		// the older one cannot make up for it: refused.
+		{name: "DamagedNewestSnapshotWithCompactedLogIsRefused", snapshots: 2, compact: true, damage: inSnapshot("state.bin", flipBytes(5, 4)),
+			words: []string{"CRC", "do not cover"}},
+		// bbolt turns a zero-length file into a new, empty database: the
+		// node would bootstrap a new cluster with an empty table.
+		{name: "EmptyRaftDBIsRefused", damage: rewritten(raftDB, emptied), words: []string{"empty (0 bytes)"}},
+		// With a snapshot, an emptied raft.db would start from the
+		// snapshot alone and lose every grant after it.
+		{name: "EmptyRaftDBWithSnapshotIsRefused", snapshots: 1, damage: rewritten(raftDB, emptied), words: []string{"empty (0 bytes)"}},
+		{name: "MissingRaftDBWithSnapshotIsRefused", snapshots: 1, damage: removed(raftDB), words: []string{"missing"}},
+		// A truncated raft.db makes bbolt fault with SIGBUS while it opens
+		// the file (the process dies with a stack trace).
+		{name: "TruncatedRaftDBIsRefused", damage: rewritten(raftDB, boltTruncated), words: []string{"truncated"}},
+		{name: "RaftDBNotABoltFileIsRefused", damage: rewritten(raftDB, notABoltFile), words: []string{"not a bbolt database"}},
+		// Garbage in the tree pages makes bbolt panic in a goroutine of
+		// its own while it rebuilds its free list on open (the process
+		// dies).
+		{name: "RaftDBGarbagePagesAreRefused", damage: rewritten(raftDB, boltGarbagePages), words: []string{"page"}},
+		// The checks do not get in the way of a clean restart, with
+		// snapshots and a compacted log.
+		{name: "CleanDataDirStartsComplete", snapshots: 2, compact: true},
+		// A raft.db swapped for a new, valid but empty one would start
+		// from the snapshot alone, losing every grant after it and the
+		// node's term and vote.
+		{name: "ReplacedRaftDBIsRefused", snapshots: 1, damage: newRaftDB, words: []string{"no current term"}},
+	})
 }
 
-func TestStartup_SnapshotStateTruncatedIsRefused(t *testing.T) {
-	cfg, _ := dataDirWithLocks(t, 1, true)
-	dir := newestSnapshot(t, cfg.DataDir)
-	rewrite(t, filepath.Join(dir, "state.bin"), func(b []byte) []byte { return b[:len(b)/2] })
-	mustRefuse(t, cfg, dir, "state.bin", "CRC", "replace this node's data directory")
-}
-
-// A state.bin that matches its CRC but that the FSM refuses (written by a
-// bug, or forged): raft would only log the FSM's refusal and give up with
-// a vague error; the node names the file and the FSM's reason.
-func TestStartup_SnapshotBodyRefusedByFSMIsRefused(t *testing.T) {
-	cfg, _ := dataDirWithLocks(t, 1, false)
+// snapshotTheFSMRefuses writes a state.bin the FSM refuses to the newest
+// snapshot, with its CRC and size in meta.json.
+func snapshotTheFSMRefuses(t *testing.T, cfg Config) string {
 	dir := newestSnapshot(t, cfg.DataDir)
 	body := []byte{9, 9, 9, 9}
-	rewrite(t, filepath.Join(dir, "state.bin"), func([]byte) []byte { return body })
+	rewrite(t, filepath.Join(dir, "state.bin"), replacedBy(body))
 	sum := crc64.Checksum(body, crc64.MakeTable(crc64.ECMA))
-	rewrite(t, filepath.Join(dir, "meta.json"), func(b []byte) []byte {
+	rewrite(t, filepath.Join(dir, "meta.json"), func(t *testing.T, b []byte) []byte {
 		var m map[string]any
 		if err := json.Unmarshal(b, &m); err != nil {
 			t.Fatal(err)
@@ -219,126 +360,58 @@ func TestStartup_SnapshotBodyRefusedByFSMIsRefused(t *testing.T) {
 		}
 		return out
 	})
-	mustRefuse(t, cfg, dir, "state.bin", "fsm: corrupt snapshot", "format version 9")
+	return dir
 }
 
-// raft skips a snapshot whose meta.json does not parse, with only a
-// warning. When the log still holds every entry, it replays it and the
-// table is complete: the node starts.
-func TestStartup_SnapshotMetaGarbageWithFullLogStartsComplete(t *testing.T) {
-	cfg, locks := dataDirWithLocks(t, 1, false)
-	rewrite(t, filepath.Join(newestSnapshot(t, cfg.DataDir), "meta.json"), func([]byte) []byte { return []byte("garbage") })
-	mustStartComplete(t, cfg, locks)
-}
-
-// ...but when the log was compacted up to that snapshot, raft starts with
-// an empty table and then stops with "log not found" when it applies.
-// The node refuses first and says which entries are missing.
-func TestStartup_SnapshotMetaGarbageWithCompactedLogIsRefused(t *testing.T) {
-	cfg, _ := dataDirWithLocks(t, 1, true)
-	dir := newestSnapshot(t, cfg.DataDir)
-	rewrite(t, filepath.Join(dir, "meta.json"), func(b []byte) []byte { return b[:len(b)/2] })
-	mustRefuse(t, cfg, dir, "meta.json is unreadable", "do not cover")
-}
-
-// raft falls back to an older snapshot when the newest is damaged; with
-// the log reaching back to it, nothing is lost and the node starts.
-func TestStartup_DamagedNewestSnapshotFallsBackToOlderComplete(t *testing.T) {
-	cfg, locks := dataDirWithLocks(t, 2, false)
-	if n := len(snapshotDirNames(cfg.DataDir)); n != 2 {
-		t.Fatalf("%d snapshots, want 2", n)
-	}
-	rewrite(t, filepath.Join(newestSnapshot(t, cfg.DataDir), "state.bin"), flipBytes(5, 4))
-	mustStartComplete(t, cfg, locks)
-}
-
-// ...and when the log was compacted up to the damaged snapshot, the older
-// one cannot make up for it: refused.
-func TestStartup_DamagedNewestSnapshotWithCompactedLogIsRefused(t *testing.T) {
-	cfg, _ := dataDirWithLocks(t, 2, true)
-	dir := newestSnapshot(t, cfg.DataDir)
-	rewrite(t, filepath.Join(dir, "state.bin"), flipBytes(5, 4))
-	mustRefuse(t, cfg, dir, "CRC", "do not cover")
-}
-
-// bbolt turns a zero-length file into a new, empty database: the node
-// would bootstrap a new cluster with an empty table.
-func TestStartup_EmptyRaftDBIsRefused(t *testing.T) {
-	cfg, _ := dataDirWithLocks(t, 0, false)
-	path := filepath.Join(cfg.DataDir, "raft.db")
-	rewrite(t, path, func([]byte) []byte { return nil })
-	mustRefuse(t, cfg, path, "empty (0 bytes)")
-}
-
-// With a snapshot, an emptied raft.db would start from the snapshot alone
-// and lose every grant after it.
-func TestStartup_EmptyRaftDBWithSnapshotIsRefused(t *testing.T) {
-	cfg, _ := dataDirWithLocks(t, 1, false)
-	path := filepath.Join(cfg.DataDir, "raft.db")
-	rewrite(t, path, func([]byte) []byte { return nil })
-	mustRefuse(t, cfg, path, "empty (0 bytes)")
-}
-
-func TestStartup_MissingRaftDBWithSnapshotIsRefused(t *testing.T) {
-	cfg, _ := dataDirWithLocks(t, 1, false)
-	path := filepath.Join(cfg.DataDir, "raft.db")
-	if err := os.Remove(path); err != nil {
-		t.Fatal(err)
-	}
-	mustRefuse(t, cfg, path, "missing")
-}
-
-// A truncated raft.db makes bbolt fault with SIGBUS while it opens the
-// file (the process dies with a stack trace).
-func TestStartup_TruncatedRaftDBIsRefused(t *testing.T) {
-	cfg, _ := dataDirWithLocks(t, 0, false)
-	path := filepath.Join(cfg.DataDir, "raft.db")
-	rewrite(t, path, func(b []byte) []byte {
-		m := readBoltMeta(t, b)
-		return b[:int(m.highWater-1)*int(m.pageSize)]
-	})
-	mustRefuse(t, cfg, path, "truncated")
-}
-
-func TestStartup_RaftDBNotABoltFileIsRefused(t *testing.T) {
-	cfg, _ := dataDirWithLocks(t, 0, false)
-	path := filepath.Join(cfg.DataDir, "raft.db")
-	rewrite(t, path, func([]byte) []byte { return bytes.Repeat([]byte("not a database "), 1000) })
-	mustRefuse(t, cfg, path, "not a bbolt database")
-}
-
-// Garbage in the tree pages makes bbolt panic in a goroutine of its own
-// while it rebuilds its free list on open (the process dies).
-func TestStartup_RaftDBGarbagePagesAreRefused(t *testing.T) {
-	cfg, _ := dataDirWithLocks(t, 0, false)
-	path := filepath.Join(cfg.DataDir, "raft.db")
+// boltGarbagePages writes garbage over the element count and headers of
+// every tree page of a bbolt file.
+func boltGarbagePages(t *testing.T, b []byte) []byte {
+	m := readBoltMeta(t, b)
+	ps := int(m.pageSize)
 	damaged := 0
-	rewrite(t, path, func(b []byte) []byte {
-		m := readBoltMeta(t, b)
-		ps := int(m.pageSize)
-		for id := 2; (id+1)*ps <= len(b); id++ {
-			p := b[id*ps:]
-			if binary.LittleEndian.Uint64(p) != uint64(id) || binary.LittleEndian.Uint16(p[8:])&(boltBranchPage|boltLeafPage) == 0 {
-				continue
-			}
-			for i := 10; i < 64; i++ { // element count and headers
-				p[i] = 0xff
-			}
-			damaged++
+	for id := 2; (id+1)*ps <= len(b); id++ {
+		p := b[id*ps:]
+		if binary.LittleEndian.Uint64(p) != uint64(id) || binary.LittleEndian.Uint16(p[8:])&(boltBranchPage|boltLeafPage) == 0 {
+			continue
 		}
-		return b
-	})
+		for i := 10; i < 64; i++ { // element count and headers
+			p[i] = 0xff
+		}
+		damaged++
+	}
 	if damaged == 0 {
 		t.Fatal("no tree page found to damage")
 	}
-	mustRefuse(t, cfg, path, "page")
+	return b
+}
+
+// cutNewestAcquire cuts the last byte off the newest acquire entry at or
+// below last, read with get: an entry that does not decode. It returns
+// that entry's index (0 when there is none) and the entries from it to
+// last.
+func cutNewestAcquire(t *testing.T, last uint64, get func(uint64, *raft.Log) error) (uint64, []*raft.Log) {
+	t.Helper()
+	var tail []*raft.Log
+	for i := last; i > 0; i-- {
+		l := new(raft.Log)
+		if err := get(i, l); err != nil {
+			t.Fatal(err)
+		}
+		tail = append([]*raft.Log{l}, tail...)
+		if l.Type == raft.LogCommand && len(l.Data) > 0 && isAcquire(engine.Op(l.Data[0])) {
+			l.Data = l.Data[:len(l.Data)-1]
+			return i, tail
+		}
+	}
+	t.Fatal("no acquire entry in the log")
+	return 0, nil
 }
 
 // A log entry after the snapshot that does not decode would stop the FSM
 // when applied (fsm.CorruptEntryError); the node refuses to start instead,
 // naming the entry.
 func TestStartup_UndecodableLogEntryIsRefused(t *testing.T) {
-	cfg, _ := dataDirWithLocks(t, 1, false)
+	cfg, _ := dataDirWithLocksOn(t, RaftLogBolt, 1, false)
 	path := filepath.Join(cfg.DataDir, "raft.db")
 	s, err := raftboltdb.New(raftstore.BoltOptions(path))
 	if err != nil {
@@ -348,53 +421,14 @@ func TestStartup_UndecodableLogEntryIsRefused(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var bad uint64
-	for i := last; i > 0 && bad == 0; i-- {
-		var l raft.Log
-		if err := s.GetLog(i, &l); err != nil {
-			t.Fatal(err)
-		}
-		if l.Type == raft.LogCommand && len(l.Data) > 0 && isAcquire(engine.Op(l.Data[0])) {
-			l.Data = l.Data[:len(l.Data)-1]
-			if err := s.StoreLog(&l); err != nil {
-				t.Fatal(err)
-			}
-			bad = i
-		}
+	bad, tail := cutNewestAcquire(t, last, s.GetLog)
+	if err := s.StoreLog(tail[0]); err != nil {
+		t.Fatal(err)
 	}
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
-	}
-	if bad == 0 {
-		t.Fatal("no acquire entry in the log")
 	}
 	mustRefuse(t, cfg, path, fmt.Sprintf("log entry %d does not decode", bad), "malformed")
-}
-
-// The checks do not get in the way of a clean restart, with snapshots and
-// a compacted log.
-func TestStartup_CleanDataDirStartsComplete(t *testing.T) {
-	cfg, locks := dataDirWithLocks(t, 2, true)
-	mustStartComplete(t, cfg, locks)
-}
-
-// A raft.db swapped for a new, valid but empty one (say, restored from the
-// wrong backup) would start from the snapshot alone, losing every grant
-// after it and the node's term and vote.
-func TestStartup_ReplacedRaftDBIsRefused(t *testing.T) {
-	cfg, _ := dataDirWithLocks(t, 1, false)
-	path := filepath.Join(cfg.DataDir, "raft.db")
-	if err := os.Remove(path); err != nil {
-		t.Fatal(err)
-	}
-	s, err := raftboltdb.New(raftstore.BoltOptions(path))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := s.Close(); err != nil {
-		t.Fatal(err)
-	}
-	mustRefuse(t, cfg, path, "no current term")
 }
 
 // isAcquire reports whether op is an acquire entry: v0.1.0's, or the one
