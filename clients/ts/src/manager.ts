@@ -1,0 +1,163 @@
+import { configFromEnv, driverOf, type ResolvedLockConfig } from "./config.js";
+import { LockInvalidError, LockLostError } from "./errors.js";
+import { ManagedLock } from "./managed.js";
+import { defaultHolder } from "./owner.js";
+import type { Claim, LockDriver } from "./types.js";
+import { checkKeys, checkSeconds } from "./validate.js";
+
+/** What a lock claims of its keys, as the Go library's options: a mutex unless one is given. */
+export interface ClaimOptions {
+  /** At most this many holders at once (a semaphore). */
+  semaphore?: number;
+  /** A side of a read/write lock: readers share the key, a writer holds it alone. */
+  mode?: "read" | "write";
+}
+
+/** Options of Lock.try. */
+export interface TryOptions extends ClaimOptions {
+  /** Renew the lease in the background while the callback runs. */
+  refresh?: boolean;
+  /** Seconds between renewals; default a third of the TTL. */
+  refreshEvery?: number;
+  /** Aborts the callback's signal too. */
+  signal?: AbortSignal;
+}
+
+/** Options of Lock.block. */
+export interface BlockOptions extends TryOptions {
+  /** Most seconds to wait for the lock; default the TTL. */
+  timeout?: number;
+  /** Milliseconds between tries on a driver that cannot wait itself; default 100. */
+  retryDelay?: number;
+}
+
+/** A callback run under a lock; signal is aborted before the lease can run out, or when the lock is lost. */
+export type LockCallback<T> = (lock: ManagedLock, signal: AbortSignal) => Promise<T> | T;
+
+/** A key, or several keys taken all or none. */
+export type LockKey = string | readonly string[];
+
+/** Builds and runs locks on one driver. */
+export class LockManager {
+  readonly driver: LockDriver;
+  readonly prefix: string;
+  readonly holder: string;
+
+  constructor(driver: LockDriver, options: { prefix?: string; holder?: string } = {}) {
+    this.driver = driver;
+    this.prefix = options.prefix ?? "";
+    this.holder = options.holder ?? defaultHolder();
+  }
+
+  /** A manager with the driver config names; with none, the LOCKCLUSTER_* variables'. */
+  static fromConfig(config: ResolvedLockConfig = configFromEnv()): LockManager {
+    return new LockManager(driverOf(config), { prefix: config.prefix, ...(config.holder ? { holder: config.holder } : {}) });
+  }
+
+  /** A handle on the lock of key (or keys, all or none) for ttlSeconds, not acquired. Bad input throws LockInvalidError here, before any request. */
+  make(key: LockKey, ttlSeconds: number, options: ClaimOptions = {}): ManagedLock {
+    const keys = typeof key === "string" ? [key] : [...key];
+    checkKeys(keys.map((k) => this.prefix + k));
+    checkSeconds(ttlSeconds, "ttl");
+    return new ManagedLock({ driver: this.driver, keys, stored: keys.map((k) => this.prefix + k), ttl: ttlSeconds, claim: claimOf(options), holder: this.holder });
+  }
+
+  /** Acquires once, runs cb, always releases; throws LockNotAcquiredError at once when held. */
+  async try<T>(key: LockKey, ttlSeconds: number, cb: LockCallback<T>, options: TryOptions = {}): Promise<T> {
+    const lock = this.make(key, ttlSeconds, options);
+    checkRun(options);
+    await lock.block(0, 0, options.signal);
+    return run(lock, cb, options);
+  }
+
+  /** Waits up to options.timeout seconds (default the TTL) for the lock, runs cb, always releases. */
+  async block<T>(key: LockKey, ttlSeconds: number, cb: LockCallback<T>, options: BlockOptions = {}): Promise<T> {
+    const lock = this.make(key, ttlSeconds, options);
+    checkRun(options);
+    await lock.block(options.timeout ?? ttlSeconds, options.retryDelay ?? 100, options.signal);
+    return run(lock, cb, options);
+  }
+
+  /** Releases the driver's background resources. */
+  async dispose(): Promise<void> {
+    await this.driver.dispose?.();
+  }
+}
+
+function claimOf(o: ClaimOptions): Claim {
+  if (o.semaphore !== undefined && o.mode !== undefined) throw new LockInvalidError("options", "semaphore and mode are two kinds of claim; give one");
+  if (o.semaphore !== undefined) {
+    if (!Number.isInteger(o.semaphore) || o.semaphore < 1 || o.semaphore > 0xffffffff) throw new LockInvalidError("semaphore", `${o.semaphore}; give a whole number of holders, 1 or more`);
+    return { kind: "semaphore", limit: o.semaphore };
+  }
+  if (o.mode !== undefined) {
+    if (o.mode !== "read" && o.mode !== "write") throw new LockInvalidError("mode", `${JSON.stringify(o.mode)}; give "read" or "write"`);
+    return { kind: "rwlock", write: o.mode === "write" };
+  }
+  return { kind: "mutex" };
+}
+
+function checkRun(o: TryOptions): void {
+  if (o.refreshEvery !== undefined) checkSeconds(o.refreshEvery, "refreshEvery");
+}
+
+/**
+ * Runs cb under the held lock and releases it. The callback's signal is
+ * aborted, with a LockLostError as its reason, a margin before the lease
+ * could run out (without refresh), or when a refresh finds the lock gone
+ * or the backend silent that close to the end; run then throws that error
+ * once cb has settled, whatever cb returned.
+ */
+async function run<T>(lock: ManagedLock, cb: LockCallback<T>, o: TryOptions): Promise<T> {
+  const ac = new AbortController();
+  const signal = o.signal ? AbortSignal.any([ac.signal, o.signal]) : ac.signal;
+  const ttlMs = lock.ttl * 1000;
+  // Abort this long before the estimated end of the lease: a tenth of it,
+  // between 20ms and 2s, so that the callback can stop in time.
+  const margin = Math.min(2000, Math.max(20, ttlMs / 10));
+  const everyMs = (o.refreshEvery ?? lock.ttl / 3) * 1000;
+  let lost: LockLostError | undefined;
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  let stopped = false;
+  const lose = (reason: LockLostError["reason"], cause?: unknown) => {
+    if (lost) return;
+    lost = new LockLostError(lock.key, reason, { cause });
+    ac.abort(lost);
+  };
+  const left = () => (lock.expiresAt?.getTime() ?? 0) - margin - Date.now();
+  const arm = (ms: number) => {
+    if (stopped || lost) return;
+    timer = setTimeout(tick, Math.max(0, Math.min(ms, left())));
+  };
+  const tick = async () => {
+    if (stopped || lost) return;
+    if (left() <= 0) {
+      // Past the point where the lease can be trusted: a refresh now could
+      // renew a lock someone else has held meanwhile (a stalled process).
+      return lose(o.refresh ? "unavailable" : "expired");
+    }
+    if (!o.refresh) return arm(left());
+    try {
+      if (!(await lock.refresh())) return lose("not-held");
+      arm(everyMs);
+    } catch (err) {
+      // The backend did not answer: try again soon, until the margin.
+      if (left() <= 0) return lose("unavailable", err);
+      arm(Math.min(everyMs, 200));
+    }
+  };
+  arm(o.refresh ? everyMs : left());
+  try {
+    const out = await cb(lock, signal);
+    if (lost) throw lost;
+    return out;
+  } catch (err) {
+    throw lost ?? err;
+  } finally {
+    stopped = true;
+    clearTimeout(timer);
+    await lock.release().catch(() => {
+      // The backend did not answer: the lease runs out on its own.
+    });
+  }
+}
