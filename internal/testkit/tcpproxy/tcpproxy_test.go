@@ -56,24 +56,45 @@ func roundTrip(c net.Conn, d time.Duration) (string, error) {
 	return bufio.NewReader(c).ReadString('\n')
 }
 
-func TestProxy_BlackholeCutBlackholesAndHealRestores(t *testing.T) {
+// startProxy starts a proxy in mode to an echo server, checked for
+// leaked goroutines once every cleanup has run.
+func startProxy(t *testing.T, mode CutMode) (*Proxy, string) {
+	t.Helper()
 	// Registered first, so it runs after every other cleanup.
 	ignore := goleak.IgnoreCurrent()
 	t.Cleanup(func() { goleak.VerifyNone(t, ignore) })
-	p, err := Start(echoServer(t), Blackhole)
+	target := echoServer(t)
+	p, err := Start(target, mode)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer p.Close()
+	t.Cleanup(p.Close)
+	return p, target
+}
 
-	live, err := net.Dial("tcp", p.Addr())
+// dial connects to the proxy, closed at the end of the test.
+func dial(t *testing.T, p *Proxy) net.Conn {
+	t.Helper()
+	c, err := net.Dial("tcp", p.Addr())
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer live.Close()
-	if got, err := roundTrip(live, 5*time.Second); err != nil || got != "ping\n" {
-		t.Fatalf("through the proxy: %q, %v", got, err)
+	t.Cleanup(func() { _ = c.Close() })
+	return c
+}
+
+// mustEcho requires a round trip over c to be answered.
+func mustEcho(t *testing.T, c net.Conn, when string) {
+	t.Helper()
+	if got, err := roundTrip(c, 5*time.Second); err != nil || got != "ping\n" {
+		t.Fatalf("%s: %q, %v", when, got, err)
 	}
+}
+
+func TestProxy_BlackholeCutBlackholesAndHealRestores(t *testing.T) {
+	p, _ := startProxy(t, Blackhole)
+	live := dial(t, p)
+	mustEcho(t, live, "through the proxy")
 
 	p.Cut()
 	// The live connection is closed by the cut.
@@ -81,13 +102,8 @@ func TestProxy_BlackholeCutBlackholesAndHealRestores(t *testing.T) {
 		t.Fatal("a connection survived the cut")
 	}
 	// A new connection is accepted but never answered.
-	hole, err := net.Dial("tcp", p.Addr())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer hole.Close()
-	_, err = roundTrip(hole, 300*time.Millisecond)
-	if !errors.Is(err, os.ErrDeadlineExceeded) {
+	hole := dial(t, p)
+	if _, err := roundTrip(hole, 300*time.Millisecond); !errors.Is(err, os.ErrDeadlineExceeded) {
 		t.Fatalf("a connection during the cut got %v, want a timeout (blackhole)", err)
 	}
 
@@ -97,68 +113,35 @@ func TestProxy_BlackholeCutBlackholesAndHealRestores(t *testing.T) {
 	if _, err := hole.Read(make([]byte, 1)); err == nil || errors.Is(err, os.ErrDeadlineExceeded) {
 		t.Fatalf("blackholed connection after the heal: %v, want closed", err)
 	}
-	again, err := net.Dial("tcp", p.Addr())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer again.Close()
-	if got, err := roundTrip(again, 5*time.Second); err != nil || got != "ping\n" {
-		t.Fatalf("after the heal: %q, %v", got, err)
-	}
+	mustEcho(t, dial(t, p), "after the heal")
 }
 
 func TestProxy_RefuseCutClosesAndHealRestores(t *testing.T) {
-	ignore := goleak.IgnoreCurrent()
-	t.Cleanup(func() { goleak.VerifyNone(t, ignore) })
-	target := echoServer(t)
-	p, err := Start(target, Refuse)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer p.Close()
+	p, target := startProxy(t, Refuse)
 	if p.Target() != target {
 		t.Fatalf("Target() = %s, want %s", p.Target(), target)
 	}
-
-	live, err := net.Dial("tcp", p.Addr())
-	if err != nil {
-		t.Fatal(err)
+	carried := func(want int64, when string) {
+		t.Helper()
+		if n := p.Carried(); n != want {
+			t.Fatalf("Carried() = %d %s, want %d", n, when, want)
+		}
 	}
-	defer live.Close()
-	if got, err := roundTrip(live, 5*time.Second); err != nil || got != "ping\n" {
-		t.Fatalf("through the proxy: %q, %v", got, err)
-	}
-	if n := p.Carried(); n != 1 {
-		t.Fatalf("Carried() = %d after one connection, want 1", n)
-	}
+	live := dial(t, p)
+	mustEcho(t, live, "through the proxy")
+	carried(1, "after one connection")
 
 	p.Cut()
 	if _, err := roundTrip(live, 5*time.Second); err == nil {
 		t.Fatal("a connection survived the cut")
 	}
 	// A new connection is closed at once, not left hanging.
-	refused, err := net.Dial("tcp", p.Addr())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer refused.Close()
-	if _, err := roundTrip(refused, 5*time.Second); err == nil || errors.Is(err, os.ErrDeadlineExceeded) {
+	if _, err := roundTrip(dial(t, p), 5*time.Second); err == nil || errors.Is(err, os.ErrDeadlineExceeded) {
 		t.Fatalf("a connection during the cut got %v, want closed", err)
 	}
-	if n := p.Carried(); n != 1 {
-		t.Fatalf("Carried() = %d after a refused connection, want still 1", n)
-	}
+	carried(1, "after a refused connection")
 
 	p.Heal()
-	again, err := net.Dial("tcp", p.Addr())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer again.Close()
-	if got, err := roundTrip(again, 5*time.Second); err != nil || got != "ping\n" {
-		t.Fatalf("after the heal: %q, %v", got, err)
-	}
-	if n := p.Carried(); n != 2 {
-		t.Fatalf("Carried() = %d after the heal, want 2", n)
-	}
+	mustEcho(t, dial(t, p), "after the heal")
+	carried(2, "after the heal")
 }
