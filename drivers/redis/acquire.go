@@ -11,12 +11,11 @@ import (
 )
 
 // Capabilities: Redis serves every request itself (scripts.go), a set of
-// keys in one script. On Redis Cluster that needs the keys in one hash
-// slot, and Acquire refuses others as unsupported; there a waiting set is
-// left to the Manager, which waits for the keys one at a time when they
-// are not all free.
+// keys in one script, waiting or not. On Redis Cluster that needs the keys
+// in one hash slot, and Acquire refuses others as unsupported, having taken
+// nothing; the Manager then takes them, or waits for them, one at a time.
 func (d *Driver) Capabilities() drivers.Capabilities {
-	return drivers.Capabilities{Wait: true, Shared: true, Sets: true, SetWait: !d.cluster}
+	return drivers.Capabilities{Wait: true, Shared: true, Sets: true, SetWait: true}
 }
 
 // Acquire serves one request (drivers.Driver): a mutex, a semaphore's slot
@@ -108,7 +107,7 @@ func (d *Driver) try(ctx context.Context, a *attempt) (reply, error) {
 	for i, v := range res {
 		ints[i], _ = v.(int64)
 	}
-	bad := fmt.Errorf("redis: acquire %q: unexpected reply %v", keys, res)
+	bad := func() error { return fmt.Errorf("redis: acquire %q: unexpected reply %v", keys, res) }
 	switch {
 	case len(ints) == len(keys)+1 && ints[0] == 1:
 		r := reply{granted: true, fences: make([]uint64, len(keys))}
@@ -117,7 +116,7 @@ func (d *Driver) try(ctx context.Context, a *attempt) (reply, error) {
 		}
 		return r, nil
 	case len(ints) < 2 || ints[1] < 1 || int(ints[1]) > len(keys):
-		return reply{}, bad
+		return reply{}, bad()
 	}
 	key := keys[ints[1]-1]
 	switch {
@@ -127,7 +126,7 @@ func (d *Driver) try(ctx context.Context, a *attempt) (reply, error) {
 	case ints[0] == -2:
 		return reply{}, &drivers.InvalidError{Field: "claim", Reason: fmt.Sprintf("owner holds or waits for the other side of %q; release it first", key)}
 	case ints[0] != 0 || len(res) != 7:
-		return reply{}, bad
+		return reply{}, bad()
 	}
 	r := reply{busy: drivers.Busy{Key: key}, left: time.Duration(ints[2]) * time.Millisecond, queued: ints[5] == 1, head: ints[6] == 1}
 	if way, _ := res[3].(string); way != "" {

@@ -127,8 +127,8 @@
 // three-node cluster. Pub/sub messages are broadcast to every node, so a
 // waiter's subscription may live on any node. A set of keys is taken in
 // one script only when its keys share a slot; otherwise Acquire answers
-// drivers.ErrUnsupported and the Manager takes them one at a time, and it
-// waits for a set that way too (Capabilities.SetWait is false there).
+// drivers.ErrUnsupported, having taken nothing, and the Manager takes them,
+// or waits for them, one at a time.
 //
 // Tested with Redis 7.0.
 package redis
