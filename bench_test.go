@@ -96,7 +96,8 @@ func BenchmarkManagerTry(b *testing.B) {
 		}},
 		{name: "engine", cycle: func(ctx context.Context, w, i int) error {
 			owner := owners[i%len(owners)]
-			grants, _, err := e.Acquire(ctx, engine.AcquireRequest{Keys: sets[w], Owner: owner, TTL: ttl})
+			var one [1]engine.Grant // as the memory driver passes it
+			grants, _, err := e.Acquire(ctx, engine.AcquireRequest{Keys: sets[w], Owner: owner, TTL: ttl}, one[:0])
 			if err != nil || grants == nil {
 				return fmt.Errorf("engine acquire: %v %w", grants != nil, err)
 			}

@@ -91,9 +91,11 @@ func (m *Manager) checkClaim(c drivers.Claim) error {
 	return nil
 }
 
-// request is the one acquire of l's key for owner, as l's claim says.
+// request is the one acquire of l's key for owner, as l's claim says. Its
+// keys and the room for its fence are the handle's own (l.op serialises
+// the calls that use them), so that an acquire allocates no slice.
 func (l *Lock) request(owner string) drivers.Request {
-	return drivers.Request{Keys: l.keys[:], Owner: owner, TTL: l.ttl, Claim: l.claim}
+	return drivers.Request{Keys: l.keys[:], Owner: owner, TTL: l.ttl, Claim: l.claim, Fences: l.fences[:0]}
 }
 
 // acquireAt makes one acquire of l's key for owner, without waiting; when

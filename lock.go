@@ -22,6 +22,7 @@ type Lock struct {
 	key     string    // as the caller wrote it
 	fullKey string    // with the Manager's prefix
 	keys    [1]string // fullKey, the Keys of the handle's requests
+	fences  [1]uint64 // room for a grant's fence (Request.Fences)
 	ttl     time.Duration
 	invalid error // a bad key or TTL, reported by every call
 

@@ -36,6 +36,10 @@ type Request struct {
 	Wait bool
 	// WaitOptions tunes a wait (RetryDelay, OwnerReused).
 	WaitOptions
+	// Fences, when it has room for a fence per key, is where a driver may
+	// put Grant.Fences instead of allocating them: the caller's own array,
+	// which spares an allocation per acquire. A driver may ignore it.
+	Fences []uint64
 }
 
 // Key is the request's first key: the one key of a single lock.

@@ -18,6 +18,7 @@ type ask struct {
 	want  uint64 // the fence of the first new grant (see nextFence)
 	wait  bool
 	tag   *request // a live wait's caller
+	into  []Grant  // room for the grants, when the caller has it (zeroed)
 }
 
 // forever is the TTL of a grant a live wait for several keys holds while
@@ -165,7 +166,11 @@ func (t *table) acquire(a *ask) outcome {
 		g = &group{owner: a.owner, ttl: a.ttl, keys: a.keys, pending: queued}
 		hold = forever
 	}
-	out.ok, out.queued, out.grants, out.g = queued == 0, queued > 0, make([]Grant, len(a.keys)), g
+	grants := a.into
+	if cap(grants) < len(a.keys) {
+		grants = make([]Grant, len(a.keys))
+	}
+	out.ok, out.queued, out.grants, out.g = queued == 0, queued > 0, grants[:len(a.keys)], g
 	for i, k := range a.keys {
 		e := t.entries[k]
 		switch {

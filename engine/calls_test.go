@@ -17,7 +17,8 @@ func (e *Engine) acquireOneWait(ctx context.Context, key, owner string, ttl time
 
 // acquireClaim answers the grant, or the holder in the way.
 func (e *Engine) acquireClaim(ctx context.Context, key, owner string, ttl time.Duration, c Claim) (Grant, bool, error) {
-	grants, busy, err := e.Acquire(ctx, AcquireRequest{Keys: []string{key}, Owner: owner, TTL: ttl, Claim: c})
+	var into [1]Grant
+	grants, busy, err := e.Acquire(ctx, AcquireRequest{Keys: []string{key}, Owner: owner, TTL: ttl, Claim: c}, into[:0])
 	if grants == nil {
 		return busy, false, err
 	}
@@ -25,7 +26,7 @@ func (e *Engine) acquireClaim(ctx context.Context, key, owner string, ttl time.D
 }
 
 func (e *Engine) acquireClaimWait(ctx context.Context, key, owner string, ttl time.Duration, c Claim) (Grant, error) {
-	grants, _, err := e.Acquire(ctx, AcquireRequest{Keys: []string{key}, Owner: owner, TTL: ttl, Claim: c, Wait: true})
+	grants, _, err := e.Acquire(ctx, AcquireRequest{Keys: []string{key}, Owner: owner, TTL: ttl, Claim: c, Wait: true}, nil)
 	if err != nil {
 		return Grant{}, err
 	}
@@ -33,10 +34,10 @@ func (e *Engine) acquireClaimWait(ctx context.Context, key, owner string, ttl ti
 }
 
 func (e *Engine) acquireSet(ctx context.Context, keys []string, owner string, ttl time.Duration) ([]Grant, Grant, bool, error) {
-	grants, busy, err := e.Acquire(ctx, AcquireRequest{Keys: keys, Owner: owner, TTL: ttl})
+	grants, busy, err := e.Acquire(ctx, AcquireRequest{Keys: keys, Owner: owner, TTL: ttl}, nil)
 	return grants, busy, grants != nil, err
 }
 
 func (e *Engine) acquireSetWait(ctx context.Context, keys []string, owner string, ttl time.Duration) ([]Grant, Grant, error) {
-	return e.Acquire(ctx, AcquireRequest{Keys: keys, Owner: owner, TTL: ttl, Wait: true})
+	return e.Acquire(ctx, AcquireRequest{Keys: keys, Owner: owner, TTL: ttl, Wait: true}, nil)
 }

@@ -22,18 +22,18 @@ func ExampleEngine_Acquire() {
 		return engine.AcquireRequest{Keys: keys, Owner: owner, TTL: 30 * time.Second}
 	}
 
-	g, _, _ := e.Acquire(ctx, take("worker-1", "report"))
+	g, _, _ := e.Acquire(ctx, take("worker-1", "report"), nil)
 	fmt.Println("worker-1: fence", g[0].Fence)
 
-	g, busy, _ := e.Acquire(ctx, take("worker-2", "report"))
+	g, busy, _ := e.Acquire(ctx, take("worker-2", "report"), nil)
 	fmt.Println("worker-2:", g != nil, "held by", busy.Owner)
 
-	g, _, _ = e.Acquire(ctx, take("worker-1", "report"))
+	g, _, _ = e.Acquire(ctx, take("worker-1", "report"), nil)
 	fmt.Println("worker-1 refresh: fence", g[0].Fence)
 
 	pool := take("worker-2", "pool-a", "pool-b")
 	pool.Claim = engine.Claim{Kind: engine.Semaphore, Limit: 2}
-	g, _, _ = e.Acquire(ctx, pool)
+	g, _, _ = e.Acquire(ctx, pool, nil)
 	fmt.Println("worker-2 slots: fences", g[0].Fence, g[1].Fence)
 
 	released, _ := e.Release(ctx, "report", "worker-1")
@@ -57,11 +57,11 @@ func ExampleEngine_Acquire_wait() {
 	defer e.Close()
 	ctx := context.Background()
 
-	e.Acquire(ctx, engine.AcquireRequest{Keys: []string{"door"}, Owner: "alice", TTL: time.Second})
+	e.Acquire(ctx, engine.AcquireRequest{Keys: []string{"door"}, Owner: "alice", TTL: time.Second}, nil)
 
 	got := make(chan engine.Grant)
 	go func() {
-		g, _, err := e.Acquire(ctx, engine.AcquireRequest{Keys: []string{"door"}, Owner: "bob", TTL: time.Second, Wait: true})
+		g, _, err := e.Acquire(ctx, engine.AcquireRequest{Keys: []string{"door"}, Owner: "bob", TTL: time.Second, Wait: true}, nil)
 		if err != nil {
 			panic(err)
 		}

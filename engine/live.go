@@ -40,8 +40,10 @@ type AcquireRequest struct {
 // none, in one step: a key owner holds is refreshed (deadline = now+ttl,
 // same fence), a free key or one the claim fits beside its holders with
 // nobody queued gets a new grant with a new fence. It returns the grants
-// in the order of req.Keys. When one is busy it returns nil grants, a nil
-// error and busy, the holder in the way (drivers.Claim.InTheWay). A key
+// in the order of req.Keys, written into into when it has room for them
+// (a caller's own array spares the allocation; nil allocates). When one
+// is busy it returns nil grants, a nil error and busy, the holder in the
+// way (drivers.Claim.InTheWay). A key
 // held as another kind, or as a semaphore of another limit, is an error
 // matching drivers.ErrInvalid.
 //
@@ -66,7 +68,7 @@ type AcquireRequest struct {
 // places are withdrawn and the keys held released, including a last
 // hand-off that crossed the cancellation, so a cancelled wait never
 // leaves a key behind.
-func (e *Engine) Acquire(ctx context.Context, req AcquireRequest) (grants []Grant, busy Grant, err error) {
+func (e *Engine) Acquire(ctx context.Context, req AcquireRequest, into []Grant) (grants []Grant, busy Grant, err error) {
 	r := getReq(kAcquire)
 	r.keys, r.owner, r.ttl, r.claim, r.wait = req.Keys, req.Owner, req.TTL, req.Claim, req.Wait
 	if !req.Wait {
@@ -84,13 +86,13 @@ func (e *Engine) Acquire(ctx context.Context, req AcquireRequest) (grants []Gran
 	} else if err := e.closedReply(r); err != nil {
 		return nil, Grant{}, err
 	}
-	grants, busy, err = r.grants, r.grant, r.err
-	ok := r.ok
-	putReq(r)
-	if err != nil || !ok {
-		return nil, busy, err
+	busy, err = r.grant, r.err
+	if err == nil && r.ok {
+		grants = append(into[:0], r.grants...)
+		busy = Grant{}
 	}
-	return grants, Grant{}, nil
+	putReq(r)
+	return grants, busy, err
 }
 
 // withdraw tells the loop that the caller of w stopped waiting. The cancel

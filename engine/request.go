@@ -50,6 +50,9 @@ type request struct {
 	target *request // kCancelWait: the wait to withdraw
 	group  *group   // kAcquire while it waits for some of several keys
 	reply  chan struct{}
+	// room is where an acquire's grants go until its caller copies them
+	// out, kept with the request in the pool: an acquire allocates none.
+	room []Grant
 	answer
 }
 
@@ -87,8 +90,9 @@ func newReq(kind reqKind, key, owner string, ttl time.Duration) *request {
 }
 
 func putReq(r *request) {
-	reply := r.reply
-	*r = request{reply: reply}
+	reply, room := r.reply, r.room
+	clear(room[:cap(room)]) // no grant's strings kept alive by the pool
+	*r = request{reply: reply, room: room[:0]}
 	reqPool.Put(r)
 }
 
@@ -242,11 +246,14 @@ func (e *loop) handle(r *request) {
 	t := e.t
 	switch r.kind {
 	case kAcquire:
-		a := ask{keys: r.keys, owner: r.owner, ttl: r.ttl, claim: r.claim, wait: r.wait}
+		a := ask{keys: r.keys, owner: r.owner, ttl: r.ttl, claim: r.claim, wait: r.wait, into: r.room}
 		if r.wait {
 			a.tag = r
 		}
 		o := t.acquire(&a)
+		if cap(o.grants) > cap(r.room) {
+			r.room = o.grants[:0] // kept for the request's next use
+		}
 		e.deliver(&o) // what ran out went to its waiters first
 		switch {
 		case o.err != nil:

@@ -15,7 +15,8 @@ func (d *Driver) Acquire(ctx context.Context, req drivers.Request) (drivers.Gran
 	if err := d.ready(ctx); err != nil {
 		return drivers.Grant{}, err
 	}
-	grants, busy, err := d.e.Acquire(ctx, engine.AcquireRequest{Keys: req.Keys, Owner: req.Owner, TTL: req.TTL, Claim: req.Claim, Wait: req.Wait})
+	var one [1]engine.Grant // a single key's grant, on this stack
+	grants, busy, err := d.e.Acquire(ctx, engine.AcquireRequest{Keys: req.Keys, Owner: req.Owner, TTL: req.TTL, Claim: req.Claim, Wait: req.Wait}, one[:0])
 	switch {
 	case err != nil:
 		if req.Wait && ctx.Err() != nil && busy.Owner != "" {
@@ -29,9 +30,9 @@ func (d *Driver) Acquire(ctx context.Context, req drivers.Request) (drivers.Gran
 		}
 		return g, nil
 	}
-	fences := make([]uint64, len(grants))
-	for i, g := range grants {
-		fences[i] = g.Fence
+	fences := req.Fences[:0]
+	for _, g := range grants {
+		fences = append(fences, g.Fence)
 	}
 	return drivers.Grant{Acquired: true, Fences: fences}, nil
 }

@@ -44,7 +44,7 @@ func TestOwningDriverClosesItsEngine(t *testing.T) {
 	if err := d.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := d.Engine().Acquire(t.Context(), engine.AcquireRequest{Keys: []string{"k"}, Owner: "o", TTL: 1e9}); err == nil {
+	if _, _, err := d.Engine().Acquire(t.Context(), engine.AcquireRequest{Keys: []string{"k"}, Owner: "o", TTL: 1e9}, nil); err == nil {
 		t.Fatal("engine still answers after the owning driver closed it")
 	}
 }
@@ -62,7 +62,7 @@ func TestConfigLimits(t *testing.T) {
 	}
 	defer d.Close()
 	for i := range 100 {
-		if g, _, err := d.Engine().Acquire(t.Context(), engine.AcquireRequest{Keys: []string{fmt.Sprint("k", i)}, Owner: "o", TTL: 1e9}); err != nil || g == nil {
+		if g, _, err := d.Engine().Acquire(t.Context(), engine.AcquireRequest{Keys: []string{fmt.Sprint("k", i)}, Owner: "o", TTL: 1e9}, nil); err != nil || g == nil {
 			t.Fatalf("acquire %d with no key cap: grants=%v err=%v", i, g, err)
 		}
 	}
