@@ -410,9 +410,11 @@ func BenchmarkEngineAcquireRelease(b *testing.B) {
 	}
 	defer e.Close()
 	ctx := context.Background()
+	req := AcquireRequest{Keys: []string{"k"}, Owner: "owner", TTL: benchTTL} // as the memory driver's caller makes it: once
 	b.ReportAllocs()
 	for b.Loop() {
-		if _, ok, err := e.acquireOne(ctx, "k", "owner", benchTTL); !ok || err != nil {
+		var into [1]Grant
+		if g, _, err := e.Acquire(ctx, req, into[:0]); g == nil || err != nil {
 			b.Fatal("acquire failed")
 		}
 		if ok, err := e.Release(ctx, "k", "owner"); !ok || err != nil {
@@ -435,8 +437,10 @@ func BenchmarkEngineParallel(b *testing.B) {
 	b.RunParallel(func(pb *testing.PB) {
 		ctx := context.Background()
 		key := fmt.Sprint("p", next.Add(1))
+		req := AcquireRequest{Keys: []string{key}, Owner: "owner", TTL: benchTTL}
 		for pb.Next() {
-			if _, ok, err := e.acquireOne(ctx, key, "owner", benchTTL); !ok || err != nil {
+			var into [1]Grant
+			if g, _, err := e.Acquire(ctx, req, into[:0]); g == nil || err != nil {
 				panic("acquire failed")
 			}
 			if ok, err := e.Release(ctx, key, "owner"); !ok || err != nil {
