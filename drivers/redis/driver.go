@@ -76,6 +76,14 @@ func Open(ctx context.Context, cfg Config) (*Driver, error) {
 	// Nor does it retry a refused dial (go-redis tries five times, 100 ms
 	// apart): a refresh racing its lock's TTL needs the answer now.
 	opts.DialerRetries = 1
+	// RESP2 unless the URL asks for a protocol: the driver reads no push
+	// messages on its command connections (its subscription has a
+	// connection of its own), and on RESP3 go-redis looks for them on the
+	// socket before every command, a system call each, a sixth of the
+	// client's time a contended cycle.
+	if !hasQueryOption(cfg.URL, "protocol") {
+		opts.Protocol = 2
+	}
 	client := goredis.NewClient(opts)
 	if err := client.Ping(ctx).Err(); err != nil {
 		_ = client.Close()
