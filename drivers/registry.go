@@ -21,6 +21,9 @@ type OpenOptions struct {
 	// RedisURL is the server URL of the "redis" driver. It may hold a
 	// password: never print it.
 	RedisURL string
+	// PostgresURL is the connection string of the "postgres" driver. It
+	// may hold a password: never print it.
+	PostgresURL string
 	// Cluster configures the "cluster" driver.
 	Cluster ClusterOptions
 	// Logger receives the driver's logs; nil discards them (lock.Open
@@ -68,10 +71,11 @@ func (e *NotLinkedError) Is(target error) bool { return target == ErrNotLinked |
 // imports, so that one using the memory driver does not carry SQLite,
 // Redis or the cluster client.
 var packages = map[string]string{
-	"memory":  "github.com/zerotal/lock/drivers/memory",
-	"sqlite":  "github.com/zerotal/lock/drivers/sqlite",
-	"redis":   "github.com/zerotal/lock/drivers/redis",
-	"cluster": "github.com/zerotal/lock/drivers/cluster",
+	"memory":   "github.com/zerotal/lock/drivers/memory",
+	"sqlite":   "github.com/zerotal/lock/drivers/sqlite",
+	"redis":    "github.com/zerotal/lock/drivers/redis",
+	"postgres": "github.com/zerotal/lock/drivers/postgres",
+	"cluster":  "github.com/zerotal/lock/drivers/cluster",
 }
 
 var (

@@ -14,7 +14,7 @@ import (
 // is known but not linked.
 func TestLookup_NotLinkedNamesTheImport(t *testing.T) {
 	t.Parallel()
-	for _, name := range []string{"memory", "sqlite", "redis", "cluster"} {
+	for _, name := range []string{"memory", "sqlite", "redis", "postgres", "cluster"} {
 		open, err := drivers.Lookup(name)
 		if open != nil {
 			t.Fatalf("Lookup(%q) found an opener in a program that imports no driver", name)
@@ -38,7 +38,7 @@ func TestLookup_UnknownDriverListsTheValidOnes(t *testing.T) {
 		t.Fatalf("Lookup(etcd) = %v, want an *InvalidError that is not ErrNotLinked", err)
 	}
 	// (Other tests may register more names, sorted after these.)
-	if want := `lock: invalid Driver: unknown driver "etcd"; valid drivers: cluster, memory, redis, sqlite`; !strings.HasPrefix(err.Error(), want) {
+	if want := `lock: invalid Driver: unknown driver "etcd"; valid drivers: cluster, memory, postgres, redis, sqlite`; !strings.HasPrefix(err.Error(), want) {
 		t.Errorf("Lookup(etcd) = %q, want it to start with %q", err, want)
 	}
 }

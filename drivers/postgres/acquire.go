@@ -1,0 +1,355 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/zerotal/lock/drivers"
+)
+
+// Acquire serves every drivers.Request with one data model (state.go)
+// and one protocol: a step is one transaction over the request's keys,
+// under their locks, that lets the head of each queue in while it fits,
+// then refreshes what owner holds and takes what it can, all keys or
+// none, or, for a wait, queues a place on each busy key.
+func (d *Driver) Acquire(ctx context.Context, req drivers.Request) (drivers.Grant, error) {
+	if req.Claim != (drivers.Claim{}) {
+		if err := req.Claim.CheckShared(); err != nil {
+			return drivers.Grant{}, err
+		}
+	}
+	if req.Wait {
+		return d.wait(ctx, req)
+	}
+	w := newWaitState(req)
+	out, err := d.step(ctx, w, false)
+	if err != nil {
+		return drivers.Grant{}, d.cleanUp(ctx, w, err)
+	}
+	if out.done {
+		return drivers.Grant{Acquired: true, Fences: out.fences}, nil
+	}
+	return drivers.Grant{Busy: out.busy}, nil
+}
+
+// waitState is what a wait (or a set's acquire) knows of its keys between
+// its steps.
+type waitState struct {
+	req     drivers.Request
+	started bool            // a step has run
+	before  map[string]bool // keys owner held when the wait began: refreshed, never let go
+	took    map[string]bool // keys this wait has held since: losing one breaks it
+	taking  []string        // keys the last step's commit takes anew
+}
+
+func newWaitState(req drivers.Request) *waitState {
+	return &waitState{req: req, before: map[string]bool{}, took: map[string]bool{}}
+}
+
+// stepOutcome is what one step found and did.
+type stepOutcome struct {
+	done   bool
+	fences []uint64 // by key, when done
+	busy   drivers.Busy
+	wake   time.Duration // until the earliest deadline or lease of the others
+}
+
+// step runs one atomic step of w's request (see Acquire): with queue, a
+// place on each busy key, the free ones taken and held for a place's
+// lease until the last one comes; then every key starts its TTL.
+func (d *Driver) step(ctx context.Context, w *waitState, queue bool) (stepOutcome, error) {
+	req := w.req
+	n := len(req.Keys)
+	var out stepOutcome
+	var held, kept []bool
+	var refs []*uint64
+	err := d.inTx(ctx, "acquire", req.Keys, func(t *txn) error {
+		out = stepOutcome{fences: make([]uint64, n)}
+		held, kept, refs = make([]bool, n), make([]bool, n), make([]*uint64, n)
+		take := make([]bool, n)
+		t.sweep()
+		var next int64
+		for i, k := range req.Keys {
+			s := t.state(k)
+			t.admit(k)
+			if err := s.refusal(k, req.Owner, req.Claim); err != nil {
+				return &errRollback{err}
+			}
+			if at := s.nextChange(req.Owner); at > 0 && (next == 0 || at < next) {
+				next = at
+			}
+			switch g := find(s.grants, req.Owner); {
+			case g >= 0:
+				refs[i], held[i], kept[i] = fenceRef(s.grants[g]), true, true
+			case w.took[k]: // force released, or lapsed while this process stalled
+				return &errRollback{&drivers.NotAcquiredError{Key: k}}
+			case len(s.places) == 0 && fits(s.grants, req.Claim):
+				take[i] = true
+			case out.busy.Key == "":
+				out.busy = drivers.Busy{Key: k, HeldBy: s.inTheWay(req.Claim, t.nowUS)}
+			}
+		}
+		if next > 0 {
+			out.wake = time.Duration(next-t.nowUS) * time.Microsecond
+		}
+		out.done = out.busy.Key == ""
+		if !out.done && !queue {
+			return nil // the admissions, if any, are written all the same
+		}
+		// A key a set holds while it waits for the others lives a place's
+		// lease, kept by the waiter's visits, so that it goes with a
+		// waiter that died; the place's grant, when a release lets it in,
+		// too.
+		lease := t.nowUS + waiterLease.Microseconds()
+		hold, placeTTL := t.nowUS+max(req.TTL.Microseconds(), 1), max(req.TTL.Microseconds(), 1)
+		if !out.done {
+			hold = lease
+		}
+		if n > 1 {
+			placeTTL = waiterLease.Microseconds()
+		}
+		kind, lim, excl := claimArgs(req.Claim)
+		w.taking = w.taking[:0]
+		for i, k := range req.Keys {
+			switch {
+			case take[i]:
+				w.taking = append(w.taking, k)
+				refs[i], held[i] = t.grant(k, req.Owner, hold, req.Claim), true
+			case held[i]:
+				t.queue(holdSQL, k, req.Owner, hold, !out.done)
+			default:
+				t.queue(enqueueSQL, k, req.Owner, kind, lim, excl, lease, placeTTL)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return out, err
+	}
+	for i, k := range req.Keys {
+		if refs[i] != nil {
+			out.fences[i] = *refs[i]
+		}
+		if !w.started && kept[i] {
+			w.before[k] = true
+		}
+		if held[i] && !w.before[k] {
+			w.took[k] = true
+		}
+	}
+	w.started = true
+	if !out.done {
+		out.fences = nil
+	}
+	return out, nil
+}
+
+func fenceRef(r row) *uint64 {
+	if r.pending != nil {
+		return r.pending
+	}
+	f := r.fence
+	return &f
+}
+
+// wait serves a Request with Wait: a step takes what is free and queues a
+// place on each busy key; a release wakes the key's waiters (pushed by
+// LISTEN/NOTIFY when a connection listens, or found at the next poll), and
+// the waiter looks at its keys without a lock. It writes again only when
+// its turn has come and nobody let it in, when its place is gone, or to
+// keep its place alive, a third of a lease after its last visit.
+func (d *Driver) wait(ctx context.Context, req drivers.Request) (drivers.Grant, error) {
+	if err := d.enter(ctx, "acquire wait"); err != nil {
+		return drivers.Grant{}, err
+	}
+	wake := d.hub.subscribe(req.Keys)
+	defer d.hub.unsubscribe(req.Keys, wake)
+	w := newWaitState(req)
+	var out stepOutcome
+	var visited time.Time
+	for write := true; ; {
+		if write {
+			var err error
+			out, err = d.step(ctx, w, true)
+			visited = time.Now()
+			if err != nil {
+				return drivers.Grant{}, d.leave(ctx, w, err)
+			}
+			if out.done {
+				return drivers.Grant{Acquired: true, Fences: out.fences}, nil
+			}
+		}
+		pause := min(waiterLease/3-time.Since(visited), d.pollInterval(req))
+		if out.wake > 0 {
+			pause = min(pause, out.wake)
+		}
+		t := time.NewTimer(max(pause, time.Millisecond))
+		select {
+		case <-t.C:
+		case <-wake:
+		case <-ctx.Done():
+			t.Stop()
+			err := fmt.Errorf("postgres: acquire wait: %w", ctx.Err())
+			if out.busy.Key != "" {
+				err = drivers.HeldByWhenEnded(err, out.busy.Key, out.busy.HeldBy)
+			}
+			return drivers.Grant{}, d.leave(ctx, w, err)
+		case <-d.done:
+			t.Stop()
+			return drivers.Grant{}, drivers.ErrClosed
+		}
+		t.Stop()
+		l, err := d.look(ctx, w)
+		if err != nil {
+			return drivers.Grant{}, d.leave(ctx, w, err)
+		}
+		if l.done && len(req.Keys) == 1 {
+			return drivers.Grant{Acquired: true, Fences: l.fences}, nil
+		}
+		if l.busy.Key != "" {
+			out.busy = l.busy
+		}
+		out.wake = l.wake
+		write = l.done || l.act || time.Since(visited) >= waiterLease/3
+	}
+}
+
+// pollInterval is the longest pause of a waiter between two looks.
+func (d *Driver) pollInterval(req drivers.Request) time.Duration {
+	if d.hub.listening.Load() {
+		return waiterLease / 6
+	}
+	if req.RetryDelay > 0 {
+		return min(req.RetryDelay, d.cfg.PollInterval)
+	}
+	return d.cfg.PollInterval
+}
+
+// lookOutcome is what a waiter read of its keys.
+type lookOutcome struct {
+	done   bool     // every key held
+	fences []uint64 // by key, when done
+	act    bool     // a step may change something: write one
+	busy   drivers.Busy
+	wake   time.Duration
+}
+
+// look reads w's keys without their locks: whether owner holds them all
+// (let in by a release), and whether a step would change anything (its
+// place is gone, or it is let in once someone writes).
+func (d *Driver) look(ctx context.Context, w *waitState) (lookOutcome, error) {
+	req := w.req
+	l := lookOutcome{fences: make([]uint64, len(req.Keys)), done: true}
+	t, err := d.read(ctx, "acquire wait", req.Keys)
+	if err != nil {
+		return l, err
+	}
+	var next int64
+	for i, k := range req.Keys {
+		s := t.state(k)
+		if at := s.nextChange(req.Owner); at > 0 && (next == 0 || at < next) {
+			next = at
+		}
+		if g := find(s.grants, req.Owner); g >= 0 {
+			l.fences[i] = s.grants[g].fence
+			continue
+		}
+		l.done = false
+		if p := find(s.places, req.Owner); p < 0 || p < s.admitted() {
+			l.act = true
+		}
+		if l.busy.Key == "" {
+			l.busy = drivers.Busy{Key: k, HeldBy: s.inTheWay(req.Claim, t.nowUS)}
+		}
+	}
+	if next > 0 {
+		l.wake = time.Duration(next-t.nowUS) * time.Microsecond
+	}
+	return l, nil
+}
+
+// read reads the state of keys and the database's now, without locks, in
+// one round trip.
+func (d *Driver) read(ctx context.Context, op string, keys []string) (*txn, error) {
+	if err := d.enter(ctx, op); err != nil {
+		return nil, err
+	}
+	t := &txn{keys: keys, states: map[string]*keyState{}}
+	for _, k := range keys {
+		t.states[k] = &keyState{}
+	}
+	var b pgx.Batch
+	b.Queue(nowSQL).QueryRow(func(r pgx.Row) error { return r.Scan(&t.nowUS) })
+	b.Queue(stateSQL, keys).Query(func(rows pgx.Rows) error { return scanState(rows, t) })
+	if err := d.pool.SendBatch(ctx, &b).Close(); err != nil {
+		return nil, d.failed(ctx, op, err, false)
+	}
+	return t, nil
+}
+
+// leave ends a wait that returns cause: when ctx ended, or a key it had
+// taken was lost, its places are given up, what it took is let go and a
+// key held before it refreshed, and the waiters behind are let in, in one
+// transaction with a fresh bounded context. After a failure of the
+// database the places lapse on their own.
+func (d *Driver) leave(ctx context.Context, w *waitState, cause error) error {
+	var broken *drivers.NotAcquiredError
+	if d.closed.Load() || ctx.Err() == nil && !errors.As(cause, &broken) {
+		return cause
+	}
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), abortTimeout)
+	defer cancel()
+	req := w.req
+	_ = d.inTx(rctx, "leave queue", req.Keys, func(t *txn) error {
+		t.sweep()
+		for _, k := range req.Keys {
+			s := t.state(k)
+			if p := find(s.places, req.Owner); p >= 0 {
+				t.queue(dequeueSQL, k, req.Owner)
+				s.places = append(s.places[:p], s.places[p+1:]...)
+			}
+			if g := find(s.grants, req.Owner); g >= 0 {
+				if w.before[k] {
+					t.queue(holdSQL, k, req.Owner, t.nowUS+max(req.TTL.Microseconds(), 1), false)
+				} else {
+					t.queue(dropSQL, k, req.Owner)
+					s.grants = append(s.grants[:g], s.grants[g+1:]...)
+				}
+			}
+			t.admit(k)
+		}
+		return nil
+	})
+	return cause
+}
+
+// cleanUp undoes what an acquire without Wait may have taken when its
+// commit got no answer (ErrOutcomeUnknown), before it returns, so that
+// nothing is held that the caller was not told of: the keys the step
+// would have newly taken are let go, by owner; those owner held before
+// are kept. A later call of the same owner may have taken them since when
+// the owner is reused, and then the grants are left to their TTL. After
+// a failure of the database they run out on their own.
+func (d *Driver) cleanUp(ctx context.Context, w *waitState, cause error) error {
+	if !errors.Is(cause, drivers.ErrOutcomeUnknown) || w.req.OwnerReused || len(w.taking) == 0 || d.closed.Load() {
+		return cause
+	}
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), abortTimeout)
+	defer cancel()
+	_ = d.inTx(rctx, "acquire clean-up", w.taking, func(t *txn) error {
+		for _, k := range w.taking {
+			s := t.state(k)
+			if g := find(s.grants, w.req.Owner); g >= 0 {
+				t.queue(dropSQL, k, w.req.Owner)
+				s.grants = append(s.grants[:g], s.grants[g+1:]...)
+				t.admit(k)
+			}
+		}
+		return nil
+	})
+	return cause
+}

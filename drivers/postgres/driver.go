@@ -1,0 +1,205 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/zerotal/lock/drivers"
+)
+
+// Importing the package registers the "postgres" driver of lock.Open.
+func init() {
+	drivers.Register("postgres", func(ctx context.Context, o drivers.OpenOptions) (drivers.Driver, error) {
+		return Open(ctx, Config{URL: o.PostgresURL, Logger: o.Logger})
+	})
+}
+
+// Driver is a lock backend on a PostgreSQL database. It is safe for
+// concurrent use; every process that opens the same database shares its
+// locks.
+type Driver struct {
+	cfg    Config
+	pool   *pgxpool.Pool
+	hub    hub
+	done   chan struct{}
+	closed atomic.Bool
+	stop   context.CancelFunc // the listener's
+	wg     sync.WaitGroup
+	once   sync.Once
+}
+
+var (
+	_ drivers.Driver    = (*Driver)(nil)
+	_ drivers.Extender  = (*Driver)(nil)
+	_ drivers.Inspector = (*Driver)(nil)
+)
+
+// Open connects to cfg.URL, checks that the server answers, creates the
+// lock schema on first use (or upgrades it) and starts listening for
+// releases. It refuses a schema newer than it knows (ErrSchemaTooNew).
+func Open(ctx context.Context, cfg Config) (*Driver, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if cfg.PollInterval == 0 {
+		cfg.PollInterval = DefaultPollInterval
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	pc, err := pgxpool.ParseConfig(cfg.URL)
+	if err != nil {
+		return nil, &drivers.InvalidError{Field: "postgres URL", Reason: "cannot be parsed (its text is not repeated here: it may hold a password)"}
+	}
+	// No prepared statement outlives its exchange, so that a pooler in
+	// transaction mode may route every one.
+	pc.ConnConfig.DefaultQueryExecMode = pgx.QueryExecModeExec
+	if cfg.MaxConns > 0 {
+		pc.MaxConns = cfg.MaxConns
+	}
+	pool, err := pgxpool.NewWithConfig(ctx, pc)
+	if err != nil {
+		return nil, drivers.Unavailable("postgres: open", err)
+	}
+	d := &Driver{cfg: cfg, pool: pool, done: make(chan struct{})}
+	d.hub.init()
+	if err := d.setUp(ctx); err != nil {
+		pool.Close()
+		return nil, err
+	}
+	if !cfg.NoListen {
+		lctx, stop := context.WithCancel(context.Background())
+		d.stop = stop
+		d.wg.Go(func() { d.listen(lctx) })
+	}
+	return d, nil
+}
+
+// setUp creates or upgrades the schema on one connection of the pool.
+func (d *Driver) setUp(ctx context.Context) error {
+	conn, err := d.pool.Acquire(ctx)
+	if err != nil {
+		return d.failed(ctx, "open", err, false)
+	}
+	defer conn.Release()
+	if err := migrate(ctx, conn.Conn()); err != nil {
+		if errors.Is(err, ErrSchemaTooNew) {
+			return err
+		}
+		return d.failed(ctx, "open: lock schema", err, false)
+	}
+	return nil
+}
+
+// Close stops listening and closes the pool. It is idempotent.
+func (d *Driver) Close() error {
+	d.once.Do(func() {
+		d.closed.Store(true)
+		close(d.done)
+		if d.stop != nil {
+			d.stop()
+		}
+		d.wg.Wait()
+		d.pool.Close()
+	})
+	return nil
+}
+
+// enter refuses a call on a closed handle or with an ended context.
+func (d *Driver) enter(ctx context.Context, op string) error {
+	if d.closed.Load() {
+		return drivers.ErrClosed
+	}
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("postgres: %s: %w", op, err)
+	}
+	return nil
+}
+
+// Capabilities: every claim, sets, and waits for one key or a set, all
+// first come, first served across every process on the database.
+func (d *Driver) Capabilities() drivers.Capabilities {
+	return drivers.Capabilities{Wait: true, Shared: true, Sets: true, SetWait: true}
+}
+
+// oneShot runs one statement that changes key in a transaction of its
+// own, under key's lock, in one round trip; read sets how its answer is
+// read.
+func (d *Driver) oneShot(ctx context.Context, op, key, sql string, args []any, read func(q *pgx.QueuedQuery)) error {
+	if err := d.enter(ctx, op); err != nil {
+		return err
+	}
+	conn, err := d.pool.Acquire(ctx)
+	if err != nil {
+		return d.failed(ctx, op, err, false)
+	}
+	defer conn.Release()
+	var b pgx.Batch
+	b.Queue("BEGIN")
+	b.Queue(lockSQL, []string{key})
+	read(b.Queue(sql, args...))
+	b.Queue("COMMIT")
+	if err := conn.SendBatch(ctx, &b).Close(); err != nil {
+		abort(ctx, conn)
+		return d.failed(ctx, op, err, true)
+	}
+	return nil
+}
+
+// Release deletes owner's grant of key. It reports false when the grant
+// had lapsed or owner holds none; the key's waiters are woken, and the
+// first of them lets itself in.
+func (d *Driver) Release(ctx context.Context, key, owner string) (bool, error) {
+	var live bool
+	var woke int64
+	err := d.oneShot(ctx, "release", key, releaseSQL, []any{key, owner}, func(q *pgx.QueuedQuery) {
+		q.QueryRow(func(r pgx.Row) error { return r.Scan(&live, &woke) })
+	})
+	if err == nil && woke > 0 {
+		d.hub.wake(key) // this handle's waiters, without the round trip
+	}
+	return live, err
+}
+
+// ForceRelease deletes every grant of key, whoever holds it.
+func (d *Driver) ForceRelease(ctx context.Context, key string) error {
+	var n, woke int64
+	err := d.oneShot(ctx, "force release", key, forceSQL, []any{key}, func(q *pgx.QueuedQuery) {
+		q.QueryRow(func(r pgx.Row) error { return r.Scan(&n, &woke) })
+	})
+	if err == nil && woke > 0 {
+		d.hub.wake(key)
+	}
+	return err
+}
+
+// Extend sets the deadline of owner's live grant of key to ttl from the
+// database's now; it never grants anew.
+func (d *Driver) Extend(ctx context.Context, key, owner string, ttl time.Duration) (bool, error) {
+	var n int64
+	err := d.oneShot(ctx, "extend", key, extendSQL, []any{key, owner, max(ttl.Microseconds(), 1)}, func(q *pgx.QueuedQuery) {
+		q.Exec(func(tag pgconn.CommandTag) error { n = tag.RowsAffected(); return nil })
+	})
+	return n > 0, err
+}
+
+// Exists reports whether key has a live grant.
+func (d *Driver) Exists(ctx context.Context, key string) (bool, error) {
+	if err := d.enter(ctx, "exists"); err != nil {
+		return false, err
+	}
+	var ok bool
+	if err := d.pool.QueryRow(ctx, existsSQL, key).Scan(&ok); err != nil {
+		return false, d.failed(ctx, "exists", err, false)
+	}
+	return ok, nil
+}
