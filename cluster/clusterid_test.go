@@ -12,47 +12,46 @@ import (
 	"github.com/zerotal/lock/api"
 )
 
-// A node configured for another cluster is refused at join, with both IDs
-// named, at once rather than after retrying until its deadline.
-func TestClusterID_JoinOfAnotherClusterIsRefused(t *testing.T) {
-	nodes := startCluster(t, 1, func(c *Config) { c.ClusterID = "prod-locks" })
+// joinRefused starts a one-node cluster configured by mod and a second
+// node configured by joinMod that joins it, which must fail: it returns
+// the first node, the time the refusal took and the join's error.
+func joinRefused(t *testing.T, mod, joinMod func(*Config)) (*Node, time.Duration, error) {
+	t.Helper()
+	nodes := startCluster(t, 1, mod)
 	cfg := testConfig(t, "n2")
 	cfg.Join, cfg.BootstrapSelf = nodes[0].HTTPAddr(), false
-	cfg.ClusterID = "staging-locks"
+	joinMod(&cfg)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	start := time.Now()
 	n, err := NewNode(ctx, cfg)
 	if err == nil {
 		shutdown(t, n)
-		t.Fatal("a node of another cluster joined")
+		t.Fatal("the node joined")
 	}
+	return nodes[0], time.Since(start), err
+}
+
+// A node configured for another cluster is refused at join, with both IDs
+// named, at once rather than after retrying until its deadline.
+func TestClusterID_JoinOfAnotherClusterIsRefused(t *testing.T) {
+	n, took, err := joinRefused(t, func(c *Config) { c.ClusterID = "prod-locks" }, func(c *Config) { c.ClusterID = "staging-locks" })
 	for _, want := range []string{`"prod-locks"`, `"staging-locks"`} {
 		if !strings.Contains(err.Error(), want) {
 			t.Fatalf("join error %q does not name %s", err, want)
 		}
 	}
-	if took := time.Since(start); took > 10*time.Second {
+	if took > 10*time.Second {
 		t.Fatalf("the refusal took %s: it was retried", took)
 	}
-	if peers := nodes[0].raft.GetConfiguration().Configuration().Servers; len(peers) != 1 {
+	if peers := n.raft.GetConfiguration().Configuration().Servers; len(peers) != 1 {
 		t.Fatalf("the cluster has %d servers after a refused join", len(peers))
 	}
 }
 
 // A join with a wrong token is refused (401) and not retried.
 func TestClusterID_JoinWithWrongTokenIsRefused(t *testing.T) {
-	nodes := startCluster(t, 1, func(c *Config) { c.Token = "right-token-0123456789" })
-	cfg := testConfig(t, "n2")
-	cfg.Join, cfg.BootstrapSelf = nodes[0].HTTPAddr(), false
-	cfg.Token = "wrong-token-0123456789"
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	n, err := NewNode(ctx, cfg)
-	if err == nil {
-		shutdown(t, n)
-		t.Fatal("a node with a wrong token joined")
-	}
+	_, _, err := joinRefused(t, func(c *Config) { c.Token = "right-token-0123456789" }, func(c *Config) { c.Token = "wrong-token-0123456789" })
 	if !strings.Contains(err.Error(), "401") || errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("join error %q: want a 401 refusal before the deadline", err)
 	}

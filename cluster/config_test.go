@@ -155,16 +155,7 @@ func testRestartFromDiskKeepsLocksAndFences(t *testing.T, raftLog string) {
 // A cluster bootstrapped with every peer (what `lockcluster dev` does)
 // elects a leader, and followers learn its HTTP address from the log.
 func TestNode_BootstrapWithPeersFormsCluster(t *testing.T) {
-	var peers []Peer
-	for _, id := range []string{"n1", "n2", "n3"} {
-		peers = append(peers, Peer{ID: id, RaftAddr: loopback.MustFreeAddr(t), HTTPAddr: loopback.MustFreeAddr(t)})
-	}
-	var nodes []*Node
-	for _, p := range peers {
-		cfg := testConfig(t, p.ID)
-		cfg.RaftAddr, cfg.HTTPAddr, cfg.Bootstrap, cfg.BootstrapSelf = p.RaftAddr, p.HTTPAddr, peers, false
-		nodes = append(nodes, startNode(t, cfg))
-	}
+	peers, nodes := startBootstrapped(t, nil)
 	leader := waitLeader(t, nodes)
 	c := newClient(t)
 	for _, n := range followers(nodes, leader) {

@@ -17,6 +17,7 @@ import (
 
 	"go.uber.org/goleak"
 
+	"github.com/zerotal/lock/internal/loopback"
 	"github.com/zerotal/lock/internal/testkit/poll"
 )
 
@@ -117,6 +118,26 @@ func startCluster(t testing.TB, size int, mod func(*Config)) []*Node {
 	}
 	waitLeader(t, nodes)
 	return nodes
+}
+
+// startBootstrapped starts n1..n3 bootstrapped with all three as peers
+// (what `lockcluster dev` does), each config changed by mod (nil: none).
+func startBootstrapped(t testing.TB, mod func(*Config)) ([]Peer, []*Node) {
+	t.Helper()
+	var peers []Peer
+	for _, id := range []string{"n1", "n2", "n3"} {
+		peers = append(peers, Peer{ID: id, RaftAddr: loopback.MustFreeAddr(t), HTTPAddr: loopback.MustFreeAddr(t)})
+	}
+	var nodes []*Node
+	for _, p := range peers {
+		cfg := testConfig(t, p.ID)
+		cfg.RaftAddr, cfg.HTTPAddr, cfg.Bootstrap, cfg.BootstrapSelf = p.RaftAddr, p.HTTPAddr, peers, false
+		if mod != nil {
+			mod(&cfg)
+		}
+		nodes = append(nodes, startNode(t, cfg))
+	}
+	return peers, nodes
 }
 
 // waitLeader waits until one of nodes is the ready leader and every other

@@ -14,7 +14,6 @@ import (
 	"github.com/zerotal/lock/engine"
 	"github.com/zerotal/lock/fsm"
 	"github.com/zerotal/lock/internal/logbridge"
-	"github.com/zerotal/lock/internal/loopback"
 	"github.com/zerotal/lock/internal/testkit/syncbuf"
 )
 
@@ -152,16 +151,9 @@ func TestRaftAuth_OutsiderCannotWriteTheLog(t *testing.T) {
 func TestRaftAuth_WrongSecretCannotJoinTheCluster(t *testing.T) {
 	const right, wrong = "right-raft-secret-0123456789", "wrong-raft-secret-0123456789"
 	logs := &syncbuf.Buffer{}
-	var peers []Peer
-	for _, id := range []string{"n1", "n2", "n3"} {
-		peers = append(peers, Peer{ID: id, RaftAddr: loopback.MustFreeAddr(t), HTTPAddr: loopback.MustFreeAddr(t)})
-	}
-	var nodes []*Node
-	for _, p := range peers {
-		cfg := testConfig(t, p.ID)
-		cfg.RaftAddr, cfg.HTTPAddr, cfg.Bootstrap, cfg.BootstrapSelf = p.RaftAddr, p.HTTPAddr, peers, false
+	_, nodes := startBootstrapped(t, func(cfg *Config) {
 		cfg.RaftSecret = right
-		if p.ID == "n3" {
+		if cfg.ID == "n3" {
 			cfg.RaftSecret = wrong
 		} else {
 			// n1 and n2 tolerate a long silence, so that a loaded machine
@@ -170,9 +162,8 @@ func TestRaftAuth_WrongSecretCannotJoinTheCluster(t *testing.T) {
 			// short timeouts and runs many elections in it.
 			cfg.ElectionTimeout, cfg.HeartbeatTimeout, cfg.LeaderLeaseTimeout = 5*testElection, 5*testHeartbeat, 5*testLease
 		}
-		cfg.Logger = slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: logbridge.LevelTrace})).With("node", p.ID)
-		nodes = append(nodes, startNode(t, cfg))
-	}
+		cfg.Logger = slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: logbridge.LevelTrace})).With("node", cfg.ID)
+	})
 	n3 := nodes[2]
 	leader := waitLeader(t, nodes[:2])
 	if leader == n3 {

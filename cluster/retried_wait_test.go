@@ -19,20 +19,21 @@ import (
 // cancel-wait is held before it enters raft, so the hand-off, the retry
 // and the cancel commit in the order each test names.
 
-// cancelGate holds every cancel-wait proposal of one (key, owner) until
-// opened, and reports when the first one is held.
-type cancelGate struct {
-	key, owner string
-	held       chan struct{} // closed when a cancel is held
-	open       chan struct{} // closed to let it through
-	once       sync.Once
-	openOnce   sync.Once
+// proposalGate holds every proposal it matches until opened, and reports
+// when the first one is held.
+type proposalGate struct {
+	what     string
+	held     chan struct{} // closed when a proposal is held
+	open     chan struct{} // closed to let it through
+	once     sync.Once
+	openOnce sync.Once
 }
 
-func holdCancels(t *testing.T, n *Node, key, owner string) *cancelGate {
-	g := &cancelGate{key: key, owner: owner, held: make(chan struct{}), open: make(chan struct{})}
+// holdProposals holds n's proposals of entries that match, named what.
+func holdProposals(t *testing.T, n *Node, what string, match func(fsm.Entry) bool) *proposalGate {
+	g := &proposalGate{what: what, held: make(chan struct{}), open: make(chan struct{})}
 	hook := func(e fsm.Entry) error {
-		if e.Op == engine.OpCancelWait && e.Key == key && e.Owner == owner {
+		if match(e) {
 			g.once.Do(func() { close(g.held) })
 			<-g.open
 		}
@@ -43,77 +44,95 @@ func holdCancels(t *testing.T, n *Node, key, owner string) *cancelGate {
 	return g
 }
 
-func (g *cancelGate) waitHeld(t *testing.T) {
+func (g *proposalGate) waitHeld(t *testing.T) {
 	t.Helper()
 	select {
 	case <-g.held:
 	case <-time.After(10 * time.Second):
-		t.Fatalf("no cancel-wait of %s/%s was proposed", g.key, g.owner)
+		t.Fatalf("no %s was proposed", g.what)
 	}
 }
 
-func (g *cancelGate) release() { g.openOnce.Do(func() { close(g.open) }) }
+func (g *proposalGate) release() { g.openOnce.Do(func() { close(g.open) }) }
 
-// startAbandonedWait has "a" hold key and owner "b" wait for it with a
-// short wait_ms, and returns once b's wait has timed out and its
-// cancel-wait is held. The abandoned request's reply arrives on the
-// returned channel once the cancel is let through.
-func startAbandonedWait(t *testing.T, n *Node, c *apiClient, key string) (*cancelGate, chan reply) {
-	t.Helper()
-	addr := n.HTTPAddr()
-	mustStatus(t, c.acquire(addr, key, "a", time.Minute, 0), http.StatusOK, "acquire by a")
-	gate := holdCancels(t, n, key, "b")
-	first := make(chan reply, 1)
-	go func() { first <- c.acquire(addr, key, "b", time.Minute, 300*time.Millisecond) }()
-	gate.waitHeld(t)
-	return gate, first
+// abandonedWait is a one-node cluster where "a" holds "k" and owner "b"
+// waited for it with a short wait_ms that timed out, its cancel-wait held
+// by gate. The abandoned request's reply arrives on first once the cancel
+// is let through.
+type abandonedWait struct {
+	n     *Node
+	c     *apiClient
+	addr  string
+	gate  *proposalGate
+	first chan reply
 }
 
-// liveRequests is how many requests of (key, owner) the leader serves.
+func startAbandonedWait(t *testing.T) *abandonedWait {
+	t.Helper()
+	n := startCluster(t, 1, nil)[0]
+	w := &abandonedWait{n: n, c: newClient(t), addr: n.HTTPAddr(), first: make(chan reply, 1)}
+	mustStatus(t, w.c.acquire(w.addr, "k", "a", time.Minute, 0), http.StatusOK, "acquire by a")
+	w.gate = holdProposals(t, n, "cancel-wait of k/b", func(e fsm.Entry) bool {
+		return e.Op == engine.OpCancelWait && e.Key == "k" && e.Owner == "b"
+	})
+	go func() { w.first <- w.c.acquire(w.addr, "k", "b", time.Minute, 300*time.Millisecond) }()
+	w.gate.waitHeld(t)
+	return w
+}
+
+// retry sends b's acquire again, waiting up to wait; the answer arrives
+// on the channel.
+func (w *abandonedWait) retry(wait time.Duration) chan reply {
+	retry := make(chan reply, 1)
+	go func() { retry <- w.c.acquire(w.addr, "k", "b", time.Minute, wait) }()
+	return retry
+}
+
+// waitRetryServed waits until the leader serves both of b's requests.
+func (w *abandonedWait) waitRetryServed(t *testing.T) {
+	t.Helper()
+	waitFor(t, 5*time.Second, "the retry to be served", func() bool { return liveCount(w.n, "k", "b") == 2 })
+}
+
+// liveCount is how many requests of (key, owner) the leader serves.
 func liveCount(n *Node, key, owner string) int {
 	live, _ := n.waits.Live(key, owner)
 	return live
+}
+
+// mustRelease releases owner's grant of key, which it must hold.
+func mustRelease(t *testing.T, c *apiClient, addr, key, owner string) {
+	t.Helper()
+	if rel := c.release(addr, key, owner); !rel.flag("released") {
+		t.Fatalf("release by %s = %s", owner, rel.Raw)
+	}
 }
 
 // Order 1: the retry waits, the hand-off commits, then the abandoned
 // request's cancel (which finds nothing to cancel). The retry answers
 // 200, so owner b must hold the key afterwards.
 func TestCluster_RetriedWait_HandoffBeforeCancel_RetryWaiting(t *testing.T) {
-	n := startCluster(t, 1, nil)[0]
-	c := newClient(t)
-	addr := n.HTTPAddr()
-	gate, first := startAbandonedWait(t, n, c, "k")
-
-	retry := make(chan reply, 1)
-	go func() { retry <- c.acquire(addr, "k", "b", time.Minute, 20*time.Second) }()
-	waitFor(t, 5*time.Second, "the retry to be served", func() bool { return liveCount(n, "k", "b") == 2 })
-	if rel := c.release(addr, "k", "a"); !rel.flag("released") {
-		t.Fatalf("release by a = %s", rel.Raw)
-	}
-	waitFor(t, 5*time.Second, "the hand-off to b", func() bool { return c.get(addr, "k").str("owner") == "b" })
-	gate.release()
+	w := startAbandonedWait(t)
+	retry := w.retry(20 * time.Second)
+	w.waitRetryServed(t)
+	mustRelease(t, w.c, w.addr, "k", "a")
+	waitFor(t, 5*time.Second, "the hand-off to b", func() bool { return w.c.get(w.addr, "k").str("owner") == "b" })
+	w.gate.release()
 
 	r := <-retry
 	mustStatus(t, r, http.StatusOK, "retried waiting acquire")
-	<-first
-	assertHeldBy(t, c, addr, "k", "b", r.num("fence"))
+	<-w.first
+	assertHeldBy(t, w.c, w.addr, "k", "b", r.num("fence"))
 }
 
 // Order 2: the hand-off commits, then the retry arrives (b is no longer
 // a waiter, so the retry refreshes b's grant), then the abandoned
 // request's cancel.
 func TestCluster_RetriedWait_HandoffBeforeRetry(t *testing.T) {
-	n := startCluster(t, 1, nil)[0]
-	c := newClient(t)
-	addr := n.HTTPAddr()
-	gate, first := startAbandonedWait(t, n, c, "k")
-
-	if rel := c.release(addr, "k", "a"); !rel.flag("released") {
-		t.Fatalf("release by a = %s", rel.Raw)
-	}
-	waitFor(t, 5*time.Second, "the hand-off to b", func() bool { return c.get(addr, "k").str("owner") == "b" })
-	retry := make(chan reply, 1)
-	go func() { retry <- c.acquire(addr, "k", "b", time.Minute, 0) }()
+	w := startAbandonedWait(t)
+	mustRelease(t, w.c, w.addr, "k", "a")
+	waitFor(t, 5*time.Second, "the hand-off to b", func() bool { return w.c.get(w.addr, "k").str("owner") == "b" })
+	retry := w.retry(0)
 	// The retry may answer before the cancel commits, or be held until
 	// the abandoned request has settled: either is correct, so wait for
 	// whichever comes first.
@@ -125,43 +144,48 @@ func TestCluster_RetriedWait_HandoffBeforeRetry(t *testing.T) {
 			answered = true
 			return true
 		default:
-			return liveCount(n, "k", "b") == 2
+			return liveCount(w.n, "k", "b") == 2
 		}
 	})
-	gate.release()
+	w.gate.release()
 	if !answered {
 		r = <-retry
 	}
 	mustStatus(t, r, http.StatusOK, "retried acquire")
-	<-first
-	assertHeldBy(t, c, addr, "k", "b", r.num("fence"))
+	<-w.first
+	assertHeldBy(t, w.c, w.addr, "k", "b", r.num("fence"))
 }
 
 // Order 3 (liveness): the cancel commits before the hand-off. The retry
 // must not wait on the queue entry the cancel removed: it queues again
 // and gets the key when a releases.
 func TestCluster_RetriedWait_CancelBeforeHandoff(t *testing.T) {
-	n := startCluster(t, 1, nil)[0]
-	c := newClient(t)
-	addr := n.HTTPAddr()
-	gate, first := startAbandonedWait(t, n, c, "k")
-
-	retry := make(chan reply, 1)
-	go func() { retry <- c.acquire(addr, "k", "b", time.Minute, 8*time.Second) }()
-	waitFor(t, 5*time.Second, "the retry to be served", func() bool { return liveCount(n, "k", "b") == 2 })
-	gate.release()
-	mustStatus(t, <-first, http.StatusConflict, "abandoned wait")
-	waitFor(t, 5*time.Second, "b to be queued again", func() bool { return isWaiter(n, "k", "b") })
+	w := startAbandonedWait(t)
+	retry := w.retry(8 * time.Second)
+	w.waitRetryServed(t)
+	w.gate.release()
+	mustStatus(t, <-w.first, http.StatusConflict, "abandoned wait")
+	waitFor(t, 5*time.Second, "b to be queued again", func() bool { return isWaiter(w.n, "k", "b") })
 	start := time.Now()
-	if rel := c.release(addr, "k", "a"); !rel.flag("released") {
-		t.Fatalf("release by a = %s", rel.Raw)
-	}
+	mustRelease(t, w.c, w.addr, "k", "a")
 	r := <-retry
 	mustStatus(t, r, http.StatusOK, "retried waiting acquire")
 	if took := time.Since(start); took > 3*time.Second {
 		t.Fatalf("the retry got the key %s after the release", took)
 	}
-	assertHeldBy(t, c, addr, "k", "b", r.num("fence"))
+	assertHeldBy(t, w.c, w.addr, "k", "b", r.num("fence"))
+}
+
+// noOrphanWaiter checks that b's queue entry for "k" goes, so that a's
+// release hands the key to nobody.
+func noOrphanWaiter(t *testing.T, n *Node, c *apiClient) {
+	t.Helper()
+	addr := n.HTTPAddr()
+	waitFor(t, 5*time.Second, "b's queue entry to be cancelled", func() bool { return !isWaiter(n, "k", "b") })
+	mustRelease(t, c, addr, "k", "a")
+	if g := c.get(addr, "k"); g.Status != http.StatusNotFound {
+		t.Fatalf("after the release the key is %s; the abandoned waiter was granted it", g.Raw)
+	}
 }
 
 // A cancel-wait that fails for a reason other than a leader change is
@@ -190,13 +214,7 @@ func TestCluster_FailedCancelWaitIsRetried(t *testing.T) {
 	t.Cleanup(func() { n.proposeHook.Store(nil) })
 
 	mustStatus(t, c.acquire(addr, "k", "b", time.Minute, 200*time.Millisecond), http.StatusConflict, "waiting acquire that times out")
-	waitFor(t, 5*time.Second, "b's queue entry to be cancelled", func() bool { return !isWaiter(n, "k", "b") })
-	if rel := c.release(addr, "k", "a"); !rel.flag("released") {
-		t.Fatalf("release by a = %s", rel.Raw)
-	}
-	if g := c.get(addr, "k"); g.Status != http.StatusNotFound {
-		t.Fatalf("after the release the key is %s; the abandoned waiter was granted it", g.Raw)
-	}
+	noOrphanWaiter(t, n, c)
 }
 
 // assertHeldBy checks that owner holds key with fence, and that nobody
@@ -224,18 +242,10 @@ func TestCluster_AbandonedWaitBesideNonWaitingAcquire(t *testing.T) {
 
 	// b's acquire without wait is held before raft while b's wait is
 	// abandoned.
-	held, open := make(chan struct{}), make(chan struct{})
-	var once, openOnce sync.Once
-	hook := func(e fsm.Entry) error {
-		if key, ok := mutexKey(e); ok && !e.Wait && key == "k" && e.Owner == "b" {
-			once.Do(func() { close(held) })
-			<-open
-		}
-		return nil
-	}
-	n.proposeHook.Store(&hook)
-	letGo := func() { openOnce.Do(func() { close(open) }) }
-	t.Cleanup(func() { letGo(); n.proposeHook.Store(nil) })
+	gate := holdProposals(t, n, "acquire without wait by b", func(e fsm.Entry) bool {
+		key, ok := mutexKey(e)
+		return ok && !e.Wait && key == "k" && e.Owner == "b"
+	})
 
 	// The waiting request's client goes away when the test says so.
 	ctx, abandon := context.WithCancel(t.Context())
@@ -253,22 +263,11 @@ func TestCluster_AbandonedWaitBesideNonWaitingAcquire(t *testing.T) {
 
 	now := make(chan reply, 1)
 	go func() { now <- c.acquire(addr, "k", "b", time.Minute, 0) }()
-	select {
-	case <-held:
-	case <-time.After(10 * time.Second):
-		t.Fatal("b's acquire without wait was never proposed")
-	}
+	gate.waitHeld(t)
 	abandon()
 	<-waitDone
 	waitFor(t, 5*time.Second, "the abandoned wait to leave", func() bool { return liveCount(n, "k", "b") == 1 })
-	letGo()
+	gate.release()
 	mustStatus(t, <-now, http.StatusConflict, "acquire without wait")
-
-	waitFor(t, 5*time.Second, "b's queue entry to be cancelled", func() bool { return !isWaiter(n, "k", "b") })
-	if rel := c.release(addr, "k", "a"); !rel.flag("released") {
-		t.Fatalf("release by a = %s", rel.Raw)
-	}
-	if g := c.get(addr, "k"); g.Status != http.StatusNotFound {
-		t.Fatalf("after the release the key is %s; the abandoned waiter was granted it", g.Raw)
-	}
+	noOrphanWaiter(t, n, c)
 }

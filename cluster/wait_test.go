@@ -34,10 +34,7 @@ func TestCluster_WaitersGetLockInFIFOOrder(t *testing.T) {
 	}
 	holder := "a"
 	for _, want := range owners {
-		rel := c.release(fs[0].HTTPAddr(), "q", holder)
-		if !rel.flag("released") {
-			t.Fatalf("release by %s = %s", holder, rel.Raw)
-		}
+		mustRelease(t, c, fs[0].HTTPAddr(), "q", holder)
 		got := <-results
 		if got.owner != want {
 			t.Fatalf("%s got the key, want %s (FIFO)", got.owner, want)
@@ -209,9 +206,7 @@ func TestCluster_RetriedWaitDoesNotCommitAgain(t *testing.T) {
 	if after := n.raft.LastIndex(); after != before {
 		t.Fatalf("the retry committed %d entries, want none", after-before)
 	}
-	if rel := c.release(addr, "k", "a"); !rel.flag("released") {
-		t.Fatalf("release = %s", rel.Raw)
-	}
+	mustRelease(t, c, addr, "k", "a")
 	first, second := <-results, <-results
 	mustStatus(t, first, http.StatusOK, "waiting acquire")
 	mustStatus(t, second, http.StatusOK, "retried waiting acquire")
