@@ -3,7 +3,7 @@ GO      ?= go
 PKGS    := ./...
 export GORACE := halt_on_error=1
 
-.PHONY: all build bin/lockcluster test test-deps bench bench-peers bench-scale fuzz soak lint fmt run clean
+.PHONY: all build bin/lockcluster test test-deps test-ts bench bench-peers bench-scale fuzz soak lint fmt run clean
 
 all: build
 
@@ -17,9 +17,17 @@ bin/lockcluster:
 	$(GO) build -buildvcs=auto -o bin/lockcluster ./cmd/lockcluster
 
 ## test: every test, with the race detector (integration tests start real
-## processes); installs redis-server first when it is missing.
+## processes), then the TypeScript client's; installs redis-server, node and
+## npm first when they are missing.
 test: test-deps
 	$(GO) test -race -count=1 -timeout 20m $(PKGS)
+	@$(MAKE) --no-print-directory test-ts
+
+## test-ts: the TypeScript client (clients/ts): its devDependencies from the
+## lockfile (npm ci), the build, and node --test against real lockcluster
+## processes the tests start on free loopback ports.
+test-ts: bin/lockcluster
+	cd clients/ts && npm ci --prefer-offline --no-audit --no-fund && npm run build && npm test
 
 ## test-deps: install what the tests need beyond Go, when missing (apt-get).
 test-deps:

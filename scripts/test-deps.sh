@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs what `make test` needs beyond Go when it is missing: redis-server
-# (the Redis driver's tests start their own on free loopback ports). Extra
+# (the Redis driver's tests start their own on free loopback ports), node and
+# npm (the TypeScript client's build and tests). Extra
 # arguments name more commands to make sure of, each from the Debian package
 # of the same name (.ci/run passes `make`), or COMMAND:PACKAGE when the
 # package is named otherwise (`make bench-peers` passes etcd:etcd-server).
@@ -11,7 +12,7 @@ set -euo pipefail
 
 missing=()  # packages to install
 commands=() # the commands they bring
-for arg in redis-server openssl "$@"; do
+for arg in redis-server openssl node:nodejs npm "$@"; do
 	cmd=${arg%%:*}
 	pkg=${arg#*:}
 	command -v "$cmd" >/dev/null 2>&1 && continue

@@ -6,8 +6,9 @@
 // the tree is not what the schema gives (the test runs it so).
 import { readFileSync, writeFileSync } from "node:fs";
 
-const schemaURL = new URL("../../../api/schema/v1.json", import.meta.url);
-const outURL = new URL("../src/wire.gen.ts", import.meta.url);
+// WIRE_SCHEMA and WIRE_OUT point elsewhere (the test's altered schema).
+const schemaURL = process.env.WIRE_SCHEMA ?? new URL("../../../api/schema/v1.json", import.meta.url);
+const outURL = process.env.WIRE_OUT ?? new URL("../src/wire.gen.ts", import.meta.url);
 const schema = JSON.parse(readFileSync(schemaURL, "utf8"));
 
 function typeOf(s) {

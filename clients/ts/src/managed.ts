@@ -1,5 +1,6 @@
 import { LockInvalidError, LockNotAcquiredError } from "./errors.js";
 import { newOwner } from "./owner.js";
+import { asyncDispose } from "./platform.js";
 import { sleep } from "./transport.js";
 import type { Claim, LockDriver, LockGrant } from "./types.js";
 import { checkSeconds } from "./validate.js";
@@ -129,13 +130,13 @@ export class ManagedLock implements AsyncDisposable {
   }
 
   /** Releases the lock at the end of an `await using` block. */
-  async [Symbol.asyncDispose](): Promise<void> {
+  async [asyncDispose](): Promise<void> {
     await this.release();
   }
 
   async #take(waitSeconds: number, signal?: AbortSignal): Promise<LockGrant> {
     const { driver, stored, ttl, claim, holder } = this.#s;
-    const owner = newOwner(holder);
+    const owner = await newOwner(holder);
     const sent = Date.now();
     let g: LockGrant;
     if (driver.claim) {

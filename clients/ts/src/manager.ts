@@ -2,6 +2,7 @@ import { configFromEnv, driverOf, type ResolvedLockConfig } from "./config.js";
 import { LockInvalidError, LockLostError } from "./errors.js";
 import { ManagedLock } from "./managed.js";
 import { defaultHolder } from "./owner.js";
+import { anySignal } from "./platform.js";
 import type { Claim, LockDriver } from "./types.js";
 import { checkKeys, checkSeconds } from "./validate.js";
 
@@ -110,7 +111,7 @@ function checkRun(o: TryOptions): void {
  */
 async function run<T>(lock: ManagedLock, cb: LockCallback<T>, o: TryOptions): Promise<T> {
   const ac = new AbortController();
-  const signal = o.signal ? AbortSignal.any([ac.signal, o.signal]) : ac.signal;
+  const signal = o.signal ? anySignal([ac.signal, o.signal]) : ac.signal;
   const ttlMs = lock.ttl * 1000;
   // Abort this long before the estimated end of the lease: a tenth of it,
   // between 20ms and 2s, so that the callback can stop in time.
@@ -119,6 +120,7 @@ async function run<T>(lock: ManagedLock, cb: LockCallback<T>, o: TryOptions): Pr
   let lost: LockLostError | undefined;
   let timer: ReturnType<typeof setTimeout> | undefined;
   let stopped = false;
+  let silent: unknown; // the error of the last refresh, while the backend does not answer
   const lose = (reason: LockLostError["reason"], cause?: unknown) => {
     if (lost) return;
     lost = new LockLostError(lock.key, reason, { cause });
@@ -134,14 +136,16 @@ async function run<T>(lock: ManagedLock, cb: LockCallback<T>, o: TryOptions): Pr
     if (left() <= 0) {
       // Past the point where the lease can be trusted: a refresh now could
       // renew a lock someone else has held meanwhile (a stalled process).
-      return lose(o.refresh ? "unavailable" : "expired");
+      return lose(silent === undefined ? "expired" : "unavailable", silent);
     }
     if (!o.refresh) return arm(left());
     try {
       if (!(await lock.refresh())) return lose("not-held");
+      silent = undefined;
       arm(everyMs);
     } catch (err) {
       // The backend did not answer: try again soon, until the margin.
+      silent = err;
       if (left() <= 0) return lose("unavailable", err);
       arm(Math.min(everyMs, 200));
     }

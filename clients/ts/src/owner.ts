@@ -1,6 +1,8 @@
+import { randomToken } from "./platform.js";
+
 /** A new owner: a random 32-hex-digit token and, after a colon, what the holder says of itself (shown to others in LockNotAcquiredError.holder, never the token). */
-export function newOwner(holder: string): string {
-  return crypto.randomUUID().replaceAll("-", "") + ":" + holder;
+export async function newOwner(holder: string): Promise<string> {
+  return (await randomToken()) + ":" + holder;
 }
 
 /** What owner says of its holder: the part after the token. */

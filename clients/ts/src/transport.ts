@@ -1,4 +1,5 @@
 import { LockBackendError, LockInvalidError, LockNotAcquiredError, LockUnavailableError } from "./errors.js";
+import { anySignal } from "./platform.js";
 import type { ErrorBody, Status } from "./wire.gen.js";
 
 /** How to reach a cluster. Times in seconds. */
@@ -99,7 +100,7 @@ export class Transport {
             method: c.method,
             headers: this.#headers(body !== undefined),
             ...(body !== undefined ? { body } : {}),
-            signal: AbortSignal.any(signals),
+            signal: anySignal(signals),
             redirect: "manual",
           });
         } catch (err) {
@@ -163,7 +164,7 @@ export class Transport {
         try {
           const signals = [AbortSignal.timeout(limit)];
           if (signal) signals.push(signal);
-          const r = await this.#fetch(b + "/v1/status", { headers: this.#headers(false), signal: AbortSignal.any(signals) });
+          const r = await this.#fetch(b + "/v1/status", { headers: this.#headers(false), signal: anySignal(signals) });
           return r.ok ? ((await r.json()) as Status) : undefined;
         } catch {
           return undefined;
