@@ -59,10 +59,9 @@ func (a *adminFlags) client() (*client.Client, error) {
 	return c, nil
 }
 
-// call runs fn with a client built from the flags and a context bounded
-// by --timeout, and turns its error into what the command returns (see
-// failed).
-func (a *adminFlags) call(ctx context.Context, e *env, cmd *cobra.Command, fn func(context.Context, *client.Client) error) error {
+// withClient runs fn with a client built from the flags and a context
+// bounded by --timeout.
+func (a *adminFlags) withClient(ctx context.Context, fn func(context.Context, *client.Client) error) error {
 	c, err := a.client()
 	if err != nil {
 		return err
@@ -70,10 +69,18 @@ func (a *adminFlags) call(ctx context.Context, e *env, cmd *cobra.Command, fn fu
 	defer c.Close()
 	ctx, cancel := context.WithTimeout(ctx, a.timeout)
 	defer cancel()
-	if err := fn(ctx, c); err != nil {
-		return a.failed(ctx, e, cmd, c, err)
-	}
-	return nil
+	return fn(ctx, c)
+}
+
+// call runs fn as withClient does, and turns its error into what the
+// command returns (see failed).
+func (a *adminFlags) call(ctx context.Context, e *env, cmd *cobra.Command, fn func(context.Context, *client.Client) error) error {
+	return a.withClient(ctx, func(ctx context.Context, c *client.Client) error {
+		if err := fn(ctx, c); err != nil {
+			return a.failed(ctx, e, cmd, c, err)
+		}
+		return nil
+	})
 }
 
 // failed turns an error of a cluster call into what the command returns:
@@ -126,15 +133,14 @@ func newStatusCmd(e *env) *cobra.Command {
 // the member map), so that a member that is down shows even when only one
 // endpoint was given.
 func runStatus(ctx context.Context, e *env, cmd *cobra.Command, a *adminFlags) error {
-	c, err := a.client()
-	if err != nil {
-		return err
-	}
-	defer c.Close()
-	ctx, cancel := context.WithTimeout(ctx, a.timeout)
-	defer cancel()
+	return a.withClient(ctx, func(ctx context.Context, c *client.Client) error {
+		probes, memberOnly, peers := probeCluster(ctx, c, a)
+		return printStatus(e, cmd, a, probes, memberOnly, peers)
+	})
+}
 
-	probes, memberOnly, peers := probeCluster(ctx, c, a)
+// printStatus prints what probeCluster found and says what is wrong.
+func printStatus(e *env, cmd *cobra.Command, a *adminFlags, probes []cliexplain.Probe, memberOnly int, peers []client.Peer) error {
 	st := statusRows(probes, memberOnly)
 	if a.json() {
 		printJSON(e.stdout, st.rows)
