@@ -75,10 +75,26 @@ func holding(ctx context.Context, t *testing.T, addrs []string, key string) (*cl
 // joined the queue again at its end with every chunk, behind the later
 // one, which was then served first.
 func TestAcquireWait_KeepsItsPlaceFromChunkToChunk(t *testing.T) {
+	keepsItsPlace(t, "k", []string{"k"})
+}
+
+// The same for a set: an acquire-all that waits in chunks keeps its place
+// on the busy key, and the key it took, from chunk to chunk, and is served
+// before a later single-key waiter.
+func TestAcquireAllWait_KeepsItsPlaceFromChunkToChunk(t *testing.T) {
+	keepsItsPlace(t, "a", []string{"b", "a"})
+}
+
+// keepsItsPlace has a holder take busy, a first waiter in short chunks
+// wait for keys (one key, or a set with busy in it), then a later
+// one-chunk waiter wait for busy; once the first waiter has sent three
+// more chunks, the holder's release must serve it first.
+func keepsItsPlace(t *testing.T, busy string, keys []string) {
+	t.Helper()
 	addrs, _ := startCluster(t)
 	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 	defer cancel()
-	holder, waiters := holding(ctx, t, addrs, "k")
+	holder, waiters := holding(ctx, t, addrs, busy)
 	first, counted := chunkedClient(t, addrs, api.PathAcquire)
 	later := clusterClient(t, addrs, nil)
 
@@ -87,75 +103,38 @@ func TestAcquireWait_KeepsItsPlaceFromChunkToChunk(t *testing.T) {
 		err error
 	}
 	answers := make(chan answer, 2)
-	wait := func(c *client.Client, owner string) {
-		_, err := driverstest.TakeWait(ctx, c, "k", owner, time.Minute, drivers.WaitOptions{})
-		answers <- answer{owner, err}
-	}
-	go wait(first, "first")
+	go func() {
+		var err error
+		if len(keys) == 1 {
+			_, err = driverstest.TakeWait(ctx, first, busy, "first", time.Minute, drivers.WaitOptions{})
+		} else {
+			_, err = driverstest.TakeAllWait(ctx, first, keys, "first", time.Minute, drivers.WaitOptions{})
+		}
+		answers <- answer{"first", err}
+	}()
 	poll.Until(t, 10*time.Second, "the first waiter to queue", func() bool { return waiters() == 1 })
-	go wait(later, "later")
+	go func() {
+		_, err := driverstest.TakeWait(ctx, later, busy, "later", time.Minute, drivers.WaitOptions{})
+		answers <- answer{"later", err}
+	}()
 	poll.Until(t, 10*time.Second, "the later waiter to queue", func() bool { return waiters() == 2 })
 	sent := counted.n.Load()
 	poll.Until(t, 20*time.Second, "three more chunks of the first waiter", func() bool { return counted.n.Load() >= sent+3 })
 
-	if _, err := holder.Release(ctx, "k", "holder"); err != nil {
+	if _, err := holder.Release(ctx, busy, "holder"); err != nil {
 		t.Fatal(err)
 	}
 	a := <-answers
 	if a.err != nil || a.who != "first" {
 		t.Fatalf("after the release, %s answered first (%v); want the waiter that queued first", a.who, a.err)
 	}
-	if _, err := first.Release(ctx, "k", "first"); err != nil {
-		t.Fatal(err)
+	for _, k := range keys {
+		if _, err := first.Release(ctx, k, "first"); err != nil {
+			t.Fatal(err)
+		}
 	}
 	if a := <-answers; a.err != nil || a.who != "later" {
 		t.Fatalf("then %s answered %v; want the later waiter granted", a.who, a.err)
 	}
-	_, _ = later.Release(ctx, "k", "later")
-}
-
-// The same for a set: an acquire-all that waits in chunks keeps its place
-// on the busy key, and the key it took, from chunk to chunk, and is served
-// before a later single-key waiter.
-func TestAcquireAllWait_KeepsItsPlaceFromChunkToChunk(t *testing.T) {
-	addrs, _ := startCluster(t)
-	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
-	defer cancel()
-	holder, waiters := holding(ctx, t, addrs, "a")
-	set, counted := chunkedClient(t, addrs, api.PathAcquire)
-	later := clusterClient(t, addrs, nil)
-
-	answers := make(chan string, 2)
-	go func() {
-		if _, err := driverstest.TakeAllWait(ctx, set, []string{"b", "a"}, "set", time.Minute, drivers.WaitOptions{}); err != nil {
-			t.Errorf("AcquireAllWait = %v", err)
-		}
-		answers <- "set"
-	}()
-	poll.Until(t, 10*time.Second, "the set to queue for a", func() bool { return waiters() == 1 })
-	go func() {
-		if _, err := driverstest.TakeWait(ctx, later, "a", "later", time.Minute, drivers.WaitOptions{}); err != nil {
-			t.Errorf("AcquireWait = %v", err)
-		}
-		answers <- "later"
-	}()
-	poll.Until(t, 10*time.Second, "the later waiter to queue", func() bool { return waiters() == 2 })
-	sent := counted.n.Load()
-	poll.Until(t, 20*time.Second, "three more chunks of the set", func() bool { return counted.n.Load() >= sent+3 })
-
-	if _, err := holder.Release(ctx, "a", "holder"); err != nil {
-		t.Fatal(err)
-	}
-	if who := <-answers; who != "set" {
-		t.Fatalf("after the release, %s was served first; want the set, which queued first", who)
-	}
-	for _, k := range []string{"a", "b"} {
-		if _, err := set.Release(ctx, k, "set"); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if who := <-answers; who != "later" {
-		t.Fatalf("then %s answered; want the later waiter", who)
-	}
-	_, _ = later.Release(ctx, "a", "later")
+	_, _ = later.Release(ctx, busy, "later")
 }
