@@ -33,17 +33,13 @@ func startEtcd(ctx context.Context, bin, dir string, extra []string) (*etcdClust
 
 	type member struct{ name, client, peer string }
 	ms := make([]member, 3)
+	addrs, err := freeAddrPairs(len(ms))
+	if err != nil {
+		return nil, err
+	}
 	var initial []string
 	for i := range ms {
-		c, err := freeAddr()
-		if err != nil {
-			return nil, err
-		}
-		p, err := freeAddr()
-		if err != nil {
-			return nil, err
-		}
-		ms[i] = member{fmt.Sprintf("m%d", i+1), "http://" + c, "http://" + p}
+		ms[i] = member{fmt.Sprintf("m%d", i+1), "http://" + addrs[i][0], "http://" + addrs[i][1]}
 		initial = append(initial, ms[i].name+"="+ms[i].peer)
 	}
 	ec := &etcdCluster{version: version}

@@ -39,18 +39,14 @@ func buildLockcluster(repo, dir string) (string, error) {
 func startLockcluster(ctx context.Context, bin, dir string, extra []string) (*lockCluster, error) {
 	type member struct{ id, raft, http string }
 	ms := make([]member, 3)
+	addrs, err := freeAddrPairs(len(ms))
+	if err != nil {
+		return nil, err
+	}
 	var peers []string
 	for i := range ms {
-		r, err := freeAddr()
-		if err != nil {
-			return nil, err
-		}
-		h, err := freeAddr()
-		if err != nil {
-			return nil, err
-		}
-		ms[i] = member{fmt.Sprintf("n%d", i+1), r, h}
-		peers = append(peers, ms[i].id+"="+r+"="+h)
+		ms[i] = member{fmt.Sprintf("n%d", i+1), addrs[i][0], addrs[i][1]}
+		peers = append(peers, ms[i].id+"="+ms[i].raft+"="+ms[i].http)
 	}
 	lc := &lockCluster{}
 	for _, m := range ms {
@@ -65,7 +61,6 @@ func startLockcluster(ctx context.Context, bin, dir string, extra []string) (*lo
 		lc.procs = append(lc.procs, p)
 		lc.addrs = append(lc.addrs, m.http)
 	}
-	var err error
 	lc.c, err = client.New(client.Config{Addrs: lc.addrs})
 	if err != nil {
 		lc.stop()

@@ -129,16 +129,12 @@ func benchMain(ctx context.Context, o options) int {
 		defer os.RemoveAll(dir)
 	}
 	ec, lc, err := startSystems(ctx, o, dir)
-	if ec != nil {
-		defer ec.stop()
-	}
-	if lc != nil {
-		defer lc.stop()
-	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
+	defer ec.stop()
+	defer lc.stop()
 
 	slice := o.duration / time.Duration(o.slices)
 	fmt.Printf("three-member etcd %s (concurrency.Mutex, one session per worker) vs three-node lockcluster (client, AcquireWait+Release)\n", ec.version)
@@ -166,8 +162,8 @@ func benchMain(ctx context.Context, o options) int {
 }
 
 // startSystems builds lockcluster when no binary was given, and starts
-// both three-member systems under dir. A system that started is returned
-// to be stopped, also with an error.
+// both three-member systems under dir; with an error, nothing is left
+// running.
 func startSystems(ctx context.Context, o options, dir string) (ec *etcdCluster, lc *lockCluster, err error) {
 	lockBin := o.lockBin
 	if lockBin == "" {
@@ -183,8 +179,11 @@ func startSystems(ctx context.Context, o options, dir string) (ec *etcdCluster, 
 	if ec, err = startEtcd(ctx, o.etcdBin, dir+"/etcd", o.etcdArgs); err != nil {
 		return nil, nil, err
 	}
-	lc, err = startLockcluster(ctx, lockBin, dir+"/lockcluster", o.lockclusterArgs)
-	return ec, lc, err
+	if lc, err = startLockcluster(ctx, lockBin, dir+"/lockcluster", o.lockclusterArgs); err != nil {
+		ec.stop()
+		return nil, nil, err
+	}
+	return ec, lc, nil
 }
 
 // printIdle prints what the members use with no client at work

@@ -74,3 +74,19 @@ func freeAddr() (string, error) {
 	defer ln.Close()
 	return ln.Addr().String(), nil
 }
+
+// freeAddrPairs returns n pairs of free loopback addresses, one pair a
+// member (its client and peer ports).
+func freeAddrPairs(n int) ([][2]string, error) {
+	pairs := make([][2]string, n)
+	for i := range pairs {
+		for j := range pairs[i] {
+			a, err := freeAddr()
+			if err != nil {
+				return nil, err
+			}
+			pairs[i][j] = a
+		}
+	}
+	return pairs, nil
+}

@@ -94,16 +94,12 @@ func scaleMain(ctx context.Context, o options, so scaleOptions) int {
 	o.lockclusterArgs = append([]string{"--max-keys", strconv.Itoa(largest + so.storm + 100_000),
 		"--max-conns", strconv.Itoa(so.clients + 8192)}, o.lockclusterArgs...)
 	ec, lc, err := startSystems(ctx, o, dir)
-	if ec != nil {
-		defer ec.stop()
-	}
-	if lc != nil {
-		defer lc.stop()
-	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
+	defer ec.stop()
+	defer lc.stop()
 	fmt.Printf("scale: three-member etcd %s and three-node lockcluster on one machine (%d CPUs), default settings but lockcluster %q\n",
 		ec.version, runtime.NumCPU(), strings.Join(o.lockclusterArgs, " "))
 	fmt.Printf("open files (RLIMIT_NOFILE) of this process and the members: %d\n", nofile)
