@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/zerotal/lock"
+	"github.com/zerotal/lock/drivers"
+	"github.com/zerotal/lock/drivers/memory"
 )
 
 // A free key's cycle through the Manager on the memory driver allocates
@@ -19,9 +21,16 @@ import (
 // driver's stack. Try and Block: the call (handle and watch), the key with
 // its prefix, the owner token, fn's context and its cancel function; Make,
 // Block and Release: the handle, the key and the owner token.
+//
+// A driver without InstantAcquire waits in the driver at once: the
+// wait's timeout costs its context (four) and the wait's Done channel
+// (one), and the wait's registration for Close nothing more (it is the
+// handle's own).
 func TestManager_FreeKeyCycleAllocations(t *testing.T) {
 	m := lock.New(openMemory(t))
 	defer m.Close()
+	waiting := lock.New(waitingMemory{openMemory(t)})
+	defer waiting.Close()
 	ctx := context.Background()
 	fn := func(context.Context, *lock.Lock) error { return nil }
 	for _, c := range []struct {
@@ -31,6 +40,7 @@ func TestManager_FreeKeyCycleAllocations(t *testing.T) {
 	}{
 		{"Try", 5, func() error { return m.Try(ctx, "k", time.Minute, fn) }},
 		{"Block", 5, func() error { return m.Block(ctx, "k", time.Minute, fn) }},
+		{"Block on a driver that waits, not instant", 10, func() error { return waiting.Block(ctx, "k", time.Minute, fn) }},
 		{"Make+Block+Release", 3, func() error {
 			l := m.Make("k", time.Minute)
 			if err := l.Block(ctx, 0); err != nil {
@@ -53,3 +63,9 @@ func TestManager_FreeKeyCycleAllocations(t *testing.T) {
 		}
 	}
 }
+
+// waitingMemory is the memory driver declaring Wait without
+// InstantAcquire, as a driver over a network does.
+type waitingMemory struct{ *memory.Driver }
+
+func (waitingMemory) Capabilities() drivers.Capabilities { return drivers.Capabilities{Wait: true} }

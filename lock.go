@@ -26,7 +26,8 @@ type Lock struct {
 	ttl     time.Duration
 	invalid error // a bad key or TTL, reported by every call
 
-	op sync.Mutex // serialises the backend calls made through this handle
+	op   sync.Mutex // serialises the backend calls made through this handle
+	wait quitWait   // the registration of the handle's wait (under op)
 	// fixedOwner, when set (WithOwner), is the owner token of every grant
 	// made through this handle, instead of a fresh one each time.
 	fixedOwner string

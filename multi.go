@@ -159,7 +159,9 @@ func (m *Manager) allInOneStep(ctx context.Context, keys, order []string, ttl ti
 		var cancel context.CancelFunc
 		reqCtx, cancel = context.WithTimeout(ctx, o.timeout)
 		defer cancel()
-		defer m.waits.add(cancel)()
+		var w quitWait
+		m.waits.add(&w, cancel)
+		defer w.remove()
 		r.Wait, r.WaitOptions = true, drivers.WaitOptions{RetryDelay: o.retryDelay, OwnerReused: first.fixedOwner != ""}
 	}
 	sent := time.Now()

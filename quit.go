@@ -21,32 +21,47 @@ type quitSet struct {
 }
 
 type quitShard struct {
-	mu     sync.Mutex
-	quit   bool
-	cancel map[*context.CancelFunc]struct{}
-	_      [40]byte // keep neighbouring shards off one cache line
+	mu    sync.Mutex
+	quit  bool
+	waits map[*quitWait]struct{}
+	_     [40]byte // keep neighbouring shards off one cache line
 }
 
-// add registers cancel until the returned function is called.
-func (s *quitSet) add(cancel context.CancelFunc) (remove func()) {
+// quitWait is one registered wait. It lives in the waiting call's own
+// state (a handle waits for one grant at a time, under its op lock), so
+// that a registration allocates nothing.
+type quitWait struct {
+	cancel context.CancelFunc
+	shard  *quitShard // nil when not registered
+}
+
+// add registers w with cancel until w.remove.
+func (s *quitSet) add(w *quitWait, cancel context.CancelFunc) {
 	sh := &s.shards[rand.N(quitShards)]
-	key := &cancel
 	sh.mu.Lock()
 	if sh.quit {
 		sh.mu.Unlock()
 		cancel()
-		return func() {}
+		return
 	}
-	if sh.cancel == nil {
-		sh.cancel = make(map[*context.CancelFunc]struct{})
+	if sh.waits == nil {
+		sh.waits = make(map[*quitWait]struct{})
 	}
-	sh.cancel[key] = struct{}{}
+	w.cancel, w.shard = cancel, sh
+	sh.waits[w] = struct{}{}
 	sh.mu.Unlock()
-	return func() {
-		sh.mu.Lock()
-		delete(sh.cancel, key)
-		sh.mu.Unlock()
+}
+
+// remove ends w's registration, if any.
+func (w *quitWait) remove() {
+	sh := w.shard
+	if sh == nil {
+		return
 	}
+	sh.mu.Lock()
+	delete(sh.waits, w)
+	sh.mu.Unlock()
+	w.cancel, w.shard = nil, nil
 }
 
 // quit cancels every registered wait, and every wait registered later.
@@ -55,10 +70,10 @@ func (s *quitSet) quit() {
 		sh := &s.shards[i]
 		sh.mu.Lock()
 		sh.quit = true
-		for c := range sh.cancel {
-			(*c)()
+		for w := range sh.waits {
+			w.cancel()
 		}
-		clear(sh.cancel)
+		clear(sh.waits)
 		sh.mu.Unlock()
 	}
 }

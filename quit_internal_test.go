@@ -13,8 +13,10 @@ func TestQuitSet_CancelsRegisteredAndLaterWaits(t *testing.T) {
 	defer cancelKept()
 	gone, cancelGone := context.WithCancel(t.Context())
 	defer cancelGone()
-	s.add(cancelKept)
-	s.add(cancelGone)() // removed: quit must not reach it
+	var kw, gw, lw quitWait
+	s.add(&kw, cancelKept)
+	s.add(&gw, cancelGone)
+	gw.remove() // removed: quit must not reach it
 	s.quit()
 	if kept.Err() == nil {
 		t.Fatal("a registered wait survived quit")
@@ -24,7 +26,8 @@ func TestQuitSet_CancelsRegisteredAndLaterWaits(t *testing.T) {
 	}
 	late, cancelLate := context.WithCancel(t.Context())
 	defer cancelLate()
-	s.add(cancelLate)()
+	s.add(&lw, cancelLate)
+	lw.remove()
 	if late.Err() == nil {
 		t.Fatal("a wait registered after quit was not cancelled")
 	}

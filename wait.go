@@ -34,7 +34,8 @@ func (l *Lock) waitLocked(ctx context.Context, timeout, retryDelay time.Duration
 	// Close interrupts a wait in flight (a handle on a shared engine, an
 	// HTTP request to the cluster), and nobody should wait on a Manager
 	// that takes no more locks.
-	defer l.m.waits.add(cancel)()
+	l.m.waits.add(&l.wait, cancel)
+	defer l.wait.remove()
 	var err error
 	if l.m.caps.Wait {
 		err = l.waitPushed(ctx, waitCtx, retryDelay)
