@@ -259,26 +259,20 @@ func checkMemberAddr(field, addr string) error {
 	return nil
 }
 
-func checkKey(key string) error {
-	switch {
-	case key == "":
-		return invalidf("key", "empty")
-	case len(key) > drivers.MaxKeyLen:
-		return invalidf("key", "%d bytes, the limit is %d", len(key), drivers.MaxKeyLen)
-	case !utf8.ValidString(key):
-		return invalidf("key", "not valid UTF-8")
-	}
-	return nil
-}
+func checkKey(key string) error { return checkName("key", key, "empty", drivers.MaxKeyLen) }
 
-func checkOwner(owner string) error {
+func checkOwner(owner string) error { return checkName("owner", owner, "missing", drivers.MaxOwnerLen) }
+
+// checkName checks a key or an owner: not absent, at most limit bytes,
+// valid UTF-8.
+func checkName(field, v, absent string, limit int) error {
 	switch {
-	case owner == "":
-		return invalidf("owner", "missing")
-	case len(owner) > drivers.MaxOwnerLen:
-		return invalidf("owner", "%d bytes, the limit is %d", len(owner), drivers.MaxOwnerLen)
-	case !utf8.ValidString(owner):
-		return invalidf("owner", "not valid UTF-8")
+	case v == "":
+		return invalidf(field, "%s", absent)
+	case len(v) > limit:
+		return invalidf(field, "%d bytes, the limit is %d", len(v), limit)
+	case !utf8.ValidString(v):
+		return invalidf(field, "not valid UTF-8")
 	}
 	return nil
 }
