@@ -140,7 +140,8 @@ async function run<T>(lock: ManagedLock, cb: LockCallback<T>, o: TryOptions): Pr
     }
     if (!o.refresh) return arm(left());
     try {
-      if (!(await lock.refresh())) return lose("not-held");
+      const until = left() + Date.now(); // the lease's trusted end before this refresh
+      if (!(await lock.refresh())) return lose(Date.now() >= until ? "expired" : "not-held");
       silent = undefined;
       arm(everyMs);
     } catch (err) {
