@@ -17,9 +17,29 @@ func (h harness) NewDriver(ctx context.Context) (drivers.Driver, error) {
 	return postgres.Open(ctx, h.cfg)
 }
 
-func TestConformance(t *testing.T) {
-	srv := pgtest.Start(t)
-	h := harness{postgres.Config{URL: srv.URL()}}
+func runAll(t *testing.T, cfg postgres.Config) {
+	h := harness{cfg}
 	driverstest.Run(t, func(t *testing.T) driverstest.Harness { return h })
 	driverstest.RunShared(t, func(t *testing.T) driverstest.Harness { return h })
+}
+
+// TestConformance runs the suite on a direct connection, waiters woken by
+// LISTEN/NOTIFY.
+func TestConformance(t *testing.T) {
+	runAll(t, postgres.Config{URL: pgtest.Start(t).URL()})
+}
+
+// TestConformance_PgBouncer runs the suite through PgBouncer in
+// transaction mode, the waiters listening on a direct connection beside
+// it, as the package recommends.
+func TestConformance_PgBouncer(t *testing.T) {
+	srv := pgtest.Start(t)
+	runAll(t, postgres.Config{URL: pgtest.StartBouncer(t, srv).URL(), ListenURL: srv.URL()})
+}
+
+// TestConformance_PgBouncerPolling runs it through PgBouncer with no
+// listening connection at all: waiters wake on the bounded poll.
+func TestConformance_PgBouncerPolling(t *testing.T) {
+	srv := pgtest.Start(t)
+	runAll(t, postgres.Config{URL: pgtest.StartBouncer(t, srv).URL(), NoListen: true})
 }

@@ -10,6 +10,7 @@
 package pgtest
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net"
@@ -23,6 +24,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/zerotal/lock/internal/loopback"
 	"github.com/zerotal/lock/internal/testkit/poll"
@@ -121,10 +124,32 @@ func (s *Server) Restart() error {
 	return s.start(command(bin, "-D", s.dir, "-p", strconv.Itoa(s.port),
 		"-c", "listen_addresses=127.0.0.1", "-c", "unix_socket_directories=",
 		"-c", "fsync=off", "-c", "full_page_writes=off", "-c", "max_connections=300",
-		"-c", "shared_buffers=32MB"))
+		"-c", "shared_buffers=32MB"), s.accepts)
 }
 
-func (p *proc) start(cmd *exec.Cmd) error {
+// accepts reports whether the server accepts a session: it listens some
+// time before it has recovered.
+func (s *Server) accepts() bool {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	c, err := pgconn.Connect(ctx, s.URL())
+	if err == nil {
+		_ = c.Close(ctx)
+	}
+	return err == nil
+}
+
+// listens reports whether addr accepts TCP connections.
+func listens(addr string) bool {
+	c, err := net.DialTimeout("tcp", addr, time.Second)
+	if err == nil {
+		_ = c.Close()
+	}
+	return err == nil
+}
+
+// start runs cmd and returns once ready says the process serves.
+func (p *proc) start(cmd *exec.Cmd, ready func() bool) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.log = &syncbuf.Buffer{}
@@ -142,11 +167,7 @@ func (p *proc) start(cmd *exec.Cmd) error {
 			return true
 		default:
 		}
-		c, err := net.DialTimeout("tcp", addr, time.Second)
-		if err == nil {
-			_ = c.Close()
-		}
-		return err == nil
+		return ready()
 	})
 	select {
 	case <-exit:
