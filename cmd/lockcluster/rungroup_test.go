@@ -156,6 +156,24 @@ func TestRun_LossKillsTheGrandchild(t *testing.T) {
 	}
 }
 
+// startGrandchild starts run on a fresh SQLite file with a shell that
+// runs an inner script in the background and waits for it; the inner
+// script, the grandchild, writes "got" to the returned mark file and
+// exits on the signals traps names. It returns run's process and the
+// grandchild's PID.
+func startGrandchild(t *testing.T, traps string) (*runProc, int, string) {
+	t.Helper()
+	dir := t.TempDir()
+	db, pidfile, mark := filepath.Join(dir, "locks.db"), filepath.Join(dir, "pid"), filepath.Join(dir, "mark")
+	inner := proctest.Script(t, dir, "inner.sh", `trap 'echo got > "$2"; exit 0' `+traps+`
+echo $$ > "$1"
+while :; do sleep 0.05; done
+`)
+	p := startRunProcess(t, "--driver", "sqlite", "--sqlite-path", db, "--key", "k", "--ttl", "5s", "--grace", "1s",
+		"--", "sh", "-c", `sh "$0" "$1" "$2" & wait`, inner, pidfile, mark)
+	return p, proctest.ReadPID(t, pidfile), mark
+}
+
 // SIGTERM and SIGHUP sent to run reach the grandchild itself (it traps
 // them and leaves a mark), and SIGINT stops the group too; no process of
 // the group is left when run returns.
@@ -170,15 +188,7 @@ func TestRun_SignalReachesTheGrandchild(t *testing.T) {
 		{syscall.SIGINT, false},
 	} {
 		t.Run(tc.sig.String(), func(t *testing.T) {
-			dir := t.TempDir()
-			db, pidfile, mark := filepath.Join(dir, "locks.db"), filepath.Join(dir, "pid"), filepath.Join(dir, "mark")
-			inner := proctest.Script(t, dir, "inner.sh", `trap 'echo got > "$2"; exit 0' TERM HUP
-echo $$ > "$1"
-while :; do sleep 0.05; done
-`)
-			p := startRunProcess(t, "--driver", "sqlite", "--sqlite-path", db, "--key", "k", "--ttl", "5s", "--grace", "1s",
-				"--", "sh", "-c", `sh "$0" "$1" "$2" & wait`, inner, pidfile, mark)
-			pid := proctest.ReadPID(t, pidfile)
+			p, pid, mark := startGrandchild(t, "TERM HUP")
 			if err := p.cmd.Process.Signal(tc.sig); err != nil {
 				t.Fatal(err)
 			}
@@ -295,15 +305,7 @@ func state(pid int) string {
 // paused grandchild (run adds a SIGCONT) and ends everything.
 func TestRun_StopSignalPausesTheGroupNotRun(t *testing.T) {
 	needProc(t)
-	dir := t.TempDir()
-	db, pidfile, mark := filepath.Join(dir, "locks.db"), filepath.Join(dir, "pid"), filepath.Join(dir, "mark")
-	inner := proctest.Script(t, dir, "inner.sh", `trap 'echo got > "$2"; exit 0' TERM
-echo $$ > "$1"
-while :; do sleep 0.05; done
-`)
-	p := startRunProcess(t, "--driver", "sqlite", "--sqlite-path", db, "--key", "k", "--ttl", "5s", "--grace", "1s",
-		"--", "sh", "-c", `sh "$0" "$1" "$2" & wait`, inner, pidfile, mark)
-	pid := proctest.ReadPID(t, pidfile)
+	p, pid, mark := startGrandchild(t, "TERM")
 	if err := p.cmd.Process.Signal(syscall.SIGTSTP); err != nil {
 		t.Fatal(err)
 	}

@@ -135,51 +135,49 @@ func (o *overlap) check(t *testing.T, stopped time.Time) {
 // group before the lease runs out and the next run waiting on the key is
 // granted it. Once continued, run exits 76 (the lock was not kept).
 func TestRun_StoppedRunStopsItsCommandBeforeTheNextHolder(t *testing.T) {
-	needProc(t)
-	for _, how := range stopHows {
-		t.Run(how.name, func(t *testing.T) {
-			db := filepath.Join(t.TempDir(), "locks.db")
-			o, firstCmd, nextCmd := newOverlap(t)
-			base := []string{"run", "--driver", "sqlite", "--sqlite-path", db, "--key", "k", "--ttl", "6s", "--grace", "1s", "--"}
-			first := startJob(t, append(base, firstCmd...)...)
-			o.firstRuns(t)
-			next := startProc(t, nil, append(base, nextCmd...)...)
-			poll.Until(t, 10*time.Second, "the next run to wait", func() bool { return strings.Contains(next.stderr.String(), "waiting") })
-
-			how.stop(t, first)
-			stopped := time.Now()
-			o.check(t, stopped)
-
-			_ = syscall.Kill(-first.cmd.Process.Pid, syscall.SIGCONT) // the group this test started
-			if code := first.wait(t); code != exitLost {
-				t.Fatalf("the continued run: exit %d, want %d (the lock was not kept); stderr:\n%s", code, exitLost, first.stderr)
-			}
-		})
-	}
+	stoppedHolderStopsItsCommand(t, func(db string) []string {
+		return []string{"run", "--driver", "sqlite", "--sqlite-path", db, "--key", "k", "--ttl", "6s", "--grace", "1s", "--"}
+	}, "the next run to wait", "waiting", func(t *testing.T, first *proc) {
+		if code := first.wait(t); code != exitLost {
+			t.Fatalf("the continued run: exit %d, want %d (the lock was not kept); stderr:\n%s", code, exitLost, first.stderr)
+		}
+	})
 }
 
 // The same for elect: a stopped leader's command is stopped before the
 // next candidate leads; continued, the stopped elect stands again.
 func TestElect_StoppedElectStopsItsCommandBeforeTheNextLeader(t *testing.T) {
+	stoppedHolderStopsItsCommand(t, func(db string) []string {
+		return []string{"elect", "--driver", "sqlite", "--sqlite-path", db, "--ttl", "6s", "--grace", "1s", "svc", "--"}
+	}, "the next candidate to stand", "standing", func(t *testing.T, first *proc) {
+		poll.Until(t, 30*time.Second, "the continued elect to stand again", func() bool {
+			return strings.Contains(first.stderr.String(), "standing again")
+		})
+	})
+}
+
+// stoppedHolderStopsItsCommand runs, for each way of stopping, a first
+// holder and a next one with the command line base gives for a database
+// (ending in "--"), the next one's stderr saying waitWord once it waits
+// (what). It stops the first, checks the overlap, continues the first and
+// checks what it does then (continued).
+func stoppedHolderStopsItsCommand(t *testing.T, base func(db string) []string, what, waitWord string, continued func(*testing.T, *proc)) {
 	needProc(t)
 	for _, how := range stopHows {
 		t.Run(how.name, func(t *testing.T) {
-			db := filepath.Join(t.TempDir(), "locks.db")
+			args := base(filepath.Join(t.TempDir(), "locks.db"))
 			o, firstCmd, nextCmd := newOverlap(t)
-			base := []string{"elect", "--driver", "sqlite", "--sqlite-path", db, "--ttl", "6s", "--grace", "1s", "svc", "--"}
-			first := startJob(t, append(base, firstCmd...)...)
+			first := startJob(t, append(args, firstCmd...)...)
 			o.firstRuns(t)
-			next := startProc(t, nil, append(base, nextCmd...)...)
-			poll.Until(t, 10*time.Second, "the next candidate to stand", func() bool { return strings.Contains(next.stderr.String(), "standing") })
+			next := startProc(t, nil, append(args, nextCmd...)...)
+			poll.Until(t, 10*time.Second, what, func() bool { return strings.Contains(next.stderr.String(), waitWord) })
 
 			how.stop(t, first)
 			stopped := time.Now()
 			o.check(t, stopped)
 
 			_ = syscall.Kill(-first.cmd.Process.Pid, syscall.SIGCONT) // the group this test started
-			poll.Until(t, 30*time.Second, "the continued elect to stand again", func() bool {
-				return strings.Contains(first.stderr.String(), "standing again")
-			})
+			continued(t, first)
 		})
 	}
 }
