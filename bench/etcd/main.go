@@ -101,24 +101,19 @@ func main() {
 	}
 	o.etcdArgs, o.lockclusterArgs = strings.Fields(etcdArgs), strings.Fields(lockArgs)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	code := 0
+	prefix, run := "zerotal-bench-etcd-", func(dir string) int { return benchMain(ctx, o, dir) }
 	if scale {
-		code = scaleMain(ctx, o, so)
-	} else {
-		code = benchMain(ctx, o)
+		prefix, run = "zerotal-bench-scale-", func(dir string) int { return scaleMain(ctx, o, so, dir) }
 	}
+	code := inTempDir(o, prefix, run)
 	stop()
 	os.Exit(code)
 }
 
-// system is one side of the comparison.
-type system struct {
-	name string
-	l    locker
-}
-
-func benchMain(ctx context.Context, o options) int {
-	dir, err := os.MkdirTemp(o.parent, "zerotal-bench-etcd-")
+// inTempDir runs fn in a new directory under o.parent named after prefix,
+// which it removes afterwards unless o.keep.
+func inTempDir(o options, prefix string, fn func(dir string) int) int {
+	dir, err := os.MkdirTemp(o.parent, prefix)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
@@ -128,6 +123,16 @@ func benchMain(ctx context.Context, o options) int {
 	} else {
 		defer os.RemoveAll(dir)
 	}
+	return fn(dir)
+}
+
+// system is one side of the comparison.
+type system struct {
+	name string
+	l    locker
+}
+
+func benchMain(ctx context.Context, o options, dir string) int {
 	ec, lc, err := startSystems(ctx, o, dir)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)

@@ -69,17 +69,7 @@ func (r heldRow) perLock() (maxB, meanB float64) {
 	return maxB, sum / float64(len(r.rss))
 }
 
-func scaleMain(ctx context.Context, o options, so scaleOptions) int {
-	dir, err := os.MkdirTemp(o.parent, "zerotal-bench-scale-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	if o.keep {
-		fmt.Fprintln(os.Stderr, "data and logs in", dir)
-	} else {
-		defer os.RemoveAll(dir)
-	}
+func scaleMain(ctx context.Context, o options, so scaleOptions, dir string) int {
 	// Each client keeps two connections to the node (its request pool and
 	// its stream): the clients need twice their number of descriptors here
 	// and on the node, which inherits this limit.
