@@ -202,9 +202,7 @@ func TestCluster_ContentionAnswers409AndIsCounted(t *testing.T) {
 }
 
 func TestCluster_ListAndStatus(t *testing.T) {
-	nodes := startCluster(t, 3, nil)
-	leader := waitLeader(t, nodes)
-	c := newClient(t)
+	nodes, leader, c := startLedCluster(t, 3)
 	for _, k := range []string{"b/2", "a/1", "b/1", "c"} {
 		mustStatus(t, c.acquire(leader.HTTPAddr(), k, "o", time.Minute, 0), http.StatusOK, "acquire "+k)
 	}

@@ -120,6 +120,14 @@ func startCluster(t testing.TB, size int, mod func(*Config)) []*Node {
 	return nodes
 }
 
+// startLedCluster is startCluster without a change of the configs, with
+// the leader and a client.
+func startLedCluster(t testing.TB, size int) ([]*Node, *Node, *apiClient) {
+	t.Helper()
+	nodes := startCluster(t, size, nil)
+	return nodes, waitLeader(t, nodes), newClient(t)
+}
+
 // startBootstrapped starts n1..n3 bootstrapped with all three as peers
 // (what `lockcluster dev` does), each config changed by mod (nil: none).
 func startBootstrapped(t testing.TB, mod func(*Config)) ([]Peer, []*Node) {

@@ -76,9 +76,7 @@ func mustRefuseJoin(t *testing.T, r reply, what string, wants ...string) {
 // refused: the leader adds only the node it asked. Before, it asked the
 // empty one and added the other, whose table then forked the cluster's.
 func TestJoin_MismatchedHTTPAndRaftAddressesAreRefused(t *testing.T) {
-	nodes := startCluster(t, 3, nil)
-	leader := waitLeader(t, nodes)
-	c := newClient(t)
+	_, leader, c := startLedCluster(t, 3)
 	mustStatus(t, c.acquire(leader.HTTPAddr(), "ours", "alice", time.Minute, 0), http.StatusOK, "acquire ours")
 
 	fresh := waitingNode(t, "n4", nil)

@@ -16,9 +16,7 @@ import (
 // the real time that passed) nor resets it to the full TTL: remaining TTL is
 // replicated state and the new leader only adds its grace.
 func TestCluster_LeaderChangeKeepsRemainingTTL(t *testing.T) {
-	nodes := startCluster(t, 3, nil)
-	leader := waitLeader(t, nodes)
-	c := newClient(t)
+	nodes, leader, c := startLedCluster(t, 3)
 	const ttl = 6 * time.Second
 	r := c.acquire(leader.HTTPAddr(), "k", "a", ttl, 0)
 	mustStatus(t, r, http.StatusOK, "acquire")
@@ -70,9 +68,7 @@ func TestCluster_LeaderChangeKeepsRemainingTTL(t *testing.T) {
 // that still believes the old deadline) reaches the log after the lock was
 // refreshed. Applying it must change nothing, on every node.
 func TestCluster_StaleLeaderExpireIsNoOp(t *testing.T) {
-	nodes := startCluster(t, 3, nil)
-	leader := waitLeader(t, nodes)
-	c := newClient(t)
+	nodes, leader, c := startLedCluster(t, 3)
 	r := c.acquire(leader.HTTPAddr(), "k", "a", 2*time.Second, 0)
 	mustStatus(t, r, http.StatusOK, "acquire")
 	fence := uint64(r.num("fence"))
@@ -110,9 +106,7 @@ func TestCluster_StaleLeaderExpireIsNoOp(t *testing.T) {
 }
 
 func TestCluster_NoQuorumAnswers503(t *testing.T) {
-	nodes := startCluster(t, 3, nil)
-	leader := waitLeader(t, nodes)
-	c := newClient(t)
+	nodes, leader, c := startLedCluster(t, 3)
 	mustStatus(t, c.acquire(leader.HTTPAddr(), "held", "a", time.Minute, 0), http.StatusOK, "acquire with quorum")
 	for _, f := range followers(nodes, leader) {
 		shutdown(t, f)
@@ -141,9 +135,7 @@ func TestCluster_NoQuorumAnswers503(t *testing.T) {
 // down, the test puts a term back, as if the channel had not been read yet.
 // In CI a node was seen claiming to lead in that window.)
 func TestCluster_ATermNotYetEndedClaimsNothingOnceRaftSteppedDown(t *testing.T) {
-	nodes := startCluster(t, 3, nil)
-	leader := waitLeader(t, nodes)
-	c := newClient(t)
+	nodes, leader, c := startLedCluster(t, 3)
 	for _, f := range followers(nodes, leader) {
 		shutdown(t, f)
 	}
@@ -165,9 +157,7 @@ func TestCluster_ATermNotYetEndedClaimsNothingOnceRaftSteppedDown(t *testing.T) 
 // Waiters whose request died with the old leader are swept by the new one:
 // they never receive the key nobody is waiting for.
 func TestCluster_NewLeaderCancelsOrphanWaiters(t *testing.T) {
-	nodes := startCluster(t, 3, nil)
-	leader := waitLeader(t, nodes)
-	c := newClient(t)
+	nodes, leader, c := startLedCluster(t, 3)
 	mustStatus(t, c.acquire(leader.HTTPAddr(), "k", "a", time.Minute, 0), http.StatusOK, "acquire")
 	done := make(chan reply, 1)
 	go func() { done <- c.acquire(leader.HTTPAddr(), "k", "b", time.Minute, 20*time.Second) }()

@@ -15,9 +15,7 @@ import (
 // committing meanwhile, over the connections its peers hold. Before the
 // bound, each one held a goroutine and two descriptors for 10 s.
 func TestRaftFlood_IdleConnectionsAreBounded(t *testing.T) {
-	nodes := startCluster(t, 3, nil)
-	leader := waitLeader(t, nodes)
-	c := newClient(t)
+	_, leader, c := startLedCluster(t, 3)
 	mustStatus(t, c.acquire(leader.HTTPAddr(), "warm", "o", time.Minute, 0), 200, "acquire before the flood")
 	before := runtime.NumGoroutine()
 

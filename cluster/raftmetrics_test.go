@@ -42,9 +42,7 @@ func metric(t *testing.T, m map[string]float64, series string) float64 {
 }
 
 func TestMetrics_RuntimeProcessAndRaft(t *testing.T) {
-	nodes := startCluster(t, 3, nil)
-	leader := waitLeader(t, nodes)
-	c := newClient(t)
+	nodes, leader, c := startLedCluster(t, 3)
 	waitReady(t, c, nodes...)
 	lbl := func(name string, n *Node) string { return name + `{node="` + n.ID() + `"}` }
 

@@ -109,9 +109,7 @@ func TestCluster_RollingUpgradeFromV010WritesTheOneAcquireEntryOnceEveryMemberAp
 // knows key, owner, ttl_ms and wait_ms) from a cluster that refused the
 // request, and fall back (client: ErrUnsupported, keep_ms dropped).
 func TestCluster_AnUnknownFieldIs400NamingIt(t *testing.T) {
-	nodes := startCluster(t, 3, nil)
-	leader := waitLeader(t, nodes)
-	c := newClient(t)
+	nodes, leader, c := startLedCluster(t, 3)
 	before := leader.raft.LastIndex()
 	for _, n := range nodes {
 		r := c.do(n.HTTPAddr(), "POST", "/v1/acquire", map[string]any{"key": "k", "owner": "o", "ttl_ms": 1000, "priority": 1})
