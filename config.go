@@ -22,10 +22,10 @@ const DefaultDriver = "memory"
 // both believe they are alone.
 type Config struct {
 	// Driver is "memory" (default; one process), "sqlite" (every process
-	// on one host), "redis" or "cluster" (many hosts). Every driver but
-	// memory is linked into the program by importing its package for its
-	// side effect: import _ "github.com/zerotal/lock/drivers/sqlite" (or
-	// drivers/redis, drivers/cluster).
+	// on one host), "redis", "postgres" or "cluster" (many hosts). Every
+	// driver but memory is linked into the program by importing its
+	// package for its side effect: import _ "github.com/zerotal/lock/drivers/sqlite"
+	// (or drivers/redis, drivers/postgres, drivers/cluster).
 	Driver string
 	// Prefix is prepended to every key. Empty means the driver's default:
 	// none on "cluster", whose HTTP API and lockcluster commands name keys
@@ -36,6 +36,8 @@ type Config struct {
 	SQLite SQLiteConfig
 	// Redis configures the "redis" driver.
 	Redis RedisConfig
+	// Postgres configures the "postgres" driver.
+	Postgres PostgresConfig
 	// Cluster configures the "cluster" driver.
 	Cluster ClusterConfig
 	// Logger receives the Manager's and the driver's logs; nil discards them.
@@ -79,6 +81,26 @@ func (c RedisConfig) String() string { return fmt.Sprintf("{URL:%s}", redactURL(
 
 // GoString is String, so that %#v does not print the password either.
 func (c RedisConfig) GoString() string { return "lock.RedisConfig" + c.String() }
+
+// PostgresConfig configures the "postgres" driver.
+type PostgresConfig struct {
+	// URL is postgres://[user[:password]@]host[:port]/database[?...] or a
+	// "key=value ..." connection string, directly or through a pooler in
+	// transaction mode. It may hold a password, so it is redacted
+	// whenever it is printed.
+	URL string
+}
+
+// String prints the configuration with the password redacted.
+func (c PostgresConfig) String() string {
+	if c.URL != "" && !strings.Contains(c.URL, "://") {
+		return "{URL:<connection string, redacted>}"
+	}
+	return fmt.Sprintf("{URL:%s}", redactURL(c.URL))
+}
+
+// GoString is String, so that %#v does not print the password either.
+func (c PostgresConfig) GoString() string { return "lock.PostgresConfig" + c.String() }
 
 // ClusterConfig configures the "cluster" driver, a client of lockcluster
 // nodes.
@@ -126,8 +148,8 @@ func (c Config) String() string {
 	if c.err != nil {
 		return fmt.Sprintf("{Err:%q}", c.err.Error()) // ConfigFromEnv's errors hold no secret
 	}
-	return fmt.Sprintf("{Driver:%q Prefix:%q SQLite:{Path:%q Durable:%v} Redis:%s Cluster:%s}",
-		c.Driver, c.Prefix, c.SQLite.Path, c.SQLite.Durable, c.Redis, c.Cluster)
+	return fmt.Sprintf("{Driver:%q Prefix:%q SQLite:{Path:%q Durable:%v} Redis:%s Postgres:%s Cluster:%s}",
+		c.Driver, c.Prefix, c.SQLite.Path, c.SQLite.Durable, c.Redis, c.Postgres, c.Cluster)
 }
 
 // GoString is String, so that %#v does not print secrets either.
@@ -179,6 +201,10 @@ func (c Config) Validate() error {
 		}
 	case "redis":
 		return validateRedisURL(c.Redis.URL)
+	case "postgres":
+		if c.Postgres.URL == "" {
+			return &InvalidError{Field: "Postgres.URL", Reason: "is required for the postgres driver (LOCKCLUSTER_POSTGRES_URL or DATABASE_URL)"}
+		}
 	case "cluster":
 		if len(c.Cluster.Addrs) == 0 {
 			return &InvalidError{Field: "Cluster.Addrs", Reason: "at least one node address is required (LOCKCLUSTER_ENDPOINTS)"}

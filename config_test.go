@@ -18,7 +18,7 @@ const secret = "s3cr3t-pass"
 // clearEnv unsets every variable ConfigFromEnv reads, for the test.
 func clearEnv(t *testing.T) {
 	for _, v := range []string{lock.EnvDriver, lock.EnvPrefix, lock.EnvSQLitePath, lock.EnvSQLiteDurable, lock.EnvRedisURL, lock.EnvEndpoints,
-		lock.EnvToken, lock.EnvTLSCA, lock.EnvTLSCert, lock.EnvTLSKey, lock.EnvClusterID} {
+		lock.EnvToken, lock.EnvTLSCA, lock.EnvTLSCert, lock.EnvTLSKey, lock.EnvClusterID, lock.EnvPostgresURL, lock.EnvDatabaseURL} {
 		t.Setenv(v, "")
 	}
 }

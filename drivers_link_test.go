@@ -4,6 +4,7 @@ package lock_test
 // link every driver, as an application using them would.
 import (
 	_ "github.com/zerotal/lock/drivers/cluster"
+	_ "github.com/zerotal/lock/drivers/postgres"
 	_ "github.com/zerotal/lock/drivers/redis"
 	_ "github.com/zerotal/lock/drivers/sqlite"
 )

@@ -27,9 +27,17 @@ const (
 	EnvClusterID     = "LOCKCLUSTER_CLUSTER_ID" // the cluster ID the nodes must have
 )
 
+// The postgres driver's connection string: LOCKCLUSTER_POSTGRES_URL, or
+// DATABASE_URL as most platforms set it (see ConfigFromEnv for when).
+const (
+	EnvPostgresURL = "LOCKCLUSTER_POSTGRES_URL"
+	EnvDatabaseURL = "DATABASE_URL"
+)
+
 // ConfigFromEnv builds a Config from the environment: LOCKCLUSTER_DRIVER,
 // LOCKCLUSTER_PREFIX, LOCKCLUSTER_SQLITE_PATH, LOCKCLUSTER_SQLITE_DURABLE,
-// REDIS_URL, LOCKCLUSTER_ENDPOINTS (comma separated), LOCKCLUSTER_TOKEN,
+// REDIS_URL, LOCKCLUSTER_POSTGRES_URL (or DATABASE_URL),
+// LOCKCLUSTER_ENDPOINTS (comma separated), LOCKCLUSTER_TOKEN,
 // and for a TLS cluster LOCKCLUSTER_TLS_CA, LOCKCLUSTER_TLS_CERT and
 // LOCKCLUSTER_TLS_KEY, and LOCKCLUSTER_CLUSTER_ID. Unset variables leave
 // their field at its default. The result is validated; the error (matching
@@ -43,7 +51,9 @@ const (
 //
 // When LOCKCLUSTER_DRIVER is unset, the backend is the one the other
 // variables point at: "cluster" for LOCKCLUSTER_ENDPOINTS, "sqlite" for
-// LOCKCLUSTER_SQLITE_PATH, "redis" for REDIS_URL. A process pointed at a
+// LOCKCLUSTER_SQLITE_PATH, "redis" for REDIS_URL, "postgres" for
+// LOCKCLUSTER_POSTGRES_URL, or for a postgres:// DATABASE_URL when no
+// other of them is set. A process pointed at a
 // shared backend must not quietly take its locks in its own memory, where
 // no other process sees them. When more than one of them is set, nothing
 // says which to lock on, and ConfigFromEnv refuses: set
@@ -66,10 +76,11 @@ func ConfigFromGetenv(getenv func(name string) string) (Config, error) {
 
 func configFrom(getenv func(string) string) (Config, error) {
 	cfg := Config{
-		Driver: strings.TrimSpace(getenv(EnvDriver)),
-		Prefix: getenv(EnvPrefix),
-		SQLite: SQLiteConfig{Path: getenv(EnvSQLitePath)},
-		Redis:  RedisConfig{URL: strings.TrimSpace(getenv(EnvRedisURL))},
+		Driver:   strings.TrimSpace(getenv(EnvDriver)),
+		Prefix:   getenv(EnvPrefix),
+		SQLite:   SQLiteConfig{Path: getenv(EnvSQLitePath)},
+		Redis:    RedisConfig{URL: strings.TrimSpace(getenv(EnvRedisURL))},
+		Postgres: PostgresConfig{URL: strings.TrimSpace(getenv(EnvPostgresURL))},
 		Cluster: ClusterConfig{
 			Addrs:     splitList(getenv(EnvEndpoints)),
 			Token:     getenv(EnvToken),
@@ -85,6 +96,9 @@ func configFrom(getenv func(string) string) (Config, error) {
 			return Config{}, &InvalidError{Field: EnvSQLiteDurable, Reason: fmt.Sprintf("is %q; want true or false", v)}
 		}
 		cfg.SQLite.Durable = durable
+	}
+	if cfg.Postgres.URL == "" {
+		cfg.Postgres.URL = databaseURL(getenv, cfg)
 	}
 	if cfg.Driver == "" {
 		driver, err := inferDriver(cfg)
@@ -111,6 +125,7 @@ func inferDriver(cfg Config) (string, error) {
 		{"cluster", EnvEndpoints, len(cfg.Cluster.Addrs) > 0},
 		{"sqlite", EnvSQLitePath, cfg.SQLite.Path != ""},
 		{"redis", EnvRedisURL, cfg.Redis.URL != ""},
+		{"postgres", EnvPostgresURL, cfg.Postgres.URL != ""},
 	} {
 		if b.set {
 			driver = b.driver
@@ -124,8 +139,25 @@ func inferDriver(cfg Config) (string, error) {
 		return driver, nil
 	}
 	return "", &InvalidError{Field: EnvDriver, Reason: fmt.Sprintf(
-		"is unset, and %s each name a backend: set it to the one to lock on (cluster, sqlite, redis or memory)",
+		"is unset, and %s each name a backend: set it to the one to lock on (cluster, sqlite, redis, postgres or memory)",
 		strings.Join(set, " and "))}
+}
+
+// databaseURL is DATABASE_URL for the postgres driver: when
+// LOCKCLUSTER_DRIVER says postgres, or when it is unset, DATABASE_URL is
+// a postgres:// URL and no other backend variable is set (a DATABASE_URL
+// of another database is not a lock backend).
+func databaseURL(getenv func(string) string, cfg Config) string {
+	v := strings.TrimSpace(getenv(EnvDatabaseURL))
+	switch {
+	case cfg.Driver == "postgres":
+		return v
+	case cfg.Driver != "" || len(cfg.Cluster.Addrs) > 0 || cfg.SQLite.Path != "" || cfg.Redis.URL != "":
+		return ""
+	case strings.HasPrefix(v, "postgres://") || strings.HasPrefix(v, "postgresql://"):
+		return v
+	}
+	return ""
 }
 
 // splitList splits a comma-separated list, dropping blanks.

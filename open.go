@@ -50,7 +50,7 @@ func Open(ctx context.Context, cfg Config) (*Manager, error) {
 func (c Config) openOptions() drivers.OpenOptions {
 	return drivers.OpenOptions{
 		SQLitePath: c.SQLite.Path, SQLiteDurable: c.SQLite.Durable,
-		RedisURL: c.Redis.URL,
+		RedisURL: c.Redis.URL, PostgresURL: c.Postgres.URL,
 		Cluster: drivers.ClusterOptions{
 			Addrs: c.Cluster.Addrs, Token: c.Cluster.Token,
 			CAFile: c.Cluster.CAFile, CertFile: c.Cluster.CertFile, KeyFile: c.Cluster.KeyFile,

@@ -28,6 +28,8 @@ func TestOpen_MemoryOnlyProgramLinksNoOtherBackend(t *testing.T) {
 			"github.com/zerotal/lock/drivers/sqlite",
 			"github.com/zerotal/lock/drivers/redis",
 			"github.com/zerotal/lock/drivers/cluster",
+			"github.com/zerotal/lock/drivers/postgres",
+			"github.com/jackc/pgx",
 		} {
 			if dep == banned || strings.HasPrefix(dep, banned+"/") {
 				t.Errorf("a memory-only program links %s", dep)

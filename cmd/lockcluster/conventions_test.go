@@ -207,7 +207,7 @@ func TestCLI_Completion(t *testing.T) {
 		}
 	}
 	code, stdout, _ := runCLI(t, nil, "__complete", "bench", "--driver", "")
-	if code != exitOK || !strings.Contains(stdout, "cluster\nsqlite\nredis\nmemory\n") {
+	if code != exitOK || !strings.Contains(stdout, "cluster\nsqlite\nredis\npostgres\nmemory\n") {
 		t.Errorf("completing --driver: exit %d, %q", code, stdout)
 	}
 	code, stdout, _ = runCLI(t, nil, "__complete", "st")

@@ -74,7 +74,7 @@ func newElectCmd(e *env) *cobra.Command {
 	durationVar(fs, &o.grace, "grace", defaultGrace, "after SIGTERM, how long the command's process group has before SIGKILL;\nat most a third of --ttl, which is also the default when shorter than 10s")
 	fs.BoolVar(&o.quiet, "quiet", false, "print nothing of lockcluster's own on stderr")
 	o.driverFlags.register(cmd)
-	fs.Lookup("driver").Usage = "backend shared by the candidates: cluster, redis (URL from the variable REDIS_URL)\nor sqlite with --sqlite-path; memory is refused"
+	fs.Lookup("driver").Usage = "backend shared by the candidates: cluster, redis (URL from the variable REDIS_URL),\npostgres (LOCKCLUSTER_POSTGRES_URL) or sqlite with --sqlite-path; memory is refused"
 	cmd.RunE = func(cmd *cobra.Command, args []string) error {
 		if len(args) == 0 {
 			return usagef("NAME is required: lockcluster elect NAME -- COMMAND")

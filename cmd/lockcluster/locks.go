@@ -46,7 +46,7 @@ func newLocksCmd(e *env) *cobra.Command {
 		locksExamples, locksNotes)
 	o.noKeyPrefix = true
 	o.driverFlags.register(cmd)
-	fs.Lookup("driver").Usage = "backend to list: cluster, sqlite with --sqlite-path, or redis (URL from the variable\nREDIS_URL); unset, the one whose setting is given; memory is refused"
+	fs.Lookup("driver").Usage = "backend to list: cluster, sqlite with --sqlite-path, redis (URL from the variable\nREDIS_URL) or postgres (LOCKCLUSTER_POSTGRES_URL); unset, the one whose setting is given; memory is refused"
 	durationVar(fs, &o.timeout, "timeout", 10*time.Second, "give up after this long")
 	registerOutput(cmd, &o.output)
 	fs.StringVar(&o.prefix, "prefix", "", "only keys starting with this (keys are named as written: \"deploy\" from lockcluster run,\nthe HTTP API and the Go API is one lock)")
@@ -68,7 +68,7 @@ func newLocksCmd(e *env) *cobra.Command {
 // process that holds them: a new process has none of another's to list.
 var errNothingToList = errors.New("locks lists a backend that processes share: " +
 	"--driver cluster with --endpoints (or LOCKCLUSTER_ENDPOINTS), --driver redis with REDIS_URL, " +
-	"or --driver sqlite with --sqlite-path FILE (or LOCKCLUSTER_SQLITE_PATH)")
+	"--driver postgres with LOCKCLUSTER_POSTGRES_URL, or --driver sqlite with --sqlite-path FILE (or LOCKCLUSTER_SQLITE_PATH)")
 
 // runLocks lists the held keys through the backend's Manager.
 func runLocks(ctx context.Context, e *env, cmd *cobra.Command, o *locksOptions) error {

@@ -31,8 +31,9 @@ type driverFlags struct {
 func (d *driverFlags) register(cmd *cobra.Command) {
 	fs := cmd.Flags()
 	d.flags = fs
-	fs.String("driver", "", "backend: cluster, sqlite, redis (URL from the variable REDIS_URL) or memory; unset, the one\n"+
-		"whose setting is given (--endpoints, --sqlite-path or REDIS_URL), as lock.ConfigFromEnv chooses")
+	fs.String("driver", "", "backend: cluster, sqlite, redis (URL from the variable REDIS_URL), postgres (URL from\n"+
+		"LOCKCLUSTER_POSTGRES_URL or DATABASE_URL) or memory; unset, the one whose setting is given\n"+
+		"(--endpoints, --sqlite-path, REDIS_URL or LOCKCLUSTER_POSTGRES_URL), as lock.ConfigFromEnv chooses")
 	fs.String("endpoints", "", "cluster: HTTP `address`(es) of the nodes, comma-separated")
 	fs.String("token", "", "cluster: bearer token (prefer the variable: flags show in the process list)")
 	fs.String("sqlite-path", "", "sqlite: database `file` shared by the processes")
@@ -41,7 +42,7 @@ func (d *driverFlags) register(cmd *cobra.Command) {
 	}
 	d.clientTLSFlags.register(cmd)
 	_ = cmd.RegisterFlagCompletionFunc("driver", func(c *cobra.Command, _ []string, _ string) ([]cobra.Completion, cobra.ShellCompDirective) {
-		drivers := []cobra.Completion{"cluster", "sqlite", "redis"}
+		drivers := []cobra.Completion{"cluster", "sqlite", "redis", "postgres"}
 		if c.Name() == "bench" { // run, elect and leader refuse memory: its locks exclude no other process
 			drivers = append(drivers, "memory")
 		}
@@ -98,7 +99,7 @@ func explainManager(ctx context.Context, m *lock.Manager, cfg lock.Config) (stri
 // sees: run exists to keep processes apart, and would exclude nothing.
 var errNotShared = errors.New("locks that no other process sees would exclude nothing; " +
 	"use --driver cluster with --endpoints (or LOCKCLUSTER_ENDPOINTS), --driver redis with REDIS_URL, " +
-	"or --driver sqlite with --sqlite-path FILE (or LOCKCLUSTER_SQLITE_PATH) for the processes of one host")
+	"--driver postgres with LOCKCLUSTER_POSTGRES_URL, or --driver sqlite with --sqlite-path FILE (or LOCKCLUSTER_SQLITE_PATH) for the processes of one host")
 
 // requireShared refuses a backend whose locks no other process sees
 // (privateBackend), as run, elect and leader do.

@@ -170,7 +170,7 @@ a command, it holds the lock until it is interrupted.`
 	fs.BoolVar(&o.shared, "shared", false, "take the key's read side: shared with other --shared runs, never with an --exclusive one")
 	fs.BoolVar(&o.exclusive, "exclusive", false, "take the key's write side: alone, and no new --shared run overtakes it while it waits")
 	o.driverFlags.register(cmd)
-	fs.Lookup("driver").Usage = "backend shared by the processes to keep apart: cluster, redis (URL from the variable\nREDIS_URL) or sqlite with --sqlite-path; memory is refused"
+	fs.Lookup("driver").Usage = "backend shared by the processes to keep apart: cluster, redis (URL from the variable\nREDIS_URL), postgres (LOCKCLUSTER_POSTGRES_URL) or sqlite with --sqlite-path; memory is refused"
 	cmd.RunE = func(cmd *cobra.Command, args []string) error {
 		args, err := o.keyFromArgs(cmd, args)
 		if err != nil {

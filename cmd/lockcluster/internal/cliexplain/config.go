@@ -25,6 +25,7 @@ var configFlags = map[string]string{
 	"Prefix":                   "--prefix",
 	"SQLite.Path":              "--sqlite-path",
 	"Redis.URL":                "REDIS_URL",
+	"Postgres.URL":             "LOCKCLUSTER_POSTGRES_URL",
 	"Cluster.Addrs":            "--endpoints",
 	"Cluster.CertFile/KeyFile": "--tls-cert/--tls-key",
 	// client.New's own (lock.Open makes the client)
