@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Installs what `make test` needs beyond Go when it is missing: redis-server
-# (the Redis driver's tests start their own on free loopback ports), node and
-# npm (the TypeScript client's build and tests). Extra
+# (the Redis driver's tests start their own on free loopback ports), initdb
+# and postgres from postgresql and pgbouncer (the PostgreSQL driver's tests
+# start their own the same way), node and npm (the TypeScript client's build
+# and tests). Extra
 # arguments name more commands to make sure of, each from the Debian package
 # of the same name (.ci/run passes `make`), or COMMAND:PACKAGE when the
 # package is named otherwise (`make bench-peers` passes etcd:etcd-server).
@@ -12,10 +14,21 @@ set -euo pipefail
 
 missing=()  # packages to install
 commands=() # the commands they bring
-for arg in redis-server openssl node:nodejs npm "$@"; do
+# have: cmd is on PATH, or where Debian puts PostgreSQL's programs (off
+# PATH: /usr/lib/postgresql/VERSION/bin) and daemons (/usr/sbin).
+have() {
+	command -v "$1" >/dev/null 2>&1 && return 0
+	local p
+	for p in /usr/lib/postgresql/*/bin/"$1" /usr/sbin/"$1"; do
+		[[ -x $p ]] && return 0
+	done
+	return 1
+}
+
+for arg in redis-server openssl initdb:postgresql pgbouncer node:nodejs npm "$@"; do
 	cmd=${arg%%:*}
 	pkg=${arg#*:}
-	command -v "$cmd" >/dev/null 2>&1 && continue
+	have "$cmd" && continue
 	missing+=("$pkg")
 	commands+=("$cmd")
 done
@@ -45,5 +58,5 @@ echo "test-deps: installing ${missing[*]} with ${run[*]:+${run[*]} }apt-get"
 "${run[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "${missing[@]}" </dev/null ||
 	cannot "apt-get install failed"
 for cmd in "${commands[@]}"; do
-	command -v "$cmd" >/dev/null 2>&1 || cannot "$cmd is still not on PATH after apt-get install"
+	have "$cmd" || cannot "$cmd is still not on PATH after apt-get install"
 done
