@@ -63,26 +63,14 @@ func startEtcd(ctx context.Context, bin, dir string, extra []string) (*etcdClust
 		return nil, err
 	}
 	// Quorum: a linearizable read succeeds.
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		rctx, cancel := context.WithTimeout(ctx, time.Second)
-		_, err := ec.cli.Get(rctx, "health")
-		cancel()
-		if err == nil {
-			return ec, nil
-		}
-		for _, p := range ec.procs {
-			if p.exited() {
-				ec.stop()
-				return nil, fmt.Errorf("%s exited; see %s", p.name, p.log)
-			}
-		}
-		if time.Now().After(deadline) || ctx.Err() != nil {
-			ec.stop()
-			return nil, fmt.Errorf("etcd has no quorum after 30s: %v", err)
-		}
-		time.Sleep(100 * time.Millisecond)
+	if err := waitReady(ctx, ec.procs, time.Second, "etcd has no quorum", func(ctx context.Context) error {
+		_, err := ec.cli.Get(ctx, "health")
+		return err
+	}); err != nil {
+		ec.stop()
+		return nil, err
 	}
+	return ec, nil
 }
 
 func (ec *etcdCluster) stop() {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -66,26 +67,17 @@ func startLockcluster(ctx context.Context, bin, dir string, extra []string) (*lo
 		lc.stop()
 		return nil, err
 	}
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		rctx, cancel := context.WithTimeout(ctx, 2*time.Second)
-		ok, err := take(rctx, lc.c, "health", "bench", time.Second)
-		cancel()
-		if err == nil && ok {
-			return lc, nil
+	if err := waitReady(ctx, lc.procs, 2*time.Second, "lockcluster not writable", func(ctx context.Context) error {
+		ok, err := take(ctx, lc.c, "health", "bench", time.Second)
+		if err == nil && !ok {
+			err = errors.New("the health lock was not granted")
 		}
-		for _, p := range lc.procs {
-			if p.exited() {
-				lc.stop()
-				return nil, fmt.Errorf("%s exited; see %s", p.name, p.log)
-			}
-		}
-		if time.Now().After(deadline) || ctx.Err() != nil {
-			lc.stop()
-			return nil, fmt.Errorf("lockcluster not writable after 30s: ok=%v err=%v", ok, err)
-		}
-		time.Sleep(100 * time.Millisecond)
+		return err
+	}); err != nil {
+		lc.stop()
+		return nil, err
 	}
+	return lc, nil
 }
 
 func (lc *lockCluster) stop() {

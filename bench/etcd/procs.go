@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"net"
 	"os"
@@ -89,4 +90,28 @@ func freeAddrPairs(n int) ([][2]string, error) {
 		}
 	}
 	return pairs, nil
+}
+
+// waitReady calls ready, each call bounded by attempt, until it succeeds;
+// it gives up when one of procs exits or after 30 s, saying what was not
+// reached.
+func waitReady(ctx context.Context, procs []*proc, attempt time.Duration, what string, ready func(context.Context) error) error {
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		rctx, cancel := context.WithTimeout(ctx, attempt)
+		err := ready(rctx)
+		cancel()
+		if err == nil {
+			return nil
+		}
+		for _, p := range procs {
+			if p.exited() {
+				return fmt.Errorf("%s exited; see %s", p.name, p.log)
+			}
+		}
+		if time.Now().After(deadline) || ctx.Err() != nil {
+			return fmt.Errorf("%s after 30s: %v", what, err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
 }
