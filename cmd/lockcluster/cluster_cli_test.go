@@ -22,9 +22,7 @@ import (
 // has a leader.
 func startAgent(t *testing.T, token string, env ...string) string {
 	t.Helper()
-	if testing.Short() {
-		t.Skip("starts an agent process")
-	}
+	skipShort(t, "starts an agent process")
 	httpAddr, raftAddr := loopback.MustFreeAddr(t), loopback.MustFreeAddr(t)
 	startProc(t, append([]string{"LOCKCLUSTER_TOKEN=" + token}, env...), "agent", "--id", "n1", "--data-dir", t.TempDir(),
 		"--raft-addr", raftAddr, "--http-addr", httpAddr, "--bootstrap-self", "--log-level", "warn")
@@ -103,9 +101,7 @@ func TestCLI_LeaveOfAnUnknownIDAndInvalidRequests(t *testing.T) {
 // With no leader (two of three voters never started), the admin commands
 // and run say "no leader", not the last connection refused, and exit 69.
 func TestCLI_NoQuorumSaysNoLeader(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts an agent process")
-	}
+	skipShort(t, "starts an agent process")
 	var addrs []string
 	var peers []string
 	for i := 1; i <= 3; i++ {
@@ -142,9 +138,7 @@ func TestCLI_NoQuorumSaysNoLeader(t *testing.T) {
 // program, and on Ctrl-C a clean stop with exit status 0 (make prints no
 // error).
 func TestDev_InterruptIsAQuietCleanStop(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts a three-node cluster")
-	}
+	skipShort(t, "starts a three-node cluster")
 	var p *proc
 	for range 3 {
 		p = startProc(t, nil, "dev", "--base-port", "0", "--data-dir", t.TempDir())
@@ -185,9 +179,7 @@ func TestDev_InterruptIsAQuietCleanStop(t *testing.T) {
 // the advertised address in the raft configuration; an all-interfaces
 // --raft-addr without it is refused with a message naming the flag.
 func TestAgent_RaftAdvertise(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts an agent process")
-	}
+	skipShort(t, "starts an agent process")
 	code, _, stderr := runBinary(t, nil, "agent", "--id", "n1", "--data-dir", t.TempDir(),
 		"--raft-addr", "0.0.0.0:"+strings.Split(loopback.MustFreeAddr(t), ":")[1], "--raft-insecure",
 		"--http-addr", loopback.MustFreeAddr(t))

@@ -11,9 +11,7 @@ import (
 )
 
 func TestDev_DemoRunsAgainstThreeNodes(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts a three-node cluster")
-	}
+	skipShort(t, "starts a three-node cluster")
 	var code int
 	var stdout, stderr string
 	for range 3 {
@@ -124,9 +122,7 @@ func helpFlags(help string) map[string]string {
 // ERROR (raft's transport reports the connections a stopping node closes
 // itself), and each node says "node started" once.
 func TestDev_OrdinaryStopLogsNoError(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts a three-node cluster")
-	}
+	skipShort(t, "starts a three-node cluster")
 	for round := range 1 {
 		dir := t.TempDir()
 		var p *proc

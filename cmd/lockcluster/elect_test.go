@@ -27,9 +27,7 @@ func termOf(out string) uint64 {
 // stops the command, the standby leads within the lease at a higher term;
 // a SIGTERM ends the last one, which resigns.
 func TestElect_OneLeaderRunsAndTheStandbyTakesOverAfterAKill(t *testing.T) {
-	if testing.Short() {
-		t.Skip("runs lockcluster processes")
-	}
+	skipShort(t, "runs lockcluster processes")
 	db := filepath.Join(t.TempDir(), "locks.db")
 	backend := []string{"--driver", "sqlite", "--sqlite-path", db}
 	const ttl = 1500 * time.Millisecond
@@ -82,9 +80,7 @@ func TestElect_OneLeaderRunsAndTheStandbyTakesOverAfterAKill(t *testing.T) {
 // A command that ends on its own ends elect with its status, and the
 // leadership with it.
 func TestElect_CommandExitResigns(t *testing.T) {
-	if testing.Short() {
-		t.Skip("runs lockcluster processes")
-	}
+	skipShort(t, "runs lockcluster processes")
 	backend := []string{"--driver", "sqlite", "--sqlite-path", filepath.Join(t.TempDir(), "locks.db")}
 	code, _, stderr := runBinary(t, nil, append(append([]string{"elect"}, backend...), "job", "--", "sh", "-c", "exit 3")...)
 	if code != 3 || !strings.Contains(stderr, `resigned "job"`) {
@@ -105,9 +101,7 @@ func TestElect_CommandExitResigns(t *testing.T) {
 // fails the run naming it and leaves the others free; the command sees
 // every key and fence.
 func TestRun_SeveralKeysAllOrNone(t *testing.T) {
-	if testing.Short() {
-		t.Skip("runs lockcluster processes")
-	}
+	skipShort(t, "runs lockcluster processes")
 	backend := []string{"--driver", "sqlite", "--sqlite-path", filepath.Join(t.TempDir(), "locks.db")}
 	run := func(args ...string) (int, string, string) {
 		return runBinary(t, nil, append(append([]string{"run"}, backend...), args...)...)

@@ -130,3 +130,12 @@ func waitExit(cmd *exec.Cmd, code *int, done chan struct{}) {
 		close(done)
 	}()
 }
+
+// skipShort skips t under -short, which what explains ("starts an agent
+// process").
+func skipShort(t *testing.T, what string) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip(what)
+	}
+}

@@ -38,9 +38,7 @@ func tokenFileLine(name, role, prefixes, token string) string {
 // reason that matches the 401 behind it, not as "backend unreachable" at
 // the stop point; lockcluster run says so and exits 76.
 func TestCluster_RefusedRightsAndRevokedTokens(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts an agent process")
-	}
+	skipShort(t, "starts an agent process")
 	file := filepath.Join(t.TempDir(), "tokens")
 	all := tokenFileLine("jobs", "client", "jobs/", tokJobs) + tokenFileLine("scraper", "metrics", "-", tokMetrics) +
 		tokenFileLine("holder", "client", "*", tokHolder) + tokenFileLine("runner", "client", "*", tokRunner)

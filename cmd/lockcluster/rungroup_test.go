@@ -103,9 +103,7 @@ func needProc(t *testing.T) {
 	if runtime.GOOS != "linux" {
 		t.Skip("reads /proc to see whether a process still runs")
 	}
-	if testing.Short() {
-		t.Skip("starts lockcluster processes")
-	}
+	skipShort(t, "starts lockcluster processes")
 }
 
 // ignoreTerm is a grandchild that only SIGKILL stops: it ignores SIGTERM

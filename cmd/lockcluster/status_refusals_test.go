@@ -22,9 +22,7 @@ import (
 // "unreachable". Before, the hint ended at "(mutual TLS" and a 403 showed
 // as unreachable.
 func TestStatus_SaysWhatEachNodeRefused(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts an agent process")
-	}
+	skipShort(t, "starts an agent process")
 	ca := testtls.NewCA(t, "cluster")
 	node := ca.Issue(t, "n1")
 	app := ca.Issue(t, "app", "app.invalid")

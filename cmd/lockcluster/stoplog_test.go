@@ -23,9 +23,7 @@ type threeAgents struct {
 
 func startThreeAgents(t *testing.T) *threeAgents {
 	t.Helper()
-	if testing.Short() {
-		t.Skip("starts agent processes")
-	}
+	skipShort(t, "starts agent processes")
 	c := &threeAgents{}
 	for i := 1; i <= 3; i++ {
 		h, r := loopback.MustFreeAddr(t), loopback.MustFreeAddr(t)

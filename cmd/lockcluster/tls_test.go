@@ -60,9 +60,7 @@ func startAgentProcess(t *testing.T, env []string, args ...string) *agentProc {
 // from the environment) serves the client commands that bring the CA and a
 // client certificate, and refuses those that do not, with a clear message.
 func TestAgent_TLSProcess(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts an agent process")
-	}
+	skipShort(t, "starts an agent process")
 	ca := testtls.NewCA(t, "cluster")
 	node := ca.Issue(t, "n1")
 	app := ca.Issue(t, "app")
@@ -117,9 +115,7 @@ func TestAgent_TLSProcess(t *testing.T) {
 // An agent restarted on its data dir with another --cluster-id refuses to
 // start and names both IDs.
 func TestAgent_RefusesDataDirOfAnotherCluster(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts an agent")
-	}
+	skipShort(t, "starts an agent")
 	dataDir := t.TempDir()
 	httpAddr, raftAddr := loopback.MustFreeAddr(t), loopback.MustFreeAddr(t)
 	p := startAgentProcess(t, nil, "--id", "n1", "--data-dir", dataDir, "--raft-addr", raftAddr,
@@ -153,9 +149,7 @@ func waitUntilOutput(t *testing.T, out *syncbuf.Buffer, s string) {
 // makes certificates a mutual-TLS agent serves with and a client is let in
 // with; its health listener answers a probe that has none.
 func TestAgent_CertificateRecipe(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts an agent process")
-	}
+	skipShort(t, "starts an agent process")
 	if _, err := exec.LookPath("openssl"); err != nil {
 		t.Fatal("openssl not found: install the Debian package openssl (scripts/test-deps.sh does)")
 	}

@@ -21,9 +21,7 @@ import (
 // new one; a file that does not parse keeps the credentials in force. The
 // token line comes from lockcluster token.
 func TestAgent_TokenFileRolesAndReloadOnSIGHUP(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts an agent process")
-	}
+	skipShort(t, "starts an agent process")
 	file := filepath.Join(t.TempDir(), "tokens")
 	code, stdout, stderr := runCLI(t, nil, "token", "--name", "team-a", "--role", "client", "--prefixes", "jobs/", "--token-file", file)
 	line, _ := os.ReadFile(file)
