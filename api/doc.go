@@ -26,6 +26,7 @@
 //	POST /v1/force-release  ForceReleaseRequest  -> ReleaseResponse
 //	GET  /v1/lock?key=K                          -> Lock
 //	GET  /v1/locks?prefix=P&limit=N              -> LockList
+//	GET  /v1/watch?key=K&seen=S&wait_ms=N        -> Lock, once K's holders change (PathWatch)
 //	GET  /v1/status                              -> Status
 //	POST /v1/join           JoinRequest          -> {}
 //	POST /v1/leave          LeaveRequest         -> {}

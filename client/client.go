@@ -48,6 +48,9 @@ type Client struct {
 	// health tracks which nodes answer (health.go).
 	health health
 	closed atomic.Bool
+	// watches are the long polls of keys that Changed runs (watch.go).
+	watchMu sync.Mutex
+	watches map[string]*keyPoll
 	// keepRefused is when a node last refused keep_ms (an older release;
 	// UnixNano, 0: never): wait chunks go without it for keepRetry after.
 	keepRefused atomic.Int64
@@ -140,6 +143,7 @@ func (c *Client) Close() error {
 	if c.closed.Swap(true) {
 		return nil
 	}
+	c.stopWatches()
 	c.cleanups.Close()
 	c.health.close()
 	if c.stream != nil {

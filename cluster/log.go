@@ -67,4 +67,5 @@ func (n *Node) onApply(a fsm.Applied) {
 	if n.metrics != nil {
 		n.metrics.ObserveApplied(a)
 	}
+	n.watches.applied(a)
 }

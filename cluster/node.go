@@ -75,6 +75,8 @@ type Node struct {
 	// acts on it, and may hold it there (tests only: it delays a hand-off's
 	// delivery past the engine's apply).
 	applyHook atomic.Pointer[func(fsm.Applied)]
+	// watches wakes the long polls of keys (GET /v1/watch, watch.go).
+	watches keyWatches
 
 	// stopping is the node's one shutdown signal: every HTTP request's
 	// parent and every loop's stop, so that long waits and forwarded

@@ -158,6 +158,7 @@ var routes = []route{
 	{"POST", api.PathExtend, access.RightLock, func(h *handler) http.HandlerFunc { return h.extend }},
 	{"GET", api.PathLock, access.RightLock, func(h *handler) http.HandlerFunc { return h.getLock }},
 	{"GET", api.PathLocks, access.RightLock, func(h *handler) http.HandlerFunc { return h.listLocks }},
+	{"GET", api.PathWatch, access.RightLock, func(h *handler) http.HandlerFunc { return h.watch }},
 	{"POST", api.PathForceRelease, access.RightForceRelease, func(h *handler) http.HandlerFunc { return h.forceRelease }},
 	{"POST", api.PathJoin, access.RightMembership, func(h *handler) http.HandlerFunc { return h.join }},
 	{"POST", api.PathLeave, access.RightMembership, func(h *handler) http.HandlerFunc { return h.leave }},

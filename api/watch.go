@@ -1,0 +1,43 @@
+package api
+
+import (
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// PathWatch is the long poll of a key: GET /v1/watch?key=K&seen=S&wait_ms=N
+// answers as GET /v1/lock does (200 and the Lock, or 404 when the key is
+// free) as soon as the key's holders are no longer those S names
+// (HoldersSeen of what the caller saw last; empty: free), or after N
+// milliseconds (default and most: MaxWatchWait) with the key as it is. A
+// caller that observes a key (an election) is so told of a grant, a
+// release, an expiry or a hand-off within a round trip, rather than at its
+// next look. The node answers from its own applied table, leader or not.
+const PathWatch = "/v1/watch"
+
+// MaxWatchWait is the longest wait_ms of a watch, and its default.
+const MaxWatchWait = 30 * time.Second
+
+// HoldersSeen names the holders of l (held false: none) by their fences,
+// ascending and comma separated: what a watch's seen is compared with, the
+// same for a client that read the key and for the node.
+func HoldersSeen(l Lock, held bool) string {
+	if !held {
+		return ""
+	}
+	fences := []uint64{l.Fence}
+	if len(l.Holders) > 0 {
+		fences = fences[:0]
+		for _, h := range l.Holders {
+			fences = append(fences, h.Fence)
+		}
+		slices.Sort(fences)
+	}
+	parts := make([]string, len(fences))
+	for i, f := range fences {
+		parts[i] = strconv.FormatUint(f, 10)
+	}
+	return strings.Join(parts, ",")
+}
