@@ -7,17 +7,14 @@ import (
 	"io"
 	"net/http"
 	"os/exec"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/zerotal/lock/api"
-	"github.com/zerotal/lock/client"
 	"github.com/zerotal/lock/drivers"
 	"github.com/zerotal/lock/drivers/driverstest"
-	"github.com/zerotal/lock/internal/loopback"
 	"github.com/zerotal/lock/internal/testkit/poll"
 )
 
@@ -51,11 +48,9 @@ func TestAdmin_StatusLocksJoinLeave(t *testing.T) {
 
 	// A fourth node asks to join when it starts (agent --join, with the
 	// operator's token: joining is a membership right).
-	n4 := &node{id: "n4", raftAddr: loopback.MustFreeAddr(t), httpAddr: loopback.MustFreeAddr(t), dataDir: t.TempDir(), join: c.nodes[0].httpAddr,
-		env: []string{"LOCKCLUSTER_TOKEN=" + operatorToken}}
-	n4.logPath = filepath.Join(t.TempDir(), "n4.log")
-	c.nodes = append(c.nodes, n4) // stopped and logged with the others
-	c.start(n4)
+	n4 := newNode(t, "n4")
+	n4.join, n4.env = c.nodes[0].httpAddr, []string{"LOCKCLUSTER_TOKEN=" + operatorToken}
+	c.add(n4)
 	poll.Until(t, 30*time.Second, "four nodes each listing four voters", func() bool {
 		_, out := cli(t, c, "status", "-o", "json")
 		return strings.Count(out, `"suffrage": "voter"`) >= 4*4 // four nodes each list four voters
@@ -73,8 +68,7 @@ func TestAdmin_StatusLocksJoinLeave(t *testing.T) {
 		code, out := cli(t, c, "status")
 		return code == 0 && strings.Count(out, "voter") == 3
 	})
-	c.nodes = append(c.nodes, n4)
-	c.start(n4)
+	c.add(n4)
 	n4.waitExit(t, 30*time.Second, "was removed from its cluster")
 	c.nodes = c.nodes[:3]
 }
@@ -97,15 +91,9 @@ func TestAdmin_DocumentedJoinFlowCannotFork(t *testing.T) {
 	}
 
 	// 1. The new node, started as the docs say: no flags.
-	n4 := &node{id: "n4", raftAddr: loopback.MustFreeAddr(t), httpAddr: loopback.MustFreeAddr(t), dataDir: t.TempDir()}
-	n4.logPath = filepath.Join(t.TempDir(), "n4.log")
-	c.nodes = append(c.nodes, n4)
-	c.start(n4)
-	lonely, err := client.New(client.Config{Addrs: []string{n4.httpAddr}, Token: clientToken, Timeout: 2 * time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer lonely.Close()
+	n4 := newNode(t, "n4")
+	c.add(n4)
+	lonely := c.clientAt(n4.httpAddr)
 	poll.Until(t, 20*time.Second, "n4 reports it waits to be added", func() bool {
 		st, err := lonely.NodeStatus(ctx, n4.httpAddr)
 		return err == nil && st.Membership == api.MemberWaiting
@@ -127,11 +115,9 @@ func TestAdmin_DocumentedJoinFlowCannotFork(t *testing.T) {
 		t.Fatalf("join with a client token: exit %d\n%s", code, out)
 	}
 	// 3. A node with state of its own is refused, with the reason.
-	n5 := &node{id: "n5", raftAddr: loopback.MustFreeAddr(t), httpAddr: loopback.MustFreeAddr(t), dataDir: t.TempDir(),
-		env: []string{"LOCKCLUSTER_BOOTSTRAP_SELF=true"}}
-	n5.logPath = filepath.Join(t.TempDir(), "n5.log")
-	c.nodes = append(c.nodes, n5)
-	c.start(n5)
+	n5 := newNode(t, "n5")
+	n5.env = []string{"LOCKCLUSTER_BOOTSTRAP_SELF=true"}
+	c.add(n5)
 	poll.Until(t, 20*time.Second, "n5 leads its own cluster", func() bool {
 		st, err := lonely.NodeStatus(ctx, n5.httpAddr)
 		return err == nil && st.State == "leader"

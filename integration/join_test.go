@@ -8,9 +8,7 @@ import (
 	"time"
 
 	"github.com/zerotal/lock/api"
-	"github.com/zerotal/lock/client"
 	"github.com/zerotal/lock/drivers/driverstest"
-	"github.com/zerotal/lock/internal/loopback"
 	"github.com/zerotal/lock/internal/testkit/poll"
 )
 
@@ -30,19 +28,11 @@ func TestAdmin_JoinMistakesAreRefusedAndChangeNothing(t *testing.T) {
 	if _, ok, err := driverstest.Take(ctx, cl, "ours", "alice", 5*time.Minute); err != nil || !ok {
 		t.Fatalf("acquire: %v %v", ok, err)
 	}
-	n4 := &node{id: "n4", raftAddr: loopback.MustFreeAddr(t), httpAddr: loopback.MustFreeAddr(t), dataDir: t.TempDir()}
-	island := &node{id: "island", raftAddr: loopback.MustFreeAddr(t), httpAddr: loopback.MustFreeAddr(t), dataDir: t.TempDir(),
-		env: []string{"LOCKCLUSTER_BOOTSTRAP_SELF=true"}}
-	for _, n := range []*node{n4, island} {
-		n.logPath = filepath.Join(t.TempDir(), n.id+".log")
-		c.nodes = append(c.nodes, n) // stopped and logged with the others
-		c.start(n)
-	}
-	ask, err := client.New(client.Config{Addrs: []string{island.httpAddr}, Token: clientToken, Timeout: 2 * time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ask.Close()
+	n4, island := newNode(t, "n4"), newNode(t, "island")
+	island.env = []string{"LOCKCLUSTER_BOOTSTRAP_SELF=true"}
+	c.add(n4)
+	c.add(island)
+	ask := c.clientAt(island.httpAddr)
 	poll.Until(t, 20*time.Second, "n4 waits to be added and the island leads its own cluster", func() bool {
 		st4, err4 := ask.NodeStatus(ctx, n4.httpAddr)
 		sti, erri := ask.NodeStatus(ctx, island.httpAddr)

@@ -14,7 +14,6 @@ import (
 	"time"
 
 	"github.com/zerotal/lock/client"
-	"github.com/zerotal/lock/internal/loopback"
 	"github.com/zerotal/lock/internal/testkit/poll"
 	"github.com/zerotal/lock/internal/testkit/tcpproxy"
 )
@@ -90,8 +89,8 @@ func newFaultClusterOn(t *testing.T, raftLog string) *faultCluster {
 	c := &faultCluster{testCluster: &testCluster{t: t}}
 	var peers []string
 	for i := range 3 {
-		n := &node{id: fmt.Sprintf("n%d", i+1), raftAddr: loopback.MustFreeAddr(t), httpAddr: loopback.MustFreeAddr(t), dataDir: t.TempDir(), bin: bin, raftLog: raftLog}
-		n.logPath = filepath.Join(t.TempDir(), n.id+".log")
+		n := newNode(t, fmt.Sprintf("n%d", i+1))
+		n.bin, n.raftLog = bin, raftLog
 		peers = append(peers, n.id+"="+n.raftAddr+"="+n.httpAddr)
 		c.nodes = append(c.nodes, n)
 		c.clockFile[i] = filepath.Join(t.TempDir(), "clock")

@@ -52,8 +52,7 @@ func newCluster(t *testing.T) *testCluster {
 	c := &testCluster{t: t}
 	var peers []string
 	for i := range 3 {
-		n := &node{id: fmt.Sprintf("n%d", i+1), raftAddr: loopback.MustFreeAddr(t), httpAddr: loopback.MustFreeAddr(t), dataDir: t.TempDir()}
-		n.logPath = filepath.Join(t.TempDir(), n.id+".log")
+		n := newNode(t, fmt.Sprintf("n%d", i+1))
 		peers = append(peers, n.id+"="+n.raftAddr+"="+n.httpAddr)
 		c.nodes = append(c.nodes, n)
 	}
@@ -185,12 +184,38 @@ func (c *testCluster) client() *client.Client { return c.clientWith(clientToken)
 // test ends.
 func (c *testCluster) clientWith(token string) *client.Client {
 	c.t.Helper()
-	cl, err := client.New(client.Config{Addrs: c.addrs(), Token: token})
+	return c.newClient(client.Config{Addrs: c.addrs(), Token: token})
+}
+
+// clientAt returns a client of the node at addr alone, with a worker's
+// token and a short timeout, closed when the test ends.
+func (c *testCluster) clientAt(addr string) *client.Client {
+	c.t.Helper()
+	return c.newClient(client.Config{Addrs: []string{addr}, Token: clientToken, Timeout: 2 * time.Second})
+}
+
+func (c *testCluster) newClient(cfg client.Config) *client.Client {
+	c.t.Helper()
+	cl, err := client.New(cfg)
 	if err != nil {
 		c.t.Fatal(err)
 	}
 	c.t.Cleanup(func() { _ = cl.Close() })
 	return cl
+}
+
+// newNode is a node named id on fresh loopback ports, with a data dir and
+// a log file of its own.
+func newNode(t *testing.T, id string) *node {
+	return &node{id: id, raftAddr: loopback.MustFreeAddr(t), httpAddr: loopback.MustFreeAddr(t), dataDir: t.TempDir(),
+		logPath: filepath.Join(t.TempDir(), id+".log")}
+}
+
+// add starts n beside the cluster's nodes; it is stopped, and its log
+// printed, with theirs.
+func (c *testCluster) add(n *node) {
+	c.nodes = append(c.nodes, n)
+	c.start(n)
 }
 
 // waitLeader polls the nodes' status until a running node reports itself
