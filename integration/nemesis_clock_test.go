@@ -17,13 +17,7 @@ import (
 func TestNemesis_SlowLeaderClockLengthensLocks(t *testing.T) {
 	c := newFaultCluster(t)
 	ctx := t.Context()
-	l, err := c.leader(10 * time.Second)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := c.setRate(l, 0.5); err != nil {
-		t.Fatal(err)
-	}
+	l := leaderAtRate(t, c, 0.5)
 	cl, err := newReadClient(c.addrs())
 	if err != nil {
 		t.Fatal(err)
@@ -88,13 +82,7 @@ func TestNemesis_SlowLeaderClockLengthensLocks(t *testing.T) {
 func TestNemesis_FastLeaderClockIsCaught(t *testing.T) {
 	c := newFaultCluster(t)
 	ctx := t.Context()
-	l, err := c.leader(10 * time.Second)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := c.setRate(l, 3); err != nil {
-		t.Fatal(err)
-	}
+	l := leaderAtRate(t, c, 3)
 	h := newHistory()
 	w := newWorkload(c.addrs(), h)
 	clients := make([]*workClient, 2)
@@ -132,4 +120,18 @@ func TestNemesis_FastLeaderClockIsCaught(t *testing.T) {
 		t.Fatalf("a three-times-fast leader clock went unnoticed; history:\n%s", formatOps(h.snapshot()))
 	}
 	t.Logf("caught, as expected:\n%s", vs[0])
+}
+
+// leaderAtRate sets the monotonic clock of c's leader to rate times the
+// host's, and returns the leader.
+func leaderAtRate(t *testing.T, c *faultCluster, rate float64) int {
+	t.Helper()
+	l, err := c.leader(10 * time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.setRate(l, rate); err != nil {
+		t.Fatal(err)
+	}
+	return l
 }
