@@ -10,10 +10,8 @@ import (
 )
 
 func TestCluster_AcquireOnFollowerIsForwardedToLeader(t *testing.T) {
-	nodes := startCluster(t, 3, nil)
-	leader := waitLeader(t, nodes)
+	nodes, leader, c := startLedCluster(t, 3)
 	fs := followers(nodes, leader)
-	c := newClient(t)
 
 	r := c.acquire(fs[0].HTTPAddr(), "jobs/nightly report", "owner-a", 10*time.Second, 0)
 	mustStatus(t, r, http.StatusOK, "acquire on a follower")
@@ -232,10 +230,8 @@ func TestCluster_ListAndStatus(t *testing.T) {
 }
 
 func TestCluster_JoinIsIdempotent(t *testing.T) {
-	nodes := startCluster(t, 2, nil)
-	leader := waitLeader(t, nodes)
+	nodes, leader, c := startLedCluster(t, 2)
 	other := followers(nodes, leader)[0]
-	c := newClient(t)
 	for i := 0; i < 2; i++ {
 		r := c.do(other.HTTPAddr(), "POST", "/v1/join", map[string]any{"id": other.ID(), "addr": other.RaftAddr(), "http": other.AdvertisedHTTPAddr()})
 		mustStatus(t, r, http.StatusOK, "repeated join")
@@ -269,10 +265,8 @@ func TestCluster_KeyLimitAnswers429(t *testing.T) {
 // Every node applies the same log to the same state: once they have all
 // applied the same index, their snapshots are byte-identical.
 func TestCluster_NodesConvergeToIdenticalSnapshots(t *testing.T) {
-	nodes := startCluster(t, 3, nil)
-	leader := waitLeader(t, nodes)
+	nodes, leader, c := startLedCluster(t, 3)
 	fs := followers(nodes, leader)
-	c := newClient(t)
 	done := make(chan reply, 1)
 	mustStatus(t, c.acquire(fs[0].HTTPAddr(), "x", "a", time.Minute, 0), http.StatusOK, "acquire x")
 	go func() { done <- c.acquire(fs[1].HTTPAddr(), "x", "b", time.Minute, 10*time.Second) }()

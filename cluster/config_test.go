@@ -173,10 +173,8 @@ func TestNode_BootstrapWithPeersFormsCluster(t *testing.T) {
 }
 
 func TestNode_LeaveRemovesVoter(t *testing.T) {
-	nodes := startCluster(t, 3, nil)
-	leader := waitLeader(t, nodes)
+	nodes, leader, c := startLedCluster(t, 3)
 	gone := followers(nodes, leader)[1]
-	c := newClient(t)
 	r := c.do(followers(nodes, leader)[0].HTTPAddr(), "POST", "/v1/leave", map[string]any{"id": gone.ID()})
 	mustStatus(t, r, http.StatusOK, "leave")
 	shutdown(t, gone)

@@ -110,10 +110,8 @@ func TestCluster_TakeoverCancelsSharedWaitersWithoutLettingThemIn(t *testing.T) 
 // others; the grant goes through a follower too; and a leader writes none
 // while a member says it runs an older release.
 func TestCluster_AcquireAllIsOneEntry(t *testing.T) {
-	nodes := startCluster(t, 3, nil)
-	leader := waitLeader(t, nodes)
+	nodes, leader, c := startLedCluster(t, 3)
 	follower := followers(nodes, leader)[0]
-	c := newClient(t)
 	holder := "0123456789abcdef0123456789abcdef:deploy@host-3"
 	mustStatus(t, c.do(leader.HTTPAddr(), "POST", "/v1/acquire", map[string]any{"key": "b", "owner": holder, "ttl_ms": 60000}), http.StatusOK, "acquire b")
 	all := map[string]any{"keys": []string{"c", "a", "b"}, "owner": "me", "ttl_ms": 60000}

@@ -281,10 +281,8 @@ func TestJoin_MemberRestartedWithOtherLimitsIsRefused(t *testing.T) {
 // data dir emptied): a second node given a live member's id is refused,
 // and the member stays. Before, the live member was removed.
 func TestJoin_KnownIDAtANewAddressReplacesOnlyAMemberThatIsGone(t *testing.T) {
-	nodes := startCluster(t, 3, nil)
-	leader := waitLeader(t, nodes)
+	nodes, leader, c := startLedCluster(t, 3)
 	member := followers(nodes, leader)[0]
-	c := newClient(t)
 	mustStatus(t, c.acquire(leader.HTTPAddr(), "k", "alice", time.Minute, 0), http.StatusOK, "acquire k")
 
 	twin := waitingNode(t, member.ID(), nil)

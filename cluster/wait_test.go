@@ -18,10 +18,8 @@ type waitResult struct {
 // each hand-off committed once, with a larger fence each time. Requests go
 // through followers, so the forwarded request stays open while it waits.
 func TestCluster_WaitersGetLockInFIFOOrder(t *testing.T) {
-	nodes := startCluster(t, 3, nil)
-	leader := waitLeader(t, nodes)
+	nodes, leader, c := startLedCluster(t, 3)
 	fs := followers(nodes, leader)
-	c := newClient(t)
 	r := c.acquire(leader.HTTPAddr(), "q", "a", time.Minute, 0)
 	mustStatus(t, r, http.StatusOK, "acquire")
 	lastFence := r.num("fence")
@@ -144,10 +142,8 @@ func TestCluster_HandoffRacingWaitTimeoutIsReleased(t *testing.T) {
 // follower that shuts down is answered 503 at once, and the leader removes
 // the waiter.
 func TestCluster_ShutdownEndsForwardedWaits(t *testing.T) {
-	nodes := startCluster(t, 3, nil)
-	leader := waitLeader(t, nodes)
+	nodes, leader, c := startLedCluster(t, 3)
 	fol := followers(nodes, leader)[0]
-	c := newClient(t)
 	mustStatus(t, c.acquire(leader.HTTPAddr(), "k", "a", time.Minute, 0), http.StatusOK, "acquire")
 	done := make(chan reply, 1)
 	go func() { done <- c.acquire(fol.HTTPAddr(), "k", "b", time.Minute, time.Minute) }()
