@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -156,12 +157,19 @@ func fenceRef(r row) *uint64 {
 	return &f
 }
 
+// waitOutage is how long a wait rides out a database that does not
+// answer (a restart: the pool's old connections fail once each) before it
+// reports ErrUnavailable.
+const waitOutage = 15 * time.Second
+
 // wait serves a Request with Wait: a step takes what is free and queues a
 // place on each busy key; a release wakes the key's waiters (pushed by
 // LISTEN/NOTIFY when a connection listens, or found at the next poll), and
 // the waiter looks at its keys without a lock. It writes again only when
 // its turn has come and nobody let it in, when its place is gone, or to
-// keep its place alive, a third of a lease after its last visit.
+// keep its place alive, a third of a lease after its last visit. A
+// database that does not answer is retried for waitOutage; the steps are
+// the owner's, so one repeated after a lost answer changes nothing twice.
 func (d *Driver) wait(ctx context.Context, req drivers.Request) (drivers.Grant, error) {
 	if err := d.enter(ctx, "acquire wait"); err != nil {
 		return drivers.Grant{}, err
@@ -170,22 +178,51 @@ func (d *Driver) wait(ctx context.Context, req drivers.Request) (drivers.Grant, 
 	defer d.hub.unsubscribe(req.Keys, wake)
 	w := newWaitState(req)
 	var out stepOutcome
-	var visited time.Time
+	var visited, failingSince time.Time
+	var lastErr error // of the last call, nil once the database answered
 	for write := true; ; {
+		var err error
 		if write {
-			var err error
-			out, err = d.step(ctx, w, true)
-			visited = time.Now()
-			if err != nil {
-				return drivers.Grant{}, d.leave(ctx, w, err)
+			write = false
+			if out, err = d.step(ctx, w, true); err == nil {
+				visited = time.Now()
+				if out.done {
+					return drivers.Grant{Acquired: true, Fences: out.fences}, nil
+				}
 			}
-			if out.done {
-				return drivers.Grant{Acquired: true, Fences: out.fences}, nil
+		} else {
+			var l lookOutcome
+			if l, err = d.look(ctx, w); err == nil {
+				if l.done && len(req.Keys) == 1 {
+					return drivers.Grant{Acquired: true, Fences: l.fences}, nil
+				}
+				if l.busy.Key != "" {
+					out.busy = l.busy
+				}
+				out.wake = l.wake
 			}
+			write = err == nil && (l.done || l.act)
 		}
 		pause := min(waiterLease/3-time.Since(visited), d.pollInterval(req))
-		if out.wake > 0 {
-			pause = min(pause, out.wake)
+		switch {
+		case err == nil:
+			failingSince, lastErr = time.Time{}, nil
+			if out.wake > 0 {
+				pause = min(pause, out.wake)
+			}
+		case ctx.Err() != nil && lastErr != nil && !errors.Is(err, drivers.ErrUnavailable):
+			// the database's last word was no answer: an outage, not contention
+			return drivers.Grant{}, d.leave(ctx, w, fmt.Errorf("%w: %w", err, lastErr))
+		case !errors.Is(err, drivers.ErrUnavailable) || ctx.Err() != nil:
+			return drivers.Grant{}, d.leave(ctx, w, err)
+		default:
+			if failingSince.IsZero() {
+				failingSince = time.Now()
+			}
+			if time.Since(failingSince) >= waitOutage {
+				return drivers.Grant{}, d.leave(ctx, w, err)
+			}
+			lastErr, write, pause = err, true, 50*time.Millisecond
 		}
 		t := time.NewTimer(max(pause, time.Millisecond))
 		select {
@@ -194,7 +231,10 @@ func (d *Driver) wait(ctx context.Context, req drivers.Request) (drivers.Grant, 
 		case <-ctx.Done():
 			t.Stop()
 			err := fmt.Errorf("postgres: acquire wait: %w", ctx.Err())
-			if out.busy.Key != "" {
+			switch {
+			case lastErr != nil: // the database's last word was no answer: an outage, not contention
+				err = fmt.Errorf("%w: %w", err, lastErr)
+			case out.busy.Key != "":
 				err = drivers.HeldByWhenEnded(err, out.busy.Key, out.busy.HeldBy)
 			}
 			return drivers.Grant{}, d.leave(ctx, w, err)
@@ -203,18 +243,7 @@ func (d *Driver) wait(ctx context.Context, req drivers.Request) (drivers.Grant, 
 			return drivers.Grant{}, drivers.ErrClosed
 		}
 		t.Stop()
-		l, err := d.look(ctx, w)
-		if err != nil {
-			return drivers.Grant{}, d.leave(ctx, w, err)
-		}
-		if l.done && len(req.Keys) == 1 {
-			return drivers.Grant{Acquired: true, Fences: l.fences}, nil
-		}
-		if l.busy.Key != "" {
-			out.busy = l.busy
-		}
-		out.wake = l.wake
-		write = l.done || l.act || time.Since(visited) >= waiterLease/3
+		write = write || time.Since(visited) >= waiterLease/3
 	}
 }
 
@@ -301,10 +330,13 @@ func (d *Driver) leave(ctx context.Context, w *waitState, cause error) error {
 	if d.closed.Load() || ctx.Err() == nil && !errors.As(cause, &broken) {
 		return cause
 	}
-	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), abortTimeout)
-	defer cancel()
+	d.afterCall(func(ctx context.Context) { d.leaveTx(ctx, w) })
+	return cause
+}
+
+func (d *Driver) leaveTx(ctx context.Context, w *waitState) {
 	req := w.req
-	_ = d.inTx(rctx, "leave queue", req.Keys, func(t *txn) error {
+	_ = d.inTx(ctx, "leave queue", req.Keys, func(t *txn) error {
 		t.sweep()
 		for _, k := range req.Keys {
 			s := t.state(k)
@@ -324,7 +356,6 @@ func (d *Driver) leave(ctx context.Context, w *waitState, cause error) error {
 		}
 		return nil
 	})
-	return cause
 }
 
 // cleanUp undoes what an acquire without Wait may have taken when its
@@ -338,18 +369,24 @@ func (d *Driver) cleanUp(ctx context.Context, w *waitState, cause error) error {
 	if !errors.Is(cause, drivers.ErrOutcomeUnknown) || w.req.OwnerReused || len(w.taking) == 0 || d.closed.Load() {
 		return cause
 	}
-	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), abortTimeout)
-	defer cancel()
-	_ = d.inTx(rctx, "acquire clean-up", w.taking, func(t *txn) error {
-		for _, k := range w.taking {
+	taking := slices.Clone(w.taking)
+	d.afterCall(func(ctx context.Context) { d.cleanUpTx(ctx, w.req.Owner, taking) })
+	return cause
+}
+
+// cleanUpTx lets go owner's grants of keys. Its transaction takes the
+// keys' locks, which the transaction that got no answer holds until it
+// has committed or rolled back at the server: it sees the outcome.
+func (d *Driver) cleanUpTx(ctx context.Context, owner string, keys []string) {
+	_ = d.inTx(ctx, "acquire clean-up", keys, func(t *txn) error {
+		for _, k := range keys {
 			s := t.state(k)
-			if g := find(s.grants, w.req.Owner); g >= 0 {
-				t.queue(dropSQL, k, w.req.Owner)
+			if g := find(s.grants, owner); g >= 0 {
+				t.queue(dropSQL, k, owner)
 				s.grants = append(s.grants[:g], s.grants[g+1:]...)
 				t.admit(k)
 			}
 		}
 		return nil
 	})
-	return cause
 }

@@ -32,7 +32,8 @@ type Driver struct {
 	hub    hub
 	done   chan struct{}
 	closed atomic.Bool
-	stop   context.CancelFunc // the listener's
+	life   context.Context // ends at Close: the listener's and the clean-ups'
+	stop   context.CancelFunc
 	wg     sync.WaitGroup
 	once   sync.Once
 }
@@ -71,15 +72,15 @@ func Open(ctx context.Context, cfg Config) (*Driver, error) {
 		return nil, drivers.Unavailable("postgres: open", err)
 	}
 	d := &Driver{cfg: cfg, pool: pool, done: make(chan struct{})}
+	d.life, d.stop = context.WithCancel(context.Background())
 	d.hub.init()
 	if err := d.setUp(ctx); err != nil {
+		d.stop()
 		pool.Close()
 		return nil, err
 	}
 	if !cfg.NoListen {
-		lctx, stop := context.WithCancel(context.Background())
-		d.stop = stop
-		d.wg.Go(func() { d.listen(lctx) })
+		d.wg.Go(func() { d.listen(d.life) })
 	}
 	return d, nil
 }
@@ -105,9 +106,7 @@ func (d *Driver) Close() error {
 	d.once.Do(func() {
 		d.closed.Store(true)
 		close(d.done)
-		if d.stop != nil {
-			d.stop()
-		}
+		d.stop()
 		d.wg.Wait()
 		d.pool.Close()
 	})
@@ -202,4 +201,33 @@ func (d *Driver) Exists(ctx context.Context, key string) (bool, error) {
 		return false, d.failed(ctx, "exists", err, false)
 	}
 	return ok, nil
+}
+
+// leaveWait bounds how long a call that has ended waits for its clean-up
+// (a wait's places given up, a grant whose answer was lost let go) before
+// it returns; the clean-up goes on in the background, until abortTimeout
+// or Close.
+const leaveWait = 250 * time.Millisecond
+
+// afterCall runs fn, a call's clean-up, with a context of its own bounded
+// by abortTimeout and ended by Close, and returns once fn has, or after
+// leaveWait, so that the call returns by its deadline whatever the
+// database does.
+func (d *Driver) afterCall(fn func(ctx context.Context)) {
+	if d.closed.Load() {
+		return
+	}
+	ended := make(chan struct{})
+	d.wg.Go(func() {
+		defer close(ended)
+		ctx, cancel := context.WithTimeout(d.life, abortTimeout)
+		defer cancel()
+		fn(ctx)
+	})
+	t := time.NewTimer(leaveWait)
+	defer t.Stop()
+	select {
+	case <-ended:
+	case <-t.C:
+	}
 }
