@@ -18,8 +18,7 @@ import (
 // the last, cut short by the caller's deadline, gives it up with its
 // answer.
 func TestAcquireWait_EveryChunkButTheLastKeepsItsPlace(t *testing.T) {
-	n := newFakeNode(t, "")
-	c := newTestClient(t, Config{Addrs: []string{n.addr()}, WaitChunk: 100 * time.Millisecond})
+	n, c := fakeClient(t, Config{WaitChunk: 100 * time.Millisecond})
 	if _, ok, _ := driverstest.Take(t.Context(), c, "k", "holder", time.Minute); !ok {
 		t.Fatal("setup acquire failed")
 	}
@@ -105,8 +104,7 @@ func TestAcquireWait_AReusedOwnersAbandonedWaitSendsNoLateRelease(t *testing.T) 
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			n := newFakeNode(t, "")
-			c := newTestClient(t, Config{Addrs: []string{n.addr()}})
+			n, c := fakeClient(t, Config{})
 			if _, ok, err := driverstest.Take(t.Context(), c, "k", "leader", time.Minute); !ok || err != nil {
 				t.Fatal("setup acquire:", ok, err)
 			}
@@ -149,8 +147,7 @@ func TestAcquireWait_AReusedOwnersAbandonedWaitSendsNoLateRelease(t *testing.T) 
 // An owner that nobody reuses still has its abandoned grant released in
 // the background, so the key does not stay blocked for a TTL.
 func TestAcquireWait_AFreshOwnersAbandonedWaitIsReleased(t *testing.T) {
-	n := newFakeNode(t, "")
-	c := newTestClient(t, Config{Addrs: []string{n.addr()}})
+	n, c := fakeClient(t, Config{})
 	if _, ok, err := driverstest.Take(t.Context(), c, "k", "holder", time.Minute); !ok || err != nil {
 		t.Fatal("setup acquire:", ok, err)
 	}

@@ -77,8 +77,7 @@ func TestNew_DoesNotChangeCallerConfig(t *testing.T) {
 }
 
 func TestClient_AcquireReleaseRoundTrip(t *testing.T) {
-	n := newFakeNode(t, "")
-	c := newTestClient(t, Config{Addrs: []string{n.addr()}})
+	_, c := fakeClient(t, Config{})
 	ctx := t.Context()
 
 	fence, ok, err := driverstest.Take(ctx, c, "a/b c", "o1", time.Minute)
@@ -282,8 +281,7 @@ func TestClient_AllNodesDownIsUnavailableWithinTimeout(t *testing.T) {
 }
 
 func TestClient_CancelledContext(t *testing.T) {
-	n := newFakeNode(t, "")
-	c := newTestClient(t, Config{Addrs: []string{n.addr()}})
+	_, c := fakeClient(t, Config{})
 	ctx, cancel := context.WithCancel(t.Context())
 	cancel()
 	_, _, err := driverstest.Take(ctx, c, "k", "o", time.Second)
@@ -293,8 +291,7 @@ func TestClient_CancelledContext(t *testing.T) {
 }
 
 func TestClient_ClosedReturnsErrClosed(t *testing.T) {
-	n := newFakeNode(t, "")
-	c := newTestClient(t, Config{Addrs: []string{n.addr()}})
+	n, c := fakeClient(t, Config{})
 	if err := c.Close(); err != nil {
 		t.Fatal(err)
 	}
@@ -310,8 +307,7 @@ func TestClient_ClosedReturnsErrClosed(t *testing.T) {
 }
 
 func TestClient_AcquireWaitGetsKeyWhenReleased(t *testing.T) {
-	n := newFakeNode(t, "")
-	c := newTestClient(t, Config{Addrs: []string{n.addr()}})
+	n, c := fakeClient(t, Config{})
 	ctx := t.Context()
 	if _, ok, err := driverstest.Take(ctx, c, "k", "holder", time.Minute); err != nil || !ok {
 		t.Fatal("setup acquire failed")
@@ -340,8 +336,7 @@ func TestClient_AcquireWaitGetsKeyWhenReleased(t *testing.T) {
 }
 
 func TestClient_AcquireWaitHonoursDeadline(t *testing.T) {
-	n := newFakeNode(t, "")
-	c := newTestClient(t, Config{Addrs: []string{n.addr()}})
+	n, c := fakeClient(t, Config{})
 	if _, ok, _ := driverstest.Take(t.Context(), c, "k", "holder", time.Minute); !ok {
 		t.Fatal("setup acquire failed")
 	}

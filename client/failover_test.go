@@ -263,8 +263,7 @@ func TestClient_UnavailableTellsNeverSentFromOutcomeUnknown(t *testing.T) {
 // this call released it: it says the outcome is unknown. Without a lost
 // reply a release of a key not held is a plain false.
 func TestClient_ReleaseRetriedAfterLostReply(t *testing.T) {
-	n := newFakeNode(t, "")
-	c := newTestClient(t, Config{Addrs: []string{n.addr()}})
+	n, c := fakeClient(t, Config{})
 	ctx := t.Context()
 	if _, ok, err := driverstest.Take(ctx, c, "k", "o", time.Minute); err != nil || !ok {
 		t.Fatalf("Acquire = %v, %v", ok, err)

@@ -76,6 +76,15 @@ type fakeLock struct {
 	deadline time.Time
 }
 
+// fakeClient starts a fake node without a token and a client of it
+// alone, configured by cfg but for its addresses.
+func fakeClient(t *testing.T, cfg Config) (*fakeNode, *Client) {
+	t.Helper()
+	n := newFakeNode(t, "")
+	cfg.Addrs = []string{n.addr()}
+	return n, newTestClient(t, cfg)
+}
+
 func newFakeNode(t testing.TB, token string) *fakeNode {
 	t.Helper()
 	f := &fakeNode{t: t, token: token, locks: map[string]*fakeLock{}, changed: make(chan struct{}), hits: map[string]int{}, thaw: make(chan struct{})}

@@ -8,8 +8,7 @@ import (
 // plain routes) is spoken to in plain HTTP, and not asked again for a
 // while.
 func TestStream_NodeWithoutTheStreamGetsPlainHTTP(t *testing.T) {
-	n := newFakeNode(t, "")
-	c := newTestClient(t, Config{Addrs: []string{n.addr()}})
+	n, c := fakeClient(t, Config{})
 	for i := 0; i < 20; i++ {
 		if _, _, err := c.Get(t.Context(), "k"); err != nil {
 			t.Fatal(err)

@@ -15,8 +15,7 @@ import (
 // client refuses them before any request, with an error matching
 // ErrInvalid.
 func TestClient_RefusesKeysThatAreNotUTF8(t *testing.T) {
-	f := newFakeNode(t, "")
-	c := newTestClient(t, Config{Addrs: []string{f.addr()}, Timeout: 2 * time.Second})
+	f, c := fakeClient(t, Config{Timeout: 2 * time.Second})
 	ctx := t.Context()
 	const bad = "a\xff"
 	calls := map[string]func() error{
