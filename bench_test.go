@@ -170,6 +170,42 @@ func BenchmarkManagerTry(b *testing.B) {
 	b.ReportMetric(nv.wall.Seconds()/eng.wall.Seconds(), "engine/naive")
 }
 
+// BenchmarkManagerCycle: one caller on one free key of the memory
+// driver, with allocations: Try, Block (which takes Try's path on a
+// driver with InstantAcquire), and a handle's Block and Release. Beside
+// BenchmarkDriverCycle (drivers/memory) it is the Manager's own cost.
+func BenchmarkManagerCycle(b *testing.B) {
+	m, err := lock.Open(context.Background(), lock.Config{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer m.Close()
+	ctx := context.Background()
+	for _, c := range []struct {
+		name  string
+		cycle func() error
+	}{
+		{"try", func() error { return m.Try(ctx, "k", time.Minute, noop) }},
+		{"block", func() error { return m.Block(ctx, "k", time.Minute, noop) }},
+		{"make-block-release", func() error {
+			l := m.Make("k", time.Minute)
+			if err := l.Block(ctx, 0); err != nil {
+				return err
+			}
+			return l.Release(ctx)
+		}},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if err := c.cycle(); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
 // runWorkers runs n cycles on each of benchWorkers goroutines and adds the
 // wall and CPU time they took to c.
 func runWorkers(c *contender, n int) error {
