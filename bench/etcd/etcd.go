@@ -37,25 +37,24 @@ func startEtcd(ctx context.Context, bin, dir string, extra []string) (*etcdClust
 	if err != nil {
 		return nil, err
 	}
-	var initial []string
+	ec := &etcdCluster{version: version}
+	var initial, names []string
 	for i := range ms {
 		ms[i] = member{fmt.Sprintf("m%d", i+1), "http://" + addrs[i][0], "http://" + addrs[i][1]}
 		initial = append(initial, ms[i].name+"="+ms[i].peer)
+		names = append(names, ms[i].name)
+		ec.clients = append(ec.clients, ms[i].client)
 	}
-	ec := &etcdCluster{version: version}
-	for _, m := range ms {
-		args := []string{"--name", m.name, "--data-dir", filepath.Join(dir, m.name),
+	ec.procs, err = startMembers("etcd", path, dir, names, func(i int) []string {
+		m := ms[i]
+		return []string{"--name", m.name, "--data-dir", filepath.Join(dir, m.name),
 			"--listen-client-urls", m.client, "--advertise-client-urls", m.client,
 			"--listen-peer-urls", m.peer, "--initial-advertise-peer-urls", m.peer,
 			"--initial-cluster", strings.Join(initial, ","), "--initial-cluster-state", "new",
 			"--initial-cluster-token", "zerotal-bench", "--logger", "zap", "--log-outputs", "stderr"}
-		p, err := startProc("etcd "+m.name, filepath.Join(dir, m.name+".log"), path, append(args, extra...)...)
-		if err != nil {
-			ec.stop()
-			return nil, err
-		}
-		ec.procs = append(ec.procs, p)
-		ec.clients = append(ec.clients, m.client)
+	}, extra)
+	if err != nil {
+		return nil, err
 	}
 	ec.cli, err = clientv3.New(clientv3.Config{Endpoints: ec.clients, DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
 	if err != nil {
@@ -77,9 +76,7 @@ func (ec *etcdCluster) stop() {
 	if ec.cli != nil {
 		_ = ec.cli.Close()
 	}
-	for _, p := range ec.procs {
-		p.stop(10 * time.Second)
-	}
+	stopAll(ec.procs)
 }
 
 // newWorker opens a session (a lease kept alive) per worker, as an etcd

@@ -44,23 +44,22 @@ func startLockcluster(ctx context.Context, bin, dir string, extra []string) (*lo
 	if err != nil {
 		return nil, err
 	}
-	var peers []string
+	lc := &lockCluster{}
+	var peers, ids []string
 	for i := range ms {
 		ms[i] = member{fmt.Sprintf("n%d", i+1), addrs[i][0], addrs[i][1]}
 		peers = append(peers, ms[i].id+"="+ms[i].raft+"="+ms[i].http)
+		ids = append(ids, ms[i].id)
+		lc.addrs = append(lc.addrs, ms[i].http)
 	}
-	lc := &lockCluster{}
-	for _, m := range ms {
-		args := []string{"agent", "--id", m.id, "--data-dir", filepath.Join(dir, m.id), "--raft-addr", m.raft,
+	lc.procs, err = startMembers("lockcluster", bin, dir, ids, func(i int) []string {
+		m := ms[i]
+		return []string{"agent", "--id", m.id, "--data-dir", filepath.Join(dir, m.id), "--raft-addr", m.raft,
 			"--http-addr", m.http, "--bootstrap", strings.Join(peers, ","), "--log-level", "warn",
 			"--raft-secret", "bench-raft-secret-0123456789"}
-		p, err := startProc("lockcluster "+m.id, filepath.Join(dir, m.id+".log"), bin, append(args, extra...)...)
-		if err != nil {
-			lc.stop()
-			return nil, err
-		}
-		lc.procs = append(lc.procs, p)
-		lc.addrs = append(lc.addrs, m.http)
+	}, extra)
+	if err != nil {
+		return nil, err
 	}
 	lc.c, err = client.New(client.Config{Addrs: lc.addrs})
 	if err != nil {
@@ -84,9 +83,7 @@ func (lc *lockCluster) stop() {
 	if lc.c != nil {
 		_ = lc.c.Close()
 	}
-	for _, p := range lc.procs {
-		p.stop(10 * time.Second)
-	}
+	stopAll(lc.procs)
 }
 
 // newWorker shares the one client (its connection pool) between workers.

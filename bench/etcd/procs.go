@@ -6,6 +6,7 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"syscall"
 	"time"
 )
@@ -90,6 +91,29 @@ func freeAddrPairs(n int) ([][2]string, error) {
 		}
 	}
 	return pairs, nil
+}
+
+// startMembers starts a process of bin for each member in ids, named
+// kind and the id, logging to dir/<id>.log, with args(i) and then extra
+// as its arguments. On an error it stops those it started.
+func startMembers(kind, bin, dir string, ids []string, args func(i int) []string, extra []string) ([]*proc, error) {
+	var procs []*proc
+	for i, id := range ids {
+		p, err := startProc(kind+" "+id, filepath.Join(dir, id+".log"), bin, append(args(i), extra...)...)
+		if err != nil {
+			stopAll(procs)
+			return nil, err
+		}
+		procs = append(procs, p)
+	}
+	return procs, nil
+}
+
+// stopAll stops procs, each given 10 s to exit.
+func stopAll(procs []*proc) {
+	for _, p := range procs {
+		p.stop(10 * time.Second)
+	}
 }
 
 // waitReady calls ready, each call bounded by attempt, until it succeeds;
