@@ -42,6 +42,9 @@ func (d *Driver) Acquire(ctx context.Context, req drivers.Request) (drivers.Gran
 		}
 	}
 	a := newAttempt(req)
+	if len(req.Keys) == 1 && d.hub.waiting(keysFor(req.Keys[0]).channel) {
+		a.busy()
+	}
 	if d.cluster && !oneSlot(a.names) {
 		return drivers.Grant{}, fmt.Errorf("redis: acquire %q: the keys are in different hash slots of the cluster, which one script cannot take together: %w", req.Keys, drivers.ErrUnsupported)
 	}
@@ -71,13 +74,23 @@ func newAttempt(req drivers.Request) *attempt {
 	if c := req.Claim; c != (drivers.Claim{}) {
 		claim = strconv.Itoa(int(c.Kind)) + ":" + strconv.FormatUint(uint64(c.Limit), 10)
 	}
-	a.args = []any{req.Owner, millis(req.TTL), claim, flag(req.Claim.Write), flag(req.Wait), 0}
+	a.args = []any{req.Owner, millis(req.TTL), claim, flag(req.Claim.Write), flag(req.Wait), 0, 0}
 	return a
 }
 
 // again marks the later attempts of a wait, which may find the places the
-// first one took (acquireScript's ARGV[6]).
-func (a *attempt) again() { a.args[5] = 1 }
+// first one took (acquireScript's ARGV[6]), and whose key is busy.
+func (a *attempt) again() {
+	a.args[5] = 1
+	a.busy()
+}
+
+// busy marks an attempt at a key this process knows to be contended (its
+// own requests wait for it): the script goes straight to the key's state,
+// sparing the check for a free key nobody waits for that would fail
+// (acquireScript's ARGV[7]), a call of the eight a contended enqueue
+// makes.
+func (a *attempt) busy() { a.args[6] = 1 }
 
 // reply is what one attempt came to.
 type reply struct {

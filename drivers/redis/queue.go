@@ -71,6 +71,15 @@ func (h *hub) locals(channel string) []*waiter {
 	return ws
 }
 
+// waiting reports whether requests of this process wait for the key of
+// channel.
+func (h *hub) waiting(channel string) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	q := h.queues[channel]
+	return q != nil && len(q.waiters) > 0
+}
+
 // handOver gives w the grant a release of this process let it in with.
 // It reports orphan when w had already given up: the caller then releases
 // the grant, unless w's owner is reused (its next call may hold the key by

@@ -271,7 +271,8 @@ end
 // ARGV[1] owner, ARGV[2] TTL ms, ARGV[3] claim ("" for a mutex, else
 // "kind:limit"), ARGV[4] write (0/1), ARGV[5] wait (0/1), ARGV[6] again
 // (1: a later attempt of a wait, which may have places; a first attempt
-// has none, and reads no rank). Replies:
+// has none, and reads no rank), ARGV[7] busy (1: the caller knows the key
+// to be contended, and the free key's shortcut is not tried). Replies:
 //
 //	{1, fence...}                               granted or refreshed, every key
 //	{0, i, left, way, way's left, queued, head} the i-th key (from 1) is busy
@@ -289,7 +290,7 @@ end
 var acquireScript = goredis.NewScript(replicateEffects + prelude + `
 local owner, ttl, claim, write, wait, again = ARGV[1], tonumber(ARGV[2]), ARGV[3], ARGV[4], ARGV[5] == '1', ARGV[6] == '1'
 local n = #KEYS / 4
-if n == 1 and redis.call('EXISTS', KEYS[1], KEYS[3]) == 0 then
+if n == 1 and ARGV[7] ~= '1' and redis.call('EXISTS', KEYS[1], KEYS[3]) == 0 then
   local f = newFence(KEYS[2])
   if claim == '' then
     redis.call('HSET', KEYS[1], 'h:' .. owner, string.format('%.0f:%d:%s', f, later + ttl, write))
@@ -391,10 +392,11 @@ return {0, busy, left, way, wayLeft, 1, first and 1 or 0}
 // other waiters let in, or "released" when a grant ended and nobody was
 // let in. The owner's grant alone with nobody queued is the uncontended
 // release: the grants' hash exists only while its last grant has not
-// lapsed, and Redis deletes a hash with its last field.
+// lapsed, and Redis deletes a hash with its last field. A release that
+// names waiters of its process has a queue, and does not look for it.
 var releaseScript = goredis.NewScript(replicateEffects + `
 local lk, owner = KEYS[1], ARGV[1]
-if ARGV[2] == '1' and redis.call('EXISTS', KEYS[3]) == 0 then
+if ARGV[2] == '1' and #ARGV == 2 and redis.call('EXISTS', KEYS[3]) == 0 then
   local len = redis.pcall('HLEN', lk)
   if type(len) ~= 'number' or len == 0 then return {0} end
   if len == 1 then
