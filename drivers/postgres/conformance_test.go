@@ -2,6 +2,7 @@ package postgres_test
 
 import (
 	"context"
+	"os"
 	"testing"
 
 	"github.com/zerotal/lock/drivers"
@@ -26,6 +27,7 @@ func runAll(t *testing.T, cfg postgres.Config) {
 // TestConformance runs the suite on a direct connection, waiters woken by
 // LISTEN/NOTIFY.
 func TestConformance(t *testing.T) {
+	t.Parallel()
 	runAll(t, postgres.Config{URL: pgtest.Start(t).URL()})
 }
 
@@ -33,13 +35,20 @@ func TestConformance(t *testing.T) {
 // transaction mode, the waiters listening on a direct connection beside
 // it, as the package recommends.
 func TestConformance_PgBouncer(t *testing.T) {
+	t.Parallel()
 	srv := pgtest.Start(t)
 	runAll(t, postgres.Config{URL: pgtest.StartBouncer(t, srv).URL(), ListenURL: srv.URL()})
 }
 
 // TestConformance_PgBouncerPolling runs it through PgBouncer with no
-// listening connection at all: waiters wake on the bounded poll.
+// listening connection at all: waiters wake on the bounded poll. It runs
+// with ZEROTAL_POSTGRES_FULL=1 (make soak), beside the two above that
+// make test runs.
 func TestConformance_PgBouncerPolling(t *testing.T) {
+	if os.Getenv("ZEROTAL_POSTGRES_FULL") == "" {
+		t.Skip("set ZEROTAL_POSTGRES_FULL=1 to run the suite through PgBouncer without LISTEN")
+	}
+	t.Parallel()
 	srv := pgtest.Start(t)
 	runAll(t, postgres.Config{URL: pgtest.StartBouncer(t, srv).URL(), NoListen: true})
 }

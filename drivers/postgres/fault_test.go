@@ -68,6 +68,7 @@ func everyCallUnavailable(t *testing.T, d *postgres.Driver, key, owner string) {
 // the waiter (which rode the outage out) gets the key once it is
 // released, and no fence is repeated.
 func TestServerKilled_NothingAcknowledgedLost(t *testing.T) {
+	t.Parallel()
 	srv := pgtest.Start(t)
 	holder, waiter := open(t, srv.URL()), open(t, srv.URL())
 	key, owner := newKey("restart"), newOwner()
@@ -122,6 +123,7 @@ func TestServerKilled_NothingAcknowledgedLost(t *testing.T) {
 // deadline with ErrUnavailable, and a held lock's holder is told it lost
 // the lock before its lease could have run out at the database.
 func TestProxyCut_CallsEndByTheirDeadline_LostBeforeTheLease(t *testing.T) {
+	t.Parallel()
 	srv := pgtest.Start(t)
 	proxy, err := tcpproxy.Start("127.0.0.1:"+itoa(srv.Port()), tcpproxy.Blackhole)
 	if err != nil {

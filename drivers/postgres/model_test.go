@@ -17,11 +17,13 @@ const envModelURL = "ZEROTAL_POSTGRES_MODEL_URL"
 // random schedules (driverstest.RunModel), one of them SIGKILLed mid-wait
 // in each: a dead process's places lapse after the waiter lease (3s).
 func TestModel(t *testing.T) {
+	t.Parallel()
 	runModel(t, pgtest.Start(t).URL())
 }
 
 // TestModel_PgBouncer is TestModel through PgBouncer in transaction mode.
 func TestModel_PgBouncer(t *testing.T) {
+	t.Parallel()
 	runModel(t, pgtest.StartBouncer(t, pgtest.Start(t)).URL())
 }
 

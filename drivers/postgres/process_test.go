@@ -136,6 +136,7 @@ func startChild(t *testing.T, mode string, env ...string) (*exec.Cmd, io.WriteCl
 // the log they append to while they hold it shows never two holders at
 // once, and fences strictly increasing in the order of the holds.
 func TestProcesses_Hammer(t *testing.T) {
+	t.Parallel()
 	srv := pgtest.Start(t)
 	open(t, srv.URL()) // the schema, before the processes race to make it
 	logFile := t.TempDir() + "/holds.log"
@@ -180,6 +181,7 @@ func TestProcesses_Hammer(t *testing.T) {
 // before the grant's deadline (as the database reports it), and takes it,
 // with a larger fence, soon after.
 func TestProcesses_KilledHolderLosesTheKeyAfterItsTTL(t *testing.T) {
+	t.Parallel()
 	srv := pgtest.Start(t)
 	d := open(t, srv.URL())
 	key := newKey("killed-holder")

@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 )
 
 // schemaName is the schema the driver's tables live in, apart from the
@@ -69,7 +70,23 @@ const schemaLock = 2052410443
 // migrate brings the schema up to schemaVersion in one transaction, so
 // that concurrent openers agree and a failure leaves the database as it
 // was. A newer schema is refused with ErrSchemaTooNew.
-func migrate(ctx context.Context, conn *pgx.Conn) (err error) {
+//
+// An opener that waited for another's migration may still not see the
+// tables it made: an advisory lock does not refresh the session's catalog
+// cache, as a lock on a table would. Its migration then fails on an
+// object that exists, and it reads the version again in a new
+// transaction, which sees them.
+func migrate(ctx context.Context, conn *pgx.Conn) error {
+	for attempt := 0; ; attempt++ {
+		err := migrateOnce(ctx, conn)
+		pe, ok := errors.AsType[*pgconn.PgError](err)
+		if !ok || attempt == 2 || pe.Code != "42P07" && pe.Code != "42P06" && pe.Code != "42710" && pe.Code != "23505" {
+			return err
+		}
+	}
+}
+
+func migrateOnce(ctx context.Context, conn *pgx.Conn) (err error) {
 	v, err := readVersion(ctx, conn)
 	if err != nil || v == schemaVersion {
 		return checkVersion(v, err)
