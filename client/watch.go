@@ -59,6 +59,10 @@ func (c *Client) Changed(key string) (<-chan struct{}, func()) {
 	}
 }
 
+// watchFallback spaces the polls of a node that answers them without
+// waiting.
+const watchFallback = time.Second
+
 // watchLinger is how long a poll nobody watches keeps running.
 const watchLinger = time.Second
 
@@ -116,6 +120,7 @@ func (c *Client) poll(ctx context.Context, key string, p *keyPoll) {
 	seen, first := "-", true // "-" names no holders: the first poll answers at once
 	backoff := firstPause
 	for ctx.Err() == nil {
+		start := time.Now()
 		l, held, err := c.watchOnce(ctx, key, seen)
 		if errors.Is(err, drivers.ErrUnsupported) || errors.Is(err, drivers.ErrClosed) {
 			return // the watchers' timers take over
@@ -130,9 +135,17 @@ func (c *Client) poll(ctx context.Context, key string, p *keyPoll) {
 		}
 		backoff = firstPause
 		now := api.HoldersSeen(l, held)
-		if first || now != seen {
+		switch {
+		case first || now != seen:
 			first, seen = false, now
 			c.wake(p)
+		case time.Since(start) < watchWait/2:
+			// Unchanged, and answered without waiting: a node that has no
+			// watch (an older release answers 404, as for a free key).
+			// Ask again no more than a fallback look would.
+			if pause(ctx, watchFallback) != nil {
+				return
+			}
 		}
 	}
 }

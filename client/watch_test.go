@@ -2,9 +2,13 @@ package client_test
 
 import (
 	"context"
+	"net/http"
+	"net/http/httptest"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/zerotal/lock/api"
 	"github.com/zerotal/lock/client"
 	"github.com/zerotal/lock/cluster/clustertest"
 	"github.com/zerotal/lock/drivers"
@@ -80,4 +84,37 @@ func TestChanged_TellsEveryChangeOfHands(t *testing.T) {
 		}
 	})
 	<-waited
+}
+
+// A node without the watch (an older release) answers 404 at once, as for
+// a free key: the poll then asks no more than once a second, instead of
+// spinning against it.
+func TestChanged_NodeWithoutTheWatchIsNotSpunOn(t *testing.T) {
+	var watches atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == api.PathWatch {
+			watches.Add(1)
+		}
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusNotFound)
+		_, _ = w.Write([]byte(`{"code":"not_found","message":"cluster: no endpoint"}`))
+	}))
+	defer srv.Close()
+	cl, err := client.New(client.Config{Addrs: []string{srv.URL}, NoStream: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	ch, stop := cl.Changed("k")
+	defer stop()
+	select {
+	case <-ch: // the poll's first read
+	case <-time.After(10 * time.Second):
+		t.Fatal("not told of the poll's first read within 10s")
+	}
+	start := time.Now()
+	poll.Until(t, 10*time.Second, "1.5s of polling", func() bool { return time.Since(start) > 1500*time.Millisecond })
+	if n := watches.Load(); n > 4 {
+		t.Fatalf("%d watches in %v of a node that does not wait; want a poll a second at most", n, time.Since(start))
+	}
 }

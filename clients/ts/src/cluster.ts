@@ -1,7 +1,7 @@
 import { LockInvalidError, LockNotAcquiredError } from "./errors.js";
-import { Answer, notAcquired, Transport, type TransportOptions } from "./transport.js";
+import { Answer, notAcquired, sleep, Transport, type TransportOptions } from "./transport.js";
 import type { LockDriver, LockGrant, LockRequest } from "./types.js";
-import { millis } from "./validate.js";
+import { checkKey, millis } from "./validate.js";
 import type {
   AcquireRequest,
   AcquireResponse,
@@ -19,6 +19,16 @@ import { limits } from "./wire.gen.js";
 export interface ClusterOptions extends TransportOptions {
   /** The longest wait of one request, in seconds: a longer wait is sent as several, each keeping its place in the queue for the next. Default 10. */
   waitChunk?: number | undefined;
+}
+
+/** The wait_ms of one long poll of a key: under the node's cap, so that a dead connection is noticed within it. */
+const watchWaitMs = 20_000;
+
+/** The holders of lock by their fences, ascending, comma separated: what a watch's seen names (api.HoldersSeen). */
+function holdersSeen(lock: LockInfo | undefined): string {
+  if (!lock) return "";
+  const fences = lock.holders?.length ? lock.holders.map((h) => h.fence).sort((a, b) => a - b) : [lock.fence];
+  return fences.join(",");
 }
 
 /** How long a chunk that is not the last keeps its places for the next one (keep_ms). */
@@ -123,6 +133,40 @@ export class ClusterLockDriver implements LockDriver {
   async get(key: string): Promise<LockInfo | undefined> {
     const a = await this.#t.send<LockInfo>({ op: "get", method: "GET", path: "/v1/lock", query: { key }, key });
     return a instanceof Answer ? undefined : a;
+  }
+
+  /**
+   * The key as it changes hands: first as it is, then at every grant,
+   * release, expiry or hand-off, as the node's long poll (GET /v1/watch)
+   * tells, until signal aborts; undefined while it is free. Pushed, not
+   * polled: an observer or an election's follower learns of a release
+   * within a round trip. A reader that falls behind gets every state in
+   * order; a change and its undoing between two polls may be seen as none.
+   */
+  async *changes(key: string, signal?: AbortSignal): AsyncGenerator<LockInfo | undefined> {
+    checkKey(key);
+    let seen = "-"; // names no holders: the first poll answers at once
+    while (!signal?.aborted) {
+      let a: LockInfo | Answer;
+      const start = Date.now();
+      try {
+        a = await this.#t.send<LockInfo>({ op: "watch", method: "GET", path: "/v1/watch", query: { key, seen, wait_ms: String(watchWaitMs) }, key, waitMs: watchWaitMs, signal });
+      } catch (err) {
+        if (signal?.aborted) return;
+        throw err;
+      }
+      const lock = a instanceof Answer ? undefined : a;
+      const now = holdersSeen(lock);
+      if (now !== seen) {
+        seen = now;
+        yield lock;
+      } else if (Date.now() - start < watchWaitMs / 2) {
+        // Unchanged, and answered without waiting: a node that has no watch
+        // (an older release answers 404, as for a free key). Ask again a
+        // second later, as a poll would.
+        await sleep(1000, signal).catch(() => {});
+      }
+    }
   }
 
   /** The status of the node that answers (GET /v1/status). */

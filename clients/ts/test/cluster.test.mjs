@@ -186,6 +186,29 @@ test("configuration from the LOCKCLUSTER_* variables", async () => {
   await assert.rejects(wrong.try("env", 5, () => {}), (e) => e.status === 401 && !(e instanceof LockNotAcquiredError));
 });
 
+test("changes(): a watcher is pushed every change of hands (GET /v1/watch), and a release within a round trip", async () => {
+  const m = manager("watched");
+  const ac = new AbortController();
+  const it = m.driver.changes("watched", ac.signal);
+  assert.equal((await it.next()).value, undefined, "free at first");
+  const delays = [];
+  for (let i = 0; i < 20; i++) {
+    const lock = m.make("watched", 10);
+    await lock.acquire();
+    const held = (await it.next()).value;
+    assert.equal(held?.fence, lock.fence);
+    const t0 = performance.now();
+    await lock.release();
+    assert.equal((await it.next()).value, undefined);
+    delays.push(performance.now() - t0);
+  }
+  ac.abort();
+  assert.equal((await it.next()).done, true);
+  delays.sort((a, b) => a - b);
+  console.log(`# release seen by a watcher: p50 ${delays[10].toFixed(1)}ms, max ${delays[19].toFixed(1)}ms over 20`);
+  assert.ok(delays[19] < 2000, `max ${delays[19]}ms`);
+});
+
 test("failover: a lock survives its leader's death, and calls go on to the new leader", async () => {
   const m = manager("before");
   const held = m.make("failover", 30);
