@@ -20,8 +20,7 @@ import (
 type Lock struct {
 	m       *Manager
 	key     string    // as the caller wrote it
-	fullKey string    // with the Manager's prefix
-	keys    [1]string // fullKey, the Keys of the handle's requests
+	keys    [1]string // the key with the Manager's prefix: the Keys of the handle's requests
 	fences  [1]uint64 // room for a grant's fence (Request.Fences)
 	ttl     time.Duration
 	invalid error // a bad key or TTL, reported by every call
@@ -45,6 +44,9 @@ type Lock struct {
 
 // Key returns the key as given to Make, without the Manager's prefix.
 func (l *Lock) Key() string { return l.key }
+
+// fullKey is the key with the Manager's prefix, as the backend names it.
+func (l *Lock) fullKey() string { return l.keys[0] }
 
 // TTL returns the time-to-live requested for every acquisition and refresh.
 func (l *Lock) TTL() time.Duration { return l.ttl }
@@ -206,7 +208,7 @@ func (l *Lock) ForceRelease(ctx context.Context) error {
 	}
 	l.op.Lock()
 	defer l.op.Unlock()
-	if err := l.m.driver.ForceRelease(ctx, l.fullKey); err != nil {
+	if err := l.m.driver.ForceRelease(ctx, l.fullKey()); err != nil {
 		return failed(ctx, "force release", l.key, true, err)
 	}
 	l.mu.Lock()
@@ -297,7 +299,7 @@ func (l *Lock) refreshLocked(ctx context.Context) (bool, error) {
 	}
 	sent := time.Now()
 	if ext, ok := l.m.driver.(drivers.Extender); ok {
-		ok, err := ext.Extend(ctx, l.fullKey, owner, l.ttl)
+		ok, err := ext.Extend(ctx, l.fullKey(), owner, l.ttl)
 		if err != nil {
 			return false, failed(ctx, "refresh", l.key, true, err)
 		}
@@ -376,7 +378,7 @@ func (l *Lock) markReleased(owner string) {
 // freed the key, but it knows the owner holds it no more: that is all a
 // release is for, so ErrNoLongerHeld counts as done.
 func (l *Lock) releaseAtBackend(ctx context.Context, owner string) error {
-	if _, err := l.m.driver.Release(ctx, l.fullKey, owner); err != nil && !errors.Is(err, drivers.ErrNoLongerHeld) {
+	if _, err := l.m.driver.Release(ctx, l.fullKey(), owner); err != nil && !errors.Is(err, drivers.ErrNoLongerHeld) {
 		return err
 	}
 	return nil

@@ -219,8 +219,7 @@ func (m *Manager) Make(key string, ttl time.Duration, opts ...Option) *Lock {
 // initLock sets up a handle allocated by the caller, once key and ttl have
 // been validated.
 func (m *Manager) initLock(l *Lock, key string, ttl time.Duration) {
-	l.m, l.key, l.fullKey, l.ttl = m, key, m.prefix+key, ttl
-	l.keys[0] = l.fullKey
+	l.m, l.key, l.keys[0], l.ttl = m, key, m.prefix+key, ttl
 }
 
 // Exists reports whether key is currently held by anyone.

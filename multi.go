@@ -132,7 +132,7 @@ func (m *Manager) multiCalls(order []string, ttl time.Duration, o *options) ([]*
 		c := &call{}
 		m.initLock(&c.l, k, ttl)
 		c.l.fixedOwner = o.owner
-		calls[i], full[i] = c, c.l.fullKey
+		calls[i], full[i] = c, c.l.fullKey()
 	}
 	return calls, full
 }
