@@ -54,7 +54,8 @@ bench-scale:
 	cd bench/etcd && $(GO) run . -scale $(SCALE_ARGS)
 
 ## bench-peers: against the peers, in nested modules so they never become dependencies:
-## bsm/redislock on one redis-server, and etcd 3.4 (Debian's etcd-server) three members;
+## bsm/redislock on one redis-server, bare pg_try_advisory_lock on one postgres (and the
+## driver through pgbouncer beside it), and etcd 3.4 (Debian's etcd-server) three members;
 ## installs redis-server and etcd-server first when missing (apt-get). Extra arguments
 ## of the etcd comparison go in ETCD_BENCH_ARGS, e.g.
 ## ETCD_BENCH_ARGS='-duration 5s -lockcluster-args "--raft-log wal"'.
@@ -62,6 +63,7 @@ ETCD_BENCH_ARGS ?=
 bench-peers:
 	@./scripts/test-deps.sh etcd:etcd-server
 	cd bench/redislock && $(GO) test -run '^$$' -bench . -benchtime 10s -count 3
+	cd bench/pglock && $(GO) test -run '^$$' -bench . -benchtime 2000x -count 1
 	cd bench/etcd && $(GO) run . $(ETCD_BENCH_ARGS)
 
 ## fuzz: every fuzz target for FUZZTIME each, one after another (`make test` runs their seeds).
