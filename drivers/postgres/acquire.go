@@ -250,7 +250,7 @@ func (d *Driver) wait(ctx context.Context, req drivers.Request) (drivers.Grant, 
 // pollInterval is the longest pause of a waiter between two looks.
 func (d *Driver) pollInterval(req drivers.Request) time.Duration {
 	if d.hub.listening.Load() {
-		return waiterLease / 6
+		return 4 * d.cfg.PollInterval // a safety net: a release wakes the waiters
 	}
 	if req.RetryDelay > 0 {
 		return min(req.RetryDelay, d.cfg.PollInterval)
