@@ -244,7 +244,7 @@ func ExampleConfig_String() {
 	}
 	fmt.Println(cfg)
 	// Output:
-	// {Driver:"redis" Prefix:"" SQLite:{Path:"" Durable:false} Redis:{URL:redis://app:xxxxx@127.0.0.1:6379/0} Cluster:{Addrs:[] Token:""}}
+	// {Driver:"redis" Prefix:"" SQLite:{Path:"" Durable:false} Redis:{URL:redis://app:xxxxx@127.0.0.1:6379/0} Postgres:{URL:""} Cluster:{Addrs:[] Token:""}}
 }
 
 // A refused acquire says who holds the key, as the holder's Manager
