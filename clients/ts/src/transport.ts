@@ -1,5 +1,6 @@
 import { LockBackendError, LockInvalidError, LockNotAcquiredError, LockUnavailableError } from "./errors.js";
 import { anySignal } from "./platform.js";
+import { fetchSender, nodeSender, type Reply, type Send } from "./sender.js";
 import type { ErrorBody, Status } from "./wire.gen.js";
 
 /** How to reach a cluster. Times in seconds. */
@@ -54,7 +55,7 @@ const firstPause = 20;
 export class Transport {
   readonly #bases: string[];
   readonly #opts: TransportOptions;
-  readonly #fetch: typeof fetch;
+  #send: Send | undefined;
   readonly #timeoutMs: number;
   readonly #attemptMs: number;
   #preferred: string | undefined;
@@ -64,7 +65,7 @@ export class Transport {
     if (!opts.endpoints?.length) throw new LockInvalidError("endpoints", "name at least one node");
     this.#opts = opts;
     this.#bases = opts.endpoints.map((e) => base(e, opts.tls ?? false));
-    this.#fetch = opts.fetch ?? globalThis.fetch.bind(globalThis);
+    if (opts.fetch) this.#send = fetchSender(opts.fetch);
     this.#timeoutMs = (opts.timeout ?? 10) * 1000;
     this.#attemptMs = (opts.attemptTimeout ?? Math.max(opts.timeout ?? 10, 2) / 2) * 1000;
   }
@@ -76,6 +77,7 @@ export class Transport {
    */
   async send<T>(c: Call): Promise<T | Answer> {
     const body = c.body === undefined ? undefined : JSON.stringify(c.body);
+    this.#send ??= (await nodeSender()) ?? fetchSender(globalThis.fetch.bind(globalThis));
     const start = Date.now();
     const deadline = start + this.#timeoutMs + (c.waitMs ?? 0);
     let earlier = false; // a try may have taken effect
@@ -92,16 +94,19 @@ export class Transport {
         if (Date.now() >= deadline) break;
         c.signal?.throwIfAborted();
         const limit = Math.min(deadline - Date.now(), (c.waitMs ?? 0) + this.#attemptMs);
-        const signals = [AbortSignal.timeout(Math.max(1, limit))];
-        if (c.signal) signals.push(c.signal);
-        let resp: Response;
+        // One controller and one timer an attempt: AbortSignal.timeout and
+        // AbortSignal.any cost more than the request itself on Node 20.
+        const ac = new AbortController();
+        const timer = setTimeout(() => ac.abort(new Error(`${b}: no answer in ${limit}ms`)), Math.max(1, limit));
+        const onAbort = () => ac.abort(c.signal?.reason);
+        c.signal?.addEventListener("abort", onAbort, { once: true });
+        let resp: Reply;
         try {
-          resp = await this.#fetch(b + c.path + query(c.query), {
+          resp = await this.#send(b + c.path + query(c.query), {
             method: c.method,
             headers: this.#headers(body !== undefined),
             ...(body !== undefined ? { body } : {}),
-            signal: anySignal(signals),
-            redirect: "manual",
+            signal: ac.signal,
           });
         } catch (err) {
           c.signal?.throwIfAborted();
@@ -109,12 +114,15 @@ export class Transport {
           last = err;
           this.#stale = true;
           continue;
+        } finally {
+          clearTimeout(timer);
+          c.signal?.removeEventListener("abort", onAbort);
         }
         if (resp.ok) {
           if (b !== this.#preferred) {
             this.#preferred = b;
           }
-          return (await resp.json()) as T;
+          return JSON.parse(await resp.text()) as T;
         }
         const eb = await errorBody(resp);
         if (resp.status === 503 || resp.status === 502 || resp.status === 504) {
@@ -164,8 +172,8 @@ export class Transport {
         try {
           const signals = [AbortSignal.timeout(limit)];
           if (signal) signals.push(signal);
-          const r = await this.#fetch(b + "/v1/status", { headers: this.#headers(false), signal: anySignal(signals) });
-          return r.ok ? ((await r.json()) as Status) : undefined;
+          const r = await this.#send!(b + "/v1/status", { method: "GET", headers: this.#headers(false), signal: anySignal(signals) });
+          return r.ok ? (JSON.parse(await r.text()) as Status) : undefined;
         } catch {
           return undefined;
         }
@@ -192,7 +200,7 @@ function query(q: Record<string, string> | undefined): string {
   return q ? "?" + new URLSearchParams(q).toString() : "";
 }
 
-async function errorBody(resp: Response): Promise<ErrorBody> {
+async function errorBody(resp: Reply): Promise<ErrorBody> {
   const text = await resp.text().catch(() => "");
   try {
     const b = JSON.parse(text) as ErrorBody;
@@ -206,7 +214,8 @@ async function errorBody(resp: Response): Promise<ErrorBody> {
 
 /** Whether err is a refused connection, which never reached the node. */
 function refused(err: unknown): boolean {
-  const code = (err as { cause?: { code?: string } })?.cause?.code;
+  const e = err as { code?: string; cause?: { code?: string } };
+  const code = e?.code ?? e?.cause?.code;
   return code === "ECONNREFUSED" || code === "ENOTFOUND";
 }
 

@@ -131,8 +131,10 @@ test("a lease lapsing while the holding process is stopped: the key goes to anot
     // sent before the stop is refused (not-held).
     assert.match(out, /lost (expired|not-held)/);
   } finally {
-    process.kill(child.pid, "SIGCONT");
-    child.kill("SIGKILL");
+    if (child.exitCode === null && child.signalCode === null) {
+      process.kill(child.pid, "SIGCONT");
+      child.kill("SIGKILL");
+    }
     await exited;
   }
 });
