@@ -39,98 +39,100 @@ func realBackends() []struct {
 	}
 }
 
-// What the backend knows of the holder reaches the caller: a Try or a
-// timed-out Block says how long the holder's grant has left, on every
-// backend; and a handle keeps its last fence after it released.
-func TestNotAcquired_CarriesTheHolderTTLOnEveryBackend(t *testing.T) {
+// onRealBackends runs check as a parallel subtest, named after the backend,
+// on a Manager of each of the four backends; -short skips it, as they are
+// real processes and files.
+func onRealBackends(t *testing.T, check func(t *testing.T, name string, m *lock.Manager)) {
+	t.Helper()
 	if testing.Short() {
 		t.Skip("starts real backends")
 	}
 	for _, b := range realBackends() {
 		t.Run(b.name, func(t *testing.T) {
 			t.Parallel()
-			m := b.open(t)
-			const ttl = 30 * time.Second
-			holder := m.Make("busy", ttl)
-			if ok, err := holder.Acquire(t.Context()); !ok || err != nil {
-				t.Fatalf("Acquire = %v, %v", ok, err)
-			}
-			check := func(call string, err error) {
-				t.Helper()
-				na, ok := errors.AsType[*lock.NotAcquiredError](err)
-				if !ok {
-					t.Fatalf("%s = %v; want a *NotAcquiredError", call, err)
-				}
-				if na.HolderTTL < ttl/2 || na.HolderTTL > ttl {
-					t.Errorf("%s: HolderTTL %v; want the holder's time left, in (%v, %v]", call, na.HolderTTL, ttl/2, ttl)
-				}
-			}
-			check("Try", m.Try(t.Context(), "busy", time.Second, noop))
-			check("Block", m.Block(t.Context(), "busy", time.Second, noop, lock.WithTimeout(2*time.Second)))
-			check("Lock.Block", m.Make("busy", time.Second).Block(t.Context(), 2*time.Second))
-
-			fence := holder.Fence()
-			if err := holder.Release(t.Context()); err != nil {
-				t.Fatal(err)
-			}
-			if holder.IsAcquired() || holder.Fence() != fence || fence == 0 {
-				t.Errorf("after Release: acquired %v, fence %d; want false and the last grant's fence %d", holder.IsAcquired(), holder.Fence(), fence)
-			}
-			var inside uint64
-			if err := m.Try(context.Background(), "busy", time.Second, func(_ context.Context, l *lock.Lock) error {
-				inside = l.Fence()
-				return nil
-			}); err != nil || inside <= fence {
-				t.Errorf("the next grant: %v, fence %d; want a fence above %d", err, inside, fence)
-			}
+			check(t, b.name, b.open(t))
 		})
 	}
+}
+
+// What the backend knows of the holder reaches the caller: a Try or a
+// timed-out Block says how long the holder's grant has left, on every
+// backend; and a handle keeps its last fence after it released.
+func TestNotAcquired_CarriesTheHolderTTLOnEveryBackend(t *testing.T) {
+	onRealBackends(t, func(t *testing.T, name string, m *lock.Manager) {
+		const ttl = 30 * time.Second
+		holder := m.Make("busy", ttl)
+		if ok, err := holder.Acquire(t.Context()); !ok || err != nil {
+			t.Fatalf("Acquire = %v, %v", ok, err)
+		}
+		check := func(call string, err error) {
+			t.Helper()
+			na, ok := errors.AsType[*lock.NotAcquiredError](err)
+			if !ok {
+				t.Fatalf("%s = %v; want a *NotAcquiredError", call, err)
+			}
+			if na.HolderTTL < ttl/2 || na.HolderTTL > ttl {
+				t.Errorf("%s: HolderTTL %v; want the holder's time left, in (%v, %v]", call, na.HolderTTL, ttl/2, ttl)
+			}
+		}
+		check("Try", m.Try(t.Context(), "busy", time.Second, noop))
+		check("Block", m.Block(t.Context(), "busy", time.Second, noop, lock.WithTimeout(2*time.Second)))
+		check("Lock.Block", m.Make("busy", time.Second).Block(t.Context(), 2*time.Second))
+
+		fence := holder.Fence()
+		if err := holder.Release(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+		if holder.IsAcquired() || holder.Fence() != fence || fence == 0 {
+			t.Errorf("after Release: acquired %v, fence %d; want false and the last grant's fence %d", holder.IsAcquired(), holder.Fence(), fence)
+		}
+		var inside uint64
+		if err := m.Try(context.Background(), "busy", time.Second, func(_ context.Context, l *lock.Lock) error {
+			inside = l.Fence()
+			return nil
+		}); err != nil || inside <= fence {
+			t.Errorf("the next grant: %v, fence %d; want a fence above %d", err, inside, fence)
+		}
+	})
 }
 
 // A refused acquire says who holds the key, as the holder's Manager
 // describes itself (the process id and host by default, WithHolder
 // otherwise), on every backend, and never carries the holder's token.
 func TestNotAcquired_SaysWhoHoldsItOnEveryBackend(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts real backends")
-	}
 	host, _ := os.Hostname()
 	want := "pid" + strconv.Itoa(os.Getpid()) + "@" + host
-	for _, b := range realBackends() {
-		t.Run(b.name, func(t *testing.T) {
-			t.Parallel()
-			m := b.open(t)
-			holder := m.Make("who", 30*time.Second)
-			if ok, err := holder.Acquire(t.Context()); !ok || err != nil {
-				t.Fatalf("Acquire = %v, %v", ok, err)
+	onRealBackends(t, func(t *testing.T, name string, m *lock.Manager) {
+		holder := m.Make("who", 30*time.Second)
+		if ok, err := holder.Acquire(t.Context()); !ok || err != nil {
+			t.Fatalf("Acquire = %v, %v", ok, err)
+		}
+		token, _, _ := strings.Cut(holder.Owner(), ":")
+		for call, err := range map[string]error{
+			"Try":   m.Try(t.Context(), "who", time.Second, noop),
+			"Block": m.Block(t.Context(), "who", time.Second, noop, lock.WithTimeout(2*time.Second)),
+		} {
+			na, ok := errors.AsType[*lock.NotAcquiredError](err)
+			if !ok || na.Holder != want || !strings.Contains(err.Error(), want) {
+				t.Fatalf("%s = %v; want a *NotAcquiredError naming %q", call, err, want)
 			}
-			token, _, _ := strings.Cut(holder.Owner(), ":")
-			for call, err := range map[string]error{
-				"Try":   m.Try(t.Context(), "who", time.Second, noop),
-				"Block": m.Block(t.Context(), "who", time.Second, noop, lock.WithTimeout(2*time.Second)),
-			} {
-				na, ok := errors.AsType[*lock.NotAcquiredError](err)
-				if !ok || na.Holder != want || !strings.Contains(err.Error(), want) {
-					t.Fatalf("%s = %v; want a *NotAcquiredError naming %q", call, err, want)
-				}
-				if strings.Contains(err.Error(), token) || strings.Contains(na.Holder, token) {
-					t.Fatalf("%s: the error carries the holder's token %s: %v", call, token, err)
-				}
+			if strings.Contains(err.Error(), token) || strings.Contains(na.Holder, token) {
+				t.Fatalf("%s: the error carries the holder's token %s: %v", call, token, err)
 			}
-			// GET /v1/lock shows it too.
-			if g, ok := m.Driver().(interface {
-				Get(context.Context, string) (api.Lock, bool, error)
-			}); ok {
-				l, found, err := g.Get(t.Context(), m.Prefix()+"who")
-				if err != nil || !found || l.Holder != want {
-					t.Fatalf("Get = %+v, %v, %v; want holder %q", l, found, err, want)
-				}
-			} else if b.name == "cluster" {
-				t.Fatalf("the cluster driver %T has no Get", m.Driver())
+		}
+		// GET /v1/lock shows it too.
+		if g, ok := m.Driver().(interface {
+			Get(context.Context, string) (api.Lock, bool, error)
+		}); ok {
+			l, found, err := g.Get(t.Context(), m.Prefix()+"who")
+			if err != nil || !found || l.Holder != want {
+				t.Fatalf("Get = %+v, %v, %v; want holder %q", l, found, err, want)
 			}
-			_ = holder.Release(t.Context())
-		})
-	}
+		} else if name == "cluster" {
+			t.Fatalf("the cluster driver %T has no Get", m.Driver())
+		}
+		_ = holder.Release(t.Context())
+	})
 }
 
 // WithHolder replaces the description, and "" leaves it out. (One that

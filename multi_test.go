@@ -18,106 +18,92 @@ import (
 // that key's error, and the keys it took before are free again; the
 // callback sees the locks in the order given, each with its fence.
 func TestTryAll_AllOrNoneOnEveryBackend(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts real backends")
-	}
-	for _, b := range realBackends() {
-		t.Run(b.name, func(t *testing.T) {
-			t.Parallel()
-			m := b.open(t)
-			other := m.Make("b", time.Minute)
-			if ok, err := other.Acquire(t.Context()); !ok || err != nil {
-				t.Fatal(ok, err)
-			}
-			ran := false
-			err := m.TryAll(t.Context(), []string{"c", "a", "b"}, time.Minute, func(context.Context, []*lock.Lock) error {
-				ran = true
-				return nil
-			})
-			na, ok := errors.AsType[*lock.NotAcquiredError](err)
-			if !ok || na.Key != "b" || ran {
-				t.Fatalf("TryAll with b held = %v (ran %v); want b's *NotAcquiredError and no callback", err, ran)
-			}
-			for _, k := range []string{"a", "c"} {
-				if held, err := m.Exists(t.Context(), k); err != nil || held {
-					t.Fatalf("%s after the failed TryAll: held %v, %v; want free", k, held, err)
-				}
-			}
-			if err := other.Release(t.Context()); err != nil {
-				t.Fatal(err)
-			}
-
-			err = m.TryAll(t.Context(), []string{"c", "a", "b", "a"}, time.Minute, func(ctx context.Context, locks []*lock.Lock) error {
-				if len(locks) != 4 {
-					t.Fatalf("%d locks; want one per key given", len(locks))
-				}
-				for i, k := range []string{"c", "a", "b", "a"} {
-					if locks[i].Key() != k || locks[i].Fence() == 0 || !locks[i].IsAcquired() {
-						t.Errorf("locks[%d] = %s fence %d held %v; want %s, held with a fence", i, locks[i].Key(), locks[i].Fence(), locks[i].IsAcquired(), k)
-					}
-					if err := m.Try(ctx, k, time.Second, noop); !errors.Is(err, lock.ErrNotAcquired) {
-						t.Errorf("Try(%s) inside TryAll = %v; want not acquired", k, err)
-					}
-				}
-				return nil
-			})
-			if err != nil {
-				t.Fatal(err)
-			}
-			for _, k := range []string{"a", "b", "c"} {
-				if held, err := m.Exists(t.Context(), k); err != nil || held {
-					t.Fatalf("%s after TryAll: held %v, %v; want free", k, held, err)
-				}
-			}
+	onRealBackends(t, func(t *testing.T, name string, m *lock.Manager) {
+		other := m.Make("b", time.Minute)
+		if ok, err := other.Acquire(t.Context()); !ok || err != nil {
+			t.Fatal(ok, err)
+		}
+		ran := false
+		err := m.TryAll(t.Context(), []string{"c", "a", "b"}, time.Minute, func(context.Context, []*lock.Lock) error {
+			ran = true
+			return nil
 		})
-	}
+		na, ok := errors.AsType[*lock.NotAcquiredError](err)
+		if !ok || na.Key != "b" || ran {
+			t.Fatalf("TryAll with b held = %v (ran %v); want b's *NotAcquiredError and no callback", err, ran)
+		}
+		for _, k := range []string{"a", "c"} {
+			if held, err := m.Exists(t.Context(), k); err != nil || held {
+				t.Fatalf("%s after the failed TryAll: held %v, %v; want free", k, held, err)
+			}
+		}
+		if err := other.Release(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+
+		err = m.TryAll(t.Context(), []string{"c", "a", "b", "a"}, time.Minute, func(ctx context.Context, locks []*lock.Lock) error {
+			if len(locks) != 4 {
+				t.Fatalf("%d locks; want one per key given", len(locks))
+			}
+			for i, k := range []string{"c", "a", "b", "a"} {
+				if locks[i].Key() != k || locks[i].Fence() == 0 || !locks[i].IsAcquired() {
+					t.Errorf("locks[%d] = %s fence %d held %v; want %s, held with a fence", i, locks[i].Key(), locks[i].Fence(), locks[i].IsAcquired(), k)
+				}
+				if err := m.Try(ctx, k, time.Second, noop); !errors.Is(err, lock.ErrNotAcquired) {
+					t.Errorf("Try(%s) inside TryAll = %v; want not acquired", k, err)
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, k := range []string{"a", "b", "c"} {
+			if held, err := m.Exists(t.Context(), k); err != nil || held {
+				t.Fatalf("%s after TryAll: held %v, %v; want free", k, held, err)
+			}
+		}
+	})
 }
 
 // Two callers that name the same keys in opposite orders, over and over,
 // never deadlock and never hold the set together.
 func TestBlockAll_OppositeOrdersNeverDeadlock(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts real backends")
-	}
-	for _, b := range realBackends() {
-		t.Run(b.name, func(t *testing.T) {
-			t.Parallel()
-			m := b.open(t)
-			var inside atomic.Int32
-			var wg sync.WaitGroup
-			errs := make(chan error, 2)
-			for _, keys := range [][]string{{"x", "y", "z"}, {"z", "y", "x"}} {
-				wg.Add(1)
-				go func() {
-					defer wg.Done()
-					for range 15 {
-						err := m.BlockAll(t.Context(), keys, 10*time.Second, func(context.Context, []*lock.Lock) error {
-							if inside.Add(1) != 1 {
-								errs <- errors.New("two callers hold the set at once")
-							}
-							inside.Add(-1)
-							return nil
-						}, lock.WithTimeout(20*time.Second))
-						if err != nil {
-							errs <- err
-							return
+	onRealBackends(t, func(t *testing.T, name string, m *lock.Manager) {
+		var inside atomic.Int32
+		var wg sync.WaitGroup
+		errs := make(chan error, 2)
+		for _, keys := range [][]string{{"x", "y", "z"}, {"z", "y", "x"}} {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for range 15 {
+					err := m.BlockAll(t.Context(), keys, 10*time.Second, func(context.Context, []*lock.Lock) error {
+						if inside.Add(1) != 1 {
+							errs <- errors.New("two callers hold the set at once")
 						}
+						inside.Add(-1)
+						return nil
+					}, lock.WithTimeout(20*time.Second))
+					if err != nil {
+						errs <- err
+						return
 					}
-				}()
-			}
-			done := make(chan struct{})
-			go func() { wg.Wait(); close(done) }()
-			select {
-			case <-done:
-			case <-time.After(60 * time.Second):
-				t.Fatal("BlockAll in opposite orders did not finish in 60s: deadlock")
-			}
-			close(errs)
-			for err := range errs {
-				t.Fatal(err)
-			}
-		})
-	}
+				}
+			}()
+		}
+		done := make(chan struct{})
+		go func() { wg.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(60 * time.Second):
+			t.Fatal("BlockAll in opposite orders did not finish in 60s: deadlock")
+		}
+		close(errs)
+		for err := range errs {
+			t.Fatal(err)
+		}
+	})
 }
 
 // The loss of any one key ends the callback's context, naming that key; a
@@ -198,45 +184,38 @@ func TestTryAll_RefusesBadInput(t *testing.T) {
 // fallback holds "a" while it tries "b": this test fails on it over
 // SQLite, Redis and the cluster, where that window lasts a round trip.)
 func TestTryAll_NeverHoldsPartOfTheSet(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts real backends")
-	}
-	for _, b := range realBackends() {
-		t.Run(b.name, func(t *testing.T) {
-			t.Parallel()
-			m := b.open(t)
-			other := m.Make("b", time.Minute)
-			if ok, err := other.Acquire(t.Context()); !ok || err != nil {
-				t.Fatal(ok, err)
-			}
-			const rounds = 300
-			var wg sync.WaitGroup
-			var refused atomic.Int64
-			wg.Go(func() {
-				for range rounds {
-					err := m.TryAll(t.Context(), []string{"a", "b"}, time.Minute, func(context.Context, []*lock.Lock) error { return nil })
-					if !errors.Is(err, lock.ErrNotAcquired) {
-						t.Errorf("TryAll with b held = %v, want not acquired", err)
-						return
-					}
+	onRealBackends(t, func(t *testing.T, name string, m *lock.Manager) {
+		other := m.Make("b", time.Minute)
+		if ok, err := other.Acquire(t.Context()); !ok || err != nil {
+			t.Fatal(ok, err)
+		}
+		const rounds = 300
+		var wg sync.WaitGroup
+		var refused atomic.Int64
+		wg.Go(func() {
+			for range rounds {
+				err := m.TryAll(t.Context(), []string{"a", "b"}, time.Minute, func(context.Context, []*lock.Lock) error { return nil })
+				if !errors.Is(err, lock.ErrNotAcquired) {
+					t.Errorf("TryAll with b held = %v, want not acquired", err)
+					return
 				}
-			})
-			wg.Go(func() {
-				for range rounds {
-					if err := m.Try(t.Context(), "a", time.Minute, noop); errors.Is(err, lock.ErrNotAcquired) {
-						refused.Add(1)
-					} else if err != nil {
-						t.Errorf("Try(a) = %v", err)
-						return
-					}
-				}
-			})
-			wg.Wait()
-			if n := refused.Load(); n > 0 {
-				t.Fatalf("Try(a) was refused %d times in %d: a failed TryAll held a", n, rounds)
 			}
 		})
-	}
+		wg.Go(func() {
+			for range rounds {
+				if err := m.Try(t.Context(), "a", time.Minute, noop); errors.Is(err, lock.ErrNotAcquired) {
+					refused.Add(1)
+				} else if err != nil {
+					t.Errorf("Try(a) = %v", err)
+					return
+				}
+			}
+		})
+		wg.Wait()
+		if n := refused.Load(); n > 0 {
+			t.Fatalf("Try(a) was refused %d times in %d: a failed TryAll held a", n, rounds)
+		}
+	})
 }
 
 // On a backend that waits for a whole set (drivers.Capabilities.SetWait: memory
@@ -247,19 +226,12 @@ func TestTryAll_NeverHoldsPartOfTheSet(t *testing.T) {
 // nothing, and the later Block would get "b" first: this test fails on
 // that.)
 func TestBlockAll_FirstComeFirstServedForTheWholeSet(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts real backends")
-	}
-	for _, b := range realBackends() {
-		t.Run(b.name, func(t *testing.T) {
-			t.Parallel()
-			m := b.open(t)
-			if !m.Driver().Capabilities().SetWait {
-				t.Skipf("%s waits for the keys one at a time (no drivers.Capabilities.SetWait)", b.name)
-			}
-			firstComeFirstServed(t, m)
-		})
-	}
+	onRealBackends(t, func(t *testing.T, name string, m *lock.Manager) {
+		if !m.Driver().Capabilities().SetWait {
+			t.Skipf("%s waits for the keys one at a time (no drivers.Capabilities.SetWait)", name)
+		}
+		firstComeFirstServed(t, m)
+	})
 }
 
 func firstComeFirstServed(t *testing.T, m *lock.Manager) {
@@ -313,34 +285,27 @@ func firstComeFirstServed(t *testing.T, m *lock.Manager) {
 // A BlockAll whose timeout passes says which key it still waited for and
 // who holds it, and leaves none of the keys it took held.
 func TestBlockAll_TimeoutNamesTheKeyAndLeavesNothing(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts real backends")
-	}
-	for _, b := range realBackends() {
-		t.Run(b.name, func(t *testing.T) {
-			t.Parallel()
-			m := b.open(t)
-			other := m.Make("a", time.Minute)
-			if ok, err := other.Acquire(t.Context()); !ok || err != nil {
-				t.Fatal(ok, err)
-			}
-			err := m.BlockAll(t.Context(), []string{"c", "a", "b"}, time.Minute, func(context.Context, []*lock.Lock) error {
-				t.Error("the callback ran")
-				return nil
-				// Long enough for a loaded machine to answer the wait at
-				// least once: a wait that never heard "held" is not
-				// contention, and says so.
-			}, lock.WithTimeout(2*time.Second))
-			na, ok := errors.AsType[*lock.NotAcquiredError](err)
-			if !ok || na.Key != "a" || na.Holder == "" {
-				t.Fatalf("BlockAll with a held = %v; want a's *NotAcquiredError naming its holder", err)
-			}
-			for _, k := range []string{"b", "c"} {
-				poll.Until(t, 5*time.Second, k+" to be free", func() bool {
-					held, err := m.Exists(t.Context(), k)
-					return err == nil && !held
-				})
-			}
-		})
-	}
+	onRealBackends(t, func(t *testing.T, name string, m *lock.Manager) {
+		other := m.Make("a", time.Minute)
+		if ok, err := other.Acquire(t.Context()); !ok || err != nil {
+			t.Fatal(ok, err)
+		}
+		err := m.BlockAll(t.Context(), []string{"c", "a", "b"}, time.Minute, func(context.Context, []*lock.Lock) error {
+			t.Error("the callback ran")
+			return nil
+			// Long enough for a loaded machine to answer the wait at
+			// least once: a wait that never heard "held" is not
+			// contention, and says so.
+		}, lock.WithTimeout(2*time.Second))
+		na, ok := errors.AsType[*lock.NotAcquiredError](err)
+		if !ok || na.Key != "a" || na.Holder == "" {
+			t.Fatalf("BlockAll with a held = %v; want a's *NotAcquiredError naming its holder", err)
+		}
+		for _, k := range []string{"b", "c"} {
+			poll.Until(t, 5*time.Second, k+" to be free", func() bool {
+				held, err := m.Exists(t.Context(), k)
+				return err == nil && !held
+			})
+		}
+	})
 }

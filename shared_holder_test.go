@@ -14,9 +14,6 @@ import (
 // For a semaphore's slot or a read that is the grant that ends first; for
 // a write it is the one that ends last, since every holder must leave.
 func TestNotAcquired_SharedRefusalSaysWhoAndHowLongOnEveryBackend(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts real backends")
-	}
 	const short, long = 20 * time.Second, 40 * time.Second
 	cases := []struct {
 		name       string
@@ -29,25 +26,21 @@ func TestNotAcquired_SharedRefusalSaysWhoAndHowLongOnEveryBackend(t *testing.T) 
 		{"write behind readers", lock.Read(), lock.Write(), "late@b", short, long},
 		{"read behind a writer", lock.Write(), lock.Read(), "soon@a", short / 2, short},
 	}
-	for _, b := range realBackends() {
-		t.Run(b.name, func(t *testing.T) {
-			t.Parallel()
-			m := b.open(t)
-			for _, c := range cases {
-				key := "shared-" + c.name
-				hold(t, m, key, short, c.held, lock.WithOwner(lock.NewOwner("soon@a")))
-				if c.name != "read behind a writer" {
-					hold(t, m, key, long, c.held, lock.WithOwner(lock.NewOwner("late@b")))
-				}
-				err := m.Try(t.Context(), key, time.Second, noop, c.asked)
-				na, ok := errors.AsType[*lock.NotAcquiredError](err)
-				if !ok {
-					t.Fatalf("%s: Try = %v; want a *NotAcquiredError", c.name, err)
-				}
-				if na.Holder != c.want || na.HolderTTL <= c.minT || na.HolderTTL > c.maxT {
-					t.Errorf("%s: Try = %v: holder %q for %v; want %q for (%v, %v]", c.name, err, na.Holder, na.HolderTTL, c.want, c.minT, c.maxT)
-				}
+	onRealBackends(t, func(t *testing.T, name string, m *lock.Manager) {
+		for _, c := range cases {
+			key := "shared-" + c.name
+			hold(t, m, key, short, c.held, lock.WithOwner(lock.NewOwner("soon@a")))
+			if c.name != "read behind a writer" {
+				hold(t, m, key, long, c.held, lock.WithOwner(lock.NewOwner("late@b")))
 			}
-		})
-	}
+			err := m.Try(t.Context(), key, time.Second, noop, c.asked)
+			na, ok := errors.AsType[*lock.NotAcquiredError](err)
+			if !ok {
+				t.Fatalf("%s: Try = %v; want a *NotAcquiredError", c.name, err)
+			}
+			if na.Holder != c.want || na.HolderTTL <= c.minT || na.HolderTTL > c.maxT {
+				t.Errorf("%s: Try = %v: holder %q for %v; want %q for (%v, %v]", c.name, err, na.Holder, na.HolderTTL, c.want, c.minT, c.maxT)
+			}
+		}
+	})
 }

@@ -59,6 +59,17 @@ func backends(t *testing.T) []struct {
 	return all
 }
 
+// onBackends runs check as a parallel subtest, named after the backend, on
+// a Manager of each backend backends opens.
+func onBackends(t *testing.T, check func(t *testing.T, name string, m *lock.Manager)) {
+	for _, b := range backends(t) {
+		t.Run(b.name, func(t *testing.T) {
+			t.Parallel()
+			check(t, b.name, b.open(t))
+		})
+	}
+}
+
 func mustNew(t *testing.T, m *lock.Manager, name string, ttl time.Duration) *election.Election {
 	t.Helper()
 	e, err := election.New(m, name, ttl)
@@ -72,256 +83,236 @@ func mustNew(t *testing.T, m *lock.Manager, name string, ttl time.Duration) *ele
 // takes over as soon as the leader resigns, with a higher term; nobody
 // leads after the last resigns.
 func TestElection_LeaderValueTermAndHandOver(t *testing.T) {
-	for _, b := range backends(t) {
-		t.Run(b.name, func(t *testing.T) {
-			t.Parallel()
-			m := b.open(t)
-			e := mustNew(t, m, "svc", 10*time.Second)
-			if _, err := e.Leader(t.Context()); !errors.Is(err, election.ErrNoLeader) {
-				t.Fatalf("Leader before any campaign = %v; want ErrNoLeader", err)
-			}
-			a, err := e.Campaign(t.Context(), "a.example:8080")
-			if err != nil {
-				t.Fatal(err)
-			}
-			got, err := e.Leader(t.Context())
-			if err != nil || got.Value != "a.example:8080" || got.Term != a.Term() || got.Term == 0 || got.Remaining <= 0 {
-				t.Fatalf("Leader = %+v, %v; want value a.example:8080, term %d, time left", got, err, a.Term())
-			}
+	onBackends(t, func(t *testing.T, name string, m *lock.Manager) {
+		e := mustNew(t, m, "svc", 10*time.Second)
+		if _, err := e.Leader(t.Context()); !errors.Is(err, election.ErrNoLeader) {
+			t.Fatalf("Leader before any campaign = %v; want ErrNoLeader", err)
+		}
+		a, err := e.Campaign(t.Context(), "a.example:8080")
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := e.Leader(t.Context())
+		if err != nil || got.Value != "a.example:8080" || got.Term != a.Term() || got.Term == 0 || got.Remaining <= 0 {
+			t.Fatalf("Leader = %+v, %v; want value a.example:8080, term %d, time left", got, err, a.Term())
+		}
 
-			second := make(chan *election.Leadership, 1)
-			errs := make(chan error, 1)
-			go func() {
-				l, err := e.Campaign(t.Context(), "b")
-				if err != nil {
-					errs <- err
-					return
-				}
-				second <- l
-			}()
-			select {
-			case <-second:
-				t.Fatal("a second candidate leads while the first does")
-			case err := <-errs:
-				t.Fatal(err)
-			case <-time.After(200 * time.Millisecond):
+		second := make(chan *election.Leadership, 1)
+		errs := make(chan error, 1)
+		go func() {
+			l, err := e.Campaign(t.Context(), "b")
+			if err != nil {
+				errs <- err
+				return
 			}
-			if err := a.Resign(t.Context()); err != nil {
-				t.Fatal(err)
-			}
-			if a.Context().Err() == nil || !errors.Is(context.Cause(a.Context()), election.ErrResigned) {
-				t.Fatalf("after Resign the leadership's context: %v; want cancelled with ErrResigned", context.Cause(a.Context()))
-			}
-			var b2 *election.Leadership
-			select {
-			case b2 = <-second:
-			case err := <-errs:
-				t.Fatal(err)
-			case <-time.After(5 * time.Second):
-				t.Fatal("the waiting candidate did not lead within 5s of the resignation")
-			}
-			if b2.Term() <= a.Term() {
-				t.Fatalf("term %d after term %d; want it higher", b2.Term(), a.Term())
-			}
-			if got, err := e.Leader(t.Context()); err != nil || got.Value != "b" || got.Term != b2.Term() {
-				t.Fatalf("Leader = %+v, %v; want b at term %d", got, err, b2.Term())
-			}
-			if err := b2.Resign(t.Context()); err != nil {
-				t.Fatal(err)
-			}
-			if _, err := e.Leader(t.Context()); !errors.Is(err, election.ErrNoLeader) {
-				t.Fatalf("Leader after the last resigned = %v; want ErrNoLeader", err)
-			}
-		})
-	}
+			second <- l
+		}()
+		select {
+		case <-second:
+			t.Fatal("a second candidate leads while the first does")
+		case err := <-errs:
+			t.Fatal(err)
+		case <-time.After(200 * time.Millisecond):
+		}
+		if err := a.Resign(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+		if a.Context().Err() == nil || !errors.Is(context.Cause(a.Context()), election.ErrResigned) {
+			t.Fatalf("after Resign the leadership's context: %v; want cancelled with ErrResigned", context.Cause(a.Context()))
+		}
+		var b2 *election.Leadership
+		select {
+		case b2 = <-second:
+		case err := <-errs:
+			t.Fatal(err)
+		case <-time.After(5 * time.Second):
+			t.Fatal("the waiting candidate did not lead within 5s of the resignation")
+		}
+		if b2.Term() <= a.Term() {
+			t.Fatalf("term %d after term %d; want it higher", b2.Term(), a.Term())
+		}
+		if got, err := e.Leader(t.Context()); err != nil || got.Value != "b" || got.Term != b2.Term() {
+			t.Fatalf("Leader = %+v, %v; want b at term %d", got, err, b2.Term())
+		}
+		if err := b2.Resign(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := e.Leader(t.Context()); !errors.Is(err, election.ErrNoLeader) {
+			t.Fatalf("Leader after the last resigned = %v; want ErrNoLeader", err)
+		}
+	})
 }
 
 // Candidates that campaign, lead and resign over and over never lead two
 // at once, and every term is higher than the one before it.
 func TestElection_NeverTwoLeaders(t *testing.T) {
-	for _, b := range backends(t) {
-		t.Run(b.name, func(t *testing.T) {
-			t.Parallel()
-			m := b.open(t)
-			e := mustNew(t, m, "one", 10*time.Second)
-			const candidates, rounds = 4, 6
-			var leading atomic.Int32
-			var mu sync.Mutex
-			var terms []uint64
-			var wg sync.WaitGroup
-			errs := make(chan error, candidates)
-			for c := range candidates {
-				wg.Add(1)
-				go func() {
-					defer wg.Done()
-					for range rounds {
-						ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
-						l, err := e.Campaign(ctx, string(rune('a'+c)))
-						cancel()
-						if err != nil {
-							errs <- err
-							return
-						}
-						if n := leading.Add(1); n != 1 {
-							errs <- errors.New("two leaders at once")
-						}
-						mu.Lock()
-						terms = append(terms, l.Term())
-						mu.Unlock()
-						leading.Add(-1) // before Resign: the context ends before the release
-						if err := l.Resign(t.Context()); err != nil {
-							errs <- err
-							return
-						}
+	onBackends(t, func(t *testing.T, name string, m *lock.Manager) {
+		e := mustNew(t, m, "one", 10*time.Second)
+		const candidates, rounds = 4, 6
+		var leading atomic.Int32
+		var mu sync.Mutex
+		var terms []uint64
+		var wg sync.WaitGroup
+		errs := make(chan error, candidates)
+		for c := range candidates {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for range rounds {
+					ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+					l, err := e.Campaign(ctx, string(rune('a'+c)))
+					cancel()
+					if err != nil {
+						errs <- err
+						return
 					}
-				}()
-			}
-			wg.Wait()
-			close(errs)
-			for err := range errs {
-				t.Fatal(err)
-			}
-			if len(terms) != candidates*rounds {
-				t.Fatalf("%d leaderships; want %d", len(terms), candidates*rounds)
-			}
-			for i := 1; i < len(terms); i++ {
-				if terms[i] <= terms[i-1] {
-					t.Fatalf("term %d came after term %d: terms must grow (%v)", terms[i], terms[i-1], terms)
+					if n := leading.Add(1); n != 1 {
+						errs <- errors.New("two leaders at once")
+					}
+					mu.Lock()
+					terms = append(terms, l.Term())
+					mu.Unlock()
+					leading.Add(-1) // before Resign: the context ends before the release
+					if err := l.Resign(t.Context()); err != nil {
+						errs <- err
+						return
+					}
 				}
+			}()
+		}
+		wg.Wait()
+		close(errs)
+		for err := range errs {
+			t.Fatal(err)
+		}
+		if len(terms) != candidates*rounds {
+			t.Fatalf("%d leaderships; want %d", len(terms), candidates*rounds)
+		}
+		for i := 1; i < len(terms); i++ {
+			if terms[i] <= terms[i-1] {
+				t.Fatalf("term %d came after term %d: terms must grow (%v)", terms[i], terms[i-1], terms)
 			}
-		})
-	}
+		}
+	})
 }
 
 // A candidate whose ctx ends while it waits gets no Leadership, so it
 // never acts as leader; a lease handed to it as it gave up is released at
 // once, and the next leader is a later candidate.
 func TestElection_AbandonedCampaignNeverLeads(t *testing.T) {
-	for _, b := range backends(t) {
-		t.Run(b.name, func(t *testing.T) {
-			t.Parallel()
-			m := b.open(t)
-			e := mustNew(t, m, "abandon", 10*time.Second)
-			a, err := e.Campaign(t.Context(), "a")
-			if err != nil {
-				t.Fatal(err)
-			}
-			ctx, cancel := context.WithTimeout(t.Context(), 300*time.Millisecond)
-			_, err = e.Campaign(ctx, "gone")
-			cancel()
-			if !errors.Is(err, context.DeadlineExceeded) {
-				t.Fatalf("a campaign past its deadline = %v; want context.DeadlineExceeded", err)
-			}
-			if err := a.Resign(t.Context()); err != nil {
-				t.Fatal(err)
-			}
-			// The abandoned wait may still be queued at the backend when
-			// the leader resigns (its cancel is on its way), and be handed
-			// the key: no Leadership exists for it, so nothing acts as its
-			// leader, and the grant is released in the background, well
-			// before its lease (10s) would end.
-			start := time.Now()
-			poll.Until(t, 5*time.Second, "the abandoned candidate's stray grant to be released", func() bool {
-				_, err := e.Leader(t.Context())
-				return errors.Is(err, election.ErrNoLeader)
-			})
-			t.Logf("no leader %v after the resignation", time.Since(start).Round(time.Millisecond))
-			c, err := e.Campaign(t.Context(), "c")
-			if err != nil {
-				t.Fatal(err)
-			}
-			if c.Term() <= a.Term() {
-				t.Fatalf("term %d after %d", c.Term(), a.Term())
-			}
-			_ = c.Resign(t.Context())
+	onBackends(t, func(t *testing.T, name string, m *lock.Manager) {
+		e := mustNew(t, m, "abandon", 10*time.Second)
+		a, err := e.Campaign(t.Context(), "a")
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithTimeout(t.Context(), 300*time.Millisecond)
+		_, err = e.Campaign(ctx, "gone")
+		cancel()
+		if !errors.Is(err, context.DeadlineExceeded) {
+			t.Fatalf("a campaign past its deadline = %v; want context.DeadlineExceeded", err)
+		}
+		if err := a.Resign(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+		// The abandoned wait may still be queued at the backend when
+		// the leader resigns (its cancel is on its way), and be handed
+		// the key: no Leadership exists for it, so nothing acts as its
+		// leader, and the grant is released in the background, well
+		// before its lease (10s) would end.
+		start := time.Now()
+		poll.Until(t, 5*time.Second, "the abandoned candidate's stray grant to be released", func() bool {
+			_, err := e.Leader(t.Context())
+			return errors.Is(err, election.ErrNoLeader)
 		})
-	}
+		t.Logf("no leader %v after the resignation", time.Since(start).Round(time.Millisecond))
+		c, err := e.Campaign(t.Context(), "c")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c.Term() <= a.Term() {
+			t.Fatalf("term %d after %d", c.Term(), a.Term())
+		}
+		_ = c.Resign(t.Context())
+	})
 }
 
 // A leader whose lease is taken from it (here: force-released, so its
 // refresh fails) is told through its context before the lease could have
 // run out, and can stand again without anything restarting.
 func TestElection_LostLeaseEndsTheContextAndCandidateStandsAgain(t *testing.T) {
-	for _, b := range backends(t) {
-		t.Run(b.name, func(t *testing.T) {
-			t.Parallel()
-			m := b.open(t)
-			const ttl = 900 * time.Millisecond
-			e := mustNew(t, m, "lease", ttl)
-			a, err := e.Campaign(t.Context(), "a")
-			if err != nil {
-				t.Fatal(err)
-			}
-			took := time.Now()
-			if err := m.Make("lease", ttl).ForceRelease(t.Context()); err != nil {
-				t.Fatal(err)
-			}
-			select {
-			case <-a.Context().Done():
-			case <-time.After(5 * time.Second):
-				t.Fatal("the leader was not told it lost its lease")
-			}
-			if d := time.Since(took); d > ttl {
-				t.Errorf("told %v after the lease was taken; want within its ttl %v", d, ttl)
-			}
-			if _, ok := errors.AsType[*lock.LostError](context.Cause(a.Context())); !ok {
-				t.Errorf("cause %v; want a *lock.LostError", context.Cause(a.Context()))
-			}
-			<-a.Done()
-			again, err := e.Campaign(t.Context(), "a")
-			if err != nil {
-				t.Fatal(err)
-			}
-			if again.Term() <= a.Term() {
-				t.Fatalf("term %d after %d", again.Term(), a.Term())
-			}
-			_ = again.Resign(t.Context())
-		})
-	}
+	onBackends(t, func(t *testing.T, name string, m *lock.Manager) {
+		const ttl = 900 * time.Millisecond
+		e := mustNew(t, m, "lease", ttl)
+		a, err := e.Campaign(t.Context(), "a")
+		if err != nil {
+			t.Fatal(err)
+		}
+		took := time.Now()
+		if err := m.Make("lease", ttl).ForceRelease(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case <-a.Context().Done():
+		case <-time.After(5 * time.Second):
+			t.Fatal("the leader was not told it lost its lease")
+		}
+		if d := time.Since(took); d > ttl {
+			t.Errorf("told %v after the lease was taken; want within its ttl %v", d, ttl)
+		}
+		if _, ok := errors.AsType[*lock.LostError](context.Cause(a.Context())); !ok {
+			t.Errorf("cause %v; want a *lock.LostError", context.Cause(a.Context()))
+		}
+		<-a.Done()
+		again, err := e.Campaign(t.Context(), "a")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if again.Term() <= a.Term() {
+			t.Fatalf("term %d after %d", again.Term(), a.Term())
+		}
+		_ = again.Resign(t.Context())
+	})
 }
 
 // Observe reports the leader when it starts, each new term, and the
 // moment nobody leads.
 func TestElection_ObserveReportsEachChange(t *testing.T) {
-	for _, b := range backends(t) {
-		t.Run(b.name, func(t *testing.T) {
-			t.Parallel()
-			m := b.open(t)
-			e := mustNew(t, m, "watched", 10*time.Second)
-			ctx, cancel := context.WithCancel(t.Context())
-			defer cancel()
-			changes := e.Observe(ctx, 10*time.Millisecond)
-			next := func(what string) election.Change {
-				t.Helper()
-				select {
-				case c := <-changes:
-					return c
-				case <-time.After(5 * time.Second):
-					t.Fatalf("no change seen: want %s", what)
-					return election.Change{}
-				}
+	onBackends(t, func(t *testing.T, name string, m *lock.Manager) {
+		e := mustNew(t, m, "watched", 10*time.Second)
+		ctx, cancel := context.WithCancel(t.Context())
+		defer cancel()
+		changes := e.Observe(ctx, 10*time.Millisecond)
+		next := func(what string) election.Change {
+			t.Helper()
+			select {
+			case c := <-changes:
+				return c
+			case <-time.After(5 * time.Second):
+				t.Fatalf("no change seen: want %s", what)
+				return election.Change{}
 			}
-			if c := next("no leader"); c.Leading {
-				t.Fatalf("first change %+v; want no leader", c)
-			}
-			a, err := e.Campaign(t.Context(), "a")
-			if err != nil {
-				t.Fatal(err)
-			}
-			if c := next("a"); !c.Leading || c.Leader.Value != "a" || c.Leader.Term != a.Term() {
-				t.Fatalf("change %+v; want a at term %d", c, a.Term())
-			}
-			if err := a.Resign(t.Context()); err != nil {
-				t.Fatal(err)
-			}
-			if c := next("no leader"); c.Leading {
-				t.Fatalf("change %+v; want no leader", c)
-			}
-			cancel()
-			for range changes {
-			}
-		})
-	}
+		}
+		if c := next("no leader"); c.Leading {
+			t.Fatalf("first change %+v; want no leader", c)
+		}
+		a, err := e.Campaign(t.Context(), "a")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c := next("a"); !c.Leading || c.Leader.Value != "a" || c.Leader.Term != a.Term() {
+			t.Fatalf("change %+v; want a at term %d", c, a.Term())
+		}
+		if err := a.Resign(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+		if c := next("no leader"); c.Leading {
+			t.Fatalf("change %+v; want no leader", c)
+		}
+		cancel()
+		for range changes {
+		}
+	})
 }
 
 // Bad input gets a clear error and changes nothing.
@@ -375,55 +366,51 @@ func TestElection_RefusesBadInput(t *testing.T) {
 // (memory, SQLite). (Without the push this test waits for the hour and
 // fails.)
 func TestElection_ObserveIsPushedWhereTheBackendTells(t *testing.T) {
-	for _, b := range backends(t) {
-		t.Run(b.name, func(t *testing.T) {
-			t.Parallel()
-			m := b.open(t)
-			if _, ok := m.Driver().(drivers.ChangeWatcher); !ok {
-				t.Skipf("%s does not tell of changes: Observe reads on its timer", b.name)
+	onBackends(t, func(t *testing.T, name string, m *lock.Manager) {
+		if _, ok := m.Driver().(drivers.ChangeWatcher); !ok {
+			t.Skipf("%s does not tell of changes: Observe reads on its timer", name)
+		}
+		grantsPushed := name != "redis"
+		e := mustNew(t, m, "pushed", 10*time.Second)
+		ctx, cancel := context.WithCancel(t.Context())
+		defer cancel()
+		next := func(changes <-chan election.Change, what string) election.Change {
+			t.Helper()
+			select {
+			case c := <-changes:
+				return c
+			case <-time.After(2 * time.Second):
+				// Well before the leader's first refresh (at a third of
+				// its 10 s lease), which would wake a missed watch.
+				t.Fatalf("no change seen within 2s, the tick an hour away: want %s", what)
+				return election.Change{}
 			}
-			grantsPushed := b.name != "redis"
-			e := mustNew(t, m, "pushed", 10*time.Second)
-			ctx, cancel := context.WithCancel(t.Context())
-			defer cancel()
-			next := func(changes <-chan election.Change, what string) election.Change {
-				t.Helper()
-				select {
-				case c := <-changes:
-					return c
-				case <-time.After(2 * time.Second):
-					// Well before the leader's first refresh (at a third of
-					// its 10 s lease), which would wake a missed watch.
-					t.Fatalf("no change seen within 2s, the tick an hour away: want %s", what)
-					return election.Change{}
-				}
-			}
-			var changes <-chan election.Change
-			if grantsPushed {
-				changes = e.Observe(ctx, time.Hour)
-				if c := next(changes, "no leader"); c.Leading {
-					t.Fatalf("first change %+v; want no leader", c)
-				}
-			}
-			a, err := e.Campaign(t.Context(), "a")
-			if err != nil {
-				t.Fatal(err)
-			}
-			if !grantsPushed {
-				changes = e.Observe(ctx, time.Hour)
-			}
-			if c := next(changes, "a"); !c.Leading || c.Leader.Value != "a" {
-				t.Fatalf("change %+v; want a", c)
-			}
-			if err := a.Resign(t.Context()); err != nil {
-				t.Fatal(err)
-			}
+		}
+		var changes <-chan election.Change
+		if grantsPushed {
+			changes = e.Observe(ctx, time.Hour)
 			if c := next(changes, "no leader"); c.Leading {
-				t.Fatalf("change %+v; want no leader", c)
+				t.Fatalf("first change %+v; want no leader", c)
 			}
-			cancel()
-			for range changes {
-			}
-		})
-	}
+		}
+		a, err := e.Campaign(t.Context(), "a")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !grantsPushed {
+			changes = e.Observe(ctx, time.Hour)
+		}
+		if c := next(changes, "a"); !c.Leading || c.Leader.Value != "a" {
+			t.Fatalf("change %+v; want a", c)
+		}
+		if err := a.Resign(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+		if c := next(changes, "no leader"); c.Leading {
+			t.Fatalf("change %+v; want no leader", c)
+		}
+		cancel()
+		for range changes {
+		}
+	})
 }
