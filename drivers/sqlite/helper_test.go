@@ -41,19 +41,19 @@ const (
 func runHelper(mode string) int {
 	ctx, cancel := context.WithTimeout(context.Background(), helperTimeout)
 	defer cancel()
+	// The modes but bench work on one driver of the file at PATH.
+	onDriver := map[string]func(context.Context, *sqlite.Driver) error{
+		"hammer":    helperHammer,
+		"semhammer": helperSemHammer,
+		"hold":      helperHold,
+		"waiter":    helperWaiter,
+	}
 	var err error
-	switch mode {
-	case "hammer":
-		err = helperHammer(ctx)
-	case "semhammer":
-		err = helperSemHammer(ctx)
-	case "hold":
-		err = helperHold(ctx)
-	case "waiter":
-		err = helperWaiter(ctx)
-	case "bench":
+	if fn, ok := onDriver[mode]; ok {
+		err = withHelperDriver(ctx, fn)
+	} else if mode == "bench" {
 		err = helperBench(ctx)
-	default:
+	} else {
 		err = fmt.Errorf("unknown helper mode %q", mode)
 	}
 	if err != nil {
@@ -83,8 +83,14 @@ func newToken() string {
 	return hex.EncodeToString(b[:])
 }
 
-func openHelperDriver(ctx context.Context) (*sqlite.Driver, error) {
-	return sqlite.Open(ctx, sqlite.Config{Path: os.Getenv(envPath)})
+// withHelperDriver runs fn on a driver of the file at PATH and closes it.
+func withHelperDriver(ctx context.Context, fn func(context.Context, *sqlite.Driver) error) error {
+	d, err := sqlite.Open(ctx, sqlite.Config{Path: os.Getenv(envPath)})
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	return fn(ctx, d)
 }
 
 // helperHammer: WORKERS goroutines each take one of KEYS keys ROUNDS
@@ -94,12 +100,7 @@ func openHelperDriver(ctx context.Context) (*sqlite.Driver, error) {
 // A release that finds the lock gone is an error, unless LAPSES_OK is set
 // (a short TTL), when the hold is left out of the journal: only holds the
 // release proved exclusive are checked.
-func helperHammer(ctx context.Context) error {
-	d, err := openHelperDriver(ctx)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
+func helperHammer(ctx context.Context, d *sqlite.Driver) error {
 	j, err := openJournal()
 	if err != nil {
 		return err
@@ -193,12 +194,7 @@ func hammerAcquire(ctx context.Context, d *sqlite.Driver, try bool, key, owner s
 
 // helperHold takes one key for TTL, prints "held <fence> <deadline ns>"
 // and waits for stdin to close (or for a SIGKILL).
-func helperHold(ctx context.Context) error {
-	d, err := openHelperDriver(ctx)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
+func helperHold(ctx context.Context, d *sqlite.Driver) error {
 	ttl := envDur(envTTL, time.Second)
 	sent := time.Now()
 	fence, ok, err := driverstest.Take(ctx, d, "held-by-child", newToken(), ttl)
@@ -214,12 +210,7 @@ func helperHold(ctx context.Context) error {
 // line (its grant for TTL, 10s by default) it
 // prints "waiting", waits for the key, prints "got <fence> <unix ns>",
 // releases it and prints "released".
-func helperWaiter(ctx context.Context) error {
-	d, err := openHelperDriver(ctx)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
+func helperWaiter(ctx context.Context, d *sqlite.Driver) error {
 	in := bufio.NewScanner(os.Stdin)
 	for in.Scan() {
 		key, ok := strings.CutPrefix(in.Text(), "wait ")
@@ -254,12 +245,7 @@ func helperCmd(t testing.TB, mode string, env ...string) *exec.Cmd {
 // helperSemHammer: WORKERS goroutines each wait ROUNDS times for a slot of
 // the semaphore "sem" of LIMIT, hold it a moment and release it, and
 // journal each hold as helperHammer does.
-func helperSemHammer(ctx context.Context) error {
-	d, err := openHelperDriver(ctx)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
+func helperSemHammer(ctx context.Context, d *sqlite.Driver) error {
 	j, err := openJournal()
 	if err != nil {
 		return err

@@ -114,14 +114,14 @@ func hammerEnv(path, journal string, keys, workers, rounds int, ttl time.Duratio
 	}
 }
 
-func TestProcesses_ExclusionOnOneFile(t *testing.T) {
-	dir := t.TempDir()
-	path, journal := filepath.Join(dir, "locks.db"), filepath.Join(dir, "journal")
-	const procs, workers, rounds, keys = 4, 4, 25, 3
-	// The processes race to create the schema, too.
+// runHelpers runs procs helper processes of mode at once (they race to
+// create the schema, too), waits for each to finish, and returns the holds
+// they journalled, which must be want.
+func runHelpers(t *testing.T, procs int, mode, journal string, want int, env []string) []hold {
+	t.Helper()
 	var children []*child
 	for range procs {
-		children = append(children, startChild(t, helperCmd(t, "hammer", hammerEnv(path, journal, keys, workers, rounds, 10*time.Second)...)))
+		children = append(children, startChild(t, helperCmd(t, mode, env...)))
 	}
 	for _, c := range children {
 		if err := c.wait(90 * time.Second); err != nil {
@@ -129,9 +129,18 @@ func TestProcesses_ExclusionOnOneFile(t *testing.T) {
 		}
 	}
 	holds := readJournal(t, journal)
-	if len(holds) != procs*workers*rounds {
-		t.Fatalf("journal has %d holds, want %d", len(holds), procs*workers*rounds)
+	if len(holds) != want {
+		t.Fatalf("journal has %d holds, want %d", len(holds), want)
 	}
+	return holds
+}
+
+func TestProcesses_ExclusionOnOneFile(t *testing.T) {
+	dir := t.TempDir()
+	path, journal := filepath.Join(dir, "locks.db"), filepath.Join(dir, "journal")
+	const procs, workers, rounds, keys = 4, 4, 25, 3
+	// The processes race to create the schema, too.
+	holds := runHelpers(t, procs, "hammer", journal, procs*workers*rounds, hammerEnv(path, journal, keys, workers, rounds, 10*time.Second))
 	if bad := exclusionViolations(holds); len(bad) > 0 {
 		t.Fatalf("%d violations across processes, first ones: %q", len(bad), bad[:min(5, len(bad))])
 	}
@@ -305,19 +314,7 @@ func TestProcesses_SemaphoreAcrossProcesses(t *testing.T) {
 	path, journal := filepath.Join(dir, "locks.db"), filepath.Join(dir, "journal")
 	const procs, workers, rounds, limit = 4, 3, 15, 2
 	env := append(hammerEnv(path, journal, 1, workers, rounds, 10*time.Second), envLimit+"="+strconv.Itoa(limit))
-	var children []*child
-	for range procs {
-		children = append(children, startChild(t, helperCmd(t, "semhammer", env...)))
-	}
-	for _, c := range children {
-		if err := c.wait(90 * time.Second); err != nil {
-			t.Fatal(err)
-		}
-	}
-	holds := readJournal(t, journal)
-	if len(holds) != procs*workers*rounds {
-		t.Fatalf("journal has %d holds, want %d", len(holds), procs*workers*rounds)
-	}
+	holds := runHelpers(t, procs, "semhammer", journal, procs*workers*rounds, env)
 	most, reused := mostAtOnce(holds)
 	if most > limit || len(reused) > 0 {
 		t.Fatalf("%d holds at once (limit %d), fences granted twice: %v", most, limit, reused)
