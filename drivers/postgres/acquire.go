@@ -370,15 +370,43 @@ func (d *Driver) cleanUp(ctx context.Context, w *waitState, cause error) error {
 		return cause
 	}
 	taking := slices.Clone(w.taking)
-	d.afterCall(func(ctx context.Context) { d.cleanUpTx(ctx, w.req.Owner, taking) })
+	d.afterCall(func(context.Context) {
+		// The grant may be committed after the call has returned, for a
+		// client that is gone; until the database answers, nothing else
+		// lets it go before its TTL.
+		ctx, cancel := context.WithTimeout(d.life, cleanUpFor)
+		defer cancel()
+		for pause := 50 * time.Millisecond; ; pause = min(2*pause, time.Second) {
+			err := d.cleanUpTx(ctx, w.req.Owner, taking)
+			if !errors.Is(err, drivers.ErrUnavailable) || !sleep(ctx, pause) {
+				return
+			}
+		}
+	})
 	return cause
+}
+
+// cleanUpFor bounds how long the clean-up of an acquire whose answer was
+// lost retries while the database does not answer.
+const cleanUpFor = 30 * time.Second
+
+// sleep pauses for d, or until ctx ends (false).
+func sleep(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
 }
 
 // cleanUpTx lets go owner's grants of keys. Its transaction takes the
 // keys' locks, which the transaction that got no answer holds until it
 // has committed or rolled back at the server: it sees the outcome.
-func (d *Driver) cleanUpTx(ctx context.Context, owner string, keys []string) {
-	_ = d.inTx(ctx, "acquire clean-up", keys, func(t *txn) error {
+func (d *Driver) cleanUpTx(ctx context.Context, owner string, keys []string) error {
+	return d.inTx(ctx, "acquire clean-up", keys, func(t *txn) error {
 		for _, k := range keys {
 			s := t.state(k)
 			if g := find(s.grants, owner); g >= 0 {
