@@ -58,6 +58,9 @@ type retriedWaits struct {
 	// only, when set, is the one variant of every round (the mixed
 	// nemesis run, whose own faults cut links and stop nodes).
 	only retryVariant
+	// nodeFault is held by the round that kills or stops a follower, so
+	// that one node fault is under way at a time.
+	nodeFault sync.Mutex
 
 	mu       sync.Mutex
 	rounds   map[retryVariant]int
@@ -79,7 +82,8 @@ const (
 )
 
 // TestNemesis_RetriedWaits runs rounds of retried waits (see above) on
-// three keys at once for ZEROTAL_RETRIED_WAITS (default 30s) and fails on
+// three keys and on sets of keys (see nemesis_retriedsets_test.go) at
+// once for ZEROTAL_RETRIED_WAITS (default 30s) and fails on
 // every violation the checker finds: two holders at overlapping times,
 // fences out of order, a retry stranded on a queue entry that was gone.
 func TestNemesis_RetriedWaits(t *testing.T) {
@@ -96,14 +100,20 @@ func TestNemesis_RetriedWaits(t *testing.T) {
 	c := newFaultCluster(t)
 	rw := newRetriedWaits(c, newHistory())
 	t.Cleanup(rw.api.Close)
+	ns, err := newNodeClients(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(ns.Close)
 
 	ctx, cancel := context.WithTimeout(t.Context(), length)
 	defer cancel()
 	// The third lane's key is a read/write lock taken on its write side:
 	// the same scenario through the shared entry type and its hand-offs.
 	keys := []string{"retry/a", "retry/b", retryRWKey}
-	errs := make(chan error, len(keys))
+	errs := make(chan error, len(keys)+retrySetLanes)
 	var wg sync.WaitGroup
+	rw.runSetLanes(ctx, &wg, ns, seed, errs)
 	for lane, key := range keys {
 		wg.Go(func() {
 			r := rand.New(rand.NewPCG(seed, uint64(lane)))
@@ -286,6 +296,13 @@ func (rw *retriedWaits) round(ctx context.Context, lane int, key string, r *rand
 	v := variants[r.IntN(len(variants))]
 	if rw.only != "" {
 		v = rw.only
+	}
+	if v == retryKillForwarder || v == retryStopForwarder {
+		if !rw.nodeFault.TryLock() {
+			v = retryClientTimeout
+		} else {
+			defer rw.nodeFault.Unlock()
+		}
 	}
 	// R2 and the third owner go through the leader or the other follower.
 	r2Via, cVia := []int{l, o}[r.IntN(2)], []int{l, o}[r.IntN(2)]
