@@ -12,6 +12,18 @@ import (
 // list and never edits an entry already released.
 const schemaVersion = 3
 
+// fenceTriggers advance last_fence in the statement that grants a key; the
+// first migration creates them and the third again, after it replaces the
+// table they are on.
+const fenceTriggers = `
+	CREATE TRIGGER zerotal_locks_fence_on_insert AFTER INSERT ON zerotal_locks BEGIN
+		UPDATE zerotal_lock_meta SET value = NEW.fence WHERE name = 'last_fence' AND value < NEW.fence;
+	END;
+	CREATE TRIGGER zerotal_locks_fence_on_update AFTER UPDATE OF fence ON zerotal_locks
+	WHEN NEW.fence > OLD.fence BEGIN
+		UPDATE zerotal_lock_meta SET value = NEW.fence WHERE name = 'last_fence' AND value < NEW.fence;
+	END;`
+
 var migrations = []string{
 	// 0 -> 1: the lock table and the fence counter.
 	//
@@ -29,14 +41,7 @@ var migrations = []string{
 		owner      TEXT NOT NULL,
 		fence      INTEGER NOT NULL,
 		expires_us INTEGER NOT NULL
-	) WITHOUT ROWID;
-	CREATE TRIGGER zerotal_locks_fence_on_insert AFTER INSERT ON zerotal_locks BEGIN
-		UPDATE zerotal_lock_meta SET value = NEW.fence WHERE name = 'last_fence' AND value < NEW.fence;
-	END;
-	CREATE TRIGGER zerotal_locks_fence_on_update AFTER UPDATE OF fence ON zerotal_locks
-	WHEN NEW.fence > OLD.fence BEGIN
-		UPDATE zerotal_lock_meta SET value = NEW.fence WHERE name = 'last_fence' AND value < NEW.fence;
-	END;`,
+	) WITHOUT ROWID;` + fenceTriggers,
 
 	// 1 -> 2: semaphores and read/write locks in tables of their own, as
 	// development builds wrote them; 2 -> 3 carries their rows over.
@@ -106,14 +111,7 @@ var migrations = []string{
 	DROP TABLE zerotal_shared_holders;
 	DROP TABLE zerotal_shared_names;
 	DROP TABLE zerotal_locks;
-	ALTER TABLE zerotal_grants RENAME TO zerotal_locks;
-	CREATE TRIGGER zerotal_locks_fence_on_insert AFTER INSERT ON zerotal_locks BEGIN
-		UPDATE zerotal_lock_meta SET value = NEW.fence WHERE name = 'last_fence' AND value < NEW.fence;
-	END;
-	CREATE TRIGGER zerotal_locks_fence_on_update AFTER UPDATE OF fence ON zerotal_locks
-	WHEN NEW.fence > OLD.fence BEGIN
-		UPDATE zerotal_lock_meta SET value = NEW.fence WHERE name = 'last_fence' AND value < NEW.fence;
-	END;`,
+	ALTER TABLE zerotal_grants RENAME TO zerotal_locks;` + fenceTriggers,
 }
 
 // queryer is what reading the version needs: a *sql.Conn or a *sql.Tx.
