@@ -276,17 +276,28 @@ func (t *table) release(key, owner string, want uint64) outcome {
 	if err := checkKeyOwner(key, owner); err != nil {
 		return outcome{err: err}
 	}
-	e := t.entries[key]
-	if e == nil {
-		return outcome{}
-	}
-	i := e.findHolder(owner)
-	if i < 0 || e.holder(i).deadline <= t.now {
+	e, i := t.liveHolder(key, owner)
+	if i < 0 {
 		return outcome{}
 	}
 	out := outcome{ok: true}
 	t.end(e, i, want, &out)
 	return out
+}
+
+// liveHolder finds owner's grant of key that has not passed its deadline:
+// i is its index in e, or -1 if owner has none (e is nil if nobody holds
+// key or waits for it).
+func (t *table) liveHolder(key, owner string) (e *entry, i int) {
+	e = t.entries[key]
+	if e == nil {
+		return nil, -1
+	}
+	i = e.findHolder(owner)
+	if i >= 0 && e.holder(i).deadline <= t.now {
+		i = -1
+	}
+	return e, i
 }
 
 // extend sets a new deadline if owner holds key and it has not expired. It
@@ -298,12 +309,11 @@ func (t *table) extend(key, owner string, ttl time.Duration) outcome {
 	if err := checkTTL(ttl); err != nil {
 		return outcome{err: err}
 	}
-	e := t.entries[key]
+	e, i := t.liveHolder(key, owner)
 	if e == nil {
 		return outcome{}
 	}
-	i := e.findHolder(owner)
-	if i < 0 || e.holder(i).deadline <= t.now {
+	if i < 0 {
 		return outcome{grant: e.first.grant(key)}
 	}
 	return outcome{ok: true, grant: t.refresh(e, i, ttl)}

@@ -108,27 +108,23 @@ func (f *Faults) Delay(d time.Duration, ops ...Op) {
 
 // Calls is the number of calls of ops so far (of every op if none),
 // failed ones included.
-func (f *Faults) Calls(ops ...Op) int64 {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	var n int64
-	for _, op := range orAll(ops) {
-		n += f.calls[op]
-	}
-	return n
-}
+func (f *Faults) Calls(ops ...Op) int64 { return f.sum(f.calls, ops) }
 
 // Succeeded is the number of calls of ops so far (of every op if none)
 // that the driver answered with no error and, where the method reports
 // one, a true outcome: granted, released, extended, held. Calls that did
 // not reach the driver are not counted; a lost answer is (the call took
 // effect).
-func (f *Faults) Succeeded(ops ...Op) int64 {
+func (f *Faults) Succeeded(ops ...Op) int64 { return f.sum(f.oks, ops) }
+
+// sum adds up the counts of ops (of every op if none) in counts, one of
+// f's maps.
+func (f *Faults) sum(counts map[Op]int64, ops []Op) int64 {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	var n int64
 	for _, op := range orAll(ops) {
-		n += f.oks[op]
+		n += counts[op]
 	}
 	return n
 }
