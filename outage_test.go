@@ -9,6 +9,7 @@ import (
 
 	"github.com/zerotal/lock"
 	"github.com/zerotal/lock/cluster/clustertest"
+	"github.com/zerotal/lock/drivers/postgres/pgtest"
 	"github.com/zerotal/lock/drivers/redis/redistest"
 )
 
@@ -45,6 +46,11 @@ func outages() []outage {
 				}
 				t.Cleanup(func() { _ = syscall.Kill(pid, syscall.SIGCONT) })
 			}
+		}},
+		{"postgres", func(t *testing.T) (*lock.Manager, func()) {
+			srv := pgtest.Start(t)
+			m := openManager(t, lock.Config{Driver: "postgres", Postgres: lock.PostgresConfig{URL: srv.URL()}})
+			return m, srv.Kill
 		}},
 		{"cluster", func(t *testing.T) (*lock.Manager, func()) {
 			c := clustertest.Start(t, 3, nil)
