@@ -1,6 +1,7 @@
 import { LockBackendError, LockInvalidError, LockNotAcquiredError, LockUnavailableError } from "./errors.js";
 import { anySignal } from "./platform.js";
 import { fetchSender, nodeSender, type Reply, type Send } from "./sender.js";
+import { streamSender } from "./stream.js";
 import type { ErrorBody, Status } from "./wire.gen.js";
 
 /** How to reach a cluster. Times in seconds. */
@@ -17,6 +18,8 @@ export interface TransportOptions {
   timeout?: number | undefined;
   /** How long one node may take to answer before the call tries another. Default half the timeout, at least 1. */
   attemptTimeout?: number | undefined;
+  /** Plain HTTP/1.1 for every request: no API stream (see stream.ts), which Node otherwise speaks to plain-http nodes. */
+  noStream?: boolean | undefined;
   /** The fetch to use (a custom one for client certificates). Default: the platform's. */
   fetch?: typeof fetch | undefined;
 }
@@ -77,7 +80,7 @@ export class Transport {
    */
   async send<T>(c: Call): Promise<T | Answer> {
     const body = c.body === undefined ? undefined : JSON.stringify(c.body);
-    this.#send ??= (await nodeSender()) ?? fetchSender(globalThis.fetch.bind(globalThis));
+    this.#send ??= await this.#sender();
     const start = Date.now();
     const deadline = start + this.#timeoutMs + (c.waitMs ?? 0);
     let earlier = false; // a try may have taken effect
@@ -142,6 +145,13 @@ export class Transport {
     throw new LockUnavailableError(`lock cluster did not answer ${c.op} within ${Date.now() - start}ms: ${why}`, earlier, {
       cause: last,
     });
+  }
+
+  /** On Node the API stream, over node:http; elsewhere fetch. */
+  async #sender(): Promise<Send> {
+    const http = await nodeSender();
+    if (!http) return fetchSender(globalThis.fetch.bind(globalThis));
+    return this.#opts.noStream ? http : streamSender(http);
   }
 
   /** Asks a node for its status (GET /v1/status). */

@@ -33,7 +33,7 @@ after(async () => {
 
 test("contention: a held key is Lock.NotAcquired (409) naming its holder and how long it has left", async () => {
   const a = manager("worker-a");
-  const b = manager("worker-b");
+  const b = manager("worker-b", { noStream: true }); // plain HTTP/1.1 beside the stream
   await a.try("invoice:1", 10, async () => {
     const err = await b.try("invoice:1", 10, () => {}).catch((e) => e);
     assert.ok(err instanceof Lock.NotAcquired, String(err));
