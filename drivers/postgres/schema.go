@@ -9,10 +9,6 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 )
 
-// schemaName is the schema the driver's tables live in, apart from the
-// application's.
-const schemaName = "zerotal_lock"
-
 // schemaVersion is the version this package writes and reads.
 // migrations[i] takes a database from version i to version i+1; a later
 // version appends to the list and never edits an entry already released.

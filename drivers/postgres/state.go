@@ -32,13 +32,6 @@ type row struct {
 	seq       int64 // a place's order
 }
 
-func (r row) fenceNow() uint64 {
-	if r.pending != nil {
-		return *r.pending
-	}
-	return r.fence
-}
-
 // keyState is a key's live grants, by fence, and places, in order.
 type keyState struct {
 	grants, places []row
@@ -155,15 +148,4 @@ func (s *keyState) nextChange(owner string) int64 {
 		}
 	}
 	return at
-}
-
-// slots is how many may hold a key of c's kind at once.
-func slots(c drivers.Claim) int {
-	switch c.Kind {
-	case drivers.Mutex:
-		return 1
-	case drivers.Semaphore:
-		return int(c.Limit)
-	}
-	return drivers.MaxHolders
 }
