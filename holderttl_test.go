@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -12,47 +11,18 @@ import (
 
 	"github.com/zerotal/lock"
 	"github.com/zerotal/lock/api"
-	"github.com/zerotal/lock/cluster/clustertest"
 	"github.com/zerotal/lock/drivers/memory"
-	"github.com/zerotal/lock/drivers/redis/redistest"
+	"github.com/zerotal/lock/internal/testkit/realbackends"
 )
 
-// realBackends opens a Manager on each of the four backends.
-func realBackends() []struct {
-	name string
-	open func(t *testing.T) *lock.Manager
-} {
-	return []struct {
-		name string
-		open func(t *testing.T) *lock.Manager
-	}{
-		{"memory", func(t *testing.T) *lock.Manager { return openManager(t, lock.Config{}) }},
-		{"sqlite", func(t *testing.T) *lock.Manager {
-			return openManager(t, lock.Config{Driver: "sqlite", SQLite: lock.SQLiteConfig{Path: filepath.Join(t.TempDir(), "locks.db")}})
-		}},
-		{"redis", func(t *testing.T) *lock.Manager {
-			return openManager(t, lock.Config{Driver: "redis", Redis: lock.RedisConfig{URL: redistest.Start(t).URL()}})
-		}},
-		{"cluster", func(t *testing.T) *lock.Manager {
-			return openManager(t, lock.Config{Driver: "cluster", Cluster: lock.ClusterConfig{Addrs: clustertest.Start(t, 1, nil).Addrs()}})
-		}},
-	}
-}
-
-// onRealBackends runs check as a parallel subtest, named after the backend,
-// on a Manager of each of the four backends; -short skips it, as they are
-// real processes and files.
+// onRealBackends runs check on each of the four backends (see
+// realbackends.Each); -short skips it, as they are real processes and files.
 func onRealBackends(t *testing.T, check func(t *testing.T, name string, m *lock.Manager)) {
 	t.Helper()
 	if testing.Short() {
 		t.Skip("starts real backends")
 	}
-	for _, b := range realBackends() {
-		t.Run(b.name, func(t *testing.T) {
-			t.Parallel()
-			check(t, b.name, b.open(t))
-		})
-	}
+	realbackends.Each(t, realbackends.All(), check)
 }
 
 // What the backend knows of the holder reaches the caller: a Try or a

@@ -12,6 +12,7 @@ import (
 	"github.com/zerotal/lock"
 	"github.com/zerotal/lock/drivers"
 	"github.com/zerotal/lock/internal/testkit/poll"
+	"github.com/zerotal/lock/internal/testkit/realbackends"
 )
 
 // TryAll takes every key or none: a key held elsewhere fails the call with
@@ -109,7 +110,7 @@ func TestBlockAll_OppositeOrdersNeverDeadlock(t *testing.T) {
 // The loss of any one key ends the callback's context, naming that key; a
 // BlockAll that runs out of time releases what it took.
 func TestBlockAll_LossOfOneKeyEndsTheCallbackAndTimeoutReleases(t *testing.T) {
-	m := openManager(t, lock.Config{})
+	m := realbackends.Open(t, lock.Config{})
 	const ttl = 600 * time.Millisecond
 	err := m.BlockAll(t.Context(), []string{"p", "q"}, ttl, func(ctx context.Context, _ []*lock.Lock) error {
 		if err := m.Make("q", ttl).ForceRelease(t.Context()); err != nil {
@@ -146,7 +147,7 @@ func TestBlockAll_LossOfOneKeyEndsTheCallbackAndTimeoutReleases(t *testing.T) {
 
 // Bad input is refused before anything is taken.
 func TestTryAll_RefusesBadInput(t *testing.T) {
-	m := openManager(t, lock.Config{})
+	m := realbackends.Open(t, lock.Config{})
 	many := make([]string, lock.MaxMultiKeys+1)
 	for i := range many {
 		many[i] = strings.Repeat("k", i+1)

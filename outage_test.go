@@ -11,6 +11,7 @@ import (
 	"github.com/zerotal/lock/cluster/clustertest"
 	"github.com/zerotal/lock/drivers/postgres/pgtest"
 	"github.com/zerotal/lock/drivers/redis/redistest"
+	"github.com/zerotal/lock/internal/testkit/realbackends"
 )
 
 // lateBound is how late a call may return after its ctx deadline or its
@@ -31,14 +32,14 @@ func outages() []outage {
 	return []outage{
 		{"redis", func(t *testing.T) (*lock.Manager, func()) {
 			srv := redistest.Start(t)
-			m := openManager(t, lock.Config{Driver: "redis", Redis: lock.RedisConfig{URL: srv.URL()}})
+			m := realbackends.Open(t, lock.Config{Driver: "redis", Redis: lock.RedisConfig{URL: srv.URL()}})
 			return m, srv.Kill
 		}},
 		{"redis-frozen", func(t *testing.T) (*lock.Manager, func()) {
 			// SIGSTOP: connections stay open and nothing answers, as
 			// behind a partition.
 			srv := redistest.Start(t)
-			m := openManager(t, lock.Config{Driver: "redis", Redis: lock.RedisConfig{URL: srv.URL()}})
+			m := realbackends.Open(t, lock.Config{Driver: "redis", Redis: lock.RedisConfig{URL: srv.URL()}})
 			return m, func() {
 				pid := srv.PID()
 				if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
@@ -49,12 +50,12 @@ func outages() []outage {
 		}},
 		{"postgres", func(t *testing.T) (*lock.Manager, func()) {
 			srv := pgtest.Start(t)
-			m := openManager(t, lock.Config{Driver: "postgres", Postgres: lock.PostgresConfig{URL: srv.URL()}})
+			m := realbackends.Open(t, lock.Config{Driver: "postgres", Postgres: lock.PostgresConfig{URL: srv.URL()}})
 			return m, srv.Kill
 		}},
 		{"cluster", func(t *testing.T) (*lock.Manager, func()) {
 			c := clustertest.Start(t, 3, nil)
-			m := openManager(t, lock.Config{Driver: "cluster", Cluster: lock.ClusterConfig{Addrs: c.Addrs()}})
+			m := realbackends.Open(t, lock.Config{Driver: "cluster", Cluster: lock.ClusterConfig{Addrs: c.Addrs()}})
 			return m, func() {
 				// Two of three gone: a quorum is lost, and whichever node
 				// is left can grant nothing.
@@ -68,16 +69,6 @@ func outages() []outage {
 			}
 		}},
 	}
-}
-
-func openManager(t *testing.T, cfg lock.Config) *lock.Manager {
-	t.Helper()
-	m, err := lock.Open(t.Context(), cfg)
-	if err != nil {
-		t.Fatalf("Open %s: %v", cfg.Driver, err)
-	}
-	t.Cleanup(func() { _ = m.Close() })
-	return m
 }
 
 // eachOutage runs fn on every backend; fn calls down to lose it.

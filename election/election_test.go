@@ -3,7 +3,6 @@ package election_test
 import (
 	"context"
 	"errors"
-	"path/filepath"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -12,62 +11,22 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/zerotal/lock"
-	"github.com/zerotal/lock/cluster/clustertest"
 	"github.com/zerotal/lock/drivers"
-	_ "github.com/zerotal/lock/drivers/cluster"
-	_ "github.com/zerotal/lock/drivers/redis"
-	"github.com/zerotal/lock/drivers/redis/redistest"
-	_ "github.com/zerotal/lock/drivers/sqlite"
 	"github.com/zerotal/lock/election"
 	"github.com/zerotal/lock/internal/testkit/poll"
+	"github.com/zerotal/lock/internal/testkit/realbackends"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
-// backends opens a Manager on each of the four backends.
-func backends(t *testing.T) []struct {
-	name string
-	open func(t *testing.T) *lock.Manager
-} {
-	open := func(t *testing.T, cfg lock.Config) *lock.Manager {
-		t.Helper()
-		m, err := lock.Open(t.Context(), cfg)
-		if err != nil {
-			t.Fatalf("Open %s: %v", cfg.Driver, err)
-		}
-		t.Cleanup(func() { _ = m.Close() })
-		return m
-	}
-	all := []struct {
-		name string
-		open func(t *testing.T) *lock.Manager
-	}{
-		{"memory", func(t *testing.T) *lock.Manager { return open(t, lock.Config{}) }},
-		{"sqlite", func(t *testing.T) *lock.Manager {
-			return open(t, lock.Config{Driver: "sqlite", SQLite: lock.SQLiteConfig{Path: filepath.Join(t.TempDir(), "locks.db")}})
-		}},
-		{"redis", func(t *testing.T) *lock.Manager {
-			return open(t, lock.Config{Driver: "redis", Redis: lock.RedisConfig{URL: redistest.Start(t).URL()}})
-		}},
-		{"cluster", func(t *testing.T) *lock.Manager {
-			return open(t, lock.Config{Driver: "cluster", Cluster: lock.ClusterConfig{Addrs: clustertest.Start(t, 1, nil).Addrs()}})
-		}},
-	}
-	if testing.Short() {
-		return all[:1]
-	}
-	return all
-}
-
-// onBackends runs check as a parallel subtest, named after the backend, on
-// a Manager of each backend backends opens.
+// onBackends runs check on each of the four backends (see
+// realbackends.Each), on memory alone with -short.
 func onBackends(t *testing.T, check func(t *testing.T, name string, m *lock.Manager)) {
-	for _, b := range backends(t) {
-		t.Run(b.name, func(t *testing.T) {
-			t.Parallel()
-			check(t, b.name, b.open(t))
-		})
+	all := realbackends.All()
+	if testing.Short() {
+		all = all[:1]
 	}
+	realbackends.Each(t, all, check)
 }
 
 func mustNew(t *testing.T, m *lock.Manager, name string, ttl time.Duration) *election.Election {

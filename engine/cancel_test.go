@@ -20,9 +20,7 @@ import (
 func TestEngine_CancelCrossingHandOffReleasesTheGrant(t *testing.T) {
 	e, _ := newLive(t, Config{})
 	ctx := t.Context()
-	if _, ok, err := e.acquireOne(ctx, "k", "holder", time.Minute); !ok || err != nil {
-		t.Fatalf("Acquire: %v %v", ok, err)
-	}
+	mustAcquireOne(t, e, "k", "holder", time.Minute)
 	// w1 is a waiter whose caller we play by hand, to stop it exactly
 	// between the hand-off and reading the answer.
 	w1 := getReq(kAcquire)

@@ -26,6 +26,14 @@ func newLive(t *testing.T, cfg Config) (*Engine, *FakeClock) {
 	return e, clock
 }
 
+// mustAcquireOne has owner take key for ttl, or fails the test.
+func mustAcquireOne(t *testing.T, e *Engine, key, owner string, ttl time.Duration) {
+	t.Helper()
+	if _, ok, err := e.acquireOne(t.Context(), key, owner, ttl); !ok || err != nil {
+		t.Fatalf("Acquire %s by %s: %v %v", key, owner, ok, err)
+	}
+}
+
 // waiters returns the number of owners queued for key.
 func waiters(t *testing.T, e *Engine, key string) int {
 	t.Helper()
@@ -99,9 +107,7 @@ func TestEngine_AcquireReleaseRefresh(t *testing.T) {
 func TestEngine_BlockedAcquireGetsLockOnReleaseFIFO(t *testing.T) {
 	e, _ := newLive(t, Config{})
 	ctx := t.Context()
-	if _, ok, err := e.acquireOne(ctx, "k", "holder", time.Minute); !ok || err != nil {
-		t.Fatalf("Acquire: %v %v", ok, err)
-	}
+	mustAcquireOne(t, e, "k", "holder", time.Minute)
 	out := make(chan waitResult, 3)
 	for i := range 3 {
 		startWaiter(t, ctx, e, "k", fmt.Sprintf("w%d", i), time.Minute, out)
@@ -128,9 +134,7 @@ func TestEngine_BlockedAcquireGetsLockOnReleaseFIFO(t *testing.T) {
 func TestEngine_ExpiryHandsOffWithFakeClock(t *testing.T) {
 	e, clock := newLive(t, Config{})
 	ctx := t.Context()
-	if _, ok, err := e.acquireOne(ctx, "k", "holder", time.Second); !ok || err != nil {
-		t.Fatalf("Acquire: %v %v", ok, err)
-	}
+	mustAcquireOne(t, e, "k", "holder", time.Second)
 	out := make(chan waitResult, 1)
 	startWaiter(t, ctx, e, "k", "w", 2*time.Second, out)
 	clock.Advance(999 * time.Millisecond)
@@ -155,9 +159,7 @@ func TestEngine_ExpiryHandsOffWithFakeClock(t *testing.T) {
 func TestEngine_CancelledWaiterIsWithdrawn(t *testing.T) {
 	e, _ := newLive(t, Config{})
 	ctx := t.Context()
-	if _, ok, err := e.acquireOne(ctx, "k", "holder", time.Minute); !ok || err != nil {
-		t.Fatalf("Acquire: %v %v", ok, err)
-	}
+	mustAcquireOne(t, e, "k", "holder", time.Minute)
 	wctx, cancel := context.WithCancel(ctx)
 	out := make(chan waitResult, 1)
 	startWaiter(t, wctx, e, "k", "w", time.Minute, out)
@@ -182,9 +184,7 @@ func TestEngine_CloseAnswersWaitersAndCalls(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx := t.Context()
-	if _, ok, err := e.acquireOne(ctx, "k", "holder", time.Minute); !ok || err != nil {
-		t.Fatalf("Acquire: %v %v", ok, err)
-	}
+	mustAcquireOne(t, e, "k", "holder", time.Minute)
 	out := make(chan waitResult, 1)
 	startWaiter(t, ctx, e, "k", "w", time.Minute, out)
 	if err := e.Close(); err != nil {

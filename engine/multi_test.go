@@ -12,9 +12,7 @@ import (
 func TestAcquireAll_TakesEveryKeyOrNone(t *testing.T) {
 	e, clock := newLive(t, Config{})
 	ctx := t.Context()
-	if _, ok, err := e.acquireOne(ctx, "b", "other", time.Minute); err != nil || !ok {
-		t.Fatalf("Acquire b: %v %v", ok, err)
-	}
+	mustAcquireOne(t, e, "b", "other", time.Minute)
 	_, busy, ok, err := e.acquireSet(ctx, []string{"a", "b", "c"}, "me", time.Minute)
 	if err != nil || ok {
 		t.Fatalf("AcquireAll over a held key = %v %v, want refused", ok, err)

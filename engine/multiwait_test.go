@@ -38,9 +38,7 @@ func startAllWaiter(t *testing.T, ctx context.Context, e *Engine, keys []string,
 func TestAcquireAllWait_KeepsItsPlaceOnEveryKey(t *testing.T) {
 	e, clock := newLive(t, Config{})
 	ctx := t.Context()
-	if _, ok, err := e.acquireOne(ctx, "b", "h", time.Minute); !ok || err != nil {
-		t.Fatalf("Acquire b: %v %v", ok, err)
-	}
+	mustAcquireOne(t, e, "b", "h", time.Minute)
 	all := startAllWaiter(t, ctx, e, []string{"a", "b"}, "set")
 	poll.Until(t, 5*time.Second, "the set to be queued for b", func() bool { return waiters(t, e, "b") == 1 })
 	a, _, _ := e.Get(ctx, "a")
@@ -81,9 +79,7 @@ func TestAcquireAllWait_KeepsItsPlaceOnEveryKey(t *testing.T) {
 func TestAcquireAllWait_GivingUpLeavesNothingBehind(t *testing.T) {
 	e, _ := newLive(t, Config{})
 	ctx := t.Context()
-	if _, ok, err := e.acquireOne(ctx, "c", "h", time.Minute); !ok || err != nil {
-		t.Fatalf("Acquire c: %v %v", ok, err)
-	}
+	mustAcquireOne(t, e, "c", "h", time.Minute)
 	wctx, cancel := context.WithCancel(ctx)
 	all := startAllWaiter(t, wctx, e, []string{"a", "b", "c"}, "set")
 	poll.Until(t, 5*time.Second, "the set to be queued for c", func() bool { return waiters(t, e, "c") == 1 })
@@ -107,9 +103,7 @@ func TestAcquireAllWait_GivingUpLeavesNothingBehind(t *testing.T) {
 func TestAcquireAllWait_CancelCrossingTheLastHandOffReleasesEveryKey(t *testing.T) {
 	e, _ := newLive(t, Config{})
 	ctx := t.Context()
-	if _, ok, err := e.acquireOne(ctx, "b", "h", time.Minute); !ok || err != nil {
-		t.Fatalf("Acquire b: %v %v", ok, err)
-	}
+	mustAcquireOne(t, e, "b", "h", time.Minute)
 	w := getReq(kAcquire)
 	w.keys, w.owner, w.ttl, w.wait = []string{"a", "b"}, "set", time.Minute, true
 	if err := e.send(ctx, w); err != nil {
@@ -196,17 +190,13 @@ func TestAcquireAllWait_OverlappingSetsNeverDeadlock(t *testing.T) {
 func TestAcquireAllWait_AKeyForcedFreeWhileWaitingBreaksTheSet(t *testing.T) {
 	e, _ := newLive(t, Config{})
 	ctx := t.Context()
-	if _, ok, err := e.acquireOne(ctx, "c", "h", time.Minute); !ok || err != nil {
-		t.Fatalf("Acquire c: %v %v", ok, err)
-	}
+	mustAcquireOne(t, e, "c", "h", time.Minute)
 	all := startAllWaiter(t, ctx, e, []string{"a", "c"}, "set")
 	poll.Until(t, 5*time.Second, "the set to queue for c", func() bool { return waiters(t, e, "c") == 1 })
 	if ok, err := e.ForceRelease(ctx, "a"); !ok || err != nil {
 		t.Fatalf("ForceRelease a: %v %v", ok, err)
 	}
-	if _, ok, err := e.acquireOne(ctx, "a", "thief", time.Minute); !ok || err != nil {
-		t.Fatalf("Acquire a by another: %v %v", ok, err)
-	}
+	mustAcquireOne(t, e, "a", "thief", time.Minute)
 	if ok, err := e.Release(ctx, "c", "h"); !ok || err != nil {
 		t.Fatalf("Release c: %v %v", ok, err)
 	}
