@@ -19,11 +19,7 @@ import (
 // engine's grant stays on the driver's stack and the fence goes into the
 // caller's array.
 func TestDriver_OneKeyAcquireAllocatesNothing(t *testing.T) {
-	d, err := memory.New(memory.Config{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer d.Close()
+	d := newDriver(t, memory.Config{})
 	ctx := context.Background()
 	var room [1]uint64
 	keys := []string{"k"}

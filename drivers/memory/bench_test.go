@@ -13,11 +13,7 @@ import (
 // the driver alone, with allocations, without and with Wait; the request
 // made once with room for its fence, as the Manager's handle makes it.
 func BenchmarkDriverCycle(b *testing.B) {
-	d, err := memory.New(memory.Config{})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer d.Close()
+	d := newDriver(b, memory.Config{})
 	ctx := context.Background()
 	for _, wait := range []bool{false, true} {
 		name := "acquire"

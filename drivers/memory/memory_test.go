@@ -32,6 +32,17 @@ func newHarness(t *testing.T) driverstest.Harness {
 	return harness{e: e}
 }
 
+// newDriver opens a memory driver of cfg, closed when tb ends.
+func newDriver(tb testing.TB, cfg memory.Config) *memory.Driver {
+	tb.Helper()
+	d, err := memory.New(cfg)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { _ = d.Close() })
+	return d
+}
+
 func TestConformance(t *testing.T) { driverstest.Run(t, newHarness) }
 
 func TestConformance_Shared(t *testing.T) { driverstest.RunShared(t, newHarness) }
@@ -71,9 +82,6 @@ func TestConfigLimits(t *testing.T) {
 // BenchmarkShared: semaphore and read-lock cycles beside the mutex's
 // (manager.BenchShared), on the in-process engine.
 func BenchmarkShared(b *testing.B) {
-	d, err := memory.New(memory.Config{})
-	if err != nil {
-		b.Fatal(err)
-	}
+	d := newDriver(b, memory.Config{})
 	manager.BenchShared(b, d, time.Second)
 }

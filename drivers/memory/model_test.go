@@ -12,11 +12,7 @@ import (
 // model has it.
 func TestModel(t *testing.T) {
 	driverstest.RunModel(t, func(t *testing.T) []driverstest.Proc {
-		d, err := memory.New(memory.Config{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { _ = d.Close() })
+		d := newDriver(t, memory.Config{})
 		procs := make([]driverstest.Proc, 3)
 		for i := range procs {
 			procs[i] = driverstest.Proc{Driver: memory.Wrap(d.Engine()), Name: "handle"}

@@ -12,10 +12,7 @@ import (
 // BenchmarkScaleHeld: the memory driver at 1 k, 100 k and 1 M held locks
 // (make bench-scale). Memory is the process's live heap.
 func BenchmarkScaleHeld(b *testing.B) {
-	d, err := memory.New(memory.Config{MaxKeys: -1})
-	if err != nil {
-		b.Fatal(err)
-	}
+	d := newDriver(b, memory.Config{MaxKeys: -1})
 	manager.BenchHeld(b, d, []int{1_000, 100_000, 1_000_000}, 2*time.Second, "heap", func() int64 {
 		runtime.GC()
 		var ms runtime.MemStats

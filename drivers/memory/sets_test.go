@@ -13,11 +13,7 @@ import (
 // keys it can, queues behind the writer for the others in the same step,
 // and returns when the writer lets go, every key held.
 func TestAcquire_ASetOfReadLocksWaitsBehindAWriter(t *testing.T) {
-	d, err := memory.New(memory.Config{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer d.Close()
+	d := newDriver(t, memory.Config{})
 	ctx := t.Context()
 	read := drivers.Claim{Kind: drivers.RWLock}
 	write := read
