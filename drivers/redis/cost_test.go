@@ -93,3 +93,26 @@ func TestOpen_RESP2UnlessTheURLSays(t *testing.T) {
 		_ = d.Close()
 	}
 }
+
+// TestUncontendedCycle_OneQueueCheck: an acquire and a release of a free
+// key that nobody waits for look for a queue once, in the acquire (EXISTS
+// of the grants and the queue); the release sees the owner's grant as the
+// hash's only field, which says that nobody is queued.
+func TestUncontendedCycle_OneQueueCheck(t *testing.T) {
+	srv := redistest.Start(t)
+	d := open(t, srv)
+	key := newKey("free")
+	const cycles = 10
+	if err := srv.Client().ConfigResetStat(t.Context()).Err(); err != nil {
+		t.Fatal(err)
+	}
+	for range cycles {
+		mustAcquire(t, d, key, "o", time.Minute)
+		if ok, err := d.Release(t.Context(), key, "o"); !ok || err != nil {
+			t.Fatalf("Release = %v, %v", ok, err)
+		}
+	}
+	if n := commandCalls(t, srv, "exists"); n != cycles {
+		t.Errorf("%d uncontended cycles ran EXISTS %d times; want %d (the acquires')", cycles, n, cycles)
+	}
+}

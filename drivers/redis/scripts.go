@@ -18,7 +18,8 @@ import (
 // tag (keysFor):
 //
 //	{K}        hash: a field "h:<owner>" per grant, "fence:expires_ms:write",
-//	           and "c", the claim "kind:limit" (absent for a mutex)
+//	           "c", the claim "kind:limit" (absent for a mutex), and "q"
+//	           while anyone may be queued
 //	{K}:q      sorted set: the queue, each waiting owner scored by its
 //	           place's number (drawn from the fence counter, so increasing)
 //	{K}:w      hash: each waiting owner's place, "alive_ms:write:ttl_ms",
@@ -30,7 +31,11 @@ import (
 // most. {K} expires with its last grant and the queue with its last place
 // written, so a free key nobody waits for is two missing keys: the
 // uncontended acquire creates {K} and the uncontended release deletes it,
-// without reading a queue. Only the head of the queue is let in, when it
+// without reading a queue. A grant with nobody queued is {K}'s only field:
+// a script that queues a waiter, or lets one in with others perhaps still
+// behind it, marks {K} with "q", and one that finds the queue empty takes
+// the mark away, so the release that sees one field needs no look at the
+// queue. Only the head of the queue is let in, when it
 // fits, so a wait is first come, first served across processes for every
 // claim; each step looks at the head only, whatever the queue's length. A
 // waiter keeps its place alive by visiting it (every attempt does), and
@@ -112,7 +117,10 @@ const replicateEffects = `if redis.replicate_commands then redis.replicate_comma
 //     but self, for waiterLease at most, until its next attempt takes the
 //     grant up, and is told on the key's channel;
 //   - settle sets the grants' expiry to the last of them, or deletes them
-//     when none is left, once they changed (s.dirty);
+//     when none is left, once they changed (s.dirty), and marks {K} "q"
+//     when the script left somebody queued (s.queue 'some': placed, or let
+//     in from the queue before it was seen empty), unmarks it when the
+//     script saw the queue empty ('empty');
 //   - inTheWay is the first holder's time left, and the holder whose grant,
 //     by ending, lets a claim of side w in (drivers.Claim.InTheWay); a time
 //     left counts from later, so that it is never told longer than the TTL.
@@ -134,6 +142,8 @@ local function load(i)
       else
         s.holders[#s.holders + 1] = {owner = string.sub(f, 3), fence = tonumber(fence), exp = exp, w = w}
       end
+    elseif f == 'q' then
+      s.marked = true
     elseif f == 'c' then
       s.claim = v
       local kind, lim = string.match(v, '^(%d+):(%d+)')
@@ -192,6 +202,7 @@ local function place(s, owner, w, ttl, placed, claim)
   end
   redis.call('PEXPIRE', s.qk, lease)
   redis.call('PEXPIRE', s.wk, lease)
+  s.queue = 'some'
   return first
 end
 local function grant(s, owner, w, exp)
@@ -213,11 +224,14 @@ local function admit(s, locals, self)
     if s.kind == '2' then
       q = head(s)
       s.top, s.known = q, true
-      if not q or not fits(s, q.w) then break end
+      if not q then s.queue = 'empty' break end
+      s.queue = 'some'
+      if not fits(s, q.w) then break end
       unplace(s, q.owner)
     else
       q, s.known = pop(s), true
-      if not q then break end
+      if not q then s.queue = 'empty' break end
+      s.queue = 'some'
     end
     if s.absent then
       -- the grants lapsed with the claim: the queue keeps it too
@@ -243,11 +257,20 @@ local function admit(s, locals, self)
   return mine, #named
 end
 local function settle(s)
-  if not s.dirty then return end
-  local last = 0
-  for _, h in ipairs(s.holders) do if h.exp > last then last = h.exp end end
-  if last <= now then redis.call('DEL', s.lk) return end
-  redis.call('PEXPIRE', s.lk, last - now)
+  if s.dirty then
+    local last = 0
+    for _, h in ipairs(s.holders) do if h.exp > last then last = h.exp end end
+    if last <= now then redis.call('DEL', s.lk) return end
+    redis.call('PEXPIRE', s.lk, last - now)
+  end
+  if #s.holders == 0 then return end
+  if s.queue == 'some' and not s.marked then
+    redis.call('HSET', s.lk, 'q', '1')
+    s.marked = true
+  elseif s.queue == 'empty' and s.marked then
+    redis.call('HDEL', s.lk, 'q')
+    s.marked = false
+  end
 end
 local function inTheWay(s, w)
   local left, way = -1, nil
@@ -329,7 +352,7 @@ for i = 1, n do
     s.ahead = 1 -- behind the head, or not let in anyway: only a place's rank tells more
     local rank = again and redis.call('ZRANK', s.qk, owner)
     if rank then
-      s.ahead, s.placed = rank, true
+      s.ahead, s.placed, s.queue = rank, true, 'some'
       local v = redis.call('HGET', s.wk, owner)
       if v and string.match(v, '^%d+:(%d)') ~= write then
         settleAll()
@@ -390,20 +413,16 @@ return {0, busy, left, way, wayLeft, 1, first and 1 or 0}
 // had not lapsed ended, else 0; then owner and fence of each of those
 // waiters let in}. The key's channel hears "granted:<owners>" for the
 // other waiters let in, or "released" when a grant ended and nobody was
-// let in. The owner's grant alone with nobody queued is the uncontended
-// release: the grants' hash exists only while its last grant has not
-// lapsed, and Redis deletes a hash with its last field. A release that
-// names waiters of its process has a queue, and does not look for it.
+// let in. The owner's grant as the hash's only field is the uncontended
+// release: the hash exists only while its last grant has not lapsed, it is
+// marked "q" while anyone may be queued, and Redis deletes a hash with its
+// last field. A release that names waiters of its process has a queue.
 var releaseScript = goredis.NewScript(replicateEffects + `
 local lk, owner = KEYS[1], ARGV[1]
-if ARGV[2] == '1' and #ARGV == 2 and redis.call('EXISTS', KEYS[3]) == 0 then
-  local len = redis.pcall('HLEN', lk)
-  if type(len) ~= 'number' or len == 0 then return {0} end
-  if len == 1 then
-    if redis.call('HDEL', lk, 'h:' .. owner) == 0 then return {0} end
-    redis.call('PUBLISH', lk .. ':released', 'released')
-    return {1}
-  end
+if ARGV[2] == '1' and #ARGV == 2 and redis.pcall('HLEN', lk) == 1 then
+  if redis.call('HDEL', lk, 'h:' .. owner) == 0 then return {0} end
+  redis.call('PUBLISH', lk .. ':released', 'released')
+  return {1}
 end
 ` + prelude + model + `
 local s = load(1)
