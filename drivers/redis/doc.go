@@ -34,9 +34,10 @@
 // not know them, after a restart or SCRIPT FLUSH.
 //
 // Every claim has one data model. A key K is stored as the hash "{K}" (a
-// field per grant, and the claim when it is not a mutex), the queue
-// "{K}:q" (a sorted set of the waiting owners in their order) with their
-// places "{K}:w" (a hash), and "{K}:fence" (the last fence, kept for
+// field per grant, the claim when it is not a mutex, and a mark while
+// anyone may be queued), the queue "{K}:q" (a sorted set of the waiting
+// owners in their order) with their places "{K}:w" (a hash), and
+// "{K}:fence" (the last fence, kept for
 // FenceRetention after the key's last new grant, so that Redis holds one
 // per recently used key). A mutex is the exclusive claim of one slot; a
 // semaphore has limit slots; a read/write lock one writer or up to
