@@ -80,9 +80,6 @@ func claimOf(opt Option) (drivers.Claim, error) {
 	return opt.claim, nil
 }
 
-// shared reports whether l holds its key in another way than a mutex.
-func (l *Lock) shared() bool { return l.claim != (drivers.Claim{}) }
-
 // checkClaim refuses a claim the driver cannot serve.
 func (m *Manager) checkClaim(c drivers.Claim) error {
 	if c != (drivers.Claim{}) && !m.caps.Shared {

@@ -56,10 +56,6 @@ func (e *entry) claim() Claim {
 	return Claim{Kind: e.queue.kind, Limit: e.queue.limit}
 }
 
-// full reports whether the table holds as many grants (and counted
-// waiters) as MaxKeys allows.
-func (t *table) full() bool { return t.maxKeys > 0 && t.claims >= t.maxKeys }
-
 func (t *table) errFull() error {
 	return fmt.Errorf("engine: key limit %d reached: %w", t.maxKeys, drivers.ErrFull)
 }

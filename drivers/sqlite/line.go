@@ -108,13 +108,6 @@ func (l *lines) pokeOthers(key string, self *ticket, s keyState) {
 	}
 }
 
-// waiting reports how many waiters of this handle are lined up on key.
-func (l *lines) waiting(key string) int {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return len(l.m[key])
-}
-
 // hotKeys are the keys this handle last saw with a queue, at most
 // maxHotKeys of them: their release lets the next waiter in within its
 // own transaction (one commit, not two), and a wait for one of them
