@@ -25,6 +25,14 @@ import (
 // exactly those, so a key freed under b's feet goes to it while b still
 // believes it holds the key, which the checker sees as two holders.
 
+// retryEarly: R2 follows R1 by a few milliseconds, as the holder's
+// release does, so that R1's entry, the release and R2's entry may be
+// committed in one batch: R2 then returns the keys R1 took at once before
+// R1 has read that it took them, and R1 is abandoned the moment R2
+// answers (its client has what it asked for), so its clean-up follows.
+// A set lane's variant only.
+const retryEarly retryVariant = "early-retry"
+
 // retrySetKeys are the set lanes' keys; the lanes' sets overlap.
 var retrySetKeys = []string{"retry/set/a", "retry/set/b", "retry/set/c", "retry/set/d", "retry/set/e"}
 
@@ -122,6 +130,9 @@ func (rw *retriedWaits) setRound(ctx context.Context, ns nodeClients, lane int, 
 	}
 	variants := []retryVariant{retryClientTimeout, retryCutForwarder, retryKillForwarder, retryStopForwarder}
 	v := variants[r.IntN(len(variants))]
+	if r.IntN(3) == 0 {
+		v = retryEarly
+	}
 	if v == retryKillForwarder || v == retryStopForwarder {
 		if !rw.nodeFault.TryLock() {
 			v = retryClientTimeout
@@ -152,6 +163,13 @@ func (rw *retriedWaits) setRound(ctx context.Context, ns nodeClients, lane int, 
 	defer abandonR1()
 	r1Done := make(chan []op, 1)
 	go func() { r1Done <- rw.acquireSet(r1ctx, ns, clB, f, keys, b, retryWaitR1) }()
+	if v == retryEarly {
+		rw.earlyRetry(r, ns, lane, l, r2Via, cVia, keys, atOnce, retried, busy, a, b, third, abandonR1, r1Done)
+		rw.mu.Lock()
+		rw.rounds[retryVariant(sv)]++
+		rw.mu.Unlock()
+		return nil
+	}
 	if !rw.queued(ctx, l, keys[busy], 1) {
 		abandonR1()
 		<-r1Done
@@ -242,4 +260,31 @@ func (rw *retriedWaits) runSetLanes(ctx context.Context, wg *sync.WaitGroup, ns 
 			}
 		})
 	}
+}
+
+// earlyRetry is the rest of a retryEarly round, once R1 is sent: the
+// release of the busy key and R2 a few milliseconds later (on the scale
+// of R1's forwarding), R1 abandoned as soon as R2 answers, and the third
+// owner sent then for the keys R1 took at once, while b holds them.
+func (rw *retriedWaits) earlyRetry(r *rand.Rand, ns nodeClients, lane, l, r2Via, cVia int, keys, atOnce, retried []string, busy int, a, b, third string, abandonR1 func(), r1Done <-chan []op) {
+	clA, clB, clC := 200+3*lane, 201+3*lane, 202+3*lane
+	schedule(time.Duration(r.Int64N(int64(retryMaxJitter))))
+	var wg sync.WaitGroup
+	wg.Go(func() { rw.release(clA, l, keys[busy], a) })
+	schedule(time.Duration(r.Int64N(int64(2 * time.Millisecond))))
+	r2 := rw.acquireSet(context.Background(), ns, clB, r2Via, retried, b, retryWaitR2)
+	abandonR1()
+	wg.Go(func() {
+		got := rw.acquireSet(context.Background(), ns, clC, cVia, atOnce, third, retryWaitC)
+		if got[0].result == resOK {
+			schedule(retryHold)
+		}
+		rw.releaseSet(clC, cVia, atOnce, third)
+	})
+	r1 := <-r1Done
+	if r1[0].result == resOK || r2[0].result == resOK {
+		schedule(retryHold)
+	}
+	rw.releaseSet(clB, r2Via, keys, b)
+	wg.Wait()
 }
