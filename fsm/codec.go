@@ -421,17 +421,15 @@ func (r *reader) uvarint(field string) uint64 {
 	return v
 }
 
+// varint reads a zig-zag varint as binary.Varint does: an unsigned one,
+// its sign in the lowest bit.
 func (r *reader) varint(field string) int64 {
-	if r.err != nil {
-		return 0
+	ux := r.uvarint(field)
+	x := int64(ux >> 1)
+	if ux&1 != 0 {
+		x = ^x
 	}
-	v, n := binary.Varint(r.b)
-	if n <= 0 {
-		r.fail(field, "truncated or overlong varint")
-		return 0
-	}
-	r.b = r.b[n:]
-	return v
+	return x
 }
 
 func (r *reader) byte(field string) byte {
