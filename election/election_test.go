@@ -29,6 +29,16 @@ func onBackends(t *testing.T, check func(t *testing.T, name string, m *lock.Mana
 	realbackends.Each(t, all, check)
 }
 
+// mustCampaign has value stand in e until it leads, or fails the test.
+func mustCampaign(t *testing.T, e *election.Election, value string) *election.Leadership {
+	t.Helper()
+	l, err := e.Campaign(t.Context(), value)
+	if err != nil {
+		t.Fatalf("Campaign %s: %v", value, err)
+	}
+	return l
+}
+
 func mustNew(t *testing.T, m *lock.Manager, name string, ttl time.Duration) *election.Election {
 	t.Helper()
 	e, err := election.New(m, name, ttl)
@@ -161,12 +171,9 @@ func TestElection_NeverTwoLeaders(t *testing.T) {
 func TestElection_AbandonedCampaignNeverLeads(t *testing.T) {
 	onBackends(t, func(t *testing.T, name string, m *lock.Manager) {
 		e := mustNew(t, m, "abandon", 10*time.Second)
-		a, err := e.Campaign(t.Context(), "a")
-		if err != nil {
-			t.Fatal(err)
-		}
+		a := mustCampaign(t, e, "a")
 		ctx, cancel := context.WithTimeout(t.Context(), 300*time.Millisecond)
-		_, err = e.Campaign(ctx, "gone")
+		_, err := e.Campaign(ctx, "gone")
 		cancel()
 		if !errors.Is(err, context.DeadlineExceeded) {
 			t.Fatalf("a campaign past its deadline = %v; want context.DeadlineExceeded", err)
@@ -185,10 +192,7 @@ func TestElection_AbandonedCampaignNeverLeads(t *testing.T) {
 			return errors.Is(err, election.ErrNoLeader)
 		})
 		t.Logf("no leader %v after the resignation", time.Since(start).Round(time.Millisecond))
-		c, err := e.Campaign(t.Context(), "c")
-		if err != nil {
-			t.Fatal(err)
-		}
+		c := mustCampaign(t, e, "c")
 		if c.Term() <= a.Term() {
 			t.Fatalf("term %d after %d", c.Term(), a.Term())
 		}
@@ -203,10 +207,7 @@ func TestElection_LostLeaseEndsTheContextAndCandidateStandsAgain(t *testing.T) {
 	onBackends(t, func(t *testing.T, name string, m *lock.Manager) {
 		const ttl = 900 * time.Millisecond
 		e := mustNew(t, m, "lease", ttl)
-		a, err := e.Campaign(t.Context(), "a")
-		if err != nil {
-			t.Fatal(err)
-		}
+		a := mustCampaign(t, e, "a")
 		took := time.Now()
 		if err := m.Make("lease", ttl).ForceRelease(t.Context()); err != nil {
 			t.Fatal(err)
@@ -223,10 +224,7 @@ func TestElection_LostLeaseEndsTheContextAndCandidateStandsAgain(t *testing.T) {
 			t.Errorf("cause %v; want a *lock.LostError", context.Cause(a.Context()))
 		}
 		<-a.Done()
-		again, err := e.Campaign(t.Context(), "a")
-		if err != nil {
-			t.Fatal(err)
-		}
+		again := mustCampaign(t, e, "a")
 		if again.Term() <= a.Term() {
 			t.Fatalf("term %d after %d", again.Term(), a.Term())
 		}
@@ -255,10 +253,7 @@ func TestElection_ObserveReportsEachChange(t *testing.T) {
 		if c := next("no leader"); c.Leading {
 			t.Fatalf("first change %+v; want no leader", c)
 		}
-		a, err := e.Campaign(t.Context(), "a")
-		if err != nil {
-			t.Fatal(err)
-		}
+		a := mustCampaign(t, e, "a")
 		if c := next("a"); !c.Leading || c.Leader.Value != "a" || c.Leader.Term != a.Term() {
 			t.Fatalf("change %+v; want a at term %d", c, a.Term())
 		}
@@ -352,10 +347,7 @@ func TestElection_ObserveIsPushedWhereTheBackendTells(t *testing.T) {
 				t.Fatalf("first change %+v; want no leader", c)
 			}
 		}
-		a, err := e.Campaign(t.Context(), "a")
-		if err != nil {
-			t.Fatal(err)
-		}
+		a := mustCampaign(t, e, "a")
 		if !grantsPushed {
 			changes = e.Observe(ctx, time.Hour)
 		}

@@ -26,10 +26,7 @@ func TestElection_SurvivesTheClusterLeadersFailover(t *testing.T) {
 	defer m.Close()
 	const ttl = 6 * time.Second
 	e := mustNew(t, m, "coordinated", ttl)
-	l, err := e.Campaign(t.Context(), "a")
-	if err != nil {
-		t.Fatal(err)
-	}
+	l := mustCampaign(t, e, "a")
 	old := c.Leader()
 	if old == nil {
 		t.Fatal("no raft leader")
