@@ -32,9 +32,7 @@ func TestNotAcquired_CarriesTheHolderTTLOnEveryBackend(t *testing.T) {
 	onRealBackends(t, func(t *testing.T, name string, m *lock.Manager) {
 		const ttl = 30 * time.Second
 		holder := m.Make("busy", ttl)
-		if ok, err := holder.Acquire(t.Context()); !ok || err != nil {
-			t.Fatalf("Acquire = %v, %v", ok, err)
-		}
+		mustAcquire(t, holder)
 		check := func(call string, err error) {
 			t.Helper()
 			na, ok := errors.AsType[*lock.NotAcquiredError](err)
@@ -74,9 +72,7 @@ func TestNotAcquired_SaysWhoHoldsItOnEveryBackend(t *testing.T) {
 	want := "pid" + strconv.Itoa(os.Getpid()) + "@" + host
 	onRealBackends(t, func(t *testing.T, name string, m *lock.Manager) {
 		holder := m.Make("who", 30*time.Second)
-		if ok, err := holder.Acquire(t.Context()); !ok || err != nil {
-			t.Fatalf("Acquire = %v, %v", ok, err)
-		}
+		mustAcquire(t, holder)
 		token, _, _ := strings.Cut(holder.Owner(), ":")
 		for call, err := range map[string]error{
 			"Try":   m.Try(t.Context(), "who", time.Second, noop),
@@ -121,9 +117,7 @@ func TestWithHolder_DescribesTheGrants(t *testing.T) {
 		}
 		m := lock.New(d, lock.WithHolder(tc.give))
 		held := m.Make("k", time.Minute)
-		if ok, err := held.Acquire(t.Context()); !ok || err != nil {
-			t.Fatal(ok, err)
-		}
+		mustAcquire(t, held)
 		na, _ := errors.AsType[*lock.NotAcquiredError](m.Try(t.Context(), "k", time.Second, noop))
 		if na == nil || na.Holder != tc.want {
 			t.Errorf("WithHolder(%.20q): holder %v; want %.20q", tc.give, na, tc.want)

@@ -67,9 +67,7 @@ func TestLock_OwnerIsTheBackendsOwner(t *testing.T) {
 		if l.Owner() != "" {
 			t.Fatalf("Owner of a handle never acquired = %q", l.Owner())
 		}
-		if ok, err := l.Acquire(t.Context()); err != nil || !ok {
-			t.Fatalf("Acquire = %v, %v", ok, err)
-		}
+		mustAcquire(t, l)
 		first := l.Owner()
 		if err := l.Release(t.Context()); err != nil {
 			t.Fatal(err)
@@ -77,9 +75,7 @@ func TestLock_OwnerIsTheBackendsOwner(t *testing.T) {
 		if l.Owner() != "" {
 			t.Fatalf("Owner after Release = %q", l.Owner())
 		}
-		if ok, err := l.Acquire(t.Context()); err != nil || !ok {
-			t.Fatalf("Acquire = %v, %v", ok, err)
-		}
+		mustAcquire(t, l)
 		if l.Owner() == "" || l.Owner() == first {
 			t.Fatalf("Owner of the second grant = %q, first %q; want a new token", l.Owner(), first)
 		}
@@ -92,9 +88,7 @@ func TestLock_OwnerIsTheBackendsOwner(t *testing.T) {
 func TestLock_AcquireWhileHeldRefreshes(t *testing.T) {
 	eachBackend(t, func(t *testing.T, _ backend, m *lock.Manager) {
 		l := m.Make("k", time.Minute)
-		if ok, err := l.Acquire(t.Context()); err != nil || !ok {
-			t.Fatalf("Acquire = %v, %v", ok, err)
-		}
+		mustAcquire(t, l)
 		fence, exp := l.Fence(), l.ExpiresAt()
 		poll.Until(t, time.Second, "the clock to move", func() bool { return time.Now().After(exp.Add(-time.Minute)) })
 		if ok, err := l.Acquire(t.Context()); err != nil || !ok {
@@ -112,9 +106,7 @@ func TestLock_AcquireWhileHeldRefreshes(t *testing.T) {
 func TestLock_StaleReleaseIsNoOp(t *testing.T) {
 	eachBackend(t, func(t *testing.T, _ backend, m *lock.Manager) {
 		a, b := m.Make("k", time.Minute), m.Make("k", time.Minute)
-		if ok, _ := a.Acquire(t.Context()); !ok {
-			t.Fatal("a: not acquired")
-		}
+		mustAcquire(t, a)
 		if err := b.ForceRelease(t.Context()); err != nil {
 			t.Fatal(err)
 		}
@@ -136,9 +128,7 @@ func TestLock_StaleReleaseIsNoOp(t *testing.T) {
 func TestLock_RefreshFalseWhenGone(t *testing.T) {
 	eachBackend(t, func(t *testing.T, _ backend, m *lock.Manager) {
 		l := m.Make("k", time.Minute)
-		if ok, _ := l.Acquire(t.Context()); !ok {
-			t.Fatal("not acquired")
-		}
+		mustAcquire(t, l)
 		fence := l.Fence()
 		if err := m.Make("k", time.Minute).ForceRelease(t.Context()); err != nil {
 			t.Fatal(err)
@@ -162,9 +152,7 @@ func TestLock_RefreshFalseWhenGone(t *testing.T) {
 func TestLock_RefreshNeverRegrantsExpiredLock(t *testing.T) {
 	eachBackend(t, func(t *testing.T, _ backend, m *lock.Manager) {
 		l := m.Make("short", 30*time.Millisecond)
-		if ok, _ := l.Acquire(t.Context()); !ok {
-			t.Fatal("not acquired")
-		}
+		mustAcquire(t, l)
 		poll.Until(t, 5*time.Second, "the lock to expire", func() bool { return !exists(t, m, "short") })
 		ok, err := l.Refresh(t.Context())
 		if err != nil || ok {
@@ -179,9 +167,7 @@ func TestLock_RefreshNeverRegrantsExpiredLock(t *testing.T) {
 func TestLock_RefreshTakenOverByAnother(t *testing.T) {
 	eachBackend(t, func(t *testing.T, _ backend, m *lock.Manager) {
 		a, b := m.Make("k", 30*time.Millisecond), m.Make("k", time.Minute)
-		if ok, _ := a.Acquire(t.Context()); !ok {
-			t.Fatal("a: not acquired")
-		}
+		mustAcquire(t, a)
 		poll.Until(t, 5*time.Second, "b to take the expired lock", func() bool {
 			ok, err := b.Acquire(t.Context())
 			return err == nil && ok
@@ -198,9 +184,7 @@ func TestLock_RefreshTakenOverByAnother(t *testing.T) {
 func TestLock_BlockOnHandle(t *testing.T) {
 	eachBackend(t, func(t *testing.T, _ backend, m *lock.Manager) {
 		a, b := m.Make("k", time.Minute), m.Make("k", time.Minute)
-		if ok, _ := a.Acquire(t.Context()); !ok {
-			t.Fatal("a: not acquired")
-		}
+		mustAcquire(t, a)
 		err := b.Block(t.Context(), 50*time.Millisecond, lock.WithRetryDelay(5*time.Millisecond))
 		var na *lock.NotAcquiredError
 		if !errors.As(err, &na) || na.Key != "k" {
@@ -229,9 +213,7 @@ func TestLock_BlockOnHandle(t *testing.T) {
 func TestLock_ForceReleaseFreesAnyHolder(t *testing.T) {
 	eachBackend(t, func(t *testing.T, _ backend, m *lock.Manager) {
 		a := m.Make("k", time.Minute)
-		if ok, _ := a.Acquire(t.Context()); !ok {
-			t.Fatal("not acquired")
-		}
+		mustAcquire(t, a)
 		if err := a.ForceRelease(t.Context()); err != nil {
 			t.Fatal(err)
 		}

@@ -67,6 +67,14 @@ func eachBackend(t *testing.T, fn func(t *testing.T, b backend, m *lock.Manager)
 	}
 }
 
+// mustAcquire takes l, or fails the test.
+func mustAcquire(t *testing.T, l *lock.Lock) {
+	t.Helper()
+	if ok, err := l.Acquire(t.Context()); !ok || err != nil {
+		t.Fatalf("Acquire %s = %v, %v", l.Key(), ok, err)
+	}
+}
+
 // noop is a callback that does nothing.
 func noop(context.Context, *lock.Lock) error { return nil }
 

@@ -21,9 +21,7 @@ import (
 func TestTryAll_AllOrNoneOnEveryBackend(t *testing.T) {
 	onRealBackends(t, func(t *testing.T, name string, m *lock.Manager) {
 		other := m.Make("b", time.Minute)
-		if ok, err := other.Acquire(t.Context()); !ok || err != nil {
-			t.Fatal(ok, err)
-		}
+		mustAcquire(t, other)
 		ran := false
 		err := m.TryAll(t.Context(), []string{"c", "a", "b"}, time.Minute, func(context.Context, []*lock.Lock) error {
 			ran = true
@@ -132,9 +130,7 @@ func TestBlockAll_LossOfOneKeyEndsTheCallbackAndTimeoutReleases(t *testing.T) {
 	}
 
 	busy := m.Make("s", time.Minute)
-	if ok, err := busy.Acquire(t.Context()); !ok || err != nil {
-		t.Fatal(ok, err)
-	}
+	mustAcquire(t, busy)
 	err = m.BlockAll(t.Context(), []string{"r", "s"}, time.Minute, func(context.Context, []*lock.Lock) error { return nil },
 		lock.WithTimeout(2*time.Second))
 	if na, ok := errors.AsType[*lock.NotAcquiredError](err); !ok || na.Key != "s" {
@@ -187,9 +183,7 @@ func TestTryAll_RefusesBadInput(t *testing.T) {
 func TestTryAll_NeverHoldsPartOfTheSet(t *testing.T) {
 	onRealBackends(t, func(t *testing.T, name string, m *lock.Manager) {
 		other := m.Make("b", time.Minute)
-		if ok, err := other.Acquire(t.Context()); !ok || err != nil {
-			t.Fatal(ok, err)
-		}
+		mustAcquire(t, other)
 		const rounds = 300
 		var wg sync.WaitGroup
 		var refused atomic.Int64
@@ -288,9 +282,7 @@ func firstComeFirstServed(t *testing.T, m *lock.Manager) {
 func TestBlockAll_TimeoutNamesTheKeyAndLeavesNothing(t *testing.T) {
 	onRealBackends(t, func(t *testing.T, name string, m *lock.Manager) {
 		other := m.Make("a", time.Minute)
-		if ok, err := other.Acquire(t.Context()); !ok || err != nil {
-			t.Fatal(ok, err)
-		}
+		mustAcquire(t, other)
 		err := m.BlockAll(t.Context(), []string{"c", "a", "b"}, time.Minute, func(context.Context, []*lock.Lock) error {
 			t.Error("the callback ran")
 			return nil

@@ -229,9 +229,7 @@ func TestManager_RefreshUsesExtenderOrFallback(t *testing.T) {
 		{"fallback", plain, newManager(t, plain), false},
 	} {
 		l := c.m.Make("k", time.Minute)
-		if ok, _ := l.Acquire(t.Context()); !ok {
-			t.Fatal("not acquired")
-		}
+		mustAcquire(t, l)
 		acquires := c.f.faults.Calls(driverstest.OpAcquire)
 		if ok, err := l.Refresh(t.Context()); err != nil || !ok {
 			t.Fatalf("%s: Refresh = %v, %v", c.name, ok, err)
