@@ -272,8 +272,10 @@ func (rw *retriedWaits) usable(i int) bool {
 }
 
 // round runs the scenario once on key. Lane 0 also kills and stops
-// followers; the other lanes only time out and cut links, so that one
-// node fault is under way at a time.
+// followers, as the set lanes do; the other lanes only time out and cut
+// links. A kill or stop waits for none: while another lane's is under
+// way (nodeFault) the round times out instead, so that one node fault is
+// under way at a time.
 func (rw *retriedWaits) round(ctx context.Context, lane int, key string, r *rand.Rand) error {
 	c := rw.c
 	l, err := c.leader(15 * time.Second)
