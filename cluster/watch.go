@@ -2,82 +2,36 @@ package cluster
 
 import (
 	"context"
-	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/zerotal/lock/api"
 	"github.com/zerotal/lock/cluster/httpapi"
 	"github.com/zerotal/lock/fsm"
+	"github.com/zerotal/lock/internal/keywatch"
 )
 
 // keyWatches wakes the watches of keys (GET /v1/watch) when an applied
 // entry touches them: a grant, a release, an extend, a force-release, an
 // expiry or a hand-off. Every node applies every entry, so every node can
 // serve a watch from its own table, without the leader.
-type keyWatches struct {
-	watched atomic.Int64 // keys watched: applied skips its work when 0
-	mu      sync.Mutex
-	keys    map[string]*keyWatch
-}
-
-type keyWatch struct {
-	ch   chan struct{} // closed at the key's next applied entry
-	subs int
-}
-
-// changed returns a channel closed when the next entry touching key is
-// applied, and stop, to call once the caller no longer waits for it.
-func (w *keyWatches) changed(key string) (<-chan struct{}, func()) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if w.keys == nil {
-		w.keys = map[string]*keyWatch{}
-	}
-	k := w.keys[key]
-	if k == nil {
-		k = &keyWatch{ch: make(chan struct{})}
-		w.keys[key] = k
-		w.watched.Add(1)
-	}
-	k.subs++
-	var once sync.Once
-	return k.ch, func() {
-		once.Do(func() {
-			w.mu.Lock()
-			defer w.mu.Unlock()
-			if k.subs--; k.subs == 0 {
-				delete(w.keys, key)
-				w.watched.Add(-1)
-			}
-		})
-	}
-}
+type keyWatches struct{ keywatch.Set }
 
 // applied wakes the watches of every key a touches. It runs in the FSM
 // goroutine (onApply) and never blocks.
 func (w *keyWatches) applied(a fsm.Applied) {
-	if w.watched.Load() == 0 {
+	if !w.Watched() {
 		return
-	}
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	wake := func(key string) {
-		if k := w.keys[key]; k != nil {
-			close(k.ch)
-			k.ch = make(chan struct{})
-		}
 	}
 	if keys := a.Entry.AcquireKeys(); keys != nil {
 		for _, key := range keys {
-			wake(key)
+			w.Notify(key)
 		}
 	} else if a.Entry.Key != "" {
-		wake(a.Entry.Key)
+		w.Notify(a.Entry.Key)
 	}
 	for _, h := range a.Result.Handoffs {
 		if h.Key != a.Entry.Key {
-			wake(h.Key)
+			w.Notify(h.Key)
 		}
 	}
 }
@@ -97,7 +51,7 @@ func (s apiStore) Watch(ctx context.Context, key, seen string, wait time.Duratio
 	timer := time.NewTimer(wait)
 	defer timer.Stop()
 	for {
-		changed, stop := n.watches.changed(key) // before the read: a change after it is not missed
+		changed, stop := n.watches.Changed(key) // before the read: a change after it is not missed
 		lock, held, err := n.localLock(ctx, key)
 		if err != nil || api.HoldersSeen(lock, held) != seen {
 			stop()

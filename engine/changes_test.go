@@ -38,7 +38,7 @@ func TestChanged_ClosedWhenTheKeyChangesHands(t *testing.T) {
 	step("a release", true, func() { _, _ = e.Release(ctx, "k", "a") })
 	_, _, _ = e.acquireOne(ctx, "k", "b", time.Second)
 	step("an expiry", true, func() { clock.Advance(2 * time.Second) })
-	if n := e.changes.watched.Load(); n != 0 {
-		t.Fatalf("%d keys still watched after every stop", n)
+	if e.changes.Watched() {
+		t.Fatal("keys still watched after every stop")
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/zerotal/lock/drivers"
+	"github.com/zerotal/lock/internal/keywatch"
 )
 
 const (
@@ -38,7 +39,7 @@ type loop struct {
 	keys     atomic.Int64
 	waiting  atomic.Int64
 
-	changes changes // a live engine's watchers of keys (Engine.Changed)
+	changes keywatch.Set // a live engine's watchers of keys (Engine.Changed)
 
 	// Owned by the loop goroutine.
 	t        *table
@@ -80,7 +81,7 @@ func (e *loop) start(cfg Config, live bool) error {
 		c.timer = clock.AfterFunc(time.Hour, e.poke)
 		c.timer.Stop()
 		e.t.advance(c.now())
-		e.t.changed = e.changes.notify
+		e.t.changed = e.changes.Notify
 		e.clock = c
 	}
 	go e.run()
