@@ -34,14 +34,20 @@ func (n *Node) getLock(ctx context.Context, l *leadership, key string) (api.Lock
 	if err := n.readIndex(ctx); err != nil {
 		return api.Lock{}, false, err
 	}
+	return n.tableLock(ctx, "get", key, l.clock.Now())
+}
+
+// tableLock reads key from this node's table as it stands at now (engine
+// time); op names the read in an error.
+func (n *Node) tableLock(ctx context.Context, op, key string, now int64) (api.Lock, bool, error) {
 	info, ok, err := n.fsm.Get(ctx, key)
 	if err != nil {
-		return api.Lock{}, false, unavailable("get", err)
+		return api.Lock{}, false, unavailable(op, err)
 	}
 	if !ok {
 		return api.Lock{}, false, nil
 	}
-	lock, held := heldLock(info, l.clock.Now())
+	lock, held := heldLock(info, now)
 	return lock, held, nil
 }
 

@@ -52,7 +52,7 @@ func (s apiStore) Watch(ctx context.Context, key, seen string, wait time.Duratio
 	defer timer.Stop()
 	for {
 		changed, stop := n.watches.Changed(key) // before the read: a change after it is not missed
-		lock, held, err := n.localLock(ctx, key)
+		lock, held, err := n.tableLock(ctx, "watch", key, n.fsm.Time())
 		if err != nil || api.HoldersSeen(lock, held) != seen {
 			stop()
 			return lock, held, err
@@ -68,17 +68,4 @@ func (s apiStore) Watch(ctx context.Context, key, seen string, wait time.Duratio
 			return lock, held, nil
 		}
 	}
-}
-
-// localLock reads key from this node's table at its log's time.
-func (n *Node) localLock(ctx context.Context, key string) (api.Lock, bool, error) {
-	info, ok, err := n.fsm.Get(ctx, key)
-	if err != nil {
-		return api.Lock{}, false, unavailable("watch", err)
-	}
-	if !ok {
-		return api.Lock{}, false, nil
-	}
-	lock, held := heldLock(info, n.fsm.Time())
-	return lock, held, nil
 }
