@@ -65,16 +65,22 @@ func TestSnapshot_EmptyTable(t *testing.T) {
 	}
 }
 
+// seedSnapshot is a table of two keys, one with a waiter, encoded: a seed
+// of the fuzz tests.
+func seedSnapshot() []byte {
+	tb := newTable(0, 0)
+	for _, c := range []Command{acq("a", "x", 100, t0), acq("b", "y", time.Second, t0), acqWait("b", "z", 100, t0)} {
+		tb.applyCommand(&c)
+	}
+	return tb.encode()
+}
+
 // FuzzDecodeSnapshot: decoding never panics; whatever decodes satisfies
 // the table's invariants and encodes to a stable form. Each input is tried
 // as it is and with a valid checksum appended, so the fuzzer reaches the
 // parser behind the checksum.
 func FuzzDecodeSnapshot(f *testing.F) {
-	tb := newTable(0, 0)
-	for _, c := range []Command{acq("a", "x", 100, t0), acq("b", "y", time.Second, t0), acqWait("b", "z", 100, t0)} {
-		tb.applyCommand(&c)
-	}
-	full := tb.encode()
+	full := seedSnapshot()
 	f.Add(full[:len(full)-snapTrailer])
 	empty := newTable(0, 0).encode()
 	f.Add(empty[:len(empty)-snapTrailer])
@@ -108,11 +114,7 @@ func fuzzDecode(t *testing.T, b []byte) {
 // ErrCorruptSnapshot, agrees with CheckSnapshot, and leaves the table as
 // it was; one it accepts is what the engine then snapshots, stably.
 func FuzzRestore(f *testing.F) {
-	tb := newTable(0, 0)
-	for _, c := range []Command{acq("a", "x", 100, t0), acq("b", "y", time.Second, t0), acqWait("b", "z", 100, t0)} {
-		tb.applyCommand(&c)
-	}
-	known := tb.encode()
+	known := seedSnapshot()
 	f.Add(known)
 	f.Add(newTable(0, 0).encode())
 	f.Add(known[:len(known)-1])
