@@ -18,10 +18,7 @@ import (
 // implements them calls it beside Run.
 func RunShared(t *testing.T, newHarness func(t *testing.T) Harness) {
 	t.Helper()
-	tests := []struct {
-		name string
-		fn   func(t *testing.T, s *suite)
-	}{
+	runSections(t, newHarness, []section{
 		{"InspectMutex", testInspectMutex},
 		{"SemaphoreLimitAndFences", testSemaphoreLimitAndFences},
 		{"SemaphoreFIFO", testSemaphoreFIFO},
@@ -34,13 +31,7 @@ func RunShared(t *testing.T, newHarness func(t *testing.T) Harness) {
 		{"ListHeld", testListHeld},
 		{"SemaphoreHammer", testSemaphoreHammer},
 		{"RWHammer", testRWHammer},
-	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			s := &suite{t: t, h: newHarness(t)}
-			tc.fn(t, s)
-		})
-	}
+	})
 }
 
 var (

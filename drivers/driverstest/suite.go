@@ -39,10 +39,7 @@ type Harness interface {
 // subtest uses keys of its own.
 func Run(t *testing.T, newHarness func(t *testing.T) Harness) {
 	t.Helper()
-	tests := []struct {
-		name string
-		fn   func(t *testing.T, s *suite)
-	}{
+	runSections(t, newHarness, []section{
 		{"AcquireHeldRelease", testAcquireHeldRelease},
 		{"ArbitraryKeys", testArbitraryKeys},
 		{"OwnerGuardsRelease", testOwnerGuardsRelease},
@@ -65,11 +62,21 @@ func Run(t *testing.T, newHarness func(t *testing.T) Harness) {
 		{"Close", testClose},
 		{"Hammer", testHammer},
 		{"HammerWaiters", testHammerWaiters},
-	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			s := &suite{t: t, h: newHarness(t)}
-			tc.fn(t, s)
+	})
+}
+
+// section is one subtest of a suite: its name and what it checks.
+type section struct {
+	name string
+	fn   func(t *testing.T, s *suite)
+}
+
+// runSections runs each section as a subtest on a harness of its own.
+func runSections(t *testing.T, newHarness func(t *testing.T) Harness, sections []section) {
+	t.Helper()
+	for _, sec := range sections {
+		t.Run(sec.name, func(t *testing.T) {
+			sec.fn(t, &suite{t: t, h: newHarness(t)})
 		})
 	}
 }
