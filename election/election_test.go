@@ -39,6 +39,16 @@ func mustCampaign(t *testing.T, e *election.Election, value string) *election.Le
 	return l
 }
 
+// leadsAfter has value lead e in a term above prev's, and resign.
+func leadsAfter(t *testing.T, e *election.Election, value string, prev *election.Leadership) {
+	t.Helper()
+	l := mustCampaign(t, e, value)
+	if l.Term() <= prev.Term() {
+		t.Fatalf("term %d after %d", l.Term(), prev.Term())
+	}
+	_ = l.Resign(t.Context())
+}
+
 func mustNew(t *testing.T, m *lock.Manager, name string, ttl time.Duration) *election.Election {
 	t.Helper()
 	e, err := election.New(m, name, ttl)
@@ -192,11 +202,7 @@ func TestElection_AbandonedCampaignNeverLeads(t *testing.T) {
 			return errors.Is(err, election.ErrNoLeader)
 		})
 		t.Logf("no leader %v after the resignation", time.Since(start).Round(time.Millisecond))
-		c := mustCampaign(t, e, "c")
-		if c.Term() <= a.Term() {
-			t.Fatalf("term %d after %d", c.Term(), a.Term())
-		}
-		_ = c.Resign(t.Context())
+		leadsAfter(t, e, "c", a)
 	})
 }
 
@@ -224,11 +230,7 @@ func TestElection_LostLeaseEndsTheContextAndCandidateStandsAgain(t *testing.T) {
 			t.Errorf("cause %v; want a *lock.LostError", context.Cause(a.Context()))
 		}
 		<-a.Done()
-		again := mustCampaign(t, e, "a")
-		if again.Term() <= a.Term() {
-			t.Fatalf("term %d after %d", again.Term(), a.Term())
-		}
-		_ = again.Resign(t.Context())
+		leadsAfter(t, e, "a", a)
 	})
 }
 
