@@ -273,11 +273,7 @@ func TestElection_ObserveReportsEachChange(t *testing.T) {
 
 // Bad input gets a clear error and changes nothing.
 func TestElection_RefusesBadInput(t *testing.T) {
-	m, err := lock.Open(t.Context(), lock.Config{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer m.Close()
+	m := realbackends.Open(t, lock.Config{})
 	if _, err := election.New(m, "", 0); err == nil {
 		t.Error("New with an empty name: no error")
 	}
@@ -296,7 +292,7 @@ func TestElection_RefusesBadInput(t *testing.T) {
 	// The name taken as a plain lock by an owner of its own: Leader says
 	// so rather than invent a leader. (One the Manager names reads as a
 	// leader whose value is its holder: the same place in the owner.)
-	err = m.Try(t.Context(), "x", time.Minute, func(context.Context, *lock.Lock) error {
+	err := m.Try(t.Context(), "x", time.Minute, func(context.Context, *lock.Lock) error {
 		if _, err := e.Leader(t.Context()); err == nil || errors.Is(err, election.ErrNoLeader) {
 			t.Errorf("Leader of a name held as a lock by job-7: %v; want an error saying so", err)
 		}

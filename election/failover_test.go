@@ -8,6 +8,7 @@ import (
 	"github.com/zerotal/lock"
 	"github.com/zerotal/lock/cluster/clustertest"
 	"github.com/zerotal/lock/internal/testkit/poll"
+	"github.com/zerotal/lock/internal/testkit/realbackends"
 )
 
 // The coordinator's own failover neither ends nor resets a leadership:
@@ -19,11 +20,7 @@ func TestElection_SurvivesTheClusterLeadersFailover(t *testing.T) {
 		t.Skip("starts a three-node cluster")
 	}
 	c := clustertest.Start(t, 3, nil)
-	m, err := lock.Open(t.Context(), lock.Config{Driver: "cluster", Cluster: lock.ClusterConfig{Addrs: c.Addrs()}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer m.Close()
+	m := realbackends.Open(t, lock.Config{Driver: "cluster", Cluster: lock.ClusterConfig{Addrs: c.Addrs()}})
 	const ttl = 6 * time.Second
 	e := mustNew(t, m, "coordinated", ttl)
 	l := mustCampaign(t, e, "a")
@@ -32,7 +29,7 @@ func TestElection_SurvivesTheClusterLeadersFailover(t *testing.T) {
 		t.Fatal("no raft leader")
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), clustertest.ShutdownTimeout)
-	err = old.Shutdown(ctx)
+	err := old.Shutdown(ctx)
 	cancel()
 	if err != nil {
 		t.Fatal(err)

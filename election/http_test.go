@@ -10,6 +10,7 @@ import (
 	"github.com/zerotal/lock"
 	"github.com/zerotal/lock/cluster/clustertest"
 	"github.com/zerotal/lock/election"
+	"github.com/zerotal/lock/internal/testkit/realbackends"
 )
 
 // The README's election over the HTTP API: a candidate that speaks only
@@ -40,11 +41,7 @@ func TestElection_OverTheHTTPAPI(t *testing.T) {
 	got := post("/v1/acquire", `{"key":"sched","owner":"`+owner+`","ttl_ms":30000,"wait_ms":1000}`)
 	term, _ := got["fence"].(float64)
 
-	m, err := lock.Open(t.Context(), lock.Config{Driver: "cluster", Cluster: lock.ClusterConfig{Addrs: c.Addrs()}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer m.Close()
+	m := realbackends.Open(t, lock.Config{Driver: "cluster", Cluster: lock.ClusterConfig{Addrs: c.Addrs()}})
 	e := mustNew(t, m, "sched", 10*time.Second)
 	l, err := e.Leader(t.Context())
 	if err != nil || l.Value != "worker-9:8080" || l.Term != uint64(term) || term == 0 {

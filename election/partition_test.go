@@ -9,6 +9,7 @@ import (
 	"github.com/zerotal/lock"
 	"github.com/zerotal/lock/drivers/redis/redistest"
 	"github.com/zerotal/lock/election"
+	"github.com/zerotal/lock/internal/testkit/realbackends"
 	"github.com/zerotal/lock/internal/testkit/tcpproxy"
 )
 
@@ -27,12 +28,7 @@ func TestElection_PartitionedLeaderStopsBeforeTheStandbyLeads(t *testing.T) {
 	}
 	defer proxy.Close()
 	open := func(url string) *lock.Manager {
-		m, err := lock.Open(t.Context(), lock.Config{Driver: "redis", Redis: lock.RedisConfig{URL: url}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { _ = m.Close() })
-		return m
+		return realbackends.Open(t, lock.Config{Driver: "redis", Redis: lock.RedisConfig{URL: url}})
 	}
 	const ttl = 1500 * time.Millisecond
 	ea := mustNew(t, open("redis://"+proxy.Addr()), "part", ttl)

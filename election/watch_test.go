@@ -9,6 +9,7 @@ import (
 	"github.com/zerotal/lock"
 	"github.com/zerotal/lock/cluster/clustertest"
 	"github.com/zerotal/lock/election"
+	"github.com/zerotal/lock/internal/testkit/realbackends"
 )
 
 // On a cluster, Observe is told by the node's watch (GET /v1/watch), not
@@ -21,11 +22,7 @@ func TestObserve_ClusterIsPushedByTheWatch(t *testing.T) {
 		t.Skip("starts a cluster")
 	}
 	c := clustertest.Start(t, 3, nil)
-	m, err := lock.Open(t.Context(), lock.Config{Driver: "cluster", Cluster: lock.ClusterConfig{Addrs: c.Addrs()}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer m.Close()
+	m := realbackends.Open(t, lock.Config{Driver: "cluster", Cluster: lock.ClusterConfig{Addrs: c.Addrs()}})
 	e := mustNew(t, m, "pushed", 30*time.Second)
 	ctx, cancel := context.WithCancel(t.Context())
 	changes := e.Observe(ctx, time.Hour)
