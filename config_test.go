@@ -11,6 +11,7 @@ import (
 	"github.com/zerotal/lock"
 	"github.com/zerotal/lock/drivers/memory"
 	"github.com/zerotal/lock/internal/loopback"
+	"github.com/zerotal/lock/internal/testkit/realbackends"
 )
 
 const secret = "s3cr3t-pass"
@@ -85,11 +86,7 @@ func TestConfigFromEnv_UnsetMeansDefaults(t *testing.T) {
 	if cfg.Driver != "" || cfg.Prefix != "" || len(cfg.Cluster.Addrs) != 0 {
 		t.Fatalf("defaults were written into the config: %v", cfg)
 	}
-	m, err := lock.Open(t.Context(), cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer m.Close()
+	m := realbackends.Open(t, cfg)
 	if _, ok := m.Driver().(*memory.Driver); !ok || m.Prefix() != lock.DefaultPrefix {
 		t.Errorf("defaults: driver %T prefix %q", m.Driver(), m.Prefix())
 	}
@@ -260,11 +257,7 @@ func TestConfig_UnknownDriverListsValidOnes(t *testing.T) {
 func TestOpen_Memory(t *testing.T) {
 	t.Parallel()
 	cfg := lock.Config{Prefix: "test:"}
-	m, err := lock.Open(t.Context(), cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = m.Close() })
+	m := realbackends.Open(t, cfg)
 	if cfg.Driver != "" || cfg.SQLite.Path != "" {
 		t.Error("Open wrote defaults into the caller's config")
 	}

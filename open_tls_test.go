@@ -11,6 +11,7 @@ import (
 	"github.com/zerotal/lock/client"
 	"github.com/zerotal/lock/cluster"
 	"github.com/zerotal/lock/cluster/clustertest"
+	"github.com/zerotal/lock/internal/testkit/realbackends"
 	"github.com/zerotal/lock/internal/testkit/testtls"
 )
 
@@ -50,11 +51,7 @@ func TestOpen_ClusterOverMutualTLSFromEnv(t *testing.T) {
 		cfg.Cluster.KeyFile != app.KeyFile || cfg.Cluster.ClusterID != "tls-test" {
 		t.Fatalf("ConfigFromEnv = %v", cfg)
 	}
-	m, err := lock.Open(t.Context(), cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer m.Close()
+	m := realbackends.Open(t, cfg)
 	ran := false
 	if err := m.Try(t.Context(), "tls-job", 5*time.Second, func(context.Context, *lock.Lock) error {
 		ran = true

@@ -10,6 +10,7 @@ import (
 	"github.com/zerotal/lock"
 	"github.com/zerotal/lock/drivers/memory"
 	"github.com/zerotal/lock/engine"
+	"github.com/zerotal/lock/internal/testkit/realbackends"
 )
 
 // sharedBackend opens two Managers on one backend: the one to shut down,
@@ -32,12 +33,7 @@ func sharedBackends() []sharedBackend {
 		{"sqlite-file", func(t *testing.T) (*lock.Manager, *lock.Manager) {
 			cfg := lock.Config{Driver: "sqlite", SQLite: lock.SQLiteConfig{Path: filepath.Join(t.TempDir(), "locks.db")}}
 			open := func() *lock.Manager {
-				m, err := lock.Open(t.Context(), cfg)
-				if err != nil {
-					t.Fatal(err)
-				}
-				t.Cleanup(func() { _ = m.Close() })
-				return m
+				return realbackends.Open(t, cfg)
 			}
 			return open(), open()
 		}},
