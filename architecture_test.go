@@ -21,16 +21,16 @@ func TestArchitecture_ImportRules(t *testing.T) {
 		{"api", nil, true},
 		{"api/stream", []string{"api"}, true},
 		{"drivers", nil, true},
-		{"engine", []string{"drivers"}, true},
+		{"engine", []string{"drivers", "internal/keywatch"}, true},
 		{"client", []string{"api", "api/stream", "drivers", "internal/background"}, true},
 		{"cluster/access", nil, true},
 		{"cluster/httpapi", []string{"api", "api/stream", "drivers", "cluster/access", "internal/hostport"}, true},
-		{"fsm", []string{"engine", "drivers"}, false},
-		{"cluster/handoff", []string{"fsm", "engine", "drivers"}, false},
-		{"cluster/rounds", []string{"fsm", "engine", "drivers"}, false},
-		{"cluster/term", []string{"cluster/rounds", "fsm", "engine", "drivers"}, false},
-		{".", []string{"drivers", "drivers/memory", "engine", "internal/heldwatch"}, true},
-		{"election", []string{".", "drivers", "drivers/memory", "engine", "internal/heldwatch"}, true},
+		{"fsm", []string{"engine", "drivers", "internal/keywatch"}, false},
+		{"cluster/handoff", []string{"fsm", "engine", "drivers", "internal/keywatch"}, false},
+		{"cluster/rounds", []string{"fsm", "engine", "drivers", "internal/keywatch"}, false},
+		{"cluster/term", []string{"cluster/rounds", "fsm", "engine", "drivers", "internal/keywatch"}, false},
+		{".", []string{"drivers", "drivers/memory", "engine", "internal/heldwatch", "internal/keywatch"}, true},
+		{"election", []string{".", "drivers", "drivers/memory", "engine", "internal/heldwatch", "internal/keywatch"}, true},
 		// The conformance suite tests a driver alone: a driver's tests
 		// import it, so it must not bring in the Manager above them; the
 		// test kit's leaf helpers (polling, a locked buffer) are fine.
