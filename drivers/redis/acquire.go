@@ -36,6 +36,9 @@ func (d *Driver) Acquire(ctx context.Context, req drivers.Request) (drivers.Gran
 	if err := d.usable(ctx, op, strings.Join(req.Keys, ",")); err != nil {
 		return drivers.Grant{}, err // nothing sent, nothing to clean up
 	}
+	if err := d.after(ctx, op, req.Keys...); err != nil {
+		return drivers.Grant{}, err
+	}
 	if req.Claim != (drivers.Claim{}) {
 		if err := req.Claim.CheckShared(); err != nil {
 			return drivers.Grant{}, err

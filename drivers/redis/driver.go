@@ -37,9 +37,11 @@ type Driver struct {
 	hub *hub // pushed wake-ups for the requests that wait
 
 	// cleanups are the owner-guarded releases sent in the background for
-	// waiters that gave up (releaseAbandoned); Close cancels them and waits
-	// before it closes the client.
+	// waiters that gave up (leaveAbandoned); Close cancels them and waits
+	// before it closes the client. leaving records them by key, for the
+	// later calls on the key to wait for.
 	cleanups background.Set
+	leaving  leaving
 }
 
 var (
@@ -142,6 +144,9 @@ func (d *Driver) Release(ctx context.Context, key, owner string) (bool, error) {
 	if err := d.usable(ctx, "release", key); err != nil {
 		return false, err
 	}
+	if err := d.after(ctx, "release", key); err != nil {
+		return false, err
+	}
 	ks := keysFor(key)
 	locals := d.hub.locals(ks.channel)
 	args := make([]any, 0, 2+len(locals))
@@ -160,7 +165,7 @@ func (d *Driver) Release(ctx context.Context, key, owner string) (bool, error) {
 		if j >= 0 && d.hub.handOver(locals[j], uint64(f)) {
 			// The waiter gave up while its grant was on the way; free the
 			// key for the others rather than leave it blocked for a TTL.
-			d.cleanups.Go(cleanupTimeout, func(ctx context.Context) {
+			d.leave([]string{key}, func(ctx context.Context, _ string) {
 				_ = releaseScript.Run(ctx, d.client, ks.names(), o, 1).Err()
 			})
 		}
@@ -173,6 +178,9 @@ func (d *Driver) Release(ctx context.Context, key, owner string) (bool, error) {
 // it. It never creates a grant.
 func (d *Driver) Extend(ctx context.Context, key, owner string, ttl time.Duration) (bool, error) {
 	if err := d.usable(ctx, "extend", key); err != nil {
+		return false, err
+	}
+	if err := d.after(ctx, "extend", key); err != nil {
 		return false, err
 	}
 	ks := keysFor(key)
@@ -199,6 +207,9 @@ func (d *Driver) ForceRelease(ctx context.Context, key string) error {
 // Exists reports whether key has a grant that has not lapsed.
 func (d *Driver) Exists(ctx context.Context, key string) (bool, error) {
 	if err := d.usable(ctx, "exists", key); err != nil {
+		return false, err
+	}
+	if err := d.after(ctx, "exists", key); err != nil {
 		return false, err
 	}
 	n, err := d.run(ctx, existsScript, []string{keysFor(key).lock}).Int64()

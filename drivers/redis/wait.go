@@ -157,16 +157,15 @@ func cutOff(err error) error {
 // leaveAbandoned gives up the places of a wait that ended without its
 // grant, and the grants it may have (a set's free keys, a grant made just
 // as it gave up), in the background so that the waiter returns by its
-// deadline. The release is owner-guarded, so it cannot touch anyone else's
+// deadline; the driver's later calls on those keys wait for it (leaving).
+// The release is owner-guarded, so it cannot touch anyone else's
 // grant, and spares the other waiters a lease of waiting for one that does
 // not come. Close cancels it and waits for it. A reused owner's grants are
 // left to lapse (drivers.WaitOptions.OwnerReused): the release, guarded by
 // the owner alone, could free the grant of the owner's next call.
 func (d *Driver) leaveAbandoned(a *attempt) {
 	grants := flag(!a.req.OwnerReused)
-	d.cleanups.Go(cleanupTimeout, func(ctx context.Context) {
-		for _, k := range a.req.Keys {
-			_ = releaseScript.Run(ctx, d.client, keysFor(k).names(), a.req.Owner, grants).Err()
-		}
+	d.leave(a.req.Keys, func(ctx context.Context, k string) {
+		_ = releaseScript.Run(ctx, d.client, keysFor(k).names(), a.req.Owner, grants).Err()
 	})
 }
