@@ -86,9 +86,10 @@ func (h *hub) join(ctx context.Context, w *waiter) error {
 
 // leave removes w from its queues; a release of this process hands it
 // nothing after that.
-func (h *hub) leave(w *waiter) {
+func (h *hub) leave(w *waiter, holding bool) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	w.holding = holding
 	h.removeLocked(w)
 }
 

@@ -35,9 +35,11 @@ type waiter struct {
 	wake   chan struct{} // capacity 1: wake-ups coalesce, never block
 
 	// granted and fence are set when a release of this process handed the
-	// key over; gone once the waiter has left.
-	granted, gone bool
-	fence         uint64
+	// key over; gone once the waiter has left, and holding when it left
+	// with the key, which its own attempt found granted: a hand-over that
+	// arrives after that is of the grant its caller holds.
+	granted, gone, holding bool
+	fence                  uint64
 }
 
 func newWaiter(a *attempt) *waiter {
@@ -88,7 +90,9 @@ func (h *hub) handOver(w *waiter, fence uint64) (orphan bool) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if w.gone {
-		return !w.reused
+		// A waiter that left holding the key holds this grant: its own
+		// attempt found it before the hand-over arrived.
+		return !w.reused && !w.holding
 	}
 	w.granted, w.fence = true, fence
 	signal(w)

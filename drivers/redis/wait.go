@@ -52,7 +52,7 @@ func (d *Driver) wait(ctx context.Context, a *attempt) (drivers.Grant, error) {
 		return drivers.Grant{}, err
 	}
 	g, err := d.waitFor(ctx, a, w, r)
-	d.hub.leave(w)
+	d.hub.leave(w, err == nil)
 	if err != nil {
 		d.leaveAbandoned(a) // and a grant handed over meanwhile
 	}
