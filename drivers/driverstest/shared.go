@@ -13,7 +13,7 @@ import (
 )
 
 // RunShared runs the conformance sections of semaphores and read/write
-// locks (drivers.Sharer, drivers.Inspector), and the list of held names
+// locks (drivers.Capabilities.Shared, drivers.Inspector), and the list of held names
 // (drivers.Lister), on handles of newHarness's backend. A driver that
 // implements them calls it beside Run.
 func RunShared(t *testing.T, newHarness func(t *testing.T) Harness) {
