@@ -34,17 +34,22 @@ func (h *handler) getLock(w http.ResponseWriter, r *http.Request) {
 	}
 	h.onLeader(w, r, nil, func() {
 		l, ok, err := h.store.Get(r.Context(), key)
-		if err != nil {
-			writeError(w, err)
-			return
-		}
-		if !ok {
-			writeError(w, errNotFound)
-			return
-		}
+		answerLock(w, r, l, ok, err)
+	})
+}
+
+// answerLock answers a read of one key (GET /v1/lock, a watch): its lock
+// as the caller may see it, or 404 when nobody holds it.
+func answerLock(w http.ResponseWriter, r *http.Request, l api.Lock, held bool, err error) {
+	switch {
+	case err != nil:
+		writeError(w, err)
+	case !held:
+		writeError(w, errNotFound)
+	default:
 		showLock(caller(r), &l)
 		writeJSON(w, http.StatusOK, l)
-	})
+	}
 }
 
 func (h *handler) listLocks(w http.ResponseWriter, r *http.Request) {

@@ -50,14 +50,5 @@ func (h *handler) watch(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	l, held, err := watcher.Watch(r.Context(), key, q.Get("seen"), wait)
-	if err != nil {
-		writeError(w, err)
-		return
-	}
-	if !held {
-		writeError(w, errNotFound)
-		return
-	}
-	showLock(caller(r), &l)
-	writeJSON(w, http.StatusOK, l)
+	answerLock(w, r, l, held, err)
 }
