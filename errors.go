@@ -66,6 +66,11 @@ const (
 	// ErrUnauthorized or ErrForbidden matches too. The grant is left to
 	// its TTL: a release would be refused alike.
 	ErrLostRefused = drivers.ErrLostRefused
+	// ErrLostMaxHold: the grant reached the cap on total hold time given
+	// by WithMaxHold. The backend refuses to extend it past the cap, so
+	// the callback is told a safety margin before the cap, however well
+	// refreshes go.
+	ErrLostMaxHold = drivers.ErrLostMaxHold
 )
 
 // NotAcquiredError says which key could not be acquired. It matches

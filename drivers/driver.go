@@ -44,8 +44,9 @@ type Driver interface {
 // chance of re-granting it.
 //
 // Extend sets the deadline of key to now+ttl if and only if owner holds it
-// and it has not expired. It never creates a lock: extending a lock that is
-// gone returns false.
+// and it has not expired, never past the grant's cap (Request.MaxHold):
+// the deadline becomes min(now+ttl, cap). It never creates a lock:
+// extending a lock that is gone returns false.
 //
 // Fallback when a driver lacks it: the Manager refreshes with an Acquire
 // by the same owner, after checking that the fence it gets back is the fence it

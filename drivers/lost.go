@@ -33,6 +33,10 @@ const (
 	// ErrForbidden. The backend still holds the grant until its TTL runs
 	// out.
 	ErrLostRefused
+	// ErrLostMaxHold: the grant reached its cap on total hold time
+	// (WithMaxHold): the backend lets no refresh take it past the cap, so
+	// the holder is told a safety margin before the cap, refreshing or not.
+	ErrLostMaxHold
 )
 
 func (r LostReason) Error() string { return "lock: lost: " + r.text() }
@@ -53,6 +57,8 @@ func (r LostReason) text() string {
 		return "manager closed or shut down while the lock was held"
 	case ErrLostRefused:
 		return "credentials refused: the backend refused the refresh (token revoked, or no longer allowed the key)"
+	case ErrLostMaxHold:
+		return "max hold: the grant reached its cap on total hold time, which no refresh extends"
 	default:
 		return "no longer held by this owner"
 	}

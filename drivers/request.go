@@ -21,6 +21,17 @@ type Request struct {
 	TTL time.Duration
 	// Claim is how each key is held; the zero Claim is a mutex.
 	Claim Claim
+	// MaxHold, when not zero, caps the total time each grant can be held:
+	// a grant made at t (on the backend's clock) lasts at most until
+	// t+MaxHold, however often it is refreshed. The backend enforces it
+	// itself: a new grant's deadline is min(t+TTL, t+MaxHold); a refresh
+	// (Extend, or an Acquire by the owner of a key it holds) sets
+	// min(now+TTL, t+MaxHold) and keeps the cap of the first grant, so a
+	// wedged holder's refresh loop cannot outlast it; at t+MaxHold the
+	// grant ends like an expiry and the key passes to the next waiter. A
+	// waiter's cap counts from the moment it is granted. Drivers that
+	// declare Capabilities.MaxHold serve it; 0 means no cap.
+	MaxHold time.Duration
 	// Wait queues Owner first come, first served for what it cannot take
 	// now, and makes Acquire return once every key is granted, or when
 	// ctx ends. Without it Acquire answers at once.
@@ -114,4 +125,10 @@ type Capabilities struct {
 	// step when every key is free (Sets), and otherwise waits for the keys
 	// one at a time, in sorted order.
 	SetWait bool
+	// MaxHold: the backend enforces Request.MaxHold itself (it records
+	// each grant's cap and no refresh goes past it). Fallback: none; the
+	// Manager refuses a request with a cap with an error matching
+	// ErrUnsupported, since a cap the holder alone enforces is no cap
+	// against a wedged holder.
+	MaxHold bool
 }

@@ -32,6 +32,10 @@ type AcquireRequest struct {
 	TTL   time.Duration
 	// Claim is how each key is held; the zero Claim is a mutex.
 	Claim Claim
+	// MaxHold, when not zero, caps each grant's total hold time on the
+	// engine's clock (drivers.Request.MaxHold): no refresh takes its
+	// deadline past grant time + MaxHold.
+	MaxHold time.Duration
 	// Wait queues Owner FIFO for what it cannot take now.
 	Wait bool
 }
