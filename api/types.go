@@ -37,6 +37,12 @@ type AcquireRequest struct {
 	KeepMillis int64  `json:"keep_ms,omitempty"`
 	Semaphore  uint32 `json:"semaphore,omitempty"`
 	Mode       string `json:"mode,omitempty"`
+	// MaxHoldMillis, when not 0, caps the total time each grant of the
+	// request can be held, counted from the moment it is granted: no
+	// extend or repeated acquire takes its deadline past that, and at the
+	// cap the grant ends like an expiry (drivers.Request.MaxHold). At
+	// most MaxHoldLimitMillis. A refresh keeps the first grant's cap.
+	MaxHoldMillis int64 `json:"max_hold_ms,omitempty"`
 }
 
 // Names are the keys r names: Keys, or Key alone.
@@ -46,6 +52,10 @@ func (r AcquireRequest) Names() []string {
 	}
 	return []string{r.Key}
 }
+
+// MaxHoldLimitMillis is the longest AcquireRequest.MaxHoldMillis: a
+// week, the longest TTL (drivers.MaxTTL).
+const MaxHoldLimitMillis = 7 * 24 * 3600 * 1000
 
 // MaxKeepMillis caps AcquireRequest.KeepMillis.
 const MaxKeepMillis = 10_000
