@@ -349,6 +349,9 @@ func (m *model) info(key string) (Info, bool) {
 	}
 	in := Info{Grant: n.blocker(false), Waiters: len(n.queue)}
 	if n.claim.Kind == Mutex {
+		for _, q := range n.queue {
+			in.Queue = append(in.Queue, QueuedWaiter{Owner: q.owner})
+		}
 		return in, true
 	}
 	s := &Shared{Kind: n.claim.Kind, Limit: n.claim.Limit}

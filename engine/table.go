@@ -465,19 +465,24 @@ func (t *table) get(key string) (Info, bool) {
 func (e *entry) info() Info {
 	in := Info{Grant: e.first.grant(e.key), Waiters: e.waiters()}
 	q := e.queue
-	if q == nil || q.kind == Mutex {
+	if q == nil {
+		return in
+	}
+	var queue []QueuedWaiter
+	if n := q.line.len(); n > 0 {
+		queue = make([]QueuedWaiter, 0, n)
+		for w := range q.line.all() {
+			queue = append(queue, QueuedWaiter{Owner: w.owner, Write: w.write})
+		}
+	}
+	if q.kind == Mutex {
+		in.Queue = queue
 		return in
 	}
 	hs := e.byFence()
-	s := &Shared{Kind: q.kind, Limit: q.limit, Holders: make([]Grant, len(hs)), Writer: q.writer}
+	s := &Shared{Kind: q.kind, Limit: q.limit, Holders: make([]Grant, len(hs)), Writer: q.writer, Queue: queue}
 	for i := range hs {
 		s.Holders[i] = hs[i].grant(e.key)
-	}
-	if n := q.line.len(); n > 0 {
-		s.Queue = make([]QueuedWaiter, 0, n)
-		for w := range q.line.all() {
-			s.Queue = append(s.Queue, QueuedWaiter{Owner: w.owner, Write: w.write})
-		}
 	}
 	in.Shared = s
 	return in

@@ -3,6 +3,7 @@ package engine
 import (
 	"errors"
 	"fmt"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -109,14 +110,14 @@ func TestTable_Operations(t *testing.T) {
 			setup:    []Command{acq("k", "a", ttl, t0)},
 			cmd:      acqWait("k", "b", ttl, t0),
 			want:     Result{Queued: true, Grant: grantOf("k", "a", 1, t0+100), Grants: one(Grant{})},
-			wantInfo: &Info{Grant: grantOf("k", "a", 1, t0+100), Waiters: 1},
+			wantInfo: &Info{Grant: grantOf("k", "a", 1, t0+100), Waiters: 1, Queue: []QueuedWaiter{{Owner: "b"}}},
 		},
 		{
 			name:     "an owner already queued is not queued twice",
 			setup:    []Command{acq("k", "a", ttl, t0), acqWait("k", "b", ttl, t0)},
 			cmd:      acqWait("k", "b", ttl, t0),
 			want:     Result{Queued: true, Grant: grantOf("k", "a", 1, t0+100)},
-			wantInfo: &Info{Grant: grantOf("k", "a", 1, t0+100), Waiters: 1},
+			wantInfo: &Info{Grant: grantOf("k", "a", 1, t0+100), Waiters: 1, Queue: []QueuedWaiter{{Owner: "b"}}},
 		},
 		{
 			name:     "acquire with wait by the holder refreshes",
@@ -132,14 +133,14 @@ func TestTable_Operations(t *testing.T) {
 			setup:    []Command{acq("k", "a", ttl, t0), acqWait("k", "b", ttl, t0), acqWait("k", "c", ttl, t0)},
 			cmd:      acq("k", "c", ttl, t0+100),
 			want:     Result{Grant: grantOf("k", "b", 2, t0+200), Handoffs: one(grantOf("k", "b", 2, t0+200))},
-			wantInfo: &Info{Grant: grantOf("k", "b", 2, t0+200), Waiters: 1},
+			wantInfo: &Info{Grant: grantOf("k", "b", 2, t0+200), Waiters: 1, Queue: []QueuedWaiter{{Owner: "c"}}},
 		},
 		{
 			name:     "expired key acquired by the head of the queue",
 			setup:    []Command{acq("k", "a", ttl, t0), acqWait("k", "b", ttl, t0), acqWait("k", "c", ttl, t0)},
 			cmd:      acq("k", "b", 2*ttl, t0+100),
 			want:     Result{OK: true, Grant: grantOf("k", "b", 2, t0+300), Grants: one(grantOf("k", "b", 2, t0+300)), Handoffs: one(grantOf("k", "b", 2, t0+300))},
-			wantInfo: &Info{Grant: grantOf("k", "b", 2, t0+300), Waiters: 1},
+			wantInfo: &Info{Grant: grantOf("k", "b", 2, t0+300), Waiters: 1, Queue: []QueuedWaiter{{Owner: "c"}}},
 		},
 		{
 			name:     "expired key with no waiters is free",
@@ -178,7 +179,7 @@ func TestTable_Operations(t *testing.T) {
 			setup:    []Command{acq("k", "a", ttl, t0), acqWait("k", "b", 300, t0), acqWait("k", "c", ttl, t0)},
 			cmd:      rel("k", "a", t0+10),
 			want:     Result{OK: true, Handoffs: one(grantOf("k", "b", 2, t0+310))},
-			wantInfo: &Info{Grant: grantOf("k", "b", 2, t0+310), Waiters: 1},
+			wantInfo: &Info{Grant: grantOf("k", "b", 2, t0+310), Waiters: 1, Queue: []QueuedWaiter{{Owner: "c"}}},
 		},
 		{
 			name:     "hand-off takes the command fence",
@@ -317,7 +318,7 @@ func TestTable_Operations(t *testing.T) {
 			want:       Result{Grant: grantOf("k", "a", 1, t0+100)},
 			wantErr:    drivers.ErrFull,
 			wantMsg:    "engine: waiter limit 1 reached",
-			wantInfo:   &Info{Grant: grantOf("k", "a", 1, t0+100), Waiters: 1},
+			wantInfo:   &Info{Grant: grantOf("k", "a", 1, t0+100), Waiters: 1, Queue: []QueuedWaiter{{Owner: "b"}}},
 		},
 		{name: "empty key", cmd: acq("", "a", ttl, t0), wantErr: drivers.ErrInvalid},
 		{name: "empty owner", cmd: acq("k", "", ttl, t0), wantErr: drivers.ErrInvalid},
@@ -351,7 +352,7 @@ func TestTable_Operations(t *testing.T) {
 			switch {
 			case tc.wantInfo == nil && ok:
 				t.Fatalf("k = %+v, want absent", info)
-			case tc.wantInfo != nil && (!ok || info != *tc.wantInfo):
+			case tc.wantInfo != nil && (!ok || !reflect.DeepEqual(info, *tc.wantInfo)):
 				t.Fatalf("k = %+v (present %v), want %+v", info, ok, *tc.wantInfo)
 			}
 			checkTable(t, tb)

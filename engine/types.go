@@ -74,6 +74,9 @@ type Info struct {
 	// Shared is set for a semaphore or read/write lock: every holder and
 	// waiter (Grant is then its holder with the earliest deadline).
 	Shared *Shared
+	// Queue is a mutex's waiters in order (a shared name's are
+	// Shared.Queue), so that a reader can say who waits for whom.
+	Queue []QueuedWaiter
 }
 
 // Waiter is an owner queued for a key.
