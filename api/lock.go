@@ -27,12 +27,13 @@ type Lock struct {
 	// it answered. On the wire it is remaining_ms, whole milliseconds
 	// rounded down (a grant about to expire shows 0).
 	Remaining time.Duration
-	// Waiters is the number of requests queued for the key.
+	// Waiters is the number of requests queued for the key; Queue names
+	// them in order where the backend tells them.
 	Waiters int
 	// Kind is "semaphore" or "rwlock" for a shared key, "" for a mutex;
 	// Limit a semaphore's most holders. Owner, Fence and Remaining are
-	// then those of the holder whose grant ends first, Holders every
-	// holder (by fence) and Queue the waiters in order.
+	// then those of the holder whose grant ends first and Holders every
+	// holder (by fence). Queue is the waiters in order, of any kind.
 	Kind    string
 	Limit   uint32
 	Holders []Holder
@@ -50,10 +51,17 @@ type Holder struct {
 	Mode string
 }
 
-// Waiting is one queued owner of a shared key.
+// Waiting is one queued owner of a key, in queue order.
 type Waiting struct {
 	Owner string `json:"owner"`
-	Mode  string `json:"mode,omitempty"`
+	// Holder is who the owner says it is (drivers.HolderOf), as
+	// Lock.Holder: the party WaitsFor links.
+	Holder string `json:"holder,omitempty"`
+	Mode   string `json:"mode,omitempty"`
+	// AgeMillis is how long it has waited, in whole milliseconds rounded
+	// down, where the backend knows it (a cluster node: since the entry
+	// that queued it, as that node applied it); 0 otherwise.
+	AgeMillis int64 `json:"age_ms,omitempty"`
 }
 
 // Kinds of a shared key (Lock.Kind).

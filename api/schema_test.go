@@ -25,6 +25,7 @@ var schemaTypes = map[string]reflect.Type{
 	"Holder":              reflect.TypeFor[holderJSON](),
 	"Waiting":             reflect.TypeFor[Waiting](),
 	"LockList":            reflect.TypeFor[LockList](),
+	"WaitEdge":            reflect.TypeFor[WaitEdge](),
 	"Status":              reflect.TypeFor[Status](),
 	"Peer":                reflect.TypeFor[Peer](),
 	"NodeInfo":            reflect.TypeFor[NodeInfo](),
