@@ -54,22 +54,29 @@ func (o *oneClaim) add(opt Option) error {
 	return nil
 }
 
-// makeClaim is the claim of Make's options, which may only be Semaphore,
-// Read or Write.
-func makeClaim(opts []Option) (drivers.Claim, error) {
+// makeOptions reads Make's options, which may only be Semaphore, Read or
+// Write (the claim) and WithMaxHold (the cap of every grant the handle
+// takes).
+func makeOptions(opts []Option) (drivers.Claim, time.Duration, error) {
 	var one oneClaim
+	var maxHold time.Duration
 	for _, opt := range opts {
 		switch opt.kind {
 		case optNone:
 		case optClaim:
 			if err := one.add(opt); err != nil {
-				return drivers.Claim{}, err
+				return drivers.Claim{}, 0, err
 			}
+		case optMaxHold:
+			if err := validateMaxHold(opt.d); err != nil {
+				return drivers.Claim{}, 0, err
+			}
+			maxHold = opt.d
 		default:
-			return drivers.Claim{}, &InvalidError{Field: "option", Reason: "Make takes only Semaphore, Read or Write; give the others to Lock.Block"}
+			return drivers.Claim{}, 0, &InvalidError{Field: "option", Reason: "Make takes only Semaphore, Read, Write or WithMaxHold; give the others to Lock.Block"}
 		}
 	}
-	return one.c, nil
+	return one.c, maxHold, nil
 }
 
 // claimOf returns the claim opt names, or an *InvalidError.
@@ -88,11 +95,20 @@ func (m *Manager) checkClaim(c drivers.Claim) error {
 	return nil
 }
 
+// checkMaxHold refuses a cap the driver cannot enforce: a cap only the
+// holder kept would not stop a wedged holder, so there is no fallback.
+func (m *Manager) checkMaxHold(d time.Duration) error {
+	if d != 0 && !m.caps.MaxHold {
+		return fmt.Errorf("%w: the %T driver cannot enforce a cap on total hold time (drivers.Capabilities.MaxHold)", ErrUnsupported, m.driver)
+	}
+	return nil
+}
+
 // request is the one acquire of l's key for owner, as l's claim says. Its
 // keys and the room for its fence are the handle's own (l.op serialises
 // the calls that use them), so that an acquire allocates no slice.
 func (l *Lock) request(owner string) drivers.Request {
-	return drivers.Request{Keys: l.keys[:], Owner: owner, TTL: l.ttl, Claim: l.claim, Fences: l.fences[:0]}
+	return drivers.Request{Keys: l.keys[:], Owner: owner, TTL: l.ttl, Claim: l.claim, MaxHold: l.maxHold, Fences: l.fences[:0]}
 }
 
 // acquireAt makes one acquire of l's key for owner, without waiting; when

@@ -72,12 +72,25 @@
 // Cause, reachable with errors.Is and errors.Unwrap), ErrLostRefused (a
 // refresh was refused for the credentials, a token revoked or no longer
 // allowed the key: told at once, not at the margin; the refusal is its
-// Cause, so ErrUnauthorized or ErrForbidden matches), ErrLostClosed (the
-// Manager was closed; it also matches ErrClosed). After ErrLostExpired and
+// Cause, so ErrUnauthorized or ErrForbidden matches), ErrLostMaxHold (the
+// grant reached its cap on total hold time, WithMaxHold: told the safety
+// margin before the cap, however well refreshes go, since the backend lets
+// no refresh pass it), ErrLostClosed (the Manager was closed; it also
+// matches ErrClosed). After ErrLostExpired, ErrLostMaxHold and
 // ErrLostUnreachable the backend may still hold the grant (a refresh whose
-// answer was lost may have been applied), so once the callback has
-// returned the Manager releases it, owner-guarded, instead of leaving the
-// key blocked until the TTL runs out.
+// answer was lost may have been applied; a cap is told early), so once the
+// callback has returned the Manager releases it, owner-guarded, instead of
+// leaving the key blocked until the TTL or the cap runs out.
+//
+// # A cap on total hold time
+//
+// A holder that is alive but wedged keeps refreshing its lock forever.
+// WithMaxHold caps how long a grant can be held, refreshes or not: the
+// backend records the cap when it grants the key and enforces it itself
+// (the cluster's state machine, the engine, the Redis scripts, the SQLite
+// transaction), so no refresh loop outlasts it, and the next waiter is
+// served at the cap. A driver that cannot enforce one refuses it
+// (ErrUnsupported).
 //
 // The signal is a request, not a guarantee: code that ignores its context
 // keeps running outside the lock. Work that must not continue after losing

@@ -33,6 +33,9 @@ type Lock struct {
 	// claim is how the handle holds its key: a mutex (zero), a semaphore's
 	// slot, a read/write lock's side.
 	claim drivers.Claim
+	// maxHold caps each grant's total hold time at the backend
+	// (WithMaxHold); 0: no cap.
+	maxHold time.Duration
 
 	mu        sync.Mutex // guards the fields below; never held across a backend call
 	owner     string
@@ -40,6 +43,10 @@ type Lock struct {
 	held      bool
 	lost      bool // the last grant was found gone (not released by us)
 	expiresAt time.Time
+	// capAt is the estimate of the grant's cap (maxHold counted from when
+	// its acquire was sent, so never later than the backend's); zero
+	// without a cap. expiresAt never passes it.
+	capAt time.Time
 }
 
 // Key returns the key as given to Make, without the Manager's prefix.
@@ -67,7 +74,9 @@ func (l *Lock) IsAcquired() bool {
 
 // ExpiresAt is a client-side estimate of when the backend will free the
 // lock: the TTL counted from when the last acquire or refresh was sent, so
-// it errs early, never late. It is the zero time when the lock is not held.
+// it errs early, never late, and never past the grant's cap (WithMaxHold,
+// counted from when the acquire was sent). It is the zero time when the
+// lock is not held.
 // Use it to decide when to refresh, not whether the lock is still held.
 //
 // A handle used outside Try and Block has no lost-lock signal: its holder
@@ -135,7 +144,7 @@ func (l *Lock) Acquire(ctx context.Context) (bool, error) {
 // arrival order; the others are polled every retry delay (WithRetryDelay).
 // WithTimeout, the refresh options, WithSafetyMargin, WithReleaseTimeout
 // and WithOwner do not apply here: timeout is the argument; Semaphore,
-// Read and Write belong to Make. On a handle that already holds the lock,
+// Read, Write and WithMaxHold belong to Make. On a handle that already holds the lock,
 // Block refreshes it, and waits for a new grant only if it was lost.
 // Once Shutdown has begun, Block returns ErrClosed.
 func (l *Lock) Block(ctx context.Context, timeout time.Duration, opts ...Option) error {
@@ -152,8 +161,8 @@ func (l *Lock) Block(ctx context.Context, timeout time.Duration, opts ...Option)
 	if err != nil {
 		return err
 	}
-	if o.claim != (drivers.Claim{}) {
-		return &InvalidError{Field: "option", Reason: "a handle's Semaphore, Read or Write is given to Make"}
+	if o.claim != (drivers.Claim{}) || o.maxHold != 0 {
+		return &InvalidError{Field: "option", Reason: "a handle's Semaphore, Read, Write or WithMaxHold is given to Make"}
 	}
 	l.op.Lock()
 	defer l.op.Unlock()
@@ -270,8 +279,33 @@ func (l *Lock) acquireLocked(ctx context.Context) (ok bool, notAcq *NotAcquiredE
 func (l *Lock) granted(owner string, fence uint64, sent time.Time) {
 	l.mu.Lock()
 	l.owner, l.fence, l.held, l.lost = owner, fence, true, false
-	l.expiresAt = sent.Add(l.ttl)
+	l.capAt = time.Time{}
+	if l.maxHold > 0 {
+		l.capAt = sent.Add(l.maxHold)
+	}
+	l.expiresAt = l.deadlineFrom(sent)
 	l.mu.Unlock()
+}
+
+// deadlineFrom is the estimated end of a grant refreshed (or made) by a
+// request sent at sent: the TTL from then, but never past the cap, which
+// no refresh moves. l.mu must be held.
+func (l *Lock) deadlineFrom(sent time.Time) time.Time {
+	d := sent.Add(l.ttl)
+	if !l.capAt.IsZero() && l.capAt.Before(d) {
+		return l.capAt
+	}
+	return d
+}
+
+// holdCap is the estimated cap of owner's grant, or the zero time.
+func (l *Lock) holdCap(owner string) time.Time {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.owner != owner {
+		return time.Time{}
+	}
+	return l.capAt
 }
 
 // current returns the grant the handle believes it holds.
@@ -340,7 +374,7 @@ func (l *Lock) refreshLocked(ctx context.Context) (bool, error) {
 func (l *Lock) extended(owner string, sent time.Time) {
 	l.mu.Lock()
 	if l.owner == owner && l.held {
-		l.expiresAt = sent.Add(l.ttl)
+		l.expiresAt = l.deadlineFrom(sent)
 	}
 	l.mu.Unlock()
 }

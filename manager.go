@@ -196,9 +196,10 @@ func (m *Manager) Close() error {
 
 // Make returns a handle on key with the given TTL, not acquired: call
 // Acquire or Block on it. opts may be Semaphore(n), Read() or Write(), to
-// hold the key in that way; other options go to Lock.Block. An invalid
-// key, TTL or option, or a claim the driver cannot serve
-// (ErrUnsupported), is reported by every call made on the handle.
+// hold the key in that way, and WithMaxHold, to cap each grant the handle
+// takes; other options go to Lock.Block. An invalid key, TTL or option,
+// or a claim or cap the driver cannot serve (ErrUnsupported), is reported
+// by every call made on the handle.
 func (m *Manager) Make(key string, ttl time.Duration, opts ...Option) *Lock {
 	l := &Lock{}
 	m.initLock(l, key, ttl)
@@ -208,9 +209,11 @@ func (m *Manager) Make(key string, ttl time.Duration, opts ...Option) *Lock {
 		l.invalid = err
 	} else if err := validateTTL(ttl); err != nil {
 		l.invalid = err
-	} else if l.claim, err = makeClaim(opts); err != nil {
+	} else if l.claim, l.maxHold, err = makeOptions(opts); err != nil {
 		l.invalid = err
 	} else if err := m.checkClaim(l.claim); err != nil {
+		l.invalid = err
+	} else if err := m.checkMaxHold(l.maxHold); err != nil {
 		l.invalid = err
 	}
 	return l

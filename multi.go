@@ -86,6 +86,9 @@ func (m *Manager) all(ctx context.Context, keys []string, ttl time.Duration, fn 
 	if o.claim.Kind != 0 {
 		return &InvalidError{Field: "option", Reason: "TryAll and BlockAll take mutexes only: Semaphore, Read and Write do not apply"}
 	}
+	if err := m.checkMaxHold(o.maxHold); err != nil {
+		return err
+	}
 	if wait && m.caps.SetWait {
 		if done, err := m.allInOneStep(ctx, keys, order, ttl, fn, &o, wait, true); done {
 			return err
@@ -131,7 +134,7 @@ func (m *Manager) multiCalls(order []string, ttl time.Duration, o *options) ([]*
 	for i, k := range order {
 		c := &call{}
 		m.initLock(&c.l, k, ttl)
-		c.l.fixedOwner = o.owner
+		c.l.fixedOwner, c.l.maxHold = o.owner, o.maxHold
 		calls[i], full[i] = c, c.l.fullKey()
 	}
 	return calls, full
@@ -150,7 +153,7 @@ func (m *Manager) allInOneStep(ctx context.Context, keys, order []string, ttl ti
 	}
 	calls, full := m.multiCalls(order, ttl, o)
 	first := &calls[0].l
-	r := drivers.Request{Keys: full, Owner: first.nextOwner(), TTL: ttl}
+	r := drivers.Request{Keys: full, Owner: first.nextOwner(), TTL: ttl, MaxHold: o.maxHold}
 	reqCtx := ctx
 	if queue {
 		if err := ctx.Err(); err != nil {

@@ -35,6 +35,7 @@ const (
 	optReleaseTimeout
 	optOwner
 	optClaim
+	optMaxHold
 )
 
 // WithTimeout sets how long Block waits for the lock before it gives up
@@ -90,6 +91,29 @@ func WithReleaseTimeout(d time.Duration) Option { return Option{kind: optRelease
 // owner must be non-empty valid UTF-8, at most drivers.MaxOwnerLen bytes.
 func WithOwner(owner string) Option { return Option{kind: optOwner, owner: owner} }
 
+// WithMaxHold caps the total time each grant of the call can be held,
+// however often it is refreshed: the backend itself records the cap when
+// it grants the key (counted from that moment) and lets no refresh take
+// the grant past it, so a holder that is alive but wedged, refreshing in
+// a loop, cannot keep the key longer. At the cap the grant ends like an
+// expiry and the next waiter is served.
+//
+// The callback's context is cancelled a safety margin before the cap
+// (WithSafetyMargin), refreshing or not, with a *LostError whose Reason
+// is ErrLostMaxHold; Lock.ExpiresAt never passes it. The holder counts
+// the cap from when it sent the acquire, so its estimate is never later
+// than the backend's; after a long wait for the key it is that much
+// early. The key is released when the callback returns.
+//
+// It applies to Try, Block, TryAll and BlockAll, and to Make, for every
+// acquire of the handle. d = 0 means no cap (the default); otherwise d is
+// at most drivers.MaxTTL and, for the calls with a callback, longer than
+// the safety margin. A backend that cannot enforce a cap itself
+// (drivers.Capabilities.MaxHold) refuses it with an error matching
+// ErrUnsupported before anything is taken: a cap the holder alone kept
+// would be no cap against a wedged holder.
+func WithMaxHold(d time.Duration) Option { return Option{kind: optMaxHold, d: d} }
+
 // MinInterval is the shortest retry delay and refresh interval accepted:
 // shorter ones would turn waiting and refreshing into a busy loop of
 // backend calls.
@@ -106,6 +130,7 @@ type options struct {
 	release      time.Duration // 0: the caller's ctx bounds the release
 	owner        string        // "": a fresh token per grant
 	claim        drivers.Claim // Semaphore, Read, Write: one of them, once
+	maxHold      time.Duration // 0: no cap (WithMaxHold)
 }
 
 // buildOptions applies opts and fills in the defaults that depend on ttl.
@@ -126,6 +151,13 @@ func buildOptions(ttl time.Duration, opts []Option) (options, error) {
 				return o, err
 			}
 			o.owner = opt.owner
+			continue
+		}
+		if opt.kind == optMaxHold {
+			if err := validateMaxHold(opt.d); err != nil {
+				return o, err
+			}
+			o.maxHold = opt.d
 			continue
 		}
 		if opt.kind == optSafetyMargin {
@@ -162,6 +194,11 @@ func buildOptions(ttl time.Duration, opts []Option) (options, error) {
 	}
 	if !o.marginSet {
 		o.margin = ttl / 5
+	}
+	// A cap no longer than the margin would leave the callback no time:
+	// its context would be cancelled as it starts.
+	if o.maxHold > 0 && o.maxHold <= o.margin {
+		return o, &InvalidError{Field: "max hold", Reason: fmt.Sprintf("%v must be longer than the safety margin %v", o.maxHold, o.margin)}
 	}
 	if o.refresh {
 		if o.refreshEvery == 0 {

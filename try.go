@@ -30,8 +30,8 @@ type Func func(ctx context.Context, l *Lock) error
 // cancelled and Try returns the *LostError; an error fn returned as well,
 // other than the cancellation itself, stays reachable with errors.Is.
 //
-// Options: WithRefresh, WithRefreshEvery and WithSafetyMargin; the waiting
-// options are ignored.
+// Options: WithRefresh, WithRefreshEvery, WithSafetyMargin and
+// WithMaxHold; the waiting options are ignored.
 func (m *Manager) Try(ctx context.Context, key string, ttl time.Duration, fn Func, opts ...Option) error {
 	c, o, err := m.prepare(key, ttl, fn, opts)
 	if err != nil {
@@ -101,9 +101,12 @@ func (m *Manager) prepare(key string, ttl time.Duration, fn Func, opts []Option)
 	if err := m.checkClaim(o.claim); err != nil {
 		return nil, options{}, err
 	}
+	if err := m.checkMaxHold(o.maxHold); err != nil {
+		return nil, options{}, err
+	}
 	c := &call{}
 	m.initLock(&c.l, key, ttl)
-	c.l.fixedOwner, c.l.claim = o.owner, o.claim
+	c.l.fixedOwner, c.l.claim, c.l.maxHold = o.owner, o.claim, o.maxHold
 	return c, o, nil
 }
 
@@ -178,11 +181,13 @@ func (m *Manager) finish(ctx context.Context, h *heldWatch) error {
 }
 
 // releaseLost releases the grant that h reported lost, when the backend may
-// still hold it for r's owner: the estimate errs early (ErrLostExpired),
-// and a refresh whose answer was lost (a timeout here) may still have been
-// applied there and extended the grant (ErrLostUnreachable). Either way the
-// next holder would otherwise wait for up to a whole TTL. The release is
-// owner-guarded: it never frees someone else's grant.
+// still hold it for r's owner: the estimate errs early (ErrLostExpired,
+// and ErrLostMaxHold, told a safety margin before a cap counted from the
+// sending), and a refresh whose answer was lost (a timeout here) may still
+// have been applied there and extended the grant (ErrLostUnreachable).
+// Either way the next holder would otherwise wait for up to a whole TTL,
+// or the margin. The release is owner-guarded: it never frees someone
+// else's grant.
 //
 // After an expiry the backend is presumably reachable, and the release is
 // made before Try or Block returns (while the caller's ctx lives); after an
@@ -190,7 +195,7 @@ func (m *Manager) finish(ctx context.Context, h *heldWatch) error {
 // at once. Close cancels it and waits for it.
 func (m *Manager) releaseLost(ctx context.Context, h *heldWatch, lost *LostError) {
 	switch lost.Reason {
-	case ErrLostExpired:
+	case ErrLostExpired, ErrLostMaxHold:
 		h.l.releaseOwner(ctx, h.owner)
 	case ErrLostUnreachable:
 		h.l.cleanUp(h.owner)

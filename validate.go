@@ -37,6 +37,20 @@ func validateTTL(ttl time.Duration) error {
 	return nil
 }
 
+// validateMaxHold checks a cap on total hold time (WithMaxHold): 0 is
+// none, else a duration in the TTL's range, which every backend records.
+func validateMaxHold(d time.Duration) error {
+	switch {
+	case d < 0:
+		return &InvalidError{Field: "max hold", Reason: fmt.Sprintf("must not be negative, got %v", d)}
+	case d > 0 && d < drivers.MinTTL:
+		return &InvalidError{Field: "max hold", Reason: fmt.Sprintf("must be 0 (no cap) or at least %v, got %v", drivers.MinTTL, d)}
+	case d > drivers.MaxTTL:
+		return &InvalidError{Field: "max hold", Reason: fmt.Sprintf("must be at most %v, got %v", drivers.MaxTTL, d)}
+	}
+	return nil
+}
+
 // validateOwner checks an owner token given with WithOwner.
 func validateOwner(owner string) error {
 	switch {

@@ -26,6 +26,7 @@ func (h *heldWatch) init(l *Lock, owner string, fence uint64, cancel context.Can
 		Refresh: o.refresh,
 		Every:   o.refreshEvery,
 		Margin:  o.margin,
+		Cap:     l.holdCap(owner),
 	})
 }
 

@@ -18,7 +18,10 @@ var errNoAnswer = drivers.Unavailable("refresh", fmt.Errorf("no answer in time: 
 // until stopped. A refresh that finds the lock gone loses it at once, and
 // so does one refused for the credentials (refused); any other backend
 // error is retried at half the interval until the stop point, where
-// checkExpiry loses it with the error as the cause.
+// checkExpiry loses it with the error as the cause. Once the grant's
+// estimated expiry is its cap (Options.Cap) no refresh can move it: the
+// loop ends, and the registry's timer loses the grant at the cap's stop
+// point.
 func (w *Watch) RefreshWhileHeld() {
 	defer close(w.loop.done)
 	timer := time.NewTimer(w.opts.Every)
@@ -35,6 +38,10 @@ func (w *Watch) RefreshWhileHeld() {
 			return
 		case Lost:
 			w.lose(drivers.ErrLostTaken, nil)
+			return
+		}
+		expiresAt = w.capped(expiresAt)
+		if w.atCap(expiresAt) {
 			return
 		}
 		stop := expiresAt.Add(-w.opts.Margin)

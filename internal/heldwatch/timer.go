@@ -131,12 +131,18 @@ func (w *Watch) checkExpiry() {
 		w.lose(drivers.ErrLostTaken, nil)
 		return
 	}
-	if stop := expiresAt.Add(-w.opts.Margin); time.Now().Before(stop) { // refreshed since
+	if stop := w.stopPoint(expiresAt); time.Now().Before(stop) { // refreshed since
 		d := monoOf(stop)
 		w.deadline.Store(d)
 		w.reg.watch(d)
 		return
 	}
 	w.deadline.Store(0)
+	if w.atCap(expiresAt) {
+		// The stop point is the cap's: no refresh could have moved it,
+		// whether refreshes went well or not.
+		w.lose(drivers.ErrLostMaxHold, nil)
+		return
+	}
 	w.lose(w.expiryReason())
 }

@@ -51,6 +51,11 @@ type Options struct {
 	Refresh bool          // extend the grant every Every while the callback runs
 	Every   time.Duration // the refresh interval
 	Margin  time.Duration // the stop point is this long before the estimated expiry
+	// Cap is the grant's cap on total hold time as the holder estimates
+	// it (never later than the backend's), or the zero time: no estimated
+	// expiry counts past it, refreshes stop once the grant reaches it, and
+	// the stop point it sets is a loss of reason ErrLostMaxHold.
+	Cap time.Time
 }
 
 // Watch watches the lock held for one callback of Try or Block.
@@ -118,11 +123,33 @@ func (w *Watch) Refreshes() bool { return w.opts.Refresh }
 // nothing to watch: the callback's context is cancelled by then anyway,
 // and refreshes only move the stop point later.
 func (w *Watch) Arm(ctx context.Context, expiresAt time.Time) {
-	stop := expiresAt.Add(-w.opts.Margin)
+	stop := w.stopPoint(expiresAt)
 	if deadline, ok := ctx.Deadline(); ok && !deadline.After(stop) {
 		return
 	}
 	w.deadline.Store(monoOf(stop))
+}
+
+// capped is expiresAt held to the cap: the backend lets no grant outlive
+// it.
+func (w *Watch) capped(expiresAt time.Time) time.Time {
+	if !w.opts.Cap.IsZero() && w.opts.Cap.Before(expiresAt) {
+		return w.opts.Cap
+	}
+	return expiresAt
+}
+
+// atCap reports whether a grant estimated to expire at expiresAt ends at
+// its cap, where no refresh moves it.
+func (w *Watch) atCap(expiresAt time.Time) bool {
+	return !w.opts.Cap.IsZero() && !expiresAt.Before(w.opts.Cap)
+}
+
+// stopPoint is the last moment the holder can be told in time, for a
+// grant estimated to expire at expiresAt: a margin before that, or before
+// the cap.
+func (w *Watch) stopPoint(expiresAt time.Time) time.Time {
+	return w.capped(expiresAt).Add(-w.opts.Margin)
 }
 
 // Abandon gives up a watch that was never registered: the refresher it
