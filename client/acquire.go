@@ -34,7 +34,7 @@ import (
 // owner may ask again and a late release would free its new grant.
 //
 // A node of an older release refuses the fields it does not know (keys,
-// semaphore, mode) with a 400, and a cluster with a member that cannot
+// semaphore, mode, max_hold_ms) with a 400, and a cluster with a member that cannot
 // apply the claim yet answers 501: both are errors matching
 // drivers.ErrUnsupported, having taken nothing. A single key's mutex is
 // v0.1.0's request, which every node serves.
@@ -56,9 +56,12 @@ func (c *Client) Acquire(ctx context.Context, req drivers.Request) (drivers.Gran
 }
 
 // Capabilities declares what Acquire serves: everything but
-// InstantAcquire (an acquire is a round trip).
+// InstantAcquire (an acquire is a round trip). The cap on total hold time
+// (MaxHold) is the node's to enforce: its state machine records each
+// grant's cap, and a node too old to know max_hold_ms refuses it (501, or
+// a 400 read as ErrUnsupported).
 func (c *Client) Capabilities() drivers.Capabilities {
-	return drivers.Capabilities{Wait: true, Shared: true, Sets: true, SetWait: true}
+	return drivers.Capabilities{Wait: true, Shared: true, Sets: true, SetWait: true, MaxHold: true}
 }
 
 // checkRequest is checkKeyOwner for every key of req, and their number.
@@ -77,7 +80,7 @@ func checkRequest(req drivers.Request) error {
 // acquireOnce is one request of req, waiting up to wait and keeping its
 // places keep. A refusal is the node's *drivers.NotAcquiredError.
 func (c *Client) acquireOnce(ctx context.Context, req drivers.Request, wait, keep time.Duration) ([]uint64, error) {
-	body := api.AcquireRequest{Owner: req.Owner, TTLMillis: api.Millis(req.TTL), WaitMillis: api.Millis(wait), KeepMillis: api.Millis(keep)}
+	body := api.AcquireRequest{Owner: req.Owner, TTLMillis: api.Millis(req.TTL), WaitMillis: api.Millis(wait), KeepMillis: api.Millis(keep), MaxHoldMillis: api.Millis(req.MaxHold)}
 	if len(req.Keys) == 1 {
 		body.Key = req.Keys[0] // v0.1.0's body: every node serves it
 	} else {
@@ -115,13 +118,14 @@ func (c *Client) acquireOnce(ctx context.Context, req drivers.Request, wait, kee
 
 // olderNode says what a node's refusal of a field of the acquire body
 // that its release does not know means (an older release: v0.1.0 knows
-// key, owner, ttl_ms and wait_ms): the request is unsupported there.
+// key, owner, ttl_ms and wait_ms; max_hold_ms came later still): the
+// request is unsupported there.
 // keep_ms is left to refusedKeep, which sends the wait again without it.
 func olderNode(err error) error {
 	if !errors.Is(err, drivers.ErrInvalid) {
 		return err
 	}
-	for _, f := range []string{"keys", "semaphore", "mode"} {
+	for _, f := range []string{"keys", "semaphore", "mode", "max_hold_ms"} {
 		if strings.Contains(err.Error(), `unknown field "`+f+`"`) {
 			return fmt.Errorf("%w: the node does not know %s (an older release): %w", drivers.ErrUnsupported, f, err)
 		}

@@ -25,28 +25,30 @@ type feature struct {
 }
 
 // acquireKeysFeature: every acquire as one entry (engine.OpAcquireKeys),
-// of any claim and of several keys.
-var acquireKeysFeature = feature{api.FeatureAcquireKeys, "acquire", "semaphores, read/write locks and several keys in one step"}
+// of any claim, of several keys and with a cap on total hold time (the
+// entry's MaxHold, which v0.1.0's acquire entry has no room for).
+var acquireKeysFeature = feature{api.FeatureAcquireKeys, "acquire", "semaphores, read/write locks, several keys in one step and caps on total hold time"}
 
 // featurePoll is how often a leader asks the members that have not said
 // they apply acquireKeysFeature, until every one has (see learnFeatures).
 const featurePoll = time.Second
 
-// acquireEntry is the log entry of req: one acquire entry of every key and
-// its claim once every member is known to apply it. Before, during a
-// rolling upgrade from v0.1.0, a single key's mutex is v0.1.0's acquire
-// entry, written without asking anyone (learnFeatures asks in the
-// background), and any other claim asks the members first (supported):
-// 501 while one runs an older release.
+// acquireEntry is the log entry of req: one acquire entry of every key,
+// its claim and its cap once every member is known to apply it. Before,
+// during a rolling upgrade from v0.1.0, a single key's mutex without a cap
+// is v0.1.0's acquire entry, written without asking anyone (learnFeatures
+// asks in the background), and any other request asks the members first
+// (supported): 501 while one runs an older release. A capped request is
+// never written as v0.1.0's entry, which would drop the cap.
 func (n *Node) acquireEntry(ctx context.Context, req httpapi.Request) (fsm.Entry, error) {
-	mutex := len(req.Keys) == 1 && req.Claim == (drivers.Claim{})
-	if mutex && !n.known(acquireKeysFeature) {
+	plain := len(req.Keys) == 1 && req.Claim == (drivers.Claim{}) && req.MaxHold == 0
+	if plain && !n.known(acquireKeysFeature) {
 		return fsm.Entry{Op: engine.OpAcquire, Key: req.Keys[0], Owner: req.Owner, TTL: req.TTL}, nil
 	}
 	if err := n.supported(ctx, acquireKeysFeature); err != nil {
 		return fsm.Entry{}, err
 	}
-	return fsm.Entry{Op: engine.OpAcquireKeys, Keys: req.Keys, Owner: req.Owner, TTL: req.TTL, Claim: req.Claim}, nil
+	return fsm.Entry{Op: engine.OpAcquireKeys, Keys: req.Keys, Owner: req.Owner, TTL: req.TTL, Claim: req.Claim, MaxHold: req.MaxHold}, nil
 }
 
 // known reports whether every member of the raft configuration is known

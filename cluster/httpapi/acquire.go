@@ -62,6 +62,10 @@ func checkAcquire(r *http.Request, body api.AcquireRequest) (Request, error) {
 	if err := checkWait(body.WaitMillis, body.KeepMillis); err != nil {
 		return Request{}, err
 	}
+	maxHold, err := checkMaxHold(body.MaxHoldMillis)
+	if err != nil {
+		return Request{}, err
+	}
 	claim, err := claimOf(body)
 	if err != nil {
 		return Request{}, err
@@ -70,7 +74,7 @@ func checkAcquire(r *http.Request, body api.AcquireRequest) (Request, error) {
 	if err != nil {
 		return Request{}, err
 	}
-	return Request{Keys: body.Names(), Owner: owner, TTL: ttl, Claim: claim, Wait: waitOf(r, body.WaitMillis, body.KeepMillis)}, nil
+	return Request{Keys: body.Names(), Owner: owner, TTL: ttl, Claim: claim, MaxHold: maxHold, Wait: waitOf(r, body.WaitMillis, body.KeepMillis)}, nil
 }
 
 // checkKeys checks that body names key or keys, not both, and that keys

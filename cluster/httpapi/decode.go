@@ -285,6 +285,15 @@ func checkTTL(ms int64) (time.Duration, error) {
 	return ttl, nil
 }
 
+// checkMaxHold checks an acquire's max_hold_ms: 0 (no cap) or a duration
+// in the TTL's range, as api.MaxHoldLimitMillis says.
+func checkMaxHold(ms int64) (time.Duration, error) {
+	if ms < 0 || ms > api.MaxHoldLimitMillis {
+		return 0, invalidf("max_hold_ms", "%d is out of range [0, %d] (0: no cap)", ms, int64(api.MaxHoldLimitMillis))
+	}
+	return api.Duration(ms), nil
+}
+
 // parseQuery reads a GET request's query as strictly as a body is read:
 // a malformed escape, an unknown parameter or a repeated one is a 400,
 // not silently dropped (r.URL.Query would drop it and, say, list every

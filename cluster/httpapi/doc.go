@@ -23,10 +23,10 @@
 // status, force-release, membership, debug, metrics), or for a key
 // outside its prefixes, is answered 403 forbidden, naming the right.
 //
-//	POST /v1/acquire        {"key"|"keys","owner","ttl_ms","wait_ms","keep_ms","semaphore"|"mode"}
+//	POST /v1/acquire        {"key"|"keys","owner","ttl_ms","wait_ms","keep_ms","semaphore"|"mode","max_hold_ms"}
 //	                                                           -> {"key","owner","fence","ttl_ms"[,"locks"]}
-//	                        (keys: all or none, in one entry; 501 unsupported for keys or a
-//	                        shared claim while a member cannot apply them)
+//	                        (keys: all or none, in one entry; 501 unsupported for keys, a
+//	                        shared claim or a cap while a member cannot apply them)
 //	POST /v1/release        {"key","owner"}                    -> {"released"}
 //	POST /v1/extend         {"key","owner","ttl_ms"}           -> {"extended","ttl_ms"}
 //	POST /v1/force-release  {"key"}                            -> {"released"}

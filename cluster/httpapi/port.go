@@ -22,13 +22,16 @@ type Wait struct {
 
 // Request is one acquire as the handler has checked it: 1 to
 // api.MaxAcquireKeys distinct valid keys, the owner to record (see Store),
-// a TTL in range, a valid claim (the zero Claim: a mutex) and its wait.
+// a TTL in range, a valid claim (the zero Claim: a mutex), the cap on each
+// grant's total hold time (zero: none; else at most
+// api.MaxHoldLimitMillis) and its wait.
 type Request struct {
-	Keys  []string
-	Owner string
-	TTL   time.Duration
-	Claim drivers.Claim
-	Wait  Wait
+	Keys    []string
+	Owner   string
+	TTL     time.Duration
+	Claim   drivers.Claim
+	MaxHold time.Duration
+	Wait    Wait
 }
 
 // waitOf is the Wait the wait_ms and keep_ms of r's acquire ask for.
@@ -68,9 +71,11 @@ type Store interface {
 	// is refreshed. With req.Wait.For > 0 it waits up to that (the Store
 	// may cap it), first come first served for the whole set: the free
 	// keys are taken and the busy ones queued for in one step; should the
-	// wait run out, it keeps the places req.Wait.Keep. It returns the
-	// fences in the order of req.Keys. A cluster that cannot apply the
-	// claim yet (a member of an older release) answers an error matching
+	// wait run out, it keeps the places req.Wait.Keep. Each grant lasts
+	// at most req.MaxHold from when it is made, however it is refreshed
+	// (drivers.Request.MaxHold). It returns the fences in the order of
+	// req.Keys. A cluster that cannot apply the claim or the cap yet (a
+	// member of an older release) answers an error matching
 	// drivers.ErrUnsupported (501).
 	Acquire(ctx context.Context, req Request) (fences []uint64, err error)
 	// Release frees key if owner holds it; released reports whether it did.
