@@ -110,8 +110,17 @@ func (d *Driver) step(ctx context.Context, w *waitState, queue bool) (stepOutcom
 		if !out.done {
 			hold = lease
 		}
+		// A grant's cap counts from the moment the request is granted: a
+		// set's keys taken while it waits get theirs once it has them all
+		// (until then they live a place's lease), and a set's places none
+		// until then; a key owner held before keeps the cap it had.
+		var capUS int64
+		placeMaxHold := req.MaxHold.Microseconds()
+		if out.done {
+			capUS = capAt(t.nowUS, req.MaxHold.Microseconds())
+		}
 		if n > 1 {
-			placeTTL = waiterLease.Microseconds()
+			placeTTL, placeMaxHold = waiterLease.Microseconds(), 0
 		}
 		kind, lim, excl := claimArgs(req.Claim)
 		w.taking = w.taking[:0]
@@ -119,11 +128,13 @@ func (d *Driver) step(ctx context.Context, w *waitState, queue bool) (stepOutcom
 			switch {
 			case take[i]:
 				w.taking = append(w.taking, k)
-				refs[i], held[i] = t.grant(k, req.Owner, hold, req.Claim), true
+				refs[i], held[i] = t.grant(k, req.Owner, hold, capUS, req.Claim), true
+			case held[i] && w.started && !w.before[k]:
+				t.queue(holdSQL, k, req.Owner, hold, !out.done, orNull(capUS))
 			case held[i]:
-				t.queue(holdSQL, k, req.Owner, hold, !out.done)
+				t.queue(holdSQL, k, req.Owner, hold, !out.done, nil)
 			default:
-				t.queue(enqueueSQL, k, req.Owner, kind, lim, excl, lease, placeTTL)
+				t.queue(enqueueSQL, k, req.Owner, kind, lim, excl, lease, placeTTL, placeMaxHold)
 			}
 		}
 		return nil
@@ -346,7 +357,7 @@ func (d *Driver) leaveTx(ctx context.Context, w *waitState) {
 			}
 			if g := find(s.grants, req.Owner); g >= 0 {
 				if w.before[k] {
-					t.queue(holdSQL, k, req.Owner, t.nowUS+max(req.TTL.Microseconds(), 1), false)
+					t.queue(holdSQL, k, req.Owner, t.nowUS+max(req.TTL.Microseconds(), 1), false, nil)
 				} else {
 					t.queue(dropSQL, k, req.Owner)
 					s.grants = append(s.grants[:g], s.grants[g+1:]...)

@@ -125,9 +125,11 @@ func (d *Driver) enter(ctx context.Context, op string) error {
 }
 
 // Capabilities: every claim, sets, and waits for one key or a set, all
-// first come, first served across every process on the database.
+// first come, first served across every process on the database; the cap
+// on total hold time, kept in each grant's row (cap_us) and applied by
+// every statement that sets a deadline.
 func (d *Driver) Capabilities() drivers.Capabilities {
-	return drivers.Capabilities{Wait: true, Shared: true, Sets: true, SetWait: true}
+	return drivers.Capabilities{Wait: true, Shared: true, Sets: true, SetWait: true, MaxHold: true}
 }
 
 // oneShot runs one statement that changes key in a transaction of its
@@ -182,7 +184,7 @@ func (d *Driver) ForceRelease(ctx context.Context, key string) error {
 }
 
 // Extend sets the deadline of owner's live grant of key to ttl from the
-// database's now; it never grants anew.
+// database's now, never past the grant's cap; it never grants anew.
 func (d *Driver) Extend(ctx context.Context, key, owner string, ttl time.Duration) (bool, error) {
 	var n int64
 	err := d.oneShot(ctx, "extend", key, extendSQL, []any{key, owner, max(ttl.Microseconds(), 1)}, func(q *pgx.QueuedQuery) {

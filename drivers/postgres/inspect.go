@@ -17,8 +17,8 @@ var _ drivers.Lister = (*Driver)(nil)
 // prefix $1 with a live grant, bytewise in order.
 const listSQL = `WITH ks AS (SELECT DISTINCT key COLLATE "C" AS k FROM zerotal_lock.grants
 	WHERE starts_with(key, $1::text) AND expires_us > zerotal_lock.now_us() ORDER BY 1 LIMIT $2::integer)
-SELECT key, false, owner, fence, expires_us, kind, lim, excl, 0::bigint FROM zerotal_lock.grants WHERE key IN (SELECT k FROM ks)
-UNION ALL SELECT key, true, owner, ttl_us, alive_us, kind, lim, excl, seq FROM zerotal_lock.queue WHERE key IN (SELECT k FROM ks)`
+SELECT key, false, owner, fence, expires_us, kind, lim, excl, 0::bigint, coalesce(cap_us, 0) FROM zerotal_lock.grants WHERE key IN (SELECT k FROM ks)
+UNION ALL SELECT key, true, owner, ttl_us, alive_us, kind, lim, excl, seq, max_hold_us FROM zerotal_lock.queue WHERE key IN (SELECT k FROM ks)`
 
 // Inspect describes key: its claim, its live grants by fence and its
 // queue in order, read at one moment. ok is false when nobody holds it.

@@ -41,6 +41,8 @@ func runChild(mode string) int {
 			err = childHold(ctx, d)
 		case "hammer":
 			err = childHammer(ctx, d)
+		case "wait":
+			err = childWait(ctx, d)
 		default:
 			err = fmt.Errorf("unknown child %q", mode)
 		}
@@ -61,6 +63,18 @@ func childHold(ctx context.Context, d *postgres.Driver) error {
 		return fmt.Errorf("acquire: %v %v", g, err)
 	}
 	fmt.Printf("held %d\n", g.Fence())
+	_, _ = io.Copy(io.Discard, os.Stdin)
+	return nil
+}
+
+// childWait waits for the key, prints "got FENCE" once it has it and
+// waits for stdin to close.
+func childWait(ctx context.Context, d *postgres.Driver) error {
+	g, err := d.Acquire(ctx, drivers.Request{Keys: []string{os.Getenv(childKey)}, Owner: newOwner(), TTL: 30 * time.Second, Wait: true})
+	if err != nil || !g.Acquired {
+		return fmt.Errorf("acquire wait: %v %v", g, err)
+	}
+	fmt.Printf("got %d\n", g.Fence())
 	_, _ = io.Copy(io.Discard, os.Stdin)
 	return nil
 }

@@ -12,7 +12,7 @@ import (
 // schemaVersion is the version this package writes and reads.
 // migrations[i] takes a database from version i to version i+1; a later
 // version appends to the list and never edits an entry already released.
-const schemaVersion = 1
+const schemaVersion = 2
 
 // ErrSchemaTooNew: the database holds a lock schema of a newer version
 // than this package knows. Upgrade every process before the newest one
@@ -57,6 +57,14 @@ var migrations = []string{
 		PRIMARY KEY (key, owner)
 	);
 	CREATE INDEX ON zerotal_lock.queue (alive_us);`,
+	// 1 -> 2: the cap on total hold time (drivers.Request.MaxHold).
+	// grants.cap_us is the database's time past which no refresh takes
+	// the grant, NULL for none (least() passes over a NULL, so a deadline
+	// clamped to it is unchanged); queue.max_hold_us is a waiter's cap,
+	// counted from its grant, 0 for none. A process of version 1 still
+	// running writes no cap and ignores one: upgrade every process.
+	`ALTER TABLE zerotal_lock.grants ADD COLUMN cap_us bigint;
+	ALTER TABLE zerotal_lock.queue ADD COLUMN max_hold_us bigint NOT NULL DEFAULT 0;`,
 }
 
 // schemaLock is the transaction-scoped advisory lock that serialises the

@@ -28,8 +28,34 @@ type row struct {
 	pending   *uint64 // a grant written in this transaction: its fence once it runs
 	expiresUS int64   // a grant's deadline, or a place's lease
 	claim     drivers.Claim
+	capUS     int64 // a grant's cap on its deadline, 0 for none
 	ttlUS     int64 // a place's TTL, given to its grant
+	maxHoldUS int64 // a place's MaxHold, its grant's cap from the grant on
 	seq       int64 // a place's order
+}
+
+// capAt is the cap of a grant made at nowUS for maxHoldUS, 0 for none.
+func capAt(nowUS, maxHoldUS int64) int64 {
+	if maxHoldUS <= 0 {
+		return 0
+	}
+	return nowUS + maxHoldUS
+}
+
+// within is a deadline no later than capUS (0: no cap).
+func within(expiresUS, capUS int64) int64 {
+	if capUS > 0 {
+		return min(expiresUS, capUS)
+	}
+	return expiresUS
+}
+
+// orNull is a cap as a statement's argument: NULL for none.
+func orNull(capUS int64) any {
+	if capUS <= 0 {
+		return nil
+	}
+	return capUS
 }
 
 // keyState is a key's live grants, by fence, and places, in order.

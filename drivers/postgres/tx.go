@@ -33,12 +33,12 @@ func (t *txn) wake(key string) {
 	}
 }
 
-// grant queues a new grant of key to owner; its fence is known once the
-// transaction has run.
-func (t *txn) grant(key, owner string, expiresUS int64, c drivers.Claim) *uint64 {
+// grant queues a new grant of key to owner until expiresUS, never past
+// capUS (0: no cap); its fence is known once the transaction has run.
+func (t *txn) grant(key, owner string, expiresUS, capUS int64, c drivers.Claim) *uint64 {
 	fence := new(uint64)
 	kind, lim, excl := claimArgs(c)
-	t.queue(grantSQL, key, owner, expiresUS, kind, lim, excl).QueryRow(func(r pgx.Row) error {
+	t.queue(grantSQL, key, owner, within(expiresUS, capUS), kind, lim, excl, orNull(capUS)).QueryRow(func(r pgx.Row) error {
 		var f int64
 		err := r.Scan(&f)
 		*fence = uint64(f)
@@ -48,14 +48,15 @@ func (t *txn) grant(key, owner string, expiresUS int64, c drivers.Claim) *uint64
 }
 
 // admit lets the head of key's queue in while it fits, each waiter for
-// its own TTL, and wakes the key's waiters: those let in find their grant
-// at their next look.
+// its own TTL and with its own cap from now, and wakes the key's waiters:
+// those let in find their grant at their next look.
 func (t *txn) admit(key string) {
 	s := t.states[key]
 	n := s.admitted()
 	for _, p := range s.places[:n] {
-		p.expiresUS = t.nowUS + p.ttlUS
-		p.pending = t.grant(key, p.owner, p.expiresUS, p.claim)
+		p.capUS = capAt(t.nowUS, p.maxHoldUS)
+		p.expiresUS = within(t.nowUS+p.ttlUS, p.capUS)
+		p.pending = t.grant(key, p.owner, p.expiresUS, p.capUS, p.claim)
 		t.queue(dequeueSQL, key, p.owner)
 		s.grants = append(s.grants, p)
 	}
@@ -139,7 +140,8 @@ func scanState(rows pgx.Rows, t *txn) error {
 		var kind int16
 		var lim int32
 		var excl bool
-		if err := rows.Scan(&key, &place, &r.owner, &fenceOrTTL, &r.expiresUS, &kind, &lim, &excl, &r.seq); err != nil {
+		var capOrMaxHold int64
+		if err := rows.Scan(&key, &place, &r.owner, &fenceOrTTL, &r.expiresUS, &kind, &lim, &excl, &r.seq, &capOrMaxHold); err != nil {
 			return err
 		}
 		s := t.states[key]
@@ -153,10 +155,10 @@ func scanState(rows pgx.Rows, t *txn) error {
 		}
 		r.claim = claimOf(kind, lim, excl)
 		if place {
-			r.ttlUS = fenceOrTTL
+			r.ttlUS, r.maxHoldUS = fenceOrTTL, capOrMaxHold
 			s.places = append(s.places, r)
 		} else {
-			r.fence = uint64(fenceOrTTL)
+			r.fence, r.capUS = uint64(fenceOrTTL), capOrMaxHold
 			s.grants = append(s.grants, r)
 		}
 	}
