@@ -147,3 +147,58 @@ func (t *tarjan) visit(v string) {
 	}
 	t.ncomps++
 }
+
+// ListOf is the answer of GET /v1/locks for locks: with holder set, only
+// the locks that party holds or waits for (a substring of its holder or
+// owner), and the wait-for edges and cycles of every lock of locks, with
+// holder set only the edges of the locks kept and the cycles they are on.
+func ListOf(locks []Lock, truncated bool, holder string) LockList {
+	edges, cycles := WaitsFor(locks)
+	if holder == "" {
+		return LockList{Locks: locks, Truncated: truncated, Edges: edges, Cycles: cycles}
+	}
+	kept := map[string]bool{}
+	var out []Lock
+	for _, l := range locks {
+		if involves(l, holder) {
+			out = append(out, l)
+			kept[l.Key] = true
+		}
+	}
+	var es []WaitEdge
+	onKept := map[string]bool{}
+	for _, e := range edges {
+		if kept[e.Key] {
+			es = append(es, e)
+			if e.InCycle {
+				onKept[e.From], onKept[e.To] = true, true
+			}
+		}
+	}
+	var cs [][]string
+	for _, c := range cycles {
+		if slices.ContainsFunc(c, func(p string) bool { return onKept[p] }) {
+			cs = append(cs, c)
+		}
+	}
+	return LockList{Locks: out, Truncated: truncated, Edges: es, Cycles: cs}
+}
+
+// involves reports whether a holder or waiter of l names holder.
+func involves(l Lock, holder string) bool {
+	has := func(owner, h string) bool { return strings.Contains(h, holder) || strings.Contains(owner, holder) }
+	if has(l.Owner, l.Holder) {
+		return true
+	}
+	for _, h := range l.Holders {
+		if has(h.Owner, h.Holder) {
+			return true
+		}
+	}
+	for _, q := range l.Queue {
+		if has(q.Owner, q.Holder) {
+			return true
+		}
+	}
+	return false
+}

@@ -154,3 +154,21 @@ func reachable(edges []api.WaitEdge, from string) map[string]bool {
 	}
 	return out
 }
+
+func TestListOf_HolderKeepsItsLocksAndTheirCycles(t *testing.T) {
+	locks := []api.Lock{
+		{Key: "a", Owner: "tA:A", Holder: "A", Queue: waiting("B")},
+		{Key: "b", Owner: "tB:B", Holder: "B", Queue: waiting("A")},
+		{Key: "c", Owner: "tC:C", Holder: "C", Queue: waiting("D")},
+	}
+	got := api.ListOf(locks, true, "A")
+	if len(got.Locks) != 2 || got.Locks[0].Key != "a" || got.Locks[1].Key != "b" || !got.Truncated {
+		t.Fatalf("locks %+v truncated %v, want a and b, truncated", got.Locks, got.Truncated)
+	}
+	if len(got.Edges) != 2 || !got.Edges[0].InCycle || !reflect.DeepEqual(got.Cycles, [][]string{{"A", "B"}}) {
+		t.Fatalf("edges %+v cycles %v, want A→B and B→A on the cycle [A B]", got.Edges, got.Cycles)
+	}
+	if all := api.ListOf(locks, false, ""); len(all.Locks) != 3 || len(all.Edges) != 3 {
+		t.Fatalf("no filter: %d locks, %d edges, want 3 and 3", len(all.Locks), len(all.Edges))
+	}
+}

@@ -48,6 +48,7 @@ func (n *Node) tableLock(ctx context.Context, op, key string, now int64) (api.Lo
 		return api.Lock{}, false, nil
 	}
 	lock, held := heldLock(info, now)
+	n.watches.ages.fill(&lock, now)
 	return lock, held, nil
 }
 
@@ -70,6 +71,7 @@ func (n *Node) listLocks(ctx context.Context, l *leadership, prefix string, limi
 	locks := make([]api.Lock, 0, len(infos))
 	for _, in := range infos {
 		if lock, held := heldLock(in, now); held {
+			n.watches.ages.fill(&lock, now)
 			locks = append(locks, lock)
 		}
 	}
@@ -84,7 +86,7 @@ func heldLock(in engine.Info, now int64) (lock api.Lock, held bool) {
 	s := in.Shared
 	if s == nil {
 		return api.Lock{Key: in.Key, Owner: in.Owner, Holder: drivers.HolderOf(in.Owner), Fence: in.Fence,
-			Remaining: time.Duration(in.Deadline - now), Waiters: in.Waiters}, in.Deadline > now
+			Remaining: time.Duration(in.Deadline - now), Waiters: in.Waiters, Queue: apiQueue(in.Queue, false)}, in.Deadline > now
 	}
 	lock = api.Lock{Key: in.Key, Waiters: in.Waiters, Limit: s.Limit, Kind: api.KindSemaphore}
 	mode := ""
@@ -105,17 +107,25 @@ func heldLock(in engine.Info, now int64) (lock api.Lock, held bool) {
 			lock.Owner, lock.Holder, lock.Fence, lock.Remaining = g.Owner, drivers.HolderOf(g.Owner), g.Fence, time.Duration(g.Deadline-now)
 		}
 	}
-	for _, w := range s.Queue {
-		q := api.Waiting{Owner: w.Owner}
-		if s.Kind == engine.RWLock {
+	lock.Queue = apiQueue(s.Queue, s.Kind == engine.RWLock)
+	return lock, len(lock.Holders) > 0
+}
+
+// apiQueue is a key's waiters as the API reports them, each with its mode
+// when the key is a read/write lock (rw).
+func apiQueue(ws []engine.QueuedWaiter, rw bool) []api.Waiting {
+	var out []api.Waiting
+	for _, w := range ws {
+		q := api.Waiting{Owner: w.Owner, Holder: drivers.HolderOf(w.Owner)}
+		if rw {
 			q.Mode = api.ModeRead
 			if w.Write {
 				q.Mode = api.ModeWrite
 			}
 		}
-		lock.Queue = append(lock.Queue, q)
+		out = append(out, q)
 	}
-	return lock, len(lock.Holders) > 0
+	return out
 }
 
 // status describes this node and its view of the cluster, leader or not.

@@ -13,12 +13,23 @@ import (
 // keyWatches wakes the watches of keys (GET /v1/watch) when an applied
 // entry touches them: a grant, a release, an extend, a force-release, an
 // expiry or a hand-off. Every node applies every entry, so every node can
-// serve a watch from its own table, without the leader.
-type keyWatches struct{ keywatch.Set }
+// serve a watch from its own table, without the leader. The table as a
+// whole is watched as one more key, tableKey, woken by every entry that
+// touches a key (the live lock page), and ages records when each waiter
+// was queued (ages.go).
+type keyWatches struct {
+	keywatch.Set
+	ages waitAges
+}
 
-// applied wakes the watches of every key a touches. It runs in the FSM
-// goroutine (onApply) and never blocks.
+// tableKey is the key of the whole table's watchers in the Set: no lock
+// has it, since a key is never empty.
+const tableKey = ""
+
+// applied wakes the watches of every key a touches, and the table's. It
+// runs in the FSM goroutine (onApply) and never blocks.
 func (w *keyWatches) applied(a fsm.Applied) {
+	w.ages.applied(a)
 	if !w.Watched() {
 		return
 	}
@@ -34,9 +45,22 @@ func (w *keyWatches) applied(a fsm.Applied) {
 			w.Notify(h.Key)
 		}
 	}
+	if a.Entry.Key != "" || a.Entry.AcquireKeys() != nil {
+		w.Notify(tableKey)
+	}
 }
 
-var _ httpapi.Watcher = apiStore{}
+var (
+	_ httpapi.Watcher      = apiStore{}
+	_ httpapi.TableWatcher = apiStore{}
+)
+
+// TableChanged returns a channel closed at the next applied entry that
+// touches a key on this node, leader or not, and stop, to call once the
+// caller no longer waits for it.
+func (s apiStore) TableChanged() (changed <-chan struct{}, stop func()) {
+	return s.n.watches.Changed(tableKey)
+}
 
 // Watch answers when key's holders on this node's table are no longer
 // those seen names (api.HoldersSeen), or when wait passes, or ctx

@@ -68,6 +68,6 @@ func showLock(c *access.Credential, l *api.Lock) {
 		l.Holders[i].Owner, l.Holders[i].Holder = shownOwner(c, l.Holders[i].Owner)
 	}
 	for i := range l.Queue {
-		l.Queue[i].Owner, _ = shownOwner(c, l.Queue[i].Owner)
+		l.Queue[i].Owner, l.Queue[i].Holder = shownOwner(c, l.Queue[i].Owner)
 	}
 }

@@ -53,7 +53,7 @@ func answerLock(w http.ResponseWriter, r *http.Request, l api.Lock, held bool, e
 }
 
 func (h *handler) listLocks(w http.ResponseWriter, r *http.Request) {
-	q, err := parseQuery(r, "prefix", "limit")
+	q, err := parseQuery(r, "prefix", "limit", "holder")
 	if err != nil {
 		writeError(w, err)
 		return
@@ -71,17 +71,29 @@ func (h *handler) listLocks(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	h.onLeader(w, r, nil, func() {
-		locks, truncated, err := h.store.List(r.Context(), q.Get("prefix"), limit)
+		list, err := h.lockList(r, q.Get("prefix"), q.Get("holder"), limit)
 		if err != nil {
 			writeError(w, err)
 			return
 		}
-		c := caller(r)
-		for i := range locks {
-			showLock(c, &locks[i])
-		}
-		writeJSON(w, http.StatusOK, api.LockList{Locks: locks, Truncated: truncated})
+		writeJSON(w, http.StatusOK, list)
 	})
+}
+
+// lockList reads up to limit held keys under prefix on the leader, shows
+// each as r's credential may see it, and links them by who waits for
+// whom (api.ListOf), keeping those holder names when it is set: the
+// answer of GET /v1/locks and the table of the lock page.
+func (h *handler) lockList(r *http.Request, prefix, holder string, limit int) (api.LockList, error) {
+	locks, truncated, err := h.store.List(r.Context(), prefix, limit)
+	if err != nil {
+		return api.LockList{}, err
+	}
+	c := caller(r)
+	for i := range locks {
+		showLock(c, &locks[i])
+	}
+	return api.ListOf(locks, truncated, holder), nil
 }
 
 // status answers GET /v1/status from this node, leader or not.
