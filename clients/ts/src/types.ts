@@ -30,6 +30,16 @@ export interface LockGrant {
   busy?: { key: string } & HeldBy;
 }
 
+/** Who holds a key and who waits for it, as a driver's inspect tells. */
+export interface Holding {
+  /** What the key is held as (for an rwlock, write is unused). */
+  claim: Claim;
+  /** The grants, by fence; ttl is seconds left on each lease. */
+  holders: { owner: string; fence: number; ttl: number; write: boolean }[];
+  /** The queued owners, first come first served. */
+  waiters: { owner: string; write: boolean }[];
+}
+
 /**
  * The contract of a storage backend; every method atomic at the backend.
  * The first four are the seed's; claim is the one acquire with fences,
