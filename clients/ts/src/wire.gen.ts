@@ -10,6 +10,7 @@ export interface AcquireRequest {
   keep_ms?: number;
   semaphore?: number;
   mode?: "read" | "write";
+  max_hold_ms?: number;
 }
 
 /** The answer to a granted acquire: key and fence of the one key (or of the first of keys); locks, when the request named keys, each key with its fence in the request's order. */
@@ -79,16 +80,28 @@ export interface Holder {
   mode?: "read" | "write";
 }
 
-/** One queued owner of a semaphore or read/write lock. */
+/** One queued owner of a key, in queue order. */
 export interface Waiting {
   owner: string;
+  holder?: string;
   mode?: "read" | "write";
+  age_ms?: number;
 }
 
 /** GET /v1/locks. */
 export interface LockList {
   locks: Lock[];
   truncated: boolean;
+  edges?: WaitEdge[];
+  cycles?: string[][];
+}
+
+/** One edge of GET /v1/locks' wait-for graph: from waits for key, which to holds. */
+export interface WaitEdge {
+  from: string;
+  to: string;
+  key: string;
+  in_cycle?: boolean;
 }
 
 /** GET /v1/status. */
@@ -162,5 +175,6 @@ export interface ErrorBody {
 export const limits = {
   "AcquireRequest.keys.maxItems": 64,
   "AcquireRequest.keep_ms.maximum": 10000,
-  "AcquireRequest.semaphore.maximum": 4294967295
+  "AcquireRequest.semaphore.maximum": 4294967295,
+  "AcquireRequest.max_hold_ms.maximum": 604800000
 } as const;
