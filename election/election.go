@@ -9,6 +9,11 @@
 // leader stops before another can start. Standing again is one more call
 // to Campaign; no process has to exit.
 //
+// WithMaxHold caps how long one leadership lasts, however well its lease
+// is kept: the backend ends the lease at the cap, so a leader that is
+// alive but wedged cannot keep the election, and its Context ends (with a
+// *lock.LostError of reason lock.ErrLostMaxHold) a safety margin before.
+//
 // The term of a leadership is the lock's fence: strictly increasing for
 // one election, so that a resource that remembers the highest term it has
 // seen can refuse the writes of a deposed leader.
@@ -81,30 +86,62 @@ const campaignWait = time.Minute
 // Election is one named election on a Manager. It is safe for concurrent
 // use; each Campaign is a candidate of its own.
 type Election struct {
-	m    *lock.Manager
-	name string
-	ttl  time.Duration
+	m       *lock.Manager
+	name    string
+	ttl     time.Duration
+	maxHold time.Duration // 0: leaderships without a cap
 }
+
+// Option tunes an election. Build it with the With functions; the zero
+// Option does nothing.
+type Option struct {
+	maxHold time.Duration
+}
+
+// WithMaxHold caps each leadership of the election at d, however well its
+// lease is refreshed (lock.WithMaxHold): the backend ends the lease at the
+// cap, so another candidate leads from then on, and the leader's Context
+// ends a safety margin (a fifth of the TTL) before, with a
+// *lock.LostError of reason lock.ErrLostMaxHold. d must be longer than
+// that margin and at most drivers.MaxTTL; a backend that cannot enforce a
+// cap (drivers.Capabilities.MaxHold) makes New fail with an error
+// matching lock.ErrUnsupported. The cap counts from when the winning
+// campaign's request was sent, so a candidate that waited long to lead
+// leads for that much less.
+func WithMaxHold(d time.Duration) Option { return Option{maxHold: d} }
 
 // New returns the election name on m, with leaderships leased for ttl (0:
 // DefaultTTL) and kept refreshed. The name is a lock key: it takes the
 // Manager's prefix, and must not be used as a lock by anything else.
-func New(m *lock.Manager, name string, ttl time.Duration) (*Election, error) {
+// opts may cap each leadership (WithMaxHold).
+func New(m *lock.Manager, name string, ttl time.Duration, opts ...Option) (*Election, error) {
 	if m == nil {
 		return nil, errors.New("election: nil Manager")
 	}
 	if ttl == 0 {
 		ttl = DefaultTTL
 	}
+	e := &Election{m: m, name: name, ttl: ttl}
+	for _, o := range opts {
+		if o.maxHold != 0 {
+			e.maxHold = o.maxHold
+		}
+	}
 	// The checks of the lock itself: a key the backend takes, a TTL in
-	// range.
-	if err := m.Make(name, ttl).Err(); err != nil {
+	// range, a cap the backend enforces.
+	if err := m.Make(name, ttl, lock.WithMaxHold(e.maxHold)).Err(); err != nil {
 		return nil, fmt.Errorf("election: %w", err)
+	}
+	// The lock's default safety margin, which Campaign keeps: a cap no
+	// longer would end every leadership as it began.
+	if margin := ttl / 5; e.maxHold != 0 && e.maxHold <= margin {
+		return nil, fmt.Errorf("election: %w", &lock.InvalidError{Field: "max hold",
+			Reason: fmt.Sprintf("%v must be longer than the lease's safety margin %v (a fifth of the TTL)", e.maxHold, margin)})
 	}
 	if _, ok := m.Driver().(drivers.Inspector); !ok {
 		return nil, fmt.Errorf("election: the %T backend cannot say who holds a key: %w", m.Driver(), drivers.ErrUnsupported)
 	}
-	return &Election{m: m, name: name, ttl: ttl}, nil
+	return e, nil
 }
 
 // Name is the election's name.
@@ -175,7 +212,7 @@ func (e *Election) Campaign(ctx context.Context, value string) (*Leadership, err
 				case <-l.resign:
 				}
 				return nil
-			}, lock.WithOwner(owner), lock.WithRefresh(), lock.WithTimeout(campaignWait))
+			}, lock.WithOwner(owner), lock.WithRefresh(), lock.WithTimeout(campaignWait), lock.WithMaxHold(e.maxHold))
 			if errors.Is(err, lock.ErrNotAcquired) && run.Err() == nil && !l.leading() {
 				continue // the wait's bound passed: wait again
 			}
@@ -222,8 +259,9 @@ func (l *Leadership) leading() bool { return l.ctx != nil }
 
 // Context is cancelled when the leadership ends: by Resign (cause
 // ErrResigned), by the loss of the lease (a *lock.LostError, before the
-// backend could hand the lease on), or by the Manager's Close. Work done
-// as leader runs on it.
+// backend could hand the lease on; of reason lock.ErrLostMaxHold at the
+// election's cap, WithMaxHold), or by the Manager's Close. Work done as
+// leader runs on it.
 func (l *Leadership) Context() context.Context { return l.ctx }
 
 // Term is the leadership's fence: pass it to resources that must refuse
