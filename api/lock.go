@@ -27,6 +27,11 @@ type Lock struct {
 	// it answered. On the wire it is remaining_ms, whole milliseconds
 	// rounded down (a grant about to expire shows 0).
 	Remaining time.Duration
+	// Age is how long the grant has been held, where the backend knows
+	// it (a cluster node: since the entry that made it, as that node
+	// applied it); 0 otherwise. On the wire it is age_ms, whole
+	// milliseconds rounded down, absent when 0.
+	Age time.Duration
 	// Waiters is the number of requests queued for the key; Queue names
 	// them in order where the backend tells them.
 	Waiters int
@@ -49,6 +54,7 @@ type Holder struct {
 	// Mode is ModeRead or ModeWrite for a read/write lock, "" for a
 	// semaphore.
 	Mode string
+	Age  time.Duration // as Lock.Age
 }
 
 // Waiting is one queued owner of a key, in queue order.
@@ -77,6 +83,7 @@ type lockJSON struct {
 	Holder          string       `json:"holder,omitempty"`
 	Fence           uint64       `json:"fence"`
 	RemainingMillis int64        `json:"remaining_ms"`
+	AgeMillis       int64        `json:"age_ms,omitempty"`
 	Waiters         int          `json:"waiters"`
 	Kind            string       `json:"kind,omitempty"`
 	Limit           uint32       `json:"limit,omitempty"`
@@ -90,6 +97,7 @@ type holderJSON struct {
 	Fence           uint64 `json:"fence"`
 	RemainingMillis int64  `json:"remaining_ms"`
 	Mode            string `json:"mode,omitempty"`
+	AgeMillis       int64  `json:"age_ms,omitempty"`
 }
 
 func millisDown(d time.Duration) int64 { return max(int64(d/time.Millisecond), 0) }
@@ -97,9 +105,10 @@ func millisDown(d time.Duration) int64 { return max(int64(d/time.Millisecond), 0
 // MarshalJSON writes l with its remaining times in whole milliseconds.
 func (l Lock) MarshalJSON() ([]byte, error) {
 	w := lockJSON{Key: l.Key, Owner: l.Owner, Holder: l.Holder, Fence: l.Fence,
-		RemainingMillis: millisDown(l.Remaining), Waiters: l.Waiters, Kind: l.Kind, Limit: l.Limit, Queue: l.Queue}
+		RemainingMillis: millisDown(l.Remaining), AgeMillis: millisDown(l.Age), Waiters: l.Waiters, Kind: l.Kind, Limit: l.Limit, Queue: l.Queue}
 	for _, h := range l.Holders {
-		w.Holders = append(w.Holders, holderJSON{Owner: h.Owner, Holder: h.Holder, Fence: h.Fence, RemainingMillis: millisDown(h.Remaining), Mode: h.Mode})
+		w.Holders = append(w.Holders, holderJSON{Owner: h.Owner, Holder: h.Holder, Fence: h.Fence, RemainingMillis: millisDown(h.Remaining), Mode: h.Mode,
+			AgeMillis: millisDown(h.Age)})
 	}
 	return json.Marshal(w)
 }
@@ -110,10 +119,11 @@ func (l *Lock) UnmarshalJSON(b []byte) error {
 	if err := json.Unmarshal(b, &w); err != nil {
 		return err
 	}
-	*l = Lock{Key: w.Key, Owner: w.Owner, Holder: w.Holder, Fence: w.Fence, Remaining: Duration(w.RemainingMillis), Waiters: w.Waiters,
-		Kind: w.Kind, Limit: w.Limit, Queue: w.Queue}
+	*l = Lock{Key: w.Key, Owner: w.Owner, Holder: w.Holder, Fence: w.Fence, Remaining: Duration(w.RemainingMillis), Age: Duration(w.AgeMillis),
+		Waiters: w.Waiters, Kind: w.Kind, Limit: w.Limit, Queue: w.Queue}
 	for _, h := range w.Holders {
-		l.Holders = append(l.Holders, Holder{Owner: h.Owner, Holder: h.Holder, Fence: h.Fence, Remaining: Duration(h.RemainingMillis), Mode: h.Mode})
+		l.Holders = append(l.Holders, Holder{Owner: h.Owner, Holder: h.Holder, Fence: h.Fence, Remaining: Duration(h.RemainingMillis), Mode: h.Mode,
+			Age: Duration(h.AgeMillis)})
 	}
 	return nil
 }

@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"strconv"
 	"sync"
 	"time"
 
@@ -9,102 +10,133 @@ import (
 	"github.com/zerotal/lock/fsm"
 )
 
-// waitAges is when each waiter of a key was queued: the time (engine
-// time, nanoseconds) of the entry that queued it, as this node applied
-// it, for the ages a listing shows. It is what the node saw, not
-// replicated state: a waiter queued before the node restored a snapshot
-// or started has no age (0), and a listing shows none for it.
+// tableAges is when each grant was made and each waiter queued: the time
+// (engine time, nanoseconds) of the entry that did it, as this node
+// applied it, for the ages a listing shows. It is what the node saw, not
+// replicated state: a grant or waiter from before the node restored a
+// snapshot or started has no age (0), and a listing shows none for it.
 //
-// An entry is forgotten when a hand-off lets its waiter in or a
-// cancel-wait removes it, and, for a key a listing reads, when the
-// waiter is no longer in the key's queue. Beyond maxWaitAges entries
-// (waiters that left in a way not seen, of keys nobody lists) all are
-// forgotten: the ages are a courtesy, the queue itself is the engine's.
-type waitAges struct {
-	mu    sync.Mutex
-	since map[string]map[string]int64 // key → owner → queued at
-	n     int
+// A waiter is forgotten when a hand-off lets it in or a cancel-wait
+// removes it; for a key a listing reads, the grants and waiters it no
+// longer has are forgotten. Beyond maxAges entries of either kind (what
+// left in a way not seen, of keys nobody lists) all of that kind are
+// forgotten: the ages are a courtesy, the table itself is the engine's.
+type tableAges struct {
+	mu      sync.Mutex
+	grants  ageSet // key → fence → granted at
+	waiters ageSet // key → owner → queued at
 }
 
-const maxWaitAges = 1 << 16
+const maxAges = 1 << 16
 
-// applied records the waiters the applied entry a queued and forgets
-// those it let in or removed. It runs in the FSM goroutine.
-func (w *waitAges) applied(a fsm.Applied) {
-	queued := a.Result.Queued
-	if !queued && len(a.Result.Handoffs) == 0 && a.Entry.Op != engine.OpCancelWait {
+// applied records the grants and waiters the applied entry a made and
+// forgets the waiters it let in or removed. It runs in the FSM goroutine.
+func (t *tableAges) applied(a fsm.Applied) {
+	granted := a.Result.OK && a.Entry.AcquireKeys() != nil
+	if !granted && !a.Result.Queued && len(a.Result.Handoffs) == 0 && a.Entry.Op != engine.OpCancelWait {
 		return
 	}
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if queued {
-		for i, key := range a.Entry.AcquireKeys() {
-			if i < len(a.Result.Grants) && a.Result.Grants[i] == (engine.Grant{}) {
-				w.add(key, a.Entry.Owner, a.Entry.Now)
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	now := a.Entry.Now
+	for i, key := range a.Entry.AcquireKeys() {
+		switch {
+		case i >= len(a.Result.Grants):
+		case a.Result.Grants[i] == (engine.Grant{}):
+			if a.Result.Queued {
+				t.waiters.add(key, a.Entry.Owner, now) // a waiter that asks again keeps its age
 			}
+		default:
+			t.grants.add(key, fenceKey(a.Result.Grants[i].Fence), now) // a refresh keeps its fence, and its age
 		}
 	}
 	for _, h := range a.Result.Handoffs {
-		w.forget(h.Key, h.Owner)
+		t.waiters.forget(h.Key, h.Owner)
+		t.grants.add(h.Key, fenceKey(h.Fence), now)
 	}
 	if a.Entry.Op == engine.OpCancelWait {
-		w.forget(a.Entry.Key, a.Entry.Owner)
+		t.waiters.forget(a.Entry.Key, a.Entry.Owner)
 	}
 }
 
-func (w *waitAges) add(key, owner string, now int64) {
-	if w.n >= maxWaitAges {
-		w.since, w.n = nil, 0
-	}
-	if w.since == nil {
-		w.since = map[string]map[string]int64{}
-	}
-	m := w.since[key]
-	if m == nil {
-		m = map[string]int64{}
-		w.since[key] = m
-	}
-	if _, ok := m[owner]; !ok { // a waiter that asks again keeps its place, and its age
-		m[owner] = now
-		w.n++
-	}
-}
-
-func (w *waitAges) forget(key, owner string) {
-	if m := w.since[key]; m != nil {
-		if _, ok := m[owner]; ok {
-			delete(m, owner)
-			w.n--
-		}
-		if len(m) == 0 {
-			delete(w.since, key)
-		}
-	}
-}
-
-// fill sets the age of each waiter in l's queue at now (engine time),
+// fill sets the ages at now (engine time) of l's grants and waiters,
 // whose owners are still as the engine records them, and forgets the
-// key's waiters that are no longer queued.
-func (w *waitAges) fill(l *api.Lock, now int64) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	m := w.since[l.Key]
-	if m == nil {
-		return
+// key's grants and waiters that l no longer has.
+func (t *tableAges) fill(l *api.Lock, now int64) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	age := func(at int64, ok bool) time.Duration {
+		if !ok || at >= now {
+			return 0
+		}
+		return time.Duration(now - at)
 	}
-	inQueue := make(map[string]bool, len(l.Queue))
+	fences := map[string]bool{fenceKey(l.Fence): true}
+	l.Age = age(t.grants.at(l.Key, fenceKey(l.Fence)))
+	for i := range l.Holders {
+		h := &l.Holders[i]
+		fences[fenceKey(h.Fence)] = true
+		h.Age = age(t.grants.at(l.Key, fenceKey(h.Fence)))
+	}
+	t.grants.keepOnly(l.Key, fences)
+	owners := map[string]bool{}
 	for i := range l.Queue {
 		q := &l.Queue[i]
-		inQueue[q.Owner] = true
-		if at, ok := m[q.Owner]; ok && now > at {
-			q.AgeMillis = int64(time.Duration(now-at) / time.Millisecond)
+		owners[q.Owner] = true
+		q.AgeMillis = int64(age(t.waiters.at(l.Key, q.Owner)) / time.Millisecond)
+	}
+	t.waiters.keepOnly(l.Key, owners)
+}
+
+func fenceKey(f uint64) string { return strconv.FormatUint(f, 10) }
+
+// ageSet is a time for each (key, name), bounded by maxAges.
+type ageSet struct {
+	m map[string]map[string]int64
+	n int
+}
+
+// add records at for (key, name) unless it has a time already.
+func (s *ageSet) add(key, name string, at int64) {
+	if s.n >= maxAges {
+		s.m, s.n = nil, 0
+	}
+	if s.m == nil {
+		s.m = map[string]map[string]int64{}
+	}
+	names := s.m[key]
+	if names == nil {
+		names = map[string]int64{}
+		s.m[key] = names
+	}
+	if _, ok := names[name]; !ok {
+		names[name] = at
+		s.n++
+	}
+}
+
+func (s *ageSet) at(key, name string) (int64, bool) {
+	at, ok := s.m[key][name]
+	return at, ok
+}
+
+func (s *ageSet) forget(key, name string) {
+	if names := s.m[key]; names != nil {
+		if _, ok := names[name]; ok {
+			delete(names, name)
+			s.n--
+		}
+		if len(names) == 0 {
+			delete(s.m, key)
 		}
 	}
-	if len(inQueue) < len(m) {
-		for owner := range m {
-			if !inQueue[owner] {
-				w.forget(l.Key, owner)
-			}
+}
+
+// keepOnly forgets key's names that keep does not hold.
+func (s *ageSet) keepOnly(key string, keep map[string]bool) {
+	for name := range s.m[key] {
+		if !keep[name] {
+			s.forget(key, name)
 		}
 	}
 }

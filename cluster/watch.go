@@ -15,11 +15,11 @@ import (
 // expiry or a hand-off. Every node applies every entry, so every node can
 // serve a watch from its own table, without the leader. The table as a
 // whole is watched as one more key, tableKey, woken by every entry that
-// touches a key (the live lock page), and ages records when each waiter
-// was queued (ages.go).
+// touches a key (the live lock page), and ages records when each grant
+// was made and each waiter queued (ages.go).
 type keyWatches struct {
 	keywatch.Set
-	ages waitAges
+	ages tableAges
 }
 
 // tableKey is the key of the whole table's watchers in the Set: no lock
