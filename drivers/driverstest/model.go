@@ -33,6 +33,13 @@ import (
 //     writer stops the readers behind it);
 //   - lapse: a grant ends at its deadline; a wait that ended (its ctx, its
 //     process killed) leaves its places and lets go of what it took;
+//   - a cap on total hold time (Request.MaxHold): a grant made at t ends
+//     by t+MaxHold at the latest; a refresh (Extend, or an acquire of what
+//     the owner holds) sets min(now+TTL, cap) and keeps the cap of the
+//     first grant, whatever MaxHold it asks; at the cap the grant lapses
+//     as at its deadline (it is its deadline); a waiter's cap counts from
+//     its grant, a set's wait's from the moment its last key comes, when
+//     its TTL starts;
 //   - fences strictly increase per key with every new grant; a refresh by
 //     the holder (an acquire of what it holds, or Extend) keeps its fence;
 //     holding one side of a read/write lock, an owner is refused the
@@ -59,8 +66,21 @@ type modelKey struct {
 type modelHolder struct {
 	owner    string
 	fence    uint64
-	deadline time.Duration
+	deadline time.Duration // never past cap
+	cap      time.Duration // the end of its hold cap; forever: none (yet)
 	write    bool
+}
+
+// until sets h's deadline to d, or to its cap if that comes first.
+func (h *modelHolder) until(d time.Duration) { h.deadline = min(d, h.cap) }
+
+// capFrom starts h's cap of maxHold now (0: none) and clamps its
+// deadline to it.
+func (m *Model) capFrom(h *modelHolder, maxHold time.Duration) {
+	if maxHold > 0 {
+		h.cap = m.after(maxHold)
+	}
+	h.until(h.deadline)
 }
 
 type modelWait struct {
@@ -190,10 +210,10 @@ func (m *Model) Acquire(r drivers.Request) Outcome {
 		case refresh:
 			mk := m.keys[k]
 			h := &mk.holders[mk.holder(r.Owner)]
-			h.deadline = deadline
+			h.until(deadline) // the first grant's cap stays
 			fences[i] = h.fence
 		case take:
-			fences[i] = m.grant(k, r.Owner, r.Claim, deadline)
+			fences[i] = m.grant(k, r.Owner, r.Claim, deadline, r.MaxHold)
 			if w != nil {
 				w.took[k] = true
 			}
@@ -225,6 +245,8 @@ func checkRequest(r drivers.Request) error {
 		return &drivers.InvalidError{Field: "owner", Reason: "empty"}
 	case r.TTL <= 0:
 		return &drivers.InvalidError{Field: "ttl", Reason: "must be positive"}
+	case r.MaxHold < 0:
+		return &drivers.InvalidError{Field: "max_hold", Reason: "must not be negative"}
 	case r.Claim != drivers.Claim{}:
 		return r.Claim.CheckShared()
 	}
@@ -281,15 +303,21 @@ func (m *Model) after(ttl time.Duration) time.Duration {
 	return m.now + ttl
 }
 
-// grant adds a new grant of key, with the next fence.
-func (m *Model) grant(key, owner string, c drivers.Claim, deadline time.Duration) uint64 {
+// grant adds a new grant of key, with the next fence, capped at
+// now+maxHold unless it has no deadline yet (a set's wait's key, whose
+// cap starts with its TTL).
+func (m *Model) grant(key, owner string, c drivers.Claim, deadline, maxHold time.Duration) uint64 {
 	mk := m.keys[key]
 	if mk == nil {
 		mk = &modelKey{claim: drivers.Claim{Kind: c.Kind, Limit: c.Limit}}
 		m.keys[key] = mk
 	}
 	m.fence++
-	mk.holders = append(mk.holders, modelHolder{owner: owner, fence: m.fence, deadline: deadline, write: c.Write})
+	h := modelHolder{owner: owner, fence: m.fence, deadline: deadline, cap: forever, write: c.Write}
+	if deadline != forever {
+		m.capFrom(&h, maxHold)
+	}
+	mk.holders = append(mk.holders, h)
 	return m.fence
 }
 
@@ -305,13 +333,14 @@ func (m *Model) Release(key, owner string) Outcome {
 	return out
 }
 
-// Extend is drivers.Extender's Extend: a new deadline, never a grant.
+// Extend is drivers.Extender's Extend: a new deadline, never past the
+// grant's cap, never a grant.
 func (m *Model) Extend(key, owner string, ttl time.Duration) Outcome {
 	mk := m.keys[key]
 	if mk == nil || mk.holder(owner) < 0 {
 		return Outcome{}
 	}
-	mk.holders[mk.holder(owner)].deadline = m.after(ttl)
+	mk.holders[mk.holder(owner)].until(m.after(ttl))
 	return Outcome{OK: true}
 }
 
@@ -358,6 +387,7 @@ func (m *Model) Kill(owners ...string) Outcome {
 				mk := m.keys[k]
 				if i := mk.holder(o); i >= 0 && mk.holders[i].deadline == forever {
 					mk.holders[i].deadline = m.after(w.req.TTL)
+					m.capFrom(&mk.holders[i], w.req.MaxHold)
 				}
 			}
 			clear(w.took)
@@ -391,7 +421,7 @@ func (m *Model) end(owner string, out *Outcome) {
 			mk.holders = slices.Delete(mk.holders, i, i+1)
 			m.admit(k, out)
 		case mk.holders[i].deadline == forever:
-			mk.holders[i].deadline = m.after(w.req.TTL) // held before the wait: refreshed
+			mk.holders[i].until(m.after(w.req.TTL)) // held before the wait: refreshed
 		}
 	}
 }
@@ -408,7 +438,7 @@ func (m *Model) admit(key string, out *Outcome) {
 		if w.left == 0 {
 			deadline = m.after(w.req.TTL)
 		}
-		w.fences[slices.Index(w.req.Keys, key)] = m.grant(key, w.owner, w.req.Claim, deadline)
+		w.fences[slices.Index(w.req.Keys, key)] = m.grant(key, w.owner, w.req.Claim, deadline, w.req.MaxHold)
 		w.took[key] = true
 		if w.left == 0 {
 			m.complete(w, out)
@@ -419,13 +449,18 @@ func (m *Model) admit(key string, out *Outcome) {
 	}
 }
 
-// complete ends w granted: every key it holds starts its TTL now.
+// complete ends w granted: every key it holds starts its TTL now, and
+// every key it took its cap.
 func (m *Model) complete(w *modelWait, out *Outcome) {
 	delete(m.waits, w.owner)
 	for _, k := range w.req.Keys {
 		mk := m.keys[k]
 		if i := mk.holder(w.owner); i >= 0 && mk.holders[i].deadline == forever {
-			mk.holders[i].deadline = m.after(w.req.TTL)
+			h := &mk.holders[i]
+			h.until(m.after(w.req.TTL))
+			if w.took[k] && h.cap == forever {
+				m.capFrom(h, w.req.MaxHold)
+			}
 		}
 	}
 	out.Done = append(out.Done, Done{Owner: w.owner, Fences: slices.Clone(w.fences)})

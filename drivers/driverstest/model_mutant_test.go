@@ -23,7 +23,7 @@ type modelDriver struct {
 }
 
 func (d *modelDriver) Capabilities() drivers.Capabilities {
-	return drivers.Capabilities{Wait: true, Shared: true, Sets: true, SetWait: true}
+	return drivers.Capabilities{Wait: true, Shared: true, Sets: true, SetWait: true, MaxHold: true}
 }
 
 func (d *modelDriver) Acquire(ctx context.Context, r drivers.Request) (drivers.Grant, error) {
@@ -93,7 +93,12 @@ func (d *modelDriver) Extend(_ context.Context, key, owner string, ttl time.Dura
 	if d.mut == "lapse" && ttl < time.Second {
 		ttl = long // a grant outlives its TTL
 	}
-	return d.b.do(func(m *Model) Outcome { return m.Extend(key, owner, ttl) }).OK, nil
+	return d.b.do(func(m *Model) Outcome {
+		if mk := m.keys[key]; d.mut == "cap" && mk != nil && mk.holder(owner) >= 0 {
+			mk.holders[mk.holder(owner)].cap = forever // a refresh goes past the cap
+		}
+		return m.Extend(key, owner, ttl)
+	}).OK, nil
 }
 
 func (d *modelDriver) ForceRelease(_ context.Context, key string) error {
@@ -151,6 +156,7 @@ func TestModel_CatchesEachBrokenRule(t *testing.T) {
 		{"place", "Mutex"},     // a wait that ended leaves its place
 		{"fence", "Mutex"},     // a refresh keeps its fence
 		{"lapse", "Semaphore"}, // a grant ends at its TTL
+		{"cap", "Mutex"},       // a refresh never goes past the cap
 	}
 	for _, tc := range tests {
 		t.Run(tc.mut+"/"+tc.family, func(t *testing.T) {
@@ -161,7 +167,7 @@ func TestModel_CatchesEachBrokenRule(t *testing.T) {
 				done := make(chan struct{})
 				go func() {
 					defer close(done)
-					runSchedule(rec, modelProcs(NewReference().b, tc.mut, 3, closed), f, ModelOptions{Steps: 80, Seed: seed, Within: 2 * time.Second, Lapse: 20 * time.Millisecond}.withDefaults())
+					runSchedule(rec, modelProcs(NewReference().b, tc.mut, 3, closed), f, ModelOptions{Steps: 80, Seed: seed, Within: 2 * time.Second, Lapse: 20 * time.Millisecond, MaxHold: 200 * time.Millisecond}.withDefaults())
 				}()
 				<-done
 				close(closed)

@@ -47,6 +47,11 @@ type ModelOptions struct {
 	// Within bounds how long a change the model expects may take to show;
 	// 20s, and at least PlaceLapse + 10s when processes may be killed.
 	Within time.Duration
+	// MaxHold is the cap on total hold time of the grant a hold-cap step
+	// makes and refreshes past it (backends that declare
+	// Capabilities.MaxHold); 1s. Every call of the step but the first
+	// must answer within it.
+	MaxHold time.Duration
 	// Seed of the schedules; 0 takes ZEROTAL_MODEL_SEED, else the clock.
 	// It is printed, and a failure names it.
 	Seed uint64
@@ -64,6 +69,9 @@ func (o ModelOptions) withDefaults() ModelOptions {
 	}
 	if o.Within <= 0 {
 		o.Within = 20 * time.Second
+	}
+	if o.MaxHold <= 0 {
+		o.MaxHold = time.Second
 	}
 	if o.PlaceLapse > 0 {
 		o.Within = max(o.Within, o.PlaceLapse+10*time.Second)
@@ -111,8 +119,10 @@ var families = []family{
 // match or Within passes. Fences must strictly increase per key and stay
 // the same across a refresh. Schedules mix tries, waits, releases,
 // refreshes, force releases, ends of waits, lapses at the TTL, a release
-// racing the end of the wait it would hand the key to, and, for processes
-// that can be killed, a SIGKILL mid-wait.
+// racing the end of the wait it would hand the key to, for processes
+// that can be killed a SIGKILL mid-wait, and for a backend that declares
+// Capabilities.MaxHold acquires with a cap on total hold time and a
+// refresh loop that runs into one.
 //
 // It runs one schedule per family of claims the backend declares
 // (Capabilities): mutexes, a semaphore of 2, read/write locks and sets of

@@ -110,6 +110,10 @@ func (r *modelRun) next() {
 			if !r.kill() {
 				continue
 			}
+		case n < 96 && r.caps.MaxHold:
+			if !r.capped(a) {
+				continue
+			}
 		default:
 			r.lapse()
 		}
@@ -131,16 +135,25 @@ func (r *modelRun) request(a *actor, wait bool) (drivers.Request, bool) {
 	if wait && n > 1 && slices.ContainsFunc(keys, func(k string) bool { return slices.Contains(held, k) }) {
 		return drivers.Request{}, false
 	}
-	return drivers.Request{Keys: keys, Owner: a.owner, TTL: long, Claim: r.f.claim(r.rng), Wait: wait}, true
+	q := drivers.Request{Keys: keys, Owner: a.owner, TTL: long, Claim: r.f.claim(r.rng), Wait: wait}
+	if r.caps.MaxHold && r.rng.IntN(3) == 0 {
+		q.MaxHold = farCap(r.rng) // kept, never reached: a cap step reaches one
+	}
+	return q, true
 }
 
 func (r *modelRun) acquire(a *actor, wait bool) {
-	q, ok := r.request(a, wait)
-	if !ok {
-		return
+	if q, ok := r.request(a, wait); ok {
+		r.send(a, q)
 	}
+}
+
+// send makes the acquire q of a, and waits for its answer unless the
+// model queues it.
+func (r *modelRun) send(a *actor, q drivers.Request) {
+	wait := q.Wait
 	want := r.m.Acquire(q)
-	r.note("%s acquires %v as %v, wait %v: model %s", a.owner, q.Keys, q.Claim, wait, show(want))
+	r.note("%s acquires %v as %v, wait %v, cap %v: model %s", a.owner, q.Keys, q.Claim, wait, q.MaxHold, show(want))
 	if !wait {
 		ctx, cancel := r.ctx()
 		g, err := r.driver(a).Acquire(ctx, q)

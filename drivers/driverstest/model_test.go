@@ -265,3 +265,68 @@ func TestModel_RaceCancel(t *testing.T) {
 		t.Fatalf("c is not handed the key either way: %d branches, want 1", len(br))
 	}
 }
+
+func acqCap(owner string, maxHold time.Duration, wait bool, key string) func(*Model) Outcome {
+	return func(m *Model) Outcome {
+		r := req(owner, mutex, wait, key)
+		r.MaxHold = maxHold
+		return m.Acquire(r)
+	}
+}
+func extend(key, owner string, ttl time.Duration) func(*Model) Outcome {
+	return func(m *Model) Outcome { return m.Extend(key, owner, ttl) }
+}
+
+// The cap on total hold time: no refresh passes it, a refresh-acquire
+// keeps the first grant's, the grant lapses at it and hands the key on,
+// and a waiter's counts from its grant.
+func TestModel_HoldCap(t *testing.T) {
+	m := NewModel()
+	for i, s := range []step{
+		{do: acqCap("a", 90*time.Second, false, "k"), want: "ok"}, // cap at 1m30s, deadline 1m
+		{do: acqCap("b", 2*minute, true, "k"), want: "queued"},
+		{do: advance(50 * time.Second), want: "no"},
+		{do: extend("k", "a", minute), want: "ok"},                       // deadline 1m30s, not 1m50s
+		{do: acqCap("a", time.Hour, false, "k"), want: "ok"},             // a refresh: the cap stays
+		{do: advance(89 * time.Second), want: "no"},                      //
+		{do: extend("k", "a", minute), want: "ok"},                       // still 1m30s
+		{do: advance(90 * time.Second), want: "no", done: []string{"b"}}, // the cap: b's turn
+		{do: extend("k", "a", minute), want: "no"},
+		{do: advance(140 * time.Second), want: "no"},
+		{do: extend("k", "b", minute), want: "ok"}, // b's cap from its grant: 3m30s
+		{do: advance(199 * time.Second), want: "no"},
+		{do: extend("k", "b", time.Hour), want: "ok"},
+		{do: advance(209 * time.Second), want: "no"},
+		{do: extend("k", "b", time.Hour), want: "ok"},
+		{do: advance(210 * time.Second), want: "no"},
+		{do: extend("k", "b", minute), want: "no"},
+		{do: acqCap("c", 0, false, "k"), want: "ok"},
+	} {
+		o := s.do(m)
+		var done []string
+		for _, d := range o.Done {
+			done = append(done, d.Owner)
+		}
+		if got := verdict(o); got != s.want || !slices.Equal(done, s.done) {
+			t.Fatalf("step %d: %s, done %v; want %s, done %v", i, got, done, s.want, s.done)
+		}
+	}
+	if h, _ := m.Holding("k"); h.Holders[0].Remaining != minute {
+		t.Fatalf("a grant without a cap: %+v, want its TTL", h)
+	}
+}
+
+// A set's wait starts its cap with its TTL, when its last key comes.
+func TestModel_HoldCapOfASetStartsWhenComplete(t *testing.T) {
+	m := NewModel()
+	m.Acquire(req("a", mutex, false, "y"))
+	m.Acquire(drivers.Request{Keys: []string{"x", "y"}, Owner: "b", TTL: minute, MaxHold: 30 * time.Second, Wait: true})
+	if o := m.Advance(minute); len(o.Done) != 1 {
+		t.Fatalf("the lapse of y must complete b's set: %+v", o)
+	}
+	for _, k := range []string{"x", "y"} {
+		if h, _ := m.Holding(k); h.Holders[0].Owner != "b" || h.Holders[0].Remaining != 30*time.Second {
+			t.Fatalf("%s: %+v, want b's with its cap counted from the set's completion", k, h)
+		}
+	}
+}

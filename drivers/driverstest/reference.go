@@ -11,7 +11,8 @@ import (
 
 // Reference is the simplest correct driver: the Model, the contract's
 // rules written once, on the wall clock. It implements drivers.Driver
-// (mutexes of one key, with Wait, first come, first served) and
+// (mutexes of one key, with Wait, first come, first served, and a cap on
+// total hold time) and
 // drivers.Extender, and passes the suite: tests of code above the drivers
 // use it as their backend, alone or behind Faulty.
 //
@@ -125,8 +126,11 @@ func (r *Reference) Acquire(ctx context.Context, req drivers.Request) (drivers.G
 	return r.b.acquire(ctx, req, (*Model).Acquire, (*Model).Cancel, r.closed)
 }
 
-// Capabilities implements drivers.Driver: it waits for one key.
-func (r *Reference) Capabilities() drivers.Capabilities { return drivers.Capabilities{Wait: true} }
+// Capabilities implements drivers.Driver: it waits for one key, and
+// keeps a grant's cap on total hold time (the Model's).
+func (r *Reference) Capabilities() drivers.Capabilities {
+	return drivers.Capabilities{Wait: true, MaxHold: true}
+}
 
 // acquire is an Acquire on the model: try makes the request (the model's
 // Acquire, or in this package's tests one with a rule broken); a request

@@ -62,6 +62,9 @@ func Run(t *testing.T, newHarness func(t *testing.T) Harness) {
 		{"Close", testClose},
 		{"Hammer", testHammer},
 		{"HammerWaiters", testHammerWaiters},
+		{"MaxHoldEndsRefreshLoop", testMaxHoldEndsRefreshLoop},
+		{"MaxHoldRefreshKeepsCap", testMaxHoldRefreshKeepsCap},
+		{"MaxHoldWaiterCapFromGrant", testMaxHoldWaiterCapFromGrant},
 	})
 }
 
