@@ -298,6 +298,20 @@ func (l *Lock) deadlineFrom(sent time.Time) time.Time {
 	return d
 }
 
+// MaxHoldAt is a client-side estimate of when the grant reaches its cap
+// on total hold time (WithMaxHold given to Make, Try, Block, TryAll or
+// BlockAll): the cap counted from when the acquire was sent, so it errs
+// early, never late. ExpiresAt never passes it. It is the zero time
+// without a cap, or when the lock is not held.
+func (l *Lock) MaxHoldAt() time.Time {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if !l.held {
+		return time.Time{}
+	}
+	return l.capAt
+}
+
 // holdCap is the estimated cap of owner's grant, or the zero time.
 func (l *Lock) holdCap(owner string) time.Time {
 	l.mu.Lock()

@@ -89,6 +89,13 @@ as it is thawed. This holds on every Unix; on Windows run refuses to start a com
 The final release is bounded: run waits at most 2s for it, and 2s more for a retry, then
 leaves the lock to its TTL.
 
+With --max-hold D, no grant of the lock lasts longer than D, however well it is refreshed: the
+backend records the cap when it grants the key and lets no refresh pass it, so a command that
+hangs cannot keep the key. The command's process group gets SIGTERM before the cap, then
+SIGKILL after --grace and at the latest a sixth of the TTL before the cap, as on a loss, and
+run exits 76; the next waiter is served at the cap. A backend that cannot enforce a cap
+refuses it (exit status 78). D must be longer than a fifth of --ttl.
+
 With -n N (N > 1) the key is a semaphore: up to N runs hold it at once, each with its own
 fence. With --shared the key is a read/write lock taken for reading: any number of --shared
 runs hold it together, never beside an --exclusive one, which holds it alone. Waiting is
@@ -105,9 +112,10 @@ Exit status:
   0   no command: the lock was held until SIGINT or SIGTERM, and released
   64  bad flags or arguments
   69  the backend could not be reached, or the cluster has no leader
-  78  the cluster cannot serve -n, --shared or --exclusive yet (a member of an older release)
+  78  the backend cannot serve -n, --shared, --exclusive or --max-hold (a cluster member of an older release)
   75  the lock is held by someone else (at once with --no-wait, else after --timeout)
-  76  the lock was lost while held (or could not be refreshed before its lease ran out)
+  76  the lock was lost while held (or could not be refreshed before its lease ran out, or
+      reached its --max-hold)
   77  the backend refused the credentials (the cluster a token, Redis a password)
   126 the command could not be executed
   127 the command was not found
@@ -129,6 +137,8 @@ type runOptions struct {
 	slots     int
 	shared    bool
 	exclusive bool
+	// maxHold caps each grant's total hold time (--max-hold); 0: none.
+	maxHold time.Duration
 }
 
 // claim is the lock option the flags name, if any.
@@ -169,6 +179,7 @@ a command, it holds the lock until it is interrupted.`
 	fs.IntVarP(&o.slots, "slots", "n", 1, "hold one of N slots of the key: up to N runs at once (a semaphore; 1: a plain lock)")
 	fs.BoolVar(&o.shared, "shared", false, "take the key's read side: shared with other --shared runs, never with an --exclusive one")
 	fs.BoolVar(&o.exclusive, "exclusive", false, "take the key's write side: alone, and no new --shared run overtakes it while it waits")
+	durationVar(fs, &o.maxHold, "max-hold", 0, "hold the lock at most this long however it is refreshed, enforced by the backend:\nthe command is stopped (SIGTERM, SIGKILL after --grace) before the cap (0: no cap)")
 	o.driverFlags.register(cmd)
 	fs.Lookup("driver").Usage = "backend shared by the processes to keep apart: cluster, redis (URL from the variable\nREDIS_URL), postgres (LOCKCLUSTER_POSTGRES_URL) or sqlite with --sqlite-path; memory is refused"
 	cmd.RunE = func(cmd *cobra.Command, args []string) error {
@@ -205,6 +216,10 @@ func (o *runOptions) keyFromArgs(cmd *cobra.Command, args []string) ([]string, e
 // errLeaseEnding is what run's callback returns when it stopped the command
 // because the lock could not be refreshed in time (exit status 76).
 var errLeaseEnding = errors.New("the lock could not be refreshed and its lease was about to run out at the backend")
+
+// errMaxHold is what run's callback returns when it stopped the command
+// because the lock was about to reach its --max-hold (exit status 76).
+var errMaxHold = errors.New("the lock was about to reach its cap on total hold time (--max-hold), which no refresh extends")
 
 // waitForever is the wait of a run without --timeout.
 const waitForever = 100 * 365 * 24 * time.Hour
@@ -259,8 +274,12 @@ func (r *runner) check(cmd *cobra.Command) (time.Duration, error) {
 	if _, claimed, _ := o.claim(); claimed && len(o.keys) > 1 {
 		return 0, usagef("several --key are held as plain locks: -n, --shared and --exclusive take one key")
 	}
-	if o.timeout < 0 || o.grace < 0 {
-		return 0, usagef("--timeout and --grace must not be negative")
+	if o.timeout < 0 || o.grace < 0 || o.maxHold < 0 {
+		return 0, usagef("--timeout, --grace and --max-hold must not be negative")
+	}
+	if o.maxHold > 0 && o.maxHold <= o.ttl/5 {
+		return 0, usagef("--max-hold %v is too short for --ttl %v: the command is told a fifth of the TTL (%v) before the cap; give a longer --max-hold or a shorter --ttl",
+			o.maxHold, o.ttl, o.ttl/5)
 	}
 	wait, err := o.waitLimit(cmd)
 	if err != nil {
@@ -318,16 +337,31 @@ func (r *runner) holdingAll(lctx context.Context, locks []*lock.Lock) error {
 	if lctx.Err() != nil {
 		return context.Cause(lctx) // interrupted or lost before the start
 	}
-	g := &supervise.Group{Cmd: c, Grace: r.o.grace, Margin: r.margin, Lease: earliestExpiry(locks), Signals: sigs, Say: r.say, Who: "run"}
+	g := &supervise.Group{Cmd: c, Grace: r.o.grace, Margin: r.margin, Lease: earliestExpiry(locks), Cap: earliestCap(locks), Signals: sigs, Say: r.say, Who: "run"}
 	waitErr, cause, err := g.Supervise(lctx)
 	if err != nil {
 		return &cliexplain.StartError{Err: err}
 	}
 	r.child = supervise.StatusOf(c, waitErr)
-	if cause == supervise.LeaseEnding {
+	switch cause {
+	case supervise.LeaseEnding:
 		return errLeaseEnding
+	case supervise.MaxHold:
+		return errMaxHold
 	}
 	return nil
+}
+
+// earliestCap is the earliest of locks' caps on total hold time
+// (Lock.MaxHoldAt), or the zero time when they have none.
+func earliestCap(locks []*lock.Lock) time.Time {
+	var first time.Time
+	for _, l := range locks {
+		if t := l.MaxHoldAt(); !t.IsZero() && (first.IsZero() || t.Before(first)) {
+			first = t
+		}
+	}
+	return first
 }
 
 // earliestExpiry is the estimated end of the first of locks' leases to
@@ -355,6 +389,9 @@ func (r *runner) acquire(ctx context.Context, m *lock.Manager, wait time.Duratio
 	opts := []lock.Option{lock.WithRefresh(), lock.WithReleaseTimeout(finalRelease)}
 	if o.owner != "" {
 		opts = append(opts, lock.WithOwner(o.owner))
+	}
+	if o.maxHold > 0 {
+		opts = append(opts, lock.WithMaxHold(o.maxHold))
 	}
 	if c, ok, err := o.claim(); err != nil {
 		return err
@@ -412,14 +449,14 @@ func (r *runner) blocker(err error) error {
 // exit says what became of the run and returns its exit status.
 func (r *runner) exit(ctx context.Context, m *lock.Manager, err error, wait, waited time.Duration) error {
 	switch {
-	case (errors.Is(err, lock.ErrLost) || errors.Is(err, errLeaseEnding)) && r.child >= 0:
+	case (errors.Is(err, lock.ErrLost) || errors.Is(err, errLeaseEnding) || errors.Is(err, errMaxHold)) && r.child >= 0:
 		// Why was said as the group got its SIGTERM (supervise.Group).
 		r.say("the command's process group is gone; exit status %d (lock lost)", exitLost)
 		return exitStatus(exitLost)
 	case errors.Is(err, lock.ErrLost):
 		r.say("%s", describe(err)) // lost "K" (fence F): why
 		return exitStatus(exitLost)
-	case errors.Is(err, errLeaseEnding):
+	case errors.Is(err, errLeaseEnding), errors.Is(err, errMaxHold):
 		r.say("stopped the command on %q: %v", r.o.key, err)
 		return exitStatus(exitLost)
 	case errors.Is(err, lock.ErrNotAcquired) && !r.ran:

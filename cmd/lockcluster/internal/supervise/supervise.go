@@ -31,6 +31,7 @@ const (
 	Lost                     // the lock was found lost
 	LeaseEnding              // refreshes failed until the lease was about to run out
 	Requested                // a signal, or run's own context ended
+	MaxHold                  // the lease was about to reach its cap on total hold time
 )
 
 // Interrupted is the cause of a context that ended because the process
@@ -69,6 +70,10 @@ type Group struct {
 	Margin time.Duration // SIGKILL goes out no later than this before the lease's end
 	// Lease is the lock's estimated end (Lock.ExpiresAt; zero once lost).
 	Lease func() time.Time
+	// Cap is the lock's cap on total hold time (Lock.MaxHoldAt; zero:
+	// none), where no refresh moves the lease's end: a lease about to end
+	// there stops the group as MaxHold, not as a refresh that failed.
+	Cap time.Time
 	// Signals are those received by run; each is passed on to the group.
 	Signals <-chan os.Signal
 	Say     func(format string, a ...any)
@@ -209,7 +214,11 @@ func (s *supervisor) checkLease() {
 	if exp := s.g.Lease(); !exp.IsZero() {
 		s.exp = exp
 	}
-	if s.killAt.IsZero() && time.Until(s.exp) <= s.g.Grace+s.g.Margin {
+	switch {
+	case !s.killAt.IsZero() || time.Until(s.exp) > s.g.Grace+s.g.Margin:
+	case !s.g.Cap.IsZero() && !s.exp.Before(s.g.Cap):
+		s.stop(MaxHold, true, fmt.Sprintf("the lock reaches its cap on total hold time in %s", time.Until(s.exp).Round(time.Millisecond)))
+	default:
 		s.stop(LeaseEnding, true, fmt.Sprintf("the lock could not be refreshed and its lease ends in %s", time.Until(s.exp).Round(time.Millisecond)))
 	}
 	if s.killAt.IsZero() {
