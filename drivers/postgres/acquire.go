@@ -23,6 +23,9 @@ func (d *Driver) Acquire(ctx context.Context, req drivers.Request) (drivers.Gran
 			return drivers.Grant{}, err
 		}
 	}
+	if err := d.after(ctx, "acquire", req.Keys...); err != nil {
+		return drivers.Grant{}, err
+	}
 	if req.Wait {
 		return d.wait(ctx, req)
 	}
@@ -341,7 +344,7 @@ func (d *Driver) leave(ctx context.Context, w *waitState, cause error) error {
 	if d.closed.Load() || ctx.Err() == nil && !errors.As(cause, &broken) {
 		return cause
 	}
-	d.afterCall(func(ctx context.Context) { d.leaveTx(ctx, w) })
+	d.afterCall(w.req.Keys, func(ctx context.Context) { d.leaveTx(ctx, w) })
 	return cause
 }
 
@@ -381,7 +384,7 @@ func (d *Driver) cleanUp(ctx context.Context, w *waitState, cause error) error {
 		return cause
 	}
 	taking := slices.Clone(w.taking)
-	d.afterCall(func(context.Context) {
+	d.afterCall(taking, func(context.Context) {
 		// The grant may be committed after the call has returned, for a
 		// client that is gone; until the database answers, nothing else
 		// lets it go before its TTL.

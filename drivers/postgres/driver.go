@@ -14,6 +14,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/zerotal/lock/drivers"
+	"github.com/zerotal/lock/internal/background"
 )
 
 // Importing the package registers the "postgres" driver of lock.Open.
@@ -36,6 +37,9 @@ type Driver struct {
 	stop   context.CancelFunc
 	wg     sync.WaitGroup
 	once   sync.Once
+	// leaving records the clean-ups under way by key: a later call on a
+	// key comes after them (afterCall, after).
+	leaving background.Keys
 }
 
 var (
@@ -139,6 +143,9 @@ func (d *Driver) oneShot(ctx context.Context, op, key, sql string, args []any, r
 	if err := d.enter(ctx, op); err != nil {
 		return err
 	}
+	if err := d.after(ctx, op, key); err != nil {
+		return err
+	}
 	conn, err := d.pool.Acquire(ctx)
 	if err != nil {
 		return d.failed(ctx, op, err, false)
@@ -198,6 +205,9 @@ func (d *Driver) Exists(ctx context.Context, key string) (bool, error) {
 	if err := d.enter(ctx, "exists"); err != nil {
 		return false, err
 	}
+	if err := d.after(ctx, "exists", key); err != nil {
+		return false, err
+	}
 	var ok bool
 	if err := d.pool.QueryRow(ctx, existsSQL, key).Scan(&ok); err != nil {
 		return false, d.failed(ctx, "exists", err, false)
@@ -208,20 +218,32 @@ func (d *Driver) Exists(ctx context.Context, key string) (bool, error) {
 // leaveWait bounds how long a call that has ended waits for its clean-up
 // (a wait's places given up, a grant whose answer was lost let go) before
 // it returns; the clean-up goes on in the background, until abortTimeout
-// or Close.
+// or Close, and the driver's later calls on its keys wait for it.
 const leaveWait = 250 * time.Millisecond
 
-// afterCall runs fn, a call's clean-up, with a context of its own bounded
-// by abortTimeout and ended by Close, and returns once fn has, or after
-// leaveWait, so that the call returns by its deadline whatever the
-// database does.
-func (d *Driver) afterCall(fn func(ctx context.Context)) {
+// afterCall runs fn, a call's clean-up of keys, with a context of its own
+// bounded by abortTimeout and ended by Close, and returns once fn has, or
+// after leaveWait, so that the call returns by its deadline whatever the
+// database does. Until fn returns, keys are recorded as leaving: a later
+// call of this driver on one of them comes after fn, so that it does not
+// find the places or grants of a caller that is gone (another process's
+// calls may; the places then lapse after their lease).
+func (d *Driver) afterCall(keys []string, fn func(ctx context.Context)) {
 	if d.closed.Load() {
 		return
+	}
+	done := make([]func(), len(keys))
+	for i, k := range keys {
+		done[i] = d.leaving.Add(k)
 	}
 	ended := make(chan struct{})
 	d.wg.Go(func() {
 		defer close(ended)
+		defer func() {
+			for _, f := range done {
+				f()
+			}
+		}()
 		ctx, cancel := context.WithTimeout(d.life, abortTimeout)
 		defer cancel()
 		fn(ctx)
@@ -232,4 +254,18 @@ func (d *Driver) afterCall(fn func(ctx context.Context)) {
 	case <-ended:
 	case <-t.C:
 	}
+}
+
+// after waits until no clean-up of keys that afterCall started before it
+// is under way, or ctx ends, or the driver closes. A call whose ctx ends
+// first is ErrUnavailable: the database has not answered the clean-up in
+// its way.
+func (d *Driver) after(ctx context.Context, op string, keys ...string) error {
+	switch k, err := d.leaving.After(ctx, d.done, keys...); {
+	case errors.Is(err, background.ErrStopped):
+		return drivers.ErrClosed
+	case err != nil:
+		return drivers.Unavailable(fmt.Sprintf("postgres: %s: the clean-up of %q not answered", op, k), err)
+	}
+	return nil
 }
