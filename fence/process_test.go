@@ -29,7 +29,6 @@ import (
 	_ "github.com/zerotal/lock/drivers/sqlite" // the "sqlite" driver of lock.Open
 	"github.com/zerotal/lock/fence"
 	"github.com/zerotal/lock/internal/testkit/poll"
-	"github.com/zerotal/lock/internal/testkit/realbackends"
 )
 
 // The test binary doubles as the paused holder: started with childEnv
@@ -166,9 +165,13 @@ func pausedHolder(t *testing.T, lockSpec string, cfg lock.Config, target string,
 	}
 	child.signal(t, syscall.SIGSTOP)
 
-	m := realbackends.Open(t, cfg)
+	m, err := lock.Open(t.Context(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = m.Close() })
 	var newer uint64
-	err := m.Block(t.Context(), key, 30*time.Second, func(ctx context.Context, l *lock.Lock) error {
+	err = m.Block(t.Context(), key, 30*time.Second, func(ctx context.Context, l *lock.Lock) error {
 		newer = l.Fence()
 		return writeTarget(ctx, target, l, "newer")
 	}, lock.WithTimeout(60*time.Second))
