@@ -1,6 +1,6 @@
 import { LockInvalidError, LockNotAcquiredError } from "./errors.js";
 import { Answer, notAcquired, sleep, Transport, type TransportOptions } from "./transport.js";
-import type { LockDriver, LockGrant, LockRequest } from "./types.js";
+import type { Claim, Holding, LockDriver, LockGrant, LockRequest } from "./types.js";
 import { checkKey, millis } from "./validate.js";
 import type {
   AcquireRequest,
@@ -8,6 +8,7 @@ import type {
   ExtendRequest,
   ExtendResponse,
   ForceReleaseRequest,
+  Holder,
   Lock as LockInfo,
   ReleaseRequest,
   ReleaseResponse,
@@ -133,6 +134,19 @@ export class ClusterLockDriver implements LockDriver {
   async get(key: string): Promise<LockInfo | undefined> {
     const a = await this.#t.send<LockInfo>({ op: "get", method: "GET", path: "/v1/lock", query: { key }, key });
     return a instanceof Answer ? undefined : a;
+  }
+
+  /** The key's holders and queue as the memory driver tells them (inspect), from GET /v1/lock. */
+  async inspect(key: string): Promise<Holding | undefined> {
+    const l = await this.get(key);
+    if (!l) return undefined;
+    const claim: Claim = l.kind === "semaphore" ? { kind: "semaphore", limit: l.limit ?? 0 } : l.kind === "rwlock" ? { kind: "rwlock", write: false } : { kind: "mutex" };
+    const holders: Holder[] = l.holders?.length ? l.holders : [{ owner: l.owner, fence: l.fence, remaining_ms: l.remaining_ms }];
+    return {
+      claim,
+      holders: holders.map((h) => ({ owner: h.owner, fence: h.fence, ttl: h.remaining_ms / 1000, write: h.mode === "write" })),
+      waiters: (l.queue ?? []).map((w) => ({ owner: w.owner, write: w.mode === "write" })),
+    };
   }
 
   /**

@@ -12,7 +12,8 @@ export {
   type HeldBy,
   type LostReason,
 } from "./errors.js";
-export type { Claim, LockDriver, LockGrant, LockRequest } from "./types.js";
+export type { Claim, Holding, LockDriver, LockGrant, LockRequest } from "./types.js";
+export { MAX_VALUE_BYTES, type Leader, type ObserveOptions } from "./election.js";
 export { MemoryLockDriver } from "./memory.js";
 export { ClusterLockDriver, type ClusterOptions } from "./cluster.js";
 export type { TransportOptions } from "./transport.js";

@@ -1,3 +1,4 @@
+import type { Leader, ObserveOptions } from "./election.js";
 import { LockLostError, LockNotAcquiredError, LockUnavailableError } from "./errors.js";
 import type { ManagedLock } from "./managed.js";
 import { LockManager, type BlockOptions, type ClaimOptions, type LockCallback, type LockKey, type TryOptions } from "./manager.js";
@@ -37,5 +38,15 @@ export class Lock {
 
   static make(key: LockKey, ttlSeconds: number, options?: ClaimOptions): ManagedLock {
     return Lock.manager.make(key, ttlSeconds, options);
+  }
+
+  /** The leader of the election name (a campaign: Lock.block with { campaign }), or undefined when nobody leads. */
+  static leader(name: string): Promise<Leader | undefined> {
+    return Lock.manager.leader(name);
+  }
+
+  /** The leader of the election name as it changes: first as it is, then at every change, until options.signal aborts. */
+  static observe(name: string, options?: ObserveOptions): AsyncGenerator<Leader | undefined> {
+    return Lock.manager.observe(name, options);
   }
 }

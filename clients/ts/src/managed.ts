@@ -73,11 +73,11 @@ export class ManagedLock implements AsyncDisposable {
   /**
    * Waits up to timeoutSeconds for the lock (in the key's first come,
    * first served queue on a driver that waits, otherwise by trying every
-   * retryDelayMs), and throws LockNotAcquiredError when the time runs out.
-   * An abort of signal ends the wait with signal.reason.
+   * retryDelayMs), and throws LockNotAcquiredError when the time runs out
+   * (Infinity: never). An abort of signal ends the wait with signal.reason.
    */
   async block(timeoutSeconds: number, retryDelayMs = 100, signal?: AbortSignal): Promise<void> {
-    checkSeconds(timeoutSeconds, "timeout", true);
+    if (timeoutSeconds !== Infinity) checkSeconds(timeoutSeconds, "timeout", true);
     if (this.isAcquired && (await this.refresh())) return;
     const d = this.#s.driver;
     if (d.claim) {

@@ -1,3 +1,4 @@
+import { checkValue, leaderOf, observe, type Leader, type ObserveOptions } from "./election.js";
 import { configFromEnv, driverOf, type ResolvedLockConfig } from "./config.js";
 import { LockInvalidError, LockLostError } from "./errors.js";
 import { ManagedLock } from "./managed.js";
@@ -26,8 +27,17 @@ export interface TryOptions extends ClaimOptions {
 
 /** Options of Lock.block. */
 export interface BlockOptions extends TryOptions {
-  /** Most seconds to wait for the lock; default the TTL. */
+  /** Most seconds to wait for the lock; default the TTL (a campaign's: Infinity, until signal aborts). */
   timeout?: number;
+  /**
+   * Stands in the election named key with this value (an address, a host
+   * name; what Lock.leader tells others): waits its turn, first come first
+   * served, and runs the callback as leader with the lease kept (refresh),
+   * lock.fence being the term. The callback's signal is aborted when the
+   * leadership is lost; returning from the callback resigns, and the next
+   * candidate leads at once. A mutex of one key.
+   */
+  campaign?: string;
   /** Milliseconds between tries on a driver that cannot wait itself; default 100. */
   retryDelay?: number;
 }
@@ -57,10 +67,14 @@ export class LockManager {
 
   /** A handle on the lock of key (or keys, all or none) for ttlSeconds, not acquired. Bad input throws LockInvalidError here, before any request. */
   make(key: LockKey, ttlSeconds: number, options: ClaimOptions = {}): ManagedLock {
+    return this.#make(key, ttlSeconds, options, this.holder);
+  }
+
+  #make(key: LockKey, ttlSeconds: number, options: ClaimOptions, holder: string): ManagedLock {
     const keys = typeof key === "string" ? [key] : [...key];
     checkKeys(keys.map((k) => this.prefix + k));
     checkSeconds(ttlSeconds, "ttl");
-    return new ManagedLock({ driver: this.driver, keys, stored: keys.map((k) => this.prefix + k), ttl: ttlSeconds, claim: claimOf(options), holder: this.holder });
+    return new ManagedLock({ driver: this.driver, keys, stored: keys.map((k) => this.prefix + k), ttl: ttlSeconds, claim: claimOf(options), holder });
   }
 
   /** Acquires once, runs cb, always releases; throws LockNotAcquiredError at once when held. */
@@ -71,12 +85,32 @@ export class LockManager {
     return run(lock, cb, options);
   }
 
-  /** Waits up to options.timeout seconds (default the TTL) for the lock, runs cb, always releases. */
+  /** Waits up to options.timeout seconds (default the TTL) for the lock, runs cb, always releases; with campaign, leads an election (BlockOptions.campaign). */
   async block<T>(key: LockKey, ttlSeconds: number, cb: LockCallback<T>, options: BlockOptions = {}): Promise<T> {
-    const lock = this.make(key, ttlSeconds, options);
+    const { campaign } = options;
+    if (campaign !== undefined) {
+      checkValue(campaign);
+      if (typeof key !== "string" || options.semaphore !== undefined || options.mode !== undefined) {
+        throw new LockInvalidError("campaign", "an election is a mutex of one key; give no semaphore, mode or several keys");
+      }
+    }
+    const lock = this.#make(key, ttlSeconds, options, campaign ?? this.holder);
     checkRun(options);
-    await lock.block(options.timeout ?? ttlSeconds, options.retryDelay ?? 100, options.signal);
-    return run(lock, cb, options);
+    await lock.block(options.timeout ?? (campaign !== undefined ? Infinity : ttlSeconds), options.retryDelay ?? 100, options.signal);
+    return run(lock, cb, campaign !== undefined ? { ...options, refresh: true } : options);
+  }
+
+  /** The leader of the election name (BlockOptions.campaign), or undefined when nobody leads. */
+  leader(name: string): Promise<Leader | undefined> {
+    checkKeys([this.prefix + name]);
+    return leaderOf(this.driver, this.prefix + name);
+  }
+
+  /** The leader of the election name as it changes, until options.signal aborts (see observe in election.ts). */
+  observe(name: string, options: ObserveOptions = {}): AsyncGenerator<Leader | undefined> {
+    checkKeys([this.prefix + name]);
+    if (options.every !== undefined) checkSeconds(options.every, "every");
+    return observe(this.driver, this.prefix + name, options);
   }
 
   /** Releases the driver's background resources. */

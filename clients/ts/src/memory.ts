@@ -47,6 +47,7 @@ export class MemoryLockDriver implements LockDriver {
   #table = new Map<string, Entry>();
   #waits = new Map<string, Waiter>(); // by owner
   #fence = 0;
+  #watchers = new Map<string, Set<() => void>>(); // by key: changes() waiting for the next change
   #timer: ReturnType<typeof setTimeout> | undefined;
 
   async acquire(key: string, owner: string, ttlSeconds: number): Promise<boolean> {
@@ -115,6 +116,25 @@ export class MemoryLockDriver implements LockDriver {
     g.expires = Date.now() + ttlSeconds * 1000;
     this.#schedule();
     return true;
+  }
+
+  /** Yields at every grant and every end of a grant of key (an expiry as this driver notices it), until signal aborts. */
+  async *changes(key: string, signal?: AbortSignal): AsyncGenerator<void> {
+    while (!signal?.aborted) {
+      await new Promise<void>((resolve) => {
+        const set = this.#watchers.get(key) ?? new Set();
+        this.#watchers.set(key, set);
+        const wake = () => {
+          set.delete(wake);
+          if (set.size === 0 && this.#watchers.get(key) === set) this.#watchers.delete(key);
+          signal?.removeEventListener("abort", wake);
+          resolve();
+        };
+        set.add(wake);
+        signal?.addEventListener("abort", wake, { once: true });
+      });
+      if (!signal?.aborted) yield;
+    }
   }
 
   dispose(): void {
@@ -205,6 +225,7 @@ export class MemoryLockDriver implements LockDriver {
     if (!e) this.#table.set(key, (e = { claim: claim.kind === "rwlock" ? { kind: "rwlock", write: false } : claim, grants: new Map(), queue: [] }));
     const fence = ++this.#fence;
     e.grants.set(owner, { owner, fence, expires, write: isWrite(claim) });
+    this.#changed(key);
     return fence;
   }
 
@@ -239,8 +260,15 @@ export class MemoryLockDriver implements LockDriver {
     this.#schedule();
   }
 
-  /** Lets waiters in from the head of key's queue while they fit, and forgets key once nobody holds or waits for it. */
+  /** Tells key's watchers that its holders may have changed. */
+  #changed(key: string): void {
+    const set = this.#watchers.get(key);
+    if (set) for (const wake of [...set]) wake();
+  }
+
+  /** After a grant of key ended (or a waiter left): lets waiters in from the head of its queue while they fit, and forgets key once nobody holds or waits for it. */
   #admit(key: string): void {
+    this.#changed(key);
     const e = this.#table.get(key);
     if (!e) return;
     while (e.queue.length > 0 && fits(e, isWrite(e.queue[0]!.req.claim))) {

@@ -58,6 +58,10 @@ export interface LockDriver {
   exists(key: string): Promise<boolean>;
   /** Owner-guarded refresh of the lease; true when owner still held it. Absent: acquire is used. */
   extend?(key: string, owner: string, ttlSeconds: number): Promise<boolean>;
+  /** Who holds key and who waits for it; undefined when nobody holds it. Needed to read an election's leader. */
+  inspect?(key: string): Promise<Holding | undefined>;
+  /** Yields whenever key may have changed hands (a grant, a release, an expiry), until signal aborts: an observer looks again then rather than on its timer. */
+  changes?(key: string, signal?: AbortSignal): AsyncIterable<unknown>;
   /** The one acquire (see LockRequest). */
   claim?(request: LockRequest): Promise<LockGrant>;
   /** Releases background resources (timers, connections). */
