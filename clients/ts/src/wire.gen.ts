@@ -64,6 +64,7 @@ export interface Lock {
   holder?: string;
   fence: number;
   remaining_ms: number;
+  age_ms?: number;
   waiters: number;
   kind?: "semaphore" | "rwlock";
   limit?: number;
@@ -78,6 +79,7 @@ export interface Holder {
   fence: number;
   remaining_ms: number;
   mode?: "read" | "write";
+  age_ms?: number;
 }
 
 /** One queued owner of a key, in queue order. */
