@@ -135,6 +135,7 @@ func (h *handler) routes() http.Handler {
 		mux.Handle(rt.method+" "+rt.path, h.authorize(rt.right, http.HandlerFunc(rt.serve(h))))
 	}
 	mux.Handle("/v1/", h.authorize(anyRight, http.HandlerFunc(noEndpoint)))
+	h.ui(mux)
 	root := readBody(mux, h.opts.ReadTimeout)
 	mux.Handle("GET "+stream.Path, h.authorize(access.RightLock, h.serveStream(root)))
 	return writeDeadline(root, h.opts.WriteTimeout)

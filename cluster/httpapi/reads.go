@@ -2,7 +2,9 @@ package httpapi
 
 import (
 	"net/http"
+	"slices"
 	"strconv"
+	"strings"
 
 	"github.com/zerotal/lock/api"
 	"github.com/zerotal/lock/cluster/access"
@@ -71,7 +73,7 @@ func (h *handler) listLocks(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	h.onLeader(w, r, nil, func() {
-		list, err := h.lockList(r, q.Get("prefix"), q.Get("holder"), limit)
+		list, err := h.lockList(r, []string{q.Get("prefix")}, q.Get("holder"), limit)
 		if err != nil {
 			writeError(w, err)
 			return
@@ -80,14 +82,27 @@ func (h *handler) listLocks(w http.ResponseWriter, r *http.Request) {
 	})
 }
 
-// lockList reads up to limit held keys under prefix on the leader, shows
-// each as r's credential may see it, and links them by who waits for
-// whom (api.ListOf), keeping those holder names when it is set: the
-// answer of GET /v1/locks and the table of the lock page.
-func (h *handler) lockList(r *http.Request, prefix, holder string, limit int) (api.LockList, error) {
-	locks, truncated, err := h.store.List(r.Context(), prefix, limit)
-	if err != nil {
-		return api.LockList{}, err
+// lockList reads up to limit held keys under each of prefixes on the
+// leader (the keys of several in key order, each once), shows each as r's
+// credential may see it, and links them by who waits for whom
+// (api.ListOf), keeping those holder names when it is set: the answer of
+// GET /v1/locks and the table of the lock page.
+func (h *handler) lockList(r *http.Request, prefixes []string, holder string, limit int) (api.LockList, error) {
+	var locks []api.Lock
+	truncated := false
+	for _, p := range prefixes {
+		some, more, err := h.store.List(r.Context(), p, limit)
+		if err != nil {
+			return api.LockList{}, err
+		}
+		locks, truncated = append(locks, some...), truncated || more
+	}
+	if len(prefixes) > 1 {
+		slices.SortStableFunc(locks, func(a, b api.Lock) int { return strings.Compare(a.Key, b.Key) })
+		locks = slices.CompactFunc(locks, func(a, b api.Lock) bool { return a.Key == b.Key })
+		if len(locks) > limit {
+			locks, truncated = locks[:limit], true
+		}
 	}
 	c := caller(r)
 	for i := range locks {

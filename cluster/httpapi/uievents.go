@@ -1,0 +1,70 @@
+package httpapi
+
+import (
+	"net/http"
+	"strconv"
+	"time"
+)
+
+// uiEventsFor is how long one GET /ui/events stays open; the browser's
+// EventSource opens the next one by itself (after uiEventsRetry), and the
+// page re-reads the table when it does, so that no change falls between.
+const (
+	uiEventsFor   = 55 * time.Second
+	uiEventsRetry = 300 * time.Millisecond
+)
+
+// uiEvents sends a server-sent event at every change of the lock table
+// as this node applies it (TableWatcher): the page's script then re-reads
+// the table. Changes that come while an event is written are one event.
+func (h *handler) uiEvents(w http.ResponseWriter, r *http.Request) {
+	tw, ok := h.store.(TableWatcher)
+	if !ok {
+		h.uiFail(w, r, http.StatusNotImplemented, "This node has no live updates: reload the page.")
+		return
+	}
+	hd := w.Header()
+	hd.Set("Content-Type", "text/event-stream")
+	hd.Set("Cache-Control", "no-store")
+	rc := http.NewResponseController(w)
+	send := func(s string) bool {
+		// Every write has the write timeout from its start, not the
+		// stream's first byte.
+		_ = rc.SetWriteDeadline(time.Now().Add(h.opts.WriteTimeout))
+		if _, err := w.Write([]byte(s)); err != nil {
+			return false
+		}
+		return rc.Flush() == nil
+	}
+	// Watched before the first byte: the page re-reads the table once the
+	// stream is open, and a change after that is told.
+	changed, stop := tw.TableChanged()
+	defer func() { stop() }()
+	if !send("retry: " + strconv.FormatInt(uiEventsRetry.Milliseconds(), 10) + "\n\n") {
+		return
+	}
+	end := time.NewTimer(uiEventsFor)
+	defer end.Stop()
+	beat := time.NewTicker(15 * time.Second)
+	defer beat.Stop()
+	for {
+		var msg string
+		select {
+		case <-changed:
+			// The next change is watched for before this one is told:
+			// one that comes meanwhile is not missed.
+			stop()
+			changed, stop = tw.TableChanged()
+			msg = "data: changed\n\n"
+		case <-beat.C:
+			msg = ": still here\n\n"
+		case <-end.C:
+			return
+		case <-r.Context().Done():
+			return
+		}
+		if !send(msg) {
+			return
+		}
+	}
+}
