@@ -9,26 +9,12 @@ import (
 	"time"
 
 	"github.com/zerotal/lock/fence"
+	"github.com/zerotal/lock/fence/fencetest"
 )
-
-// readableStore is a Store that says what it recorded: both of ours.
-type readableStore interface {
-	fence.Store
-	Highest(ctx context.Context, resource string) (uint64, error)
-}
-
-// stores are a Memory and a DB on a SQLite file.
-func stores(t *testing.T) map[string]readableStore {
-	return map[string]readableStore{"memory": &fence.Memory{}, "sqlite": sqliteGuard(t)}
-}
 
 func sqliteGuard(t *testing.T) *fence.DB {
 	t.Helper()
-	db, err := sql.Open("sqlite", "file:"+filepath.Join(t.TempDir(), "app.db")+"?_pragma=busy_timeout(10000)")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = db.Close() })
+	db := openDB(t, "sqlite", "file:"+filepath.Join(t.TempDir(), "app.db")+"?_pragma=busy_timeout(10000)")
 	g, err := fence.NewDB(db, fence.DBConfig{Dialect: fence.SQLite, Table: "main.fences"})
 	if err != nil {
 		t.Fatal(err)
@@ -39,52 +25,11 @@ func sqliteGuard(t *testing.T) *fence.DB {
 	return g
 }
 
-func TestStore_AdmitsTheSameOrAHigherFenceOnly(t *testing.T) {
+// TestStore_Admission: fencetest.Admission on Memory and on a DB of SQLite.
+func TestStore_Admission(t *testing.T) {
 	t.Parallel()
-	for name, s := range stores(t) {
-		t.Run(name, func(t *testing.T) {
-			t.Parallel()
-			ctx := t.Context()
-			ran := 0
-			work := func(context.Context) error { ran++; return nil }
-			boom := errors.New("boom")
-			for _, step := range []struct {
-				fence   uint64
-				fn      func(context.Context) error
-				want    error
-				highest uint64 // recorded after the step
-			}{
-				{5, work, nil, 5},
-				{5, work, nil, 5},            // one holder writes again
-				{4, work, fence.ErrStale, 5}, // an older holder
-				{9, func(context.Context) error { return boom }, boom, 5}, // failed work records nothing
-				{7, work, nil, 7},
-				{0, work, fence.ErrInvalid, 7},
-				{fence.MaxFence + 1, work, fence.ErrInvalid, 7},
-			} {
-				before := ran
-				err := s.Guard(ctx, "doc", step.fence, step.fn)
-				if !errors.Is(err, step.want) || (step.want == nil) != (err == nil) {
-					t.Fatalf("fence %d: %v, want %v", step.fence, err, step.want)
-				}
-				if errors.Is(err, fence.ErrStale) || errors.Is(err, fence.ErrInvalid) {
-					if ran != before {
-						t.Fatalf("fence %d: refused, yet the work ran", step.fence)
-					}
-				}
-				var stale *fence.StaleError
-				if errors.As(err, &stale) && (stale.Resource != "doc" || stale.Fence != step.fence || stale.Highest != step.highest) {
-					t.Fatalf("fence %d: %+v", step.fence, stale)
-				}
-				if h, err := s.Highest(ctx, "doc"); err != nil || h != step.highest {
-					t.Fatalf("after fence %d: highest %d %v, want %d", step.fence, h, err, step.highest)
-				}
-			}
-			if h, err := s.Highest(ctx, "unseen"); err != nil || h != 0 {
-				t.Errorf("a resource never written: highest %d %v, want 0", h, err)
-			}
-		})
-	}
+	t.Run("memory", func(t *testing.T) { t.Parallel(); fencetest.Admission(t, &fence.Memory{}) })
+	t.Run("sqlite", func(t *testing.T) { t.Parallel(); fencetest.Admission(t, sqliteGuard(t)) })
 }
 
 // A call waiting for its turn behind a running one gives up when its
