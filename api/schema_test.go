@@ -24,6 +24,7 @@ var schemaTypes = map[string]reflect.Type{
 	"Lock":                reflect.TypeFor[lockJSON](),
 	"Holder":              reflect.TypeFor[holderJSON](),
 	"Waiting":             reflect.TypeFor[Waiting](),
+	"WatchQuery":          reflect.TypeFor[WatchQuery](),
 	"LockList":            reflect.TypeFor[LockList](),
 	"WaitEdge":            reflect.TypeFor[WaitEdge](),
 	"Status":              reflect.TypeFor[Status](),

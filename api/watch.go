@@ -17,6 +17,14 @@ import (
 // next look. The node answers from its own applied table, leader or not.
 const PathWatch = "/v1/watch"
 
+// WatchQuery is a watch's query (PathWatch), as schema/v1.json describes
+// it to clients in other languages: each field a query parameter.
+type WatchQuery struct {
+	Key        string `json:"key"`
+	Seen       string `json:"seen,omitempty"`
+	WaitMillis int64  `json:"wait_ms,omitempty"`
+}
+
 // MaxWatchWait is the longest wait_ms of a watch, and its default.
 const MaxWatchWait = 30 * time.Second
 

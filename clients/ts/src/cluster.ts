@@ -13,6 +13,7 @@ import type {
   ReleaseRequest,
   ReleaseResponse,
   Status,
+  WatchQuery,
 } from "./wire.gen.js";
 import { limits } from "./wire.gen.js";
 
@@ -23,7 +24,7 @@ export interface ClusterOptions extends TransportOptions {
 }
 
 /** The wait_ms of one long poll of a key: under the node's cap, so that a dead connection is noticed within it. */
-const watchWaitMs = 20_000;
+const watchWaitMs = Math.min(20_000, limits["WatchQuery.wait_ms.maximum"]);
 
 /** The holders of lock by their fences, ascending, comma separated: what a watch's seen names (api.HoldersSeen). */
 function holdersSeen(lock: LockInfo | undefined): string {
@@ -164,7 +165,8 @@ export class ClusterLockDriver implements LockDriver {
       let a: LockInfo | Answer;
       const start = Date.now();
       try {
-        a = await this.#t.send<LockInfo>({ op: "watch", method: "GET", path: "/v1/watch", query: { key, seen, wait_ms: String(watchWaitMs) }, key, waitMs: watchWaitMs, signal });
+        const q: WatchQuery = { key, seen, wait_ms: watchWaitMs };
+        a = await this.#t.send<LockInfo>({ op: "watch", method: "GET", path: "/v1/watch", query: { ...q, wait_ms: String(q.wait_ms) }, key, waitMs: watchWaitMs, signal });
       } catch (err) {
         if (signal?.aborted) return;
         throw err;

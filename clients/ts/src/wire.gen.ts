@@ -57,7 +57,7 @@ export interface ForceReleaseRequest {
   key: string;
 }
 
-/** GET /v1/lock, and each lock of GET /v1/locks. */
+/** GET /v1/lock and GET /v1/watch, and each lock of GET /v1/locks. */
 export interface Lock {
   key: string;
   owner: string;
@@ -88,6 +88,13 @@ export interface Waiting {
   holder?: string;
   mode?: "read" | "write";
   age_ms?: number;
+}
+
+/** GET /v1/watch, a long poll of a key: each property a query parameter, its value as text. It answers as GET /v1/lock does (200 and the Lock, 404 when the key is free) as soon as the key's holders are no longer those seen names, or after wait_ms with the key as it is. */
+export interface WatchQuery {
+  key: string;
+  seen?: string;
+  wait_ms?: number;
 }
 
 /** GET /v1/locks. */
@@ -178,5 +185,6 @@ export const limits = {
   "AcquireRequest.keys.maxItems": 64,
   "AcquireRequest.keep_ms.maximum": 10000,
   "AcquireRequest.semaphore.maximum": 4294967295,
-  "AcquireRequest.max_hold_ms.maximum": 604800000
+  "AcquireRequest.max_hold_ms.maximum": 604800000,
+  "WatchQuery.wait_ms.maximum": 30000
 } as const;
