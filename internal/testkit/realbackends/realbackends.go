@@ -1,6 +1,7 @@
-// Package realbackends opens a lock.Manager on each of the four backends, as
+// Package realbackends opens a lock.Manager on each of the backends, as
 // real processes and files, for the tests that check a behaviour on all of
-// them.
+// them: All, the four that every such test runs on, and Every, which adds
+// PostgreSQL.
 package realbackends
 
 import (
@@ -9,8 +10,10 @@ import (
 
 	"github.com/zerotal/lock"
 	"github.com/zerotal/lock/cluster/clustertest"
-	_ "github.com/zerotal/lock/drivers/cluster" // the "cluster" driver of lock.Open
-	_ "github.com/zerotal/lock/drivers/redis"   // the "redis" driver of lock.Open
+	_ "github.com/zerotal/lock/drivers/cluster"  // the "cluster" driver of lock.Open
+	_ "github.com/zerotal/lock/drivers/postgres" // the "postgres" driver of lock.Open
+	"github.com/zerotal/lock/drivers/postgres/pgtest"
+	_ "github.com/zerotal/lock/drivers/redis" // the "redis" driver of lock.Open
 	"github.com/zerotal/lock/drivers/redis/redistest"
 	_ "github.com/zerotal/lock/drivers/sqlite" // the "sqlite" driver of lock.Open
 )
@@ -38,6 +41,18 @@ func All() []Backend {
 		}},
 	}
 }
+
+// Postgres is a PostgreSQL server (pgtest: initdb in the test's temporary
+// directory, on a free loopback port), started for the test that opens it.
+func Postgres() Backend {
+	return Backend{"postgres", func(t *testing.T) *lock.Manager {
+		return Open(t, lock.Config{Driver: "postgres", Postgres: lock.PostgresConfig{URL: pgtest.Start(t).URL()}})
+	}}
+}
+
+// Every is All and Postgres: every backend of this module, for a
+// behaviour each of them must have.
+func Every() []Backend { return append(All(), Postgres()) }
 
 // Each runs check as a parallel subtest, named after the backend, on a
 // Manager of each of bs.
