@@ -2,8 +2,9 @@
 # Installs what `make test` needs beyond Go when it is missing: redis-server
 # (the Redis driver's tests start their own on free loopback ports), initdb
 # and postgres from postgresql and pgbouncer (the PostgreSQL driver's tests
-# start their own the same way), node and npm (the TypeScript client's build
-# and tests). Extra
+# start their own the same way), mariadbd from mariadb-server (fence's MySQL
+# dialect, tested in fence/mysqltest against its own server), node and npm
+# (the TypeScript client's build and tests). Extra
 # arguments name more commands to make sure of, each from the Debian package
 # of the same name (.ci/run passes `make`), or COMMAND:PACKAGE when the
 # package is named otherwise (`make bench-peers` passes etcd:etcd-server).
@@ -25,7 +26,7 @@ have() {
 	return 1
 }
 
-for arg in redis-server openssl initdb:postgresql pgbouncer node:nodejs npm "$@"; do
+for arg in redis-server openssl initdb:postgresql pgbouncer mariadbd:mariadb-server node:nodejs npm "$@"; do
 	cmd=${arg%%:*}
 	pkg=${arg#*:}
 	have "$cmd" && continue

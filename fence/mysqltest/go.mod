@@ -1,0 +1,13 @@
+module github.com/zerotal/lock/fence/mysqltest
+
+go 1.26.0
+
+require (
+	github.com/go-sql-driver/mysql v1.10.2
+	github.com/zerotal/lock v0.0.0-00010101000000-000000000000
+	go.uber.org/goleak v1.3.0
+)
+
+require filippo.io/edwards25519 v1.2.0 // indirect
+
+replace github.com/zerotal/lock => ../..
