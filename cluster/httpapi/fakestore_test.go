@@ -38,6 +38,8 @@ type fakeStore struct {
 	unsupported error
 	// wait is the last Wait Acquire was given.
 	wait httpapi.Wait
+	// maxHold is the last cap on total hold time Acquire was given.
+	maxHold time.Duration
 }
 
 func newFakeStore(members ...string) *fakeStore {
@@ -69,7 +71,7 @@ func (s *fakeStore) Acquire(_ context.Context, req httpapi.Request) ([]uint64, e
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.wait, s.claim = req.Wait, req.Claim
+	s.wait, s.claim, s.maxHold = req.Wait, req.Claim, req.MaxHold
 	if s.unsupported != nil && (req.Claim != (drivers.Claim{}) || len(req.Keys) > 1) {
 		return nil, s.unsupported
 	}
