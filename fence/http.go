@@ -8,8 +8,9 @@ import (
 
 // Handler admits a request to next only when its fence is not below the
 // highest fence store has seen for its resource, and records its fence as
-// the new highest. The fence and the resource come from the request's
-// Header. A nil store is a new Memory.
+// the new highest once next has served it, whatever next answered. The
+// fence and the resource come from the request's Header. A nil store is a
+// new Memory. Wrap the routes that write: a read needs no fence.
 //
 // Its answers, each with a plain-text body saying why:
 //

@@ -137,3 +137,49 @@ func TestCheckResponse_OnlyTheGuardsRefusal(t *testing.T) {
 		}
 	}
 }
+
+// With a DB store the handler writes in the guard's transaction: the
+// older holder's request is refused before the handler runs, and the
+// table keeps the newer holder's write.
+func TestHandler_DBStoreWritesInTheGuardsTransaction(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	g, db := sqliteGuard(t)
+	if _, err := db.ExecContext(ctx, `CREATE TABLE documents (id INTEGER PRIMARY KEY, body TEXT NOT NULL)`); err != nil {
+		t.Fatal(err)
+	}
+	h := fence.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		tx, ok := fence.TxFromContext(r.Context())
+		if !ok {
+			http.Error(w, "no transaction", http.StatusInternalServerError)
+			return
+		}
+		body, _ := io.ReadAll(r.Body)
+		if _, err := tx.ExecContext(r.Context(), `INSERT OR REPLACE INTO documents (id, body) VALUES (1, ?)`, string(body)); err != nil {
+			http.Error(w, err.Error(), http.StatusInternalServerError)
+		}
+	}), g)
+	for _, put := range []struct {
+		fence  uint64
+		body   string
+		status int
+	}{
+		{8, "newer", http.StatusOK},
+		{7, "older", http.StatusPreconditionFailed},
+	} {
+		req := httptest.NewRequest(http.MethodPut, "/doc", strings.NewReader(put.body))
+		req.Header.Set(fence.Header, fence.FormatHeader("doc", put.fence))
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, req)
+		if rec.Code != put.status {
+			t.Fatalf("fence %d: %d %q, want %d", put.fence, rec.Code, rec.Body.String(), put.status)
+		}
+	}
+	var body string
+	if err := db.QueryRowContext(ctx, `SELECT body FROM documents WHERE id = 1`).Scan(&body); err != nil || body != "newer" {
+		t.Errorf("the document: %q %v, want the newer holder's", body, err)
+	}
+	if h, err := g.Highest(ctx, "doc"); err != nil || h != 8 {
+		t.Errorf("highest %d %v, want 8", h, err)
+	}
+}

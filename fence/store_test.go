@@ -12,7 +12,9 @@ import (
 	"github.com/zerotal/lock/fence/fencetest"
 )
 
-func sqliteGuard(t *testing.T) *fence.DB {
+// sqliteGuard is a DB guarding a new SQLite file, its table of fences
+// named with its schema, and that database.
+func sqliteGuard(t *testing.T) (*fence.DB, *sql.DB) {
 	t.Helper()
 	db := openDB(t, "sqlite", "file:"+filepath.Join(t.TempDir(), "app.db")+"?_pragma=busy_timeout(10000)")
 	g, err := fence.NewDB(db, fence.DBConfig{Dialect: fence.SQLite, Table: "main.fences"})
@@ -22,14 +24,14 @@ func sqliteGuard(t *testing.T) *fence.DB {
 	if err := g.CreateTable(t.Context()); err != nil {
 		t.Fatal(err)
 	}
-	return g
+	return g, db
 }
 
 // TestStore_Admission: fencetest.Admission on Memory and on a DB of SQLite.
 func TestStore_Admission(t *testing.T) {
 	t.Parallel()
 	t.Run("memory", func(t *testing.T) { t.Parallel(); fencetest.Admission(t, &fence.Memory{}) })
-	t.Run("sqlite", func(t *testing.T) { t.Parallel(); fencetest.Admission(t, sqliteGuard(t)) })
+	t.Run("sqlite", func(t *testing.T) { t.Parallel(); g, _ := sqliteGuard(t); fencetest.Admission(t, g) })
 }
 
 // A call waiting for its turn behind a running one gives up when its
@@ -60,7 +62,7 @@ func TestMemory_WaitEndsWithTheContext(t *testing.T) {
 
 func TestDB_CheckInTheCallersTransaction(t *testing.T) {
 	t.Parallel()
-	g := sqliteGuard(t)
+	g, _ := sqliteGuard(t)
 	ctx := t.Context()
 	if err := g.Write(ctx, "doc", 8, func(*sql.Tx) error { return nil }); err != nil {
 		t.Fatal(err)
