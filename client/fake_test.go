@@ -53,6 +53,8 @@ type fakeNode struct {
 	// holdAcquires makes acquires wait like frozen: a wait that ctx cuts
 	// off while the node has it.
 	holdAcquires atomic.Bool
+	// maxHold is the max_hold_ms of the last acquire decoded.
+	maxHold atomic.Int64
 
 	mu       sync.Mutex
 	locks    map[string]*fakeLock
@@ -213,6 +215,7 @@ func (f *fakeNode) acquire(w http.ResponseWriter, r *http.Request) {
 	} else if !decode(w, r, &in) {
 		return
 	}
+	f.maxHold.Store(in.MaxHoldMillis)
 	if f.holdAcquires.Load() {
 		<-f.thaw
 		return
