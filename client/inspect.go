@@ -22,6 +22,9 @@ func (c *Client) Inspect(ctx context.Context, key string) (drivers.Holding, bool
 // HoldingOf is l as a drivers.Holding.
 func HoldingOf(l api.Lock) drivers.Holding {
 	h := drivers.Holding{WaiterCount: l.Waiters}
+	for _, w := range l.Queue {
+		h.Waiters = append(h.Waiters, drivers.Waiting{Owner: w.Owner, Write: w.Mode == api.ModeWrite})
+	}
 	switch l.Kind {
 	case "":
 		h.Holders = []drivers.Holder{{Owner: l.Owner, Fence: l.Fence, Remaining: l.Remaining}}
@@ -33,9 +36,6 @@ func HoldingOf(l api.Lock) drivers.Holding {
 	}
 	for _, x := range l.Holders {
 		h.Holders = append(h.Holders, drivers.Holder{Owner: x.Owner, Fence: x.Fence, Remaining: x.Remaining, Write: x.Mode == api.ModeWrite})
-	}
-	for _, w := range l.Queue {
-		h.Waiters = append(h.Waiters, drivers.Waiting{Owner: w.Owner, Write: w.Mode == api.ModeWrite})
 	}
 	return h
 }

@@ -20,6 +20,7 @@ import (
 
 const locksExamples = `  lockcluster locks --endpoints 127.0.0.1:7001
   lockcluster locks --prefix jobs/ --limit 50
+  lockcluster locks --holder web-1   # the keys web-1 holds or waits for, and whom it waits for
   lockcluster locks --driver sqlite --sqlite-path /var/lib/app/locks.db -o json
   REDIS_URL=redis://127.0.0.1:6379/0 lockcluster locks`
 
@@ -28,7 +29,13 @@ one whose setting is given. The memory driver is refused (exit status 64): its l
 process that holds them, and this one holds none. Keys are shown as the library names them:
 without the key prefix LOCKCLUSTER_PREFIX (by default "zerotal_lock:" on sqlite and redis, none
 on the cluster), and only the keys under it. On Redis every node's keyspace is scanned, at most
-1,048,576 keys each; past that the list says it is truncated.`
+1,048,576 keys each; past that the list says it is truncated.
+
+Below the table, who waits for whom: each waiter of a key (named by its holder, or its owner when it
+names none) waits for each holder of the key, and waits that go round in a cycle are flagged: none of
+those will be let in while all of them hold on. GET /v1/locks and the node's page /ui show the same
+edges (api.WaitsFor), computed from the listed keys: where a backend does not tell its waiters in
+order, none are shown.`
 
 // locksOptions are locks' flags: the backend's (without the key prefix:
 // --prefix filters the listing), and the listing's.
@@ -37,6 +44,7 @@ type locksOptions struct {
 	timeout time.Duration
 	output  string
 	prefix  string
+	holder  string
 	limit   int
 }
 
@@ -50,8 +58,10 @@ func newLocksCmd(e *env) *cobra.Command {
 	durationVar(fs, &o.timeout, "timeout", 10*time.Second, "give up after this long")
 	registerOutput(cmd, &o.output)
 	fs.StringVar(&o.prefix, "prefix", "", "only keys starting with this (keys are named as written: \"deploy\" from lockcluster run,\nthe HTTP API and the Go API is one lock)")
+	fs.StringVar(&o.holder, "holder", "", "only keys a holder or owner containing this holds or waits for, and their waits")
 	fs.IntVar(&o.limit, "limit", 1000, fmt.Sprintf("list at most this many keys (at most %d)", lock.MaxListLimit))
 	cliflags.NoEnv(cmd, "prefix", "it filters this listing, and LOCKCLUSTER_PREFIX is an application's key prefix")
+	cliflags.NoEnv(cmd, "holder", "it filters this listing")
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
 		if o.limit <= 0 || o.limit > lock.MaxListLimit {
 			return usagef("--limit must be 1 to %d", lock.MaxListLimit)
@@ -101,9 +111,12 @@ func runLocks(ctx context.Context, e *env, cmd *cobra.Command, o *locksOptions) 
 	for i, l := range listed {
 		locks[i] = apiLock(l)
 	}
+	list := api.ListOf(locks, truncated, o.holder)
+	locks = list.Locks
 	if o.output == "json" {
-		// The schema of GET /v1/locks: key, owner, fence, remaining_ms.
-		printJSON(e.stdout, api.LockList{Locks: locks, Truncated: truncated})
+		// The schema of GET /v1/locks: key, owner, fence, remaining_ms,
+		// and the wait-for edges and cycles.
+		printJSON(e.stdout, list)
 		return nil
 	}
 	tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
@@ -123,7 +136,29 @@ func runLocks(ctx context.Context, e *env, cmd *cobra.Command, o *locksOptions) 
 	if len(locks) == 0 && !truncated {
 		fmt.Fprintln(e.stdout, "(no locks held)")
 	}
+	printWaits(e.stdout, list)
 	return nil
+}
+
+// printWaits prints who waits for whom, and the cycles, when any waits.
+func printWaits(w io.Writer, list api.LockList) {
+	if len(list.Edges) == 0 {
+		return
+	}
+	fmt.Fprintln(w)
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "WAITER\tWAITS FOR\tKEY\t")
+	for _, e := range list.Edges {
+		flag := ""
+		if e.InCycle {
+			flag = "cycle"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%q\t%s\n", e.From, e.To, e.Key, flag)
+	}
+	_ = tw.Flush()
+	for _, c := range list.Cycles {
+		fmt.Fprintf(w, "wait cycle: %s (none of them will be let in while all hold on)\n", strings.Join(c, " <-> "))
+	}
 }
 
 // apiLock is l as the HTTP API's lock object, as a node answers it for
@@ -135,6 +170,9 @@ func apiLock(l lock.Listed) api.Lock {
 		if len(l.Holders) > 0 {
 			h := l.Holders[0]
 			out.Owner, out.Holder, out.Fence, out.Remaining = h.Owner, drivers.HolderOf(h.Owner), h.Fence, h.Remaining
+		}
+		for _, w := range l.Waiters {
+			out.Queue = append(out.Queue, api.Waiting{Owner: w.Owner, Holder: drivers.HolderOf(w.Owner)})
 		}
 		return out
 	}
@@ -158,14 +196,14 @@ func apiLock(l lock.Listed) api.Lock {
 		}
 	}
 	for _, w := range l.Waiters {
-		out.Queue = append(out.Queue, api.Waiting{Owner: w.Owner, Mode: mode(w.Write)})
+		out.Queue = append(out.Queue, api.Waiting{Owner: w.Owner, Holder: drivers.HolderOf(w.Owner), Mode: mode(w.Write)})
 	}
 	return out
 }
 
 // printLockRows prints one row per holder of l: a mutex's one, every
 // holder of a semaphore or read/write lock. The first row counts the
-// waiters and, for a shared key, names them in queue order.
+// waiters and names them in queue order where the backend tells them.
 func printLockRows(tw io.Writer, l api.Lock) {
 	waiters := strconv.Itoa(l.Waiters)
 	if len(l.Queue) > 0 {
