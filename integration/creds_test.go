@@ -18,13 +18,16 @@ const (
 	clientToken   = "integration-client-token-0123456789"
 	operatorToken = "integration-operator-token-0123456789"
 	metricsToken  = "integration-metrics-token-0123456789"
+	// teamToken is a client confined to keys under ui/team/ (the lock
+	// page's test).
+	teamToken = "integration-team-token-0123456789"
 )
 
 // writeTokenFile writes the suite's token file into dir and returns its
 // path.
 func writeTokenFile(dir string) (string, error) {
 	path := filepath.Join(dir, "tokens")
-	body := fmt.Sprintf("# the integration suite's credentials\nworkers client * sha256:%s\nops operator * sha256:%s\nscraper metrics - sha256:%s\n",
-		access.HashToken(clientToken), access.HashToken(operatorToken), access.HashToken(metricsToken))
+	body := fmt.Sprintf("# the integration suite's credentials\nworkers client * sha256:%s\nops operator * sha256:%s\nscraper metrics - sha256:%s\nteam client ui/team/ sha256:%s\n",
+		access.HashToken(clientToken), access.HashToken(operatorToken), access.HashToken(metricsToken), access.HashToken(teamToken))
 	return path, os.WriteFile(path, []byte(body), 0o600)
 }
