@@ -4,7 +4,8 @@
 # and postgres from postgresql and pgbouncer (the PostgreSQL driver's tests
 # start their own the same way), mariadbd from mariadb-server (fence's MySQL
 # dialect, tested in fence/mysqltest against its own server), node and npm
-# (the TypeScript client's build and tests). Extra
+# (the TypeScript client's build and tests), chromium (the lock page's test
+# drives it headless). Extra
 # arguments name more commands to make sure of, each from the Debian package
 # of the same name (.ci/run passes `make`), or COMMAND:PACKAGE when the
 # package is named otherwise (`make bench-peers` passes etcd:etcd-server).
@@ -26,7 +27,7 @@ have() {
 	return 1
 }
 
-for arg in redis-server openssl initdb:postgresql pgbouncer mariadbd:mariadb-server node:nodejs npm "$@"; do
+for arg in redis-server openssl initdb:postgresql pgbouncer mariadbd:mariadb-server node:nodejs npm chromium "$@"; do
 	cmd=${arg%%:*}
 	pkg=${arg#*:}
 	have "$cmd" && continue
