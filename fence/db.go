@@ -116,29 +116,29 @@ func (g *DB) Check(ctx context.Context, tx *sql.Tx, resource string, fence uint6
 	if err != nil {
 		return fmt.Errorf("fence: guard %q: %w", resource, err)
 	}
-	if g.s.byRows {
-		n, err := res.RowsAffected()
+	if g.s.byInsertID {
+		highest, err := res.LastInsertId()
 		if err != nil {
 			return fmt.Errorf("fence: guard %q: %w", resource, err)
 		}
-		if n > 0 {
+		if highest == 0 {
 			return nil
 		}
-		// Refused; the row is locked, so this read is the fence that won.
-		highest, err := g.read(ctx, tx, g.s.highest, resource)
-		if err != nil {
-			return err
-		}
-		return &StaleError{Resource: resource, Fence: fence, Highest: highest}
+		return &StaleError{Resource: resource, Fence: fence, Highest: uint64(highest)}
 	}
-	highest, err := g.read(ctx, tx, g.s.recorded, resource)
+	n, err := res.RowsAffected()
+	if err != nil {
+		return fmt.Errorf("fence: guard %q: %w", resource, err)
+	}
+	if n > 0 {
+		return nil
+	}
+	// Refused; the row is locked, so this read is the fence that won.
+	highest, err := g.read(ctx, tx, resource)
 	if err != nil {
 		return err
 	}
-	if highest > fence {
-		return &StaleError{Resource: resource, Fence: fence, Highest: highest}
-	}
-	return nil
+	return &StaleError{Resource: resource, Fence: fence, Highest: highest}
 }
 
 // Guard implements Store: Write with fn's context carrying the
@@ -152,16 +152,16 @@ func (g *DB) Guard(ctx context.Context, resource string, fence uint64, fn func(c
 
 // Highest is the highest fence recorded for resource, 0 when none was.
 func (g *DB) Highest(ctx context.Context, resource string) (uint64, error) {
-	return g.read(ctx, g.db, g.s.highest, resource)
+	return g.read(ctx, g.db, resource)
 }
 
 type querier interface {
 	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
 }
 
-func (g *DB) read(ctx context.Context, q querier, stmt, resource string) (uint64, error) {
+func (g *DB) read(ctx context.Context, q querier, resource string) (uint64, error) {
 	var highest int64
-	err := q.QueryRowContext(ctx, stmt, resource).Scan(&highest)
+	err := q.QueryRowContext(ctx, g.s.highest, resource).Scan(&highest)
 	if errors.Is(err, sql.ErrNoRows) {
 		return 0, nil
 	}

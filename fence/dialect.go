@@ -34,12 +34,13 @@ type statements struct {
 	create  string // the table, if it does not exist
 	guard   string // the conditional upsert: (resource, fence)
 	highest string // the recorded fence: (resource)
-	// byRows: the guard affects no row exactly when the fence is stale.
-	// MySQL's affected-row count cannot say it (a row set to the value it
-	// has counts 0, as a refused one), so there the guard only takes the
-	// row's lock and recorded, a locking read of the fence, decides.
-	byRows   bool
-	recorded string // MySQL: the recorded fence, read under the row's lock: (resource)
+	// The guard affects no row exactly when the fence is stale
+	// (PostgreSQL, SQLite). MySQL's count cannot say it (a row set to the
+	// value it has counts 0, as a refused one); there byInsertID: the
+	// statement's insert id (the OK packet's) is 0 when the fence is
+	// admitted and the recorded fence when it is stale, set by the
+	// refusing branch's LAST_INSERT_ID(fence).
+	byInsertID bool
 }
 
 // identifier is a table name, optionally qualified by a schema (or, on
@@ -56,7 +57,6 @@ func (d Dialect) statements(table string) statements {
 			// In SQLite's DO UPDATE an unqualified column is the row already there.
 			guard:   `INSERT INTO {table} (resource, fence) VALUES (?, ?) ON CONFLICT (resource) DO UPDATE SET fence = excluded.fence WHERE fence <= excluded.fence`,
 			highest: `SELECT fence FROM {table} WHERE resource = ?`,
-			byRows:  true,
 		}
 	case PostgreSQL:
 		s = statements{
@@ -66,7 +66,6 @@ func (d Dialect) statements(table string) statements {
 			// checks its WHERE against the committed fence.
 			guard:   `INSERT INTO {table} AS f (resource, fence) VALUES ($1, $2) ON CONFLICT (resource) DO UPDATE SET fence = EXCLUDED.fence WHERE f.fence <= EXCLUDED.fence`,
 			highest: `SELECT fence FROM {table} WHERE resource = $1`,
-			byRows:  true,
 		}
 	case MySQL:
 		s = statements{
@@ -74,13 +73,15 @@ func (d Dialect) statements(table string) statements {
 			// "invoice" are two lock keys, so two resources; 1024 is the
 			// longest lock key.
 			create: `CREATE TABLE IF NOT EXISTS {table} (resource VARBINARY(1024) NOT NULL PRIMARY KEY, fence BIGINT NOT NULL) ENGINE=InnoDB`,
-			// VALUES(), not the row alias of MySQL 8.0.19, which MariaDB lacks.
-			guard:    `INSERT INTO {table} (resource, fence) VALUES (?, ?) ON DUPLICATE KEY UPDATE fence = IF(fence <= VALUES(fence), VALUES(fence), fence)`,
-			highest:  `SELECT fence FROM {table} WHERE resource = ?`,
-			recorded: `SELECT fence FROM {table} WHERE resource = ? FOR UPDATE`,
+			// VALUES(), not the row alias of MySQL 8.0.19, which MariaDB
+			// lacks. IF evaluates one branch: LAST_INSERT_ID(fence) only
+			// when refusing, leaving the row as it is.
+			guard:      `INSERT INTO {table} (resource, fence) VALUES (?, ?) ON DUPLICATE KEY UPDATE fence = IF(fence <= VALUES(fence), VALUES(fence), LAST_INSERT_ID(fence))`,
+			highest:    `SELECT fence FROM {table} WHERE resource = ?`,
+			byInsertID: true,
 		}
 	}
-	for _, q := range []*string{&s.create, &s.guard, &s.highest, &s.recorded} {
+	for _, q := range []*string{&s.create, &s.guard, &s.highest} {
 		*q = strings.ReplaceAll(*q, "{table}", table)
 	}
 	return s

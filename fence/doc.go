@@ -57,15 +57,19 @@
 //	MySQL, MariaDB:
 //	  CREATE TABLE IF NOT EXISTS zerotal_fences (resource VARBINARY(1024) NOT NULL PRIMARY KEY, fence BIGINT NOT NULL) ENGINE=InnoDB
 //	  INSERT INTO zerotal_fences (resource, fence) VALUES (?, ?)
-//	    ON DUPLICATE KEY UPDATE fence = IF(fence <= VALUES(fence), VALUES(fence), fence)
-//	  SELECT fence FROM zerotal_fences WHERE resource = ? FOR UPDATE
+//	    ON DUPLICATE KEY UPDATE fence = IF(fence <= VALUES(fence), VALUES(fence), LAST_INSERT_ID(fence))
 //
 // On PostgreSQL and SQLite the guard affects one row when the fence is
 // admitted (a new resource's row inserted, or its fence raised or equal)
-// and none when it is stale. MySQL counts a row set to the value it
-// already has as unaffected, so there the guard only records and locks,
-// and the locking read that follows decides: stale when the recorded
-// fence is above the caller's. Either way: stale means roll back.
+// and none when it is stale; to say which fence won, read it after a
+// refusal (SELECT fence FROM zerotal_fences WHERE resource = $1). MySQL
+// counts a row set to the value it already has as unaffected, so a
+// refusal and a holder writing again look alike there; instead the
+// refusing branch leaves the row as it is and sets the statement's insert
+// id (the OK packet's, mysql_insert_id, sql.Result.LastInsertId) to the
+// recorded fence, which the table, having no AUTO_INCREMENT column,
+// otherwise leaves 0: 0 is admitted, anything else the fence that won.
+// Either way: stale means roll back.
 //
 // The guard also orders concurrent writers: it takes the resource's row
 // lock (PostgreSQL's ON CONFLICT and MySQL's upsert lock the existing row
