@@ -11,11 +11,13 @@ import (
 )
 
 // Capabilities: Redis serves every request itself (scripts.go), a set of
-// keys in one script, waiting or not. On Redis Cluster that needs the keys
-// in one hash slot, and Acquire refuses others as unsupported, having taken
-// nothing; the Manager then takes them, or waits for them, one at a time.
+// keys in one script, waiting or not, and a cap on total hold time, which
+// the scripts keep with each grant and no refresh goes past. On Redis
+// Cluster a set needs its keys in one hash slot, and Acquire refuses
+// others as unsupported, having taken nothing; the Manager then takes
+// them, or waits for them, one at a time.
 func (d *Driver) Capabilities() drivers.Capabilities {
-	return drivers.Capabilities{Wait: true, Shared: true, Sets: true, SetWait: true}
+	return drivers.Capabilities{Wait: true, Shared: true, Sets: true, SetWait: true, MaxHold: true}
 }
 
 // Acquire serves one request (drivers.Driver): a mutex, a semaphore's slot
@@ -77,7 +79,11 @@ func newAttempt(req drivers.Request) *attempt {
 	if c := req.Claim; c != (drivers.Claim{}) {
 		claim = strconv.Itoa(int(c.Kind)) + ":" + strconv.FormatUint(uint64(c.Limit), 10)
 	}
-	a.args = []any{req.Owner, millis(req.TTL), claim, flag(req.Claim.Write), flag(req.Wait), 0, 0}
+	var maxHold int64 // no cap
+	if req.MaxHold > 0 {
+		maxHold = millis(req.MaxHold)
+	}
+	a.args = []any{req.Owner, millis(req.TTL), claim, flag(req.Claim.Write), flag(req.Wait), 0, 0, maxHold}
 	return a
 }
 

@@ -48,6 +48,13 @@
 // only. A key that contains braces is stored under a digest tag instead:
 // "{#<hex>}K", "{#<hex>}K:q" and so on.
 //
+// A grant made with a cap on its total hold time (drivers.Request.MaxHold)
+// records the cap beside its deadline, and only such a grant does: the
+// cap is fixed by the script that grants (an acquire, or a release that
+// lets a waiter in, whose cap counts from then), no refresh, by Extend or
+// by the owner's acquire, sets a deadline past it, and at the cap the
+// grant lapses like any other and the next waiter comes in.
+//
 // A release of v0.1.0 stores a mutex as the string "{K}" (the owner, with
 // the lock's TTL): this release sees such a key as held by its owner and
 // waits for it to go without a place in its queue, and v0.1.0 meets a hash

@@ -41,6 +41,8 @@ func runChild(mode string) int {
 			err = childWaiter(ctx, m)
 		case "hot":
 			err = childHot(ctx, m)
+		case "capped":
+			err = childCapped(ctx, d)
 		default:
 			err = fmt.Errorf("unknown child %q", mode)
 		}
@@ -57,18 +59,25 @@ func runChild(mode string) int {
 // childWaiter: for each line "wait <key> <ttl ms>" it waits for the key
 // (Manager.Block), prints "got <fence>" once it holds it and releases it.
 func childWaiter(ctx context.Context, m *lock.Manager) error {
-	in := bufio.NewScanner(os.Stdin)
-	for in.Scan() {
+	return eachLine(func(line string) error {
 		var key string
 		var ttl int64
-		if _, err := fmt.Sscanf(in.Text(), "wait %s %d", &key, &ttl); err != nil {
-			return fmt.Errorf("bad command %q: %w", in.Text(), err)
+		if _, err := fmt.Sscanf(line, "wait %s %d", &key, &ttl); err != nil {
+			return fmt.Errorf("bad command %q: %w", line, err)
 		}
-		err := m.Block(ctx, key, time.Duration(ttl)*time.Millisecond, func(_ context.Context, l *lock.Lock) error {
+		return m.Block(ctx, key, time.Duration(ttl)*time.Millisecond, func(_ context.Context, l *lock.Lock) error {
 			fmt.Printf("got %d\n", l.Fence())
 			return nil
 		}, lock.WithTimeout(time.Minute))
-		if err != nil {
+	})
+}
+
+// eachLine runs fn on each line of a child's stdin until it ends or fn
+// fails.
+func eachLine(fn func(line string) error) error {
+	in := bufio.NewScanner(os.Stdin)
+	for in.Scan() {
+		if err := fn(in.Text()); err != nil {
 			return err
 		}
 	}
@@ -209,10 +218,17 @@ func queueChildren(t *testing.T, srv *redistest.Server, key string, ttl time.Dur
 	base := subscribers(t, srv, key)
 	for i, c := range cs {
 		c.send("wait %s %d", key, ttl.Milliseconds())
-		poll.Until(t, 20*time.Second, fmt.Sprintf("child %d waiting", i), func() bool {
-			return subscribers(t, srv, key) >= base+int64(i)+1
-		})
+		waitSubscribers(t, srv, key, base+int64(i)+1)
 	}
+}
+
+// waitSubscribers waits until at least n processes listen on key's
+// release channel.
+func waitSubscribers(t *testing.T, srv *redistest.Server, key string, n int64) {
+	t.Helper()
+	poll.Until(t, 20*time.Second, fmt.Sprintf("%d processes waiting for %q", n, key), func() bool {
+		return subscribers(t, srv, key) >= n
+	})
 }
 
 // gotFences reads each child's "got <fence>".

@@ -18,13 +18,16 @@ import (
 // tag (keysFor):
 //
 //	{K}        hash: a field "h:<owner>" per grant, "fence:expires_ms:write",
-//	           "c", the claim "kind:limit" (absent for a mutex), and "q"
-//	           while anyone may be queued
+//	           or "fence:expires_ms:write:cap_ms" for a grant with a cap on
+//	           its total hold time (Request.MaxHold), "c", the claim
+//	           "kind:limit" (absent for a mutex), and "q" while anyone may
+//	           be queued
 //	{K}:q      sorted set: the queue, each waiting owner scored by its
 //	           place's number (drawn from the fence counter, so increasing)
 //	{K}:w      hash: each waiting owner's place, "alive_ms:write:ttl_ms",
-//	           and "#c", the claim, for when the grants lapse before the
-//	           queue
+//	           or "alive_ms:write:ttl_ms:max_hold_ms" for a request with a
+//	           cap, and "#c", the claim, for when the grants lapse before
+//	           the queue
 //	{K}:fence  the last fence handed out
 //
 // A mutex is the exclusive claim of one slot: the same keys, one grant at
@@ -41,6 +44,15 @@ import (
 // waiter keeps its place alive by visiting it (every attempt does), and
 // the place of a process that died lapses after waiterLease: it is dropped
 // when it reaches the head.
+//
+// A grant's cap (Request.MaxHold) is written only when it has one, so a
+// lock without a cap costs what it did before caps: the cap is the time
+// of the grant (later, as for its deadline) plus MaxHold, fixed when the
+// grant is made, by whichever script makes it (an acquire, or a release
+// that lets a waiter in, whose place carries its MaxHold); every deadline
+// written after is at most the cap (setExp), so no refresh, by Extend or
+// by an acquire of the owner's own key, takes the grant past it, and at
+// the cap the grant lapses as at any deadline.
 
 // FenceRetention is how long a key's fence counter is kept after the
 // key's last new grant: the counter expires then, so that Redis holds one
@@ -89,7 +101,26 @@ local function newFence(counter)
   if not written then redis.call('SET', counter, string.format('%.0f', fence), 'PX', ` + retention + `) end
   return fence
 end
+local function capFrom(maxHold)
+  if maxHold and maxHold > 0 then return later + maxHold end
+  return nil
+end
+local function capped(h, exp)
+  if h.cap and h.cap < exp then return h.cap end
+  return exp
+end
+local function holderValue(h)
+  if h.cap then return string.format('%.0f:%d:%s:%d', h.fence, h.exp, h.w, h.cap) end
+  return string.format('%.0f:%d:%s', h.fence, h.exp, h.w)
+end
 `
+
+// {K} expires at its last deadline, exp: Redis drops a key once its clock
+// in ms is past the key's expiry time, and a script sees a grant lapse
+// once now reaches exp, so the expiry time is exp-1 (PEXPIREAT): a hash
+// that is still there holds a grant that has not lapsed, and the release
+// of a hash's only field, which reads no deadline, never reports a lapsed
+// grant as released.
 
 // retention is FenceRetention in ms, for the scripts.
 var retention = strconv.FormatInt(FenceRetention.Milliseconds(), 10)
@@ -101,7 +132,7 @@ const replicateEffects = `if redis.replicate_commands then redis.replicate_comma
 // script (KEYS[4i-3..4i]: lock, fence, queue, places) that load reads:
 //
 //   - load reads the key's grants, drops those that lapsed, and returns
-//     them as holders, with the claim;
+//     them as holders (each with its cap, nil for none), with the claim;
 //   - fits says whether a claim of side w (write '1') fits beside the
 //     holders: one slot for a mutex, limit for a semaphore, one writer or
 //     up to MaxHolders readers;
@@ -109,13 +140,16 @@ const replicateEffects = `if redis.replicate_commands then redis.replicate_comma
 //     dropped, and pop takes it out; place keeps (or takes, at the back,
 //     reporting whether it is first) owner's place alive; unplace drops
 //     it;
+//   - grant writes a new grant, its deadline at most its cap; setExp
+//     moves a grant's deadline, never past the cap it was granted with;
 //   - admit lets waiters in from the head of the queue while they fit,
 //     reading the head only while a claim can fit at all (s.known: s.top
 //     is then the head left waiting, or nil for an empty queue). A
 //     waiter named in locals (the releasing process's own) is granted for
 //     its TTL, and returned for that process to hand it over; any other,
 //     but self, for waiterLease at most, until its next attempt takes the
-//     grant up, and is told on the key's channel;
+//     grant up, and is told on the key's channel; a waiter's cap counts
+//     from this grant;
 //   - settle sets the grants' expiry to the last of them, or deletes them
 //     when none is left, once they changed (s.dirty), and marks {K} "q"
 //     when the script left somebody queued (s.queue 'some': placed, or let
@@ -134,13 +168,13 @@ local function load(i)
   for j = 1, #all, 2 do
     local f, v = all[j], all[j + 1]
     if string.sub(f, 1, 2) == 'h:' then
-      local fence, exp, w = string.match(v, '^(%d+):(%d+):(%d)')
+      local fence, exp, w, cap = string.match(v, '^(%d+):(%d+):(%d):?(%d*)')
       exp = tonumber(exp)
       if exp <= now then
         redis.call('HDEL', lk, f)
         s.dirty = true
       else
-        s.holders[#s.holders + 1] = {owner = string.sub(f, 3), fence = tonumber(fence), exp = exp, w = w}
+        s.holders[#s.holders + 1] = {owner = string.sub(f, 3), fence = tonumber(fence), exp = exp, w = w, cap = tonumber(cap)}
       end
     elseif f == 'q' then
       s.marked = true
@@ -162,15 +196,18 @@ local function unplace(s, owner)
   redis.call('ZREM', s.qk, owner)
   redis.call('HDEL', s.wk, owner)
 end
+local function placeOf(owner, v)
+  if not v then return nil end
+  local alive, w, ttl, maxHold = string.match(v, '^(%d+):(%d):(%d+):?(%d*)')
+  if tonumber(alive) <= now then return nil end
+  return {owner = owner, w = w, ttl = tonumber(ttl), maxHold = tonumber(maxHold)}
+end
 local function head(s)
   while true do
     local top = redis.call('ZRANGE', s.qk, 0, 0)[1]
     if not top then return nil end
-    local v = redis.call('HGET', s.wk, top)
-    if v then
-      local alive, w, ttl = string.match(v, '^(%d+):(%d):(%d+)')
-      if tonumber(alive) > now then return {owner = top, w = w, ttl = tonumber(ttl)} end
-    end
+    local q = placeOf(top, redis.call('HGET', s.wk, top))
+    if q then return q end
     unplace(s, top)
   end
 end
@@ -178,15 +215,12 @@ local function pop(s)
   while true do
     local top = redis.call('ZPOPMIN', s.qk)[1]
     if not top then return nil end
-    local v = redis.call('HGET', s.wk, top)
+    local q = placeOf(top, redis.call('HGET', s.wk, top))
     redis.call('HDEL', s.wk, top)
-    if v then
-      local alive, w, ttl = string.match(v, '^(%d+):(%d):(%d+)')
-      if tonumber(alive) > now then return {owner = top, w = w, ttl = tonumber(ttl)} end
-    end
+    if q then return q end
   end
 end
-local function place(s, owner, w, ttl, placed, claim)
+local function place(s, owner, w, ttl, placed, claim, maxHold)
   local first = false
   if not placed then
     local seq = tonumber(t[1]) * 1000000 + tonumber(t[2])
@@ -195,26 +229,29 @@ local function place(s, owner, w, ttl, placed, claim)
     first = last == nil
     redis.call('ZADD', s.qk, seq, owner)
   end
+  local v = string.format('%d:%s:%d', now + lease, w, ttl)
+  if maxHold > 0 then v = v .. ':' .. maxHold end
   if claim == '' then
-    redis.call('HSET', s.wk, owner, string.format('%d:%s:%d', now + lease, w, ttl))
+    redis.call('HSET', s.wk, owner, v)
   else
-    redis.call('HSET', s.wk, owner, string.format('%d:%s:%d', now + lease, w, ttl), '#c', claim)
+    redis.call('HSET', s.wk, owner, v, '#c', claim)
   end
   redis.call('PEXPIRE', s.qk, lease)
   redis.call('PEXPIRE', s.wk, lease)
   s.queue = 'some'
   return first
 end
-local function grant(s, owner, w, exp)
-  local f = newFence(s.fk)
-  redis.call('HSET', s.lk, 'h:' .. owner, string.format('%.0f:%d:%s', f, exp, w))
-  s.holders[#s.holders + 1] = {owner = owner, fence = f, exp = exp, w = w}
+local function grant(s, owner, w, exp, maxHold)
+  local h = {owner = owner, fence = newFence(s.fk), w = w, cap = capFrom(maxHold)}
+  h.exp = capped(h, exp)
+  redis.call('HSET', s.lk, 'h:' .. owner, holderValue(h))
+  s.holders[#s.holders + 1] = h
   s.dirty = true
-  return f
+  return h.fence
 end
 local function setExp(s, h, exp)
-  h.exp, s.dirty = exp, true
-  redis.call('HSET', s.lk, 'h:' .. h.owner, string.format('%.0f:%d:%s', h.fence, exp, h.w))
+  h.exp, s.dirty = capped(h, exp), true
+  redis.call('HSET', s.lk, 'h:' .. h.owner, holderValue(h))
 end
 local function admit(s, locals, self)
   local mine, named = {}, {}
@@ -246,9 +283,9 @@ local function admit(s, locals, self)
     end
     if locals[q.owner] then
       table.insert(mine, q.owner)
-      table.insert(mine, grant(s, q.owner, q.w, later + q.ttl))
+      table.insert(mine, grant(s, q.owner, q.w, later + q.ttl, q.maxHold))
     else
-      grant(s, q.owner, q.w, later + math.min(q.ttl, lease))
+      grant(s, q.owner, q.w, later + math.min(q.ttl, lease), q.maxHold)
       if q.owner ~= self then table.insert(named, q.owner) end
     end
     s.top, s.known = nil, false
@@ -261,7 +298,7 @@ local function settle(s)
     local last = 0
     for _, h in ipairs(s.holders) do if h.exp > last then last = h.exp end end
     if last <= now then redis.call('DEL', s.lk) return end
-    redis.call('PEXPIRE', s.lk, last - now)
+    redis.call('PEXPIREAT', s.lk, last - 1)
   end
   if #s.holders == 0 then return end
   if s.queue == 'some' and not s.marked then
@@ -295,7 +332,9 @@ end
 // "kind:limit"), ARGV[4] write (0/1), ARGV[5] wait (0/1), ARGV[6] again
 // (1: a later attempt of a wait, which may have places; a first attempt
 // has none, and reads no rank), ARGV[7] busy (1: the caller knows the key
-// to be contended, and the free key's shortcut is not tried). Replies:
+// to be contended, and the free key's shortcut is not tried), ARGV[8] max
+// hold ms (0: no cap; a refresh keeps the cap of the grant it refreshes).
+// Replies:
 //
 //	{1, fence...}                               granted or refreshed, every key
 //	{0, i, left, way, way's left, queued, head} the i-th key (from 1) is busy
@@ -312,16 +351,18 @@ end
 // again when it is released or expires.
 var acquireScript = goredis.NewScript(replicateEffects + prelude + `
 local owner, ttl, claim, write, wait, again = ARGV[1], tonumber(ARGV[2]), ARGV[3], ARGV[4], ARGV[5] == '1', ARGV[6] == '1'
+local maxHold = tonumber(ARGV[8])
 local n = #KEYS / 4
 if n == 1 and ARGV[7] ~= '1' and redis.call('EXISTS', KEYS[1], KEYS[3]) == 0 then
-  local f = newFence(KEYS[2])
+  local h = {fence = newFence(KEYS[2]), w = write, cap = capFrom(maxHold)}
+  h.exp = capped(h, later + ttl)
   if claim == '' then
-    redis.call('HSET', KEYS[1], 'h:' .. owner, string.format('%.0f:%d:%s', f, later + ttl, write))
+    redis.call('HSET', KEYS[1], 'h:' .. owner, holderValue(h))
   else
-    redis.call('HSET', KEYS[1], 'h:' .. owner, string.format('%.0f:%d:%s', f, later + ttl, write), 'c', claim)
+    redis.call('HSET', KEYS[1], 'h:' .. owner, holderValue(h), 'c', claim)
   end
-  redis.call('PEXPIRE', KEYS[1], ttl + 1)
-  return {1, f}
+  redis.call('PEXPIREAT', KEYS[1], h.exp - 1)
+  return {1, h.fence}
 end
 ` + model + `
 local S, busy, none = {}, 0, {}
@@ -376,7 +417,7 @@ local function take(s, exp)
     return s.mine.fence
   end
   if s.placed then unplace(s, owner) end
-  return grant(s, owner, write, exp)
+  return grant(s, owner, write, exp, maxHold)
 end
 if busy == 0 then
   local out = {1}
@@ -395,7 +436,7 @@ local first = S[busy].ahead == 0
 for i, s in ipairs(S) do
   if s.free then
     take(s, later + math.min(ttl, lease))
-  elseif place(s, owner, write, ttl, s.placed, claim) and i == busy then
+  elseif place(s, owner, write, ttl, s.placed, claim, maxHold) and i == busy then
     first = true
   end
   settle(s)
@@ -450,8 +491,9 @@ table.insert(mine, 1, released)
 return mine
 `)
 
-// extendScript sets owner's grant of the key to end TTL from now, if it
-// has not lapsed; it never creates one.
+// extendScript sets owner's grant of the key to end TTL from now, or at
+// its cap if that comes first, if it has not lapsed; it never creates
+// one.
 //
 // KEYS: lock, fence, queue and places; ARGV[1] owner, ARGV[2] TTL ms.
 // Reply 1 when extended.
