@@ -15,10 +15,13 @@ type ask struct {
 	owner string
 	ttl   time.Duration
 	claim Claim
-	want  uint64 // the fence of the first new grant (see nextFence)
-	wait  bool
-	tag   *request // a live wait's caller
-	into  []Grant  // room for the grants, when the caller has it (zeroed)
+	// maxHold caps each new grant's total hold time (0: none); a key
+	// owner holds keeps the cap it has.
+	maxHold time.Duration
+	want    uint64 // the fence of the first new grant (see nextFence)
+	wait    bool
+	tag     *request // a live wait's caller
+	into    []Grant  // room for the grants, when the caller has it (zeroed)
 }
 
 // forever is the TTL of a grant a live wait for several keys holds while
@@ -32,8 +35,10 @@ const forever = time.Duration(math.MaxInt64)
 type group struct {
 	owner   string
 	ttl     time.Duration
+	maxHold time.Duration
 	keys    []string
-	pending int // keys still waited for
+	pending int    // keys still waited for
+	renewed uint64 // bit i: keys[i] was held before the wait (its cap stays as it was)
 }
 
 // What acquire does with each key.
@@ -64,6 +69,9 @@ func (t *table) checkAsk(a *ask) error {
 	}
 	if err := checkTTL(a.ttl); err != nil {
 		return err
+	}
+	if a.maxHold < 0 {
+		return invalid("max_hold", "must not be negative")
 	}
 	if err := checkClaim(a.claim); err != nil {
 		return err
@@ -163,8 +171,13 @@ func (t *table) acquire(a *ask) outcome {
 	var g *group
 	hold := a.ttl
 	if queued > 0 && a.tag != nil && len(a.keys) > 1 {
-		g = &group{owner: a.owner, ttl: a.ttl, keys: a.keys, pending: queued}
+		g = &group{owner: a.owner, ttl: a.ttl, maxHold: a.maxHold, keys: a.keys, pending: queued}
 		hold = forever
+		for i := range a.keys {
+			if plan[i] == renew {
+				g.renewed |= 1 << i
+			}
+		}
 	}
 	grants := a.into
 	if cap(grants) < len(a.keys) {
@@ -180,15 +193,15 @@ func (t *table) acquire(a *ask) outcome {
 			if e.queue == nil {
 				e.queue = &waitQueue{}
 			}
-			e.queue.line.push(waiter{owner: a.owner, ttl: a.ttl, tag: a.tag, group: g, write: a.claim.Write})
+			e.queue.line.push(waiter{owner: a.owner, ttl: a.ttl, maxHold: a.maxHold, tag: a.tag, group: g, write: a.claim.Write})
 			t.waiting++
 			if e.queue.kind != Mutex {
 				t.claims++
 			}
 		case e == nil:
-			out.grants[i] = t.grant(t.newEntry(k, a.claim), a.owner, hold, a.claim.Write, a.want)
+			out.grants[i] = t.grant(t.newEntry(k, a.claim), a.owner, hold, a.claim.Write, a.want, a.maxHold)
 		default:
-			out.grants[i] = t.grant(e, a.owner, hold, a.claim.Write, a.want)
+			out.grants[i] = t.grant(e, a.owner, hold, a.claim.Write, a.want, a.maxHold)
 		}
 	}
 	if out.ok {
@@ -217,14 +230,17 @@ func (o *outcome) renewed(g Grant, key string) {
 }
 
 // groupStarts ends g's wait, its last key just handed to it in e: every
-// other key of g starts its TTL now.
+// other key of g starts its TTL now, and each it took its cap.
 func (t *table) groupStarts(g *group, e *entry) {
-	for _, k := range g.keys {
+	for j, k := range g.keys {
 		en := t.entries[k]
 		if en == nil || en == e {
 			continue
 		}
 		if i := en.findHolder(g.owner); i >= 0 && en.holder(i).deadline == math.MaxInt64 {
+			if g.renewed&(1<<j) == 0 {
+				t.startCap(en.holder(i), g.maxHold)
+			}
 			t.refresh(en, i, g.ttl)
 		}
 	}

@@ -52,6 +52,15 @@
 //   - Waiters queue FIFO, once per owner and key; a key is handed to the
 //     first waiter on release, force release and expiry, with a new fence
 //     and a deadline of the hand-off time plus the waiter's TTL.
+//   - A grant asked with a cap on total hold time (MaxHold) ends at its
+//     grant time plus MaxHold at the latest: every refresh sets
+//     min(now+ttl, cap) and keeps the first grant's cap, and at the cap
+//     the grant ends as at any deadline. A waiter's cap starts at its
+//     hand-off; a live wait for several keys starts it on every key when
+//     its last comes, with its TTL. In a Replicated table every grant
+//     starts its cap when it is made, the keys a wait for several takes
+//     first included. The caps are kept beside the entries, by fence
+//     (maxhold.go), so a table without one pays nothing for them.
 //   - MaxKeys and MaxWaitersPerKey refuse what would exceed them with an
 //     error matching drivers.ErrFull (MaxKeys counts each holder and each
 //     waiter of a shared name as one); invalid input (empty key or owner,
@@ -95,7 +104,10 @@
 //
 // Snapshot encodes the counter, engine time, and every entry with its
 // waiters, keys sorted, in a versioned binary format closed by a CRC-32;
-// the same state always gives the same bytes. Restore decodes and checks
+// the same state always gives the same bytes. A table writes the oldest
+// version that can carry it: 1 for mutexes, 2 with a semaphore or
+// read/write lock, 3 while a grant or a waiter has a cap on total hold
+// time; Restore reads all three. Restore decodes and checks
 // the whole input before it swaps the table inside the loop, so corrupt
 // input leaves the engine as it was.
 package engine

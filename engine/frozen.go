@@ -3,6 +3,7 @@ package engine
 import (
 	"encoding/binary"
 	"hash/crc32"
+	"maps"
 	"slices"
 	"strings"
 )
@@ -18,6 +19,8 @@ type Frozen struct {
 	now     int64
 	shared  bool // some entry is a semaphore or read/write lock: version 2
 	entries []frozenEntry
+	caps    map[uint64]int64 // the grants' caps on total hold time: version 3
+	capped  bool             // some grant or waiter has a cap: version 3
 }
 
 // frozenEntry is one key's state. Strings are shared with the table (they
@@ -47,6 +50,9 @@ func (fe *frozenEntry) waiters() []waiter {
 // freeze copies the table out.
 func (t *table) freeze() *Frozen {
 	f := &Frozen{counter: t.counter, now: t.now, entries: make([]frozenEntry, len(t.heap))}
+	if len(t.caps) > 0 {
+		f.caps, f.capped = maps.Clone(t.caps), true
+	}
 	for i, e := range t.heap {
 		fe := &f.entries[i]
 		fe.key, fe.first = e.key, e.first
@@ -58,7 +64,8 @@ func (t *table) freeze() *Frozen {
 		if n := q.line.len(); n > 0 {
 			fq.waiters = make([]waiter, 0, n)
 			for w := range q.line.all() {
-				fq.waiters = append(fq.waiters, waiter{owner: w.owner, ttl: w.ttl, write: w.write})
+				fq.waiters = append(fq.waiters, waiter{owner: w.owner, ttl: w.ttl, maxHold: w.maxHold, write: w.write})
+				f.capped = f.capped || w.maxHold > 0
 			}
 		}
 		if q.kind != Mutex {
@@ -98,7 +105,10 @@ func (f *Frozen) Encode() []byte {
 		}
 	}
 	version := byte(1)
-	if f.shared {
+	switch {
+	case f.capped:
+		version = 3
+	case f.shared:
 		version = 2
 	}
 	b := make([]byte, 0, size)
@@ -110,7 +120,7 @@ func (f *Frozen) Encode() []byte {
 	for i := range f.entries {
 		fe := &f.entries[i]
 		b = appendString(b, fe.key)
-		if version == 2 {
+		if version >= 2 {
 			if fe.q == nil || fe.q.kind == Mutex {
 				b = append(b, byte(Mutex))
 			} else {
@@ -127,6 +137,9 @@ func (f *Frozen) Encode() []byte {
 			b = appendString(b, w.owner)
 			b = binary.BigEndian.AppendUint64(b, uint64(w.ttl))
 		}
+	}
+	if version == 3 {
+		b = f.appendCaps(b)
 	}
 	return binary.BigEndian.AppendUint32(b, crc32.ChecksumIEEE(b))
 }
@@ -145,6 +158,36 @@ func appendShared(b []byte, fq *frozenQueue) []byte {
 		b = appendString(b, w.owner)
 		b = binary.BigEndian.AppendUint64(b, uint64(w.ttl))
 		b = appendBool(b, w.write)
+	}
+	return b
+}
+
+// appendCaps writes version 3's caps: the grants' by fence, then the
+// waiters' by key (f's entries are sorted) and queue order.
+func (f *Frozen) appendCaps(b []byte) []byte {
+	fences := slices.Sorted(maps.Keys(f.caps))
+	b = binary.AppendUvarint(b, uint64(len(fences)))
+	for _, fence := range fences {
+		b = binary.BigEndian.AppendUint64(b, fence)
+		b = binary.BigEndian.AppendUint64(b, uint64(f.caps[fence]))
+	}
+	n := 0
+	for i := range f.entries {
+		for _, w := range f.entries[i].waiters() {
+			if w.maxHold > 0 {
+				n++
+			}
+		}
+	}
+	b = binary.AppendUvarint(b, uint64(n))
+	for i := range f.entries {
+		for _, w := range f.entries[i].waiters() {
+			if w.maxHold > 0 {
+				b = appendString(b, f.entries[i].key)
+				b = appendString(b, w.owner)
+				b = binary.BigEndian.AppendUint64(b, uint64(w.maxHold))
+			}
+		}
 	}
 	return b
 }

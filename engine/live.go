@@ -74,7 +74,7 @@ type AcquireRequest struct {
 // leaves a key behind.
 func (e *Engine) Acquire(ctx context.Context, req AcquireRequest, into []Grant) (grants []Grant, busy Grant, err error) {
 	r := getReq(kAcquire)
-	r.keys, r.owner, r.ttl, r.claim, r.wait = req.Keys, req.Owner, req.TTL, req.Claim, req.Wait
+	r.keys, r.owner, r.ttl, r.claim, r.wait, r.maxHold = req.Keys, req.Owner, req.TTL, req.Claim, req.Wait, req.MaxHold
 	if !req.Wait {
 		if err := e.settle(ctx, r); err != nil {
 			return nil, Grant{}, err

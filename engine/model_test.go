@@ -32,12 +32,22 @@ type modelName struct {
 type modelHolder struct {
 	Grant
 	write bool
+	cap   int64 // the end of its cap on total hold time; 0: none
+}
+
+// until is deadline, or h's cap if that comes first.
+func (h *modelHolder) until(deadline int64) int64 {
+	if h.cap != 0 {
+		return min(deadline, h.cap)
+	}
+	return deadline
 }
 
 type modelWaiter struct {
-	owner string
-	ttl   time.Duration
-	write bool
+	owner   string
+	ttl     time.Duration
+	write   bool
+	maxHold time.Duration // its cap, from its grant
 }
 
 // modelResult mirrors Result, with the class of error expected.
@@ -105,10 +115,14 @@ func (n *modelName) blocker(last bool) Grant {
 	return b
 }
 
-func (m *model) grant(key string, n *modelName, owner string, ttl time.Duration, write bool, want uint64) Grant {
-	g := Grant{Key: key, Owner: owner, Fence: m.fence(want), Deadline: m.until(ttl)}
-	n.holders = append(n.holders, modelHolder{g, write})
-	return g
+func (m *model) grant(key string, n *modelName, owner string, ttl time.Duration, write bool, want uint64, maxHold time.Duration) Grant {
+	h := modelHolder{Grant: Grant{Key: key, Owner: owner, Fence: m.fence(want), Deadline: m.until(ttl)}, write: write}
+	if maxHold > 0 {
+		h.cap = m.until(maxHold)
+		h.Deadline = h.until(h.Deadline)
+	}
+	n.holders = append(n.holders, h)
+	return h.Grant
 }
 
 // admit lets waiters in from the head while they fit.
@@ -116,7 +130,7 @@ func (m *model) admit(key string, n *modelName, want uint64, r *modelResult) {
 	for len(n.queue) > 0 && m.fits(n, n.queue[0].write) {
 		q := n.queue[0]
 		n.queue = n.queue[1:]
-		r.Handoffs = append(r.Handoffs, m.grant(key, n, q.owner, q.ttl, q.write, want))
+		r.Handoffs = append(r.Handoffs, m.grant(key, n, q.owner, q.ttl, q.write, want, q.maxHold))
 	}
 }
 
@@ -173,7 +187,7 @@ func (m *model) apply(c Command) modelResult {
 			r.Grant = n.blocker(false)
 			break
 		}
-		n.holders[i].Deadline = m.until(c.TTL)
+		n.holders[i].Deadline = n.holders[i].until(m.until(c.TTL))
 		r.OK, r.Grant = true, n.holders[i].Grant
 	case OpForceRelease:
 		r.OK = true
@@ -205,7 +219,7 @@ func (m *model) acquire(keys []string, c Command) modelResult {
 		}
 		seen[k] = true
 	}
-	if len(keys) == 0 || len(keys) > drivers.MaxMultiKeys || c.Owner == "" || c.TTL <= 0 || r.errInvalid ||
+	if len(keys) == 0 || len(keys) > drivers.MaxMultiKeys || c.Owner == "" || c.TTL <= 0 || c.MaxHold < 0 || r.errInvalid ||
 		checkClaim(c.Claim) != nil || (c.Claim.Kind == Semaphore && c.Claim.Limit > uint32(m.maxHolders)) {
 		return modelResult{errInvalid: true}
 	}
@@ -267,11 +281,11 @@ func (m *model) acquire(keys []string, c Command) modelResult {
 		n := m.names[k]
 		switch {
 		case queue[k]:
-			n.queue = append(n.queue, modelWaiter{c.Owner, c.TTL, c.Claim.Write})
+			n.queue = append(n.queue, modelWaiter{c.Owner, c.TTL, c.Claim.Write, c.MaxHold})
 			r.Grants = append(r.Grants, Grant{})
 		case renew[k]:
 			h := &n.holders[holderOf(n, c.Owner)]
-			h.Deadline = m.until(c.TTL)
+			h.Deadline = h.until(m.until(c.TTL)) // its cap stays the first grant's
 			r.Grants = append(r.Grants, h.Grant)
 			// Let in by the lapse above, it is told as it stands.
 			for i := range r.Handoffs {
@@ -284,7 +298,7 @@ func (m *model) acquire(keys []string, c Command) modelResult {
 				n = &modelName{claim: name}
 				m.names[k] = n
 			}
-			r.Grants = append(r.Grants, m.grant(k, n, c.Owner, c.TTL, c.Claim.Write, c.Fence))
+			r.Grants = append(r.Grants, m.grant(k, n, c.Owner, c.TTL, c.Claim.Write, c.Fence, c.MaxHold))
 		}
 	}
 	r.OK, r.Queued = len(queue) == 0, len(queue) > 0

@@ -91,6 +91,9 @@ func randomCommand(rng *rand.Rand, now int64, fence uint64, m *model) Command {
 		if rng.IntN(20) == 0 {
 			c.Keys = append(c.Keys, key) // invalid: named twice
 		}
+		if rng.IntN(3) == 0 {
+			c.MaxHold = time.Duration(rng.IntN(400) - 10) // a cap, now and then shorter than the TTL; below 1 invalid or none
+		}
 	case n < 62:
 		c.Op = OpRelease
 		if o, _, ok := held(); ok && rng.IntN(3) > 0 {
@@ -393,6 +396,11 @@ func TestProperty_LiveMatchesModel(t *testing.T) {
 					owner = n.holders[0].Owner
 				}
 				_, queued := waiting[[2]string{key, owner}]
+				var maxHold time.Duration // a cap on total hold time, now and then
+				if rng.IntN(3) == 0 {
+					maxHold = time.Duration(1+rng.IntN(150)) * time.Millisecond
+				}
+				req := AcquireRequest{Keys: []string{key}, Owner: owner, TTL: ttl, MaxHold: maxHold}
 				switch n := rng.IntN(100); {
 				case n < 15:
 					clock.Advance(time.Duration(rng.IntN(60)) * time.Millisecond)
@@ -403,18 +411,27 @@ func TestProperty_LiveMatchesModel(t *testing.T) {
 					}
 					expect(step, hs...)
 				case n < 40 && !queued:
-					want := m.apply(Command{Op: OpAcquire, Key: key, Owner: owner, TTL: ttl, Now: m.now})
-					g, ok, err := e.acquireOne(ctx, key, owner, ttl)
+					want := m.apply(Command{Op: OpAcquireKeys, Keys: req.Keys, Owner: owner, TTL: ttl, Now: m.now, MaxHold: maxHold})
+					grants, busy, err := e.Acquire(ctx, req, nil)
+					g, ok := busy, grants != nil
+					if ok {
+						g = grants[0]
+					}
 					want.Grants = nil // a live call of one key answers its Grant
 					if d := want.matches(Result{OK: ok, Grant: g, Err: err}); d != "" {
 						t.Fatalf("step %d Acquire(%s,%s): %s", step, key, owner, d)
 					}
 				case n < 60 && !queued:
-					want := m.apply(Command{Op: OpAcquire, Key: key, Owner: owner, TTL: ttl, Now: m.now, Wait: true})
+					want := m.apply(Command{Op: OpAcquireKeys, Keys: req.Keys, Owner: owner, TTL: ttl, Now: m.now, Wait: true, MaxHold: maxHold})
 					wctx, cancel := context.WithCancel(ctx)
 					w := &liveWaiter{key: key, owner: owner, cancel: cancel, out: make(chan waitResult, 1)}
+					req.Wait = true
 					go func() {
-						g, err := e.acquireOneWait(wctx, key, owner, ttl)
+						var g Grant
+						grants, _, err := e.Acquire(wctx, req, nil)
+						if err == nil {
+							g = grants[0]
+						}
 						w.out <- waitResult{owner: owner, grant: g, err: err}
 					}()
 					if want.Queued {

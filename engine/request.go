@@ -36,20 +36,22 @@ const (
 // answer fields are written by the loop before it signals, and read by the
 // caller after it receives.
 type request struct {
-	kind   reqKind
-	claim  Claim // kAcquire
-	key    string
-	keys   []string // kAcquire
-	wait   bool     // kAcquire
-	owner  string
-	ttl    time.Duration
-	limit  int
-	now    int64
-	cmds   []Command
-	table  *table   // kRestore: the decoded replacement
-	target *request // kCancelWait: the wait to withdraw
-	group  *group   // kAcquire while it waits for some of several keys
-	reply  chan struct{}
+	kind  reqKind
+	claim Claim // kAcquire
+	key   string
+	keys  []string // kAcquire
+	wait  bool     // kAcquire
+	owner string
+	ttl   time.Duration
+	// maxHold is a kAcquire's cap on each grant's total hold time.
+	maxHold time.Duration
+	limit   int
+	now     int64
+	cmds    []Command
+	table   *table   // kRestore: the decoded replacement
+	target  *request // kCancelWait: the wait to withdraw
+	group   *group   // kAcquire while it waits for some of several keys
+	reply   chan struct{}
 	// room is where an acquire's grants go until its caller copies them
 	// out, kept with the request in the pool: an acquire allocates none.
 	room []Grant
@@ -246,7 +248,7 @@ func (e *loop) handle(r *request) {
 	t := e.t
 	switch r.kind {
 	case kAcquire:
-		a := ask{keys: r.keys, owner: r.owner, ttl: r.ttl, claim: r.claim, wait: r.wait, into: r.room}
+		a := ask{keys: r.keys, owner: r.owner, ttl: r.ttl, maxHold: r.maxHold, claim: r.claim, wait: r.wait, into: r.room}
 		if r.wait {
 			a.tag = r
 		}

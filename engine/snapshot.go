@@ -30,9 +30,17 @@ import (
 //	kind 1, 2: limit uvarint | holders uvarint
 //	    per holder, by fence: owner str | fence u64 | deadline i64 | write byte
 //	    waiters uvarint | per waiter, in queue order: owner str | ttl i64 | write byte
+//
+// Version 3 is written when a grant or a waiter has a cap on total hold
+// time (so a table without one keeps its version 1 or 2 bytes). It is
+// version 2, followed before the checksum by the caps:
+//
+//	caps uvarint | per grant with a cap, by fence: fence u64 | cap i64
+//	waiter caps uvarint | per waiter with one, by key then queue order:
+//	    key str | owner str | max hold i64
 const (
 	snapMagic   = "ZTLK"
-	snapVersion = 2
+	snapVersion = 3
 	snapHeader  = len(snapMagic) + 1 + 8 + 8
 	snapTrailer = 4
 )
@@ -85,7 +93,7 @@ func decodeTable(b []byte) (*table, error) {
 	prev := ""
 	for i := 0; i < n && d.err == nil; i++ {
 		e := &entry{key: d.str(), hidx: -1}
-		if version == 2 {
+		if version >= 2 {
 			if kind := Kind(d.byte()); kind != Mutex {
 				d.shared(t, e, kind, prev, i)
 				prev = e.key
@@ -131,6 +139,9 @@ func decodeTable(b []byte) (*table, error) {
 			t.waiting += e.waiters()
 			t.claims++
 		}
+	}
+	if version == 3 && d.err == nil {
+		d.caps(t)
 	}
 	if d.err == nil && len(d.b) != 0 {
 		d.fail("%d unexpected trailing bytes", len(d.b))
@@ -299,4 +310,61 @@ func (d *decoder) shared(t *table, e *entry, kind Kind, prev string, i int) {
 	t.heapPush(e)
 	t.waiting += q.line.len()
 	t.claims += nh + q.line.len()
+}
+
+// caps decodes version 3's caps into t: each names a grant or a waiter
+// of t, once, in the order Encode writes them, and no grant's deadline is
+// past its cap (no refresh ever takes it there).
+func (d *decoder) caps(t *table) {
+	n := d.count(16)
+	if d.err != nil {
+		return
+	}
+	if n > 0 {
+		grants := map[uint64]int64{} // fence → deadline
+		for _, e := range t.heap {
+			for i := range e.holders() {
+				grants[e.holder(i).fence] = e.holder(i).deadline
+			}
+		}
+		t.caps = make(map[uint64]int64, n)
+		var last uint64
+		for j := 0; j < n && d.err == nil; j++ {
+			fence, c := d.u64(), int64(d.u64())
+			deadline, ok := grants[fence]
+			switch {
+			case d.err != nil:
+			case !ok || fence <= last:
+				d.fail("cap of fence %d: no such grant, or out of order", fence)
+			case deadline > c:
+				d.fail("grant of fence %d: deadline %d past its cap %d", fence, deadline, c)
+			default:
+				t.caps[fence], last = c, fence
+			}
+		}
+	}
+	nw := d.count(11)
+	prev, at := "", -1
+	for j := 0; j < nw && d.err == nil; j++ {
+		key, owner, maxHold := d.str(), d.str(), time.Duration(d.u64())
+		if d.err != nil {
+			return
+		}
+		e := t.entries[key]
+		i := -1
+		if e != nil {
+			i = e.waiterIndex(owner)
+		}
+		switch {
+		case i < 0:
+			d.fail("cap of a waiter %q of key %q that is not queued", owner, key)
+		case key < prev || key == prev && i <= at:
+			d.fail("waiter caps out of order at key %q", key)
+		case maxHold <= 0:
+			d.fail("bad waiter cap for key %q", key)
+		default:
+			e.queue.line.item(i).maxHold = maxHold
+			prev, at = key, i
+		}
+	}
 }

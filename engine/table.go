@@ -44,6 +44,10 @@ type table struct {
 	// holders change.
 	changed func(key string)
 
+	// caps are the caps on total hold time of the grants that have one,
+	// by fence (maxhold.go); nil while none has.
+	caps map[uint64]int64
+
 	spare []*entry // released entries kept for reuse, so churn does not allocate
 }
 
@@ -72,11 +76,12 @@ type waitQueue struct {
 // mode; the table carries it without looking at it (nil in replicated
 // mode and in table tests).
 type waiter struct {
-	owner string
-	ttl   time.Duration
-	tag   *request
-	group *group // a live wait for several keys at once
-	write bool   // a read/write lock's writer
+	owner   string
+	ttl     time.Duration
+	maxHold time.Duration // the cap of its grant, from when it is made (0: none)
+	tag     *request
+	group   *group // a live wait for several keys at once
+	write   bool   // a read/write lock's writer
 }
 
 // outcome is what a table operation decided.
@@ -179,10 +184,15 @@ func checkTTL(ttl time.Duration) error {
 	return nil
 }
 
-// grant gives e a new grant to owner, with a new fence from want, and
-// puts e in the heap or fixes its place there.
-func (t *table) grant(e *entry, owner string, ttl time.Duration, write bool, want uint64) Grant {
+// grant gives e a new grant to owner, with a new fence from want and a
+// cap of maxHold from now (none for a live wait's key held with no
+// deadline: its cap starts with its TTL), and puts e in the heap or fixes
+// its place there.
+func (t *table) grant(e *entry, owner string, ttl time.Duration, write bool, want uint64, maxHold time.Duration) Grant {
 	h := holder{owner: owner, fence: t.nextFence(want), deadline: t.deadlineAfter(ttl)}
+	if ttl != forever {
+		t.startCap(&h, maxHold)
+	}
 	e.addHolder(h)
 	if e.queue != nil {
 		e.queue.writer = write
@@ -198,10 +208,11 @@ func (t *table) grant(e *entry, owner string, ttl time.Duration, write bool, wan
 	return h.grant(e.key)
 }
 
-// refresh gives owner's i-th grant of e a new deadline, same fence.
+// refresh gives owner's i-th grant of e a new deadline, same fence, never
+// past its cap.
 func (t *table) refresh(e *entry, i int, ttl time.Duration) Grant {
 	h := e.holder(i)
-	h.deadline = t.deadlineAfter(ttl)
+	h.deadline = t.capped(h.fence, t.deadlineAfter(ttl))
 	g := h.grant(e.key)
 	e.fixHolder(i)
 	t.heapFix(e)
@@ -210,6 +221,7 @@ func (t *table) refresh(e *entry, i int, ttl time.Duration) Grant {
 
 // end ends e's i-th grant and lets the waiters in.
 func (t *table) end(e *entry, i int, want uint64, out *outcome) {
+	t.forgetCap(e.holder(i).fence)
 	e.removeHolder(i)
 	t.ended(e, 1, want, out)
 }
@@ -239,7 +251,7 @@ func (t *table) admit(e *entry, want uint64, out *outcome) {
 				ttl = forever
 			}
 		}
-		out.handOff(t.grant(e, w.owner, ttl, w.write, want), w.tag)
+		out.handOff(t.grant(e, w.owner, ttl, w.write, want, w.maxHold), w.tag)
 		if g != nil && g.pending == 0 {
 			t.groupStarts(g, e)
 		}
@@ -267,6 +279,7 @@ func (t *table) settle(e *entry) {
 
 // purge ends e's grants that are past their deadline and lets waiters in.
 func (t *table) purge(e *entry, want uint64, out *outcome) {
+	t.forgetCaps(e, func(h *holder) bool { return h.deadline <= t.now })
 	t.ended(e, e.endDue(t.now), want, out)
 }
 
@@ -330,6 +343,7 @@ func (t *table) forceRelease(key string, want uint64) outcome {
 		return outcome{}
 	}
 	out := outcome{ok: true}
+	t.forgetCaps(e, func(*holder) bool { return true })
 	t.ended(e, e.clearHolders(), want, &out)
 	return out
 }
@@ -565,7 +579,7 @@ func (t *table) applyCommand(c *Command) Result {
 	var o outcome
 	switch c.Op {
 	case OpAcquire, OpAcquireKeys:
-		a := ask{keys: c.Keys, owner: c.Owner, ttl: c.TTL, claim: c.Claim, want: c.Fence, wait: c.Wait}
+		a := ask{keys: c.Keys, owner: c.Owner, ttl: c.TTL, maxHold: c.MaxHold, claim: c.Claim, want: c.Fence, wait: c.Wait}
 		if c.Op == OpAcquire {
 			// v0.1.0's entry 1: a mutex of one key, answered as the one
 			// acquire of that key is.

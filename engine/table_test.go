@@ -414,14 +414,25 @@ func checkTable(t *testing.T, tb *table) {
 			t.Fatalf("heap order broken at %d", i)
 		}
 	}
-	queued := 0
+	queued, capped := 0, 0
 	defer func() {
 		if queued != tb.waiting {
 			t.Fatalf("waiting = %d, the queues hold %d", tb.waiting, queued)
 		}
+		if capped != len(tb.caps) {
+			t.Fatalf("%d caps kept, of which %d are of a grant in the table", len(tb.caps), capped)
+		}
 	}()
 	for k, e := range tb.entries {
 		queued += e.waiters()
+		for i := range e.holders() {
+			if c, ok := tb.caps[e.holder(i).fence]; ok {
+				capped++
+				if e.holder(i).deadline > c {
+					t.Fatalf("grant %d of %q: deadline %d past its cap %d", i, k, e.holder(i).deadline, c)
+				}
+			}
+		}
 		if e.key != k || e.holders() == 0 {
 			t.Fatalf("bad entry %q: %+v", k, *e)
 		}

@@ -166,6 +166,9 @@ type Command struct {
 	Wait bool
 	// Claim is how an OpAcquireKeys holds its keys.
 	Claim Claim
+	// MaxHold caps the total hold time of each grant an OpAcquireKeys
+	// makes, from Now or, for a waiter, from its hand-off (0: none).
+	MaxHold time.Duration
 	// Keys are the keys of an OpAcquireKeys (Key is then unused).
 	Keys []string
 }

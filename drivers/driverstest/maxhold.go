@@ -77,13 +77,18 @@ func testMaxHoldEndsRefreshLoop(t *testing.T, s *suite) {
 	if b.Capabilities().Wait {
 		done = startWait(ctxFor(t), b, key, ownerB, longTTL)
 	}
-	for n := 0; n < 100 && time.Now().Before(got.Add(capHold)); n++ {
+	// The loop runs on past the cap by more than a TTL: a key it kept
+	// alive there would be a refresh past the cap.
+	for n := 0; n < 100 && time.Now().Before(got.Add(capHold+2*ttl)); n++ {
+		at := time.Now()
 		ok, err := xa.Extend(ctxFor(t), key, ownerA, ttl)
-		if err != nil {
+		switch {
+		case err != nil:
 			t.Fatalf("Extend: %v", err)
-		}
-		if !ok && time.Now().Before(sent.Add(capHold)) {
+		case !ok && time.Now().Before(sent.Add(capHold)):
 			t.Fatalf("Extend(%q) = false %v before its cap", key, sent.Add(capHold).Sub(time.Now()))
+		case ok && at.After(got.Add(capHold)):
+			t.Fatalf("Extend(%q) = true %v after its cap", key, at.Sub(got.Add(capHold)))
 		}
 		time.Sleep(ttl / 5) // the pace of the refresh loop under test
 	}

@@ -16,7 +16,7 @@ func (d *Driver) Acquire(ctx context.Context, req drivers.Request) (drivers.Gran
 		return drivers.Grant{}, err
 	}
 	var one [1]engine.Grant // a single key's grant, on this stack
-	grants, busy, err := d.e.Acquire(ctx, engine.AcquireRequest{Keys: req.Keys, Owner: req.Owner, TTL: req.TTL, Claim: req.Claim, Wait: req.Wait}, one[:0])
+	grants, busy, err := d.e.Acquire(ctx, engine.AcquireRequest{Keys: req.Keys, Owner: req.Owner, TTL: req.TTL, Claim: req.Claim, MaxHold: req.MaxHold, Wait: req.Wait}, one[:0])
 	switch {
 	case err != nil:
 		if req.Wait && ctx.Err() != nil && busy.Owner != "" {
@@ -42,7 +42,7 @@ func (d *Driver) heldBy(g engine.Grant) drivers.HeldBy {
 	return drivers.HeldBy{Holder: drivers.HolderOf(g.Owner), TTL: d.e.Remaining(g)}
 }
 
-// Capabilities declares what Acquire serves: everything; an acquire without Wait is a call into this process's engine, which hands a released or expired key to its first waiter in the same step (InstantAcquire).
+// Capabilities declares what Acquire serves: everything; an acquire without Wait is a call into this process's engine, which hands a released or expired key to its first waiter in the same step (InstantAcquire), and which keeps each grant's cap on total hold time (MaxHold).
 func (d *Driver) Capabilities() drivers.Capabilities {
-	return drivers.Capabilities{Wait: true, InstantAcquire: true, Shared: true, Sets: true, SetWait: true}
+	return drivers.Capabilities{Wait: true, InstantAcquire: true, Shared: true, Sets: true, SetWait: true, MaxHold: true}
 }
