@@ -119,11 +119,17 @@ func (h *handler) scopePrefix(w http.ResponseWriter, r *http.Request, prefix str
 }
 
 func (h *handler) refuse(w http.ResponseWriter, r *http.Request, c *access.Credential, err error) {
+	h.logRefusal(r, c, err.Error())
+	writeError(w, err)
+}
+
+// logRefusal logs a refusal of c's request r with the credential's name
+// (never its secret).
+func (h *handler) logRefusal(r *http.Request, c *access.Credential, reason string) {
 	if h.opts.Logger != nil {
 		h.opts.Logger.Warn("request refused", "credential", c.Name, "role", string(c.Role), "method", r.Method,
-			"path", r.URL.Path, "remote", r.RemoteAddr, "reason", err.Error())
+			"path", r.URL.Path, "remote", r.RemoteAddr, "reason", reason)
 	}
-	writeError(w, err)
 }
 
 // checkClusterID answers 403 to a request that names another cluster.

@@ -60,10 +60,7 @@ func (h *handler) uiCredential(r *http.Request) *access.Credential {
 
 // uiRefuse answers 403 and logs the refusal as the API's refusals are.
 func (h *handler) uiRefuse(w http.ResponseWriter, r *http.Request, c *access.Credential, why string) {
-	if h.opts.Logger != nil {
-		h.opts.Logger.Warn("request refused", "credential", c.Name, "role", string(c.Role), "method", r.Method,
-			"path", r.URL.Path, "remote", r.RemoteAddr, "reason", why)
-	}
+	h.logRefusal(r, c, why)
 	h.uiFail(w, r, http.StatusForbidden, "Forbidden: "+why+".")
 }
 
