@@ -1,0 +1,54 @@
+package cluster
+
+import (
+	"testing"
+	"time"
+
+	"github.com/zerotal/lock/api"
+	"github.com/zerotal/lock/engine"
+	"github.com/zerotal/lock/fsm"
+)
+
+// The ages a listing shows come from the entries as the node applied
+// them: a waiter's from the entry that queued it (kept when it asks
+// again), a grant's from the entry that made it or handed it over (kept
+// by a refresh), and what a key no longer has is forgotten.
+func TestTableAges_FromTheAppliedEntries(t *testing.T) {
+	const s = int64(time.Second)
+	var ages tableAges
+	acquire := func(now int64, owner string, res engine.Result) {
+		ages.applied(fsm.Applied{Entry: fsm.Entry{Op: engine.OpAcquireKeys, Keys: []string{"k"}, Owner: owner, Now: now}, Result: res})
+	}
+	acquire(1*s, "a", engine.Result{OK: true, Grants: []engine.Grant{{Key: "k", Owner: "a", Fence: 1}}})
+	acquire(2*s, "b", engine.Result{Queued: true, Grants: []engine.Grant{{}}})
+	acquire(3*s, "b", engine.Result{Queued: true, Grants: []engine.Grant{{}}}) // b asks again: its place, and its age, stay
+	acquire(4*s, "a", engine.Result{OK: true, Grants: []engine.Grant{{Key: "k", Owner: "a", Fence: 1}}})
+
+	l := api.Lock{Key: "k", Fence: 1, Queue: []api.Waiting{{Owner: "b"}}}
+	ages.fill(&l, 5*s)
+	if l.Age != 4*time.Second || l.Queue[0].AgeMillis != 3000 {
+		t.Fatalf("at 5s: grant age %v, waiter age %dms; want 4s (granted at 1s, refreshed since) and 3000ms (queued at 2s)", l.Age, l.Queue[0].AgeMillis)
+	}
+
+	// a releases, k goes to b.
+	ages.applied(fsm.Applied{Entry: fsm.Entry{Op: engine.OpRelease, Key: "k", Owner: "a", Now: 6 * s},
+		Result: engine.Result{OK: true, Handoffs: []engine.Grant{{Key: "k", Owner: "b", Fence: 2}}}})
+	l = api.Lock{Key: "k", Fence: 2}
+	ages.fill(&l, 8*s)
+	if l.Age != 2*time.Second {
+		t.Fatalf("b's grant is %v old at 8s, want 2s (handed over at 6s)", l.Age)
+	}
+	if ages.grants.n != 1 || ages.waiters.n != 0 {
+		t.Fatalf("%d grants and %d waiters remembered, want 1 and 0 (a's grant and b's place are gone)", ages.grants.n, ages.waiters.n)
+	}
+
+	// A waiter that left in a way not seen (here: never queued as far as
+	// this node knows) has no age; a cancelled one is forgotten.
+	acquire(9*s, "c", engine.Result{Queued: true, Grants: []engine.Grant{{}}})
+	ages.applied(fsm.Applied{Entry: fsm.Entry{Op: engine.OpCancelWait, Key: "k", Owner: "c", Now: 10 * s}, Result: engine.Result{OK: true}})
+	l = api.Lock{Key: "k", Fence: 2, Queue: []api.Waiting{{Owner: "c"}, {Owner: "d"}}}
+	ages.fill(&l, 11*s)
+	if l.Queue[0].AgeMillis != 0 || l.Queue[1].AgeMillis != 0 {
+		t.Fatalf("ages %+v, want none known", l.Queue)
+	}
+}
