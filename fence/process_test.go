@@ -41,13 +41,17 @@ const (
 )
 
 // holderTTL is the paused holder's TTL: the newer holder waits this long
-// (and the backend's poll) once the holder is stopped.
-const holderTTL = time.Second
+// once the holder is stopped. Its first refresh comes a third of it after
+// the grant, long after the holder has stopped itself.
+const holderTTL = 3 * time.Second
 
-// runChild takes the key with refresh, prints "held FENCE", and on the
-// line "write" from stdin writes "older" to the resource with its fence,
-// without looking at whether it still holds the lock (as a holder that
-// was paused between its check and its write), and prints "stale HIGHEST",
+// runChild takes the key with refresh, prints "held FENCE" and stops
+// itself with SIGSTOP at once, before its first refresh, so that it is
+// not stopped inside a transaction of the lock's backend (whose locks
+// would then stop everyone else). Continued, on the line "write" from
+// stdin it writes "older" to the resource with its fence, without
+// looking at whether it still holds the lock (as a holder that was
+// paused between its check and its write), and prints "stale HIGHEST",
 // "wrote" or "error TEXT". It exits when stdin closes.
 func runChild(mode string) int {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
@@ -72,6 +76,9 @@ func runChild(mode string) int {
 	in := bufio.NewScanner(os.Stdin)
 	err = m.Try(ctx, os.Getenv(childKey), holderTTL, func(_ context.Context, l *lock.Lock) error {
 		fmt.Printf("held %d\n", l.Fence())
+		if err := syscall.Kill(os.Getpid(), syscall.SIGSTOP); err != nil {
+			return err
+		}
 		if !in.Scan() || in.Text() != "write" {
 			return errors.New("no write asked")
 		}
@@ -150,9 +157,10 @@ func openResource(kind, addr string) (db *sql.DB, d fence.Dialect, update string
 }
 
 // pausedHolder is the scenario of every resource: a child process takes
-// key through lockSpec's backend and is SIGSTOPped past its TTL; this
-// process takes the key (a higher fence) and writes "newer" to the
-// resource; the child is SIGCONTed and writes "older" with its fence.
+// key through lockSpec's backend, with refresh, and is SIGSTOPped past
+// its TTL; this process takes the key (a higher fence) and writes "newer"
+// to the resource; the child is SIGCONTed and writes "older" with its
+// fence.
 // The child's write must be refused, and read must still find "newer".
 func pausedHolder(t *testing.T, lockSpec string, cfg lock.Config, target string, read func() string) {
 	t.Helper()
@@ -163,7 +171,7 @@ func pausedHolder(t *testing.T, lockSpec string, cfg lock.Config, target string,
 	if _, err := fmt.Sscanf(line, "held %d", &older); err != nil {
 		t.Fatalf("the holder said %q", line)
 	}
-	child.signal(t, syscall.SIGSTOP)
+	child.waitStopped(t, true)
 
 	m, err := lock.Open(t.Context(), cfg)
 	if err != nil {
@@ -182,7 +190,10 @@ func pausedHolder(t *testing.T, lockSpec string, cfg lock.Config, target string,
 		t.Fatalf("newer holder's fence %d is not above the paused holder's %d", newer, older)
 	}
 
-	child.signal(t, syscall.SIGCONT)
+	if err := child.cmd.Process.Signal(syscall.SIGCONT); err != nil {
+		t.Fatal(err)
+	}
+	child.waitStopped(t, false)
 	child.send(t, "write")
 	if got, want := child.line(t), "stale "+strconv.FormatUint(newer, 10); got != want {
 		t.Errorf("the paused holder (fence %d) writing after the newer one (fence %d): %q, want %q", older, newer, got, want)
@@ -331,16 +342,12 @@ func (h *holder) send(t *testing.T, line string) {
 	}
 }
 
-// signal sends sig and waits until the child is stopped (SIGSTOP) or runs
-// again (SIGCONT), as /proc tells.
-func (h *holder) signal(t *testing.T, sig syscall.Signal) {
+// waitStopped waits until the child is stopped by a signal (want true),
+// or runs again (false), as /proc tells.
+func (h *holder) waitStopped(t *testing.T, want bool) {
 	t.Helper()
-	if err := h.cmd.Process.Signal(sig); err != nil {
-		t.Fatal(err)
-	}
-	poll.Until(t, 10*time.Second, "the holder "+sig.String(), func() bool {
-		return stopped(h.cmd.Process.Pid) == (sig == syscall.SIGSTOP)
-	})
+	what := map[bool]string{true: "the holder stopped", false: "the holder continued"}[want]
+	poll.Until(t, 30*time.Second, what, func() bool { return stopped(h.cmd.Process.Pid) == want })
 }
 
 // stopped reports whether pid is stopped by a signal (state T in
