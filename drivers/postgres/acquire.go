@@ -44,14 +44,15 @@ func (d *Driver) Acquire(ctx context.Context, req drivers.Request) (drivers.Gran
 // its steps.
 type waitState struct {
 	req     drivers.Request
-	started bool            // a step has run
-	before  map[string]bool // keys owner held when the wait began: refreshed, never let go
-	took    map[string]bool // keys this wait has held since: losing one breaks it
-	taking  []string        // keys the last step's commit takes anew
+	started bool             // a step has run
+	before  map[string]bool  // keys owner held when the wait began: refreshed, never let go
+	took    map[string]bool  // keys this wait has held since: losing one breaks it
+	taking  []string         // keys the last step's commit takes anew
+	seqs    map[string]int64 // this wait's place of each key it queued for
 }
 
 func newWaitState(req drivers.Request) *waitState {
-	return &waitState{req: req, before: map[string]bool{}, took: map[string]bool{}}
+	return &waitState{req: req, before: map[string]bool{}, took: map[string]bool{}, seqs: map[string]int64{}}
 }
 
 // stepOutcome is what one step found and did.
@@ -71,9 +72,10 @@ func (d *Driver) step(ctx context.Context, w *waitState, queue bool) (stepOutcom
 	var out stepOutcome
 	var held, kept []bool
 	var refs []*uint64
+	var seqs []int64
 	err := d.inTx(ctx, "acquire", req.Keys, func(t *txn) error {
 		out = stepOutcome{fences: make([]uint64, n)}
-		held, kept, refs = make([]bool, n), make([]bool, n), make([]*uint64, n)
+		held, kept, refs, seqs = make([]bool, n), make([]bool, n), make([]*uint64, n), make([]int64, n)
 		take := make([]bool, n)
 		t.sweep()
 		var next int64
@@ -137,7 +139,9 @@ func (d *Driver) step(ctx context.Context, w *waitState, queue bool) (stepOutcom
 			case held[i]:
 				t.queue(holdSQL, k, req.Owner, hold, !out.done, nil)
 			default:
-				t.queue(enqueueSQL, k, req.Owner, kind, lim, excl, lease, placeTTL, placeMaxHold)
+				t.queue(enqueueSQL, k, req.Owner, kind, lim, excl, lease, placeTTL, placeMaxHold).QueryRow(func(r pgx.Row) error {
+					return r.Scan(&seqs[i])
+				})
 			}
 		}
 		return nil
@@ -154,6 +158,9 @@ func (d *Driver) step(ctx context.Context, w *waitState, queue bool) (stepOutcom
 		}
 		if held[i] && !w.before[k] {
 			w.took[k] = true
+		}
+		if seqs[i] != 0 {
+			w.seqs[k] = seqs[i]
 		}
 	}
 	w.started = true
@@ -177,9 +184,13 @@ func fenceRef(r row) *uint64 {
 const waitOutage = 15 * time.Second
 
 // wait serves a Request with Wait: a step takes what is free and queues a
-// place on each busy key; a release wakes the key's waiters (pushed by
-// LISTEN/NOTIFY when a connection listens, or found at the next poll), and
-// the waiter looks at its keys without a lock. It writes again only when
+// place on each busy key; the transaction that lets a place in (a release
+// of this handle, or any transaction on the key) tells its waiter alone,
+// with the fence (letInSQL: directly within this handle, by LISTEN/NOTIFY
+// from another), and a waiter of one key returns with it at once. A
+// waiter that hears nothing looks at its keys without a lock at the next
+// poll, or when a grant or place in its way is due to lapse. It writes
+// again only when
 // its turn has come and nobody let it in, when its place is gone, or to
 // keep its place alive, a third of a lease after its last visit. A
 // database that does not answer is retried for waitOutage; the steps are
@@ -188,8 +199,8 @@ func (d *Driver) wait(ctx context.Context, req drivers.Request) (drivers.Grant, 
 	if err := d.enter(ctx, "acquire wait"); err != nil {
 		return drivers.Grant{}, err
 	}
-	wake := d.hub.subscribe(req.Keys)
-	defer d.hub.unsubscribe(req.Keys, wake)
+	sub := d.hub.subscribe(req.Keys, req.Owner)
+	defer d.hub.unsubscribe(sub)
 	w := newWaitState(req)
 	var out stepOutcome
 	var visited, failingSince time.Time
@@ -241,7 +252,16 @@ func (d *Driver) wait(ctx context.Context, req drivers.Request) (drivers.Grant, 
 		t := time.NewTimer(max(pause, time.Millisecond))
 		select {
 		case <-t.C:
-		case <-wake:
+		case <-sub.wake:
+			// A waiter of one key told that its place was let in has
+			// the grant: the notice comes from the transaction that
+			// made it, at its commit. A set reads and takes the rest.
+			if k := req.Keys[0]; len(req.Keys) == 1 {
+				if fence, ok := d.hub.granted(sub, k, w.seqs[k]); ok {
+					t.Stop()
+					return drivers.Grant{Acquired: true, Fences: []uint64{fence}}, nil
+				}
+			}
 		case <-ctx.Done():
 			t.Stop()
 			err := fmt.Errorf("postgres: acquire wait: %w", ctx.Err())
@@ -416,19 +436,11 @@ func sleep(ctx context.Context, d time.Duration) bool {
 	}
 }
 
-// cleanUpTx lets go owner's grants of keys. Its transaction takes the
-// keys' locks, which the transaction that got no answer holds until it
-// has committed or rolled back at the server: it sees the outcome.
+// cleanUpTx lets go owner's grants of keys (letGo). Its transaction
+// takes the keys' locks, which the transaction that got no answer holds
+// until it has committed or rolled back at the server: it sees the
+// outcome.
 func (d *Driver) cleanUpTx(ctx context.Context, owner string, keys []string) error {
-	return d.inTx(ctx, "acquire clean-up", keys, func(t *txn) error {
-		for _, k := range keys {
-			s := t.state(k)
-			if g := find(s.grants, owner); g >= 0 {
-				t.queue(dropSQL, k, owner)
-				s.grants = append(s.grants[:g], s.grants[g+1:]...)
-				t.admit(k)
-			}
-		}
-		return nil
-	})
+	_, err := d.letGo(ctx, "acquire clean-up", owner, keys)
+	return err
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -164,30 +165,65 @@ func (d *Driver) oneShot(ctx context.Context, op, key, sql string, args []any, r
 }
 
 // Release deletes owner's grant of key. It reports false when the grant
-// had lapsed or owner holds none; the key's waiters are woken, and the
-// first of them lets itself in.
+// had lapsed or owner holds none. When the key has waiters, the head is
+// let in, in the same transaction when this handle has waiters of the
+// key (the release and the hand-over in two round trips), and otherwise
+// in one of its own after the release (which stays one round trip when
+// nobody waits).
 func (d *Driver) Release(ctx context.Context, key, owner string) (bool, error) {
-	var live bool
-	var woke int64
+	if d.hub.waits(key) {
+		if err := d.after(ctx, "release", key); err != nil {
+			return false, err
+		}
+		return d.letGo(ctx, "release", owner, []string{key})
+	}
+	var live, queued bool
 	err := d.oneShot(ctx, "release", key, releaseSQL, []any{key, owner}, func(q *pgx.QueuedQuery) {
-		q.QueryRow(func(r pgx.Row) error { return r.Scan(&live, &woke) })
+		q.QueryRow(func(r pgx.Row) error { return r.Scan(&live, &queued) })
 	})
-	if err == nil && woke > 0 {
-		d.hub.wake(key) // this handle's waiters, without the round trip
+	if err == nil && queued {
+		_, _ = d.letGo(ctx, "release: let the next in", "", []string{key})
 	}
 	return live, err
 }
 
-// ForceRelease deletes every grant of key, whoever holds it.
+// ForceRelease deletes every grant of key, whoever holds it, and lets
+// the head of its queue in.
 func (d *Driver) ForceRelease(ctx context.Context, key string) error {
-	var n, woke int64
+	var n int64
+	var queued bool
 	err := d.oneShot(ctx, "force release", key, forceSQL, []any{key}, func(q *pgx.QueuedQuery) {
-		q.QueryRow(func(r pgx.Row) error { return r.Scan(&n, &woke) })
+		q.QueryRow(func(r pgx.Row) error { return r.Scan(&n, &queued) })
 	})
-	if err == nil && woke > 0 {
-		d.hub.wake(key)
+	if err == nil && queued {
+		_, _ = d.letGo(ctx, "force release: let the next in", "", []string{key})
 	}
 	return err
+}
+
+// letGo lets go owner's grants of keys ("" lets go of none) and lets the
+// head of each key's queue in, in one transaction, so that the waiters
+// let in are told of their grants (letInSQL) and need not read the key
+// and let themselves in. It reports whether owner held one of the keys.
+// A hand-over after a release that fails is left to the waiters, who find
+// their turn at their next look.
+func (d *Driver) letGo(ctx context.Context, op, owner string, keys []string) (bool, error) {
+	var held bool
+	err := d.inTx(ctx, op, keys, func(t *txn) error {
+		held = false
+		t.sweep()
+		for _, k := range keys {
+			s := t.state(k)
+			if g := find(s.grants, owner); g >= 0 && owner != "" {
+				t.queue(dropSQL, k, owner)
+				s.grants = slices.Delete(s.grants, g, g+1)
+				held = true
+			}
+			t.admit(k)
+		}
+		return nil
+	})
+	return held, err
 }
 
 // Extend sets the deadline of owner's live grant of key to ttl from the

@@ -2,6 +2,8 @@ package postgres
 
 import (
 	"context"
+	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -9,48 +11,123 @@ import (
 	"github.com/jackc/pgx/v5"
 )
 
-// hub hands the notifications of the listening connection to this
-// handle's waiters, by key.
+// The channels the listening connection hears. wakeChannel carries a
+// key whose waiters should look at it again (written by processes of
+// schema 1, which let themselves in); letInChannel the notice of a place
+// let in (letInSQL), for its waiter alone.
+const (
+	wakeChannel  = "zerotal_lock"
+	letInChannel = "zerotal_lock_in"
+)
+
+// letIn is a place of key let in: its owner, its seq and its grant's
+// fence (known once the transaction that let it in has run).
+type letIn struct {
+	key, owner string
+	seq        int64
+	fence      *uint64
+}
+
+// parseLetIn reads letInSQL's payload, "FENCE SEQ N OWNER KEY".
+func parseLetIn(payload string) (key, owner string, seq int64, fence uint64, ok bool) {
+	f, rest, _ := strings.Cut(payload, " ")
+	sq, rest, _ := strings.Cut(rest, " ")
+	n, rest, _ := strings.Cut(rest, " ")
+	size, err1 := strconv.Atoi(n)
+	fence, err2 := strconv.ParseUint(f, 10, 64)
+	seq, err3 := strconv.ParseInt(sq, 10, 64)
+	if err1 != nil || err2 != nil || err3 != nil || size < 0 || len(rest) < size+1 || rest[size] != ' ' {
+		return "", "", 0, 0, false
+	}
+	return rest[size+1:], rest[:size], seq, fence, true
+}
+
+// hub hands what the listening connection hears, and what this handle's
+// own transactions did, to this handle's waiters, by key.
 type hub struct {
 	mu        sync.Mutex
-	subs      map[string]map[chan struct{}]struct{}
+	subs      map[string]map[*sub]struct{}
 	listening atomic.Bool // a LISTEN is in place: waiters may look less often
 }
 
-func (h *hub) init() { h.subs = map[string]map[chan struct{}]struct{}{} }
+// sub is one waiter: woken when one of its keys may have changed, and
+// told of its places let in.
+type sub struct {
+	owner string
+	keys  []string
+	wake  chan struct{}
+	in    map[string]placeIn // by key, the last notice of a place let in (hub.mu)
+}
 
-// subscribe returns a channel that receives a wake-up when one of keys
-// may have been released.
-func (h *hub) subscribe(keys []string) chan struct{} {
-	ch := make(chan struct{}, 1)
+// placeIn is a notice of the place seq let in with the grant of fence.
+type placeIn struct {
+	seq   int64
+	fence uint64
+}
+
+func (h *hub) init() { h.subs = map[string]map[*sub]struct{}{} }
+
+// subscribe returns owner's subscription to keys.
+func (h *hub) subscribe(keys []string, owner string) *sub {
+	s := &sub{owner: owner, keys: keys, wake: make(chan struct{}, 1), in: map[string]placeIn{}}
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	for _, k := range keys {
 		if h.subs[k] == nil {
-			h.subs[k] = map[chan struct{}]struct{}{}
+			h.subs[k] = map[*sub]struct{}{}
 		}
-		h.subs[k][ch] = struct{}{}
+		h.subs[k][s] = struct{}{}
 	}
-	return ch
+	return s
 }
 
-func (h *hub) unsubscribe(keys []string, ch chan struct{}) {
+func (h *hub) unsubscribe(s *sub) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	for _, k := range keys {
-		delete(h.subs[k], ch)
+	for _, k := range s.keys {
+		delete(h.subs[k], s)
 		if len(h.subs[k]) == 0 {
 			delete(h.subs, k)
 		}
 	}
 }
 
+// waits reports whether this handle has a waiter of key.
+func (h *hub) waits(key string) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return len(h.subs[key]) > 0
+}
+
+// wake wakes every waiter of key.
 func (h *hub) wake(key string) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	for ch := range h.subs[key] {
-		poke(ch)
+	for s := range h.subs[key] {
+		poke(s.wake)
 	}
+}
+
+// letIn tells owner's waiters of key that its place seq was let in with
+// the grant of fence; the key's other waiters are not woken.
+func (h *hub) letIn(key, owner string, seq int64, fence uint64) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for s := range h.subs[key] {
+		if s.owner == owner {
+			s.in[key] = placeIn{seq: seq, fence: fence}
+			poke(s.wake)
+		}
+	}
+}
+
+// granted is the fence of s's place seq of key if a notice said it was
+// let in.
+func (h *hub) granted(s *sub, key string, seq int64) (uint64, bool) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	in, ok := s.in[key]
+	return in.fence, ok && seq != 0 && in.seq == seq
 }
 
 // wakeAll wakes every waiter: notifications may have been missed while
@@ -59,8 +136,8 @@ func (h *hub) wakeAll() {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	for _, subs := range h.subs {
-		for ch := range subs {
-			poke(ch)
+		for s := range subs {
+			poke(s.wake)
 		}
 	}
 }
@@ -105,8 +182,10 @@ func (d *Driver) listenOnce(ctx context.Context, url string) error {
 		return err
 	}
 	defer func() { _ = conn.Close(context.Background()) }()
-	if _, err := conn.Exec(ctx, "LISTEN zerotal_lock"); err != nil {
-		return err
+	for _, ch := range []string{wakeChannel, letInChannel} {
+		if _, err := conn.Exec(ctx, "LISTEN "+ch); err != nil {
+			return err
+		}
 	}
 	d.hub.listening.Store(true)
 	defer d.hub.listening.Store(false)
@@ -116,6 +195,10 @@ func (d *Driver) listenOnce(ctx context.Context, url string) error {
 		if err != nil {
 			return err
 		}
-		d.hub.wake(n.Payload)
+		if n.Channel != letInChannel {
+			d.hub.wake(n.Payload)
+		} else if key, owner, seq, fence, ok := parseLetIn(n.Payload); ok {
+			d.hub.letIn(key, owner, seq, fence)
+		}
 	}
 }

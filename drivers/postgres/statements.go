@@ -46,22 +46,34 @@ WHERE key = $1::text AND owner = $2::text`
 	dropSQL = `DELETE FROM zerotal_lock.grants WHERE key = $1::text AND owner = $2::text`
 	// enqueueSQL queues owner's place at the end of key's queue, or keeps
 	// its live place alive where it is (lapsed ones are swept first).
+	// It returns the place's seq, by which a notice of its admission is
+	// known to be of this place (letInSQL).
 	enqueueSQL = `INSERT INTO zerotal_lock.queue (key, owner, seq, kind, lim, excl, alive_us, ttl_us, max_hold_us)
 VALUES ($1::text, $2::text, nextval('zerotal_lock.places'), $3::smallint, $4::integer, $5::boolean, $6::bigint, $7::bigint, $8::bigint)
 ON CONFLICT (key, owner) DO UPDATE SET alive_us = excluded.alive_us,
-	kind = excluded.kind, lim = excluded.lim, excl = excluded.excl, ttl_us = excluded.ttl_us, max_hold_us = excluded.max_hold_us`
+	kind = excluded.kind, lim = excluded.lim, excl = excluded.excl, ttl_us = excluded.ttl_us, max_hold_us = excluded.max_hold_us
+RETURNING seq`
 	dequeueSQL = `DELETE FROM zerotal_lock.queue WHERE key = $1::text AND owner = $2::text`
-	notifySQL  = `SELECT pg_notify('zerotal_lock', $1::text)`
 
-	// releaseSQL deletes owner's grant, saying whether it was live, and
-	// wakes the key's waiters when it has any: the head lets itself in.
+	// letInSQL grants a place of key $1 to its owner $2 (grantSQL's
+	// arguments) and tells every listener, on the channel letInChannel,
+	// which place was let in ($8, its seq) with which fence: its waiter
+	// takes the grant from the notice without reading the key, and no
+	// other waiter is woken. The payload is "FENCE SEQ N OWNER KEY", N
+	// the owner's length in bytes, so that any owner and key parse; at
+	// most MaxOwnerLen+MaxKeyLen and some digits, within NOTIFY's 8000.
+	letInSQL = `WITH g AS (` + grantSQL + `)
+SELECT fence FROM g, LATERAL (SELECT pg_notify('` + letInChannel + `',
+	fence || ' ' || $8::bigint || ' ' || octet_length($2::text) || ' ' || $2::text || ' ' || $1::text)) AS n`
+
+	// releaseSQL deletes owner's grant, saying whether it was live and
+	// whether the key has live places, whose head the releaser lets in.
 	releaseSQL = `WITH gone AS (DELETE FROM zerotal_lock.grants WHERE key = $1::text AND owner = $2::text RETURNING expires_us),
 now AS (SELECT zerotal_lock.now_us() AS us)
 SELECT EXISTS (SELECT 1 FROM gone, now WHERE expires_us > now.us),
-	(SELECT count(pg_notify('zerotal_lock', $1::text)) FROM zerotal_lock.queue, now WHERE key = $1::text AND alive_us > now.us)`
+	EXISTS (SELECT 1 FROM zerotal_lock.queue, now WHERE key = $1::text AND alive_us > now.us)`
 	forceSQL = `WITH gone AS (DELETE FROM zerotal_lock.grants WHERE key = $1::text RETURNING 1)
-SELECT (SELECT count(*) FROM gone), (SELECT count(pg_notify('zerotal_lock', $1::text))
-	FROM zerotal_lock.queue WHERE key = $1::text AND alive_us > zerotal_lock.now_us())`
+SELECT (SELECT count(*) FROM gone), EXISTS (SELECT 1 FROM zerotal_lock.queue WHERE key = $1::text AND alive_us > zerotal_lock.now_us())`
 	// extendSQL never takes a deadline past the grant's cap.
 	extendSQL = `UPDATE zerotal_lock.grants SET expires_us = least(zerotal_lock.now_us() + $3::bigint, cap_us)
 WHERE key = $1::text AND owner = $2::text AND expires_us > zerotal_lock.now_us()`

@@ -17,7 +17,7 @@ type txn struct {
 	nowUS  int64
 	states map[string]*keyState
 	writes pgx.Batch
-	woken  map[string]bool
+	in     []letIn // the places let in, told to this handle's waiters at commit
 }
 
 func (t *txn) state(key string) *keyState { return t.states[key] }
@@ -25,20 +25,20 @@ func (t *txn) state(key string) *keyState { return t.states[key] }
 // queue adds a write to the transaction's commit.
 func (t *txn) queue(sql string, args ...any) *pgx.QueuedQuery { return t.writes.Queue(sql, args...) }
 
-// wake notifies the waiters of key at commit.
-func (t *txn) wake(key string) {
-	if !t.woken[key] {
-		t.woken[key] = true
-		t.queue(notifySQL, key)
-	}
-}
-
 // grant queues a new grant of key to owner until expiresUS, never past
 // capUS (0: no cap); its fence is known once the transaction has run.
 func (t *txn) grant(key, owner string, expiresUS, capUS int64, c drivers.Claim) *uint64 {
+	return t.write(grantSQL, key, owner, expiresUS, capUS, c)
+}
+
+// write queues sql, grantSQL or letInSQL (with the place's seq in
+// extra), and returns where the grant's fence is put once the
+// transaction has run.
+func (t *txn) write(sql, key, owner string, expiresUS, capUS int64, c drivers.Claim, extra ...any) *uint64 {
 	fence := new(uint64)
 	kind, lim, excl := claimArgs(c)
-	t.queue(grantSQL, key, owner, within(expiresUS, capUS), kind, lim, excl, orNull(capUS)).QueryRow(func(r pgx.Row) error {
+	args := append([]any{key, owner, within(expiresUS, capUS), kind, lim, excl, orNull(capUS)}, extra...)
+	t.queue(sql, args...).QueryRow(func(r pgx.Row) error {
 		var f int64
 		err := r.Scan(&f)
 		*fence = uint64(f)
@@ -48,22 +48,20 @@ func (t *txn) grant(key, owner string, expiresUS, capUS int64, c drivers.Claim) 
 }
 
 // admit lets the head of key's queue in while it fits, each waiter for
-// its own TTL and with its own cap from now, and wakes the key's waiters:
-// those let in find their grant at their next look.
+// its own TTL and with its own cap from now, and tells each waiter let in
+// of its grant (letInSQL), and no other.
 func (t *txn) admit(key string) {
 	s := t.states[key]
 	n := s.admitted()
 	for _, p := range s.places[:n] {
 		p.capUS = capAt(t.nowUS, p.maxHoldUS)
 		p.expiresUS = within(t.nowUS+p.ttlUS, p.capUS)
-		p.pending = t.grant(key, p.owner, p.expiresUS, p.capUS, p.claim)
+		p.pending = t.write(letInSQL, key, p.owner, p.expiresUS, p.capUS, p.claim, p.seq)
+		t.in = append(t.in, letIn{key: key, owner: p.owner, seq: p.seq, fence: p.pending})
 		t.queue(dequeueSQL, key, p.owner)
 		s.grants = append(s.grants, p)
 	}
 	s.places = s.places[n:]
-	if n > 0 {
-		t.wake(key)
-	}
 }
 
 // errRollback ends a transaction without its writes, as fn found it
@@ -87,7 +85,7 @@ func (d *Driver) inTx(ctx context.Context, op string, keys []string, fn func(t *
 		return d.failed(ctx, op, err, false)
 	}
 	defer conn.Release()
-	t := &txn{keys: keys, states: map[string]*keyState{}, woken: map[string]bool{}}
+	t := &txn{keys: keys, states: map[string]*keyState{}}
 	for _, k := range keys {
 		t.states[k] = &keyState{}
 	}
@@ -114,6 +112,11 @@ func (d *Driver) inTx(ctx context.Context, op string, keys []string, fn func(t *
 	if err := conn.SendBatch(ctx, &t.writes).Close(); err != nil {
 		abort(ctx, conn)
 		return d.failed(ctx, op, err, true)
+	}
+	// This handle's waiters let in hear of it now, before the notice
+	// comes back through the listening connection.
+	for _, in := range t.in {
+		d.hub.letIn(in.key, in.owner, in.seq, *in.fence)
 	}
 	return nil
 }
