@@ -159,9 +159,9 @@ func withoutErr(r engine.Result) engine.Result { r.Err = nil; return r }
 // of the same grant; held tracks each key's fence.
 func newGrants(e Entry, r engine.Result, held map[string]uint64) []uint64 {
 	var fs []uint64
-	if e.Op == engine.OpAcquire && r.OK && held[e.Key] != r.Grant.Fence {
+	if keys := e.AcquireKeys(); len(keys) == 1 && r.OK && held[keys[0]] != r.Grant.Fence {
 		fs = append(fs, r.Grant.Fence)
-		held[e.Key] = r.Grant.Fence
+		held[keys[0]] = r.Grant.Fence
 	}
 	for _, h := range r.Handoffs {
 		if len(fs) == 0 || fs[0] != h.Fence { // an acquire may report its own grant as the hand-off

@@ -189,6 +189,9 @@ func Encode(e Entry) ([]byte, error) {
 		b = append(b, e.flags())
 		b = append(b, byte(e.Claim.Kind))
 		b = binary.AppendUvarint(b, uint64(e.Claim.Limit))
+		if e.MaxHold > 0 {
+			b = binary.AppendVarint(b, int64(e.MaxHold))
+		}
 	}
 	switch e.Member {
 	case SetMember:
@@ -260,13 +263,18 @@ func Decode(b []byte) (Entry, error) {
 		e.Owner = r.str("owner", maxOwnerLen)
 		e.TTL = time.Duration(r.varint("ttl"))
 		e.Now = r.varint("now")
-		e.readFlags(&r, flagWait|flagWrite)
+		capped := e.readFlags(&r, flagWait|flagWrite|flagMaxHold)&flagMaxHold != 0
 		e.Claim.Kind = engine.Kind(r.byte("kind"))
 		limit := r.uvarint("limit")
 		if limit > math.MaxUint32 && r.err == nil {
 			r.err = fmt.Errorf("%w: limit %d", ErrMalformed, limit)
 		}
 		e.Claim.Limit = uint32(limit)
+		if capped {
+			if e.MaxHold = time.Duration(r.varint("max_hold")); e.MaxHold <= 0 && r.err == nil {
+				r.err = fmt.Errorf("%w: max hold %d", ErrMalformed, e.MaxHold)
+			}
+		}
 		if err := e.checkClaim(); r.err == nil && err != nil {
 			r.err = fmt.Errorf("%w: %v", ErrMalformed, err)
 		}
@@ -318,6 +326,12 @@ func (e Entry) check() error {
 	if err := e.checkKeys(); err != nil {
 		return err
 	}
+	switch {
+	case e.MaxHold < 0:
+		return &drivers.InvalidError{Field: "max_hold", Reason: fmt.Sprintf("%s is negative", e.MaxHold)}
+	case e.MaxHold > 0 && e.Op != engine.OpAcquireKeys:
+		return &drivers.InvalidError{Field: "max_hold", Reason: "only an acquire-keys entry has one"}
+	}
 	return e.checkClaim()
 }
 
@@ -360,8 +374,9 @@ func (e Entry) checkClaim() error {
 
 // The flags byte of an acquire entry: v0.1.0's entry 1 knows Wait only.
 const (
-	flagWait  byte = 1
-	flagWrite byte = 2 // the write side of a read/write lock
+	flagWait    byte = 1
+	flagWrite   byte = 2 // the write side of a read/write lock
+	flagMaxHold byte = 4 // entry 10: a cap on total hold time follows the limit
 )
 
 // flags is the flags byte of the acquire entry e.
@@ -373,17 +388,21 @@ func (e Entry) flags() byte {
 	if e.Claim.Write {
 		f |= flagWrite
 	}
+	if e.MaxHold > 0 {
+		f |= flagMaxHold
+	}
 	return f
 }
 
 // readFlags reads the flags byte of an acquire entry, refusing any flag
-// not in known.
-func (e *Entry) readFlags(r *reader, known byte) {
+// not in known, and returns it.
+func (e *Entry) readFlags(r *reader, known byte) byte {
 	f := r.byte("flags")
 	if f&^known != 0 && r.err == nil {
 		r.err = fmt.Errorf("%w: unknown acquire flags %#x", ErrMalformed, f)
 	}
 	e.Wait, e.Claim.Write = f&flagWait != 0, f&flagWrite != 0
+	return f
 }
 
 func appendString(b []byte, s string) []byte {

@@ -30,6 +30,8 @@ func allTypesEntries() []Entry {
 		{Op: engine.OpAcquireKeys, Keys: []string{"k"}, Owner: "o", TTL: time.Second, Now: 15},
 		{Op: engine.OpAcquireKeys, Keys: []string{"a", "b"}, Owner: "o", TTL: time.Second, Now: 16, Wait: true, Claim: engine.Claim{Kind: engine.Semaphore, Limit: 3}},
 		{Op: engine.OpAcquireKeys, Keys: []string{"doc"}, Owner: "w", TTL: time.Second, Now: 17, Claim: engine.Claim{Kind: engine.RWLock, Write: true}},
+		{Op: engine.OpAcquireKeys, Keys: []string{"k"}, Owner: "o", TTL: time.Second, Now: 18, MaxHold: time.Hour},
+		{Op: engine.OpAcquireKeys, Keys: []string{"a", "b"}, Owner: "o", TTL: time.Second, Now: 19, Wait: true, Claim: engine.Claim{Kind: engine.RWLock, Write: true}, MaxHold: 1},
 		{Member: SetMember, ID: "node-1", HTTPAddr: "127.0.0.1:8080"},
 		{Member: RemoveMember, ID: "node-1"},
 		{Op: engine.OpAcquire, Key: strings.Repeat("é", 512), Owner: strings.Repeat("x", maxOwnerLen), TTL: 7 * 24 * time.Hour, Now: 1},
@@ -99,7 +101,11 @@ func TestCodec_DecodeRejectsBadBytes(t *testing.T) {
 		{"retired acquire-all", []byte{9, payloadVersion, 1, 1, 'k', 1, 'o', 2, 2, 0}, ErrUnknownType},
 		{"a mutex's write side", []byte{byte(engine.OpAcquireKeys), payloadVersion, 1, 1, 'k', 1, 'o', 2, 2, 2, 0, 0}, ErrMalformed},
 		{"a semaphore of 0", []byte{byte(engine.OpAcquireKeys), payloadVersion, 1, 1, 'k', 1, 'o', 2, 2, 0, 1, 0}, ErrMalformed},
-		{"unknown acquire-keys flag", []byte{byte(engine.OpAcquireKeys), payloadVersion, 1, 1, 'k', 1, 'o', 2, 2, 4, 0, 0}, ErrMalformed},
+		{"unknown acquire-keys flag", []byte{byte(engine.OpAcquireKeys), payloadVersion, 1, 1, 'k', 1, 'o', 2, 2, 8, 0, 0}, ErrMalformed},
+		{"a cap flag without its cap", []byte{byte(engine.OpAcquireKeys), payloadVersion, 1, 1, 'k', 1, 'o', 2, 2, 4, 0, 0}, ErrMalformed},
+		{"a cap of 0", []byte{byte(engine.OpAcquireKeys), payloadVersion, 1, 1, 'k', 1, 'o', 2, 2, 4, 0, 0, 0}, ErrMalformed},
+		{"a negative cap", []byte{byte(engine.OpAcquireKeys), payloadVersion, 1, 1, 'k', 1, 'o', 2, 2, 4, 0, 0, 1}, ErrMalformed},
+		{"a cap on v0.1.0's acquire", append(good[:len(good)-1:len(good)-1], 4), ErrMalformed},
 		{"acquire-keys without its claim", []byte{byte(engine.OpAcquireKeys), payloadVersion, 1, 1, 'k', 1, 'o', 2, 2, 0}, ErrMalformed},
 		{"overlong varint", append([]byte{byte(engine.OpTick), payloadVersion}, bytes.Repeat([]byte{0xff}, 11)...), ErrMalformed},
 	}
@@ -147,6 +153,9 @@ func TestCodec_EncodeRefusesWhatDecodeRefuses(t *testing.T) {
 		{Op: engine.OpAcquireKeys, Keys: []string{"k"}, Owner: "o", TTL: time.Second, Claim: engine.Claim{Write: true}},
 		{Op: engine.OpAcquireKeys, Keys: []string{"k"}, Owner: "o", TTL: time.Second, Claim: engine.Claim{Kind: engine.Semaphore}},
 		{Op: engine.OpAcquireKeys, Keys: []string{"a\xff"}, Owner: "o", TTL: time.Second},
+		{Op: engine.OpAcquireKeys, Keys: []string{"k"}, Owner: "o", TTL: time.Second, MaxHold: -1},
+		{Op: engine.OpAcquire, Key: "k", Owner: "o", TTL: time.Second, MaxHold: time.Second},
+		{Op: engine.OpExtend, Key: "k", Owner: "o", TTL: time.Second, MaxHold: time.Second},
 	}
 	for _, e := range cases {
 		b, err := Encode(e)
@@ -209,6 +218,56 @@ func FuzzEncode(f *testing.F) {
 		}
 		again, err := Encode(got)
 		if err != nil || !bytes.Equal(again, b) {
+			t.Fatalf("re-encoding %+v: % x, %v; want % x", got, again, err, b)
+		}
+	})
+}
+
+// An acquire without a cap is written as it was before caps existed: the
+// cap costs its bytes only to the entries that carry one.
+func TestCodec_AcquireKeysWithoutACapKeepsItsBytes(t *testing.T) {
+	e := Entry{Op: engine.OpAcquireKeys, Keys: []string{"k"}, Owner: "o", TTL: time.Second, Now: 2, Wait: true}
+	plain, err := Encode(e)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []byte{10, payloadVersion, 1, 1, 'k', 1, 'o', 0x80, 0xa8, 0xd6, 0xb9, 0x07, 4, flagWait, 0, 0}; !bytes.Equal(plain, want) {
+		t.Fatalf("entry 10 without a cap: % x, want % x", plain, want)
+	}
+	e.MaxHold = time.Minute
+	capped, err := Encode(e)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(capped) <= len(plain) || capped[13] != flagWait|flagMaxHold {
+		t.Fatalf("entry 10 with a cap: % x", capped)
+	}
+	if got, err := Decode(capped); err != nil || got.MaxHold != time.Minute {
+		t.Fatalf("Decode: %+v, %v; want the cap of a minute", got, err)
+	}
+}
+
+// FuzzEncodeAcquireKeys: an acquire-keys entry Encode accepts, with any
+// claim and cap, decodes to itself and re-encodes to the same bytes.
+func FuzzEncodeAcquireKeys(f *testing.F) {
+	f.Add("k", "o", int64(time.Second), int64(1), true, uint8(0), uint32(0), false, int64(time.Minute))
+	f.Add("k", "o", int64(time.Second), int64(1), false, uint8(engine.RWLock), uint32(0), true, int64(0))
+	f.Add("k", "o", int64(time.Second), int64(1), false, uint8(engine.Semaphore), uint32(3), false, int64(-1))
+	f.Fuzz(func(t *testing.T, key, owner string, ttl, now int64, wait bool, kind uint8, limit uint32, write bool, maxHold int64) {
+		e := Entry{Op: engine.OpAcquireKeys, Keys: []string{key}, Owner: owner, TTL: time.Duration(ttl), Now: now, Wait: wait,
+			Claim: engine.Claim{Kind: engine.Kind(kind), Limit: limit, Write: write}, MaxHold: time.Duration(maxHold)}
+		b, err := Encode(e)
+		if err != nil {
+			if !errors.Is(err, drivers.ErrInvalid) {
+				t.Fatalf("Encode error does not match drivers.ErrInvalid: %v", err)
+			}
+			return
+		}
+		got, err := Decode(b)
+		if err != nil || !reflect.DeepEqual(got, e) {
+			t.Fatalf("Decode(Encode(%+v)) = %+v, %v", e, got, err)
+		}
+		if again, err := Encode(got); err != nil || !bytes.Equal(again, b) {
 			t.Fatalf("re-encoding %+v: % x, %v; want % x", got, again, err, b)
 		}
 	})

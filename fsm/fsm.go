@@ -329,6 +329,7 @@ func toCommand(e Entry, index uint64) engine.Command {
 		Wait:        e.Wait,
 		Claim:       e.Claim,
 		Keys:        e.Keys,
+		MaxHold:     e.MaxHold,
 	}
 }
 

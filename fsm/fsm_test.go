@@ -93,8 +93,8 @@ func (s *memSink) Cancel() error { s.cancelled = true; return nil }
 func (s *memSink) ID() string    { return "mem" }
 
 // randomLog builds a reproducible log that exercises every entry type:
-// grants, refreshes, waits, hand-offs, expiries (some stale), cancels,
-// ticks and membership.
+// grants (some with a cap on total hold time), refreshes, waits,
+// hand-offs, expiries (some stale), cancels, ticks and membership.
 func randomLog(seed int64, n int) []Entry {
 	rng := rand.New(rand.NewSource(seed))
 	keys := []string{"a", "b", "c/d", "e f"}
@@ -109,6 +109,9 @@ func randomLog(seed int64, n int) []Entry {
 		switch rng.Intn(10) {
 		case 0, 1, 2:
 			e = Entry{Op: engine.OpAcquire, Key: k, Owner: o, TTL: ttl, Now: now, Wait: rng.Intn(2) == 0}
+			if rng.Intn(3) == 0 {
+				e = Entry{Op: engine.OpAcquireKeys, Keys: []string{k}, Owner: o, TTL: ttl, Now: now, Wait: e.Wait, MaxHold: time.Duration(1+rng.Intn(8)) * time.Second}
+			}
 		case 3, 4:
 			e = Entry{Op: engine.OpRelease, Key: k, Owner: o, Now: now}
 		case 5:
@@ -547,5 +550,29 @@ func TestFSM_SnapshotIsTheStateWhenTaken(t *testing.T) {
 		if now := snapshotBytes(t, f); bytes.Equal(now, sink.Bytes()) {
 			t.Fatalf("seed %d: the later entries changed nothing: the test proves nothing", seed)
 		}
+	}
+}
+
+// Entry 10's cap reaches the engine, and a snapshot carries it: a node
+// restored from one keeps every grant's cap and every waiter's.
+func TestFSM_HoldCapSurvivesSnapshot(t *testing.T) {
+	src := newTestFSM(t, Config{})
+	now := 100 * sec
+	apply1(t, src, 1, Entry{Op: engine.OpAcquireKeys, Keys: []string{"k"}, Owner: "x", TTL: time.Minute, Now: now, MaxHold: 30 * time.Second})
+	apply1(t, src, 2, Entry{Op: engine.OpAcquireKeys, Keys: []string{"k"}, Owner: "y", TTL: time.Minute, Now: now, Wait: true, MaxHold: 20 * time.Second})
+	if info, _, _ := src.Get(t.Context(), "k"); info.Deadline != now+30*sec {
+		t.Fatalf("grant %+v, want its deadline at the cap, %d", info.Grant, now+30*sec)
+	}
+	dst := newTestFSM(t, Config{})
+	if err := dst.Restore(io.NopCloser(bytes.NewReader(snapshotBytes(t, src)))); err != nil {
+		t.Fatal(err)
+	}
+	r := apply1(t, dst, 3, Entry{Op: engine.OpExtend, Key: "k", Owner: "x", TTL: time.Hour, Now: now + 10*sec})
+	if !r.Result.OK || r.Result.Grant.Deadline != now+30*sec {
+		t.Fatalf("refresh after restore: %+v, want the deadline at the cap", r.Result)
+	}
+	r = apply1(t, dst, 4, Entry{Op: engine.OpRelease, Key: "k", Owner: "x", Now: now + 11*sec})
+	if h := handoffOf(r.Result); h == nil || h.Owner != "y" || h.Deadline != now+31*sec {
+		t.Fatalf("hand-off after restore: %+v, want y's with its cap of 20s from now", h)
 	}
 }

@@ -80,13 +80,9 @@ func FuzzRestore(f *testing.F) {
 }
 
 // snapshotSeeds are real snapshots (a busy table with members and a
-// waiter, an empty one) and a few broken ones.
+// waiter, the same with caps on total hold time, an empty one) and a few
+// broken ones.
 func snapshotSeeds() [][]byte {
-	fm, err := New(Config{})
-	if err != nil {
-		panic(err)
-	}
-	defer fm.Close()
 	sec := int64(time.Second)
 	var ls []Entry
 	ls = append(ls,
@@ -98,6 +94,28 @@ func snapshotSeeds() [][]byte {
 		Entry{Op: engine.OpAcquireKeys, Keys: []string{"r"}, Owner: "x", TTL: time.Minute, Now: sec, Claim: engine.Claim{Kind: engine.RWLock, Write: true}},
 		Entry{Op: engine.OpAcquireKeys, Keys: []string{"r"}, Owner: "y", TTL: time.Minute, Now: sec, Wait: true, Claim: engine.Claim{Kind: engine.RWLock}},
 	)
+	busy := persisted(ls)
+	capped := persisted(append(ls,
+		Entry{Op: engine.OpAcquireKeys, Keys: []string{"c"}, Owner: "x", TTL: time.Minute, Now: sec, MaxHold: 30 * time.Second},
+		Entry{Op: engine.OpAcquireKeys, Keys: []string{"c"}, Owner: "y", TTL: time.Minute, Now: sec, Wait: true, MaxHold: time.Hour},
+	))
+	empty := newState()
+	return [][]byte{
+		busy,
+		capped,
+		encodeSnapshot(&empty, nil, nil),
+		busy[:len(busy)/2],
+		{snapshotVersion, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01},
+	}
+}
+
+// persisted is the snapshot of a new FSM that applied ls.
+func persisted(ls []Entry) []byte {
+	fm, err := New(Config{})
+	if err != nil {
+		panic(err)
+	}
+	defer fm.Close()
 	for i, e := range ls {
 		b, err := Encode(e)
 		if err != nil {
@@ -113,12 +131,5 @@ func snapshotSeeds() [][]byte {
 	if err := s.Persist(sink); err != nil {
 		panic(err)
 	}
-	busy := sink.Bytes()
-	empty := newState()
-	return [][]byte{
-		busy,
-		encodeSnapshot(&empty, nil, nil),
-		busy[:len(busy)/2],
-		{snapshotVersion, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01},
-	}
+	return sink.Bytes()
 }
