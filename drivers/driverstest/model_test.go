@@ -160,6 +160,29 @@ func TestModel_Rules(t *testing.T) {
 			{do: acq("d", mutex, false, "k"), want: "busy k"},
 			{do: advance(minute), want: "no", done: []string{"c"}},
 		}},
+		// The cap on total hold time: no refresh passes it, a
+		// refresh-acquire keeps the first grant's, the grant lapses at it
+		// and hands the key on, and a waiter's counts from its grant.
+		{"HoldCap", []step{
+			{do: acqCap("a", 90*time.Second, false, "k"), want: "ok"}, // cap at 1m30s, deadline 1m
+			{do: acqCap("b", 2*minute, true, "k"), want: "queued"},
+			{do: advance(50 * time.Second), want: "no"},
+			{do: extend("k", "a", minute), want: "ok"},           // deadline 1m30s, not 1m50s
+			{do: acqCap("a", time.Hour, false, "k"), want: "ok"}, // a refresh: the cap stays
+			{do: advance(89 * time.Second), want: "no"},
+			{do: extend("k", "a", minute), want: "ok"},                       // still 1m30s
+			{do: advance(90 * time.Second), want: "no", done: []string{"b"}}, // the cap: b's turn
+			{do: extend("k", "a", minute), want: "no"},
+			{do: advance(140 * time.Second), want: "no"},
+			{do: extend("k", "b", minute), want: "ok"}, // b's cap from its grant: 3m30s
+			{do: advance(199 * time.Second), want: "no"},
+			{do: extend("k", "b", time.Hour), want: "ok"},
+			{do: advance(209 * time.Second), want: "no"},
+			{do: extend("k", "b", time.Hour), want: "ok"},
+			{do: advance(210 * time.Second), want: "no"},
+			{do: extend("k", "b", minute), want: "no"},
+			{do: acqCap("c", 0, false, "k"), want: "ok"},
+		}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -275,45 +298,6 @@ func acqCap(owner string, maxHold time.Duration, wait bool, key string) func(*Mo
 }
 func extend(key, owner string, ttl time.Duration) func(*Model) Outcome {
 	return func(m *Model) Outcome { return m.Extend(key, owner, ttl) }
-}
-
-// The cap on total hold time: no refresh passes it, a refresh-acquire
-// keeps the first grant's, the grant lapses at it and hands the key on,
-// and a waiter's counts from its grant.
-func TestModel_HoldCap(t *testing.T) {
-	m := NewModel()
-	for i, s := range []step{
-		{do: acqCap("a", 90*time.Second, false, "k"), want: "ok"}, // cap at 1m30s, deadline 1m
-		{do: acqCap("b", 2*minute, true, "k"), want: "queued"},
-		{do: advance(50 * time.Second), want: "no"},
-		{do: extend("k", "a", minute), want: "ok"},                       // deadline 1m30s, not 1m50s
-		{do: acqCap("a", time.Hour, false, "k"), want: "ok"},             // a refresh: the cap stays
-		{do: advance(89 * time.Second), want: "no"},                      //
-		{do: extend("k", "a", minute), want: "ok"},                       // still 1m30s
-		{do: advance(90 * time.Second), want: "no", done: []string{"b"}}, // the cap: b's turn
-		{do: extend("k", "a", minute), want: "no"},
-		{do: advance(140 * time.Second), want: "no"},
-		{do: extend("k", "b", minute), want: "ok"}, // b's cap from its grant: 3m30s
-		{do: advance(199 * time.Second), want: "no"},
-		{do: extend("k", "b", time.Hour), want: "ok"},
-		{do: advance(209 * time.Second), want: "no"},
-		{do: extend("k", "b", time.Hour), want: "ok"},
-		{do: advance(210 * time.Second), want: "no"},
-		{do: extend("k", "b", minute), want: "no"},
-		{do: acqCap("c", 0, false, "k"), want: "ok"},
-	} {
-		o := s.do(m)
-		var done []string
-		for _, d := range o.Done {
-			done = append(done, d.Owner)
-		}
-		if got := verdict(o); got != s.want || !slices.Equal(done, s.done) {
-			t.Fatalf("step %d: %s, done %v; want %s, done %v", i, got, done, s.want, s.done)
-		}
-	}
-	if h, _ := m.Holding("k"); h.Holders[0].Remaining != minute {
-		t.Fatalf("a grant without a cap: %+v, want its TTL", h)
-	}
 }
 
 // A set's wait starts its cap with its TTL, when its last key comes.
