@@ -1,6 +1,7 @@
 package fence_test
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -8,7 +9,9 @@ import (
 	"net/http/httptest"
 	"strings"
 	"sync"
+	"time"
 
+	"github.com/zerotal/lock"
 	"github.com/zerotal/lock/fence"
 )
 
@@ -62,4 +65,43 @@ func ExampleHandler() {
 	// older holder: 412 Precondition Failed
 	// true fence: stale: fence 7 for "reports/monthly" is below 8, the highest seen: a newer holder has written since
 	// the report: from the newer holder
+}
+
+// A holder sends its writes through a client whose Transport adds the
+// lock's key and fence to each request.
+func ExampleTransport() {
+	srv := httptest.NewServer(fence.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		fmt.Println("the service got", r.Header.Get(fence.Header))
+	}), nil))
+	defer srv.Close()
+
+	ctx := context.Background()
+	m, err := lock.Open(ctx, lock.Config{}) // the memory driver; any backend gives fences
+	if err != nil {
+		panic(err)
+	}
+	defer m.Close()
+	err = m.Try(ctx, "reports/monthly", 10*time.Second, func(ctx context.Context, l *lock.Lock) error {
+		client := &http.Client{Transport: &fence.Transport{Lock: l}}
+		req, err := http.NewRequestWithContext(ctx, http.MethodPut, srv.URL+"/reports/monthly", strings.NewReader("..."))
+		if err != nil {
+			return err
+		}
+		resp, err := client.Do(req)
+		if err != nil {
+			return err
+		}
+		defer resp.Body.Close()
+		if err := fence.CheckResponse(resp); err != nil {
+			return err // a newer holder has written: stop
+		}
+		fmt.Println(resp.Status)
+		return nil
+	})
+	if err != nil {
+		panic(err)
+	}
+	// Output:
+	// the service got reports%2Fmonthly 1
+	// 200 OK
 }
