@@ -146,7 +146,8 @@ func (e *Engine) Release(ctx context.Context, key, owner string) (bool, error) {
 }
 
 // Extend sets the deadline of key to now+ttl if owner holds it and it has
-// not expired. It never grants: extending a lock that is gone returns
+// not expired, never past the grant's cap (AcquireRequest.MaxHold). It
+// never grants: extending a lock that is gone returns
 // false (with the current holder's grant, if another owner holds it).
 func (e *Engine) Extend(ctx context.Context, key, owner string, ttl time.Duration) (Grant, bool, error) {
 	return e.call(ctx, newReq(kExtend, key, owner, ttl))
