@@ -26,7 +26,7 @@ type Config struct {
 	URL string
 	// ListenURL is a direct connection (never through a pooler in
 	// transaction mode, which cannot pass LISTEN) on which the driver
-	// listens for its keys' releases, so that waiters are woken at once.
+	// listens for its waiters being let in, so that they are told at once.
 	// "" listens on URL; NoListen turns listening off. Either way a
 	// waiter also looks every PollInterval, so a lost notification only
 	// delays it and never breaks the order of the queue.

@@ -15,12 +15,22 @@
 //
 // Nothing is kept in a session between transactions: no session advisory
 // lock, no named prepared statement, no SET. So every operation is
-// correct through PgBouncer or pgdog in transaction mode. A release
-// notifies its key's waiters (NOTIFY, inside the transaction); a handle
-// listens on Config.ListenURL (a direct connection; URL by default), and
-// its waiters also look at a bounded interval, so a notification lost
-// behind a pooler only delays a waiter, never reorders the queue.
+// correct through PgBouncer or pgdog in transaction mode. The transaction
+// that lets a waiter in (a release lets the head of the queue in itself)
+// tells that waiter alone, with its grant's fence (NOTIFY on
+// zerotal_lock_in, inside the transaction; directly within one handle);
+// a handle listens on Config.ListenURL (a direct connection; URL by
+// default), and its waiters also look at a bounded interval, so a
+// notification lost behind a pooler only delays a waiter, never reorders
+// the queue.
 //
-// The schema is created on first use and versioned; a driver refuses a
-// database whose schema is newer than it knows (ErrSchemaTooNew).
+// A grant may carry a cap on its total hold time (drivers.Request.MaxHold),
+// kept in its row: every statement that sets a deadline keeps it within
+// the cap, so no refresh outlives it.
+//
+// The schema is created on first use and versioned (schema 2 added the
+// cap); a driver upgrades an older one in one transaction and refuses a
+// database whose schema is newer than it knows (ErrSchemaTooNew). A
+// process of an older version still running is woken by nobody's notice
+// and finds its turn by polling: upgrade every process.
 package postgres
