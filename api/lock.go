@@ -57,11 +57,21 @@ type Holder struct {
 	Age  time.Duration // as Lock.Age
 }
 
+// WaiterHolder is Waiting.Holder for a waiter whose owner is owner and
+// names holder (drivers.HolderOf): "" when holder is the owner itself.
+func WaiterHolder(owner, holder string) string {
+	if holder == owner {
+		return ""
+	}
+	return holder
+}
+
 // Waiting is one queued owner of a key, in queue order.
 type Waiting struct {
 	Owner string `json:"owner"`
 	// Holder is who the owner says it is (drivers.HolderOf), as
-	// Lock.Holder: the party WaitsFor links.
+	// Lock.Holder, when that is not the owner itself (WaiterHolder): a
+	// full queue of long owners is not written twice.
 	Holder string `json:"holder,omitempty"`
 	Mode   string `json:"mode,omitempty"`
 	// AgeMillis is how long it has waited, in whole milliseconds rounded

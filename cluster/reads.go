@@ -116,7 +116,7 @@ func heldLock(in engine.Info, now int64) (lock api.Lock, held bool) {
 func apiQueue(ws []engine.QueuedWaiter, rw bool) []api.Waiting {
 	var out []api.Waiting
 	for _, w := range ws {
-		q := api.Waiting{Owner: w.Owner, Holder: drivers.HolderOf(w.Owner)}
+		q := api.Waiting{Owner: w.Owner, Holder: api.WaiterHolder(w.Owner, drivers.HolderOf(w.Owner))}
 		if rw {
 			q.Mode = api.ModeRead
 			if w.Write {

@@ -68,6 +68,7 @@ func showLock(c *access.Credential, l *api.Lock) {
 		l.Holders[i].Owner, l.Holders[i].Holder = shownOwner(c, l.Holders[i].Owner)
 	}
 	for i := range l.Queue {
-		l.Queue[i].Owner, l.Queue[i].Holder = shownOwner(c, l.Queue[i].Owner)
+		owner, holder := shownOwner(c, l.Queue[i].Owner)
+		l.Queue[i].Owner, l.Queue[i].Holder = owner, api.WaiterHolder(owner, holder)
 	}
 }

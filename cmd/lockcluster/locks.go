@@ -172,7 +172,7 @@ func apiLock(l lock.Listed) api.Lock {
 			out.Owner, out.Holder, out.Fence, out.Remaining = h.Owner, drivers.HolderOf(h.Owner), h.Fence, h.Remaining
 		}
 		for _, w := range l.Waiters {
-			out.Queue = append(out.Queue, api.Waiting{Owner: w.Owner, Holder: drivers.HolderOf(w.Owner)})
+			out.Queue = append(out.Queue, api.Waiting{Owner: w.Owner, Holder: api.WaiterHolder(w.Owner, drivers.HolderOf(w.Owner))})
 		}
 		return out
 	}
@@ -196,7 +196,7 @@ func apiLock(l lock.Listed) api.Lock {
 		}
 	}
 	for _, w := range l.Waiters {
-		out.Queue = append(out.Queue, api.Waiting{Owner: w.Owner, Holder: drivers.HolderOf(w.Owner), Mode: mode(w.Write)})
+		out.Queue = append(out.Queue, api.Waiting{Owner: w.Owner, Holder: api.WaiterHolder(w.Owner, drivers.HolderOf(w.Owner)), Mode: mode(w.Write)})
 	}
 	return out
 }
