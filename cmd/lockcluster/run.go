@@ -89,12 +89,13 @@ as it is thawed. This holds on every Unix; on Windows run refuses to start a com
 The final release is bounded: run waits at most 2s for it, and 2s more for a retry, then
 leaves the lock to its TTL.
 
-With --max-hold D, no grant of the lock lasts longer than D, however well it is refreshed: the
-backend records the cap when it grants the key and lets no refresh pass it, so a command that
-hangs cannot keep the key. The command's process group gets SIGTERM before the cap, then
-SIGKILL after --grace and at the latest a sixth of the TTL before the cap, as on a loss, and
-run exits 76; the next waiter is served at the cap. A backend that cannot enforce a cap
-refuses it (exit status 78). D must be longer than a fifth of --ttl.
+With --max-hold D, a cap on total hold time, no grant of the lock lasts longer than D, however
+well it is refreshed: the backend records the cap when it grants the key and lets no refresh
+pass it, so a command that hangs cannot keep the key. The command's process group gets SIGTERM before the cap, then
+SIGKILL after --grace and at the latest a sixth of the TTL before the cap, as on a loss;
+run then releases the key and exits 76, and if run is wedged too, the backend ends the grant
+at the cap. A backend that cannot enforce a cap refuses it (exit status 78). D must be longer
+than a fifth of --ttl.
 
 With -n N (N > 1) the key is a semaphore: up to N runs hold it at once, each with its own
 fence. With --shared the key is a read/write lock taken for reading: any number of --shared
