@@ -110,7 +110,7 @@ func (r *modelRun) next() {
 			if !r.kill() {
 				continue
 			}
-		case n < 96 && r.caps.MaxHold:
+		case n < 98 && r.caps.MaxHold:
 			if !r.capped(a) {
 				continue
 			}
