@@ -103,7 +103,10 @@ func WithOwner(owner string) Option { return Option{kind: optOwner, owner: owner
 // is ErrLostMaxHold; Lock.ExpiresAt never passes it. The holder counts
 // the cap from when it sent the acquire, so its estimate is never later
 // than the backend's; after a long wait for the key it is that much
-// early. The key is released when the callback returns.
+// early. The key is released when the callback returns. With WithOwner,
+// an acquire that finds the owner holding the key already refreshes that
+// grant, which keeps its own cap, counted from its own grant: give each
+// holder its own owner, as WithOwner asks.
 //
 // It applies to Try, Block, TryAll and BlockAll, and to Make, for every
 // acquire of the handle. d = 0 means no cap (the default); otherwise d is
