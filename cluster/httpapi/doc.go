@@ -32,7 +32,8 @@
 //	POST /v1/force-release  {"key"}                            -> {"released"}
 //	GET  /v1/lock?key=K                                        -> {"key","owner","fence","remaining_ms","waiters"}
 //	                        (a shared key adds "kind","limit","holders","queue")
-//	GET  /v1/locks?prefix=P&limit=N                            -> {"locks":[...],"truncated"}
+//	GET  /v1/locks?prefix=P&limit=N&holder=H                   -> {"locks":[...],"truncated","edges","cycles"}
+//	                        (edges: who waits for whom, api.WaitsFor; holder=H keeps the keys H holds or waits for)
 //	GET  /v1/status                                            -> raft state, leader, indexes, peers, keys, version
 //	POST /v1/join           {"id","addr","http"}               -> {} (409 join_refused: the node has raft state, ...)
 //	GET  /v1/node                                              -> {"id","cluster_id","membership","last_index","servers","features"}
@@ -40,6 +41,9 @@
 //	GET  /readyz                                               -> {"ready","state","reason"} (200 or 503)
 //	GET  /metrics, GET /healthz
 //	GET  /debug/...                                            -> Options.Debug, when set (lockcluster --pprof)
+//	GET  /ui?prefix=P&holder=H, GET /ui/events, POST /ui/force-release
+//	                        the live lock page (ui.go): HTML, signed in with a token as the
+//	                        HTTP Basic password, a bearer token or a client certificate
 //	GET  /v1/stream         Connection: Upgrade                -> 101, then the API stream (package api/stream)
 //
 // A wait counts from the request's arrival, and a wait that runs out is
