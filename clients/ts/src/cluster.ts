@@ -88,6 +88,7 @@ export class ClusterLockDriver implements LockDriver {
     if (keepMs > 0) body.keep_ms = keepMs;
     if (req.claim.kind === "semaphore") body.semaphore = req.claim.limit;
     if (req.claim.kind === "rwlock") body.mode = req.claim.write ? "write" : "read";
+    if (req.maxHold) body.max_hold_ms = millis(req.maxHold);
     const a = await this.#t.send<AcquireResponse>({
       op: "acquire",
       method: "POST",

@@ -45,7 +45,9 @@ export type LostReason =
   /** A refresh found the lock no longer held by this owner (force-released, or taken after a lapse). */
   | "not-held"
   /** The backend did not answer the refreshes before the lease could run out. */
-  | "unavailable";
+  | "unavailable"
+  /** The grant reached its cap on total hold time (maxHold), however it was refreshed. */
+  | "max-hold";
 
 /** A lock was held and is no longer: the work done under it cannot be trusted to have been exclusive. */
 export class LockLostError extends LockError {

@@ -14,6 +14,8 @@ export interface ManagedLockSpec {
   ttl: number;
   claim: Claim;
   holder: string;
+  /** The cap on each grant's total hold time in seconds (LockRequest.maxHold); undefined: none. */
+  maxHold?: number | undefined;
 }
 
 /**
@@ -26,6 +28,7 @@ export class ManagedLock implements AsyncDisposable {
   #owner: string | undefined;
   #fences: number[] = [];
   #expiresAt: number | undefined;
+  #capAt: number | undefined;
 
   constructor(spec: ManagedLockSpec) {
     this.#s = spec;
@@ -46,6 +49,10 @@ export class ManagedLock implements AsyncDisposable {
   /** A client-side estimate of when the lease ends, counted from when the last acquire or refresh was sent; undefined when not held. */
   get expiresAt(): Date | undefined {
     return this.#expiresAt === undefined ? undefined : new Date(this.#expiresAt);
+  }
+  /** A client-side estimate of when the grant reaches its cap on total hold time (maxHold), counted from when the acquire was sent; undefined when not held or uncapped. */
+  get maxHoldAt(): Date | undefined {
+    return this.#capAt === undefined ? undefined : new Date(this.#capAt);
   }
   /** The fencing token of the grant (the first key's): higher than any earlier grant of the key. 0 when not held or the driver has none. */
   get fence(): number {
@@ -125,7 +132,7 @@ export class ManagedLock implements AsyncDisposable {
       this.#forget();
       return false;
     }
-    this.#expiresAt = sent + ttl * 1000;
+    this.#expiresAt = Math.min(sent + ttl * 1000, this.#capAt ?? Infinity);
     return true;
   }
 
@@ -135,15 +142,15 @@ export class ManagedLock implements AsyncDisposable {
   }
 
   async #take(waitSeconds: number, signal?: AbortSignal): Promise<LockGrant> {
-    const { driver, stored, ttl, claim, holder } = this.#s;
+    const { driver, stored, ttl, claim, holder, maxHold } = this.#s;
     const owner = await newOwner(holder);
     const sent = Date.now();
     let g: LockGrant;
     if (driver.claim) {
-      g = await driver.claim({ keys: stored, owner, ttl, claim, wait: waitSeconds, signal });
+      g = await driver.claim({ keys: stored, owner, ttl, claim, maxHold, wait: waitSeconds, signal });
     } else {
-      if (stored.length !== 1 || claim.kind !== "mutex") {
-        throw new LockInvalidError("options", "this driver takes one key's mutex only (it has no claim method)");
+      if (stored.length !== 1 || claim.kind !== "mutex" || maxHold !== undefined) {
+        throw new LockInvalidError("options", "this driver takes one key's mutex only, uncapped (it has no claim method)");
       }
       g = { acquired: await driver.acquire(stored[0]!, owner, ttl), fences: [] };
     }
@@ -154,7 +161,8 @@ export class ManagedLock implements AsyncDisposable {
     if (g.acquired) {
       this.#owner = owner;
       this.#fences = g.fences;
-      this.#expiresAt = sent + ttl * 1000;
+      this.#capAt = maxHold === undefined ? undefined : sent + maxHold * 1000;
+      this.#expiresAt = Math.min(sent + ttl * 1000, this.#capAt ?? Infinity);
     }
     return g;
   }
@@ -163,6 +171,7 @@ export class ManagedLock implements AsyncDisposable {
     this.#owner = undefined;
     this.#fences = [];
     this.#expiresAt = undefined;
+    this.#capAt = undefined;
   }
 }
 

@@ -5,7 +5,8 @@ import { ManagedLock } from "./managed.js";
 import { defaultHolder } from "./owner.js";
 import { anySignal } from "./platform.js";
 import type { Claim, LockDriver } from "./types.js";
-import { checkKeys, checkSeconds } from "./validate.js";
+import { checkKeys, checkSeconds, millis } from "./validate.js";
+import { limits } from "./wire.gen.js";
 
 /** What a lock claims of its keys, as the Go library's options: a mutex unless one is given. */
 export interface ClaimOptions {
@@ -13,6 +14,13 @@ export interface ClaimOptions {
   semaphore?: number;
   /** A side of a read/write lock: readers share the key, a writer holds it alone. */
   mode?: "read" | "write";
+  /**
+   * Seconds each grant may be held in all, however often it is refreshed:
+   * the backend ends it there as at an expiry and the key passes on, so a
+   * holder that is alive but wedged cannot keep it. The callback's signal
+   * is aborted a margin before, with Lock.Lost of reason "max-hold".
+   */
+  maxHold?: number;
 }
 
 /** Options of Lock.try. */
@@ -74,7 +82,12 @@ export class LockManager {
     const keys = typeof key === "string" ? [key] : [...key];
     checkKeys(keys.map((k) => this.prefix + k));
     checkSeconds(ttlSeconds, "ttl");
-    return new ManagedLock({ driver: this.driver, keys, stored: keys.map((k) => this.prefix + k), ttl: ttlSeconds, claim: claimOf(options), holder });
+    const { maxHold } = options;
+    if (maxHold !== undefined) {
+      checkSeconds(maxHold, "maxHold");
+      if (millis(maxHold) > limits["AcquireRequest.max_hold_ms.maximum"]) throw new LockInvalidError("maxHold", `${maxHold} seconds; give at most ${limits["AcquireRequest.max_hold_ms.maximum"] / 1000}`);
+    }
+    return new ManagedLock({ driver: this.driver, keys, stored: keys.map((k) => this.prefix + k), ttl: ttlSeconds, claim: claimOf(options), holder, maxHold });
   }
 
   /** Acquires once, runs cb, always releases; throws LockNotAcquiredError at once when held. */
@@ -161,6 +174,8 @@ async function run<T>(lock: ManagedLock, cb: LockCallback<T>, o: TryOptions): Pr
     ac.abort(lost);
   };
   const left = () => (lock.expiresAt?.getTime() ?? 0) - margin - Date.now();
+  // The lease ends at the cap (expiresAt is clamped to it): no refresh helps.
+  const capped = () => lock.maxHoldAt !== undefined && lock.maxHoldAt.getTime() === lock.expiresAt?.getTime();
   const arm = (ms: number) => {
     if (stopped || lost) return;
     timer = setTimeout(tick, Math.max(0, Math.min(ms, left())));
@@ -170,7 +185,7 @@ async function run<T>(lock: ManagedLock, cb: LockCallback<T>, o: TryOptions): Pr
     if (left() <= 0) {
       // Past the point where the lease can be trusted: a refresh now could
       // renew a lock someone else has held meanwhile (a stalled process).
-      return lose(silent === undefined ? "expired" : "unavailable", silent);
+      return lose(capped() ? "max-hold" : silent === undefined ? "expired" : "unavailable", silent);
     }
     if (!o.refresh) return arm(left());
     try {

@@ -12,8 +12,10 @@ const MAX_TIMER_MS = 2 ** 31 - 1;
 interface Grant {
   owner: string;
   fence: number;
-  /** Date.now() ms; Infinity while a set's wait that took the key still waits for others. */
+  /** Date.now() ms, never past cap; Infinity while a set's wait that took the key still waits for others. */
   expires: number;
+  /** The end of its hold cap (LockRequest.maxHold), Date.now() ms; Infinity: none (yet). */
+  cap: number;
   /** The write side of an rwlock. */
   write: boolean;
 }
@@ -113,7 +115,7 @@ export class MemoryLockDriver implements LockDriver {
     this.#expire();
     const g = this.#table.get(key)?.grants.get(owner);
     if (!g) return false;
-    g.expires = Date.now() + ttlSeconds * 1000;
+    g.expires = Math.min(Date.now() + ttlSeconds * 1000, g.cap);
     this.#schedule();
     return true;
   }
@@ -174,12 +176,12 @@ export class MemoryLockDriver implements LockDriver {
       switch (plan[i]) {
         case "refresh": {
           const g = this.#table.get(key)!.grants.get(req.owner)!;
-          g.expires = expires;
+          g.expires = Math.min(expires, g.cap); // the first grant's cap stays
           return g.fence;
         }
         case "take":
           w?.took.add(key);
-          return this.#grant(key, req.owner, req.claim, expires);
+          return this.#grant(key, req.owner, req, expires);
       }
       this.#table.get(key)!.queue.push(w!);
       w!.left++;
@@ -219,12 +221,15 @@ export class MemoryLockDriver implements LockDriver {
     });
   }
 
-  /** Adds a new grant of key, with the next fence. */
-  #grant(key: string, owner: string, claim: Claim, expires: number): number {
+  /** Adds a new grant of key for req, with the next fence, capped unless it has no deadline yet (a set's wait's key, whose cap starts with its TTL). */
+  #grant(key: string, owner: string, req: LockRequest, expires: number): number {
+    const { claim } = req;
     let e = this.#table.get(key);
     if (!e) this.#table.set(key, (e = { claim: claim.kind === "rwlock" ? { kind: "rwlock", write: false } : claim, grants: new Map(), queue: [] }));
     const fence = ++this.#fence;
-    e.grants.set(owner, { owner, fence, expires, write: isWrite(claim) });
+    const g: Grant = { owner, fence, expires, cap: Infinity, write: isWrite(claim) };
+    if (expires !== Infinity) capFrom(g, req.maxHold);
+    e.grants.set(owner, g);
     this.#changed(key);
     return fence;
   }
@@ -253,7 +258,7 @@ export class MemoryLockDriver implements LockDriver {
       const g = e.grants.get(owner);
       if (i >= 0) e.queue.splice(i, 1);
       else if (g && w.took.has(key)) e.grants.delete(owner);
-      else if (g && g.expires === Infinity) g.expires = Date.now() + ttl * 1000;
+      else if (g && g.expires === Infinity) g.expires = Math.min(Date.now() + ttl * 1000, g.cap);
       else continue;
       this.#admit(key);
     }
@@ -275,7 +280,7 @@ export class MemoryLockDriver implements LockDriver {
       const w = e.queue.shift()!;
       w.left--;
       const expires = w.left === 0 ? Date.now() + w.req.ttl * 1000 : Infinity;
-      w.fences[w.req.keys.indexOf(key)] = this.#grant(key, w.req.owner, w.req.claim, expires);
+      w.fences[w.req.keys.indexOf(key)] = this.#grant(key, w.req.owner, w.req, expires);
       w.took.add(key);
       if (w.left === 0) this.#complete(w);
     }
@@ -283,13 +288,15 @@ export class MemoryLockDriver implements LockDriver {
     this.#schedule();
   }
 
-  /** Ends w granted: every key it holds starts its TTL now. */
+  /** Ends w granted: every key it holds starts its TTL now, and every key it took its cap. */
   #complete(w: Waiter): void {
     this.#waits.delete(w.req.owner);
     const expires = Date.now() + w.req.ttl * 1000;
     for (const key of w.req.keys) {
       const g = this.#table.get(key)?.grants.get(w.req.owner);
-      if (g && g.expires === Infinity) g.expires = expires;
+      if (!g || g.expires !== Infinity) continue;
+      g.expires = Math.min(expires, g.cap);
+      if (w.took.has(key) && g.cap === Infinity) capFrom(g, w.req.maxHold);
     }
     w.settle({ acquired: true, fences: w.fences });
   }
@@ -325,6 +332,12 @@ export class MemoryLockDriver implements LockDriver {
     }, Math.max(0, next - Date.now()) + 1);
     (this.#timer as { unref?: () => void }).unref?.();
   }
+}
+
+/** Starts g's cap of maxHold seconds now (0 or undefined: none) and clamps its lease to it. */
+function capFrom(g: Grant, maxHold: number | undefined): void {
+  if (maxHold && maxHold > 0) g.cap = Date.now() + maxHold * 1000;
+  g.expires = Math.min(g.expires, g.cap);
 }
 
 function isWrite(c: Claim): boolean {

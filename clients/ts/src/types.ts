@@ -15,6 +15,14 @@ export interface LockRequest {
   /** Lease in seconds. */
   ttl: number;
   claim: Claim;
+  /**
+   * A cap in seconds on each grant's total hold time, however often it is
+   * refreshed (0 or absent: none), enforced by the backend: a grant made at
+   * t lasts until t+maxHold at the latest; a refresh sets min(now+ttl, cap)
+   * and keeps the first grant's cap; at the cap the grant ends as at an
+   * expiry. A waiter's cap counts from its grant.
+   */
+  maxHold?: number | undefined;
   /** Seconds to wait in the key's first-come-first-served queue; 0: answer at once. */
   wait: number;
   /** Ends a wait early; the driver then throws signal.reason. */

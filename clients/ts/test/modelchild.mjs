@@ -56,12 +56,12 @@ function wireError(err, aborted) {
 async function serve(c) {
   switch (c.op) {
     case "caps":
-      return { caps: { Wait: true, InstantAcquire: true, Shared: true, Sets: true, SetWait: true } };
+      return { caps: { Wait: true, InstantAcquire: true, Shared: true, Sets: true, SetWait: true, MaxHold: true } };
     case "acquire": {
       const q = c.req;
       const ac = new AbortController();
       aborts.set(c.id, ac);
-      const req = { keys: q.Keys, owner: q.Owner, ttl: q.TTL / ns, claim: claimOf(q.Claim), wait: q.Wait ? waitForever : 0, signal: ac.signal };
+      const req = { keys: q.Keys, owner: q.Owner, ttl: q.TTL / ns, claim: claimOf(q.Claim), maxHold: (q.MaxHold ?? 0) / ns, wait: q.Wait ? waitForever : 0, signal: ac.signal };
       try {
         const g = await driver.claim(req);
         // A wait that ends without its keys is an error in the Go contract.
