@@ -30,6 +30,9 @@ func (r *modelRun) capped(a *actor) bool {
 	if a.wait != nil || len(free) == 0 {
 		return false
 	}
+	if idle := slices.DeleteFunc(slices.Clone(free), func(k string) bool { _, ok := r.m.Holding(k); return ok }); len(idle) > 0 {
+		free = idle // a key nobody holds, mostly: the cap is then reached
+	}
 	key, maxHold := free[r.rng.IntN(len(free))], r.opt.MaxHold
 	q := drivers.Request{Keys: []string{key}, Owner: a.owner, TTL: long, Claim: r.f.claim(r.rng), MaxHold: maxHold}
 	lo := r.start.Add(r.m.Now())
