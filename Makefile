@@ -3,7 +3,7 @@ GO      ?= go
 PKGS    := ./...
 export GORACE := halt_on_error=1
 
-.PHONY: all build bin/lockcluster test test-deps test-ts bench bench-peers bench-scale fuzz soak lint fmt run clean
+.PHONY: all build bin/lockcluster test test-deps test-ts bench bench-peers bench-scale fuzz soak lint fmt run clean image
 
 all: build
 
@@ -15,6 +15,19 @@ build: bin/lockcluster
 # (lockcluster version) even where GOFLAGS turns it off.
 bin/lockcluster:
 	$(GO) build -buildvcs=auto -o bin/lockcluster ./cmd/lockcluster
+
+## image: the container image of deploy/Containerfile from a static binary built here, with
+## buildah and pulling nothing (docs/DEPLOY.md): bin/image/ gets the binary, busybox (Debian's
+## busybox-static) and an empty data dir. IMAGE names it. As root in a container, run
+## STORAGE_DRIVER=vfs BUILDAH_ISOLATION=chroot make image. Not part of make test.
+IMAGE ?= localhost/lockcluster:latest
+image:
+	@command -v buildah >/dev/null || { echo "image: needs buildah (apt-get install buildah)" >&2; exit 1; }
+	@bb=$$(command -v busybox) && ! ldd "$$bb" >/dev/null 2>&1 || { echo "image: needs a static busybox (apt-get install busybox-static)" >&2; exit 1; }
+	rm -rf bin/image && mkdir -p bin/image/data
+	CGO_ENABLED=0 $(GO) build -trimpath -buildvcs=auto -o bin/image/lockcluster ./cmd/lockcluster
+	cp "$$(command -v busybox)" bin/image/busybox
+	buildah bud --format docker -f deploy/Containerfile --build-arg FROM=prebuilt -t $(IMAGE) .
 
 ## test: every test, with the race detector (integration tests start real
 ## processes), then the TypeScript client's; installs redis-server, node and
