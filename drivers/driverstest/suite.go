@@ -5,10 +5,13 @@
 // and checks the contract of package drivers: owner-guarded release, force
 // release, exists, TTL expiry with real short TTLs, refresh and extension
 // that never re-grant, fences that strictly increase, context cancellation,
-// Close, and a concurrent hammer with an in-test exclusion check. A driver
-// that declares drivers.Capabilities.Shared (and implements
-// drivers.Inspector) also runs RunShared; bench/manager measures a
-// backend through the Manager.
+// Close, a concurrent hammer with an in-test exclusion check, and, for a
+// driver that declares drivers.Capabilities.MaxHold, the cap on total
+// hold time (a refresh loop ends at the cap, the next waiter is served
+// there, a refresh keeps the first grant's cap, a waiter's counts from its
+// grant). A driver that declares drivers.Capabilities.Shared (and
+// implements drivers.Inspector) also runs RunShared; bench/manager
+// measures a backend through the Manager.
 //
 //	func TestConformance(t *testing.T) {
 //		driverstest.Run(t, func(t *testing.T) driverstest.Harness { return myHarness(t) })
