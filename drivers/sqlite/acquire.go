@@ -10,9 +10,11 @@ import (
 )
 
 // Capabilities: every claim, sets, and waits for one key or a set, all
-// first come, first served across the processes sharing the file.
+// first come, first served across the processes sharing the file, and a
+// cap on total hold time, which the statements keep with each grant and
+// no refresh goes past.
 func (d *Driver) Capabilities() drivers.Capabilities {
-	return drivers.Capabilities{Wait: true, Shared: true, Sets: true, SetWait: true}
+	return drivers.Capabilities{Wait: true, Shared: true, Sets: true, SetWait: true, MaxHold: true}
 }
 
 // Acquire serves every drivers.Request with one data model (state.go)
@@ -56,7 +58,9 @@ func granted(err error, fences ...uint64) (drivers.Grant, error) {
 func (d *Driver) acquireOne(ctx context.Context, req drivers.Request) (fence uint64, ok bool, err error) {
 	err = d.write(ctx, "acquire", func(ctx context.Context) error {
 		now := time.Now()
-		args := append([]any{req.Key(), req.Owner, deadlineUS(now, req.TTL), now.UnixMicro()}, claimArgs(req.Claim)...)
+		ceiling := capAt(now.UnixMicro(), maxHoldUS(req.MaxHold))
+		args := append([]any{req.Key(), req.Owner, ceiling.bound(deadlineUS(now, req.TTL)), now.UnixMicro()}, claimArgs(req.Claim)...)
+		args = append(args, ceiling.arg())
 		var f int64
 		err := d.w.acquire.QueryRowContext(ctx, args...).Scan(&f)
 		if errors.Is(err, sql.ErrNoRows) {
@@ -164,7 +168,7 @@ func (d *Driver) queueBehind(ctx context.Context, w *waitState) (ok bool, err er
 		now := time.Now()
 		a := claimArgs(req.Claim)
 		res, err := d.wq().ExecContext(ctx, queueSQL, req.Key(), req.Owner, now.Add(waiterLease).UnixMicro(), now.UnixMicro(),
-			a[0], a[1], a[2], max(req.TTL.Microseconds(), 1))
+			a[0], a[1], a[2], max(req.TTL.Microseconds(), 1), maxHoldArg(req.MaxHold))
 		if err != nil {
 			return err
 		}
@@ -227,16 +231,17 @@ func (d *Driver) stepTx(ctx context.Context, w *waitState, queue bool) (stepOutc
 		placeTTL = waiterLease.Microseconds()
 	}
 	a := claimArgs(req.Claim)
+	ceiling := capAt(now.UnixMicro(), maxHoldUS(req.MaxHold))
 	for i, k := range req.Keys {
 		var err error
 		switch {
 		case take[i]:
-			out.fences[i], err = d.grantTx(ctx, k, req.Owner, hold, req.Claim)
+			out.fences[i], err = d.grantTx(ctx, k, req.Owner, ceiling.bound(hold), req.Claim, ceiling)
 			out.held[i] = true
 		case out.held[i]:
 			_, err = d.wq().ExecContext(ctx, holdSQL, k, req.Owner, hold, !out.done)
 		default:
-			_, err = d.wq().ExecContext(ctx, enqueueSQL, k, req.Owner, a[0], a[1], a[2], lease, placeTTL, now.UnixMicro())
+			_, err = d.wq().ExecContext(ctx, enqueueSQL, k, req.Owner, a[0], a[1], a[2], lease, placeTTL, now.UnixMicro(), maxHoldArg(req.MaxHold))
 		}
 		if err != nil {
 			return out, err

@@ -14,7 +14,7 @@ func acquireOp(d *Driver, key string, fence *uint64) *writeOp {
 	return &writeOp{ctx: context.Background(), result: make(chan error, 1), fn: func(ctx context.Context) error {
 		now := time.Now()
 		var f int64
-		if err := d.w.acquire.QueryRowContext(ctx, append([]any{key, "owner", deadlineUS(now, time.Minute), now.UnixMicro()}, claimArgs(drivers.Claim{})...)...).Scan(&f); err != nil {
+		if err := d.w.acquire.QueryRowContext(ctx, append([]any{key, "owner", deadlineUS(now, time.Minute), now.UnixMicro()}, append(claimArgs(drivers.Claim{}), nil)...)...).Scan(&f); err != nil {
 			return err
 		}
 		*fence = uint64(f)

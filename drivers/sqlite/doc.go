@@ -12,7 +12,12 @@
 // at the database: acquire inserts the grant, replaces an expired one, or
 // refreshes the deadline when the same owner already holds it; release
 // and extend are guarded by the owner token; force release deletes
-// whoever holds the key.
+// whoever holds the key. A grant with a cap on its total hold time
+// (drivers.Request.MaxHold) has the cap written in its row by the
+// statement that grants it (for a waiter let in by another process, from
+// that moment), and no refresh, by Extend or by the owner's acquire, sets
+// its deadline past the cap: there it lapses like any grant and the next
+// waiter comes in.
 // Fences come from a counter stored in the same file and advanced by the
 // statement that grants the key, so they strictly increase per key, across
 // process restarts and crashes (and, with Config.Durable, across OS crashes
@@ -86,7 +91,9 @@
 // The tables (zerotal_lock_meta, zerotal_locks: the grants, and from
 // version 3 zerotal_queue: the places) are created or migrated on first
 // use, and the schema version is stored in the file; the rows of a file
-// of version 1 (v0.1.0) or 2 are carried over. A file written by a newer
+// of version 1 (v0.1.0), 2 or 3 are carried over, in place. Version 4
+// adds a grant's cap (cap_us) and a place's MaxHold (max_hold_us), NULL
+// when there is none. A file written by a newer
 // version of this package is refused with ErrSchemaTooNew rather than
 // misread; a file that is not a SQLite database is refused with
 // ErrNotDatabase, and neither is modified.

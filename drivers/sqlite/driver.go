@@ -73,6 +73,54 @@ func deadlineUS(now time.Time, ttl time.Duration) int64 {
 	return now.UnixMicro() + max(ttl.Microseconds(), 1)
 }
 
+// capUS is a grant's cap on total hold time in Unix microseconds
+// (drivers.Request.MaxHold), 0 for none: the cap_us column.
+type capUS int64
+
+// capAt is the cap of a grant made at nowUS for a MaxHold of maxHoldUS
+// microseconds (0: none).
+func capAt(nowUS, maxHoldUS int64) capUS {
+	if maxHoldUS <= 0 {
+		return 0
+	}
+	return capUS(nowUS + maxHoldUS)
+}
+
+// bound is deadline, or the cap when that comes first.
+func (c capUS) bound(deadline int64) int64 {
+	if c != 0 && int64(c) < deadline {
+		return int64(c)
+	}
+	return deadline
+}
+
+// arg is the cap as a statement's parameter: NULL for none, so that a
+// grant without a cap writes no more than before caps.
+func (c capUS) arg() any {
+	if c == 0 {
+		return nil
+	}
+	return int64(c)
+}
+
+// maxHoldUS is a request's MaxHold in microseconds: 0 for none, else at
+// least one.
+func maxHoldUS(maxHold time.Duration) int64 {
+	if maxHold <= 0 {
+		return 0
+	}
+	return max(maxHold.Microseconds(), 1)
+}
+
+// maxHoldArg is a request's MaxHold as a place's max_hold_us: NULL for
+// none.
+func maxHoldArg(maxHold time.Duration) any {
+	if maxHold <= 0 {
+		return nil
+	}
+	return maxHoldUS(maxHold)
+}
+
 // Release deletes owner's grant of key. It reports false when the grant
 // had expired or owner holds none; an expired grant of owner's is deleted
 // all the same. One statement, which also says whether anyone waits for
@@ -158,8 +206,9 @@ func (d *Driver) Exists(ctx context.Context, key string) (bool, error) {
 	return held, err
 }
 
-// Extend sets the deadline of owner's grant of key to now+ttl if it has
-// not expired. It never creates a grant.
+// Extend sets the deadline of owner's grant of key to now+ttl, or to the
+// grant's cap if that comes first, if it has not expired. It never creates
+// a grant.
 func (d *Driver) Extend(ctx context.Context, key, owner string, ttl time.Duration) (bool, error) {
 	var extended bool
 	err := d.write(ctx, "extend", func(ctx context.Context) error {

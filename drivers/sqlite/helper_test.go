@@ -35,6 +35,7 @@ const (
 	envKeyPrefix  = "ZEROTAL_SQLITE_KEY_PREFIX"
 	envLapsesOK   = "ZEROTAL_SQLITE_LAPSES_OK"
 	envLimit      = "ZEROTAL_SQLITE_LIMIT"
+	envMaxHold    = "ZEROTAL_SQLITE_MAX_HOLD"
 	helperTimeout = 2 * time.Minute
 )
 
@@ -47,6 +48,7 @@ func runHelper(mode string) int {
 		"semhammer": helperSemHammer,
 		"hold":      helperHold,
 		"waiter":    helperWaiter,
+		"capped":    helperCapped,
 	}
 	var err error
 	if fn, ok := onDriver[mode]; ok {
@@ -211,11 +213,10 @@ func helperHold(ctx context.Context, d *sqlite.Driver) error {
 // prints "waiting", waits for the key, prints "got <fence> <unix ns>",
 // releases it and prints "released".
 func helperWaiter(ctx context.Context, d *sqlite.Driver) error {
-	in := bufio.NewScanner(os.Stdin)
-	for in.Scan() {
-		key, ok := strings.CutPrefix(in.Text(), "wait ")
+	return eachLine(func(line string) error {
+		key, ok := strings.CutPrefix(line, "wait ")
 		if !ok {
-			return fmt.Errorf("bad command %q", in.Text())
+			return fmt.Errorf("bad command %q", line)
 		}
 		owner := newToken()
 		fmt.Println("waiting")
@@ -229,6 +230,18 @@ func helperWaiter(ctx context.Context, d *sqlite.Driver) error {
 			return fmt.Errorf("Release = %v, %v", ok, err)
 		}
 		fmt.Println("released")
+		return nil
+	})
+}
+
+// eachLine runs fn on each line of the helper's stdin until it ends or fn
+// fails.
+func eachLine(fn func(line string) error) error {
+	in := bufio.NewScanner(os.Stdin)
+	for in.Scan() {
+		if err := fn(in.Text()); err != nil {
+			return err
+		}
 	}
 	return in.Err()
 }

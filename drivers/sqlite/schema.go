@@ -10,7 +10,7 @@ import (
 // schemaVersion is the version this package writes and reads. migrations[i]
 // takes a file from version i to version i+1; a later version appends to the
 // list and never edits an entry already released.
-const schemaVersion = 3
+const schemaVersion = 4
 
 // fenceTriggers advance last_fence in the statement that grants a key; the
 // first migration creates them and the third again, after it replaces the
@@ -112,6 +112,15 @@ var migrations = []string{
 	DROP TABLE zerotal_shared_names;
 	DROP TABLE zerotal_locks;
 	ALTER TABLE zerotal_grants RENAME TO zerotal_locks;` + fenceTriggers,
+
+	// 3 -> 4: the cap on total hold time (drivers.Request.MaxHold). A
+	// grant's cap_us is the deadline no refresh takes it past; a place's
+	// max_hold_us is its request's MaxHold, from which the grant it becomes
+	// takes its cap when another process lets it in. Both are NULL without
+	// a cap, which the rows carried over are, and a lock without one
+	// writes nothing more than before. Adding a column rewrites no row.
+	`ALTER TABLE zerotal_locks ADD COLUMN cap_us INTEGER;
+	ALTER TABLE zerotal_queue ADD COLUMN max_hold_us INTEGER;`,
 }
 
 // queryer is what reading the version needs: a *sql.Conn or a *sql.Tx.

@@ -31,8 +31,10 @@ func fileAt(t *testing.T, v int, fill string) string {
 	return path
 }
 
-// A file of v0.1.0 (version 1) or of a development build (version 2) is
-// carried over: its grants, waiters and fence counter hold on.
+// A file of v0.1.0 (version 1), of a development build (version 2) or of
+// the release before the hold cap (version 3) is upgraded in place to the
+// version this package writes: its grants, waiters and fence counter hold
+// on, and a grant made after the upgrade keeps its cap.
 func TestOpen_CarriesOlderSchemasOver(t *testing.T) {
 	far := time.Now().Add(time.Hour).UnixMicro()
 	for _, tc := range []struct {
@@ -53,9 +55,17 @@ func TestOpen_CarriesOlderSchemasOver(t *testing.T) {
 			INSERT INTO zerotal_shared_queue VALUES ('s', 'c', 1, 0, %[1]d, 1000000);
 			UPDATE zerotal_lock_meta SET value = 9 WHERE name = 'last_fence'`, far),
 			"s", drivers.Claim{Kind: drivers.Semaphore, Limit: 2}, 2, 1, 9},
+		{"version 3's mutex and waiter", 3, fmt.Sprintf(`INSERT INTO zerotal_locks VALUES ('m', 'old', 11, %[1]d, 0, 0, 1);
+			INSERT INTO zerotal_queue VALUES ('m', 'w', 1, 0, 0, 1, %[1]d, 1000000);
+			UPDATE zerotal_lock_meta SET value = 11 WHERE name = 'last_fence'`, far),
+			"m", drivers.Claim{}, 1, 1, 11},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			d := openInternal(t, Config{Path: fileAt(t, tc.version, tc.fill)})
+			path := fileAt(t, tc.version, tc.fill)
+			d := openInternal(t, Config{Path: path})
+			if v := versionOf(t, path); v != schemaVersion {
+				t.Fatalf("schema version after the upgrade = %d, want %d", v, schemaVersion)
+			}
 			h, ok, err := d.Inspect(t.Context(), tc.key)
 			if err != nil || !ok || h.Claim != tc.claim || len(h.Holders) != tc.holders || h.WaiterCount != tc.waiters {
 				t.Fatalf("Inspect after the upgrade = %+v, %v, %v", h, ok, err)
@@ -68,6 +78,29 @@ func TestOpen_CarriesOlderSchemasOver(t *testing.T) {
 			if err != nil || !g.Acquired || g.Fence() <= tc.lastSeen {
 				t.Fatalf("Acquire after the upgrade = %+v, %v; want a fence above %d", g, err, tc.lastSeen)
 			}
+			const maxHold = time.Minute
+			capped := drivers.Request{Keys: []string{"capped"}, Owner: "new", TTL: time.Hour, MaxHold: maxHold}
+			if g, err := d.Acquire(t.Context(), capped); err != nil || !g.Acquired {
+				t.Fatalf("capped Acquire after the upgrade = %+v, %v", g, err)
+			}
+			if h, ok, err := d.Inspect(t.Context(), "capped"); err != nil || !ok || h.Holders[0].Remaining > maxHold {
+				t.Fatalf("Inspect of a grant for an hour capped at %v = %+v, %v, %v; want at most the cap left", maxHold, h, ok, err)
+			}
 		})
 	}
+}
+
+// versionOf reads the schema version stored in the file at path.
+func versionOf(t *testing.T, path string) int {
+	t.Helper()
+	db, err := sql.Open("sqlite", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	v, err := readSchemaVersion(t.Context(), db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return v
 }

@@ -3,6 +3,7 @@ package sqlite
 import (
 	"cmp"
 	"context"
+	"database/sql"
 	"fmt"
 	"slices"
 	"time"
@@ -10,7 +11,7 @@ import (
 	"github.com/zerotal/lock/drivers"
 )
 
-// One data model for every claim (schema version 3): a key's grants are
+// One data model for every claim (schema version 4): a key's grants are
 // rows of zerotal_locks, one per owner, each with the claim it was made
 // for (kind, limit, and whether it is exclusive: a mutex is the exclusive
 // claim of one slot, a write the exclusive side of a read/write lock); its
@@ -31,6 +32,7 @@ type row struct {
 	expiresUS int64  // a grant's deadline, or a place's lease
 	claim     drivers.Claim
 	ttlUS     int64 // a place's TTL, given to its grant
+	maxHoldUS int64 // a place's MaxHold, its grant's cap from then; 0: none
 	seq       int64 // a place's order
 }
 
@@ -84,11 +86,12 @@ func readStates(ctx context.Context, q querier, lo, hi string, nowUS int64) (map
 		var r row
 		var place, fenceOrTTL, kind, lim int64
 		var excl bool
-		if err := rows.Scan(&key, &place, &r.owner, &fenceOrTTL, &r.expiresUS, &kind, &lim, &excl, &r.seq); err != nil {
+		var maxHold sql.NullInt64
+		if err := rows.Scan(&key, &place, &r.owner, &fenceOrTTL, &r.expiresUS, &kind, &lim, &excl, &r.seq, &maxHold); err != nil {
 			rows.Close()
 			return m, err
 		}
-		r.claim = claimOf(kind, lim, excl)
+		r.claim, r.maxHoldUS = claimOf(kind, lim, excl), maxHold.Int64
 		s := m[key]
 		if s == nil {
 			s = &keyState{}
@@ -139,11 +142,12 @@ func readHead(ctx context.Context, q querier, key, owner string, most, nowUS int
 		var r row
 		var place, fenceOrTTL, kind, lim int64
 		var excl bool
-		if err := rows.Scan(&place, &r.owner, &fenceOrTTL, &r.expiresUS, &kind, &lim, &excl, &r.seq); err != nil {
+		var maxHold sql.NullInt64
+		if err := rows.Scan(&place, &r.owner, &fenceOrTTL, &r.expiresUS, &kind, &lim, &excl, &r.seq, &maxHold); err != nil {
 			rows.Close()
 			return s, err
 		}
-		r.claim = claimOf(kind, lim, excl)
+		r.claim, r.maxHoldUS = claimOf(kind, lim, excl), maxHold.Int64
 		if place == 0 {
 			r.fence = uint64(fenceOrTTL)
 			s.grants = append(s.grants, r)
@@ -249,7 +253,8 @@ func (s keyState) nextChange(owner string) int64 {
 }
 
 // admitTx lets the head of key's queue in while it fits, each waiter for
-// its own TTL, inside the caller's transaction: a waiter of this handle is
+// its own TTL, its cap (if its request has one) counted from now, inside
+// the caller's transaction: a waiter of this handle is
 // handed its fence once the transaction commits (see inTx), one of
 // another process learns it at its next look, which finds it holds the
 // key. It returns the key's state after, as readHead reads it for owner
@@ -262,8 +267,9 @@ func (d *Driver) admitTx(ctx context.Context, key, owner string, most int64, now
 	}
 	n := s.admitted()
 	for _, p := range s.places[:n] {
-		p.expiresUS = nowUS + p.ttlUS
-		if p.fence, err = d.grantTx(ctx, key, p.owner, p.expiresUS, p.claim); err != nil {
+		ceiling := capAt(nowUS, p.maxHoldUS)
+		p.expiresUS = ceiling.bound(nowUS + p.ttlUS)
+		if p.fence, err = d.grantTx(ctx, key, p.owner, p.expiresUS, p.claim, ceiling); err != nil {
 			return s, err
 		}
 		if _, err := d.wq().ExecContext(ctx, dequeueSQL, key, p.owner); err != nil {
@@ -293,11 +299,12 @@ func (d *Driver) deliverAdmits() {
 	d.admits = d.admits[:0]
 }
 
-// grantTx writes a new grant of key to owner, with the next fence.
-func (d *Driver) grantTx(ctx context.Context, key, owner string, expiresUS int64, c drivers.Claim) (uint64, error) {
+// grantTx writes a new grant of key to owner, with the next fence and
+// cap, until expiresUS (no later than the cap).
+func (d *Driver) grantTx(ctx context.Context, key, owner string, expiresUS int64, c drivers.Claim, ceiling capUS) (uint64, error) {
 	a := claimArgs(c)
 	var fence int64
-	err := d.wq().QueryRowContext(ctx, grantSQL, key, owner, expiresUS, a[0], a[1], a[2]).Scan(&fence)
+	err := d.wq().QueryRowContext(ctx, grantSQL, key, owner, expiresUS, a[0], a[1], a[2], ceiling.arg()).Scan(&fence)
 	return uint64(fence), err
 }
 

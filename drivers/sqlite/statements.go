@@ -13,6 +13,11 @@ import (
 // Their parameters, where they have them: ?1 key, ?2 owner, ?3 the new
 // deadline, ?4 now (both Unix microseconds), ?5 kind, ?6 limit, ?7
 // exclusive, ?8 how many may hold the key at once (see claimArgs).
+//
+// A grant's cap on total hold time (cap_us, NULL for none) is written by
+// the statement that makes the grant, and every statement that moves a
+// deadline after keeps it at most the cap (capOrNone), so no refresh
+// outlasts it; at the cap the grant has lapsed like any other.
 const (
 	// acquireSQL is the whole of an acquire that needs nobody's turn: it
 	// refreshes owner's live grant of the same claim (same fence), or
@@ -20,10 +25,10 @@ const (
 	// another kind or limit, and the claim fits beside the others' grants;
 	// the fence is last_fence+1, which the triggers store back in the same
 	// statement. A grant of owner's that has lapsed is replaced, with a new
-	// fence. No row comes back otherwise (busy, queued, or a refusal that
-	// a read then names).
-	acquireSQL = `INSERT INTO zerotal_locks (key, owner, fence, expires_us, kind, lim, excl)
-SELECT ?1, ?2, (SELECT value + 1 FROM zerotal_lock_meta WHERE name = 'last_fence'), ?3, ?5, ?6, ?7
+	// fence and cap (?9). A refresh keeps the grant's cap. No row comes back
+	// otherwise (busy, queued, or a refusal that a read then names).
+	acquireSQL = `INSERT INTO zerotal_locks (key, owner, fence, expires_us, kind, lim, excl, cap_us)
+SELECT ?1, ?2, (SELECT value + 1 FROM zerotal_lock_meta WHERE name = 'last_fence'), ?3, ?5, ?6, ?7, ?9
 WHERE EXISTS (SELECT 1 FROM zerotal_locks WHERE key = ?1 AND owner = ?2 AND expires_us > ?4 AND kind = ?5 AND lim = ?6 AND excl = ?7)
 OR (NOT EXISTS (SELECT 1 FROM zerotal_queue WHERE key = ?1 AND alive_us > ?4)
 	AND NOT EXISTS (SELECT 1 FROM zerotal_locks WHERE key = ?1 AND expires_us > ?4
@@ -31,7 +36,9 @@ OR (NOT EXISTS (SELECT 1 FROM zerotal_queue WHERE key = ?1 AND alive_us > ?4)
 	AND (?7 OR (SELECT count(*) FROM zerotal_locks WHERE key = ?1 AND owner <> ?2 AND expires_us > ?4) < ?8))
 ON CONFLICT (key, owner) DO UPDATE SET
 	fence = CASE WHEN expires_us > ?4 THEN fence ELSE excluded.fence END,
-	expires_us = excluded.expires_us, kind = excluded.kind, lim = excluded.lim, excl = excluded.excl
+	expires_us = CASE WHEN expires_us > ?4 THEN min(excluded.expires_us, ` + capOrNone + `) ELSE excluded.expires_us END,
+	cap_us = CASE WHEN expires_us > ?4 THEN cap_us ELSE excluded.cap_us END,
+	kind = excluded.kind, lim = excluded.lim, excl = excluded.excl
 WHERE expires_us <= ?4 OR excl = excluded.excl
 RETURNING fence`
 
@@ -40,18 +47,18 @@ RETURNING fence`
 	releaseSQL = `DELETE FROM zerotal_locks WHERE key = ?1 AND owner = ?2
 RETURNING expires_us, kind, lim, EXISTS (SELECT 1 FROM zerotal_queue WHERE key = ?1)`
 	forceSQL  = `DELETE FROM zerotal_locks WHERE key = ?1`
-	extendSQL = `UPDATE zerotal_locks SET expires_us = ?3 WHERE key = ?1 AND owner = ?2 AND expires_us > ?4`
+	extendSQL = `UPDATE zerotal_locks SET expires_us = min(?3, ` + capOrNone + `) WHERE key = ?1 AND owner = ?2 AND expires_us > ?4`
 	sweepSQL  = `DELETE FROM zerotal_locks WHERE expires_us <= ?1`
 	sweepQSQL = `DELETE FROM zerotal_queue WHERE alive_us <= ?1`
 	existsSQL = `SELECT EXISTS (SELECT 1 FROM zerotal_locks WHERE key = ?1 AND expires_us > ?2)`
 
 	// stateSQL reads the state of the keys from ?1 to ?2 as the waiting
 	// rules see it (state.go) at ?3: their live grants (place 0) and live
-	// places (place 1, with their order), in one statement; readStates
-	// sorts them.
-	stateSQL = `SELECT key, 0, owner, fence, expires_us, kind, lim, excl, 0 FROM zerotal_locks
+	// places (place 1, with their order and MaxHold), in one statement;
+	// readStates sorts them.
+	stateSQL = `SELECT key, 0, owner, fence, expires_us, kind, lim, excl, 0, NULL FROM zerotal_locks
 WHERE key >= ?1 AND key <= ?2 AND expires_us > ?3
-UNION ALL SELECT key, 1, owner, ttl_us, alive_us, kind, lim, excl, seq FROM zerotal_queue
+UNION ALL SELECT key, 1, owner, ttl_us, alive_us, kind, lim, excl, seq, max_hold_us FROM zerotal_queue
 WHERE key >= ?1 AND key <= ?2 AND alive_us > ?3`
 
 	// headSQL reads what the waiting rules need of key ?1 for owner ?2 at
@@ -59,48 +66,56 @@ WHERE key >= ?1 AND key <= ?2 AND alive_us > ?3`
 	// live places, in order: as many as the key's kind lets hold it at
 	// once, so that no place behind them can be let in now), and owner's
 	// own place. A hot key's long queue is not read at every hand-off.
-	headSQL = `SELECT 0, owner, fence, expires_us, kind, lim, excl, 0 FROM zerotal_locks
+	headSQL = `SELECT 0, owner, fence, expires_us, kind, lim, excl, 0, NULL FROM zerotal_locks
 WHERE key = ?1 AND expires_us > ?3
-UNION ALL SELECT * FROM (SELECT 1, owner, ttl_us, alive_us, kind, lim, excl, seq FROM zerotal_queue
+UNION ALL SELECT * FROM (SELECT 1, owner, ttl_us, alive_us, kind, lim, excl, seq, max_hold_us FROM zerotal_queue
 	WHERE key = ?1 AND alive_us > ?3 ORDER BY seq LIMIT ?4)
-UNION ALL SELECT 1, owner, ttl_us, alive_us, kind, lim, excl, seq FROM zerotal_queue
+UNION ALL SELECT 1, owner, ttl_us, alive_us, kind, lim, excl, seq, max_hold_us FROM zerotal_queue
 WHERE key = ?1 AND owner = ?2 AND alive_us > ?3`
 
 	// The writes of a step (acquire.go) and of admission. What has lapsed
 	// counts for nothing, and the sweep deletes it.
-	grantSQL = `INSERT INTO zerotal_locks (key, owner, fence, expires_us, kind, lim, excl)
-VALUES (?1, ?2, (SELECT value + 1 FROM zerotal_lock_meta WHERE name = 'last_fence'), ?3, ?4, ?5, ?6)
+	// grantSQL's ?7 is the grant's cap.
+	grantSQL = `INSERT INTO zerotal_locks (key, owner, fence, expires_us, kind, lim, excl, cap_us)
+VALUES (?1, ?2, (SELECT value + 1 FROM zerotal_lock_meta WHERE name = 'last_fence'), ?3, ?4, ?5, ?6, ?7)
 ON CONFLICT (key, owner) DO UPDATE SET fence = excluded.fence, expires_us = excluded.expires_us,
-	kind = excluded.kind, lim = excluded.lim, excl = excluded.excl
+	kind = excluded.kind, lim = excluded.lim, excl = excluded.excl, cap_us = excluded.cap_us
 RETURNING fence`
 	// enqueueSQL queues owner's place at the end of key's queue, or keeps
-	// its live place alive (a lapsed one goes to the end, as new).
-	enqueueSQL = `INSERT INTO zerotal_queue (key, owner, seq, kind, lim, excl, alive_us, ttl_us)
-VALUES (?1, ?2, (SELECT COALESCE(MAX(seq), 0) + 1 FROM zerotal_queue WHERE key = ?1), ?3, ?4, ?5, ?6, ?7)
+	// its live place alive (a lapsed one goes to the end, as new); ?9 is
+	// the request's MaxHold.
+	enqueueSQL = `INSERT INTO zerotal_queue (key, owner, seq, kind, lim, excl, alive_us, ttl_us, max_hold_us)
+VALUES (?1, ?2, (SELECT COALESCE(MAX(seq), 0) + 1 FROM zerotal_queue WHERE key = ?1), ?3, ?4, ?5, ?6, ?7, ?9)
 ON CONFLICT (key, owner) DO UPDATE SET alive_us = excluded.alive_us,
 	seq = CASE WHEN alive_us > ?8 THEN seq ELSE excluded.seq END,
-	kind = excluded.kind, lim = excluded.lim, excl = excluded.excl, ttl_us = excluded.ttl_us`
+	kind = excluded.kind, lim = excluded.lim, excl = excluded.excl, ttl_us = excluded.ttl_us,
+	max_hold_us = excluded.max_hold_us`
 	// queueSQL is the whole of a step that only queues (queueBehind):
 	// owner's place at the end of key's queue, or its live place kept
 	// alive, when the key has another live place, owner holds no grant of
 	// it and no live row of it is of another kind or limit, nor owner's
 	// place of the other side. Nothing is written otherwise, and the caller
-	// steps. ?3 is the place's lease, ?8 its TTL.
-	queueSQL = `INSERT INTO zerotal_queue (key, owner, seq, kind, lim, excl, alive_us, ttl_us)
-SELECT ?1, ?2, (SELECT COALESCE(MAX(seq), 0) + 1 FROM zerotal_queue WHERE key = ?1), ?5, ?6, ?7, ?3, ?8
+	// steps. ?3 is the place's lease, ?8 its TTL, ?9 its MaxHold.
+	queueSQL = `INSERT INTO zerotal_queue (key, owner, seq, kind, lim, excl, alive_us, ttl_us, max_hold_us)
+SELECT ?1, ?2, (SELECT COALESCE(MAX(seq), 0) + 1 FROM zerotal_queue WHERE key = ?1), ?5, ?6, ?7, ?3, ?8, ?9
 WHERE EXISTS (SELECT 1 FROM zerotal_queue WHERE key = ?1 AND owner <> ?2 AND alive_us > ?4)
 AND NOT EXISTS (SELECT 1 FROM zerotal_locks WHERE key = ?1 AND expires_us > ?4 AND (owner = ?2 OR kind <> ?5 OR lim <> ?6))
 AND NOT EXISTS (SELECT 1 FROM zerotal_queue WHERE key = ?1 AND alive_us > ?4
 	AND (kind <> ?5 OR lim <> ?6 OR owner = ?2 AND excl <> ?7))
 ON CONFLICT (key, owner) DO UPDATE SET alive_us = excluded.alive_us,
-	seq = CASE WHEN alive_us > ?4 THEN seq ELSE excluded.seq END, ttl_us = excluded.ttl_us`
+	seq = CASE WHEN alive_us > ?4 THEN seq ELSE excluded.seq END, ttl_us = excluded.ttl_us,
+	max_hold_us = excluded.max_hold_us`
 	dequeueSQL = `DELETE FROM zerotal_queue WHERE key = ?1 AND owner = ?2`
 	// holdSQL sets the deadline of owner's grant: a completed wait's TTL,
 	// or, while a set still waits, at least a place's lease.
-	holdSQL = `UPDATE zerotal_locks SET expires_us = CASE WHEN ?4 THEN max(expires_us, ?3) ELSE ?3 END WHERE key = ?1 AND owner = ?2`
+	holdSQL = `UPDATE zerotal_locks SET expires_us = min(CASE WHEN ?4 THEN max(expires_us, ?3) ELSE ?3 END, ` + capOrNone + `)
+WHERE key = ?1 AND owner = ?2`
 	dropSQL = `DELETE FROM zerotal_locks WHERE key = ?1 AND owner = ?2`
 
 	dataVersionSQL = `PRAGMA data_version`
+
+	// capOrNone is a grant's cap, or the largest deadline when it has none.
+	capOrNone = `ifnull(cap_us, 9223372036854775807)`
 )
 
 // writeStmts are prepared once on the write connection.
