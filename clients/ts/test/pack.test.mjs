@@ -1,8 +1,9 @@
 // The package as a user gets it: npm pack's tarball installed into an
 // empty project, the seed's examples run from it under Node (ES module and
 // CommonJS), its declarations type-check a TypeScript user's file (with
-// `await using`), and the same file runs under Bun where Bun's npm package
-// installs. The facade finds the cluster through LOCKCLUSTER_* alone.
+// `await using`), and the same file runs under Bun and under Deno where
+// their npm packages install. The facade finds the cluster through
+// LOCKCLUSTER_* alone.
 import assert from "node:assert/strict";
 import { execFileSync, spawnSync } from "node:child_process";
 import { mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from "node:fs";
@@ -35,7 +36,9 @@ const fence: number = await Lock.try("invoice:123", 10, async (lock, signal) => 
   await using lock = Lock.make("payment:456", 15);
   if (!(await lock.acquire())) throw new Error("payment:456 busy");
 }
-if (await Lock.make("payment:456", 15).acquire() !== true) throw new Error("await using did not release");
+const again = Lock.make("payment:456", 15);
+if (await again.acquire() !== true) throw new Error("await using did not release");
+await again.release(); // the next runtime's run takes it again
 const driver: LockDriver = Lock.manager.driver;
 console.log("ok", fence > 0, typeof driver.acquire);
 `;
@@ -57,8 +60,8 @@ after(async () => {
   if (dir) rmSync(dir, { recursive: true, force: true });
 });
 
-function run(cmd, args) {
-  const r = spawnSync(cmd, args, { cwd: project, env, encoding: "utf8" });
+function run(cmd, args, more = {}) {
+  const r = spawnSync(cmd, args, { cwd: project, env: { ...env, ...more }, encoding: "utf8" });
   assert.equal(r.status, 0, `${cmd} ${args.join(" ")}:\n${r.stdout}${r.stderr}`);
   return r.stdout;
 }
@@ -97,15 +100,27 @@ test("a TypeScript user's file type-checks against the declarations", () => {
   run(process.execPath, [join(pkg, "node_modules", "typescript", "bin", "tsc"), "-p", project]);
 });
 
-test("under Bun, where its npm package installs", (t) => {
-  const bunDir = join(dir, "bun");
-  mkdirSync(bunDir);
-  const r = spawnSync(npm, ["install", "--prefer-offline", "--no-audit", "--no-fund", "--prefix", bunDir, "bun"], { encoding: "utf8", timeout: 120_000 });
-  const bun = join(bunDir, "node_modules", ".bin", "bun");
-  if (r.status !== 0 || spawnSync(bun, ["--version"]).status !== 0) {
-    t.skip(`Bun's npm package does not install here: ${(r.stderr ?? "").split("\n").slice(-3).join(" ")}`);
-    return;
+/** The runtime name's npm package installed beside the project, or undefined (the test skipped) where it does not install. */
+function runtime(t, name) {
+  const at = join(dir, name);
+  mkdirSync(at);
+  const r = spawnSync(npm, ["install", "--prefer-offline", "--no-audit", "--no-fund", "--prefix", at, name], { encoding: "utf8", timeout: 120_000 });
+  const bin = join(at, "node_modules", ".bin", name);
+  if (r.status !== 0 || spawnSync(bin, ["--version"]).status !== 0) {
+    t.skip(`${name}'s npm package does not install here: ${(r.stderr ?? "").split("\n").slice(-3).join(" ")}`);
+    return undefined;
   }
   writeFileSync(join(project, "user.ts"), userTS);
-  assert.equal(run(bun, ["user.ts"]).trim(), "ok true function");
+  return bin;
+}
+
+test("under Bun, where its npm package installs", (t) => {
+  const bun = runtime(t, "bun");
+  if (bun) assert.equal(run(bun, ["user.ts"]).trim(), "ok true function");
+});
+
+test("under Deno, where its npm package installs", (t) => {
+  const deno = runtime(t, "deno");
+  // The project's node_modules, as npm installed it; Deno's cache in the test's directory.
+  if (deno) assert.equal(run(deno, ["run", "--allow-all", "--no-check", "--node-modules-dir=manual", "user.ts"], { DENO_DIR: join(dir, "deno-cache") }).trim(), "ok true function");
 });
