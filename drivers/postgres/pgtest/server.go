@@ -73,7 +73,8 @@ type proc struct {
 // Server is one postgres process owned by a test.
 type Server struct{ proc }
 
-// Start runs initdb in a new directory and starts postgres on a free
+// Start makes a database cluster in a new directory (a copy of one
+// initdb made once: template.go) and starts postgres on a free
 // loopback port, with database "postgres", user "postgres" and trust
 // authentication; the server is killed when the test ends.
 func Start(t testing.TB) *Server {
@@ -84,9 +85,8 @@ func Start(t testing.TB) *Server {
 	if err != nil {
 		t.Fatal(err)
 	}
-	out, err := command(initdb, "-D", data, "-U", "postgres", "--auth=trust", "-E", "UTF8", "--no-locale", "--no-sync").CombinedOutput()
-	if err != nil {
-		t.Fatalf("initdb: %v\n%s", err, out)
+	if err := initData(initdb, data); err != nil {
+		t.Fatal(err)
 	}
 	s := &Server{proc{t: t, name: "postgres", dir: data}}
 	var lastErr error
