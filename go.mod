@@ -19,6 +19,7 @@ require (
 	github.com/spf13/pflag v1.0.9
 	go.etcd.io/bbolt v1.3.6
 	go.uber.org/goleak v1.3.0
+	go.yaml.in/yaml/v3 v3.0.5
 	golang.org/x/sys v0.49.0
 	modernc.org/sqlite v1.62.0
 )

@@ -5,7 +5,8 @@
 # start their own the same way), mariadbd from mariadb-server (fence's MySQL
 # dialect, tested in fence/mysqltest against its own server), node and npm
 # (the TypeScript client's build and tests), chromium (the lock page's test
-# drives it headless). Extra
+# drives it headless), systemd-analyze from systemd (deploy/'s unit is
+# verified with it). Extra
 # arguments name more commands to make sure of, each from the Debian package
 # of the same name (.ci/run passes `make`), or COMMAND:PACKAGE when the
 # package is named otherwise (`make bench-peers` passes etcd:etcd-server).
@@ -27,7 +28,7 @@ have() {
 	return 1
 }
 
-for arg in redis-server openssl initdb:postgresql pgbouncer mariadbd:mariadb-server node:nodejs npm chromium "$@"; do
+for arg in redis-server openssl initdb:postgresql pgbouncer mariadbd:mariadb-server node:nodejs npm chromium systemd-analyze:systemd "$@"; do
 	cmd=${arg%%:*}
 	pkg=${arg#*:}
 	have "$cmd" && continue
