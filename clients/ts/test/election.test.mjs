@@ -4,9 +4,10 @@
 // and grows, an observer is told of each leader, a resigned leader is
 // followed at once, a lost leadership aborts the callback's signal.
 import assert from "node:assert/strict";
-import { after, before, test } from "node:test";
-import { ClusterLockDriver, Lock, LockInvalidError, LockLostError, LockManager, MAX_VALUE_BYTES, MemoryLockDriver } from "../dist/esm/index.js";
-import { startCluster, until } from "./cluster.mjs";
+import { test } from "node:test";
+import { Lock, LockInvalidError, LockLostError, LockManager, MAX_VALUE_BYTES, MemoryLockDriver } from "../dist/esm/index.js";
+import { until } from "./cluster.mjs";
+import { clusterManagers } from "./clustermanagers.mjs";
 
 /** A leadership held until its resign() is called; term is its fence once it leads. */
 function candidate(m, name, value, ttl = 5) {
@@ -123,21 +124,7 @@ test("a campaign's bad input is refused before any request; a plain lock reads a
   Lock.use(undefined);
 });
 
-let c;
-const clients = [];
-const cluster = () => {
-  const m = new LockManager(new ClusterLockDriver({ endpoints: c.endpoints, token: c.token, timeout: 3 }));
-  clients.push(m);
-  return m;
-};
-
-before(async () => {
-  c = await startCluster();
-});
-after(async () => {
-  for (const m of clients) await m.dispose();
-  await c?.close();
-});
+const cluster = clusterManagers();
 
 test("cluster: candidates lead in turn, the term is the fence, observe is pushed each leader (GET /v1/watch)", async () => {
   await leadInTurn(cluster(), cluster(), "scheduler");

@@ -4,9 +4,10 @@
 // reason "max-hold". On the memory driver and three real lockcluster
 // processes.
 import assert from "node:assert/strict";
-import { after, before, test } from "node:test";
-import { ClusterLockDriver, LockInvalidError, LockLostError, LockManager, MemoryLockDriver } from "../dist/esm/index.js";
-import { startCluster, until } from "./cluster.mjs";
+import { test } from "node:test";
+import { LockInvalidError, LockLostError, LockManager, MemoryLockDriver } from "../dist/esm/index.js";
+import { until } from "./cluster.mjs";
+import { clusterManagers } from "./clustermanagers.mjs";
 
 /** A holder that refreshes key every 50ms with a cap of 0.6s, and a waiter that gets it at the cap. */
 async function capEndsTheGrant(m, key) {
@@ -66,21 +67,7 @@ test("a bad maxHold is refused before any request", async () => {
   }
 });
 
-let c;
-const clients = [];
-const cluster = () => {
-  const m = new LockManager(new ClusterLockDriver({ endpoints: c.endpoints, token: c.token, timeout: 3 }));
-  clients.push(m);
-  return m;
-};
-
-before(async () => {
-  c = await startCluster();
-});
-after(async () => {
-  for (const m of clients) await m.dispose();
-  await c?.close();
-});
+const cluster = clusterManagers();
 
 test("cluster: a grant ends at its cap however it is refreshed, and the waiter gets the key", async () => {
   await capEndsTheGrant(cluster(), "cap");
