@@ -106,6 +106,30 @@ func TestMaxHold_KeptByRefreshCountedFromEachGrant(t *testing.T) {
 		}
 	}
 
+	// servedOnRelease starts r's wait and, once it is queued for key,
+	// releases holder's grant of key and waits for r to be served.
+	servedOnRelease := func(r drivers.Request, key, holder string) {
+		t.Helper()
+		res := make(chan error, 1)
+		go func() {
+			g, err := d.Acquire(t.Context(), r)
+			if err == nil && !g.Acquired {
+				err = fmt.Errorf("not acquired: %+v", g)
+			}
+			res <- err
+		}()
+		poll.Until(t, 10*time.Second, "the waiter queued", func() bool {
+			h, _, err := d.Inspect(t.Context(), key)
+			return err == nil && h.WaiterCount == 1
+		})
+		if ok, err := d.Release(t.Context(), key, holder); !ok || err != nil {
+			t.Fatalf("Release = %v, %v", ok, err)
+		}
+		if err := <-res; err != nil {
+			t.Fatalf("the waiter let in by the release: %v", err)
+		}
+	}
+
 	key, owner := newKey("cap-kept"), newOwner()
 	acquire(drivers.Request{Keys: []string{key}, Owner: owner, TTL: long, MaxHold: 2 * time.Second})
 	acquire(drivers.Request{Keys: []string{key}, Owner: owner, TTL: long, MaxHold: long})
@@ -113,62 +137,24 @@ func TestMaxHold_KeptByRefreshCountedFromEachGrant(t *testing.T) {
 		t.Fatalf("after a refresh asking for a cap of 1h, %v left; want the first grant's cap of 2s kept", r)
 	}
 
-	// A waiter (cap 1m) is let in by the release: its deadline is its
-	// cap from then, not its TTL.
-	waiter := newOwner()
-	done := startWait(t.Context(), d, key, waiter) // TTL 1h, no cap
-	poll.Until(t, 10*time.Second, "the waiter queued", func() bool {
-		h, _, err := d.Inspect(t.Context(), key)
-		return err == nil && h.WaiterCount == 1
-	})
-	if ok, err := d.Release(t.Context(), key, owner); !ok || err != nil {
-		t.Fatalf("Release = %v, %v", ok, err)
-	}
-	if r := <-done; r.err != nil || !r.g.Acquired {
-		t.Fatalf("the waiter got %v, %v", r.g, r.err)
-	}
+	// A waiter with no cap, then one with a cap of 1m, let in by a
+	// release: the first holds for its TTL, the second for its cap from
+	// then.
+	waiter, capped := newOwner(), newOwner()
+	servedOnRelease(drivers.Request{Keys: []string{key}, Owner: waiter, TTL: long, Wait: true}, key, owner)
 	if r := remaining(key, waiter); r < long-time.Minute {
 		t.Fatalf("a waiter with no cap holds for %v; want its TTL of 1h", r)
 	}
-	capped := newOwner()
-	res := make(chan error, 1)
-	go func() {
-		_, err := d.Acquire(t.Context(), drivers.Request{Keys: []string{key}, Owner: capped, TTL: long, MaxHold: time.Minute, Wait: true})
-		res <- err
-	}()
-	poll.Until(t, 10*time.Second, "the capped waiter queued", func() bool {
-		h, _, err := d.Inspect(t.Context(), key)
-		return err == nil && h.WaiterCount == 1
-	})
-	if ok, err := d.Release(t.Context(), key, waiter); !ok || err != nil {
-		t.Fatalf("Release = %v, %v", ok, err)
-	}
-	if err := <-res; err != nil {
-		t.Fatal(err)
-	}
+	servedOnRelease(drivers.Request{Keys: []string{key}, Owner: capped, TTL: long, MaxHold: time.Minute, Wait: true}, key, waiter)
 	if r := remaining(key, capped); r > time.Minute || r < 30*time.Second {
 		t.Fatalf("a waiter with a cap of 1m let in holds for %v; want its cap from its grant", r)
 	}
 
 	// A set that waits: the key it takes at once and the one it is let
 	// into both end at the set's cap, counted from when it has both.
-	free, busy, other := newKey("set-free"), newKey("set-busy"), newOwner()
+	free, busy, other, set := newKey("set-free"), newKey("set-busy"), newOwner(), newOwner()
 	acquire(drivers.Request{Keys: []string{busy}, Owner: other, TTL: long})
-	set := newOwner()
-	go func() {
-		_, err := d.Acquire(t.Context(), drivers.Request{Keys: []string{free, busy}, Owner: set, TTL: long, MaxHold: time.Minute, Wait: true})
-		res <- err
-	}()
-	poll.Until(t, 10*time.Second, "the set queued", func() bool {
-		h, _, err := d.Inspect(t.Context(), busy)
-		return err == nil && h.WaiterCount == 1
-	})
-	if ok, err := d.Release(t.Context(), busy, other); !ok || err != nil {
-		t.Fatalf("Release = %v, %v", ok, err)
-	}
-	if err := <-res; err != nil {
-		t.Fatal(err)
-	}
+	servedOnRelease(drivers.Request{Keys: []string{free, busy}, Owner: set, TTL: long, MaxHold: time.Minute, Wait: true}, busy, other)
 	for _, k := range []string{free, busy} {
 		if r := remaining(k, set); r > time.Minute || r < 30*time.Second {
 			t.Fatalf("%s of a set with a cap of 1m holds for %v; want the cap from the set's grant", k, r)
