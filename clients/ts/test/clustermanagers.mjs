@@ -15,9 +15,12 @@ export function clusterManagers() {
     for (const m of made) await m.dispose();
     await c?.close();
   });
-  return () => {
+  const manager = () => {
     const m = new LockManager(new ClusterLockDriver({ endpoints: c.endpoints, token: c.token, timeout: 3 }));
     made.push(m);
     return m;
   };
+  /** The cluster itself (endpoints, token, nodes), once started. */
+  manager.cluster = () => c;
+  return manager;
 }

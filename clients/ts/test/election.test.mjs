@@ -2,8 +2,10 @@
 // Lock.leader and Lock.observe, on the memory driver and on three real
 // lockcluster processes: candidates lead in turn, the term is the fence
 // and grows, an observer is told of each leader, a resigned leader is
-// followed at once, a lost leadership aborts the callback's signal.
+// followed at once, a killed one once its lease runs out, a lost
+// leadership aborts the callback's signal.
 import assert from "node:assert/strict";
+import { spawn } from "node:child_process";
 import { test } from "node:test";
 import { Lock, LockInvalidError, LockLostError, LockManager, MAX_VALUE_BYTES, MemoryLockDriver } from "../dist/esm/index.js";
 import { until } from "./cluster.mjs";
@@ -132,4 +134,34 @@ test("cluster: candidates lead in turn, the term is the fence, observe is pushed
 
 test("cluster: a lost leadership aborts the callback's signal with Lock.Lost", async () => {
   await lostLeadership(cluster(), cluster(), "lost");
+});
+
+test("cluster: a leader whose process is killed is followed once its lease runs out, in a higher term", async () => {
+  const { endpoints, token } = cluster.cluster();
+  // A process holding the name with its lease of 1s kept: a plain lock, read as a leader whose value is its holder.
+  const child = spawn(process.execPath, [new URL("./holder-child.mjs", import.meta.url).pathname, "failover", endpoints.join(","), token], {
+    stdio: ["ignore", "pipe", "inherit"],
+  });
+  let out = "";
+  child.stdout.on("data", (b) => (out += b));
+  const exited = new Promise((r) => child.once("exit", r));
+  try {
+    const m = cluster();
+    await until(10000, "the child to lead", () => out.includes("held "));
+    const childTerm = Number(/held (\d+)/.exec(out)[1]);
+    assert.deepEqual(await m.leader("failover").then((l) => [l.value, l.term]), ["child", childTerm]);
+    const next = candidate(m, "failover", "host-b");
+    await until(5000, "host-b to queue", async () => (await m.driver.inspect("failover"))?.waiters.length === 1);
+    child.kill("SIGKILL");
+    await exited;
+    const killed = Date.now();
+    await until(10000, "host-b to lead", () => next.signal !== undefined);
+    assert.ok(Date.now() - killed < 5000, `led ${Date.now() - killed}ms after the kill; the lease is 1s`);
+    assert.ok(next.term > childTerm, `terms ${childTerm}, ${next.term}`);
+    next.resign();
+    await next.done;
+  } finally {
+    if (child.exitCode === null && child.signalCode === null) child.kill("SIGKILL");
+    await exited;
+  }
 });
