@@ -326,9 +326,9 @@ func TestDeploy_KubernetesPodsBootstrapByOrdinal(t *testing.T) {
 			vars, script := podEnv(t, container, pod, ns)
 			run := runStartScript(t, shell, script, vars)
 			checkAgentArgs(t, where, run.args)
-			got, ok := run.vars["LOCKCLUSTER_BOOTSTRAP"]
+			got := run.vars["LOCKCLUSTER_BOOTSTRAP"] // empty is unset to the agent
 			if ord >= initial {
-				if ok {
+				if got != "" {
 					t.Errorf("%s: scaled past the first %d, it bootstraps with %q; it must wait to be added", where, initial, got)
 				}
 				continue
@@ -344,6 +344,12 @@ func TestDeploy_KubernetesPodsBootstrapByOrdinal(t *testing.T) {
 				t.Errorf("%s: bootstraps with %q; %s-0 with %q", where, got, set, list)
 			}
 		}
+	}
+	// With INITIAL_MEMBERS 0 (docs/DEPLOY.md, a lost volume), no pod bootstraps.
+	vars, script := podEnv(t, container, set+"-1", ns)
+	vars["INITIAL_MEMBERS"] = "0"
+	if got := runStartScript(t, []string{"/bin/sh"}, script, vars).vars["LOCKCLUSTER_BOOTSTRAP"]; got != "" {
+		t.Errorf("INITIAL_MEMBERS=0: pod %s-1 bootstraps with %q", set, got)
 	}
 	// The agent's own checks, once per pod (the same settings in each shell).
 	for ord := range replicas + 2 {

@@ -319,12 +319,14 @@ func docCommands(doc string) [][]string {
 }
 
 // Every lockcluster command line docs/DEPLOY.md shows is a command
-// lockcluster has, with flags that command defines.
+// lockcluster has, with flags that command defines, and every LOCKCLUSTER_
+// variable it names is one the agent reads.
 func TestDeploy_DocCommandsParse(t *testing.T) {
 	b, err := os.ReadFile(deployDocPath)
 	if err != nil {
 		t.Fatal(err)
 	}
+	checkAgentVars(t, deployDocPath, regexp.MustCompile(`LOCKCLUSTER_[A-Z_]*[A-Z]`).FindAllString(string(b), -1))
 	cmds := docCommands(string(b))
 	if len(cmds) < 5 {
 		t.Fatalf("%s shows %d lockcluster commands; the scale-up flow alone has more", deployDocPath, len(cmds))
