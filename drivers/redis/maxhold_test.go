@@ -112,3 +112,9 @@ func TestMaxHold_GrantRecordsACapOnlyWhenItHasOne(t *testing.T) {
 		}
 	}
 }
+
+// A set's cap starts when its last key comes, as its TTL does.
+func TestMaxHold_SetCapStartsWithItsLastKey(t *testing.T) {
+	srv := redistest.Start(t)
+	holdcap.SetCapStartsWithItsLastKey(t, open(t, srv), open(t, srv), newKey("set-1"), newKey("set-2"))
+}

@@ -19,15 +19,16 @@ import (
 //
 //	{K}        hash: a field "h:<owner>" per grant, "fence:expires_ms:write",
 //	           or "fence:expires_ms:write:cap_ms" for a grant with a cap on
-//	           its total hold time (Request.MaxHold), "c", the claim
-//	           "kind:limit" (absent for a mutex), and "q" while anyone may
-//	           be queued
+//	           its total hold time (Request.MaxHold; cap_ms 0: the cap of a
+//	           set's key, which starts when the set's last key comes), "c",
+//	           the claim "kind:limit" (absent for a mutex), and "q" while
+//	           anyone may be queued
 //	{K}:q      sorted set: the queue, each waiting owner scored by its
 //	           place's number (drawn from the fence counter, so increasing)
 //	{K}:w      hash: each waiting owner's place, "alive_ms:write:ttl_ms",
 //	           or "alive_ms:write:ttl_ms:max_hold_ms" for a request with a
-//	           cap, and "#c", the claim, for when the grants lapse before
-//	           the queue
+//	           cap (0 for a set's), and "#c", the claim, for when the grants
+//	           lapse before the queue
 //	{K}:fence  the last fence handed out
 //
 // A mutex is the exclusive claim of one slot: the same keys, one grant at
@@ -52,7 +53,10 @@ import (
 // that lets a waiter in, whose place carries its MaxHold); every deadline
 // written after is at most the cap (setExp), so no refresh, by Extend or
 // by an acquire of the owner's own key, takes the grant past it, and at
-// the cap the grant lapses as at any deadline.
+// the cap the grant lapses as at any deadline. The keys a set takes, or
+// is let in to, while it still waits for others are held for a lease at
+// most, their cap pending (0), as their TTL is: both start with the
+// attempt that finds the set's last key come (driverstest's Model).
 
 // FenceRetention is how long a key's fence counter is kept after the
 // key's last new grant: the counter expires then, so that Redis holds one
@@ -101,12 +105,12 @@ local function newFence(counter)
   if not written then redis.call('SET', counter, string.format('%.0f', fence), 'PX', ` + retention + `) end
   return fence
 end
-local function capFrom(maxHold)
-  if maxHold and maxHold > 0 then return later + maxHold end
-  return nil
+local function capFrom(hold)
+  if hold and hold > 0 then return later + hold end
+  return hold
 end
 local function capped(h, exp)
-  if h.cap and h.cap < exp then return h.cap end
+  if h.cap and h.cap > 0 and h.cap < exp then return h.cap end
   return exp
 end
 local function holderValue(h)
@@ -140,8 +144,9 @@ const replicateEffects = `if redis.replicate_commands then redis.replicate_comma
 //     dropped, and pop takes it out; place keeps (or takes, at the back,
 //     reporting whether it is first) owner's place alive; unplace drops
 //     it;
-//   - grant writes a new grant, its deadline at most its cap; setExp
-//     moves a grant's deadline, never past the cap it was granted with;
+//   - grant writes a new grant, its deadline at most its cap (capFrom:
+//     hold nil, none; 0, pending; else from now); setExp moves a grant's
+//     deadline, never past the cap it was granted with;
 //   - admit lets waiters in from the head of the queue while they fit,
 //     reading the head only while a claim can fit at all (s.known: s.top
 //     is then the head left waiting, or nil for an empty queue). A
@@ -198,9 +203,9 @@ local function unplace(s, owner)
 end
 local function placeOf(owner, v)
   if not v then return nil end
-  local alive, w, ttl, maxHold = string.match(v, '^(%d+):(%d):(%d+):?(%d*)')
+  local alive, w, ttl, hold = string.match(v, '^(%d+):(%d):(%d+):?(%d*)')
   if tonumber(alive) <= now then return nil end
-  return {owner = owner, w = w, ttl = tonumber(ttl), maxHold = tonumber(maxHold)}
+  return {owner = owner, w = w, ttl = tonumber(ttl), hold = tonumber(hold)}
 end
 local function head(s)
   while true do
@@ -220,7 +225,7 @@ local function pop(s)
     if q then return q end
   end
 end
-local function place(s, owner, w, ttl, placed, claim, maxHold)
+local function place(s, owner, w, ttl, placed, claim, hold)
   local first = false
   if not placed then
     local seq = tonumber(t[1]) * 1000000 + tonumber(t[2])
@@ -230,7 +235,7 @@ local function place(s, owner, w, ttl, placed, claim, maxHold)
     redis.call('ZADD', s.qk, seq, owner)
   end
   local v = string.format('%d:%s:%d', now + lease, w, ttl)
-  if maxHold > 0 then v = v .. ':' .. maxHold end
+  if hold then v = v .. ':' .. hold end
   if claim == '' then
     redis.call('HSET', s.wk, owner, v)
   else
@@ -241,8 +246,8 @@ local function place(s, owner, w, ttl, placed, claim, maxHold)
   s.queue = 'some'
   return first
 end
-local function grant(s, owner, w, exp, maxHold)
-  local h = {owner = owner, fence = newFence(s.fk), w = w, cap = capFrom(maxHold)}
+local function grant(s, owner, w, exp, hold)
+  local h = {owner = owner, fence = newFence(s.fk), w = w, cap = capFrom(hold)}
   h.exp = capped(h, exp)
   redis.call('HSET', s.lk, 'h:' .. owner, holderValue(h))
   s.holders[#s.holders + 1] = h
@@ -283,9 +288,9 @@ local function admit(s, locals, self)
     end
     if locals[q.owner] then
       table.insert(mine, q.owner)
-      table.insert(mine, grant(s, q.owner, q.w, later + q.ttl, q.maxHold))
+      table.insert(mine, grant(s, q.owner, q.w, later + q.ttl, q.hold))
     else
-      grant(s, q.owner, q.w, later + math.min(q.ttl, lease), q.maxHold)
+      grant(s, q.owner, q.w, later + math.min(q.ttl, lease), q.hold)
       if q.owner ~= self then table.insert(named, q.owner) end
     end
     s.top, s.known = nil, false
@@ -351,10 +356,11 @@ end
 // again when it is released or expires.
 var acquireScript = goredis.NewScript(replicateEffects + prelude + `
 local owner, ttl, claim, write, wait, again = ARGV[1], tonumber(ARGV[2]), ARGV[3], ARGV[4], ARGV[5] == '1', ARGV[6] == '1'
-local maxHold = tonumber(ARGV[8])
+local hold, pending = nil, nil
+if tonumber(ARGV[8]) > 0 then hold, pending = tonumber(ARGV[8]), 0 end
 local n = #KEYS / 4
 if n == 1 and ARGV[7] ~= '1' and redis.call('EXISTS', KEYS[1], KEYS[3]) == 0 then
-  local h = {fence = newFence(KEYS[2]), w = write, cap = capFrom(maxHold)}
+  local h = {fence = newFence(KEYS[2]), w = write, cap = capFrom(hold)}
   h.exp = capped(h, later + ttl)
   if claim == '' then
     redis.call('HSET', KEYS[1], 'h:' .. owner, holderValue(h))
@@ -413,11 +419,13 @@ local function take(s, exp)
     if claim == '' then redis.call('HDEL', s.lk, 'c') else redis.call('HSET', s.lk, 'c', claim) end
   end
   if s.mine then
+    if busy == 0 and s.mine.cap == 0 then s.mine.cap = capFrom(hold) end -- the set's last key came
     if busy == 0 or s.mine.exp < exp then setExp(s, s.mine, exp) end
     return s.mine.fence
   end
   if s.placed then unplace(s, owner) end
-  return grant(s, owner, write, exp, maxHold)
+  if busy == 0 then return grant(s, owner, write, exp, hold) end
+  return grant(s, owner, write, exp, pending)
 end
 if busy == 0 then
   local out = {1}
@@ -436,7 +444,7 @@ local first = S[busy].ahead == 0
 for i, s in ipairs(S) do
   if s.free then
     take(s, later + math.min(ttl, lease))
-  elseif place(s, owner, write, ttl, s.placed, claim, maxHold) and i == busy then
+  elseif place(s, owner, write, ttl, s.placed, claim, n > 1 and pending or hold) and i == busy then
     first = true
   end
   settle(s)

@@ -230,8 +230,20 @@ func (d *Driver) stepTx(ctx context.Context, w *waitState, queue bool) (stepOutc
 	if n > 1 {
 		placeTTL = waiterLease.Microseconds()
 	}
+	// The cap, like the TTL, starts when the last key comes (driverstest's
+	// Model): a set's keys taken or let in while it waits have none yet,
+	// nor do its places, and the step that completes it caps each key that
+	// has none, but those owner held before the request, whose cap (or
+	// lack of one) a refresh keeps. A place of one key carries its MaxHold
+	// for the release that lets it in.
+	ceiling, placeHold := capAt(now.UnixMicro(), maxHoldUS(req.MaxHold)), maxHoldArg(req.MaxHold)
+	if !out.done {
+		ceiling = 0
+	}
+	if n > 1 {
+		placeHold = nil
+	}
 	a := claimArgs(req.Claim)
-	ceiling := capAt(now.UnixMicro(), maxHoldUS(req.MaxHold))
 	for i, k := range req.Keys {
 		var err error
 		switch {
@@ -239,9 +251,13 @@ func (d *Driver) stepTx(ctx context.Context, w *waitState, queue bool) (stepOutc
 			out.fences[i], err = d.grantTx(ctx, k, req.Owner, ceiling.bound(hold), req.Claim, ceiling)
 			out.held[i] = true
 		case out.held[i]:
-			_, err = d.wq().ExecContext(ctx, holdSQL, k, req.Owner, hold, !out.done)
+			started := ceiling
+			if w.before[k] || !w.started {
+				started = 0
+			}
+			_, err = d.wq().ExecContext(ctx, holdSQL, k, req.Owner, started.bound(hold), !out.done, started.arg())
 		default:
-			_, err = d.wq().ExecContext(ctx, enqueueSQL, k, req.Owner, a[0], a[1], a[2], lease, placeTTL, now.UnixMicro(), maxHoldArg(req.MaxHold))
+			_, err = d.wq().ExecContext(ctx, enqueueSQL, k, req.Owner, a[0], a[1], a[2], lease, placeTTL, now.UnixMicro(), placeHold)
 		}
 		if err != nil {
 			return out, err

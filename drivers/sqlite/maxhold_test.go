@@ -126,3 +126,9 @@ func TestMaxHold_GrantRecordsACapOnlyWhenItHasOne(t *testing.T) {
 		}
 	}
 }
+
+// A set's cap starts when its last key comes, as its TTL does.
+func TestMaxHold_SetCapStartsWithItsLastKey(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "locks.db")
+	holdcap.SetCapStartsWithItsLastKey(t, openT(t, sqlite.Config{Path: path}), openT(t, sqlite.Config{Path: path}), "set-1", "set-2")
+}

@@ -107,8 +107,10 @@ ON CONFLICT (key, owner) DO UPDATE SET alive_us = excluded.alive_us,
 	max_hold_us = excluded.max_hold_us`
 	dequeueSQL = `DELETE FROM zerotal_queue WHERE key = ?1 AND owner = ?2`
 	// holdSQL sets the deadline of owner's grant: a completed wait's TTL,
-	// or, while a set still waits, at least a place's lease.
-	holdSQL = `UPDATE zerotal_locks SET expires_us = min(CASE WHEN ?4 THEN max(expires_us, ?3) ELSE ?3 END, ` + capOrNone + `)
+	// or, while a set still waits, at least a place's lease; ?5 is the cap
+	// a grant without one starts with (NULL: none), ?3 no later.
+	holdSQL = `UPDATE zerotal_locks SET expires_us = min(CASE WHEN ?4 THEN max(expires_us, ?3) ELSE ?3 END, ` + capOrNone + `),
+	cap_us = ifnull(cap_us, ?5)
 WHERE key = ?1 AND owner = ?2`
 	dropSQL = `DELETE FROM zerotal_locks WHERE key = ?1 AND owner = ?2`
 

@@ -245,7 +245,7 @@ func (d *Driver) leave(ctx context.Context, w *waitState, cause error) (drivers.
 				}
 				var err error
 				if w.before[k] {
-					_, err = d.wq().ExecContext(ctx, holdSQL, k, req.Owner, deadlineUS(now, req.TTL), false)
+					_, err = d.wq().ExecContext(ctx, holdSQL, k, req.Owner, deadlineUS(now, req.TTL), false, nil)
 				} else {
 					_, err = d.wq().ExecContext(ctx, dropSQL, k, req.Owner)
 				}

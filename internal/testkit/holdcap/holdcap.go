@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/zerotal/lock/drivers"
+	"github.com/zerotal/lock/internal/testkit/poll"
 )
 
 const (
@@ -133,4 +134,74 @@ func LoseAtCap(t testing.TB, d drivers.Driver, key, owner string, r Refresh, que
 		t.Fatalf("the refresh failed %v after the grant; want at the cap, %v, within %v", held.Round(time.Millisecond), Cap, Late)
 	}
 	return g.Fence()
+}
+
+// SetCapStartsWithItsLastKey: a set that waits for a busy key holds its
+// free keys meanwhile, and their cap, like their TTL, starts when the
+// last key comes (driverstest's Model): waiting through b's hold of k2
+// for longer than its cap, the set of a keeps k1 (the same grant, its
+// fence unchanged) and, once granted, has its cap left on each key.
+func SetCapStartsWithItsLastKey(t testing.TB, a, b drivers.Driver, k1, k2 string) {
+	t.Helper()
+	ia, ok := a.(drivers.Inspector)
+	if !ok {
+		t.Fatalf("the %T driver has no Inspect", a)
+	}
+	if g, err := b.Acquire(t.Context(), drivers.Request{Keys: []string{k2}, Owner: "in-the-way", TTL: time.Minute}); err != nil || !g.Acquired {
+		t.Fatalf("Acquire(%q) = %+v, %v", k2, g, err)
+	}
+	type result struct {
+		g   drivers.Grant
+		err error
+	}
+	done := make(chan result, 1)
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	go func() {
+		g, err := a.Acquire(ctx, drivers.Request{Keys: []string{k1, k2}, Owner: "set", TTL: time.Minute, MaxHold: Cap, Wait: true,
+			WaitOptions: drivers.WaitOptions{RetryDelay: 100 * time.Millisecond}})
+		done <- result{g, err}
+	}()
+	received := false
+	defer func() {
+		if cancel(); !received {
+			<-done
+		}
+	}()
+	var first uint64
+	poll.Until(t, 30*time.Second, "the waiting set holding "+k1, func() bool {
+		h, ok, err := ia.Inspect(t.Context(), k1)
+		if err == nil && ok && len(h.Holders) == 1 && h.Holders[0].Owner == "set" {
+			first = h.Holders[0].Fence
+			return true
+		}
+		return false
+	})
+	// The set waits for k2 longer than its cap: time passing is the case.
+	<-time.After(Cap + TTL)
+	if ok, err := b.Release(t.Context(), k2, "in-the-way"); err != nil || !ok {
+		t.Fatalf("Release(%q) = %v, %v", k2, ok, err)
+	}
+	var r result
+	select {
+	case r = <-done:
+		received = true
+	case <-time.After(30 * time.Second):
+		t.Fatal("the set was not granted within 30s of its last key's release")
+	}
+	if r.err != nil || !r.g.Acquired {
+		t.Fatalf("the set's wait = %+v, %v; want granted", r.g, r.err)
+	}
+	if r.g.Fences[0] != first {
+		t.Fatalf("the set holds %q with fence %d, not the grant it took while it waited (%d): it lost the key meanwhile, at a cap counted from then", k1, r.g.Fences[0], first)
+	}
+	for _, k := range []string{k1, k2} {
+		h, ok, err := ia.Inspect(t.Context(), k)
+		if err != nil || !ok || len(h.Holders) != 1 {
+			t.Fatalf("Inspect(%q) = %+v, %v, %v", k, h, ok, err)
+		}
+		if left := h.Holders[0].Remaining; left > Cap || left < Cap-Late {
+			t.Fatalf("%q has %v left once the set is granted; want its cap, %v, counted from then", k, left, Cap)
+		}
+	}
 }
