@@ -30,10 +30,12 @@ image:
 	buildah bud --format docker -f deploy/Containerfile --build-arg FROM=prebuilt -t $(IMAGE) .
 
 ## test: every test, with the race detector (integration tests start real
-## processes), then the TypeScript client's; installs redis-server, node and
+## processes), the MySQL dialect of package fence (a nested module, against a
+## MariaDB it starts), then the TypeScript client's; installs redis-server, node and
 ## npm first when they are missing.
 test: test-deps
 	$(GO) test -race -count=1 -timeout 20m $(PKGS)
+	cd fence/mysqltest && $(GO) test -race -count=1 ./...
 	@$(MAKE) --no-print-directory test-ts
 
 ## test-ts: the TypeScript client (clients/ts): its devDependencies from the

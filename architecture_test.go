@@ -20,6 +20,8 @@ func TestArchitecture_ImportRules(t *testing.T) {
 	}{
 		{"api", nil, true},
 		{"api/stream", []string{"api"}, true},
+		// A resource imports fence and links none of the lock code.
+		{"fence", nil, true},
 		{"drivers", nil, true},
 		{"engine", []string{"drivers", "internal/keywatch"}, true},
 		{"client", []string{"api", "api/stream", "drivers", "internal/background"}, true},
