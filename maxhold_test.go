@@ -8,6 +8,7 @@ import (
 
 	"github.com/zerotal/lock"
 	"github.com/zerotal/lock/drivers"
+	"github.com/zerotal/lock/internal/testkit/holdcap"
 	"github.com/zerotal/lock/internal/testkit/realbackends"
 )
 
@@ -193,19 +194,11 @@ func wedgedExtendEndsAtCap(t *testing.T, m *lock.Manager) {
 	owner := l.Owner()
 	served := serveNext(t, m, key)
 
-	var refused time.Time
-	tick := time.NewTicker(capEvery)
-	defer tick.Stop()
-	for i := 0; refused.IsZero() && i < int(capGiveUp/capEvery); i++ {
-		ok, err := ext.Extend(t.Context(), m.Prefix()+key, owner, capTTL)
-		switch {
-		case err != nil:
-			t.Fatalf("Extend %d: %v", i, err)
-		case !ok:
-			refused = time.Now()
-			continue
-		}
-		<-tick.C
+	refused, _, err := holdcap.RefreshUntilLost(t.Context(), func(ctx context.Context) (bool, error) {
+		return ext.Extend(ctx, m.Prefix()+key, owner, capTTL)
+	}, capEvery, capGiveUp)
+	if err != nil {
+		t.Fatalf("Extend: %v", err)
 	}
 	if refused.IsZero() {
 		t.Fatalf("Extend still kept the key %v after the grant; the cap is %v", time.Since(granted), capHold)
