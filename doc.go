@@ -87,10 +87,10 @@
 // A holder that is alive but wedged keeps refreshing its lock forever.
 // WithMaxHold caps how long a grant can be held, refreshes or not: the
 // backend records the cap when it grants the key and enforces it itself
-// (the cluster's state machine, the engine, the Redis scripts, the SQLite
-// transaction), so no refresh loop outlasts it, and the next waiter is
-// served at the cap. A driver that cannot enforce one refuses it
-// (ErrUnsupported).
+// (the engine and the cluster's state machine, the Redis scripts, the
+// SQLite and PostgreSQL transactions), so no refresh loop outlasts it, and
+// the next waiter is served at the cap. A driver that cannot enforce one
+// refuses it (ErrUnsupported).
 //
 // The signal is a request, not a guarantee: code that ignores its context
 // keeps running outside the lock. Work that must not continue after losing
