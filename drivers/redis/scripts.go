@@ -105,18 +105,6 @@ local function newFence(counter)
   if not written then redis.call('SET', counter, string.format('%.0f', fence), 'PX', ` + retention + `) end
   return fence
 end
-local function capFrom(hold)
-  if hold and hold > 0 then return later + hold end
-  return hold
-end
-local function capped(h, exp)
-  if h.cap and h.cap > 0 and h.cap < exp then return h.cap end
-  return exp
-end
-local function holderValue(h)
-  if h.cap then return string.format('%.0f:%d:%s:%d', h.fence, h.exp, h.w, h.cap) end
-  return string.format('%.0f:%d:%s', h.fence, h.exp, h.w)
-end
 `
 
 // {K} expires at its last deadline, exp: Redis drops a key once its clock
@@ -164,6 +152,18 @@ const replicateEffects = `if redis.replicate_commands then redis.replicate_comma
 //     by ending, lets a claim of side w in (drivers.Claim.InTheWay); a time
 //     left counts from later, so that it is never told longer than the TTL.
 var model = `
+local function capFrom(hold)
+  if hold and hold > 0 then return later + hold end
+  return hold
+end
+local function capped(h, exp)
+  if h.cap and h.cap > 0 and h.cap < exp then return h.cap end
+  return exp
+end
+local function holderValue(h)
+  if h.cap then return string.format('%.0f:%d:%s:%d', h.fence, h.exp, h.w, h.cap) end
+  return string.format('%.0f:%d:%s', h.fence, h.exp, h.w)
+end
 local function load(i)
   local lk = KEYS[4 * i - 3]
   local s = {lk = lk, fk = KEYS[4 * i - 2], qk = KEYS[4 * i - 1], wk = KEYS[4 * i], chan = lk .. ':released', holders = {}, claim = '', kind = '0', lim = 1}
@@ -360,15 +360,20 @@ local hold, pending = nil, nil
 if tonumber(ARGV[8]) > 0 then hold, pending = tonumber(ARGV[8]), 0 end
 local n = #KEYS / 4
 if n == 1 and ARGV[7] ~= '1' and redis.call('EXISTS', KEYS[1], KEYS[3]) == 0 then
-  local h = {fence = newFence(KEYS[2]), w = write, cap = capFrom(hold)}
-  h.exp = capped(h, later + ttl)
-  if claim == '' then
-    redis.call('HSET', KEYS[1], 'h:' .. owner, holderValue(h))
+  local f, exp, v = newFence(KEYS[2]), later + ttl, nil
+  if hold then -- as model's grant writes it
+    exp = math.min(exp, later + hold)
+    v = string.format('%.0f:%d:%s:%d', f, exp, write, later + hold)
   else
-    redis.call('HSET', KEYS[1], 'h:' .. owner, holderValue(h), 'c', claim)
+    v = string.format('%.0f:%d:%s', f, exp, write)
   end
-  redis.call('PEXPIREAT', KEYS[1], h.exp - 1)
-  return {1, h.fence}
+  if claim == '' then
+    redis.call('HSET', KEYS[1], 'h:' .. owner, v)
+  else
+    redis.call('HSET', KEYS[1], 'h:' .. owner, v, 'c', claim)
+  end
+  redis.call('PEXPIREAT', KEYS[1], exp - 1)
+  return {1, f}
 end
 ` + model + `
 local S, busy, none = {}, 0, {}
