@@ -79,7 +79,10 @@ func tab(t *testing.T, browser context.Context, name, token string) *browserTab 
 
 func (b *browserTab) open(u string) {
 	b.t.Helper()
-	if err := chromedp.Do(b.ctx, chromedp.Navigate(u), chromedp.WaitVisible(chromedp.CSS("#live"))); err != nil {
+	ctx, cancel := context.WithTimeout(b.ctx, 15*time.Second)
+	defer cancel()
+	if err := chromedp.Do(ctx, chromedp.Navigate(u), chromedp.WaitVisible(chromedp.CSS("#live"))); err != nil {
+		b.screenshot("failed-open")
 		b.t.Fatalf("%s: open %s: %v", b.name, u, err)
 	}
 }
@@ -126,11 +129,17 @@ func (b *browserTab) screenshot(name string) {
 
 func (b *browserTab) click(sel string) {
 	b.t.Helper()
-	ctx, cancel := context.WithTimeout(b.ctx, 10*time.Second)
+	b.do("click "+sel, chromedp.Click(chromedp.CSS(sel)))
+}
+
+// do runs step in the tab, for at most 15s.
+func (b *browserTab) do(what string, step chromedp.Action[chromedp.Void]) {
+	b.t.Helper()
+	ctx, cancel := context.WithTimeout(b.ctx, 15*time.Second)
 	defer cancel()
-	if err := chromedp.Do(ctx, chromedp.Click(chromedp.CSS(sel))); err != nil {
-		b.screenshot("failed-click")
-		b.t.Fatalf("%s: click %s: %v", b.name, sel, err)
+	if err := chromedp.Do(ctx, step); err != nil {
+		b.screenshot("failed-" + strings.ReplaceAll(what, " ", "-"))
+		b.t.Fatalf("%s: %s: %v", b.name, what, err)
 	}
 }
 
@@ -287,9 +296,7 @@ func TestUI_LivePageInABrowser(t *testing.T) {
 	// The operator force-releases ui/k1: a confirmation, then the key
 	// goes to its first waiter, B, and A is told it lost it.
 	ops.click(`tr[data-key="ui/k1"] button.force`)
-	if err := chromedp.Do(ops.ctx, chromedp.WaitVisible(chromedp.CSS("#confirm"))); err != nil {
-		t.Fatal(err)
-	}
+	ops.do("wait for the confirmation", chromedp.WaitVisible(chromedp.CSS("#confirm")))
 	ops.screenshot("5-confirm")
 	ops.click("#confirm")
 	ops.until(5*time.Second, "the release noted", `(() => { const r = document.querySelector("#released"); return r ? r.textContent : "" })()`, "Force-released ui/k1.")
