@@ -242,3 +242,19 @@ func TestUI_EventsFollowTheTable(t *testing.T) {
 		}
 	}
 }
+
+// A verified client certificate signs in to the page as it does to the
+// API, with its credential's role and prefixes.
+func TestUI_ClientCertificateSignsIn(t *testing.T) {
+	set := roleSet(t, "alice client a/ cn:alice")
+	s := newFakeStore("n1")
+	s.locks["a/x"] = &api.Lock{Key: "a/x", Owner: "o", Fence: 1, Remaining: time.Minute}
+	s.locks["b/y"] = &api.Lock{Key: "b/y", Owner: "o", Fence: 2, Remaining: time.Minute}
+	h := newHandler(s, httpapi.Options{NodeID: "n1", Credentials: func() *access.Set { return set }})
+	a := serve(h, httpRequestWithCN(t, "GET", "/ui", "", "alice"))
+	mustStatus(t, a, http.StatusOK, "GET /ui with alice's certificate")
+	if body := string(a.raw); !strings.Contains(body, "a/x") || strings.Contains(body, "b/y") || !strings.Contains(body, "alice") {
+		t.Errorf("alice's page: want a/x, not b/y, signed in as alice:\n%s", body)
+	}
+	mustStatus(t, serve(h, httpRequestWithCN(t, "GET", "/ui", "", "mallory")), http.StatusUnauthorized, "GET /ui with an unknown certificate")
+}
