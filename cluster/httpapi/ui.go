@@ -3,7 +3,7 @@ package httpapi
 import (
 	"crypto/rand"
 	"embed"
-	"encoding/base64"
+	"encoding/hex"
 	"fmt"
 	"html/template"
 	"net/http"
@@ -193,7 +193,9 @@ func (h *handler) uiFail(w http.ResponseWriter, r *http.Request, status int, msg
 func (h *handler) uiRender(w http.ResponseWriter, v uiView) {
 	var b [18]byte
 	_, _ = rand.Read(b[:])
-	v.Nonce = base64.StdEncoding.EncodeToString(b[:])
+	// Hex, not base64: html/template would escape a "+" in the
+	// attribute, and the nonce would no longer match the header's.
+	v.Nonce = hex.EncodeToString(b[:])
 	hd := w.Header()
 	hd.Set("Content-Type", "text/html; charset=utf-8")
 	hd.Set("Content-Security-Policy", "default-src 'none'; script-src 'nonce-"+v.Nonce+"'; style-src 'nonce-"+v.Nonce+"'; "+
