@@ -32,9 +32,12 @@ image:
 ## test: every test, with the race detector (integration tests start real
 ## processes), the MySQL dialect of package fence (a nested module, against a
 ## MariaDB it starts), then the TypeScript client's; installs redis-server, node and
-## npm first when they are missing.
+## npm first when they are missing. What tests keep (the live page's screenshots,
+## integration/ui_test.go) lands in $(ARTIFACTS)/_artifacts/<n>/.
+ARTIFACTS ?= $(CURDIR)/test-artifacts
 test: test-deps
-	$(GO) test -race -count=1 -timeout 20m $(PKGS)
+	@mkdir -p $(ARTIFACTS)
+	$(GO) test -race -count=1 -timeout 20m -artifacts -outputdir $(ARTIFACTS) $(PKGS)
 	cd fence/mysqltest && $(GO) test -race -count=1 ./...
 	@$(MAKE) --no-print-directory test-ts
 
