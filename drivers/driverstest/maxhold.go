@@ -86,7 +86,7 @@ func testMaxHoldEndsRefreshLoop(t *testing.T, s *suite) {
 		case err != nil:
 			t.Fatalf("Extend: %v", err)
 		case !ok && time.Now().Before(sent.Add(capHold)):
-			t.Fatalf("Extend(%q) = false %v before its cap", key, sent.Add(capHold).Sub(time.Now()))
+			t.Fatalf("Extend(%q) = false %v before its cap", key, time.Until(sent.Add(capHold)))
 		case ok && at.After(got.Add(capHold)):
 			t.Fatalf("Extend(%q) = true %v after its cap", key, at.Sub(got.Add(capHold)))
 		}
