@@ -47,6 +47,10 @@ type Lock struct {
 	// its acquire was sent, so never later than the backend's); zero
 	// without a cap. expiresAt never passes it.
 	capAt time.Time
+	// capLoose says that capAt may be far too early: the grant came after
+	// a wait, somewhere between the sending and the answer. Refreshes then
+	// raise it from what the backend tells (tightenCap).
+	capLoose bool
 }
 
 // Key returns the key as given to Make, without the Manager's prefix.
@@ -279,7 +283,7 @@ func (l *Lock) acquireLocked(ctx context.Context) (ok bool, notAcq *NotAcquiredE
 func (l *Lock) granted(owner string, fence uint64, sent time.Time) {
 	l.mu.Lock()
 	l.owner, l.fence, l.held, l.lost = owner, fence, true, false
-	l.capAt = time.Time{}
+	l.capAt, l.capLoose = time.Time{}, false
 	if l.maxHold > 0 {
 		l.capAt = sent.Add(l.maxHold)
 	}
@@ -312,11 +316,13 @@ func (l *Lock) MaxHoldAt() time.Time {
 	return l.capAt
 }
 
-// holdCap is the estimated cap of owner's grant, or the zero time.
+// holdCap is the estimated cap of owner's grant, where no refresh moves
+// its end, or the zero time: without a cap, or while the estimate is
+// loose (capestimate.go), when refreshes go on to raise it.
 func (l *Lock) holdCap(owner string) time.Time {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if l.owner != owner {
+	if l.owner != owner || l.capLoose {
 		return time.Time{}
 	}
 	return l.capAt
@@ -356,6 +362,7 @@ func (l *Lock) refreshLocked(ctx context.Context) (bool, error) {
 			return false, nil
 		}
 		l.extended(owner, sent)
+		l.tightenCap(ctx, owner, sent)
 		return true, nil
 	}
 
@@ -382,6 +389,7 @@ func (l *Lock) refreshLocked(ctx context.Context) (bool, error) {
 		return false, nil
 	}
 	l.extended(owner, sent)
+	l.tightenCap(ctx, owner, sent)
 	return true, nil
 }
 

@@ -200,9 +200,12 @@ func (m *Manager) allInOneStep(ctx context.Context, keys, order []string, ttl ti
 	for i, c := range calls {
 		c.l.granted(r.Owner, g.Fences[i], sent)
 	}
-	// ExpiresAt counts from sending, and the grants' TTL from the last
-	// hand-off: after a long wait, anchor every estimate again.
-	if queue && time.Since(sent) > ttl/8 {
+	// ExpiresAt counts from sending, and the grants' TTL and cap from the
+	// last hand-off: after a long wait, anchor every estimate again.
+	if queue && time.Since(sent) > first.anchorAfter() {
+		for _, c := range calls {
+			c.l.loosenCap(r.Owner)
+		}
 		for _, c := range calls {
 			if ok, err := c.l.refreshLocked(ctx); !ok || err != nil {
 				for _, c := range calls {

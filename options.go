@@ -102,8 +102,10 @@ func WithOwner(owner string) Option { return Option{kind: optOwner, owner: owner
 // (WithSafetyMargin), refreshing or not, with a *LostError whose Reason
 // is ErrLostMaxHold; Lock.ExpiresAt never passes it. The holder counts
 // the cap from when it sent the acquire, so its estimate is never later
-// than the backend's; after a long wait for the key it is that much
-// early. The key is released when the callback returns. With WithOwner,
+// than the backend's; after a long wait for the key, which counts from
+// the grant, it raises the estimate from how long the backend says the
+// grant has left (drivers.Inspector), asked after each refresh until that
+// answer shows the cap. The key is released when the callback returns. With WithOwner,
 // an acquire that finds the owner holding the key already refreshes that
 // grant, which keeps its own cap, counted from its own grant: give each
 // holder its own owner, as WithOwner asks.

@@ -74,11 +74,13 @@ func (l *Lock) waitPushed(ctx, waitCtx context.Context, retryDelay time.Duration
 		}
 		l.granted(owner, fence, sent)
 		// The grant happened somewhere between sending and now, and
-		// ExpiresAt counts from sending. After a long wait that estimate
-		// is far too early, so anchor it again with a refresh.
-		if time.Since(sent) <= l.ttl/8 {
+		// ExpiresAt and the cap's estimate count from sending. After a
+		// long wait they are far too early, so anchor them again with a
+		// refresh (capestimate.go).
+		if time.Since(sent) <= l.anchorAfter() {
 			return nil
 		}
+		l.loosenCap(owner)
 		ok, err := l.refreshLocked(ctx)
 		if err != nil {
 			l.markLost(owner)

@@ -22,11 +22,15 @@ type heldWatch struct {
 
 func (h *heldWatch) init(l *Lock, owner string, fence uint64, cancel context.CancelCauseFunc, o *options) {
 	h.l, h.owner, h.releaseTimeout = l, owner, o.release
+	var capAt func() time.Time // nil without a cap: no closure on every call
+	if l.maxHold > 0 {
+		capAt = func() time.Time { return l.holdCap(owner) }
+	}
 	h.w.Init(h, l.key, fence, cancel, heldwatch.Options{
 		Refresh: o.refresh,
 		Every:   o.refreshEvery,
 		Margin:  o.margin,
-		Cap:     l.holdCap(owner),
+		Cap:     capAt,
 	})
 }
 

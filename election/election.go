@@ -105,9 +105,8 @@ type Option struct {
 // *lock.LostError of reason lock.ErrLostMaxHold. d must be longer than
 // that margin and at most drivers.MaxTTL; a backend that cannot enforce a
 // cap (drivers.Capabilities.MaxHold) makes New fail with an error
-// matching lock.ErrUnsupported. The cap counts from when the winning
-// campaign's request was sent, so a candidate that waited long to lead
-// leads for that much less.
+// matching lock.ErrUnsupported. The cap counts from when the candidate
+// begins to lead, however long it waited.
 func WithMaxHold(d time.Duration) Option { return Option{maxHold: d} }
 
 // New returns the election name on m, with leaderships leased for ttl (0:

@@ -87,7 +87,7 @@ func TestWatch_CapEndsTheHoldWithErrLostMaxHold(t *testing.T) {
 			ctx, cancel := context.WithCancelCause(context.Background())
 			defer cancel(nil)
 			w := &Watch{}
-			w.Init(g, "k", 7, cancel, Options{Refresh: true, Every: every, Margin: margin, Cap: g.cap})
+			w.Init(g, "k", 7, cancel, Options{Refresh: true, Every: every, Margin: margin, Cap: func() time.Time { return g.cap }})
 			w.Arm(context.Background(), g.expiresAt)
 			if !reg.Add(w, &closed) {
 				t.Fatal("add refused")

@@ -51,11 +51,13 @@ type Options struct {
 	Refresh bool          // extend the grant every Every while the callback runs
 	Every   time.Duration // the refresh interval
 	Margin  time.Duration // the stop point is this long before the estimated expiry
-	// Cap is the grant's cap on total hold time as the holder estimates
-	// it (never later than the backend's), or the zero time: no estimated
-	// expiry counts past it, refreshes stop once the grant reaches it, and
-	// the stop point it sets is a loss of reason ErrLostMaxHold.
-	Cap time.Time
+	// Cap, when set, tells the grant's cap on total hold time as the
+	// holder estimates it now (never later than the backend's; the
+	// estimate may rise, never past the real cap), or the zero time: no
+	// estimated expiry counts past it, refreshes stop once the grant
+	// reaches it, and the stop point it sets is a loss of reason
+	// ErrLostMaxHold. nil: no cap.
+	Cap func() time.Time
 }
 
 // Watch watches the lock held for one callback of Try or Block.
@@ -133,8 +135,8 @@ func (w *Watch) Arm(ctx context.Context, expiresAt time.Time) {
 // capped is expiresAt held to the cap: the backend lets no grant outlive
 // it.
 func (w *Watch) capped(expiresAt time.Time) time.Time {
-	if !w.opts.Cap.IsZero() && w.opts.Cap.Before(expiresAt) {
-		return w.opts.Cap
+	if c := w.capAt(); !c.IsZero() && c.Before(expiresAt) {
+		return c
 	}
 	return expiresAt
 }
@@ -142,7 +144,16 @@ func (w *Watch) capped(expiresAt time.Time) time.Time {
 // atCap reports whether a grant estimated to expire at expiresAt ends at
 // its cap, where no refresh moves it.
 func (w *Watch) atCap(expiresAt time.Time) bool {
-	return !w.opts.Cap.IsZero() && !expiresAt.Before(w.opts.Cap)
+	c := w.capAt()
+	return !c.IsZero() && !expiresAt.Before(c)
+}
+
+// capAt is the cap's estimate now, or the zero time.
+func (w *Watch) capAt() time.Time {
+	if w.opts.Cap == nil {
+		return time.Time{}
+	}
+	return w.opts.Cap()
 }
 
 // stopPoint is the last moment the holder can be told in time, for a
