@@ -355,14 +355,16 @@ func (r *runner) holdingAll(lctx context.Context, locks []*lock.Lock) error {
 
 // earliestCap is the earliest of locks' caps on total hold time
 // (Lock.MaxHoldAt), or the zero time when they have none.
-func earliestCap(locks []*lock.Lock) time.Time {
-	var first time.Time
-	for _, l := range locks {
-		if t := l.MaxHoldAt(); !t.IsZero() && (first.IsZero() || t.Before(first)) {
-			first = t
+func earliestCap(locks []*lock.Lock) func() time.Time {
+	return func() time.Time {
+		var first time.Time
+		for _, l := range locks {
+			if t := l.MaxHoldAt(); !t.IsZero() && (first.IsZero() || t.Before(first)) {
+				first = t
+			}
 		}
+		return first
 	}
-	return first
 }
 
 // earliestExpiry is the estimated end of the first of locks' leases to

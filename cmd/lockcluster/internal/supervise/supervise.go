@@ -70,10 +70,11 @@ type Group struct {
 	Margin time.Duration // SIGKILL goes out no later than this before the lease's end
 	// Lease is the lock's estimated end (Lock.ExpiresAt; zero once lost).
 	Lease func() time.Time
-	// Cap is the lock's cap on total hold time (Lock.MaxHoldAt; zero:
-	// none), where no refresh moves the lease's end: a lease about to end
-	// there stops the group as MaxHold, not as a refresh that failed.
-	Cap time.Time
+	// Cap, when set, is the lock's cap on total hold time
+	// (Lock.MaxHoldAt; zero: none), where no refresh moves the lease's
+	// end: a lease about to end there stops the group as MaxHold, not as
+	// a refresh that failed.
+	Cap func() time.Time
 	// Signals are those received by run; each is passed on to the group.
 	Signals <-chan os.Signal
 	Say     func(format string, a ...any)
@@ -216,7 +217,7 @@ func (s *supervisor) checkLease() {
 	}
 	switch {
 	case !s.killAt.IsZero() || time.Until(s.exp) > s.g.Grace+s.g.Margin:
-	case !s.g.Cap.IsZero() && !s.exp.Before(s.g.Cap):
+	case s.atCap():
 		s.stop(MaxHold, true, fmt.Sprintf("the lock reaches its cap on total hold time in %s", time.Until(s.exp).Round(time.Millisecond)))
 	default:
 		s.stop(LeaseEnding, true, fmt.Sprintf("the lock could not be refreshed and its lease ends in %s", time.Until(s.exp).Round(time.Millisecond)))
@@ -245,6 +246,15 @@ func (s *supervisor) finalCause() Cause {
 		return LeaseEnding
 	}
 	return s.cause
+}
+
+// atCap reports whether the lease, as last seen, ends at the lock's cap.
+func (s *supervisor) atCap() bool {
+	if s.g.Cap == nil {
+		return false
+	}
+	c := s.g.Cap()
+	return !c.IsZero() && !s.exp.Before(c)
 }
 
 // beat is how often Supervise tells the guard the lease's end: often
