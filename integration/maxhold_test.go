@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/zerotal/lock/drivers"
+	"github.com/zerotal/lock/internal/testkit/holdcap"
 )
 
 // TestCluster_CappedGrantEndsAtItsCapAfterALeaderKill holds a key with a
@@ -46,30 +47,32 @@ func TestCluster_CappedGrantEndsAtItsCapAfterALeaderKill(t *testing.T) {
 	}()
 
 	// The wedged holder: an extend every period, whatever happens, until
-	// the cluster refuses one; the leader is killed after the second.
-	var killed, recovered, refused time.Time
-	tick := time.NewTicker(period)
-	defer tick.Stop()
-	for i := 0; refused.IsZero() && i < 60; i++ {
+	// the cluster refuses one (an error, in the failover, is not a
+	// refusal); the leader is killed after the second.
+	var killed, recovered time.Time
+	extends := 0
+	refused, _, err := holdcap.RefreshUntilLost(ctx, func(ctx context.Context) (bool, error) {
+		extends++
 		ectx, cancel := context.WithTimeout(ctx, 5*time.Second)
 		ok, err := cl.Extend(ectx, key, "wedged", ttl)
 		cancel()
 		switch {
 		case err != nil:
-			t.Logf("extend %d: %v (a failover)", i, err)
-		case !ok:
-			refused = time.Now()
-			continue
-		case !killed.IsZero() && recovered.IsZero():
+			t.Logf("extend %d: %v (a failover)", extends, err)
+			ok = true
+		case ok && !killed.IsZero() && recovered.IsZero():
 			recovered = time.Now()
 		}
-		if i == 1 {
+		if extends == 2 {
 			leader := c.waitLeader(10 * time.Second)
 			killed = time.Now()
 			leader.kill()
 			t.Logf("killed leader %s %v after the grant", leader.id, killed.Sub(granted).Round(time.Millisecond))
 		}
-		<-tick.C
+		return ok, nil
+	}, period, time.Minute)
+	if err != nil {
+		t.Fatal(err)
 	}
 	if killed.IsZero() || recovered.IsZero() {
 		t.Fatalf("no extend went through after the kill (killed %v, refused %v after the grant)", !killed.IsZero(), refused.Sub(granted))
