@@ -179,7 +179,8 @@ func (l *Lock) Block(ctx context.Context, timeout time.Duration, opts ...Option)
 	return l.waitLocked(ctx, timeout, o.retryDelay)
 }
 
-// Refresh extends the lock by its TTL and reports whether it is still held.
+// Refresh extends the lock by its TTL, never past the grant's cap
+// (WithMaxHold), and reports whether it is still held.
 // It never re-acquires: when the lock is gone (expired, or taken over), it
 // returns false and the handle stops claiming to hold it. A backend error
 // leaves the handle as it was: the lock may still be held.
