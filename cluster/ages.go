@@ -15,6 +15,7 @@ import (
 // applied it, for the ages a listing shows. It is what the node saw, not
 // replicated state: a grant or waiter from before the node restored a
 // snapshot or started has no age (0), and a listing shows none for it.
+// A restore also forgets every waiter's age (restored).
 //
 // A waiter is forgotten when a hand-off lets it in or a cancel-wait
 // removes it; for a key a listing reads, the grants and waiters it no
@@ -57,6 +58,18 @@ func (t *tableAges) applied(a fsm.Applied) {
 	if a.Entry.Op == engine.OpCancelWait {
 		t.waiters.forget(a.Entry.Key, a.Entry.Owner)
 	}
+}
+
+// restored forgets every waiter's age once the table is a snapshot's:
+// in the entries the snapshot stands for, which this node did not apply,
+// a waiter may have been let in or removed and its owner queued again,
+// so the place the table has for it need not be the one recorded. A
+// grant's age stays: its fence names that one grant, which a refresh
+// keeps. It runs in the FSM goroutine (fsm.Config.OnRestore).
+func (t *tableAges) restored() {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.waiters = ageSet{}
 }
 
 // fill sets the ages at now (engine time) of l's grants and waiters,

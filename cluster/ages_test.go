@@ -52,3 +52,21 @@ func TestTableAges_FromTheAppliedEntries(t *testing.T) {
 		t.Fatalf("ages %+v, want none known", l.Queue)
 	}
 }
+
+// A restore forgets every waiter's age (the snapshot may stand for
+// entries that let the waiter in and queued its owner again) and keeps
+// every grant's (its fence names that one grant).
+func TestTableAges_RestoreForgetsWaitersKeepsGrants(t *testing.T) {
+	const s = int64(time.Second)
+	var ages tableAges
+	ages.applied(fsm.Applied{Entry: fsm.Entry{Op: engine.OpAcquireKeys, Keys: []string{"k"}, Owner: "a", Now: 1 * s},
+		Result: engine.Result{OK: true, Grants: []engine.Grant{{Key: "k", Owner: "a", Fence: 1}}}})
+	ages.applied(fsm.Applied{Entry: fsm.Entry{Op: engine.OpAcquireKeys, Keys: []string{"k"}, Owner: "b", Now: 2 * s},
+		Result: engine.Result{Queued: true, Grants: []engine.Grant{{}}}})
+	ages.restored()
+	l := api.Lock{Key: "k", Fence: 1, Queue: []api.Waiting{{Owner: "b"}}}
+	ages.fill(&l, 5*s)
+	if l.Age != 4*time.Second || l.Queue[0].AgeMillis != 0 {
+		t.Fatalf("after a restore: grant age %v, waiter age %dms; want 4s (fence 1 granted at 1s) and none known", l.Age, l.Queue[0].AgeMillis)
+	}
+}

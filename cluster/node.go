@@ -170,6 +170,7 @@ func (n *Node) newStateMachine() (err error) {
 		Logger:           cfg.Logger.With(logbridge.NameKey, "fsm"),
 		OnApply:          n.onApply,
 		OnConfiguration:  func(c raft.Configuration) { n.member.committed(raft.ServerID(cfg.ID), c) },
+		OnRestore:        n.watches.restored,
 	})
 	if err != nil {
 		return err

@@ -17,6 +17,10 @@ import (
 // whole is watched as one more key, tableKey, woken by every entry that
 // touches a key (the live lock page), and ages records when each grant
 // was made and each waiter queued (ages.go).
+//
+// A snapshot the node installs (a follower far behind, a restart)
+// changes the table without an applied entry for each key it touches:
+// restored wakes every watch, which reads its key again.
 type keyWatches struct {
 	keywatch.Set
 	ages tableAges
@@ -48,6 +52,14 @@ func (w *keyWatches) applied(a fsm.Applied) {
 	if a.Entry.Key != "" || a.Entry.AcquireKeys() != nil {
 		w.Notify(tableKey)
 	}
+}
+
+// restored wakes every watch, the table's too, once the node's table is
+// a snapshot's. It runs in the FSM goroutine (fsm.Config.OnRestore) and
+// never blocks.
+func (w *keyWatches) restored() {
+	w.ages.restored()
+	w.NotifyAll()
 }
 
 var (

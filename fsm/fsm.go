@@ -35,6 +35,10 @@ type Config struct {
 	// StoreConfiguration). The node learns from it that it was added,
 	// even when it is removed again before it looks. It must not block.
 	OnConfiguration func(raft.Configuration)
+	// OnRestore, when set, is called in the apply goroutine after Restore
+	// replaced the state with a snapshot's: the table changed without an
+	// OnApply for what changed. It must not block.
+	OnRestore func()
 }
 
 // Applied describes one applied lock entry, for Config.OnApply.
@@ -62,10 +66,11 @@ type Response struct {
 // and ApplyBatch run on raft's FSM goroutine; the accessors (Time, Members,
 // Waiters, AppliedIndex, the table's reads) are safe from any goroutine.
 type FSM struct {
-	eng      *engine.Replicated
-	log      *slog.Logger
-	onApply  func(Applied)
-	onConfig func(raft.Configuration)
+	eng       *engine.Replicated
+	log       *slog.Logger
+	onApply   func(Applied)
+	onConfig  func(raft.Configuration)
+	onRestore func()
 
 	// Reused by ApplyBatch (single goroutine) so a batch allocates little.
 	cmds []engine.Command
@@ -114,6 +119,7 @@ func New(cfg Config) (*FSM, error) {
 		log:       lg,
 		onApply:   cfg.OnApply,
 		onConfig:  cfg.OnConfiguration,
+		onRestore: cfg.OnRestore,
 		st:        newState(),
 		appliedCh: make(chan struct{}),
 	}, nil
@@ -463,6 +469,9 @@ func (f *FSM) Restore(rc io.ReadCloser) error {
 	f.appliedCh = make(chan struct{})
 	f.mu.Unlock()
 	close(old)
+	if f.onRestore != nil {
+		f.onRestore()
+	}
 	return nil
 }
 

@@ -63,7 +63,26 @@ func (s *Set) Notify(key string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if w := s.keys[key]; w != nil {
-		close(w.ch)
-		w.ch = make(chan struct{})
+		w.wake()
 	}
+}
+
+// NotifyAll wakes the watchers of every key, for a change that may have
+// touched any of them without naming them (a node that installed a
+// snapshot): each reads its key again. It never blocks.
+func (s *Set) NotifyAll() {
+	if !s.Watched() {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, w := range s.keys {
+		w.wake()
+	}
+}
+
+// wake closes w's channel and gives it a new one for the next change.
+func (w *watch) wake() {
+	close(w.ch)
+	w.ch = make(chan struct{})
 }
