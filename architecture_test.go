@@ -23,6 +23,8 @@ func TestArchitecture_ImportRules(t *testing.T) {
 		// A resource imports fence and links none of the lock code.
 		{"fence", nil, true},
 		{"drivers", nil, true},
+		// The waiting rules of the SQL backends, once for both.
+		{"drivers/internal/rules", []string{"drivers"}, true},
 		{"engine", []string{"drivers", "internal/keywatch"}, true},
 		{"client", []string{"api", "api/stream", "drivers", "internal/background"}, true},
 		{"cluster/access", nil, true},

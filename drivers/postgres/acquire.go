@@ -10,6 +10,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/zerotal/lock/drivers"
+	"github.com/zerotal/lock/drivers/internal/rules"
 )
 
 // Acquire serves every drivers.Request with one data model (state.go)
@@ -82,21 +83,21 @@ func (d *Driver) step(ctx context.Context, w *waitState, queue bool) (stepOutcom
 		for i, k := range req.Keys {
 			s := t.state(k)
 			t.admit(k)
-			if err := s.refusal(k, req.Owner, req.Claim); err != nil {
+			if err := s.Refusal(k, req.Owner, req.Claim); err != nil {
 				return &errRollback{err}
 			}
-			if at := s.nextChange(req.Owner); at > 0 && (next == 0 || at < next) {
+			if at := s.NextChange(req.Owner); at > 0 && (next == 0 || at < next) {
 				next = at
 			}
-			switch g := find(s.grants, req.Owner); {
+			switch g := rules.Find(s.Grants, req.Owner); {
 			case g >= 0:
-				refs[i], held[i], kept[i] = fenceRef(s.grants[g]), true, true
+				refs[i], held[i], kept[i] = t.fenceOf(k, s.Grants[g]), true, true
 			case w.took[k]: // force released, or lapsed while this process stalled
 				return &errRollback{&drivers.NotAcquiredError{Key: k}}
-			case len(s.places) == 0 && fits(s.grants, req.Claim):
+			case len(s.Places) == 0 && rules.Fits(s.Grants, req.Claim):
 				take[i] = true
 			case out.busy.Key == "":
-				out.busy = drivers.Busy{Key: k, HeldBy: s.inTheWay(req.Claim, t.nowUS)}
+				out.busy = drivers.Busy{Key: k, HeldBy: s.InTheWay(req.Claim, t.nowUS)}
 			}
 		}
 		if next > 0 {
@@ -110,7 +111,7 @@ func (d *Driver) step(ctx context.Context, w *waitState, queue bool) (stepOutcom
 		// lease, kept by the waiter's visits, so that it goes with a
 		// waiter that died; the place's grant, when a release lets it in,
 		// too.
-		lease := t.nowUS + waiterLease.Microseconds()
+		lease := t.nowUS + rules.PlaceLease.Microseconds()
 		hold, placeTTL := t.nowUS+max(req.TTL.Microseconds(), 1), max(req.TTL.Microseconds(), 1)
 		if !out.done {
 			hold = lease
@@ -119,13 +120,13 @@ func (d *Driver) step(ctx context.Context, w *waitState, queue bool) (stepOutcom
 		// set's keys taken while it waits get theirs once it has them all
 		// (until then they live a place's lease), and a set's places none
 		// until then; a key owner held before keeps the cap it had.
-		var capUS int64
+		var ceiling rules.Cap
 		placeMaxHold := req.MaxHold.Microseconds()
 		if out.done {
-			capUS = capAt(t.nowUS, req.MaxHold.Microseconds())
+			ceiling = rules.CapAt(t.nowUS, req.MaxHold.Microseconds())
 		}
 		if n > 1 {
-			placeTTL, placeMaxHold = waiterLease.Microseconds(), 0
+			placeTTL, placeMaxHold = rules.PlaceLease.Microseconds(), 0
 		}
 		kind, lim, excl := claimArgs(req.Claim)
 		w.taking = w.taking[:0]
@@ -133,9 +134,9 @@ func (d *Driver) step(ctx context.Context, w *waitState, queue bool) (stepOutcom
 			switch {
 			case take[i]:
 				w.taking = append(w.taking, k)
-				refs[i], held[i] = t.grant(k, req.Owner, hold, capUS, req.Claim), true
+				refs[i], held[i] = t.grant(k, req.Owner, hold, ceiling, req.Claim), true
 			case held[i] && w.started && !w.before[k]:
-				t.queue(holdSQL, k, req.Owner, hold, !out.done, orNull(capUS))
+				t.queue(holdSQL, k, req.Owner, hold, !out.done, ceiling.Arg())
 			case held[i]:
 				t.queue(holdSQL, k, req.Owner, hold, !out.done, nil)
 			default:
@@ -168,14 +169,6 @@ func (d *Driver) step(ctx context.Context, w *waitState, queue bool) (stepOutcom
 		out.fences = nil
 	}
 	return out, nil
-}
-
-func fenceRef(r row) *uint64 {
-	if r.pending != nil {
-		return r.pending
-	}
-	f := r.fence
-	return &f
 }
 
 // waitOutage is how long a wait rides out a database that does not
@@ -228,7 +221,7 @@ func (d *Driver) wait(ctx context.Context, req drivers.Request) (drivers.Grant, 
 			}
 			write = err == nil && (l.done || l.act)
 		}
-		pause := min(waiterLease/3-time.Since(visited), d.pollInterval(req))
+		pause := min(rules.PlaceLease/3-time.Since(visited), d.pollInterval(req))
 		switch {
 		case err == nil:
 			failingSince, lastErr = time.Time{}, nil
@@ -277,7 +270,7 @@ func (d *Driver) wait(ctx context.Context, req drivers.Request) (drivers.Grant, 
 			return drivers.Grant{}, drivers.ErrClosed
 		}
 		t.Stop()
-		write = write || time.Since(visited) >= waiterLease/3
+		write = write || time.Since(visited) >= rules.PlaceLease/3
 	}
 }
 
@@ -314,19 +307,19 @@ func (d *Driver) look(ctx context.Context, w *waitState) (lookOutcome, error) {
 	var next int64
 	for i, k := range req.Keys {
 		s := t.state(k)
-		if at := s.nextChange(req.Owner); at > 0 && (next == 0 || at < next) {
+		if at := s.NextChange(req.Owner); at > 0 && (next == 0 || at < next) {
 			next = at
 		}
-		if g := find(s.grants, req.Owner); g >= 0 {
-			l.fences[i] = s.grants[g].fence
+		if g := rules.Find(s.Grants, req.Owner); g >= 0 {
+			l.fences[i] = s.Grants[g].Fence
 			continue
 		}
 		l.done = false
-		if p := find(s.places, req.Owner); p < 0 || p < s.admitted() {
+		if p := rules.Find(s.Places, req.Owner); p < 0 || p < s.Admitted() {
 			l.act = true
 		}
 		if l.busy.Key == "" {
-			l.busy = drivers.Busy{Key: k, HeldBy: s.inTheWay(req.Claim, t.nowUS)}
+			l.busy = drivers.Busy{Key: k, HeldBy: s.InTheWay(req.Claim, t.nowUS)}
 		}
 	}
 	if next > 0 {
@@ -374,16 +367,16 @@ func (d *Driver) leaveTx(ctx context.Context, w *waitState) {
 		t.sweep()
 		for _, k := range req.Keys {
 			s := t.state(k)
-			if p := find(s.places, req.Owner); p >= 0 {
+			if p := rules.Find(s.Places, req.Owner); p >= 0 {
 				t.queue(dequeueSQL, k, req.Owner)
-				s.places = append(s.places[:p], s.places[p+1:]...)
+				s.Places = append(s.Places[:p], s.Places[p+1:]...)
 			}
-			if g := find(s.grants, req.Owner); g >= 0 {
+			if g := rules.Find(s.Grants, req.Owner); g >= 0 {
 				if w.before[k] {
 					t.queue(holdSQL, k, req.Owner, t.nowUS+max(req.TTL.Microseconds(), 1), false, nil)
 				} else {
 					t.queue(dropSQL, k, req.Owner)
-					s.grants = append(s.grants[:g], s.grants[g+1:]...)
+					s.Grants = append(s.Grants[:g], s.Grants[g+1:]...)
 				}
 			}
 			t.admit(k)

@@ -15,6 +15,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/zerotal/lock/drivers"
+	"github.com/zerotal/lock/drivers/internal/rules"
 	"github.com/zerotal/lock/internal/background"
 )
 
@@ -214,9 +215,9 @@ func (d *Driver) letGo(ctx context.Context, op, owner string, keys []string) (bo
 		t.sweep()
 		for _, k := range keys {
 			s := t.state(k)
-			if g := find(s.grants, owner); g >= 0 && owner != "" {
+			if g := rules.Find(s.Grants, owner); g >= 0 && owner != "" {
 				t.queue(dropSQL, k, owner)
-				s.grants = slices.Delete(s.grants, g, g+1)
+				s.Grants = slices.Delete(s.Grants, g, g+1)
 				held = true
 			}
 			t.admit(k)

@@ -4,7 +4,6 @@ import (
 	"context"
 	"slices"
 	"strings"
-	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -15,9 +14,9 @@ var _ drivers.Lister = (*Driver)(nil)
 
 // listSQL reads, like stateSQL, every row of the first $2 names under the
 // prefix $1 with a live grant, bytewise in order.
-const listSQL = `WITH ks AS (SELECT DISTINCT key COLLATE "C" AS k FROM zerotal_lock.grants
+const listSQL = `WITH ks AS (SELECT DISTINCT key COLLATE "C" AS k FROM zerotal_lock.Grants
 	WHERE starts_with(key, $1::text) AND expires_us > zerotal_lock.now_us() ORDER BY 1 LIMIT $2::integer)
-SELECT key, false, owner, fence, expires_us, kind, lim, excl, 0::bigint, coalesce(cap_us, 0) FROM zerotal_lock.grants WHERE key IN (SELECT k FROM ks)
+SELECT key, false, owner, fence, expires_us, kind, lim, excl, 0::bigint, coalesce(cap_us, 0) FROM zerotal_lock.Grants WHERE key IN (SELECT k FROM ks)
 UNION ALL SELECT key, true, owner, ttl_us, alive_us, kind, lim, excl, seq, max_hold_us FROM zerotal_lock.queue WHERE key IN (SELECT k FROM ks)`
 
 // Inspect describes key: its claim, its live grants by fence and its
@@ -56,19 +55,11 @@ func (d *Driver) ListHeld(ctx context.Context, prefix string, limit int) ([]driv
 	return locks, false, nil
 }
 
-// holding is what Inspect says of s at nowUS.
+// holding is what Inspect says of s at nowUS: nothing when nobody holds
+// the key.
 func holding(s *keyState, nowUS int64) (drivers.Holding, bool, error) {
-	if len(s.grants) == 0 {
-		return drivers.Holding{}, false, nil
+	if h, ok := s.Holding(nowUS); ok {
+		return h, true, nil
 	}
-	c, _ := s.claim()
-	h := drivers.Holding{Claim: c, WaiterCount: len(s.places)}
-	for _, g := range s.grants {
-		h.Holders = append(h.Holders, drivers.Holder{Owner: g.owner, Fence: g.fence,
-			Remaining: time.Duration(g.expiresUS-nowUS) * time.Microsecond, Write: g.claim.Write})
-	}
-	for _, p := range s.places {
-		h.Waiters = append(h.Waiters, drivers.Waiting{Owner: p.owner, Write: p.claim.Write})
-	}
-	return h, true, nil
+	return drivers.Holding{}, false, nil
 }

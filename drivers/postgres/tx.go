@@ -8,6 +8,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/zerotal/lock/drivers"
+	"github.com/zerotal/lock/drivers/internal/rules"
 )
 
 // txn is one transaction over some keys: their state as read under their
@@ -26,18 +27,18 @@ func (t *txn) state(key string) *keyState { return t.states[key] }
 func (t *txn) queue(sql string, args ...any) *pgx.QueuedQuery { return t.writes.Queue(sql, args...) }
 
 // grant queues a new grant of key to owner until expiresUS, never past
-// capUS (0: no cap); its fence is known once the transaction has run.
-func (t *txn) grant(key, owner string, expiresUS, capUS int64, c drivers.Claim) *uint64 {
-	return t.write(grantSQL, key, owner, expiresUS, capUS, c)
+// its cap; its fence is known once the transaction has run.
+func (t *txn) grant(key, owner string, expiresUS int64, ceiling rules.Cap, c drivers.Claim) *uint64 {
+	return t.write(grantSQL, key, owner, expiresUS, ceiling, c)
 }
 
 // write queues sql, grantSQL or letInSQL (with the place's seq in
 // extra), and returns where the grant's fence is put once the
 // transaction has run.
-func (t *txn) write(sql, key, owner string, expiresUS, capUS int64, c drivers.Claim, extra ...any) *uint64 {
+func (t *txn) write(sql, key, owner string, expiresUS int64, ceiling rules.Cap, c drivers.Claim, extra ...any) *uint64 {
 	fence := new(uint64)
 	kind, lim, excl := claimArgs(c)
-	args := append([]any{key, owner, within(expiresUS, capUS), kind, lim, excl, orNull(capUS)}, extra...)
+	args := append([]any{key, owner, ceiling.Bound(expiresUS), kind, lim, excl, ceiling.Arg()}, extra...)
 	t.queue(sql, args...).QueryRow(func(r pgx.Row) error {
 		var f int64
 		err := r.Scan(&f)
@@ -47,21 +48,31 @@ func (t *txn) write(sql, key, owner string, expiresUS, capUS int64, c drivers.Cl
 	return fence
 }
 
+// fenceOf is where the fence of g, a grant of key, is: that of a place
+// this transaction lets in is known once the transaction has run.
+func (t *txn) fenceOf(key string, g rules.Row) *uint64 {
+	for _, in := range t.in {
+		if in.key == key && in.owner == g.Owner {
+			return in.fence
+		}
+	}
+	return &g.Fence
+}
+
 // admit lets the head of key's queue in while it fits, each waiter for
 // its own TTL and with its own cap from now, and tells each waiter let in
 // of its grant (letInSQL), and no other.
 func (t *txn) admit(key string) {
 	s := t.states[key]
-	n := s.admitted()
-	for _, p := range s.places[:n] {
-		p.capUS = capAt(t.nowUS, p.maxHoldUS)
-		p.expiresUS = within(t.nowUS+p.ttlUS, p.capUS)
-		p.pending = t.write(letInSQL, key, p.owner, p.expiresUS, p.capUS, p.claim, p.seq)
-		t.in = append(t.in, letIn{key: key, owner: p.owner, seq: p.seq, fence: p.pending})
-		t.queue(dequeueSQL, key, p.owner)
-		s.grants = append(s.grants, p)
+	n := s.Admitted()
+	for _, p := range s.Places[:n] {
+		g, ceiling := p.LetIn(t.nowUS)
+		fence := t.write(letInSQL, key, g.Owner, g.ExpiresUS, ceiling, g.Claim, g.Seq)
+		t.in = append(t.in, letIn{key: key, owner: g.Owner, seq: g.Seq, fence: fence})
+		t.queue(dequeueSQL, key, g.Owner)
+		s.Grants = append(s.Grants, g)
 	}
-	s.places = s.places[n:]
+	s.Places = s.Places[n:]
 }
 
 // errRollback ends a transaction without its writes, as fn found it
@@ -138,13 +149,13 @@ func scanState(rows pgx.Rows, t *txn) error {
 	for rows.Next() {
 		var key string
 		var place bool
-		var r row
+		var r rules.Row
 		var fenceOrTTL int64
 		var kind int16
 		var lim int32
 		var excl bool
 		var capOrMaxHold int64
-		if err := rows.Scan(&key, &place, &r.owner, &fenceOrTTL, &r.expiresUS, &kind, &lim, &excl, &r.seq, &capOrMaxHold); err != nil {
+		if err := rows.Scan(&key, &place, &r.Owner, &fenceOrTTL, &r.ExpiresUS, &kind, &lim, &excl, &r.Seq, &capOrMaxHold); err != nil {
 			return err
 		}
 		s := t.states[key]
@@ -152,21 +163,21 @@ func scanState(rows pgx.Rows, t *txn) error {
 			s = &keyState{}
 			t.states[key] = s
 		}
-		if r.expiresUS <= t.nowUS {
+		if r.ExpiresUS <= t.nowUS {
 			s.stale = true
 			continue
 		}
-		r.claim = claimOf(kind, lim, excl)
+		r.Claim = rules.ClaimOf(int64(kind), int64(lim), excl)
 		if place {
-			r.ttlUS, r.maxHoldUS = fenceOrTTL, capOrMaxHold
-			s.places = append(s.places, r)
+			r.TTLUS, r.MaxHoldUS = fenceOrTTL, capOrMaxHold
+			s.Places = append(s.Places, r)
 		} else {
-			r.fence, r.capUS = uint64(fenceOrTTL), capOrMaxHold
-			s.grants = append(s.grants, r)
+			r.Fence = uint64(fenceOrTTL) // its cap (capOrMaxHold) stays in the row
+			s.Grants = append(s.Grants, r)
 		}
 	}
 	for _, s := range t.states {
-		s.sort()
+		s.Sort()
 	}
 	return rows.Err()
 }

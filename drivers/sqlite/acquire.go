@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/zerotal/lock/drivers"
+	"github.com/zerotal/lock/drivers/internal/rules"
 )
 
 // Capabilities: every claim, sets, and waits for one key or a set, all
@@ -58,9 +59,9 @@ func granted(err error, fences ...uint64) (drivers.Grant, error) {
 func (d *Driver) acquireOne(ctx context.Context, req drivers.Request) (fence uint64, ok bool, err error) {
 	err = d.write(ctx, "acquire", func(ctx context.Context) error {
 		now := time.Now()
-		ceiling := capAt(now.UnixMicro(), maxHoldUS(req.MaxHold))
-		args := append([]any{req.Key(), req.Owner, ceiling.bound(deadlineUS(now, req.TTL)), now.UnixMicro()}, claimArgs(req.Claim)...)
-		args = append(args, ceiling.arg())
+		ceiling := rules.CapAt(now.UnixMicro(), maxHoldUS(req.MaxHold))
+		args := append([]any{req.Key(), req.Owner, ceiling.Bound(deadlineUS(now, req.TTL)), now.UnixMicro()}, claimArgs(req.Claim)...)
+		args = append(args, ceiling.Arg())
 		var f int64
 		err := d.w.acquire.QueryRowContext(ctx, args...).Scan(&f)
 		if errors.Is(err, sql.ErrNoRows) {
@@ -81,7 +82,7 @@ func (d *Driver) acquireOne(ctx context.Context, req drivers.Request) (fence uin
 // the attempt. A failed read leaves the attempt's answer: busy.
 func (d *Driver) whyNot(ctx context.Context, req drivers.Request) (drivers.Grant, error) {
 	key := req.Key()
-	var s keyState
+	var s rules.State
 	err := d.read(ctx, "read holder", func(ctx context.Context, r *readStmts) (err error) {
 		s, err = readHead(ctx, r.db, key, req.Owner, slots(req.Claim), time.Now().UnixMicro())
 		return err
@@ -89,10 +90,10 @@ func (d *Driver) whyNot(ctx context.Context, req drivers.Request) (drivers.Grant
 	if err != nil {
 		return drivers.Grant{Busy: drivers.Busy{Key: key}}, nil
 	}
-	if err := s.refusal(key, req.Owner, req.Claim); err != nil {
+	if err := s.Refusal(key, req.Owner, req.Claim); err != nil {
 		return drivers.Grant{}, err
 	}
-	return drivers.Grant{Busy: drivers.Busy{Key: key, HeldBy: s.inTheWay(req.Claim)}}, nil
+	return drivers.Grant{Busy: drivers.Busy{Key: key, HeldBy: s.InTheWay(req.Claim, time.Now().UnixMicro())}}, nil
 }
 
 // waitState is what a wait (or a set's acquire) knows of its keys between
@@ -167,7 +168,7 @@ func (d *Driver) queueBehind(ctx context.Context, w *waitState) (ok bool, err er
 	err = d.write(ctx, "acquire wait", func(ctx context.Context) error {
 		now := time.Now()
 		a := claimArgs(req.Claim)
-		res, err := d.wq().ExecContext(ctx, queueSQL, req.Key(), req.Owner, now.Add(waiterLease).UnixMicro(), now.UnixMicro(),
+		res, err := d.wq().ExecContext(ctx, queueSQL, req.Key(), req.Owner, now.Add(rules.PlaceLease).UnixMicro(), now.UnixMicro(),
 			a[0], a[1], a[2], max(req.TTL.Microseconds(), 1), maxHoldArg(req.MaxHold))
 		if err != nil {
 			return err
@@ -198,21 +199,21 @@ func (d *Driver) stepTx(ctx context.Context, w *waitState, queue bool) (stepOutc
 		if err != nil {
 			return out, err
 		}
-		if err := s.refusal(k, req.Owner, req.Claim); err != nil {
+		if err := s.Refusal(k, req.Owner, req.Claim); err != nil {
 			return out, &refusal{err}
 		}
-		if next := s.nextChange(req.Owner); next > 0 && (out.next == 0 || next < out.next) {
+		if next := s.NextChange(req.Owner); next > 0 && (out.next == 0 || next < out.next) {
 			out.next = next
 		}
-		switch g := find(s.grants, req.Owner); {
+		switch g := rules.Find(s.Grants, req.Owner); {
 		case g >= 0:
-			out.fences[i], out.held[i], out.kept[i] = s.grants[g].fence, true, true
+			out.fences[i], out.held[i], out.kept[i] = s.Grants[g].Fence, true, true
 		case w.took[k]: // force released, or lapsed while this process stalled
 			return out, &refusal{&drivers.NotAcquiredError{Key: k}}
-		case len(s.places) == 0 && fits(s.grants, req.Claim):
+		case len(s.Places) == 0 && rules.Fits(s.Grants, req.Claim):
 			take[i] = true
 		case out.busy.Key == "":
-			out.busy = drivers.Busy{Key: k, HeldBy: s.inTheWay(req.Claim)}
+			out.busy = drivers.Busy{Key: k, HeldBy: s.InTheWay(req.Claim, time.Now().UnixMicro())}
 		}
 	}
 	out.done = out.busy.Key == ""
@@ -222,13 +223,13 @@ func (d *Driver) stepTx(ctx context.Context, w *waitState, queue bool) (stepOutc
 	// A key a set holds while it waits for the others lives a place's
 	// lease, kept by the waiter's visits, so that it goes with a waiter
 	// that died; the place's grant, when a release lets it in, too.
-	lease := now.Add(waiterLease).UnixMicro()
+	lease := now.Add(rules.PlaceLease).UnixMicro()
 	hold, placeTTL := deadlineUS(now, req.TTL), max(req.TTL.Microseconds(), 1)
 	if !out.done {
 		hold = lease
 	}
 	if n > 1 {
-		placeTTL = waiterLease.Microseconds()
+		placeTTL = rules.PlaceLease.Microseconds()
 	}
 	// The cap, like the TTL, starts when the last key comes (driverstest's
 	// Model): a set's keys taken or let in while it waits have none yet,
@@ -236,7 +237,7 @@ func (d *Driver) stepTx(ctx context.Context, w *waitState, queue bool) (stepOutc
 	// has none, but those owner held before the request, whose cap (or
 	// lack of one) a refresh keeps. A place of one key carries its MaxHold
 	// for the release that lets it in.
-	ceiling, placeHold := capAt(now.UnixMicro(), maxHoldUS(req.MaxHold)), maxHoldArg(req.MaxHold)
+	ceiling, placeHold := rules.CapAt(now.UnixMicro(), maxHoldUS(req.MaxHold)), maxHoldArg(req.MaxHold)
 	if !out.done {
 		ceiling = 0
 	}
@@ -248,14 +249,14 @@ func (d *Driver) stepTx(ctx context.Context, w *waitState, queue bool) (stepOutc
 		var err error
 		switch {
 		case take[i]:
-			out.fences[i], err = d.grantTx(ctx, k, req.Owner, ceiling.bound(hold), req.Claim, ceiling)
+			out.fences[i], err = d.grantTx(ctx, k, req.Owner, ceiling.Bound(hold), req.Claim, ceiling)
 			out.held[i] = true
 		case out.held[i]:
 			started := ceiling
 			if w.before[k] || !w.started {
 				started = 0
 			}
-			_, err = d.wq().ExecContext(ctx, holdSQL, k, req.Owner, started.bound(hold), !out.done, started.arg())
+			_, err = d.wq().ExecContext(ctx, holdSQL, k, req.Owner, started.Bound(hold), !out.done, started.Arg())
 		default:
 			_, err = d.wq().ExecContext(ctx, enqueueSQL, k, req.Owner, a[0], a[1], a[2], lease, placeTTL, now.UnixMicro(), placeHold)
 		}

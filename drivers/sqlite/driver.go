@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/zerotal/lock/drivers"
+	"github.com/zerotal/lock/drivers/internal/rules"
 )
 
 // sweepEvery is how often a handle deletes rows whose deadline has passed
@@ -73,36 +74,6 @@ func deadlineUS(now time.Time, ttl time.Duration) int64 {
 	return now.UnixMicro() + max(ttl.Microseconds(), 1)
 }
 
-// capUS is a grant's cap on total hold time in Unix microseconds
-// (drivers.Request.MaxHold), 0 for none: the cap_us column.
-type capUS int64
-
-// capAt is the cap of a grant made at nowUS for a MaxHold of maxHoldUS
-// microseconds (0: none).
-func capAt(nowUS, maxHoldUS int64) capUS {
-	if maxHoldUS <= 0 {
-		return 0
-	}
-	return capUS(nowUS + maxHoldUS)
-}
-
-// bound is deadline, or the cap when that comes first.
-func (c capUS) bound(deadline int64) int64 {
-	if c != 0 && int64(c) < deadline {
-		return int64(c)
-	}
-	return deadline
-}
-
-// arg is the cap as a statement's parameter: NULL for none, so that a
-// grant without a cap writes no more than before caps.
-func (c capUS) arg() any {
-	if c == 0 {
-		return nil
-	}
-	return int64(c)
-}
-
 // maxHoldUS is a request's MaxHold in microseconds: 0 for none, else at
 // least one.
 func maxHoldUS(maxHold time.Duration) int64 {
@@ -139,7 +110,7 @@ func (d *Driver) Release(ctx context.Context, key, owner string) (bool, error) {
 			return err
 		}
 		deleted, released = true, expires > time.Now().UnixMicro()
-		most := slots(claimOf(kind, lim, false))
+		most := slots(rules.ClaimOf(kind, lim, false))
 		switch {
 		case !queued:
 			return nil

@@ -22,33 +22,6 @@ func TestJitter_StaysWithinHalfAndWhole(t *testing.T) {
 	}
 }
 
-func TestKeyState_AdmitsFromTheHeadWhileTheyFit(t *testing.T) {
-	read, write, sem2 := drivers.Claim{Kind: drivers.RWLock}, drivers.Claim{Kind: drivers.RWLock, Write: true}, drivers.Claim{Kind: drivers.Semaphore, Limit: 2}
-	rows := func(cs ...drivers.Claim) []row {
-		var rs []row
-		for i, c := range cs {
-			rs = append(rs, row{owner: string(rune('a' + i)), claim: c})
-		}
-		return rs
-	}
-	for _, tc := range []struct {
-		name           string
-		grants, places []row
-		want           int
-	}{
-		{"a free mutex lets its first waiter in", nil, rows(drivers.Claim{}, drivers.Claim{}), 1},
-		{"a held mutex lets nobody in", rows(drivers.Claim{}), rows(drivers.Claim{}), 0},
-		{"a semaphore fills its slots", rows(sem2), rows(sem2, sem2, sem2), 1},
-		{"readers come in together up to a writer", nil, rows(read, read, write, read), 2},
-		{"a waiting writer stops the readers behind it", rows(read), rows(write, read), 0},
-		{"a writer waits for the readers", rows(read, read), rows(write), 0},
-	} {
-		if got := (keyState{grants: tc.grants, places: tc.places}).admitted(); got != tc.want {
-			t.Errorf("%s: %d let in, want %d", tc.name, got, tc.want)
-		}
-	}
-}
-
 func TestWatcher_BumpWakesOnlyHandedOutChannels(t *testing.T) {
 	w := newWatcher(minPoll, DefaultPollInterval)
 	first := w.next()

@@ -1,6 +1,10 @@
 package sqlite
 
-import "sync"
+import (
+	"sync"
+
+	"github.com/zerotal/lock/drivers/internal/rules"
+)
 
 // lines keeps the waiters of one handle for one key in their order of
 // arrival, so that only the first of them reads the key at every change:
@@ -91,15 +95,15 @@ func (l *lines) deliver(key, owner string, fence uint64) {
 // shows holding the key or let in once someone writes. s is a read of the
 // head of the queue (readHead): a ticket whose place is not in it is not
 // due, and visits its place on its own timer.
-func (l *lines) pokeOthers(key string, self *ticket, s keyState) {
+func (l *lines) pokeOthers(key string, self *ticket, s rules.State) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	admitted := s.admitted()
+	admitted := s.Admitted()
 	for _, t := range l.m[key] {
 		if t == self {
 			continue
 		}
-		if p := find(s.places, t.owner); find(s.grants, t.owner) >= 0 || p >= 0 && p < admitted {
+		if p := rules.Find(s.Places, t.owner); rules.Find(s.Grants, t.owner) >= 0 || p >= 0 && p < admitted {
 			select {
 			case t.poke <- struct{}{}:
 			default:

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/zerotal/lock/drivers"
+	"github.com/zerotal/lock/drivers/internal/rules"
 )
 
 var _ drivers.Lister = (*Driver)(nil)
@@ -119,7 +120,7 @@ func listTx(ctx context.Context, q querier, prefix string, limit int) ([]drivers
 	}
 	for i := range locks {
 		if s := states[locks[i].Key]; s != nil { // always, in one transaction
-			locks[i].Holding = s.holding()
+			locks[i].Holding, _ = s.Holding(time.Now().UnixMicro())
 		}
 	}
 	return locks, truncated, nil
@@ -128,7 +129,7 @@ func listTx(ctx context.Context, q querier, prefix string, limit int) ([]drivers
 // Inspect describes key (drivers.Inspector): its claim, its grants by
 // fence and its waiters in order; ok is false when nobody holds it.
 func (d *Driver) Inspect(ctx context.Context, key string) (drivers.Holding, bool, error) {
-	var s keyState
+	var s rules.State
 	err := d.read(ctx, "inspect", func(ctx context.Context, r *readStmts) (err error) {
 		s, err = readState(ctx, r.db, key, time.Now().UnixMicro())
 		return err
@@ -136,22 +137,8 @@ func (d *Driver) Inspect(ctx context.Context, key string) (drivers.Holding, bool
 	if err != nil {
 		return drivers.Holding{}, false, err
 	}
-	return s.holding(), len(s.grants) > 0, nil
-}
-
-// holding is s as a drivers.Inspector describes it.
-func (s keyState) holding() drivers.Holding {
-	var h drivers.Holding
-	h.Claim, _ = s.claim()
-	now := time.Now()
-	for _, g := range s.grants {
-		h.Holders = append(h.Holders, drivers.Holder{Owner: g.owner, Fence: g.fence, Remaining: time.UnixMicro(g.expiresUS).Sub(now), Write: g.claim.Write})
-	}
-	for _, p := range s.places {
-		h.Waiters = append(h.Waiters, drivers.Waiting{Owner: p.owner, Write: p.claim.Write})
-	}
-	h.WaiterCount = len(h.Waiters)
-	return h
+	h, ok := s.Holding(time.Now().UnixMicro())
+	return h, ok, nil
 }
 
 // closeRows closes rows and returns the error that ended them, if any.

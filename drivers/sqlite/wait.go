@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/zerotal/lock/drivers"
+	"github.com/zerotal/lock/drivers/internal/rules"
 )
 
 // fallbackRetryDelay bounds a waiter's pause when WaitOptions.RetryDelay
@@ -89,7 +90,7 @@ func (d *Driver) wait(ctx context.Context, req drivers.Request) (drivers.Grant, 
 				return granted(nil, l.fences...)
 			}
 			out.busy, out.next = l.busy, l.next
-			write = l.act || time.Since(visited) >= waiterLease/3
+			write = l.act || time.Since(visited) >= rules.PlaceLease/3
 		}
 		if write {
 			var err error
@@ -102,7 +103,7 @@ func (d *Driver) wait(ctx context.Context, req drivers.Request) (drivers.Grant, 
 				return granted(nil, out.fences...)
 			}
 		}
-		pause := min(waiterLease/3-time.Since(visited), retryDelay)
+		pause := min(rules.PlaceLease/3-time.Since(visited), retryDelay)
 		if out.next > 0 {
 			pause = min(pause, time.Until(time.UnixMicro(out.next)))
 		}
@@ -150,10 +151,10 @@ func (d *Driver) inTheWay(ctx context.Context, req drivers.Request) drivers.Busy
 
 // lookOutcome is what a waiter read of its keys.
 type lookOutcome struct {
-	state  keyState // of the one key
-	done   bool     // every key held (one key: nothing to write)
-	fences []uint64 // by key, when done
-	act    bool     // a step may change something: write one
+	state  rules.State // of the one key
+	done   bool        // every key held (one key: nothing to write)
+	fences []uint64    // by key, when done
+	act    bool        // a step may change something: write one
 	busy   drivers.Busy
 	next   int64
 }
@@ -172,19 +173,19 @@ func (d *Driver) look(ctx context.Context, w *waitState) (lookOutcome, error) {
 				return err
 			}
 			l.state = s
-			if next := s.nextChange(req.Owner); next > 0 && (l.next == 0 || next < l.next) {
+			if next := s.NextChange(req.Owner); next > 0 && (l.next == 0 || next < l.next) {
 				l.next = next
 			}
-			if g := find(s.grants, req.Owner); g >= 0 {
-				l.fences[i] = s.grants[g].fence
+			if g := rules.Find(s.Grants, req.Owner); g >= 0 {
+				l.fences[i] = s.Grants[g].Fence
 				continue
 			}
 			l.done = false
-			if p := find(s.places, req.Owner); p < 0 || p < s.admitted() {
+			if p := rules.Find(s.Places, req.Owner); p < 0 || p < s.Admitted() {
 				l.act = true
 			}
 			if l.busy.Key == "" {
-				l.busy = drivers.Busy{Key: k, HeldBy: s.inTheWay(req.Claim)}
+				l.busy = drivers.Busy{Key: k, HeldBy: s.InTheWay(req.Claim, time.Now().UnixMicro())}
 			}
 		}
 		return nil
