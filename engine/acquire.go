@@ -15,8 +15,9 @@ type ask struct {
 	owner string
 	ttl   time.Duration
 	claim Claim
-	// maxHold caps each new grant's total hold time (0: none); a key
-	// owner holds keeps the cap it has.
+	// maxHold caps each new grant's total hold time (0: none; CapPending:
+	// pending); a key owner holds keeps the cap it has, or starts it if
+	// it is pending.
 	maxHold time.Duration
 	want    uint64 // the fence of the first new grant (see nextFence)
 	wait    bool
@@ -30,15 +31,15 @@ const forever = time.Duration(math.MaxInt64)
 
 // group is a live wait queued for some of its keys: it holds the others
 // meanwhile, with no deadline (a live caller always ends its wait through
-// the loop, which then releases them), and gets the TTL on every key at
-// once when its last key is handed to it.
+// the loop, which then releases them) and their caps pending, and gets
+// the TTL and the cap on every key at once when its last key is handed
+// to it.
 type group struct {
 	owner   string
 	ttl     time.Duration
 	maxHold time.Duration
 	keys    []string
-	pending int    // keys still waited for
-	renewed uint64 // bit i: keys[i] was held before the wait (its cap stays as it was)
+	pending int // keys still waited for
 }
 
 // What acquire does with each key.
@@ -101,10 +102,12 @@ func (t *table) checkAsk(a *ask) error {
 // waiting for each other's keys cannot happen (whoever waits, waits for an
 // earlier request).
 //
-// A live wait (a.tag) for several keys that queues makes its partial
-// holding a group: the keys taken have no deadline until the last comes.
-// A replicated table gives every grant its TTL at once: the node serving
-// the request keeps them alive.
+// A wait for several keys that queues starts its cap when its last key
+// comes: the keys it takes, and those handed to it later, have their
+// caps pending until then. A live wait (a.tag) makes its partial holding
+// a group: the keys taken have no deadline until the last comes. A
+// replicated table gives every grant its TTL at once: the node serving
+// the request keeps them alive, and its closing refresh starts the caps.
 func (t *table) acquire(a *ask) outcome {
 	if err := t.checkAsk(a); err != nil {
 		return outcome{err: err}
@@ -169,15 +172,13 @@ func (t *table) acquire(a *ask) outcome {
 		return out
 	}
 	var g *group
-	hold := a.ttl
+	hold, maxHold := a.ttl, a.maxHold
+	if queued > 0 && len(a.keys) > 1 && maxHold > 0 {
+		maxHold = CapPending
+	}
 	if queued > 0 && a.tag != nil && len(a.keys) > 1 {
 		g = &group{owner: a.owner, ttl: a.ttl, maxHold: a.maxHold, keys: a.keys, pending: queued}
 		hold = forever
-		for i := range a.keys {
-			if plan[i] == renew {
-				g.renewed |= 1 << i
-			}
-		}
 	}
 	grants := a.into
 	if cap(grants) < len(a.keys) {
@@ -188,20 +189,22 @@ func (t *table) acquire(a *ask) outcome {
 		e := t.entries[k]
 		switch {
 		case plan[i] == renew:
-			out.grants[i] = t.refresh(e, e.findHolder(a.owner), hold)
+			j := e.findHolder(a.owner)
+			t.startPending(e.holder(j), maxHold)
+			out.grants[i] = t.refresh(e, j, hold)
 		case plan[i] == queue:
 			if e.queue == nil {
 				e.queue = &waitQueue{}
 			}
-			e.queue.line.push(waiter{owner: a.owner, ttl: a.ttl, maxHold: a.maxHold, tag: a.tag, group: g, write: a.claim.Write})
+			e.queue.line.push(waiter{owner: a.owner, ttl: a.ttl, maxHold: maxHold, tag: a.tag, group: g, write: a.claim.Write})
 			t.waiting++
 			if e.queue.kind != Mutex {
 				t.claims++
 			}
 		case e == nil:
-			out.grants[i] = t.grant(t.newEntry(k, a.claim), a.owner, hold, a.claim.Write, a.want, a.maxHold)
+			out.grants[i] = t.grant(t.newEntry(k, a.claim), a.owner, hold, a.claim.Write, a.want, maxHold)
 		default:
-			out.grants[i] = t.grant(e, a.owner, hold, a.claim.Write, a.want, a.maxHold)
+			out.grants[i] = t.grant(e, a.owner, hold, a.claim.Write, a.want, maxHold)
 		}
 	}
 	if out.ok {
@@ -232,15 +235,13 @@ func (o *outcome) renewed(g Grant, key string) {
 // groupStarts ends g's wait, its last key just handed to it in e: every
 // other key of g starts its TTL now, and each it took its cap.
 func (t *table) groupStarts(g *group, e *entry) {
-	for j, k := range g.keys {
+	for _, k := range g.keys {
 		en := t.entries[k]
 		if en == nil || en == e {
 			continue
 		}
 		if i := en.findHolder(g.owner); i >= 0 && en.holder(i).deadline == math.MaxInt64 {
-			if g.renewed&(1<<j) == 0 {
-				t.startCap(en.holder(i), g.maxHold)
-			}
+			t.startPending(en.holder(i), g.maxHold)
 			t.refresh(en, i, g.ttl)
 		}
 	}

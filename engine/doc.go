@@ -56,11 +56,14 @@
 //     grant time plus MaxHold at the latest: every refresh sets
 //     min(now+ttl, cap) and keeps the first grant's cap, and at the cap
 //     the grant ends as at any deadline. A waiter's cap starts at its
-//     hand-off; a live wait for several keys starts it on every key when
-//     its last comes, with its TTL. In a Replicated table every grant
-//     starts its cap when it is made, the keys a wait for several takes
-//     first included. The caps are kept beside the entries, by fence
-//     (maxhold.go), so a table without one pays nothing for them.
+//     hand-off; a wait for several keys starts it on every key when its
+//     last comes, with its TTL: until then the keys it takes, or is
+//     handed, have their caps pending. A live wait starts them itself; in
+//     a Replicated table the owner's next acquire of the keys with a cap
+//     (the set's closing refresh) does, and an acquire with CapPending
+//     (the keep-alive while it waits) leaves them pending. The caps are
+//     kept beside the entries, by fence (maxhold.go), so a table without
+//     one pays nothing for them.
 //   - MaxKeys and MaxWaitersPerKey refuse what would exceed them with an
 //     error matching drivers.ErrFull (MaxKeys counts each holder and each
 //     waiter of a shared name as one); invalid input (empty key or owner,

@@ -31,8 +31,9 @@ type modelName struct {
 
 type modelHolder struct {
 	Grant
-	write bool
-	cap   int64 // the end of its cap on total hold time; 0: none
+	write   bool
+	cap     int64 // the end of its cap on total hold time; 0: none
+	pending bool  // its cap starts with the owner's next acquire of it with one
 }
 
 // until is deadline, or h's cap if that comes first.
@@ -47,7 +48,7 @@ type modelWaiter struct {
 	owner   string
 	ttl     time.Duration
 	write   bool
-	maxHold time.Duration // its cap, from its grant
+	maxHold time.Duration // its cap, from its grant (CapPending: pending)
 }
 
 // modelResult mirrors Result, with the class of error expected.
@@ -117,7 +118,10 @@ func (n *modelName) blocker(last bool) Grant {
 
 func (m *model) grant(key string, n *modelName, owner string, ttl time.Duration, write bool, want uint64, maxHold time.Duration) Grant {
 	h := modelHolder{Grant: Grant{Key: key, Owner: owner, Fence: m.fence(want), Deadline: m.until(ttl)}, write: write}
-	if maxHold > 0 {
+	switch {
+	case maxHold == CapPending:
+		h.pending = true
+	case maxHold > 0:
 		h.cap = m.until(maxHold)
 		h.Deadline = h.until(h.Deadline)
 	}
@@ -277,14 +281,24 @@ func (m *model) acquire(keys []string, c Command) modelResult {
 		r.errFull = true
 		return r
 	}
+	// A set that queues starts its caps when it completes: until the
+	// owner's next acquire of its keys with a cap (its closing refresh),
+	// what it takes or is handed has its cap pending.
+	maxHold := c.MaxHold
+	if len(queue) > 0 && len(keys) > 1 && maxHold > 0 {
+		maxHold = CapPending
+	}
 	for _, k := range keys {
 		n := m.names[k]
 		switch {
 		case queue[k]:
-			n.queue = append(n.queue, modelWaiter{c.Owner, c.TTL, c.Claim.Write, c.MaxHold})
+			n.queue = append(n.queue, modelWaiter{c.Owner, c.TTL, c.Claim.Write, maxHold})
 			r.Grants = append(r.Grants, Grant{})
 		case renew[k]:
 			h := &n.holders[holderOf(n, c.Owner)]
+			if h.pending && maxHold > 0 && maxHold != CapPending {
+				h.pending, h.cap = false, m.until(maxHold)
+			}
 			h.Deadline = h.until(m.until(c.TTL)) // its cap stays the first grant's
 			r.Grants = append(r.Grants, h.Grant)
 			// Let in by the lapse above, it is told as it stands.
@@ -298,7 +312,7 @@ func (m *model) acquire(keys []string, c Command) modelResult {
 				n = &modelName{claim: name}
 				m.names[k] = n
 			}
-			r.Grants = append(r.Grants, m.grant(k, n, c.Owner, c.TTL, c.Claim.Write, c.Fence, c.MaxHold))
+			r.Grants = append(r.Grants, m.grant(k, n, c.Owner, c.TTL, c.Claim.Write, c.Fence, maxHold))
 		}
 	}
 	r.OK, r.Queued = len(queue) == 0, len(queue) > 0

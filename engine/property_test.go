@@ -91,8 +91,11 @@ func randomCommand(rng *rand.Rand, now int64, fence uint64, m *model) Command {
 		if rng.IntN(20) == 0 {
 			c.Keys = append(c.Keys, key) // invalid: named twice
 		}
-		if rng.IntN(3) == 0 {
+		switch rng.IntN(12) {
+		case 0, 1, 2, 3:
 			c.MaxHold = time.Duration(rng.IntN(400) - 10) // a cap, now and then shorter than the TTL; below 1 invalid or none
+		case 4:
+			c.MaxHold = CapPending // a set's keep-alive
 		}
 	case n < 62:
 		c.Op = OpRelease

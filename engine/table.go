@@ -78,7 +78,7 @@ type waitQueue struct {
 type waiter struct {
 	owner   string
 	ttl     time.Duration
-	maxHold time.Duration // the cap of its grant, from when it is made (0: none)
+	maxHold time.Duration // the cap of its grant, from when it is made (0: none; CapPending: pending)
 	tag     *request
 	group   *group // a live wait for several keys at once
 	write   bool   // a read/write lock's writer
@@ -185,14 +185,11 @@ func checkTTL(ttl time.Duration) error {
 }
 
 // grant gives e a new grant to owner, with a new fence from want and a
-// cap of maxHold from now (none for a live wait's key held with no
-// deadline: its cap starts with its TTL), and puts e in the heap or fixes
+// cap of maxHold from now (see startCap), and puts e in the heap or fixes
 // its place there.
 func (t *table) grant(e *entry, owner string, ttl time.Duration, write bool, want uint64, maxHold time.Duration) Grant {
 	h := holder{owner: owner, fence: t.nextFence(want), deadline: t.deadlineAfter(ttl)}
-	if ttl != forever {
-		t.startCap(&h, maxHold)
-	}
+	t.startCap(&h, maxHold)
 	e.addHolder(h)
 	if e.queue != nil {
 		e.queue.writer = write
@@ -238,20 +235,22 @@ func (t *table) ended(e *entry, n int, want uint64, out *outcome) {
 }
 
 // admit lets waiters in from the head of e's queue while they fit. A
-// waiter of a live wait for several keys holds forever until its last
-// key comes (see group).
+// waiter of a live wait for several keys holds forever, its cap pending,
+// until its last key comes (see group).
 func (t *table) admit(e *entry, want uint64, out *outcome) {
 	q := e.queue
 	for q != nil && q.line.len() > 0 && t.fits(e, q.line.head().write) {
 		w := q.line.pop()
 		t.unqueue(e)
-		ttl, g := w.ttl, w.group
+		ttl, maxHold, g := w.ttl, w.maxHold, w.group
 		if g != nil {
 			if g.pending--; g.pending > 0 {
 				ttl = forever
+			} else {
+				maxHold = g.maxHold
 			}
 		}
-		out.handOff(t.grant(e, w.owner, ttl, w.write, want, w.maxHold), w.tag)
+		out.handOff(t.grant(e, w.owner, ttl, w.write, want, maxHold), w.tag)
 		if g != nil && g.pending == 0 {
 			t.groupStarts(g, e)
 		}
