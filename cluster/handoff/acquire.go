@@ -65,10 +65,12 @@ func (a Answer) Fence() uint64 {
 // the whole set), and the request waits for their hand-offs as w says. A
 // set keeps the keys it holds alive meanwhile (one entry a tick, see
 // keepAlive), and once it has them all, one more entry refreshes every
-// key, so their TTLs count from the answer. The owner's last live request
-// to leave cancels the queue entries left and releases the grants no
-// request returned, among them the keys taken at once while others were
-// waited for, which are recorded as delivered.
+// key, so their TTLs count from the answer, and so do their caps (the
+// table gives the keys a waiting set takes, or is handed, none until
+// then). The owner's last live request to leave cancels the queue entries
+// left and releases the grants no request returned, among them the keys
+// taken at once while others were waited for, which are recorded as
+// delivered.
 //
 // A wait that ran out is answered at once: its clean-up (see leave), and
 // the time its places are kept, come after the answer. But a set's with
@@ -268,7 +270,10 @@ func keepAliveLease(ttl time.Duration) time.Duration { return max(ttl, MinKeepAl
 // once the last is handed over. It refreshes a key the owner holds (its
 // fence kept), and takes again one forced free that nobody took since, as
 // the final refresh would; a key another owner holds since ends the
-// request as a refusal naming that key.
+// request as a refusal naming that key. A set's cap starts when it has
+// every key, with the final refresh, which carries the cap asked: this
+// entry carries engine.CapPending instead, which leaves the caps of the
+// keys it took pending, and makes that of a key it takes again so.
 func keepAlive(ctx context.Context, p Port, e fsm.Entry, pending []bool, lease time.Duration) (*Answer, error) {
 	var held []string
 	for i, k := range e.AcquireKeys() {
@@ -280,6 +285,9 @@ func keepAlive(ctx context.Context, p Port, e fsm.Entry, pending []bool, lease t
 		return nil, nil
 	}
 	e.Keys, e.TTL = held, lease
+	if e.MaxHold > 0 {
+		e.MaxHold = engine.CapPending
+	}
 	a, _, _, err := propose(ctx, p, e, false)
 	if err != nil || a.Fences != nil {
 		return nil, err
