@@ -38,6 +38,11 @@ import (
 //	caps uvarint | per grant with a cap, by fence: fence u64 | cap i64
 //	waiter caps uvarint | per waiter with one, by key then queue order:
 //	    key str | owner str | max hold i64
+//
+// A cap pending (a set's that waits, see CapPending) is written as the
+// largest i64, a cap no deadline passes, and a waiter's as a max hold of
+// CapPending, the same value: a table of a release that reads the value
+// as a cap never ends the grant by it.
 const (
 	snapMagic   = "ZTLK"
 	snapVersion = 3

@@ -74,7 +74,7 @@ type Entry struct {
 	Wait        bool          // acquire: queue FIFO when the key is busy
 	Claim       engine.Claim  // acquire-keys: how each key is held
 	Keys        []string      // acquire-keys: every key, taken together or not at all
-	MaxHold     time.Duration // acquire-keys: the cap on each grant's total hold time (0: none)
+	MaxHold     time.Duration // acquire-keys: the cap on each grant's total hold time (0: none; engine.CapPending: pending)
 	ID          string        // member entries: raft server id
 	HTTPAddr    string        // set-member: host:port of the node's HTTP API
 }

@@ -32,6 +32,7 @@ func allTypesEntries() []Entry {
 		{Op: engine.OpAcquireKeys, Keys: []string{"doc"}, Owner: "w", TTL: time.Second, Now: 17, Claim: engine.Claim{Kind: engine.RWLock, Write: true}},
 		{Op: engine.OpAcquireKeys, Keys: []string{"k"}, Owner: "o", TTL: time.Second, Now: 18, MaxHold: time.Hour},
 		{Op: engine.OpAcquireKeys, Keys: []string{"a", "b"}, Owner: "o", TTL: time.Second, Now: 19, Wait: true, Claim: engine.Claim{Kind: engine.RWLock, Write: true}, MaxHold: 1},
+		{Op: engine.OpAcquireKeys, Keys: []string{"a"}, Owner: "o", TTL: time.Second, Now: 20, MaxHold: engine.CapPending}, // a waiting set's keep-alive
 		{Member: SetMember, ID: "node-1", HTTPAddr: "127.0.0.1:8080"},
 		{Member: RemoveMember, ID: "node-1"},
 		{Op: engine.OpAcquire, Key: strings.Repeat("é", 512), Owner: strings.Repeat("x", maxOwnerLen), TTL: 7 * 24 * time.Hour, Now: 1},
