@@ -58,6 +58,7 @@ type uiView struct {
 	Rows              []uiRow
 	Waiting           int
 	Read              string
+	AgeUnknown        string // why an age is not shown
 	Key, Victim, Back string // the confirmation
 	Message           string // an error page's
 	status            int
@@ -93,6 +94,7 @@ func (h *handler) uiPage(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		v.List, v.Read = list, time.Now().UTC().Format("15:04:05.000 UTC")
+		v.AgeUnknown = uiAgeUnknown(v.Node.ID)
 		v.CanForce = c.Can(access.RightForceRelease)
 		if v.CanForce {
 			v.Token = formToken(r, c)
@@ -162,11 +164,21 @@ func uiRows(l api.Lock, force, inCycle bool) []uiRow {
 	return rows
 }
 
+// uiAge is an age as the page shows it; "" when the node does not know
+// it, which the page says as "unknown" with uiAgeUnknown's reason.
 func uiAge(d time.Duration) string {
 	if d <= 0 {
-		return "-"
+		return ""
 	}
 	return d.Round(100 * time.Millisecond).String()
+}
+
+// uiAgeUnknown is why the node that renders the page (the leader) shows
+// no age for a grant or a waiter: ages are what that node saw applied,
+// and neither the log's entries it never applied nor a snapshot of the
+// table say when a grant was made or a waiter queued.
+func uiAgeUnknown(node string) string {
+	return "Not known: it began before node " + node + " started or last installed a snapshot of the lock table, which does not record when."
 }
 
 // uiBase is the view every page starts from: who is signed in, and this

@@ -258,3 +258,20 @@ func TestUI_ClientCertificateSignsIn(t *testing.T) {
 	}
 	mustStatus(t, serve(h, httpRequestWithCN(t, "GET", "/ui", "", "mallory")), http.StatusUnauthorized, "GET /ui with an unknown certificate")
 }
+
+// An age the node does not know (a/y's grant and its waiter A) is shown
+// as unknown with the reason in a title, not as a blank or a dash that
+// reads like no time at all.
+func TestUI_UnknownAgeSaysWhy(t *testing.T) {
+	h, _ := uiNode(t)
+	a := do(h, "GET", "/ui", "", "Authorization", basic(tokOperator))
+	mustStatus(t, a, http.StatusOK, "GET /ui as operator")
+	row := regexp.MustCompile(`(?s)<tr data-key="a/y"[^>]*>.*?</tr>`).FindString(string(a.raw))
+	const why = `title="Not known: it began before node n1 started or last installed a snapshot of the lock table, which does not record when."`
+	if strings.Count(row, why) != 2 || !strings.Contains(row, ">unknown<") || !strings.Contains(row, ">age unknown<") {
+		t.Errorf("a/y's row does not say why its grant's and its waiter's ages are unknown (%s):\n%s", why, row)
+	}
+	if x := regexp.MustCompile(`(?s)<tr data-key="a/x"[^>]*>.*?</tr>`).FindString(string(a.raw)); strings.Contains(x, "unknown") {
+		t.Errorf("a/x's ages are known, but its row says unknown:\n%s", x)
+	}
+}
