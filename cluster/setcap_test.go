@@ -10,7 +10,7 @@ import (
 // moment it holds its last key, as its TTL (driverstest's Model, and
 // every other backend): the key it takes at once is held, with its first
 // fence, past that key's grant plus the cap while the set waits for the
-// other (kept alive every third of a second, its TTL being one), and once
+// other (kept alive every second, its TTL being three), and once
 // the other is handed over both keys are capped from then.
 func TestCluster_SetWaitCapStartsWhenTheSetCompletes(t *testing.T) {
 	_, leader, c := startLedCluster(t, 3)
@@ -21,7 +21,7 @@ func TestCluster_SetWaitCapStartsWhenTheSetCompletes(t *testing.T) {
 	done := make(chan reply, 1)
 	go func() {
 		done <- c.do(addr, "POST", "/v1/acquire", map[string]any{"keys": []string{"x", "y"}, "owner": "set",
-			"ttl_ms": time.Second.Milliseconds(), "max_hold_ms": capd.Milliseconds(), "wait_ms": (30 * time.Second).Milliseconds()})
+			"ttl_ms": (3 * time.Second).Milliseconds(), "max_hold_ms": capd.Milliseconds(), "wait_ms": (30 * time.Second).Milliseconds()})
 	}()
 	waitFor(t, 10*time.Second, "the set to queue for y", func() bool { return isWaiter(leader, "y", "set") })
 	first := c.get(addr, "x")
