@@ -310,14 +310,12 @@ func (d *Driver) look(ctx context.Context, w *waitState) (lookOutcome, error) {
 		if at := s.NextChange(req.Owner); at > 0 && (next == 0 || at < next) {
 			next = at
 		}
-		if g := rules.Find(s.Grants, req.Owner); g >= 0 {
-			l.fences[i] = s.Grants[g].Fence
+		fence, held, act := s.Look(req.Owner)
+		if held {
+			l.fences[i] = fence
 			continue
 		}
-		l.done = false
-		if p := rules.Find(s.Places, req.Owner); p < 0 || p < s.Admitted() {
-			l.act = true
-		}
+		l.done, l.act = false, l.act || act
 		if l.busy.Key == "" {
 			l.busy = drivers.Busy{Key: k, HeldBy: s.InTheWay(req.Claim, t.nowUS)}
 		}

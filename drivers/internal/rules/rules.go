@@ -124,6 +124,17 @@ func (s State) Admitted() int {
 	return len(s.Places)
 }
 
+// Look is what a waiter finds of owner in s without writing: its grant's
+// fence (held), or else whether a step would change anything (act): its
+// place is gone, or it is let in once someone writes.
+func (s State) Look(owner string) (fence uint64, held, act bool) {
+	if g := Find(s.Grants, owner); g >= 0 {
+		return s.Grants[g].Fence, true, false
+	}
+	p := Find(s.Places, owner)
+	return 0, false, p < 0 || p < s.Admitted()
+}
+
 // InTheWay is what a refused acquire of c is told at nowUS of the holder
 // in the way (drivers.Claim.InTheWay): the grant that ends first, or for
 // a write the one that ends last; ties go to the lower fence, or for a
