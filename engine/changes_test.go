@@ -38,6 +38,18 @@ func TestChanged_ClosedWhenTheKeyChangesHands(t *testing.T) {
 	step("a release", true, func() { _, _ = e.Release(ctx, "k", "a") })
 	_, _, _ = e.acquireOne(ctx, "k", "b", time.Second)
 	step("an expiry", true, func() { clock.Advance(2 * time.Second) })
+	// A restore replaces the table whole: any key may have changed hands,
+	// and no grant or release tells of it one key at a time.
+	snap, err := e.Snapshot(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, _, _ = e.acquireOne(ctx, "other", "c", time.Second)
+	step("a restore", true, func() {
+		if err := e.Restore(ctx, snap); err != nil {
+			t.Fatal(err)
+		}
+	})
 	if e.changes.Watched() {
 		t.Fatal("keys still watched after every stop")
 	}

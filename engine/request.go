@@ -340,6 +340,8 @@ func (e *loop) restore(nt *table) {
 		nt.advance(old.now) // live time never goes back
 	}
 	e.t = nt
+	// Any key may have changed hands, and nothing tells of it key by key.
+	e.changes.NotifyAll()
 }
 
 // apply runs a replicated batch in order.
