@@ -1,6 +1,7 @@
 package api
 
 import (
+	"net/url"
 	"slices"
 	"strconv"
 	"strings"
@@ -23,6 +24,16 @@ type WatchQuery struct {
 	Key        string `json:"key"`
 	Seen       string `json:"seen,omitempty"`
 	WaitMillis int64  `json:"wait_ms,omitempty"`
+}
+
+// Values is q as the query of GET PathWatch: the one place a client names
+// its parameters.
+func (q WatchQuery) Values() url.Values {
+	v := url.Values{"key": {q.Key}, "seen": {q.Seen}}
+	if q.WaitMillis != 0 {
+		v.Set("wait_ms", strconv.FormatInt(q.WaitMillis, 10))
+	}
+	return v
 }
 
 // MaxWatchWait is the longest wait_ms of a watch, and its default.

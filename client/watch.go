@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"net/http"
-	"net/url"
-	"strconv"
 	"sync"
 	"time"
 
@@ -152,7 +150,7 @@ func (c *Client) poll(ctx context.Context, key string, p *keyPoll) {
 
 // watchOnce is one GET /v1/watch of key.
 func (c *Client) watchOnce(ctx context.Context, key, seen string) (l api.Lock, held bool, err error) {
-	q := url.Values{"key": {key}, "seen": {seen}, "wait_ms": {strconv.FormatInt(watchWait.Milliseconds(), 10)}}
+	q := api.WatchQuery{Key: key, Seen: seen, WaitMillis: watchWait.Milliseconds()}.Values()
 	err = c.call(ctx, request{op: "watch", method: http.MethodGet, path: api.PathWatch, query: q, wait: watchWait}, &l)
 	if errors.Is(err, ErrNotFound) {
 		return api.Lock{}, false, nil
