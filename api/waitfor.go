@@ -12,7 +12,8 @@ import (
 // names none, so that a process holding one key through one lock and
 // waiting for another through a second is one party. InCycle marks an
 // edge on a cycle: each party on it waits, through the others, for
-// itself, and none will be let in while all of them hold on.
+// itself, and none will be let in while all of them hold on (a semaphore
+// whose holder outside the cycle frees a slot makes no cycle).
 type WaitEdge struct {
 	From    string `json:"from"`
 	To      string `json:"to"`
@@ -25,7 +26,8 @@ type WaitEdge struct {
 // waits for itself, and a party hidden from the caller, whose owner shows
 // no holder and no token, is left out), and the cycles among them, each
 // as its parties sorted (the strongly connected components of more than
-// one party, sorted by their first party). GET /v1/locks and lockcluster
+// one party, sorted by their first party; through a semaphore, only of
+// the parties no release lets in, stuckParties). GET /v1/locks and lockcluster
 // locks both compute it with this function from the locks they list.
 func WaitsFor(locks []Lock) (edges []WaitEdge, cycles [][]string) {
 	seen := map[WaitEdge]bool{}
@@ -57,6 +59,21 @@ func WaitsFor(locks []Lock) (edges []WaitEdge, cycles [][]string) {
 	for p, c := range comp {
 		members[c] = append(members[c], p)
 	}
+	if len(members) < len(comp) && slices.ContainsFunc(locks, func(l Lock) bool { return l.Kind == KindSemaphore }) {
+		// A cycle through a semaphore may be no deadlock: keep the
+		// cycles among the parties that stay stuck.
+		stuck := stuckParties(locks)
+		var among []WaitEdge
+		for _, e := range edges {
+			if stuck[e.From] && stuck[e.To] {
+				among = append(among, e)
+			}
+		}
+		comp, members = components(among), map[int][]string{}
+		for p, c := range comp {
+			members[c] = append(members[c], p)
+		}
+	}
 	for _, ps := range members {
 		if len(ps) > 1 {
 			slices.Sort(ps)
@@ -65,9 +82,98 @@ func WaitsFor(locks []Lock) (edges []WaitEdge, cycles [][]string) {
 	}
 	slices.SortFunc(cycles, func(a, b []string) int { return strings.Compare(a[0], b[0]) })
 	for i, e := range edges {
-		edges[i].InCycle = comp[e.From] == comp[e.To]
+		from, ok1 := comp[e.From]
+		to, ok2 := comp[e.To]
+		edges[i].InCycle = ok1 && ok2 && from == to
 	}
 	return edges, cycles
+}
+
+// stuckParties is the parties that no order of releases lets in: a party
+// that waits for nothing goes on and releases what it holds; a waiter of
+// a mutex or a read/write key needs every other holder of it to go on,
+// but a semaphore's waiter needs only a free slot when its turn in the
+// queue comes, which any one holder going on frees. Without semaphores
+// every party on a cycle of edges is stuck, and WaitsFor does not ask.
+// A party that waits for several keys is stuck while any of them stays
+// shut, and a party hidden from the caller ("") is taken to go on.
+func stuckParties(locks []Lock) map[string]bool {
+	shut := map[string]int{}       // a party's waits not let in yet
+	involved := map[string][]int{} // the locks a party holds or waits for
+	open := make([][]bool, len(locks))
+	holders := make([][]string, len(locks))
+	for i, l := range locks {
+		open[i] = make([]bool, len(l.Queue))
+		holders[i] = []string{party(l.Owner, l.Holder)}
+		if len(l.Holders) > 0 {
+			holders[i] = holders[i][:0]
+			for _, h := range l.Holders {
+				holders[i] = append(holders[i], party(h.Owner, h.Holder))
+			}
+		}
+		for _, p := range holders[i] {
+			involved[p] = append(involved[p], i)
+		}
+		for _, q := range l.Queue {
+			if p := party(q.Owner, q.Holder); p != "" {
+				shut[p]++
+				involved[p] = append(involved[p], i)
+			}
+		}
+	}
+	goesOn := func(p string) bool { return shut[p] == 0 } // "" included
+	var gone []string                                     // parties that go on, whose locks to look at again
+	// look lets in the waiters of lock i that can be now; a wait let in
+	// stays so, since parties only ever go on.
+	look := func(i int) {
+		l := &locks[i]
+		slots := max(0, int(l.Limit)-len(holders[i]))
+		for _, h := range holders[i] {
+			if goesOn(h) {
+				slots++
+			}
+		}
+		for j, q := range l.Queue {
+			p := party(q.Owner, q.Holder)
+			in := open[i][j]
+			if l.Kind == KindSemaphore {
+				if slots == 0 {
+					return
+				}
+				in = true
+				if !goesOn(p) {
+					slots-- // let in, and holds on to its slot
+				}
+			} else if !in {
+				in = !slices.ContainsFunc(holders[i], func(h string) bool { return h != p && !goesOn(h) })
+			}
+			if in && !open[i][j] {
+				open[i][j] = true
+				if p != "" {
+					if shut[p]--; shut[p] == 0 {
+						gone = append(gone, p)
+					}
+				}
+			}
+		}
+	}
+	for i := range locks {
+		look(i)
+	}
+	for len(gone) > 0 {
+		p := gone[len(gone)-1]
+		gone = gone[:len(gone)-1]
+		for _, i := range involved[p] {
+			look(i)
+		}
+	}
+	stuck := map[string]bool{}
+	for p, n := range shut {
+		if n > 0 {
+			stuck[p] = true
+		}
+	}
+	return stuck
 }
 
 // party is who an owner is in the wait-for graph: its holder, else the

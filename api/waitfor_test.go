@@ -172,3 +172,49 @@ func TestListOf_HolderKeepsItsLocksAndTheirCycles(t *testing.T) {
 		t.Fatalf("no filter: %d locks, %d edges, want 3 and 3", len(all.Locks), len(all.Edges))
 	}
 }
+
+// A semaphore's waiter needs any one of its holders to leave, not all
+// of them: a wait through a semaphore one of whose holders waits for
+// nobody is no deadlock, however the others wait. When every holder
+// waits on the cycle, it is one.
+func TestWaitsFor_SemaphoreWithAFreeHolderIsNoCycle(t *testing.T) {
+	sem := func(queue []api.Waiting, holders ...string) api.Lock {
+		l := api.Lock{Key: "s", Kind: api.KindSemaphore, Limit: uint32(len(holders)), Queue: queue}
+		for _, h := range holders {
+			l.Holders = append(l.Holders, api.Holder{Owner: "t:" + h, Holder: h})
+		}
+		return l
+	}
+	// X holds a slot of s and waits for nothing: when it leaves, C gets
+	// s, then leaves m, and A gets m.
+	free := []api.Lock{
+		{Key: "m", Owner: "tC:C", Holder: "C", Queue: waiting("A")},
+		sem(waiting("C"), "A", "X"),
+	}
+	edges, cycles := api.WaitsFor(free)
+	for _, e := range edges {
+		if e.InCycle {
+			t.Errorf("edge %+v flagged on a cycle, but X's release of s lets C in", e)
+		}
+	}
+	if cycles != nil {
+		t.Errorf("cycles = %v, want none: X waits for nobody and holds a slot of s", cycles)
+	}
+	// Both holders of s wait for m, which C holds while it waits for s.
+	stuck := []api.Lock{
+		{Key: "m", Owner: "tC:C", Holder: "C", Queue: waiting("A", "X")},
+		sem(waiting("C"), "A", "X"),
+	}
+	if _, cycles := api.WaitsFor(stuck); !reflect.DeepEqual(cycles, [][]string{{"A", "C", "X"}}) {
+		t.Errorf("cycles = %v, want [[A C X]]: every holder of s waits for C", cycles)
+	}
+	// C is second in s's queue and B, first, waits for m too: X's one
+	// release lets B in, not C.
+	second := []api.Lock{
+		{Key: "m", Owner: "tC:C", Holder: "C", Queue: waiting("A", "B")},
+		sem(waiting("B", "C"), "A", "X"),
+	}
+	if _, cycles := api.WaitsFor(second); len(cycles) != 1 || !slices.Contains(cycles[0], "C") {
+		t.Errorf("cycles = %v, want one through C: the slot X frees goes to B, who waits for C", cycles)
+	}
+}
