@@ -29,3 +29,12 @@ func SetStreamHooks(atCap, afterJob func()) {
 		}
 	}
 }
+
+// SetFormSecret replaces the secret of the lock page's form tokens that
+// has no Authorization header to key them (a node process's own, which
+// differs from node to node), and returns what restores it.
+func SetFormSecret(secret func() []byte) (restore func()) {
+	old := processSecret
+	processSecret = secret
+	return func() { processSecret = old }
+}

@@ -70,7 +70,8 @@ func (h *handler) uiRefuse(w http.ResponseWriter, r *http.Request, c *access.Cre
 // which can make the browser send a form but not read this page, cannot
 // forge it, and any node computes the same one; with no such header (a
 // client certificate, a node without credentials) under a secret of this
-// process.
+// process, so the leader that wrote the page is the node that checks it
+// (uiForce).
 func formToken(r *http.Request, c *access.Credential) string {
 	key := []byte(r.Header.Get(api.HeaderAuthorization))
 	if len(key) == 0 {

@@ -35,10 +35,6 @@ func (h *handler) uiForce(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	key := form.Get("key")
-	if !hmac.Equal([]byte(form.Get("token")), []byte(formToken(r, c))) {
-		h.uiRefuse(w, r, c, "the form's token is not this credential's: reload the page and try again")
-		return
-	}
 	if !c.Can(access.RightForceRelease) || !c.CoversKey(key) {
 		h.uiRefuse(w, r, c, fmt.Sprintf("credential %q (role %s, %s) may not force-release key %q", c.Name, c.Role, c.Scope(), key))
 		return
@@ -54,6 +50,13 @@ func (h *handler) uiForce(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	h.onLeader(w, r, raw, func() {
+		// The token is checked where the page that carries it was made,
+		// the leader: a token of a credential without an Authorization
+		// header is keyed by the process that wrote it (formToken).
+		if !hmac.Equal([]byte(form.Get("token")), []byte(formToken(r, c))) {
+			h.uiRefuse(w, r, c, "the form's token is not this credential's: reload the page and try again")
+			return
+		}
 		if form.Get("confirm") != "yes" {
 			v := h.uiBase(r, "Force-release")
 			v.template, v.Key, v.Token, v.Prefix, v.Holder = "confirm", key, formToken(r, c), form.Get("prefix"), form.Get("holder")
