@@ -38,3 +38,6 @@ func SetFormSecret(secret func() []byte) (restore func()) {
 	processSecret = secret
 	return func() { processSecret = old }
 }
+
+// UIEventsGap is the least time between two events of GET /ui/events.
+const UIEventsGap = uiEventsGap

@@ -12,6 +12,11 @@ import (
 const (
 	uiEventsFor   = 55 * time.Second
 	uiEventsRetry = 300 * time.Millisecond
+	// uiEventsGap is the least time between two events of one stream:
+	// each makes the page read the whole table from the leader again, so
+	// a table that changes without pause is read at most this often by
+	// each open page, and still shown within a second.
+	uiEventsGap = 250 * time.Millisecond
 )
 
 // uiEvents sends a server-sent event at every change of the lock table
@@ -47,6 +52,10 @@ func (h *handler) uiEvents(w http.ResponseWriter, r *http.Request) {
 	defer end.Stop()
 	beat := time.NewTicker(15 * time.Second)
 	defer beat.Stop()
+	// due is the end of the gap after the last event while a change waits
+	// for it (nil: none waits); the changes meanwhile are that one event.
+	var due <-chan time.Time
+	var told time.Time
 	for {
 		var msg string
 		select {
@@ -55,7 +64,15 @@ func (h *handler) uiEvents(w http.ResponseWriter, r *http.Request) {
 			// one that comes meanwhile is not missed.
 			stop()
 			changed, stop = tw.TableChanged()
-			msg = "data: changed\n\n"
+			if wait := time.Until(told.Add(uiEventsGap)); wait > 0 {
+				if due == nil {
+					due = time.After(wait)
+				}
+				continue
+			}
+			due, msg, told = nil, "data: changed\n\n", time.Now()
+		case <-due:
+			due, msg, told = nil, "data: changed\n\n", time.Now()
 		case <-beat.C:
 			msg = ": still here\n\n"
 		case <-end.C:
