@@ -121,9 +121,9 @@ func (d *Driver) step(ctx context.Context, w *waitState, queue bool) (stepOutcom
 		// (until then they live a place's lease), and a set's places none
 		// until then; a key owner held before keeps the cap it had.
 		var ceiling rules.Cap
-		placeMaxHold := req.MaxHold.Microseconds()
+		placeMaxHold := rules.MaxHoldUS(req.MaxHold)
 		if out.done {
-			ceiling = rules.CapAt(t.nowUS, req.MaxHold.Microseconds())
+			ceiling = rules.CapAt(t.nowUS, rules.MaxHoldUS(req.MaxHold))
 		}
 		if n > 1 {
 			placeTTL, placeMaxHold = rules.PlaceLease.Microseconds(), 0

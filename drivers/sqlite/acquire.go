@@ -59,7 +59,7 @@ func granted(err error, fences ...uint64) (drivers.Grant, error) {
 func (d *Driver) acquireOne(ctx context.Context, req drivers.Request) (fence uint64, ok bool, err error) {
 	err = d.write(ctx, "acquire", func(ctx context.Context) error {
 		now := time.Now()
-		ceiling := rules.CapAt(now.UnixMicro(), maxHoldUS(req.MaxHold))
+		ceiling := rules.CapAt(now.UnixMicro(), rules.MaxHoldUS(req.MaxHold))
 		args := append([]any{req.Key(), req.Owner, ceiling.Bound(deadlineUS(now, req.TTL)), now.UnixMicro()}, claimArgs(req.Claim)...)
 		args = append(args, ceiling.Arg())
 		var f int64
@@ -237,7 +237,7 @@ func (d *Driver) stepTx(ctx context.Context, w *waitState, queue bool) (stepOutc
 	// has none, but those owner held before the request, whose cap (or
 	// lack of one) a refresh keeps. A place of one key carries its MaxHold
 	// for the release that lets it in.
-	ceiling, placeHold := rules.CapAt(now.UnixMicro(), maxHoldUS(req.MaxHold)), maxHoldArg(req.MaxHold)
+	ceiling, placeHold := rules.CapAt(now.UnixMicro(), rules.MaxHoldUS(req.MaxHold)), maxHoldArg(req.MaxHold)
 	if !out.done {
 		ceiling = 0
 	}

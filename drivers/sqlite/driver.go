@@ -74,22 +74,13 @@ func deadlineUS(now time.Time, ttl time.Duration) int64 {
 	return now.UnixMicro() + max(ttl.Microseconds(), 1)
 }
 
-// maxHoldUS is a request's MaxHold in microseconds: 0 for none, else at
-// least one.
-func maxHoldUS(maxHold time.Duration) int64 {
-	if maxHold <= 0 {
-		return 0
-	}
-	return max(maxHold.Microseconds(), 1)
-}
-
 // maxHoldArg is a request's MaxHold as a place's max_hold_us: NULL for
 // none.
 func maxHoldArg(maxHold time.Duration) any {
 	if maxHold <= 0 {
 		return nil
 	}
-	return maxHoldUS(maxHold)
+	return rules.MaxHoldUS(maxHold)
 }
 
 // Release deletes owner's grant of key. It reports false when the grant

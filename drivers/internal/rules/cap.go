@@ -1,5 +1,7 @@
 package rules
 
+import "time"
+
 // Cap is a grant's cap on total hold time (drivers.Request.MaxHold) as a
 // moment in Unix microseconds, 0 for none: every deadline written for the
 // grant stays within it.
@@ -29,4 +31,14 @@ func (c Cap) Arg() any {
 		return nil
 	}
 	return int64(c)
+}
+
+// MaxHoldUS is a request's MaxHold in whole microseconds, as the tables
+// keep it: 0 for none, else at least one, so that a cap shorter than a
+// microsecond is never taken for no cap.
+func MaxHoldUS(maxHold time.Duration) int64 {
+	if maxHold <= 0 {
+		return 0
+	}
+	return max(maxHold.Microseconds(), 1)
 }

@@ -2,6 +2,7 @@ package rules
 
 import (
 	"testing"
+	"time"
 
 	"github.com/zerotal/lock/drivers"
 )
@@ -29,6 +30,19 @@ func TestState_AdmitsFromTheHeadWhileTheyFit(t *testing.T) {
 	} {
 		if got := (State{Grants: tc.grants, Places: tc.places}).Admitted(); got != tc.want {
 			t.Errorf("%s: %d let in, want %d", tc.name, got, tc.want)
+		}
+	}
+}
+
+// A cap shorter than a microsecond is still a cap: the tables keep whole
+// microseconds, where 0 means none.
+func TestMaxHoldUS_NeverRoundsACapToNone(t *testing.T) {
+	for _, c := range []struct {
+		in   time.Duration
+		want int64
+	}{{0, 0}, {-time.Second, 0}, {500 * time.Nanosecond, 1}, {time.Microsecond, 1}, {1500 * time.Microsecond, 1500}} {
+		if got := MaxHoldUS(c.in); got != c.want {
+			t.Errorf("MaxHoldUS(%v) = %d, want %d", c.in, got, c.want)
 		}
 	}
 }
