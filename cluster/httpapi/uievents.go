@@ -53,25 +53,25 @@ func (h *handler) uiEvents(w http.ResponseWriter, r *http.Request) {
 	beat := time.NewTicker(15 * time.Second)
 	defer beat.Stop()
 	// due is the end of the gap after the last event while a change waits
-	// for it (nil: none waits); the changes meanwhile are that one event.
+	// for it (nil: none waits): the changes until then are that one event,
+	// so the table is not watched meanwhile.
 	var due <-chan time.Time
 	var told time.Time
 	for {
 		var msg string
 		select {
 		case <-changed:
-			// The next change is watched for before this one is told:
-			// one that comes meanwhile is not missed.
 			stop()
-			changed, stop = tw.TableChanged()
 			if wait := time.Until(told.Add(uiEventsGap)); wait > 0 {
-				if due == nil {
-					due = time.After(wait)
-				}
+				changed, stop, due = nil, func() {}, time.After(wait)
 				continue
 			}
-			due, msg, told = nil, "data: changed\n\n", time.Now()
+			// The next change is watched for before this one is told:
+			// one that comes meanwhile is not missed.
+			changed, stop = tw.TableChanged()
+			msg, told = "data: changed\n\n", time.Now()
 		case <-due:
+			changed, stop = tw.TableChanged()
 			due, msg, told = nil, "data: changed\n\n", time.Now()
 		case <-beat.C:
 			msg = ": still here\n\n"
