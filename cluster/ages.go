@@ -18,14 +18,17 @@ import (
 // A restore also forgets every waiter's age (restored).
 //
 // A waiter is forgotten when a hand-off lets it in or a cancel-wait
-// removes it; for a key a listing reads, the grants and waiters it no
-// longer has are forgotten. Beyond maxAges entries of either kind (what
-// left in a way not seen, of keys nobody lists) all of that kind are
-// forgotten: the ages are a courtesy, the table itself is the engine's.
+// removes it, a grant when a release, an expiry or a force-release ends
+// it (a busy table, whose ended keys nobody lists, would otherwise fill
+// the record and wipe the age of a grant held all along); for a key a
+// listing reads, the grants and waiters it no longer has are forgotten.
+// Beyond maxAges entries of either kind (what left in a way not seen, of
+// keys nobody lists) all of that kind are forgotten: the ages are a
+// courtesy, the table itself is the engine's.
 type tableAges struct {
 	mu      sync.Mutex
-	grants  ageSet // key → fence → granted at
-	waiters ageSet // key → owner → queued at
+	grants  ageSet // key → fence → granted at, by owner
+	waiters ageSet // key → owner → queued at, by owner
 }
 
 const maxAges = 1 << 16
@@ -34,26 +37,36 @@ const maxAges = 1 << 16
 // forgets the waiters it let in or removed. It runs in the FSM goroutine.
 func (t *tableAges) applied(a fsm.Applied) {
 	granted := a.Result.OK && a.Entry.AcquireKeys() != nil
-	if !granted && !a.Result.Queued && len(a.Result.Handoffs) == 0 && a.Entry.Op != engine.OpCancelWait {
+	ended := a.Result.OK && (a.Entry.Op == engine.OpRelease || a.Entry.Op == engine.OpExpire || a.Entry.Op == engine.OpForceRelease)
+	if !granted && !ended && !a.Result.Queued && len(a.Result.Handoffs) == 0 && a.Entry.Op != engine.OpCancelWait {
 		return
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	now := a.Entry.Now
+	if ended { // before the hand-offs it made
+		e := a.Entry
+		for fence, g := range t.grants.m[e.Key] {
+			if e.Op == engine.OpForceRelease || e.Op == engine.OpRelease && g.by == e.Owner ||
+				e.Op == engine.OpExpire && fence == fenceKey(e.ExpectFence) {
+				t.grants.forget(e.Key, fence)
+			}
+		}
+	}
 	for i, key := range a.Entry.AcquireKeys() {
 		switch {
 		case i >= len(a.Result.Grants):
 		case a.Result.Grants[i] == (engine.Grant{}):
 			if a.Result.Queued {
-				t.waiters.add(key, a.Entry.Owner, now) // a waiter that asks again keeps its age
+				t.waiters.add(key, a.Entry.Owner, a.Entry.Owner, now) // a waiter that asks again keeps its age
 			}
 		default:
-			t.grants.add(key, fenceKey(a.Result.Grants[i].Fence), now) // a refresh keeps its fence, and its age
+			t.grants.add(key, fenceKey(a.Result.Grants[i].Fence), a.Entry.Owner, now) // a refresh keeps its fence, and its age
 		}
 	}
 	for _, h := range a.Result.Handoffs {
 		t.waiters.forget(h.Key, h.Owner)
-		t.grants.add(h.Key, fenceKey(h.Fence), now)
+		t.grants.add(h.Key, fenceKey(h.Fence), h.Owner, now)
 	}
 	if a.Entry.Op == engine.OpCancelWait {
 		t.waiters.forget(a.Entry.Key, a.Entry.Owner)
@@ -103,34 +116,41 @@ func (t *tableAges) fill(l *api.Lock, now int64) {
 
 func fenceKey(f uint64) string { return strconv.FormatUint(f, 10) }
 
-// ageSet is a time for each (key, name), bounded by maxAges.
+// ageSet is a time for each (key, name), and who it is of, bounded by
+// maxAges.
 type ageSet struct {
-	m map[string]map[string]int64
+	m map[string]map[string]seenAt
 	n int
 }
 
-// add records at for (key, name) unless it has a time already.
-func (s *ageSet) add(key, name string, at int64) {
+type seenAt struct {
+	at int64
+	by string // the owner
+}
+
+// add records at for (key, name), of owner by, unless it has a time
+// already.
+func (s *ageSet) add(key, name, by string, at int64) {
 	if s.n >= maxAges {
 		s.m, s.n = nil, 0
 	}
 	if s.m == nil {
-		s.m = map[string]map[string]int64{}
+		s.m = map[string]map[string]seenAt{}
 	}
 	names := s.m[key]
 	if names == nil {
-		names = map[string]int64{}
+		names = map[string]seenAt{}
 		s.m[key] = names
 	}
 	if _, ok := names[name]; !ok {
-		names[name] = at
+		names[name] = seenAt{at: at, by: by}
 		s.n++
 	}
 }
 
 func (s *ageSet) at(key, name string) (int64, bool) {
-	at, ok := s.m[key][name]
-	return at, ok
+	a, ok := s.m[key][name]
+	return a.at, ok
 }
 
 func (s *ageSet) forget(key, name string) {

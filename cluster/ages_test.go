@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"strconv"
 	"testing"
 	"time"
 
@@ -68,5 +69,41 @@ func TestTableAges_RestoreForgetsWaitersKeepsGrants(t *testing.T) {
 	ages.fill(&l, 5*s)
 	if l.Age != 4*time.Second || l.Queue[0].AgeMillis != 0 {
 		t.Fatalf("after a restore: grant age %v, waiter age %dms; want 4s (fence 1 granted at 1s) and none known", l.Age, l.Queue[0].AgeMillis)
+	}
+}
+
+// A grant's age is forgotten when the grant ends (release, expiry, force
+// release), so that a busy table, whose released keys nobody lists, does
+// not fill the record and wipe the age of a grant held all along: the
+// wedged holder an operator looks for. Before, more than maxAges grants
+// made since wiped every age, and the page said the grant began before
+// the node started.
+func TestTableAges_EndedGrantsAreForgotten(t *testing.T) {
+	const s = int64(time.Second)
+	var ages tableAges
+	grant := func(now int64, key, owner string, fence uint64) {
+		ages.applied(fsm.Applied{Entry: fsm.Entry{Op: engine.OpAcquireKeys, Keys: []string{key}, Owner: owner, Now: now},
+			Result: engine.Result{OK: true, Grants: []engine.Grant{{Key: key, Owner: owner, Fence: fence}}}})
+	}
+	grant(1*s, "old", "w", 1)
+	for i := range maxAges + 10 {
+		key, fence := "k"+strconv.Itoa(i%100), uint64(2+i)
+		grant(2*s, key, "o", fence)
+		switch i % 3 {
+		case 0:
+			ages.applied(fsm.Applied{Entry: fsm.Entry{Op: engine.OpRelease, Key: key, Owner: "o", Now: 2 * s}, Result: engine.Result{OK: true}})
+		case 1:
+			ages.applied(fsm.Applied{Entry: fsm.Entry{Op: engine.OpExpire, Key: key, Owner: "o", ExpectFence: fence, Now: 2 * s}, Result: engine.Result{OK: true}})
+		case 2:
+			ages.applied(fsm.Applied{Entry: fsm.Entry{Op: engine.OpForceRelease, Key: key, Now: 2 * s}, Result: engine.Result{OK: true}})
+		}
+	}
+	l := api.Lock{Key: "old", Owner: "w", Fence: 1}
+	ages.fill(&l, 5*s)
+	if l.Age != 4*time.Second {
+		t.Fatalf("the grant held since 1s is %v old at 5s after %d grants made and ended, want 4s", l.Age, maxAges+10)
+	}
+	if ages.grants.n != 1 {
+		t.Fatalf("%d grants remembered, want 1: every other has ended", ages.grants.n)
 	}
 }
