@@ -5,7 +5,6 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"net/http"
-	"net/http/httptest"
 	"net/url"
 	"regexp"
 	"strings"
@@ -201,15 +200,7 @@ func (s *tableStore) changed() {
 
 func TestUI_EventsFollowTheTable(t *testing.T) {
 	s := &tableStore{fakeStore: newFakeStore("n1")}
-	srv := httptest.NewServer(newHandler(s, httpapi.Options{NodeID: "n1", Credentials: operator(tokOperator)}))
-	defer srv.Close()
-	req, _ := http.NewRequestWithContext(t.Context(), "GET", srv.URL+"/ui/events", nil)
-	req.Header.Set("Authorization", basic(tokOperator))
-	resp, err := srv.Client().Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
+	resp := openUIEvents(t, s)
 	if resp.StatusCode != http.StatusOK || resp.Header.Get("Content-Type") != "text/event-stream" {
 		t.Fatalf("GET /ui/events: %s, %q", resp.Status, resp.Header.Get("Content-Type"))
 	}

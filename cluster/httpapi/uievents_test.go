@@ -11,6 +11,22 @@ import (
 	"github.com/zerotal/lock/cluster/httpapi"
 )
 
+// openUIEvents opens GET /ui/events as an operator on a node over s; the
+// stream and the node end with the test.
+func openUIEvents(t *testing.T, s httpapi.Store) *http.Response {
+	t.Helper()
+	srv := httptest.NewServer(newHandler(s, httpapi.Options{NodeID: "n1", Credentials: operator(tokOperator)}))
+	t.Cleanup(srv.Close)
+	req, _ := http.NewRequestWithContext(t.Context(), "GET", srv.URL+"/ui/events", nil)
+	req.Header.Set("Authorization", basic(tokOperator))
+	resp, err := srv.Client().Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { resp.Body.Close() })
+	return resp
+}
+
 // A table that changes without pause sends a page at most one event per
 // httpapi.UIEventsGap, each of which makes the page read the whole
 // table from the leader again: many changes in a burst are one event.
@@ -18,15 +34,7 @@ import (
 // them, and each open page re-read the table without pause.
 func TestUI_EventsOfABurstAreSpaced(t *testing.T) {
 	s := &tableStore{fakeStore: newFakeStore("n1")}
-	srv := httptest.NewServer(newHandler(s, httpapi.Options{NodeID: "n1", Credentials: operator(tokOperator)}))
-	defer srv.Close()
-	req, _ := http.NewRequestWithContext(t.Context(), "GET", srv.URL+"/ui/events", nil)
-	req.Header.Set("Authorization", basic(tokOperator))
-	resp, err := srv.Client().Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
+	resp := openUIEvents(t, s)
 	events := make(chan time.Time, 1<<16)
 	go func() {
 		defer close(events)
