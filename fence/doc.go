@@ -106,4 +106,13 @@
 // a DB store when that matters. And the resource learns of a newer holder
 // only at its first guarded write: until then an older holder's write is
 // admitted, since nothing newer has been written that it could overwrite.
+//
+// The guard trusts the fence it is given: it orders honest holders, it
+// does not authenticate them. A client that may call the resource at all
+// can send a huge fence and lock every later holder out of that resource
+// name, so put the guard behind the service's own authentication, and
+// let only callers that hold the lock's credentials reach it. Memory keeps
+// one entry per resource name it has seen, and cannot forget one without
+// letting a stale holder back in: behind Handler, where clients name the
+// resource, bound the names the service accepts (or use a DB store).
 package fence
