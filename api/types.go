@@ -122,12 +122,15 @@ type ForceReleaseRequest struct {
 
 // LockList is the answer of GET /v1/locks: the held keys, sorted by key.
 // Truncated is true when more keys matched than the limit let through.
-// Edges and Cycles are who waits for whom among them (WaitsFor).
+// Edges and Cycles are who waits for whom among them (WaitsFor);
+// EdgesTruncated is true when there were more edges than MaxWaitEdges,
+// and Cycles are then those among the edges kept.
 type LockList struct {
-	Locks     []Lock     `json:"locks"`
-	Truncated bool       `json:"truncated"`
-	Edges     []WaitEdge `json:"edges,omitempty"`
-	Cycles    [][]string `json:"cycles,omitempty"`
+	Locks          []Lock     `json:"locks"`
+	Truncated      bool       `json:"truncated"`
+	Edges          []WaitEdge `json:"edges,omitempty"`
+	EdgesTruncated bool       `json:"edges_truncated,omitempty"`
+	Cycles         [][]string `json:"cycles,omitempty"`
 }
 
 // Status is one node's view of the cluster (GET /v1/status).

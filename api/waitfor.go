@@ -21,6 +21,15 @@ type WaitEdge struct {
 	InCycle bool   `json:"in_cycle,omitempty"`
 }
 
+// MaxWaitEdges is the most wait-for edges WaitsFor gives. A key's edges
+// are its holders times its waiters, so a credential that fills a
+// semaphore of 1,000 slots and queues 1,000 behind it would make a million
+// edges (about 1.7 s of CPU and tens of MB on every listing and every
+// render of the lock page). Ten thousand is an answer of about a megabyte
+// and a few milliseconds, more rows than an operator reads, and still
+// every edge of any table without such a key.
+const MaxWaitEdges = 10_000
+
 // WaitsFor is who waits for whom across locks: one edge from each waiter
 // of a key to each holder of it (sorted by From, To, Key; a party never
 // waits for itself, and a party hidden from the caller, whose owner shows
@@ -29,27 +38,51 @@ type WaitEdge struct {
 // one party, sorted by their first party; through a semaphore, only of
 // the parties no release lets in, stuckParties). GET /v1/locks and lockcluster
 // locks both compute it with this function from the locks they list.
-func WaitsFor(locks []Lock) (edges []WaitEdge, cycles [][]string) {
-	seen := map[WaitEdge]bool{}
-	for _, l := range locks {
-		holders := []string{party(l.Owner, l.Holder)}
+//
+// It gives at most MaxWaitEdges edges, and truncated is true when there
+// were more: the waiters are taken by their place in their queue, the
+// first of every key, then the second of every key, and so on, so one
+// long queue does not hide the heads of the others; the cycles are those
+// among the edges kept. The same locks give the same edges.
+func WaitsFor(locks []Lock) (edges []WaitEdge, cycles [][]string, truncated bool) {
+	holders := make([][]string, len(locks))
+	var queued []int // the locks with a waiter at the place looked at
+	for i, l := range locks {
+		holders[i] = []string{party(l.Owner, l.Holder)}
 		if len(l.Holders) > 0 {
-			holders = holders[:0]
+			holders[i] = holders[i][:0]
 			for _, h := range l.Holders {
-				holders = append(holders, party(h.Owner, h.Holder))
+				holders[i] = append(holders[i], party(h.Owner, h.Holder))
 			}
 		}
-		for _, q := range l.Queue {
-			from := party(q.Owner, q.Holder)
-			for _, to := range holders {
+		if len(l.Queue) > 0 {
+			queued = append(queued, i)
+		}
+	}
+	seen := map[WaitEdge]bool{}
+places:
+	for at := 0; len(queued) > 0; at++ {
+		more := queued[:0]
+		for _, i := range queued {
+			l := &locks[i]
+			from := party(l.Queue[at].Owner, l.Queue[at].Holder)
+			for _, to := range holders[i] {
 				e := WaitEdge{From: from, To: to, Key: l.Key}
 				if from == "" || to == "" || from == to || seen[e] {
 					continue
 				}
+				if len(edges) == MaxWaitEdges {
+					truncated = true
+					break places
+				}
 				seen[e] = true
 				edges = append(edges, e)
 			}
+			if at+1 < len(l.Queue) {
+				more = append(more, i)
+			}
 		}
+		queued = more
 	}
 	slices.SortFunc(edges, func(a, b WaitEdge) int {
 		return cmp.Or(strings.Compare(a.From, b.From), strings.Compare(a.To, b.To), strings.Compare(a.Key, b.Key))
@@ -86,7 +119,7 @@ func WaitsFor(locks []Lock) (edges []WaitEdge, cycles [][]string) {
 		to, ok2 := comp[e.To]
 		edges[i].InCycle = ok1 && ok2 && from == to
 	}
-	return edges, cycles
+	return edges, cycles, truncated
 }
 
 // stuckParties is the parties that no order of releases lets in: a party
@@ -259,9 +292,9 @@ func (t *tarjan) visit(v string) {
 // owner), and the wait-for edges and cycles of every lock of locks, with
 // holder set only the edges of the locks kept and the cycles they are on.
 func ListOf(locks []Lock, truncated bool, holder string) LockList {
-	edges, cycles := WaitsFor(locks)
+	edges, cycles, cut := WaitsFor(locks)
 	if holder == "" {
-		return LockList{Locks: locks, Truncated: truncated, Edges: edges, Cycles: cycles}
+		return LockList{Locks: locks, Truncated: truncated, Edges: edges, EdgesTruncated: cut, Cycles: cycles}
 	}
 	kept := map[string]bool{}
 	var out []Lock
@@ -287,7 +320,7 @@ func ListOf(locks []Lock, truncated bool, holder string) LockList {
 			cs = append(cs, c)
 		}
 	}
-	return LockList{Locks: out, Truncated: truncated, Edges: es, Cycles: cs}
+	return LockList{Locks: out, Truncated: truncated, Edges: es, EdgesTruncated: cut, Cycles: cs}
 }
 
 // involves reports whether a holder or waiter of l names holder.

@@ -24,7 +24,7 @@ func TestWaitsFor_TwoKeyCycleIsFlagged(t *testing.T) {
 		{Key: "b", Owner: "tB:B", Holder: "B", Queue: waiting("A", "C")},
 		{Key: "c", Owner: "tC:D", Holder: "D", Queue: waiting("A")},
 	}
-	edges, cycles := api.WaitsFor(locks)
+	edges, cycles, _ := api.WaitsFor(locks)
 	want := []api.WaitEdge{
 		{From: "A", To: "B", Key: "b", InCycle: true},
 		{From: "A", To: "D", Key: "c"},
@@ -51,7 +51,7 @@ func TestWaitsFor_SharedHoldersAndHiddenOwners(t *testing.T) {
 		// not a wait for anyone else.
 		{Key: "self", Owner: "t1:P", Holder: "P", Queue: waiting("P")},
 	}
-	edges, cycles := api.WaitsFor(locks)
+	edges, cycles, _ := api.WaitsFor(locks)
 	want := []api.WaitEdge{
 		{From: "R", To: "P", Key: "s"},
 		{From: "R", To: "Q", Key: "s"},
@@ -84,7 +84,7 @@ func TestWaitsFor_MatchesReachability(t *testing.T) {
 			}
 			locks = append(locks, l)
 		}
-		edges, cycles := api.WaitsFor(locks)
+		edges, cycles, _ := api.WaitsFor(locks)
 
 		// The edges are exactly every (waiter, holder, key) but a
 		// party's wait for itself.
@@ -191,7 +191,7 @@ func TestWaitsFor_SemaphoreWithAFreeHolderIsNoCycle(t *testing.T) {
 		{Key: "m", Owner: "tC:C", Holder: "C", Queue: waiting("A")},
 		sem(waiting("C"), "A", "X"),
 	}
-	edges, cycles := api.WaitsFor(free)
+	edges, cycles, _ := api.WaitsFor(free)
 	for _, e := range edges {
 		if e.InCycle {
 			t.Errorf("edge %+v flagged on a cycle, but X's release of s lets C in", e)
@@ -205,7 +205,7 @@ func TestWaitsFor_SemaphoreWithAFreeHolderIsNoCycle(t *testing.T) {
 		{Key: "m", Owner: "tC:C", Holder: "C", Queue: waiting("A", "X")},
 		sem(waiting("C"), "A", "X"),
 	}
-	if _, cycles := api.WaitsFor(stuck); !reflect.DeepEqual(cycles, [][]string{{"A", "C", "X"}}) {
+	if _, cycles, _ := api.WaitsFor(stuck); !reflect.DeepEqual(cycles, [][]string{{"A", "C", "X"}}) {
 		t.Errorf("cycles = %v, want [[A C X]]: every holder of s waits for C", cycles)
 	}
 	// C is second in s's queue and B, first, waits for m too: X's one
@@ -214,7 +214,7 @@ func TestWaitsFor_SemaphoreWithAFreeHolderIsNoCycle(t *testing.T) {
 		{Key: "m", Owner: "tC:C", Holder: "C", Queue: waiting("A", "B")},
 		sem(waiting("B", "C"), "A", "X"),
 	}
-	if _, cycles := api.WaitsFor(second); len(cycles) != 1 || !slices.Contains(cycles[0], "C") {
+	if _, cycles, _ := api.WaitsFor(second); len(cycles) != 1 || !slices.Contains(cycles[0], "C") {
 		t.Errorf("cycles = %v, want one through C: the slot X frees goes to B, who waits for C", cycles)
 	}
 }

@@ -102,6 +102,7 @@ export interface LockList {
   locks: Lock[];
   truncated: boolean;
   edges?: WaitEdge[];
+  edges_truncated?: boolean;
   cycles?: string[][];
 }
 
