@@ -35,7 +35,10 @@ const (
 //go:embed ui/page.html
 var uiFiles embed.FS
 
-var uiTemplates = template.Must(template.New("ui").Funcs(template.FuncMap{}).ParseFS(uiFiles, "ui/page.html"))
+var uiTemplates = template.Must(template.New("ui").Funcs(template.FuncMap{
+	"eventsFullMillis": uiEventsFull.Milliseconds,
+	"maxWaitEdges":     func() int { return api.MaxWaitEdges },
+}).ParseFS(uiFiles, "ui/page.html"))
 
 // ui adds the page's routes to mux.
 func (h *handler) ui(mux *http.ServeMux) {

@@ -17,6 +17,10 @@ const (
 	// a table that changes without pause is read at most this often by
 	// each open page, and still shown within a second.
 	uiEventsGap = 250 * time.Millisecond
+	// uiEventsFull is how long a page whose stream found the node's wait
+	// cap full waits before it asks again (Retry-After, and the page's
+	// script).
+	uiEventsFull = 10 * time.Second
 )
 
 // uiEvents sends a server-sent event at every change of the lock table
@@ -27,6 +31,19 @@ func (h *handler) uiEvents(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		h.uiFail(w, r, http.StatusNotImplemented, "This node has no live updates: reload the page.")
 		return
+	}
+	// An open page's stream is a wait: it takes a slot of the node's
+	// cap. When none is free the page is told to come back later; it
+	// reloads its table meanwhile on its own timer.
+	var done func()
+	if h.waits != nil {
+		var err error
+		if done, err = h.waits.take(); err != nil {
+			w.Header().Set("Retry-After", strconv.Itoa(int(uiEventsFull.Seconds())))
+			h.uiFail(w, r, http.StatusTooManyRequests, "This node serves as many waits and live pages as it may: the page reloads its table by itself and asks for live updates again later.")
+			return
+		}
+		defer done()
 	}
 	hd := w.Header()
 	hd.Set("Content-Type", "text/event-stream")

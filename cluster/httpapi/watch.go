@@ -49,6 +49,13 @@ func (h *handler) watch(w http.ResponseWriter, r *http.Request) {
 		writeError(w, fmt.Errorf("watch: this node cannot watch keys: %w", drivers.ErrUnsupported))
 		return
 	}
+	// A watch holds a goroutine and a connection for its wait as a
+	// waiting acquire does: it takes a slot of the same cap.
+	done, ok := h.waitSlot(w, r, wait.Milliseconds())
+	if !ok {
+		return
+	}
+	defer done()
 	l, held, err := watcher.Watch(r.Context(), key, q.Get("seen"), wait)
 	answerLock(w, r, l, held, err)
 }
