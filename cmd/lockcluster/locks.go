@@ -35,7 +35,9 @@ Below the table, who waits for whom: each waiter of a key (named by its holder, 
 names none) waits for each holder of the key, and waits that go round in a cycle are flagged: none of
 those will be let in while all of them hold on. GET /v1/locks and the node's page /ui show the same
 edges (api.WaitsFor), computed from the listed keys: where a backend does not tell its waiters in
-order, none are shown.`
+order, none are shown. At most 10,000 edges are shown (api.MaxWaitEdges: a semaphore's edges are its
+holders times its waiters), the first waiters of every key first; past that the list says more edges
+are not shown, and the cycles are those among the edges shown.`
 
 // locksOptions are locks' flags: the backend's (without the key prefix:
 // --prefix filters the listing), and the listing's.
@@ -156,6 +158,9 @@ func printWaits(w io.Writer, list api.LockList) {
 		fmt.Fprintf(tw, "%s\t%s\t%q\t%s\n", e.From, e.To, e.Key, flag)
 	}
 	_ = tw.Flush()
+	if list.EdgesTruncated {
+		fmt.Fprintf(w, "(more edges not shown: only the first %d waits, the first waiters of every key first; the cycles are among those shown)\n", api.MaxWaitEdges)
+	}
 	for _, c := range list.Cycles {
 		fmt.Fprintf(w, "wait cycle: %s (none of them will be let in while all hold on)\n", strings.Join(c, " <-> "))
 	}
