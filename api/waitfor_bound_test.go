@@ -1,6 +1,7 @@
 package api_test
 
 import (
+	"encoding/json"
 	"fmt"
 	"testing"
 	"time"
@@ -31,7 +32,8 @@ func TestListOf_EdgesAreBounded(t *testing.T) {
 	if !list.EdgesTruncated {
 		t.Fatalf("%d edges kept of 1,000,000, but EdgesTruncated is false", len(list.Edges))
 	}
-	t.Logf("%d edges in %s", len(list.Edges), took)
+	js, _ := json.Marshal(list.Edges)
+	t.Logf("%d edges (%d bytes of JSON) in %s", len(list.Edges), len(js), took)
 }
 
 // A key after a huge one still shows its waits, and its cycle: the bound
@@ -66,6 +68,19 @@ func TestListOf_SmallTableIsNotTruncated(t *testing.T) {
 
 func BenchmarkListOf_Semaphore1000x1000(b *testing.B) {
 	locks := []api.Lock{bigSemaphore("big", 1000)}
+	for b.Loop() {
+		api.ListOf(locks, false, "")
+	}
+}
+
+// With a cycle elsewhere, WaitsFor also asks which parties stay stuck
+// (stuckParties), over every lock listed.
+func BenchmarkListOf_Semaphore1000x1000WithCycle(b *testing.B) {
+	locks := []api.Lock{
+		{Key: "a", Owner: "tA:A", Holder: "A", Queue: waiting("B")},
+		{Key: "b", Owner: "tB:B", Holder: "B", Queue: waiting("A")},
+		bigSemaphore("c", 1000),
+	}
 	for b.Loop() {
 		api.ListOf(locks, false, "")
 	}
