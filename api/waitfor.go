@@ -48,13 +48,7 @@ func WaitsFor(locks []Lock) (edges []WaitEdge, cycles [][]string, truncated bool
 	holders := make([][]string, len(locks))
 	var queued []int // the locks with a waiter at the place looked at
 	for i, l := range locks {
-		holders[i] = []string{party(l.Owner, l.Holder)}
-		if len(l.Holders) > 0 {
-			holders[i] = holders[i][:0]
-			for _, h := range l.Holders {
-				holders[i] = append(holders[i], party(h.Owner, h.Holder))
-			}
-		}
+		holders[i] = holderParties(l)
 		if len(l.Queue) > 0 {
 			queued = append(queued, i)
 		}
@@ -137,13 +131,7 @@ func stuckParties(locks []Lock) map[string]bool {
 	holders := make([][]string, len(locks))
 	for i, l := range locks {
 		open[i] = make([]bool, len(l.Queue))
-		holders[i] = []string{party(l.Owner, l.Holder)}
-		if len(l.Holders) > 0 {
-			holders[i] = holders[i][:0]
-			for _, h := range l.Holders {
-				holders[i] = append(holders[i], party(h.Owner, h.Holder))
-			}
-		}
+		holders[i] = holderParties(l)
 		for _, p := range holders[i] {
 			involved[p] = append(involved[p], i)
 		}
@@ -207,6 +195,19 @@ func stuckParties(locks []Lock) map[string]bool {
 		}
 	}
 	return stuck
+}
+
+// holderParties is the parties that hold l: a shared key's holders, or
+// its one holder.
+func holderParties(l Lock) []string {
+	if len(l.Holders) == 0 {
+		return []string{party(l.Owner, l.Holder)}
+	}
+	out := make([]string, len(l.Holders))
+	for i, h := range l.Holders {
+		out[i] = party(h.Owner, h.Holder)
+	}
+	return out
 }
 
 // party is who an owner is in the wait-for graph: its holder, else the
