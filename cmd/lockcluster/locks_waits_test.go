@@ -38,19 +38,30 @@ func TestLocks_ShowsTheWaitForEdges(t *testing.T) {
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	defer cancel()
-	for _, h := range []struct {
+	// A wait that ends before the test does is an answer to report, not
+	// a waiter that silently is no longer there.
+	var ended sync.Map // holder → the error its Block returned
+	parties := []struct {
 		m          *lock.Manager
 		held, want string
-	}{{mA, "k1", "k2"}, {mB, "k2", "k1"}} {
+	}{{mA, "k1", "k2"}, {mB, "k2", "k1"}}
+	// Both keys are held before either wait starts: a wait started
+	// earlier could find the other key still free, take it and end.
+	for _, h := range parties {
 		l := h.m.Make(h.held, time.Minute)
 		if ok, err := l.Acquire(ctx); !ok || err != nil {
 			t.Fatalf("Acquire %s: %v %v", h.held, ok, err)
 		}
 		t.Cleanup(func() { _ = l.Release(context.Background()) })
+	}
+	for _, h := range parties {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			_ = h.m.Block(ctx, h.want, time.Minute, func(context.Context, *lock.Lock) error { return nil }, lock.WithTimeout(time.Minute))
+			err := h.m.Block(ctx, h.want, time.Minute, func(context.Context, *lock.Lock) error { return nil }, lock.WithTimeout(time.Minute))
+			if ctx.Err() == nil {
+				ended.Store(h.held, err)
+			}
 		}()
 	}
 	args := []string{"locks", "--driver", "sqlite", "--sqlite-path", path}
@@ -59,6 +70,10 @@ func TestLocks_ShowsTheWaitForEdges(t *testing.T) {
 		_, out, _ = runCLI(t, nil, args...)
 		return strings.Contains(out, "wait cycle:")
 	}) {
+		ended.Range(func(held, err any) bool {
+			t.Logf("the holder of %v stopped waiting: %v", held, err)
+			return true
+		})
 		t.Fatalf("locks never showed the wait cycle:\n%s", out)
 	}
 	for _, want := range []string{"WAITER", `A       B          "k2"  cycle`, `B       A          "k1"  cycle`, "wait cycle: A <-> B"} {
