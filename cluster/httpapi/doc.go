@@ -118,7 +118,8 @@
 // API. The replicated table holds at most MaxKeys locks (default 100,000)
 // and MaxWaitersPerKey waiters per key (default 1,000); beyond them an
 // acquire is answered 429 "full". Each node holds at most MaxWaits
-// waiting requests open at once (default 4,096, forwarded ones included),
+// waiting requests open at once (default 4,096, forwarded ones included:
+// waiting acquires, watches of a key and the lock page's event streams),
 // since each costs a goroutine and a socket (and at most MaxConns
 // connections, default 8,192, with HTTPReadTimeout, default 10s, to send
 // a request's headers and again its body: a client that trickles is

@@ -46,8 +46,9 @@ type Options struct {
 	// client that does not read is cut. A waiting acquire's wait comes
 	// before its answer and is not bound by it. 0: DefaultWriteTimeout.
 	WriteTimeout time.Duration
-	// MaxWaits caps the waiting acquires (wait_ms > 0) in progress on
-	// this node, served here or forwarded; drivers.Unlimited (or 0): no
+	// MaxWaits caps the waiting acquires (wait_ms > 0), watches and the
+	// lock page's event streams in progress on this node, served here or
+	// forwarded; drivers.Unlimited (or 0): no
 	// cap. The caller passes its resolved setting.
 	MaxWaits int
 	// Metrics serves GET /metrics (behind the token); nil: no endpoint.

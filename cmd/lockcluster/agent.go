@@ -98,7 +98,7 @@ func newAgentCmd(e *env) *cobra.Command {
 	fs.IntVar(&o.maxKeys, "max-keys", 0, fmt.Sprintf("refuse new keys beyond this many, each holder and waiter of a semaphore or read/write lock\ncounting one (0: %d, -1: unlimited); the same on every node", cluster.DefaultMaxKeys))
 	fs.IntVar(&o.maxWaiters, "max-waiters", 0, fmt.Sprintf("refuse waiters beyond this many per key (0: %d, -1: unlimited); the same on every node", cluster.DefaultMaxWaitersPerKey))
 	fs.IntVar(&o.maxHolders, "max-holders", 0, fmt.Sprintf("holders of one semaphore or read/write lock at once: a reader beyond waits, a semaphore\nabove is refused (0: %d, the most; never unlimited); the same on every node", cluster.DefaultMaxHoldersPerKey))
-	fs.IntVar(&o.maxWaits, "max-waits", 0, fmt.Sprintf("waiting acquires this node holds open at once (0: %d, -1: unlimited)", cluster.DefaultMaxWaits))
+	fs.IntVar(&o.maxWaits, "max-waits", 0, fmt.Sprintf("waiting acquires, watches and lock-page streams this node holds open at once (0: %d,\n-1: unlimited)", cluster.DefaultMaxWaits))
 	fs.IntVar(&o.maxConns, "max-conns", 0, fmt.Sprintf("HTTP connections this node holds open at once; more wait to be accepted (0: %d,\n-1: unlimited; above --max-waits)", cluster.DefaultMaxConns))
 	durationVar(fs, &o.readTimeout, "http-read-timeout", 0, fmt.Sprintf("time a client has to send a request's headers, and again its body; waits are not bound\nby it (0: %s)", cluster.DefaultHTTPReadTimeout))
 	durationVar(fs, &o.stopTimeout, "shutdown-timeout", 10*time.Second, "how long a graceful stop may take")
