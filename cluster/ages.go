@@ -1,7 +1,6 @@
 package cluster
 
 import (
-	"strconv"
 	"sync"
 	"time"
 
@@ -27,8 +26,8 @@ import (
 // courtesy, the table itself is the engine's.
 type tableAges struct {
 	mu      sync.Mutex
-	grants  ageSet // key → fence → granted at, by owner
-	waiters ageSet // key → owner → queued at, by owner
+	grants  ageSet[uint64] // key → fence → granted at, by owner
+	waiters ageSet[string] // key → owner → queued at, by owner
 }
 
 const maxAges = 1 << 16
@@ -48,7 +47,7 @@ func (t *tableAges) applied(a fsm.Applied) {
 		e := a.Entry
 		for fence, g := range t.grants.m[e.Key] {
 			if e.Op == engine.OpForceRelease || e.Op == engine.OpRelease && g.by == e.Owner ||
-				e.Op == engine.OpExpire && fence == fenceKey(e.ExpectFence) {
+				e.Op == engine.OpExpire && fence == e.ExpectFence {
 				t.grants.forget(e.Key, fence)
 			}
 		}
@@ -61,12 +60,12 @@ func (t *tableAges) applied(a fsm.Applied) {
 				t.waiters.add(key, a.Entry.Owner, a.Entry.Owner, now) // a waiter that asks again keeps its age
 			}
 		default:
-			t.grants.add(key, fenceKey(a.Result.Grants[i].Fence), a.Entry.Owner, now) // a refresh keeps its fence, and its age
+			t.grants.add(key, a.Result.Grants[i].Fence, a.Entry.Owner, now) // a refresh keeps its fence, and its age
 		}
 	}
 	for _, h := range a.Result.Handoffs {
 		t.waiters.forget(h.Key, h.Owner)
-		t.grants.add(h.Key, fenceKey(h.Fence), h.Owner, now)
+		t.grants.add(h.Key, h.Fence, h.Owner, now)
 	}
 	if a.Entry.Op == engine.OpCancelWait {
 		t.waiters.forget(a.Entry.Key, a.Entry.Owner)
@@ -82,7 +81,7 @@ func (t *tableAges) applied(a fsm.Applied) {
 func (t *tableAges) restored() {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	t.waiters = ageSet{}
+	t.waiters = ageSet[string]{}
 }
 
 // fill sets the ages at now (engine time) of l's grants and waiters,
@@ -97,12 +96,12 @@ func (t *tableAges) fill(l *api.Lock, now int64) {
 		}
 		return time.Duration(now - at)
 	}
-	fences := map[string]bool{fenceKey(l.Fence): true}
-	l.Age = age(t.grants.at(l.Key, fenceKey(l.Fence)))
+	fences := map[uint64]bool{l.Fence: true}
+	l.Age = age(t.grants.at(l.Key, l.Fence))
 	for i := range l.Holders {
 		h := &l.Holders[i]
-		fences[fenceKey(h.Fence)] = true
-		h.Age = age(t.grants.at(l.Key, fenceKey(h.Fence)))
+		fences[h.Fence] = true
+		h.Age = age(t.grants.at(l.Key, h.Fence))
 	}
 	t.grants.keepOnly(l.Key, fences)
 	owners := map[string]bool{}
@@ -114,12 +113,10 @@ func (t *tableAges) fill(l *api.Lock, now int64) {
 	t.waiters.keepOnly(l.Key, owners)
 }
 
-func fenceKey(f uint64) string { return strconv.FormatUint(f, 10) }
-
 // ageSet is a time for each (key, name), and who it is of, bounded by
-// maxAges.
-type ageSet struct {
-	m map[string]map[string]seenAt
+// maxAges: a grant's name is its fence, a waiter's its owner.
+type ageSet[N comparable] struct {
+	m map[string]map[N]seenAt
 	n int
 }
 
@@ -130,16 +127,16 @@ type seenAt struct {
 
 // add records at for (key, name), of owner by, unless it has a time
 // already.
-func (s *ageSet) add(key, name, by string, at int64) {
+func (s *ageSet[N]) add(key string, name N, by string, at int64) {
 	if s.n >= maxAges {
 		s.m, s.n = nil, 0
 	}
 	if s.m == nil {
-		s.m = map[string]map[string]seenAt{}
+		s.m = map[string]map[N]seenAt{}
 	}
 	names := s.m[key]
 	if names == nil {
-		names = map[string]seenAt{}
+		names = map[N]seenAt{}
 		s.m[key] = names
 	}
 	if _, ok := names[name]; !ok {
@@ -148,12 +145,12 @@ func (s *ageSet) add(key, name, by string, at int64) {
 	}
 }
 
-func (s *ageSet) at(key, name string) (int64, bool) {
+func (s *ageSet[N]) at(key string, name N) (int64, bool) {
 	a, ok := s.m[key][name]
 	return a.at, ok
 }
 
-func (s *ageSet) forget(key, name string) {
+func (s *ageSet[N]) forget(key string, name N) {
 	if names := s.m[key]; names != nil {
 		if _, ok := names[name]; ok {
 			delete(names, name)
@@ -166,7 +163,7 @@ func (s *ageSet) forget(key, name string) {
 }
 
 // keepOnly forgets key's names that keep does not hold.
-func (s *ageSet) keepOnly(key string, keep map[string]bool) {
+func (s *ageSet[N]) keepOnly(key string, keep map[N]bool) {
 	for name := range s.m[key] {
 		if !keep[name] {
 			s.forget(key, name)
