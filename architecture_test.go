@@ -37,8 +37,9 @@ func TestArchitecture_ImportRules(t *testing.T) {
 		{"election", []string{".", "drivers", "drivers/memory", "engine", "internal/heldwatch", "internal/keywatch"}, true},
 		// The conformance suite tests a driver alone: a driver's tests
 		// import it, so it must not bring in the Manager above them; the
-		// test kit's leaf helpers (polling, a locked buffer) are fine.
-		{"drivers/driverstest", []string{"drivers", "internal/testkit/poll", "internal/testkit/syncbuf"}, true},
+		// test kit's leaf helpers (polling, starting a child, a locked
+		// buffer) are fine.
+		{"drivers/driverstest", []string{"drivers", "internal/testkit/poll", "internal/testkit/proctest", "internal/testkit/syncbuf"}, true},
 	} {
 		path := mod
 		if rule.pkg != "." {

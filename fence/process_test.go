@@ -29,6 +29,7 @@ import (
 	_ "github.com/zerotal/lock/drivers/sqlite" // the "sqlite" driver of lock.Open
 	"github.com/zerotal/lock/fence"
 	"github.com/zerotal/lock/internal/testkit/poll"
+	"github.com/zerotal/lock/internal/testkit/proctest"
 )
 
 // The test binary doubles as the paused holder: started with childEnv
@@ -293,17 +294,7 @@ func startHolder(t *testing.T, lockSpec, key, target string) *holder {
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
 	cmd.Env = append(os.Environ(), childEnv+"=holder", childLock+"="+lockSpec, childKey+"="+key, childTarget+"="+target)
 	cmd.Stderr = os.Stderr
-	stdin, err := cmd.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
+	stdin, stdout := proctest.Start(t, cmd)
 	h := &holder{cmd: cmd, stdin: stdin, lines: make(chan string, 16)}
 	go func() { // ends when the child's stdout closes
 		defer close(h.lines)

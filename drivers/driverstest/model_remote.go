@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/zerotal/lock/drivers"
+	"github.com/zerotal/lock/internal/testkit/proctest"
 	"github.com/zerotal/lock/internal/testkit/syncbuf"
 )
 
@@ -194,17 +195,7 @@ func startModelProc(t testing.TB, test string, env []string) Proc {
 	cmd.Env = append(append(os.Environ(), modelChildEnv+"=1"), env...)
 	var stderr syncbuf.Buffer
 	cmd.Stderr = &stderr
-	stdin, err := cmd.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
+	stdin, stdout := proctest.Start(t, cmd)
 	r := &remote{stdin: stdin, pending: map[uint64]chan modelReply{}}
 	reaped := make(chan struct{})
 	go func() {

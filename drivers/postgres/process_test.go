@@ -19,6 +19,7 @@ import (
 	"github.com/zerotal/lock/drivers/postgres"
 	"github.com/zerotal/lock/drivers/postgres/pgtest"
 	"github.com/zerotal/lock/internal/testkit/poll"
+	"github.com/zerotal/lock/internal/testkit/proctest"
 )
 
 // The test binary doubles as the program of the multi-process tests:
@@ -127,17 +128,7 @@ func startChild(t *testing.T, mode string, env ...string) (*exec.Cmd, io.WriteCl
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
 	cmd.Env = append(append(os.Environ(), childEnv+"="+mode), env...)
 	cmd.Stderr = os.Stderr
-	stdin, err := cmd.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
+	stdin, stdout := proctest.Start(t, cmd)
 	t.Cleanup(func() {
 		_ = stdin.Close()
 		_ = cmd.Process.Kill() // this test's own child

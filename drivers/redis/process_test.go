@@ -18,6 +18,7 @@ import (
 	"github.com/zerotal/lock/drivers/redis"
 	"github.com/zerotal/lock/drivers/redis/redistest"
 	"github.com/zerotal/lock/internal/testkit/poll"
+	"github.com/zerotal/lock/internal/testkit/proctest"
 )
 
 // The test binary doubles as the program of the multi-process tests:
@@ -148,17 +149,7 @@ func startChild(t testing.TB, srv *redistest.Server, mode string) *child {
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
 	cmd.Env = append(os.Environ(), childEnv+"="+mode, childURL+"="+srv.URL())
 	cmd.Stderr = os.Stderr
-	stdin, err := cmd.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
+	stdin, stdout := proctest.Start(t, cmd)
 	c := &child{t: t, cmd: cmd, stdin: stdin, lines: make(chan string, 64)}
 	go func() {
 		defer close(c.lines)

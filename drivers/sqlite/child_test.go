@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/zerotal/lock/internal/testkit/proctest"
 	"github.com/zerotal/lock/internal/testkit/syncbuf"
 )
 
@@ -29,16 +30,8 @@ func startChild(t testing.TB, cmd *exec.Cmd) *child {
 	t.Helper()
 	c := &child{cmd: cmd, lines: make(chan string, 1024), waited: make(chan struct{})}
 	cmd.Stderr = &c.stderr
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if c.stdin, err = cmd.StdinPipe(); err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
+	var stdout io.ReadCloser
+	c.stdin, stdout = proctest.Start(t, cmd)
 	go func() {
 		sc := bufio.NewScanner(stdout)
 		for sc.Scan() {
