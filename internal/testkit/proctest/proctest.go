@@ -1,8 +1,8 @@
 //go:build unix
 
 // Package proctest helps tests that start real processes and must see
-// them gone: a shell script to run, the PID a process writes to a file,
-// and whether that PID still runs.
+// them gone: a shell script to run, a child started with pipes (Start),
+// the PID a process writes to a file, and whether that PID still runs.
 package proctest
 
 import (
